@@ -1,0 +1,57 @@
+/* Wick ABI: the host API table handed to plugins. One slot per public call,
+ * in a fixed order: a released list is never reordered; a new ABI minor appends
+ * a new list (WK_HOST_API_1_1, ...). Slot types come from the declarations, so
+ * a signature cannot drift from its header. */
+#ifndef WICK_HOST_API_H
+#define WICK_HOST_API_H
+
+#include <wick/wick.h>
+
+/* ABI 1.0 */
+#define WK_HOST_API_1_0(X)                                                            \
+  X(wk_version) X(wk_abi_version)                                                     \
+  X(wk_last_error) X(wk_last_error_message) X(wk_clear_error) X(wk_status_name)       \
+  X(wk_error) X(wk_error_replace)                                                     \
+  X(wk_dtype_size) X(wk_dtype_name) X(wk_dtype_parse) X(wk_dtype_is_floating)          \
+  X(wk_dtype_is_integral) X(wk_promote_types)                                          \
+  X(wk_empty) X(wk_empty_like) X(wk_empty_strided) X(wk_tensor_from_data)             \
+  X(wk_tensor_from_blob) X(wk_scalar_tensor)                                           \
+  X(wk_retain) X(wk_release) X(wk_scope_begin) X(wk_scope_end) X(wk_scope_keep)        \
+  X(wk_scope_escape) X(wk_live_tensors)                                               \
+  X(wk_tensor_dim) X(wk_tensor_size) X(wk_tensor_stride) X(wk_tensor_sizes)            \
+  X(wk_tensor_strides) X(wk_tensor_offset) X(wk_tensor_numel) X(wk_tensor_dtype)       \
+  X(wk_tensor_device) X(wk_tensor_is_contiguous) X(wk_tensor_data)                     \
+  X(wk_tensor_version) X(wk_tensor_bump_version) X(wk_tensor_same_storage)             \
+  X(wk_tensor_storage_nbytes)                                                          \
+  X(wk_item) X(wk_item_i64) X(wk_tensor_get) X(wk_tensor_set) X(wk_tensor_to_f64)      \
+  X(wk_tensor_to_string) X(wk_print) X(wk_free)                                        \
+  X(wk_device_type_register) X(wk_device_type_find) X(wk_device_type_name)             \
+  X(wk_device_count) X(wk_device_type_status) X(wk_device_parse) X(wk_device_str)      \
+  X(wk_device_equal) X(wk_device_synchronize) X(wk_device_alloc) X(wk_device_free)     \
+  X(wk_device_copy)                                                                    \
+  X(wk_op_declare) X(wk_op_find) X(wk_op_name) X(wk_op_schema) X(wk_op_tags)            \
+  X(wk_op_num_args) X(wk_op_num_outs) X(wk_op_arg_name) X(wk_op_arg_index)             \
+  X(wk_op_arg_type) X(wk_op_mutated_arg) X(wk_op_count) X(wk_op_at)                    \
+  X(wk_kernel_register) X(wk_kernel_register_unboxed) X(wk_op_num_kernels)             \
+  X(wk_op_kernel_info) X(wk_op_call) X(wk_call)                                        \
+  X(wk_layer_register) X(wk_layer_find) X(wk_layer_set_enabled) X(wk_layer_exclude)    \
+  X(wk_layer_redispatch)                                                               \
+  X(wk_init) X(wk_shutdown) X(wk_num_threads) X(wk_set_num_threads)                    \
+  X(wk_parallel_for) X(wk_in_parallel)                                                 \
+  X(wk_manual_seed) X(wk_rng_reserve) X(wk_rng_get_state) X(wk_rng_set_state)          \
+  X(wk_plugin_count) X(wk_plugin_at) X(wk_plugin_find) X(wk_plugin_name)               \
+  X(wk_plugin_path) X(wk_plugin_version) X(wk_plugin_description)                      \
+  X(wk_plugin_get_status) X(wk_plugin_reason) X(wk_plugin_search_path)                 \
+  X(wk_plugin_load) X(wk_service_register) X(wk_service_get) X(wk_service_count)       \
+  X(wk_service_info) X(wk_to_dlpack) X(wk_from_dlpack)                                 \
+  X(wk_result_type) X(wk_tensor_set_requires_grad) X(wk_tensor_requires_grad)
+
+typedef struct wk_host_api {
+  size_t struct_size;
+  uint32_t abi_version;
+#define WK__HOST_SLOT(fn) __typeof__(fn) *fn;
+  WK_HOST_API_1_0(WK__HOST_SLOT)
+#undef WK__HOST_SLOT
+} wk_host_api;
+
+#endif

@@ -1,0 +1,172 @@
+/* Wick ABI: the standard op set, as one list of schemas. The core declares
+ * every op below at wk_init(); ops.h generates the typed C front end from the
+ * same lists. Families generate their variants: a unary op `exp` gives `exp`,
+ * `exp_` (in place) and `exp.out`; a binary op gives also `.Scalar`.
+ *
+ * Entry forms:
+ *   WK_OP(schema, tags)                                  one op
+ *   WK_UNARY(name, tags)                                 name, name_, name.out
+ *   WK_BINARY(name, tags)                                name, name_, name.out,
+ *                                                        name.Scalar, name_.Scalar
+ *   WK_COMPARE(name)                                     name, name.Scalar, name.out
+ *
+ * Reductions are encoded like PyTorch's: 0 = none, 1 = mean, 2 = sum. */
+#ifndef WICK_OP_LIST_H
+#define WICK_OP_LIST_H
+
+#define WK_PW WK_TAG_POINTWISE
+#define WK_ND WK_TAG_NONDIFF
+
+/* Unary pointwise ops with in-place and out= variants. */
+#define WK_UNARY_OPS(X)                                                        \
+  X(neg, WK_PW) X(abs, WK_PW) X(exp, WK_PW) X(log, WK_PW) X(log1p, WK_PW)      \
+  X(sqrt, WK_PW) X(rsqrt, WK_PW) X(sin, WK_PW) X(cos, WK_PW) X(tanh, WK_PW)    \
+  X(sigmoid, WK_PW) X(relu, WK_PW) X(silu, WK_PW) X(sign, WK_PW | WK_ND)       \
+  X(floor, WK_PW | WK_ND) X(ceil, WK_PW | WK_ND) X(round, WK_PW | WK_ND)       \
+  X(logical_not, WK_PW | WK_ND)
+
+/* Binary pointwise ops (broadcasting, type promotion) with variants. */
+#define WK_BINARY_OPS(X)                                                       \
+  X(mul, WK_PW) X(maximum, WK_PW) X(minimum, WK_PW) X(pow, WK_PW)              \
+  X(logical_and, WK_PW | WK_ND) X(logical_or, WK_PW | WK_ND)
+
+/* Comparisons: bool results, no in-place variant. */
+#define WK_COMPARE_OPS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
+
+/* Every other op, one schema each. */
+#define WK_OTHER_OPS(X)                                                                          \
+  /* ---- arithmetic with extra arguments ---- */                                                \
+  X("add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", WK_PW)                        \
+  X("add_(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
+  X("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", WK_PW)  \
+  X("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", WK_PW)                    \
+  X("sub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", WK_PW)                        \
+  X("sub_(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
+  X("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", WK_PW)  \
+  X("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", WK_PW)                    \
+  X("div(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor", WK_PW)               \
+  X("div_(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
+  X("div.out(Tensor self, Tensor other, *, str? rounding_mode=None, Tensor(a!) out) -> Tensor(a!)", WK_PW) \
+  X("div.Scalar(Tensor self, Scalar other, *, str? rounding_mode=None) -> Tensor", WK_PW)        \
+  X("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", WK_PW)                      \
+  X("leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
+  X("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", WK_PW)                           \
+  X("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", WK_PW)                   \
+  X("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
+  X("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", WK_PW)                  \
+  X("isnan(Tensor self) -> Tensor", WK_PW | WK_ND)                                               \
+  X("isinf(Tensor self) -> Tensor", WK_PW | WK_ND)                                               \
+  X("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor", WK_PW) \
+  /* ---- factories ---- */                                                                      \
+  X("zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY)  \
+  X("full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("arange(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("eye(int n, int m=-1, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("zeros_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("ones_like(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
+  X("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", WK_TAG_INPLACE)                        \
+  X("zero_(Tensor(a!) self) -> Tensor(a!)", WK_TAG_INPLACE)                                      \
+  X("rand(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY | WK_TAG_RANDOM) \
+  X("randn(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY | WK_TAG_RANDOM) \
+  X("randint(int low, int high, int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY | WK_TAG_RANDOM) \
+  X("randperm(int n, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY | WK_TAG_RANDOM) \
+  X("rand_like(Tensor self, *, ScalarType? dtype=None) -> Tensor", WK_TAG_FACTORY | WK_TAG_RANDOM) \
+  X("randn_like(Tensor self, *, ScalarType? dtype=None) -> Tensor", WK_TAG_FACTORY | WK_TAG_RANDOM) \
+  X("bernoulli(Tensor self) -> Tensor", WK_TAG_RANDOM | WK_ND)                                   \
+  X("bernoulli.p(Tensor self, float p) -> Tensor", WK_TAG_RANDOM | WK_ND)                        \
+  X("uniform_(Tensor(a!) self, float from=0, float to=1) -> Tensor(a!)", WK_TAG_RANDOM | WK_TAG_INPLACE) \
+  X("normal_(Tensor(a!) self, float mean=0, float std=1) -> Tensor(a!)", WK_TAG_RANDOM | WK_TAG_INPLACE) \
+  /* ---- views (kernels in the core, any device) ---- */                                        \
+  X("view(Tensor(a) self, int[] size) -> Tensor(a)", WK_TAG_VIEW)                                \
+  X("reshape(Tensor(a) self, int[] shape) -> Tensor(a)", WK_TAG_VIEW)                            \
+  X("permute(Tensor(a) self, int[] dims) -> Tensor(a)", WK_TAG_VIEW)                             \
+  X("transpose(Tensor(a) self, int dim0, int dim1) -> Tensor(a)", WK_TAG_VIEW)                   \
+  X("t(Tensor(a) self) -> Tensor(a)", WK_TAG_VIEW)                                               \
+  X("slice(Tensor(a) self, int dim=0, int? start=None, int? end=None, int step=1) -> Tensor(a)", WK_TAG_VIEW) \
+  X("narrow(Tensor(a) self, int dim, int start, int length) -> Tensor(a)", WK_TAG_VIEW)          \
+  X("select(Tensor(a) self, int dim, int index) -> Tensor(a)", WK_TAG_VIEW)                      \
+  X("expand(Tensor(a) self, int[] size) -> Tensor(a)", WK_TAG_VIEW)                              \
+  X("squeeze(Tensor(a) self) -> Tensor(a)", WK_TAG_VIEW)                                         \
+  X("squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)", WK_TAG_VIEW)                            \
+  X("unsqueeze(Tensor(a) self, int dim) -> Tensor(a)", WK_TAG_VIEW)                              \
+  X("flatten(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)", WK_TAG_VIEW)        \
+  X("contiguous(Tensor(a) self) -> Tensor(a)", WK_TAG_VIEW)                                      \
+  X("as_strided(Tensor(a) self, int[] size, int[] stride, int? storage_offset=None) -> Tensor(a)", WK_TAG_VIEW) \
+  X("alias(Tensor(a) self) -> Tensor(a)", WK_TAG_VIEW)                                           \
+  /* ---- copies and casts ---- */                                                              \
+  X("copy_(Tensor(a!) self, Tensor src) -> Tensor(a!)", WK_TAG_INPLACE | WK_TAG_ANY_DEVICE)      \
+  X("clone(Tensor self) -> Tensor", 0)                                                           \
+  X("to.dtype(Tensor self, ScalarType dtype, bool copy=False) -> Tensor", 0)                     \
+  X("to.device(Tensor self, Device device, ScalarType? dtype=None, bool copy=False) -> Tensor", WK_TAG_ANY_DEVICE) \
+  /* ---- reductions ---- */                                                                    \
+  X("sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION)                   \
+  X("sum.dim_IntList(Tensor self, int[]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION) \
+  X("mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION)                  \
+  X("mean.dim(Tensor self, int[]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION) \
+  X("prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION)                  \
+  X("prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION) \
+  X("max(Tensor self) -> Tensor", WK_TAG_REDUCTION)                                              \
+  X("max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", WK_TAG_REDUCTION) \
+  X("min(Tensor self) -> Tensor", WK_TAG_REDUCTION)                                              \
+  X("min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", WK_TAG_REDUCTION) \
+  X("argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_ND) \
+  X("argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_ND) \
+  X("var.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION) \
+  X("std.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION) \
+  X("norm(Tensor self, Scalar p=2, int[]? dim=None, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION) \
+  X("logsumexp(Tensor self, int[] dim, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION)         \
+  X("all(Tensor self) -> Tensor", WK_TAG_REDUCTION | WK_ND)                                      \
+  X("all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_ND)     \
+  X("any(Tensor self) -> Tensor", WK_TAG_REDUCTION | WK_ND)                                      \
+  X("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_ND)     \
+  X("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", 0)                      \
+  /* ---- linear algebra ---- */                                                                \
+  X("mm(Tensor self, Tensor mat2) -> Tensor", 0)                                                 \
+  X("bmm(Tensor self, Tensor mat2) -> Tensor", 0)                                                \
+  X("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", 0) \
+  X("dot(Tensor self, Tensor tensor) -> Tensor", 0)                                              \
+  X("matmul(Tensor self, Tensor other) -> Tensor", WK_TAG_COMPOSITE)                             \
+  X("linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor", WK_TAG_COMPOSITE)        \
+  X("outer(Tensor self, Tensor vec2) -> Tensor", WK_TAG_COMPOSITE)                               \
+  /* ---- neural-network ops (forward) ---- */                                                  \
+  X("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", 0)                        \
+  X("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", 0)                    \
+  X("conv2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] dilation=1, int groups=1) -> Tensor", 0) \
+  X("max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", 0) \
+  X("avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor", 0) \
+  X("adaptive_avg_pool2d(Tensor self, int[2] output_size) -> Tensor", 0)                         \
+  X("batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, bool training=False, float momentum=0.1, float eps=1e-05) -> (Tensor, Tensor, Tensor)", 0) \
+  X("layer_norm(Tensor input, int[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> (Tensor, Tensor, Tensor)", 0) \
+  X("dropout(Tensor input, float p, bool train) -> (Tensor, Tensor)", WK_TAG_RANDOM)             \
+  X("embedding(Tensor weight, Tensor indices, int padding_idx=-1) -> Tensor", 0)                 \
+  X("pad(Tensor self, int[] pad, str mode=\"constant\", float? value=None) -> Tensor", 0)        \
+  X("cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, int ignore_index=-100, float label_smoothing=0.0) -> Tensor", 0) \
+  X("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, int ignore_index=-100) -> Tensor", 0) \
+  X("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", 0)                        \
+  X("binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor", 0) \
+  /* ---- indexing and shape ---- */                                                            \
+  X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
+  X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \
+  X("split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]", WK_TAG_VIEW)            \
+  X("split_with_sizes(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor[]", WK_TAG_VIEW) \
+  X("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor[]", WK_TAG_VIEW)                \
+  X("index_select(Tensor self, int dim, Tensor index) -> Tensor", 0)                             \
+  X("gather(Tensor self, int dim, Tensor index) -> Tensor", 0)                                   \
+  X("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", 0)                  \
+  X("scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)", WK_TAG_INPLACE) \
+  X("scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", 0)                  \
+  X("scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)", WK_TAG_INPLACE) \
+  X("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", 0)                   \
+  X("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)", WK_TAG_INPLACE) \
+  X("masked_select(Tensor self, Tensor mask) -> Tensor", 0)                                      \
+  X("repeat(Tensor self, int[] repeats) -> Tensor", 0)                                           \
+  X("flip(Tensor self, int[] dims) -> Tensor", 0)                                                \
+  X("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor", 0)                               \
+  X("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", WK_ND) \
+  X("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", 0) \
+  X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)
+
+#endif

@@ -1,0 +1,102 @@
+/* Wick ABI: the basic types every other header uses: status codes, dtypes,
+ * devices and the opaque handles. Enum numbers are part of the ABI: they are
+ * written once here and never reused. */
+#ifndef WICK_TYPES_H
+#define WICK_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define WK_EXTERN_C extern "C"
+#else
+#define WK_EXTERN_C
+#endif
+
+#if defined(WK_BUILDING_CORE)
+#define WK_API WK_EXTERN_C __attribute__((visibility("default")))
+#else
+#define WK_API WK_EXTERN_C
+#endif
+
+#if defined(__cplusplus)
+#define WK_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define WK_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+/* ---- Status codes (X-macro: enum value, number, short name) ---------------- */
+#define WK_STATUS_LIST(X)                                                   \
+  X(WK_OK, 0, "ok")                                                          \
+  X(WK_ERR_INVALID_ARG, 1, "invalid argument")                               \
+  X(WK_ERR_SHAPE, 2, "shape mismatch")                                       \
+  X(WK_ERR_DTYPE, 3, "dtype mismatch")                                       \
+  X(WK_ERR_DEVICE, 4, "device mismatch")                                     \
+  X(WK_ERR_NO_MEMORY, 5, "out of memory")                                    \
+  X(WK_ERR_NOT_FOUND, 6, "not found")                                        \
+  X(WK_ERR_NO_KERNEL, 7, "no kernel")                                        \
+  X(WK_ERR_ABI, 8, "ABI mismatch")                                           \
+  X(WK_ERR_PLUGIN, 9, "plugin failure")                                      \
+  X(WK_ERR_IO, 10, "I/O error")                                              \
+  X(WK_ERR_STATE, 11, "invalid state")                                       \
+  X(WK_ERR_INDEX, 12, "index out of range")                                  \
+  X(WK_ERR_INTERNAL, 13, "internal error")                                   \
+  X(WK_ERR_NULL, 14, "NULL argument")                                        \
+  X(WK_ERR_AUTOGRAD, 15, "autograd error")                                   \
+  X(WK_ERR_SCHEMA, 16, "schema error")                                       \
+  X(WK_ERR_UNSUPPORTED, 17, "unsupported")
+
+typedef enum wk_status {
+#define WK__X(e, n, s) e = n,
+  WK_STATUS_LIST(WK__X)
+#undef WK__X
+} wk_status;
+
+/* ---- Dtypes (X-macro: enum, number, short name, PyTorch name, size, kind) --
+ * kind: 'b' bool, 'i' signed int, 'u' unsigned int, 'f' floating.
+ * Number 0 is WK_DTYPE_DEFAULT: "not given", so zero-initialised options mean
+ * "the default dtype" (float32 for factories, the input's dtype otherwise). */
+#define WK_DTYPE_LIST(X)                          \
+  X(WK_F32, 1, "f32", "torch.float32", 4, 'f')   \
+  X(WK_F64, 2, "f64", "torch.float64", 8, 'f')   \
+  X(WK_F16, 3, "f16", "torch.float16", 2, 'f')   \
+  X(WK_BF16, 4, "bf16", "torch.bfloat16", 2, 'f') \
+  X(WK_I8, 5, "i8", "torch.int8", 1, 'i')        \
+  X(WK_U8, 6, "u8", "torch.uint8", 1, 'u')       \
+  X(WK_I16, 7, "i16", "torch.int16", 2, 'i')     \
+  X(WK_I32, 8, "i32", "torch.int32", 4, 'i')     \
+  X(WK_I64, 9, "i64", "torch.int64", 8, 'i')     \
+  X(WK_BOOL, 10, "bool", "torch.bool", 1, 'b')
+
+typedef enum wk_dtype {
+  WK_DTYPE_DEFAULT = 0,
+#define WK__X(e, n, s, t, sz, k) e = n,
+  WK_DTYPE_LIST(WK__X)
+#undef WK__X
+  /* 11..13 are reserved for qint8, quint8, qint32 (quantization issue). */
+  WK_DTYPE_COUNT_ = 11
+} wk_dtype;
+
+/* ---- Devices ---------------------------------------------------------------
+ * A device is a run-time value: a device type id plus an index. Type 0 means
+ * "not given" (defaults apply), type 1 is the built-in cpu; plugins register
+ * further types by name (wk_device_type_register) and get ids from 16 up. */
+typedef struct wk_device {
+  int32_t type;  /* WK_DEVICE_DEFAULT, WK_DEVICE_CPU or a registered id */
+  int32_t index; /* ordinal within the type; 0 for cpu */
+} wk_device;
+
+enum { WK_DEVICE_DEFAULT = 0, WK_DEVICE_CPU = 1, WK_DEVICE_FIRST_PLUGIN = 16 };
+#define WK_MAX_DEVICE_TYPES 64
+
+/* ---- Opaque handles ---------------------------------------------------------- */
+typedef struct wk_tensor wk_tensor; /* refcounted tensor handle */
+typedef struct wk_op wk_op;         /* a declared operator (lives forever) */
+typedef struct wk_layer wk_layer;   /* a dispatch layer (lives forever) */
+typedef struct wk_plugin wk_plugin; /* a plugin candidate (lives forever) */
+
+/* Largest number of dimensions a tensor may have. */
+#define WK_MAX_DIMS 16
+
+#endif

@@ -1,0 +1,23 @@
+/* Wick ABI: library and ABI version numbers. The ABI major must match between
+ * the core and a plugin; a core accepts plugins built for a minor <= its own. */
+#ifndef WICK_VERSION_H
+#define WICK_VERSION_H
+
+#include <wick/types.h>
+
+#define WK_VERSION_MAJOR 0
+#define WK_VERSION_MINOR 1
+#define WK_VERSION_PATCH 0
+#define WK_VERSION_STRING "0.1.0"
+
+#define WK_ABI_MAJOR 1
+#define WK_ABI_MINOR 0
+
+/* Returns the library's version string (static, never freed). Compare with
+ * WK_VERSION_STRING to check that header and library match. */
+WK_API const char *wk_version(void);
+
+/* Returns the ABI version the library implements: (major << 16) | minor. */
+WK_API uint32_t wk_abi_version(void);
+
+#endif

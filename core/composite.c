@@ -1,0 +1,255 @@
+/* Composite ops, registered by the core for every device: written with other
+ * ops (so autograd records those) or with the device interface (cross-device
+ * copies). A backend may still register a direct kernel at higher priority. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define T(n) (args[n].u.t)
+#define I(n) (args[n].u.i)
+
+static wk_status out1(wk_value *outs, wk_tensor *t) {
+  if (!t) return wk_last_error();
+  outs[0] = WK_VT(t);
+  return WK_OK;
+}
+
+static wk_status k_clone(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *r = wk_empty_like(T(0), (wk_options){0});
+  if (r && !wk_copy_(r, T(0))) {
+    wk_release(r);
+    r = NULL;
+  }
+  return out1(outs, r);
+}
+
+static wk_tensor *copy_to(wk_tensor *self, wk_dtype dt, wk_device dev) {
+  wk_tensor *r = wk_empty(self->sizes, self->ndim, (wk_options){.dtype = dt, .device = dev});
+  if (r && !wk_copy_(r, self)) {
+    wk_release(r);
+    return NULL;
+  }
+  return r;
+}
+
+static wk_status k_to_dtype(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *self = T(0);
+  wk_dtype dt = args[1].u.dtype;
+  if (dt == self->dtype && !args[2].u.b) return out1(outs, wk_alias(self));
+  return out1(outs, copy_to(self, dt, self->storage->device));
+}
+
+static wk_status k_to_device(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *self = T(0);
+  wk_device dev = wk__device_norm(args[1].u.device);
+  wk_dtype dt = args[2].tag == WK_V_NONE ? self->dtype : args[2].u.dtype;
+  if (!wk__device_iface(dev.type)) return wk_error(WK_ERR_DEVICE, "to(): unknown device type %d", dev.type);
+  if (wk_device_equal(dev, self->storage->device) && dt == self->dtype && !args[3].u.b)
+    return out1(outs, wk_alias(self));
+  return out1(outs, copy_to(self, dt, dev));
+}
+
+/* copy_ between different devices: convert and densify on the source device,
+ * move the bytes, then scatter into a strided destination on its device. */
+static wk_status k_copy_cross(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *self = T(0), *src = T(1);
+  wk_device sd = wk__device_norm(src->storage->device), dd = wk__device_norm(self->storage->device);
+  char a[48], b[48];
+  if (wk_device_equal(sd, dd))
+    return wk_error(WK_ERR_NO_KERNEL, "copy_(): no kernel copies within device '%s'", wk_device_str(dd, a, sizeof a));
+  wk_tensor *e = wk_expand(src, self->sizes, self->ndim);
+  wk_tensor *conv = e ? wk_to_dtype(e, self->dtype) : NULL;
+  wk_tensor *dense = conv ? wk_contiguous(conv) : NULL;
+  wk_release(e);
+  wk_release(conv);
+  if (!dense) return wk_error(wk_last_error(), "copy_(): from %s to %s failed", wk_device_str(sd, a, sizeof a),
+                              wk_device_str(dd, b, sizeof b));
+  size_t nbytes = (size_t)wk_tensor_numel(self) * wk_dtype_size(self->dtype);
+  wk_status st;
+  if (wk_tensor_is_contiguous(self)) {
+    st = wk_device_copy(wk_tensor_data(self), dd, wk_tensor_data(dense), sd, nbytes);
+  } else {
+    wk_tensor *tmp = wk_empty(self->sizes, self->ndim, (wk_options){.dtype = self->dtype, .device = dd});
+    st = tmp ? wk_device_copy(wk_tensor_data(tmp), dd, wk_tensor_data(dense), sd, nbytes) : wk_last_error();
+    if (!st && !wk_copy_(self, tmp)) st = wk_last_error();
+    wk_release(tmp);
+  }
+  wk_release(dense);
+  if (st) return st;
+  wk_tensor_bump_version(self);
+  outs[0] = WK_VT(self);
+  return WK_OK;
+}
+
+/* matmul over PyTorch's rank cases: dot, mm, matrix-vector, batched with
+ * broadcast batch dimensions. */
+static wk_status k_matmul(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *a = T(0), *b = T(1);
+  int da = a->ndim, db = b->ndim;
+  char s1[256], s2[256];
+  if (da == 0 || db == 0)
+    return wk_error(WK_ERR_SHAPE, "matmul(): both arguments need at least 1 dimension, got %dD and %dD", da, db);
+  if (da == 1 && db == 1) return out1(outs, wk_dot(a, b));
+  if (da == 2 && db == 2) return out1(outs, wk_mm(a, b));
+  int64_t ka = a->sizes[da - 1], kb = b->sizes[db == 1 ? 0 : db - 2];
+  if (ka != kb) {
+    return wk_error(WK_ERR_SHAPE, "matmul(): shapes %s and %s cannot be multiplied (%lld != %lld)",
+                    wk__shape_str(a->sizes, da, s1, sizeof s1), wk__shape_str(b->sizes, db, s2, sizeof s2),
+                    (long long)ka, (long long)kb);
+  }
+  if (da == 1 && db == 2) {
+    wk_tensor *u = wk_unsqueeze(a, 0), *m = wk_mm(u, b), *r = wk_squeeze_dim(m, 0);
+    wk_release(u);
+    wk_release(m);
+    return out1(outs, r);
+  }
+  if (db == 1 && da == 2) {
+    wk_tensor *u = wk_unsqueeze(b, 1), *m = wk_mm(a, u), *r = wk_squeeze_dim(m, 1);
+    wk_release(u);
+    wk_release(m);
+    return out1(outs, r);
+  }
+  if (da >= 3 && db <= 2) { /* fold the batch into rows: one mm */
+    int64_t rows = wk_tensor_numel(a) / ka;
+    int64_t shp[2] = {rows, ka};
+    wk_tensor *bb = db == 1 ? wk_unsqueeze(b, 1) : wk_retain(b);
+    wk_tensor *a2 = wk_reshape(a, shp, 2), *m = wk_mm(a2, bb);
+    int64_t osz[WK_MAX_DIMS];
+    int on = 0;
+    for (int i = 0; i < da - 1; i++) osz[on++] = a->sizes[i];
+    if (db == 2) osz[on++] = b->sizes[1];
+    wk_tensor *r = wk_reshape(m, osz, on);
+    wk_release(bb);
+    wk_release(a2);
+    wk_release(m);
+    return out1(outs, r);
+  }
+  /* general batched case */
+  wk_tensor *a1 = da == 1 ? wk_unsqueeze(a, 0) : wk_retain(a);
+  wk_tensor *b1 = db == 1 ? wk_unsqueeze(b, 1) : wk_retain(b);
+  if (!a1 || !b1) {
+    wk_release(a1);
+    wk_release(b1);
+    return wk_last_error();
+  }
+  int na = a1->ndim - 2, nb = b1->ndim - 2, nbat = na > nb ? na : nb;
+  int64_t batch[WK_MAX_DIMS], B = 1;
+  for (int i = 0; i < nbat; i++) {
+    int ia = i - (nbat - na), ib = i - (nbat - nb);
+    int64_t x = ia >= 0 ? a1->sizes[ia] : 1, y = ib >= 0 ? b1->sizes[ib] : 1;
+    if (x != y && x != 1 && y != 1) {
+      wk_release(a1);
+      wk_release(b1);
+      return wk_error(WK_ERR_SHAPE, "matmul(): batch dimensions of %s and %s are not broadcastable",
+                      wk__shape_str(a->sizes, da, s1, sizeof s1), wk__shape_str(b->sizes, db, s2, sizeof s2));
+    }
+    batch[i] = x == 1 ? y : x;
+    B *= batch[i];
+  }
+  int64_t n = a1->sizes[a1->ndim - 2], k = ka, m = b1->sizes[b1->ndim - 1];
+  int64_t ea[WK_MAX_DIMS], eb[WK_MAX_DIMS];
+  memcpy(ea, batch, sizeof(int64_t) * (size_t)nbat);
+  memcpy(eb, batch, sizeof(int64_t) * (size_t)nbat);
+  ea[nbat] = n;
+  ea[nbat + 1] = k;
+  eb[nbat] = k;
+  eb[nbat + 1] = m;
+  int64_t fa[3] = {B, n, k}, fb[3] = {B, k, m};
+  wk_tensor *xa = wk_expand(a1, ea, nbat + 2), *xb = wk_expand(b1, eb, nbat + 2);
+  wk_tensor *ra = wk_reshape(xa, fa, 3), *rb = wk_reshape(xb, fb, 3);
+  wk_tensor *prod = wk_bmm(ra, rb);
+  int64_t osz[WK_MAX_DIMS];
+  int on = 0;
+  for (int i = 0; i < nbat; i++) osz[on++] = batch[i];
+  if (da > 1) osz[on++] = n;
+  if (db > 1) osz[on++] = m;
+  wk_tensor *r = wk_reshape(prod, osz, on);
+  wk_release(a1);
+  wk_release(b1);
+  wk_release(xa);
+  wk_release(xb);
+  wk_release(ra);
+  wk_release(rb);
+  wk_release(prod);
+  return out1(outs, r);
+}
+
+static wk_status k_linear(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *x = T(0), *w = T(1), *bias = args[2].tag == WK_V_NONE ? NULL : T(2);
+  if (w->ndim != 2 && w->ndim != 1)
+    return wk_error(WK_ERR_SHAPE, "linear(): weight must be 1D or 2D, got %dD", w->ndim);
+  wk_tensor *wt = wk_t(w);
+  if (!wt) return wk_last_error();
+  wk_tensor *r;
+  if (x->ndim == 2 && bias && w->ndim == 2) {
+    r = wk_addmm(bias, x, wt, 1.0, 1.0);
+  } else {
+    wk_tensor *m = wk_matmul(x, wt);
+    r = bias && m ? wk_add(m, bias) : wk_retain(m);
+    wk_release(m);
+  }
+  wk_release(wt);
+  return out1(outs, r);
+}
+
+static wk_status k_outer(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  if (T(0)->ndim != 1 || T(1)->ndim != 1)
+    return wk_error(WK_ERR_SHAPE, "outer(): expects 1D tensors, got %dD and %dD", T(0)->ndim, T(1)->ndim);
+  wk_tensor *col = wk_unsqueeze(T(0), 1);
+  wk_tensor *r = wk_mul(col, T(1));
+  wk_release(col);
+  return out1(outs, r);
+}
+
+static wk_status k_stack(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  int n = args[0].len;
+  if (n == 0) return wk_error(WK_ERR_INVALID_ARG, "stack(): expects a non-empty TensorList");
+  wk_tensor *const *ts = args[0].u.tensors;
+  char s1[256], s2[256];
+  for (int i = 1; i < n; i++) {
+    bool same = ts[i]->ndim == ts[0]->ndim;
+    for (int d = 0; same && d < ts[0]->ndim; d++) same = ts[i]->sizes[d] == ts[0]->sizes[d];
+    if (!same)
+      return wk_error(WK_ERR_SHAPE, "stack(): expects each tensor to be equal size, but got %s at entry 0 and %s at entry %d",
+                      wk__shape_str(ts[0]->sizes, ts[0]->ndim, s1, sizeof s1),
+                      wk__shape_str(ts[i]->sizes, ts[i]->ndim, s2, sizeof s2), i);
+  }
+  bool ok;
+  int d = wk__wrap_dim("stack", I(1), ts[0]->ndim + 1, &ok);
+  if (!ok) return wk_last_error();
+  wk_tensor **u = calloc((size_t)n, sizeof *u);
+  if (!u) return wk_error(WK_ERR_NO_MEMORY, "stack(): out of memory");
+  wk_tensor *r = NULL;
+  int k = 0;
+  for (; k < n; k++)
+    if (!(u[k] = wk_unsqueeze(ts[k], d))) break;
+  if (k == n) r = wk_cat(u, n, d);
+  for (int i = 0; i < k; i++) wk_release(u[i]);
+  free(u);
+  return out1(outs, r);
+}
+
+void wk__composites_register(void);
+void wk__composites_register(void) {
+  static const struct {
+    const char *op;
+    wk_kernel_fn fn;
+    int prio;
+  } ks[] = {{"clone", k_clone, WK_PRIORITY_FALLBACK},      {"to.dtype", k_to_dtype, WK_PRIORITY_FALLBACK},
+            {"to.device", k_to_device, WK_PRIORITY_FALLBACK}, {"copy_", k_copy_cross, WK_PRIORITY_FALLBACK},
+            {"matmul", k_matmul, WK_PRIORITY_FALLBACK},    {"linear", k_linear, WK_PRIORITY_FALLBACK},
+            {"outer", k_outer, WK_PRIORITY_FALLBACK},      {"stack", k_stack, WK_PRIORITY_FALLBACK}};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, ks[i].prio, ks[i].fn, NULL, NULL, "core.composite"};
+    wk_kernel_register(&d);
+  }
+}

@@ -1,0 +1,166 @@
+/* The intra-op thread pool shared by every plugin: WICK_NUM_THREADS (else the
+ * number of cores) threads including the caller. Nested parallel_for runs
+ * inline, so kernels may call it freely. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct {
+  void (*fn)(void *, int64_t, int64_t);
+  void *ctx;
+  int64_t begin, end, chunk;
+  int nchunks;
+  atomic_int next;    /* next chunk to take */
+  atomic_int pending; /* chunks not finished */
+  int users;          /* workers inside run_chunks (guarded by g_lock) */
+} job;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_work = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t g_submit = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
+static pthread_t *g_threads;
+static int g_nworkers = -1; /* -1: not started */
+static int g_nthreads;
+static job *g_job;
+static uint64_t g_gen;
+static bool g_stop;
+static _Thread_local bool g_in_parallel;
+
+static void run_chunks(job *j) {
+  bool was = g_in_parallel;
+  g_in_parallel = true;
+  for (;;) {
+    int c = atomic_fetch_add(&j->next, 1);
+    if (c >= j->nchunks) break;
+    int64_t b = j->begin + (int64_t)c * j->chunk;
+    int64_t e = b + j->chunk < j->end ? b + j->chunk : j->end;
+    j->fn(j->ctx, b, e);
+    if (atomic_fetch_sub(&j->pending, 1) == 1) {
+      pthread_mutex_lock(&g_lock);
+      pthread_cond_broadcast(&g_done);
+      pthread_mutex_unlock(&g_lock);
+    }
+  }
+  g_in_parallel = was;
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&g_lock);
+  for (;;) {
+    while (!g_stop && (g_gen == seen || !g_job)) pthread_cond_wait(&g_work, &g_lock);
+    if (g_stop) break;
+    seen = g_gen;
+    job *j = g_job;
+    j->users++;
+    pthread_mutex_unlock(&g_lock);
+    run_chunks(j);
+    pthread_mutex_lock(&g_lock);
+    /* The job lives on the submitter's stack: it waits for users to drop. */
+    if (--j->users == 0) pthread_cond_broadcast(&g_done);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return NULL;
+}
+
+static int default_threads(void) {
+  const char *e = getenv("WICK_NUM_THREADS");
+  if (e && atoi(e) > 0) return atoi(e);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static void start(int n) {
+  g_stop = false;
+  g_nthreads = n;
+  g_nworkers = 0;
+  g_threads = calloc((size_t)(n > 1 ? n - 1 : 1), sizeof *g_threads);
+  for (int i = 0; g_threads && i < n - 1; i++)
+    if (pthread_create(&g_threads[g_nworkers], NULL, worker, NULL) == 0) g_nworkers++;
+  g_nthreads = g_nworkers + 1;
+}
+
+static void stop(void) {
+  if (g_nworkers < 0) return;
+  pthread_mutex_lock(&g_lock);
+  g_stop = true;
+  pthread_cond_broadcast(&g_work);
+  pthread_mutex_unlock(&g_lock);
+  for (int i = 0; i < g_nworkers; i++) pthread_join(g_threads[i], NULL);
+  free(g_threads);
+  g_threads = NULL;
+  g_nworkers = -1;
+}
+
+static void ensure(void) {
+  if (g_nworkers >= 0) return;
+  pthread_mutex_lock(&g_submit);
+  if (g_nworkers < 0) start(default_threads());
+  pthread_mutex_unlock(&g_submit);
+}
+
+int wk_num_threads(void) {
+  ensure();
+  return g_nthreads;
+}
+
+wk_status wk_set_num_threads(int n) {
+  if (n < 1) return wk_error(WK_ERR_INVALID_ARG, "set_num_threads: need at least 1 thread, got %d", n);
+  if (g_in_parallel) return wk_error(WK_ERR_STATE, "set_num_threads: cannot resize the pool from inside parallel_for");
+  pthread_mutex_lock(&g_submit);
+  stop();
+  start(n);
+  pthread_mutex_unlock(&g_submit);
+  return WK_OK;
+}
+
+bool wk_in_parallel(void) { return g_in_parallel; }
+
+void wk_parallel_for(int64_t begin, int64_t end, int64_t grain, void (*fn)(void *, int64_t, int64_t), void *ctx) {
+  if (!fn || end <= begin) return;
+  if (grain < 1) grain = 1;
+  int64_t n = end - begin;
+  ensure();
+  int nt = g_nthreads;
+  if (g_in_parallel || nt <= 1 || n <= grain) {
+    fn(ctx, begin, end);
+    return;
+  }
+  int64_t chunks = (n + grain - 1) / grain;
+  if (chunks > nt) chunks = nt;
+  job j;
+  j.fn = fn;
+  j.ctx = ctx;
+  j.begin = begin;
+  j.end = end;
+  j.chunk = (n + chunks - 1) / chunks;
+  j.nchunks = (int)((n + j.chunk - 1) / j.chunk);
+  atomic_init(&j.next, 0);
+  atomic_init(&j.pending, j.nchunks);
+  j.users = 0;
+  /* Another thread's job in flight: run ours inline instead of waiting. */
+  if (pthread_mutex_trylock(&g_submit) != 0) {
+    fn(ctx, begin, end);
+    return;
+  }
+  pthread_mutex_lock(&g_lock);
+  g_job = &j;
+  g_gen++;
+  pthread_cond_broadcast(&g_work);
+  pthread_mutex_unlock(&g_lock);
+  run_chunks(&j);
+  pthread_mutex_lock(&g_lock);
+  g_job = NULL; /* no new worker joins */
+  while (atomic_load(&j.pending) > 0 || j.users > 0) pthread_cond_wait(&g_done, &g_lock);
+  pthread_mutex_unlock(&g_lock);
+  pthread_mutex_unlock(&g_submit);
+}
+
+void wk__pool_shutdown(void) {
+  pthread_mutex_lock(&g_submit);
+  stop();
+  pthread_mutex_unlock(&g_submit);
+}

@@ -1,0 +1,285 @@
+/* Plugin loader: finds candidate .so files on the search path, loads each
+ * with RTLD_NOW | RTLD_LOCAL, performs the ABI handshake and runs its init.
+ * Every candidate is recorded with its status and reason; a broken plugin
+ * never takes the process down or hides the others. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+struct wk_plugin {
+  char *path, *name, *reason;
+  const char *version, *description;
+  wk_plugin_status status;
+  void *handle;
+  wk_plugin_info info;
+};
+
+static wk_plugin **g_plugins;
+static int g_nplugins, g_cap;
+static wk_plugin *g_current;
+static char *g_search_path;
+
+wk_plugin *wk__plugin_current(void) { return g_current; }
+const char *wk__plugin_name_or_core(const wk_plugin *p) { return p ? p->name : "core"; }
+
+static wk_plugin *record(const char *path, const char *stem) {
+  if (g_nplugins == g_cap) {
+    int cap = g_cap ? g_cap * 2 : 16;
+    wk_plugin **p = realloc(g_plugins, sizeof *p * (size_t)cap);
+    if (!p) return NULL;
+    g_plugins = p;
+    g_cap = cap;
+  }
+  wk_plugin *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->path = wk__strdup(path);
+  p->name = wk__strdup(stem);
+  p->reason = wk__strdup("");
+  p->version = "";
+  p->description = "";
+  g_plugins[g_nplugins++] = p;
+  return p;
+}
+
+static void set_reason(wk_plugin *p, wk_plugin_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_reason(wk_plugin *p, wk_plugin_status st, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  free(p->reason);
+  p->reason = wk__strdup(buf);
+  p->status = st;
+}
+
+static bool in_list(const char *list, const char *name) {
+  if (!list) return false;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *save, *tok = strtok_r(buf, ", :", &save); tok; tok = strtok_r(NULL, ", :", &save))
+    if (strcmp(tok, name) == 0) return true;
+  return false;
+}
+
+static void rollback(wk_plugin *p) {
+  wk__kernel_rollback(p);
+  wk__service_rollback(p);
+  wk__device_rollback(p);
+}
+
+static wk_status load_one(const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  char stem[256];
+  snprintf(stem, sizeof stem, "%s", base);
+  char *dot = strstr(stem, ".so");
+  if (dot) *dot = 0;
+  if (strncmp(stem, "wick-", 5) == 0) memmove(stem, stem + 5, strlen(stem + 5) + 1);
+  wk_plugin *p = record(path, stem);
+  if (!p) return wk_error(WK_ERR_NO_MEMORY, "plugin loader: out of memory");
+
+  const char *allow = getenv("WICK_PLUGINS"), *deny = getenv("WICK_DISABLE_PLUGINS");
+  if (allow && *allow && !in_list(allow, stem)) {
+    set_reason(p, WK_PLUGIN_SKIPPED, "not in WICK_PLUGINS");
+    return WK_ERR_PLUGIN;
+  }
+  if (in_list(deny, stem)) {
+    set_reason(p, WK_PLUGIN_SKIPPED, "disabled by WICK_DISABLE_PLUGINS");
+    return WK_ERR_PLUGIN;
+  }
+  for (int i = 0; i < g_nplugins - 1; i++)
+    if (g_plugins[i]->status == WK_PLUGIN_LOADED && strcmp(g_plugins[i]->name, stem) == 0) {
+      set_reason(p, WK_PLUGIN_SKIPPED, "a plugin named '%s' is already loaded from %s", stem, g_plugins[i]->path);
+      return WK_ERR_PLUGIN;
+    }
+
+  dlerror();
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    set_reason(p, WK_PLUGIN_FAILED, "dlopen failed: %s", e ? e : "unknown error");
+    return WK_ERR_PLUGIN;
+  }
+  wk_plugin_entry_fn entry;
+  *(void **)&entry = dlsym(h, WK_PLUGIN_ENTRY_SYMBOL);
+  if (!entry) {
+    set_reason(p, WK_PLUGIN_FAILED, "not a Wick plugin: no '%s' symbol", WK_PLUGIN_ENTRY_SYMBOL);
+    dlclose(h);
+    return WK_ERR_PLUGIN;
+  }
+  static const wk_plugin_base g_base = {sizeof(wk_plugin_base), ((uint32_t)WK_ABI_MAJOR << 16) | WK_ABI_MINOR,
+                                      wk__host_api_get};
+  memset(&p->info, 0, sizeof p->info);
+  p->info.struct_size = sizeof p->info;
+  wk_status st = entry(&g_base, &p->info);
+  uint32_t pv = p->info.abi_version;
+  if (st != WK_OK || (pv >> 16) != WK_ABI_MAJOR || (pv & 0xffff) > WK_ABI_MINOR) {
+    if (st == WK_ERR_ABI || (pv >> 16) != WK_ABI_MAJOR || (pv & 0xffff) > WK_ABI_MINOR)
+      set_reason(p, WK_PLUGIN_FAILED, "ABI mismatch: plugin built for ABI %u.%u, core implements %d.%d", pv >> 16,
+                 pv & 0xffff, WK_ABI_MAJOR, WK_ABI_MINOR);
+    else
+      set_reason(p, WK_PLUGIN_FAILED, "entry failed: %s", wk_status_name(st));
+    dlclose(h);
+    return WK_ERR_PLUGIN;
+  }
+  if (!p->info.name || !*p->info.name || !p->info.init) {
+    set_reason(p, WK_PLUGIN_FAILED, "entry returned no name or no init function");
+    dlclose(h);
+    return WK_ERR_PLUGIN;
+  }
+  for (int i = 0; i < g_nplugins - 1; i++)
+    if (g_plugins[i]->status == WK_PLUGIN_LOADED && strcmp(g_plugins[i]->name, p->info.name) == 0) {
+      set_reason(p, WK_PLUGIN_SKIPPED, "a plugin named '%s' is already loaded from %s", p->info.name,
+                 g_plugins[i]->path);
+      dlclose(h);
+      return WK_ERR_PLUGIN;
+    }
+  free(p->name);
+  p->name = wk__strdup(p->info.name);
+  p->version = p->info.version ? p->info.version : "";
+  p->description = p->info.description ? p->info.description : "";
+  p->handle = h;
+  /* init runs with the caller's error state saved, so its failure is its own. */
+  wk_status prev = wk_last_error();
+  char prev_msg[1024];
+  snprintf(prev_msg, sizeof prev_msg, "%s", wk_last_error_message());
+  wk_clear_error();
+  g_current = p;
+  st = p->info.init();
+  g_current = NULL;
+  if (st != WK_OK) {
+    set_reason(p, WK_PLUGIN_FAILED, "init failed: %s", wk__error_pending() ? wk_last_error_message() : wk_status_name(st));
+    rollback(p);
+    /* Not dlclosed: code it ran may still be referenced (atexit, threads). */
+  } else {
+    p->status = WK_PLUGIN_LOADED;
+  }
+  wk_clear_error();
+  if (prev) wk_error(prev, "%s", prev_msg);
+  return st == WK_OK ? WK_OK : WK_ERR_PLUGIN;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Loads every shared object in dir (sorted); with `nested`, also those in
+ * dir/NAME/.libs (the uninstalled build tree). */
+static void scan_dir(const char *dir, bool nested) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    if (stat(path, &sb) != 0) continue;
+    if (S_ISDIR(sb.st_mode)) {
+      if (nested) {
+        char sub[4200];
+        snprintf(sub, sizeof sub, "%s/.libs", path);
+        scan_dir(sub, false);
+      }
+      continue;
+    }
+    size_t len = strlen(e->d_name);
+    if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **p = realloc(names, cap * sizeof *p);
+      if (!p) break;
+      names = p;
+    }
+    names[n++] = wk__strdup(path);
+  }
+  closedir(d);
+  if (n) qsort(names, n, sizeof *names, cmp_str);
+  for (size_t i = 0; i < n; i++) {
+    load_one(names[i]);
+    free(names[i]);
+  }
+  free(names);
+}
+
+/* True when libwick itself was loaded from the build tree (uninstalled run). */
+static bool running_uninstalled(void) {
+#ifdef WICK_BUILD_TOP
+  Dl_info info;
+  if (dladdr((void *)wk__plugins_load_all, &info) && info.dli_fname) {
+    char *real = realpath(info.dli_fname, NULL), *top = realpath(WICK_BUILD_TOP, NULL);
+    bool r = real && top && strncmp(real, top, strlen(top)) == 0;
+    free(real);
+    free(top);
+    return r;
+  }
+#endif
+  return false;
+}
+
+void wk__plugins_load_all(void) {
+  char path[8192] = "";
+  size_t k = 0;
+  const char *env = getenv("WICK_PLUGIN_PATH");
+  if (env && *env) k += (size_t)snprintf(path + k, sizeof path - k, "%s", env);
+#ifdef WICK_PLUGINDIR
+  k += (size_t)snprintf(path + k, sizeof path - k, "%s%s", k ? ":" : "", WICK_PLUGINDIR);
+#endif
+  bool uninstalled = running_uninstalled();
+#ifdef WICK_BUILD_TOP
+  if (uninstalled) k += (size_t)snprintf(path + k, sizeof path - k, "%s%s/plugins", k ? ":" : "", WICK_BUILD_TOP);
+#endif
+  free(g_search_path);
+  g_search_path = wk__strdup(path);
+  char buf[8192];
+  snprintf(buf, sizeof buf, "%s", path);
+  char *save = NULL;
+  for (char *dir = strtok_r(buf, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    bool build_tree = false;
+#ifdef WICK_BUILD_TOP
+    char bt[4200];
+    snprintf(bt, sizeof bt, "%s/plugins", WICK_BUILD_TOP);
+    build_tree = uninstalled && strcmp(dir, bt) == 0;
+#endif
+    scan_dir(dir, build_tree);
+  }
+}
+
+void wk__plugins_shutdown(void) {
+  for (int i = g_nplugins - 1; i >= 0; i--)
+    if (g_plugins[i]->status == WK_PLUGIN_LOADED && g_plugins[i]->info.shutdown) g_plugins[i]->info.shutdown();
+}
+
+int wk_plugin_count(void) { return g_nplugins; }
+wk_plugin *wk_plugin_at(int i) { return i >= 0 && i < g_nplugins ? g_plugins[i] : NULL; }
+wk_plugin *wk_plugin_find(const char *name) {
+  if (!name) return NULL;
+  for (int i = 0; i < g_nplugins; i++)
+    if (g_plugins[i]->status == WK_PLUGIN_LOADED && strcmp(g_plugins[i]->name, name) == 0) return g_plugins[i];
+  return NULL;
+}
+const char *wk_plugin_name(const wk_plugin *p) { return p ? p->name : NULL; }
+const char *wk_plugin_path(const wk_plugin *p) { return p ? p->path : NULL; }
+const char *wk_plugin_version(const wk_plugin *p) { return p ? p->version : NULL; }
+const char *wk_plugin_description(const wk_plugin *p) { return p ? p->description : NULL; }
+wk_plugin_status wk_plugin_get_status(const wk_plugin *p) { return p ? p->status : WK_PLUGIN_FAILED; }
+const char *wk_plugin_reason(const wk_plugin *p) { return p ? p->reason : NULL; }
+const char *wk_plugin_search_path(void) { return g_search_path ? g_search_path : ""; }
+
+wk_status wk_plugin_load(const char *path) {
+  if (!path) return wk_error(WK_ERR_NULL, "wk_plugin_load: argument 'path' is NULL");
+  wk_status st = wk_init();
+  if (st) return st;
+  st = load_one(path);
+  if (st) {
+    wk_plugin *p = g_plugins[g_nplugins - 1];
+    return wk_error(WK_ERR_PLUGIN, "wk_plugin_load: %s: %s", path, p->reason);
+  }
+  return WK_OK;
+}

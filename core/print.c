@@ -1,0 +1,257 @@
+/* Printing tensors the way PyTorch does: one number format per tensor
+ * (integer-valued floats as "1.", fixed "%.4f", or scientific), right-aligned
+ * columns, nested brackets, summarisation past 1000 elements, and the
+ * dtype/device/requires_grad suffix. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct {
+  char *buf;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void put(sbuf *b, const char *s) {
+  size_t l = strlen(s);
+  if (b->n + l + 1 > b->cap) {
+    size_t cap = (b->cap + l + 1) * 2;
+    char *p = realloc(b->buf, cap);
+    if (!p) {
+      b->oom = true;
+      return;
+    }
+    b->buf = p;
+    b->cap = cap;
+  }
+  memcpy(b->buf + b->n, s, l + 1);
+  b->n += l;
+}
+
+typedef enum { F_INT, F_BOOL, F_FLOAT_INT, F_FIXED, F_SCI } fmt_kind;
+
+typedef struct {
+  fmt_kind kind;
+  int width;
+  bool summarize;
+  const double *vals;
+  const int64_t *sizes;
+  int ndim;
+  int64_t strides[WK_MAX_DIMS]; /* contiguous strides over vals */
+} fmtctx;
+
+static void fmt_one(const fmtctx *f, double v, char *out, size_t n) {
+  if (f->kind == F_BOOL) {
+    snprintf(out, n, "%s", v != 0 ? "True" : "False");
+  } else if (f->kind == F_INT) {
+    snprintf(out, n, "%lld", (long long)v);
+  } else if (isnan(v)) {
+    snprintf(out, n, "nan");
+  } else if (isinf(v)) {
+    snprintf(out, n, "%sinf", v < 0 ? "-" : "");
+  } else if (f->kind == F_FLOAT_INT) {
+    snprintf(out, n, "%.0f.", v);
+  } else if (f->kind == F_FIXED) {
+    snprintf(out, n, "%.4f", v);
+  } else {
+    snprintf(out, n, "%.4e", v);
+  }
+}
+
+/* Does index i of a dimension of size n get printed (summarised view)? */
+static bool shown(const fmtctx *f, int64_t i, int64_t n) { return !f->summarize || n <= 6 || i < 3 || i >= n - 3; }
+
+static void rec(sbuf *b, const fmtctx *f, int d, int64_t off, int indent) {
+  int64_t n = f->sizes[d];
+  put(b, "[");
+  if (d == f->ndim - 1) {
+    int per_line = (80 - indent) / (f->width + 2);
+    if (per_line < 1) per_line = 1;
+    int col = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if (!shown(f, i, n)) {
+        if (i == 3) {
+          put(b, "...");
+          if (i + 1 < n) put(b, ", ");
+        }
+        continue;
+      }
+      if (col == per_line) {
+        put(b, "\n");
+        for (int k = 0; k < indent + 1; k++) put(b, " ");
+        col = 0;
+      }
+      char e[64], pad[160];
+      fmt_one(f, f->vals[off + i * f->strides[d]], e, sizeof e);
+      int w = (int)strlen(e);
+      snprintf(pad, sizeof pad, "%*s%s", f->width - w > 0 ? f->width - w : 0, "", e);
+      put(b, pad);
+      if (i + 1 < n) put(b, ",");
+      if (i + 1 < n && col + 1 < per_line) put(b, " ");
+      col++;
+    }
+  } else {
+    bool first = true;
+    for (int64_t i = 0; i < n; i++) {
+      if (!shown(f, i, n)) {
+        if (i == 3) {
+          put(b, ",\n");
+          for (int k = 0; k < indent + 1; k++) put(b, " ");
+          put(b, "...");
+        }
+        continue;
+      }
+      if (!first) {
+        put(b, ",");
+        for (int k = 0; k < f->ndim - d - 1; k++) put(b, "\n");
+        for (int k = 0; k < indent + 1; k++) put(b, " ");
+      }
+      first = false;
+      rec(b, f, d + 1, off + i * f->strides[d], indent + 1);
+    }
+  }
+  put(b, "]");
+}
+
+/* Picks the format from the values that will be shown. */
+static void choose(fmtctx *f, wk_dtype dt, int64_t numel) {
+  if (dt == WK_BOOL) {
+    f->kind = F_BOOL;
+  } else if (!wk_dtype_is_floating(dt)) {
+    f->kind = F_INT;
+  } else {
+    bool all_int = true;
+    double amin = INFINITY, amax = 0;
+    for (int64_t i = 0; i < numel; i++) {
+      double v = f->vals[i];
+      if (!isfinite(v)) continue;
+      if (v != floor(v)) all_int = false;
+      double a = fabs(v);
+      if (a != 0) {
+        if (a < amin) amin = a;
+        if (a > amax) amax = a;
+      }
+    }
+    if (all_int) {
+      f->kind = amax > 1e8 ? F_SCI : F_FLOAT_INT;
+    } else if (amax == 0) {
+      f->kind = F_FIXED;
+    } else {
+      f->kind = (amax / amin > 1000 || amax > 1e8 || amin < 1e-4) ? F_SCI : F_FIXED;
+    }
+  }
+  f->width = 1;
+  for (int64_t i = 0; i < numel; i++) {
+    char e[64];
+    fmt_one(f, f->vals[i], e, sizeof e);
+    int w = (int)strlen(e);
+    if (w > f->width) f->width = w;
+  }
+}
+
+char *wk_tensor_to_string(wk_tensor *t) {
+  if (!t) {
+    wk__null_arg("tensor_to_string", "t");
+    return NULL;
+  }
+  int64_t numel = wk_tensor_numel(t);
+  double *vals = malloc(sizeof(double) * (size_t)(numel ? numel : 1));
+  if (!vals) {
+    wk_error(WK_ERR_NO_MEMORY, "tensor_to_string: out of memory");
+    return NULL;
+  }
+  if (wk_tensor_to_f64(t, vals, numel) != WK_OK) {
+    free(vals);
+    return NULL;
+  }
+  fmtctx f = {0};
+  f.vals = vals;
+  f.sizes = t->sizes;
+  f.ndim = t->ndim;
+  f.summarize = numel > 1000;
+  wk__contiguous_strides(t->sizes, t->ndim, f.strides);
+  /* choose the format from the shown elements only, as PyTorch does */
+  if (f.summarize) {
+    double *sel = malloc(sizeof(double) * (size_t)numel);
+    int64_t k = 0, idx[WK_MAX_DIMS] = {0};
+    for (int64_t i = 0; sel && i < numel; i++) {
+      bool keep = true;
+      for (int d = 0; d < t->ndim; d++) keep = keep && shown(&f, idx[d], t->sizes[d]);
+      if (keep) sel[k++] = vals[i];
+      for (int d = t->ndim - 1; d >= 0; d--) {
+        if (++idx[d] < t->sizes[d]) break;
+        idx[d] = 0;
+      }
+    }
+    const double *all = f.vals;
+    f.vals = sel ? sel : vals;
+    choose(&f, t->dtype, sel ? k : numel);
+    f.vals = all;
+    free(sel);
+  } else {
+    choose(&f, t->dtype, numel);
+  }
+  sbuf b = {0};
+  put(&b, "tensor(");
+  if (t->ndim == 0) {
+    char e[64];
+    fmt_one(&f, vals[0], e, sizeof e);
+    put(&b, e);
+  } else if (numel == 0) {
+    put(&b, "[]");
+  } else {
+    rec(&b, &f, 0, 0, 7);
+  }
+  free(vals);
+  char extra[256];
+  if (numel == 0 && t->ndim != 1) {
+    char s[200];
+    size_t k = 0;
+    k += (size_t)snprintf(s + k, sizeof s - k, "(");
+    for (int i = 0; i < t->ndim && k < sizeof s; i++)
+      k += (size_t)snprintf(s + k, sizeof s - k, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
+    if (k < sizeof s) snprintf(s + k, sizeof s - k, "%s)", t->ndim == 1 ? "," : "");
+    snprintf(extra, sizeof extra, ", size=%s", s);
+    put(&b, extra);
+  }
+  wk_device dev = wk__device_norm(t->storage->device);
+  if (dev.type != WK_DEVICE_CPU) {
+    char db[48];
+    snprintf(extra, sizeof extra, ", device='%s'", wk_device_str(dev, db, sizeof db));
+    put(&b, extra);
+  }
+  bool default_dt = t->dtype == WK_F32 || t->dtype == WK_I64 || t->dtype == WK_BOOL;
+  if (!default_dt || (numel == 0 && t->dtype != WK_F32)) {
+    const char *tn = "";
+    switch (t->dtype) {
+#define WK__X(e, n, s, tname, sz, k) \
+  case e:                            \
+    tn = tname;                      \
+    break;
+      WK_DTYPE_LIST(WK__X)
+#undef WK__X
+      default: break;
+    }
+    snprintf(extra, sizeof extra, ", dtype=%s", tn);
+    put(&b, extra);
+  }
+  if (wk_tensor_requires_grad(t)) put(&b, ", requires_grad=True");
+  put(&b, ")");
+  if (b.oom) {
+    free(b.buf);
+    wk_error(WK_ERR_NO_MEMORY, "tensor_to_string: out of memory");
+    return NULL;
+  }
+  return b.buf;
+}
+
+wk_status wk_print(wk_tensor *t, FILE *f) {
+  char *s = wk_tensor_to_string(t);
+  if (!s) return wk_last_error();
+  fprintf(f ? f : stdout, "%s\n", s);
+  free(s);
+  return WK_OK;
+}

@@ -1,0 +1,453 @@
+/* Tensor handles and their storage: creation, reference counting, metadata
+ * accessors and element access. Views and compute are ops (see dispatch.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wick/sdk/half.h>
+
+#include "internal.h"
+
+static atomic_llong g_live;
+
+wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
+  dev = wk__device_norm(dev);
+  void *data = wk_device_alloc(dev, nbytes);
+  if (!data) return NULL;
+  wk__storage *st = calloc(1, sizeof *st);
+  if (!st) {
+    wk_device_free(dev, data);
+    wk_error(WK_ERR_NO_MEMORY, "out of memory allocating a storage");
+    return NULL;
+  }
+  atomic_init(&st->refcount, 1);
+  st->device = dev;
+  st->data = data;
+  st->nbytes = nbytes;
+  return st;
+}
+
+void wk__storage_release(wk__storage *st) {
+  if (!st || atomic_fetch_sub(&st->refcount, 1) != 1) return;
+  if (st->external) {
+    if (st->deleter) st->deleter(st->deleter_ctx);
+  } else {
+    wk_device_free(st->device, st->data);
+  }
+  free(st);
+}
+
+void wk__contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+}
+
+bool wk__check_shape(const char *op, const int64_t *sizes, int ndim) {
+  if (ndim < 0 || ndim > WK_MAX_DIMS) {
+    wk_error(WK_ERR_SHAPE, "%s: %d dimensions requested, at most %d supported", op, ndim, WK_MAX_DIMS);
+    return false;
+  }
+  if (ndim > 0 && !sizes) {
+    wk__null_arg(op, "sizes");
+    return false;
+  }
+  double total = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (sizes[i] < 0) {
+      char b[256];
+      wk_error(WK_ERR_SHAPE, "%s: negative dimension %lld in shape %s", op, (long long)sizes[i],
+               wk__shape_str(sizes, ndim, b, sizeof b));
+      return false;
+    }
+    total *= (double)sizes[i];
+  }
+  if (total > 9.0e15) {
+    wk_error(WK_ERR_SHAPE, "%s: shape has too many elements", op);
+    return false;
+  }
+  return true;
+}
+
+wk_tensor *wk__tensor_new(wk__storage *st, wk_dtype dt, int ndim, const int64_t *sizes,
+                          const int64_t *strides, int64_t offset) {
+  wk_tensor *t = calloc(1, sizeof *t);
+  if (!t) {
+    wk_error(WK_ERR_NO_MEMORY, "out of memory allocating a tensor handle");
+    return NULL;
+  }
+  atomic_init(&t->refcount, 1);
+  atomic_fetch_add(&st->refcount, 1);
+  t->storage = st;
+  t->dtype = dt;
+  t->ndim = ndim;
+  t->offset = offset;
+  if (ndim) memcpy(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+  if (strides)
+    memcpy(t->strides, strides, sizeof(int64_t) * (size_t)ndim);
+  else
+    wk__contiguous_strides(sizes, ndim, t->strides);
+  t->scope_slot = -1;
+  atomic_fetch_add(&g_live, 1);
+  return t;
+}
+
+wk_tensor *wk__view_of(wk_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
+                       int64_t offset) {
+  return wk__tensor_new(t->storage, t->dtype, ndim, sizes, strides, offset);
+}
+
+static wk_tensor *adopt(wk_tensor *t) {
+  if (t && wk__call_depth == 0) wk__scope_adopt(t);
+  return t;
+}
+
+static bool check_dtype(const char *fn, wk_dtype dt) {
+  if (wk_dtype_size(dt) == 0) {
+    wk_error(WK_ERR_DTYPE, "%s: unknown dtype %d", fn, (int)dt);
+    return false;
+  }
+  return true;
+}
+
+wk_tensor *wk_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, wk_options o) {
+  wk_dtype dt = o.dtype ? o.dtype : WK_F32;
+  if (!wk__check_shape("empty", sizes, ndim) || !check_dtype("empty", dt)) return NULL;
+  int64_t st_[WK_MAX_DIMS];
+  if (!strides) {
+    wk__contiguous_strides(sizes, ndim, st_);
+    strides = st_;
+  }
+  int64_t span = 1;
+  bool empty = false;
+  for (int i = 0; i < ndim; i++) {
+    if (sizes[i] == 0) empty = true;
+    if (strides[i] < 0) {
+      wk_error(WK_ERR_INVALID_ARG, "empty_strided: negative strides are not supported");
+      return NULL;
+    }
+    span += (sizes[i] - 1) * strides[i];
+  }
+  if (empty) span = 0;
+  wk__storage *st = wk__storage_new(o.device, (size_t)span * wk_dtype_size(dt));
+  if (!st) return NULL;
+  wk_tensor *t = wk__tensor_new(st, dt, ndim, sizes, strides, 0);
+  wk__storage_release(st);
+  if (t && o.requires_grad && wk_tensor_set_requires_grad(t, true) != WK_OK) {
+    wk_release(t);
+    return NULL;
+  }
+  return adopt(t);
+}
+
+wk_tensor *wk_empty(const int64_t *sizes, int ndim, wk_options o) {
+  return wk_empty_strided(sizes, NULL, ndim, o);
+}
+
+wk_tensor *wk_empty_like(wk_tensor *t, wk_options o) {
+  if (!t) {
+    wk__null_arg("empty_like", "t");
+    return NULL;
+  }
+  if (!o.dtype) o.dtype = t->dtype;
+  if (!o.device.type) o.device = t->storage->device;
+  return wk_empty(t->sizes, t->ndim, o);
+}
+
+wk_tensor *wk_tensor_from_data(const void *data, wk_dtype dtype, const int64_t *sizes, int ndim) {
+  if (!wk__check_shape("tensor_from_data", sizes, ndim) || !check_dtype("tensor_from_data", dtype))
+    return NULL;
+  int depth = wk__call_depth;
+  wk__call_depth = depth + 1; /* keep the intermediate out of the scope */
+  wk_tensor *t = wk_empty(sizes, ndim, (wk_options){.dtype = dtype});
+  wk__call_depth = depth;
+  if (!t) return NULL;
+  size_t n = (size_t)wk_tensor_numel(t) * wk_dtype_size(dtype);
+  if (n && !data) {
+    wk_release(t);
+    wk__null_arg("tensor_from_data", "data");
+    return NULL;
+  }
+  if (n) memcpy(t->storage->data, data, n);
+  return adopt(t);
+}
+
+wk_tensor *wk_tensor_from_blob(void *data, wk_dtype dtype, wk_device dev, const int64_t *sizes,
+                               const int64_t *strides, int ndim, void (*deleter)(void *), void *ctx) {
+  if (!wk__check_shape("tensor_from_blob", sizes, ndim) || !check_dtype("tensor_from_blob", dtype))
+    return NULL;
+  dev = wk__device_norm(dev);
+  if (!wk__device_iface(dev.type)) {
+    wk_error(WK_ERR_DEVICE, "tensor_from_blob: unknown device type %d", dev.type);
+    return NULL;
+  }
+  int64_t span = 1, st_[WK_MAX_DIMS];
+  if (!strides) {
+    wk__contiguous_strides(sizes, ndim, st_);
+    strides = st_;
+  }
+  bool empty = false;
+  for (int i = 0; i < ndim; i++) {
+    if (sizes[i] == 0) empty = true;
+    if (strides[i] < 0) {
+      wk_error(WK_ERR_INVALID_ARG, "tensor_from_blob: negative strides are not supported");
+      return NULL;
+    }
+    span += (sizes[i] - 1) * strides[i];
+  }
+  if (!data && !empty) {
+    wk__null_arg("tensor_from_blob", "data");
+    return NULL;
+  }
+  wk__storage *st = calloc(1, sizeof *st);
+  if (!st) {
+    wk_error(WK_ERR_NO_MEMORY, "tensor_from_blob: out of memory");
+    return NULL;
+  }
+  atomic_init(&st->refcount, 1);
+  st->device = dev;
+  st->data = data;
+  st->nbytes = empty ? 0 : (size_t)span * wk_dtype_size(dtype);
+  st->external = true;
+  st->deleter = deleter;
+  st->deleter_ctx = ctx;
+  wk_tensor *t = wk__tensor_new(st, dtype, ndim, sizes, strides, 0);
+  if (!t) st->deleter = NULL; /* the caller keeps ownership on failure */
+  wk__storage_release(st);
+  return adopt(t);
+}
+
+/* Stores v into one element of dtype dt at p. */
+static void store_f64(void *p, wk_dtype dt, double v) {
+  switch (dt) {
+    case WK_F32: *(float *)p = (float)v; break;
+    case WK_F64: *(double *)p = v; break;
+    case WK_F16: *(uint16_t *)p = wk_f32_to_f16((float)v); break;
+    case WK_BF16: *(uint16_t *)p = wk_f32_to_bf16((float)v); break;
+    case WK_I8: *(int8_t *)p = (int8_t)(int64_t)v; break;
+    case WK_U8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
+    case WK_I16: *(int16_t *)p = (int16_t)v; break;
+    case WK_I32: *(int32_t *)p = (int32_t)v; break;
+    case WK_I64: *(int64_t *)p = (int64_t)v; break;
+    case WK_BOOL: *(bool *)p = v != 0; break;
+    default: break;
+  }
+}
+
+static double load_f64(const void *p, wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return *(const float *)p;
+    case WK_F64: return *(const double *)p;
+    case WK_F16: return wk_f16_to_f32(*(const uint16_t *)p);
+    case WK_BF16: return wk_bf16_to_f32(*(const uint16_t *)p);
+    case WK_I8: return *(const int8_t *)p;
+    case WK_U8: return *(const uint8_t *)p;
+    case WK_I16: return *(const int16_t *)p;
+    case WK_I32: return *(const int32_t *)p;
+    case WK_I64: return (double)*(const int64_t *)p;
+    case WK_BOOL: return *(const bool *)p;
+    default: return NAN;
+  }
+}
+
+wk_tensor *wk_scalar_tensor(double value, wk_dtype dtype) {
+  if (!dtype) dtype = WK_F32;
+  if (!check_dtype("scalar_tensor", dtype)) return NULL;
+  unsigned char buf[8];
+  store_f64(buf, dtype, value);
+  return wk_tensor_from_data(buf, dtype, NULL, 0);
+}
+
+wk_tensor *wk_retain(wk_tensor *t) {
+  if (t) atomic_fetch_add(&t->refcount, 1);
+  return t;
+}
+
+WK__HIDDEN void wk__scope_forget(wk_tensor *t);
+
+void wk_release(wk_tensor *t) {
+  if (!t) return;
+  /* User code releasing a tensor its scope owns gives up the scope's reference. */
+  if (t->scope && wk__call_depth == 0) wk__scope_forget(t);
+  if (atomic_fetch_sub(&t->refcount, 1) != 1) return;
+  if (t->scope) wk__scope_forget(t);
+  wk__storage_release(t->storage);
+  atomic_fetch_sub(&g_live, 1);
+  free(t);
+}
+
+int64_t wk_live_tensors(void) { return atomic_load(&g_live); }
+
+/* ---- metadata ---- */
+int wk_tensor_dim(const wk_tensor *t) { return t ? t->ndim : 0; }
+int64_t wk_tensor_size(const wk_tensor *t, int d) {
+  if (!t) return -1;
+  if (d < 0) d += t->ndim;
+  return d >= 0 && d < t->ndim ? t->sizes[d] : -1;
+}
+int64_t wk_tensor_stride(const wk_tensor *t, int d) {
+  if (!t) return -1;
+  if (d < 0) d += t->ndim;
+  return d >= 0 && d < t->ndim ? t->strides[d] : -1;
+}
+const int64_t *wk_tensor_sizes(const wk_tensor *t) { return t ? t->sizes : NULL; }
+const int64_t *wk_tensor_strides(const wk_tensor *t) { return t ? t->strides : NULL; }
+int64_t wk_tensor_offset(const wk_tensor *t) { return t ? t->offset : 0; }
+int64_t wk_tensor_numel(const wk_tensor *t) {
+  if (!t) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; i++) n *= t->sizes[i];
+  return n;
+}
+wk_dtype wk_tensor_dtype(const wk_tensor *t) { return t ? t->dtype : WK_DTYPE_DEFAULT; }
+wk_device wk_tensor_device(const wk_tensor *t) {
+  return t ? t->storage->device : (wk_device){WK_DEVICE_DEFAULT, 0};
+}
+bool wk_tensor_is_contiguous(const wk_tensor *t) {
+  if (!t) return false;
+  int64_t s = 1;
+  for (int i = t->ndim - 1; i >= 0; i--) {
+    if (t->sizes[i] == 0) return true;
+    if (t->sizes[i] != 1 && t->strides[i] != s) return false;
+    s *= t->sizes[i];
+  }
+  return true;
+}
+void *wk_tensor_data(const wk_tensor *t) {
+  if (!t || !t->storage->data) return NULL;
+  return (char *)t->storage->data + t->offset * (int64_t)wk_dtype_size(t->dtype);
+}
+uint64_t wk_tensor_version(const wk_tensor *t) { return t ? atomic_load(&t->storage->version) : 0; }
+void wk_tensor_bump_version(wk_tensor *t) {
+  if (t) atomic_fetch_add(&t->storage->version, 1);
+}
+bool wk_tensor_same_storage(const wk_tensor *a, const wk_tensor *b) {
+  return a && b && a->storage == b->storage;
+}
+size_t wk_tensor_storage_nbytes(const wk_tensor *t) { return t ? t->storage->nbytes : 0; }
+
+wk_status wk_tensor_set_requires_grad(wk_tensor *t, bool on) {
+  if (!t) return wk_error(WK_ERR_NULL, "requires_grad_: argument 'self' is NULL");
+  if (on && !wk_dtype_is_floating(t->dtype))
+    return wk_error(WK_ERR_DTYPE, "requires_grad_: only tensors of floating point dtype can require "
+                    "gradients (got %s)", wk_dtype_name(t->dtype));
+  if (on)
+    t->flags |= WK__T_REQUIRES_GRAD;
+  else
+    t->flags &= ~(uint32_t)WK__T_REQUIRES_GRAD;
+  return WK_OK;
+}
+bool wk_tensor_requires_grad(const wk_tensor *t) { return t && (t->flags & WK__T_REQUIRES_GRAD); }
+
+/* ---- element access ---- */
+static wk_status elem_ptr(const char *fn, wk_tensor *t, const int64_t *index, int64_t *off) {
+  if (!t) return wk_error(WK_ERR_NULL, "%s: argument 'tensor' is NULL", fn);
+  if (t->ndim && !index) return wk_error(WK_ERR_NULL, "%s: argument 'index' is NULL", fn);
+  int64_t o = t->offset;
+  for (int i = 0; i < t->ndim; i++) {
+    if (index[i] < 0 || index[i] >= t->sizes[i])
+      return wk_error(WK_ERR_INDEX, "%s: index %lld is out of bounds for dimension %d with size %lld", fn,
+                      (long long)index[i], i, (long long)t->sizes[i]);
+    o += index[i] * t->strides[i];
+  }
+  *off = o;
+  return WK_OK;
+}
+
+static wk_status read_elem(wk_tensor *t, int64_t off, unsigned char *buf) {
+  size_t es = wk_dtype_size(t->dtype);
+  const char *src = (const char *)t->storage->data + off * (int64_t)es;
+  return wk_device_copy(buf, wk_cpu(), src, t->storage->device, es);
+}
+
+wk_status wk_tensor_get(wk_tensor *t, const int64_t *index, double *out) {
+  int64_t off;
+  if (!out) return wk_error(WK_ERR_NULL, "tensor_get: argument 'out' is NULL");
+  wk_status s = elem_ptr("tensor_get", t, index, &off);
+  if (s) return s;
+  unsigned char buf[8];
+  if ((s = read_elem(t, off, buf))) return s;
+  *out = load_f64(buf, t->dtype);
+  return WK_OK;
+}
+
+wk_status wk_tensor_set(wk_tensor *t, const int64_t *index, double v) {
+  int64_t off;
+  wk_status s = elem_ptr("tensor_set", t, index, &off);
+  if (s) return s;
+  unsigned char buf[8];
+  size_t es = wk_dtype_size(t->dtype);
+  store_f64(buf, t->dtype, v);
+  s = wk_device_copy((char *)t->storage->data + off * (int64_t)es, t->storage->device, buf, wk_cpu(), es);
+  if (!s) wk_tensor_bump_version(t);
+  return s;
+}
+
+static wk_status single(const char *fn, wk_tensor *t, unsigned char *buf) {
+  if (!t) return wk_error(WK_ERR_NULL, "%s: argument 'tensor' is NULL", fn);
+  if (wk_tensor_numel(t) != 1) {
+    char b[256];
+    return wk_error(WK_ERR_SHAPE, "%s: a Tensor with %lld elements cannot be converted to Scalar (shape %s)",
+                    fn, (long long)wk_tensor_numel(t), wk__shape_str(t->sizes, t->ndim, b, sizeof b));
+  }
+  return read_elem(t, t->offset, buf);
+}
+
+wk_status wk_item(wk_tensor *t, double *out) {
+  unsigned char buf[8];
+  if (!out) return wk_error(WK_ERR_NULL, "item: argument 'out' is NULL");
+  wk_status s = single("item", t, buf);
+  if (!s) *out = load_f64(buf, t->dtype);
+  return s;
+}
+
+wk_status wk_item_i64(wk_tensor *t, int64_t *out) {
+  unsigned char buf[8];
+  if (!out) return wk_error(WK_ERR_NULL, "item: argument 'out' is NULL");
+  wk_status s = single("item", t, buf);
+  if (s) return s;
+  if (t->dtype == WK_I64)
+    memcpy(out, buf, 8);
+  else
+    *out = (int64_t)load_f64(buf, t->dtype);
+  return WK_OK;
+}
+
+wk_status wk_tensor_to_f64(wk_tensor *t, double *out, int64_t n) {
+  if (!t) return wk_error(WK_ERR_NULL, "tensor_to_f64: argument 'tensor' is NULL");
+  int64_t numel = wk_tensor_numel(t);
+  if (numel > 0 && !out) return wk_error(WK_ERR_NULL, "tensor_to_f64: argument 'out' is NULL");
+  if (n < numel)
+    return wk_error(WK_ERR_INVALID_ARG, "tensor_to_f64: output holds %lld elements, tensor has %lld",
+                    (long long)n, (long long)numel);
+  if (numel == 0) return WK_OK;
+  size_t es = wk_dtype_size(t->dtype);
+  const char *base = t->storage->data;
+  char *host = NULL;
+  if (wk__device_norm(t->storage->device).type != WK_DEVICE_CPU) {
+    host = malloc(t->storage->nbytes);
+    if (!host) return wk_error(WK_ERR_NO_MEMORY, "tensor_to_f64: out of memory");
+    wk_status s = wk_device_copy(host, wk_cpu(), base, t->storage->device, t->storage->nbytes);
+    if (s) {
+      free(host);
+      return s;
+    }
+    base = host;
+  }
+  int64_t idx[WK_MAX_DIMS] = {0};
+  for (int64_t k = 0; k < numel; k++) {
+    int64_t off = t->offset;
+    for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
+    out[k] = load_f64(base + off * (int64_t)es, t->dtype);
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      if (++idx[d] < t->sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  free(host);
+  return WK_OK;
+}
+
+void wk_free(void *p) { free(p); }

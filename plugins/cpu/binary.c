@@ -1,0 +1,371 @@
+/* cpu plugin: binary pointwise ops with broadcasting and PyTorch's type
+ * promotion: add/sub (alpha), mul, div (rounding modes), maximum, minimum,
+ * pow, logical and/or, comparisons, where, each in its functional, in-place,
+ * out= and Scalar forms. Inputs are converted to a compute dtype (f32, f64,
+ * i64 or bool) once; the typed loops below do the arithmetic. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+typedef enum {
+  B_ADD, B_SUB, B_MUL, B_DIV, B_DIV_TRUNC, B_DIV_FLOOR, B_MAX, B_MIN, B_POW,
+  B_AND, B_OR, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE
+} bop;
+
+typedef struct {
+  bop op;
+  cpu_mode mode;
+  bool scalar;       /* `other` is a Scalar argument */
+  bool has_alpha;    /* add/sub: alpha follows `other` */
+  bool has_rounding; /* div: rounding_mode follows `other` */
+} binfo;
+
+typedef struct {
+  bop op;
+  double alpha_f;
+  int64_t alpha_i;
+  bool int_div_by_zero, neg_int_pow;
+} bctx;
+
+static bool is_compare(bop op) { return op >= B_EQ; }
+static bool is_logical(bop op) { return op == B_AND || op == B_OR; }
+
+static double floor_div_f64(double a, double b) {
+  if (b == 0) return a / b;
+  double mod = fmod(a, b), div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  double fl = floor(div);
+  if (div - fl > 0.5) fl += 1;
+  return fl;
+}
+
+static int64_t ipow(int64_t base, int64_t exp) {
+  int64_t r = 1;
+  while (exp > 0) {
+    if (exp & 1) r *= base;
+    base *= base;
+    exp >>= 1;
+  }
+  return r;
+}
+
+/* Arithmetic on floating types (T = float or double). */
+#define FLOAT_LOOP(NAME, T, POW)                                                      \
+  static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                              \
+    bctx *c = cp;                                                                                  \
+    const T al = (T)c->alpha_f;                                                                    \
+    T *o = (T *)d[0];                                                                              \
+    const T *a = (const T *)d[1], *b = (const T *)d[2];                                            \
+    bool contig = s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T);                    \
+    bool bscal = s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 0;                             \
+    if (c->op == B_ADD && contig) {                                                                \
+      for (int64_t i = 0; i < n; i++) o[i] = a[i] + al * b[i];                                     \
+      return;                                                                                      \
+    }                                                                                              \
+    if (c->op == B_MUL && contig) {                                                                \
+      for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i];                                          \
+      return;                                                                                      \
+    }                                                                                              \
+    if (c->op == B_ADD && bscal) {                                                                 \
+      T v = al * b[0];                                                                             \
+      for (int64_t i = 0; i < n; i++) o[i] = a[i] + v;                                             \
+      return;                                                                                      \
+    }                                                                                              \
+    if (c->op == B_MUL && bscal) {                                                                 \
+      T v = b[0];                                                                                  \
+      for (int64_t i = 0; i < n; i++) o[i] = a[i] * v;                                             \
+      return;                                                                                      \
+    }                                                                                              \
+    for (int64_t i = 0; i < n; i++) {                                                              \
+      T x = *(const T *)(d[1] + i * s[1]), y = *(const T *)(d[2] + i * s[2]), r;                   \
+      switch (c->op) {                                                                             \
+        case B_ADD: r = x + al * y; break;                                                         \
+        case B_SUB: r = x - al * y; break;                                                         \
+        case B_MUL: r = x * y; break;                                                              \
+        case B_DIV: r = x / y; break;                                                              \
+        case B_DIV_TRUNC: r = (T)trunc((double)(x / y)); break;                                      \
+        case B_DIV_FLOOR: r = (T)floor_div_f64((double)x, (double)y); break;                       \
+        case B_MAX: r = (x != x || y != y) ? (T)NAN : (x > y ? x : y); break;                       \
+        case B_MIN: r = (x != x || y != y) ? (T)NAN : (x < y ? x : y); break;                       \
+        case B_POW: r = POW(x, y); break;                                                          \
+        default: r = 0; break;                                                                     \
+      }                                                                                            \
+      *(T *)(d[0] + i * s[0]) = r;                                                                 \
+    }                                                                                              \
+  }
+FLOAT_LOOP(arith_f32, float, powf)
+FLOAT_LOOP(arith_f64, double, pow)
+
+/* Arithmetic on int64 (integers and bools compute here). */
+static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
+  bctx *c = cp;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t x = *(const int64_t *)(d[1] + i * s[1]), y = *(const int64_t *)(d[2] + i * s[2]), r = 0;
+    switch (c->op) {
+      /* wrap-around arithmetic like PyTorch's, computed unsigned to stay defined */
+      case B_ADD: r = (int64_t)((uint64_t)x + (uint64_t)c->alpha_i * (uint64_t)y); break;
+      case B_SUB: r = (int64_t)((uint64_t)x - (uint64_t)c->alpha_i * (uint64_t)y); break;
+      case B_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+      case B_DIV_TRUNC:
+      case B_DIV_FLOOR:
+        if (y == 0) {
+          c->int_div_by_zero = true;
+          break;
+        }
+        if (x == INT64_MIN && y == -1) {
+          r = INT64_MIN;
+          break;
+        }
+        r = x / y;
+        if (c->op == B_DIV_FLOOR && (x % y != 0) && ((x < 0) != (y < 0))) r--;
+        break;
+      case B_MAX: r = x > y ? x : y; break;
+      case B_MIN: r = x < y ? x : y; break;
+      case B_POW:
+        if (y < 0) {
+          if (x == 1) r = 1;
+          else if (x == -1) r = (y & 1) ? -1 : 1;
+          else c->neg_int_pow = true;
+        } else {
+          r = ipow(x, y);
+        }
+        break;
+      default: break;
+    }
+    *(int64_t *)(d[0] + i * s[0]) = r;
+  }
+}
+
+/* Comparisons and logical ops write bool; inputs share one compute dtype. */
+#define CMP_LOOP(NAME, T)                                                              \
+  static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                  \
+    const bctx *c = cp;                                                                \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      T x = *(const T *)(d[1] + i * s[1]), y = *(const T *)(d[2] + i * s[2]);           \
+      bool r;                                                                          \
+      switch (c->op) {                                                                 \
+        case B_EQ: r = x == y; break;                                                  \
+        case B_NE: r = x != y; break;                                                  \
+        case B_LT: r = x < y; break;                                                   \
+        case B_LE: r = x <= y; break;                                                  \
+        case B_GT: r = x > y; break;                                                   \
+        case B_GE: r = x >= y; break;                                                  \
+        case B_AND: r = (x != 0) && (y != 0); break;                                   \
+        case B_OR: r = (x != 0) || (y != 0); break;                                    \
+        default: r = false; break;                                                     \
+      }                                                                                \
+      *(bool *)(d[0] + i * s[0]) = r;                                                  \
+    }                                                                                  \
+  }
+CMP_LOOP(cmp_f32, float)
+CMP_LOOP(cmp_f64, double)
+CMP_LOOP(cmp_i64, int64_t)
+CMP_LOOP(cmp_bool, bool)
+
+static const char *op_label(bop op) {
+  static const char *names[] = {"add", "sub", "mul", "div", "div", "div", "maximum", "minimum", "pow",
+                                "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge"};
+  return names[op];
+}
+
+/* Computes op(a, b) into a new tensor of the result dtype. */
+static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk_value *other) {
+  wk_value tv[2] = {WK_VT(self), *other};
+  wk_dtype rt = wk_result_type(tv, 2);
+  bop op = c->op;
+  if (op == B_SUB && rt == WK_BOOL) {
+    wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
+             "Use the `^` or `logical_xor()` operator instead.", opname);
+    return NULL;
+  }
+  if (op == B_DIV && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division of integers */
+  wk_dtype cd = is_logical(op) ? WK_F64 : wk_compute_dtype(rt);
+  if (cd == WK_BOOL && !is_compare(op)) cd = WK_I64;
+  if (!is_compare(op) && !is_logical(op) && !wk_dtype_is_floating(cd) &&
+      (op == B_DIV_TRUNC || op == B_DIV_FLOOR))
+    cd = WK_I64;
+  if ((op == B_ADD || op == B_SUB) && !wk_dtype_is_floating(rt) && c->alpha_f != (double)c->alpha_i) {
+    wk_error(WK_ERR_DTYPE, "%s: for integral input tensors, argument alpha must not be a floating point number", opname);
+    return NULL;
+  }
+  wk_tensor *a = wk_kernel_cast(self, cd), *b = NULL;
+  if (other->tag == WK_V_TENSOR) {
+    b = wk_kernel_cast(other->u.t, cd);
+  } else {
+    unsigned char buf[8];
+    if (other->tag == WK_V_INT && !wk_dtype_is_floating(cd))
+      wk_store_i64(buf, cd, other->u.i);
+    else
+      wk_store_f64(buf, cd, wk_value_as_f64(other));
+    b = wk_tensor_from_data(buf, cd, NULL, 0);
+  }
+  wk_tensor *res = NULL, *ops[3] = {NULL, a, b};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  if (!a || !b || wk_broadcast_shapes(opname, ops + 1, 2, shape, &nd)) goto done;
+  res = cpu_empty(shape, nd, is_compare(op) || is_logical(op) ? WK_BOOL : cd);
+  if (!res) goto done;
+  ops[0] = res;
+  wk_iter it;
+  if (wk_iter_init(&it, opname, ops, 3)) {
+    wk_release(res);
+    res = NULL;
+    goto done;
+  }
+  wk_loop_fn fn;
+  if (is_compare(op) || is_logical(op))
+    fn = cd == WK_F32 ? cmp_f32 : cd == WK_F64 ? cmp_f64 : cd == WK_BOOL ? cmp_bool : cmp_i64;
+  else
+    fn = cd == WK_F32 ? arith_f32 : cd == WK_F64 ? arith_f64 : arith_i64;
+  if (cd == WK_I64)
+    wk_iter_run_serial(&it, fn, c); /* error flags are written without atomics */
+  else
+    wk_iter_run(&it, fn, c);
+  if (c->int_div_by_zero || c->neg_int_pow) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: %s", opname,
+             c->int_div_by_zero ? "ZeroDivisionError (integer division by zero)"
+                                : "Integers to negative integer powers are not allowed.");
+    wk_release(res);
+    res = NULL;
+    goto done;
+  }
+  if (!is_compare(op) && !is_logical(op) && rt != cd) {
+    wk_tensor *conv = wk_to_dtype(res, rt);
+    wk_release(res);
+    res = conv;
+  }
+done:
+  wk_release(a);
+  wk_release(b);
+  return res;
+}
+
+static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const binfo *info = ctx->user;
+  bctx c = {info->op, 1.0, 1, false, false};
+  int next = 2;
+  if (info->has_alpha) {
+    c.alpha_f = wk_value_as_f64(&args[2]);
+    c.alpha_i = args[2].tag == WK_V_INT ? args[2].u.i : (int64_t)c.alpha_f;
+    if (args[2].tag == WK_V_FLOAT && c.alpha_f != (double)c.alpha_i) c.alpha_i = 0;
+    next = 3;
+  }
+  if (info->has_rounding) {
+    if (args[2].tag == WK_V_STR) {
+      if (strcmp(args[2].u.s, "trunc") == 0)
+        c.op = B_DIV_TRUNC;
+      else if (strcmp(args[2].u.s, "floor") == 0)
+        c.op = B_DIV_FLOOR;
+      else
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
+                        args[2].u.s);
+    }
+    next = 3;
+  }
+  wk_tensor *target = info->mode == CPU_INPLACE ? WK_ARG_T(0) : info->mode == CPU_OUT ? WK_ARG_T(next) : NULL;
+  wk_tensor *r = compute(op_label(info->op), &c, WK_ARG_T(0), &args[1]);
+  return cpu_deliver(WK_OPNAME, info->mode, r, target, outs);
+}
+
+/* where(cond, a, b): promoted dtype of a and b, broadcast over all three. */
+typedef struct {
+  size_t es;
+} where_ctx;
+
+static void loop_where(void *cp, char **d, const int64_t *s, int64_t n) {
+  size_t es = ((const where_ctx *)cp)->es;
+  for (int64_t i = 0; i < n; i++) {
+    bool c = *(const bool *)(d[1] + i * s[1]);
+    memcpy(d[0] + i * s[0], c ? d[2] + i * s[2] : d[3] + i * s[3], es);
+  }
+}
+
+static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *cond = WK_ARG_T(0);
+  wk_dtype rt = wk_result_type(args + 1, 2);
+  wk_tensor *cb = wk_kernel_cast(cond, WK_BOOL), *a = wk_kernel_cast(WK_ARG_T(1), rt), *b = wk_kernel_cast(WK_ARG_T(2), rt);
+  wk_tensor *res = NULL, *ops[4] = {NULL, cb, a, b};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  wk_status s = WK_OK;
+  if (!cb || !a || !b) s = wk_last_error();
+  if (!s) s = wk_broadcast_shapes("where", ops + 1, 3, shape, &nd);
+  if (!s && !(res = cpu_empty(shape, nd, rt))) s = wk_last_error();
+  if (!s) {
+    ops[0] = res;
+    wk_iter it;
+    s = wk_iter_init(&it, "where", ops, 4);
+    where_ctx w = {wk_dtype_size(rt)};
+    if (!s) wk_iter_run(&it, loop_where, &w);
+  }
+  wk_release(cb);
+  wk_release(a);
+  wk_release(b);
+  if (s) {
+    wk_release(res);
+    return s;
+  }
+  outs[0] = WK_VT(res);
+  return WK_OK;
+}
+
+#define N_BINFO 64
+static binfo g_infos[N_BINFO];
+static int g_ninfos;
+
+static wk_status reg(const char *name, bop op, cpu_mode mode, bool scalar, bool alpha, bool rounding) {
+  if (g_ninfos == N_BINFO) return wk_error(WK_ERR_INTERNAL, "cpu: too many binary registrations");
+  binfo *b = &g_infos[g_ninfos++];
+  *b = (binfo){op, mode, scalar, alpha, rounding};
+  return cpu_reg(name, k_binary, b);
+}
+
+wk_status cpu_register_binary(void) {
+  static const struct {
+    const char *name;
+    bop op;
+  } fam[] = {{"mul", B_MUL}, {"maximum", B_MAX}, {"minimum", B_MIN}, {"pow", B_POW},
+             {"logical_and", B_AND}, {"logical_or", B_OR}};
+  wk_status s = WK_OK;
+  char n[64];
+  for (size_t i = 0; i < sizeof fam / sizeof fam[0] && !s; i++) {
+    s = reg(fam[i].name, fam[i].op, CPU_FUNCTIONAL, false, false, false);
+    snprintf(n, sizeof n, "%s_", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CPU_INPLACE, false, false, false);
+    snprintf(n, sizeof n, "%s.out", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CPU_OUT, false, false, false);
+    snprintf(n, sizeof n, "%s.Scalar", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CPU_FUNCTIONAL, true, false, false);
+    snprintf(n, sizeof n, "%s_.Scalar", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CPU_INPLACE, true, false, false);
+  }
+  static const struct {
+    const char *name;
+    bop op;
+  } cmp[] = {{"eq", B_EQ}, {"ne", B_NE}, {"lt", B_LT}, {"le", B_LE}, {"gt", B_GT}, {"ge", B_GE}};
+  for (size_t i = 0; i < sizeof cmp / sizeof cmp[0] && !s; i++) {
+    s = reg(cmp[i].name, cmp[i].op, CPU_FUNCTIONAL, false, false, false);
+    snprintf(n, sizeof n, "%s.Scalar", cmp[i].name);
+    if (!s) s = reg(n, cmp[i].op, CPU_FUNCTIONAL, true, false, false);
+    snprintf(n, sizeof n, "%s.out", cmp[i].name);
+    if (!s) s = reg(n, cmp[i].op, CPU_OUT, false, false, false);
+  }
+  static const struct {
+    const char *name;
+    bop op;
+    cpu_mode mode;
+    bool scalar, alpha, rounding;
+  } other[] = {{"add", B_ADD, CPU_FUNCTIONAL, false, true, false}, {"add_", B_ADD, CPU_INPLACE, false, true, false},
+               {"add.out", B_ADD, CPU_OUT, false, true, false},    {"add.Scalar", B_ADD, CPU_FUNCTIONAL, true, true, false},
+               {"sub", B_SUB, CPU_FUNCTIONAL, false, true, false}, {"sub_", B_SUB, CPU_INPLACE, false, true, false},
+               {"sub.out", B_SUB, CPU_OUT, false, true, false},    {"sub.Scalar", B_SUB, CPU_FUNCTIONAL, true, true, false},
+               {"div", B_DIV, CPU_FUNCTIONAL, false, false, true}, {"div_", B_DIV, CPU_INPLACE, false, false, true},
+               {"div.out", B_DIV, CPU_OUT, false, false, true},    {"div.Scalar", B_DIV, CPU_FUNCTIONAL, true, false, true}};
+  for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++)
+    s = reg(other[i].name, other[i].op, other[i].mode, other[i].scalar, other[i].alpha, other[i].rounding);
+  if (!s) s = cpu_reg("where.self", k_where, NULL);
+  return s;
+}

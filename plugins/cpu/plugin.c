@@ -1,0 +1,74 @@
+/* cpu plugin entry: registers the reference kernels of every family. */
+#include "cpu.h"
+
+static wk_status cpu_init(void) {
+  wk_status (*families[])(void) = {cpu_register_copy,   cpu_register_factory, cpu_register_unary,
+                                   cpu_register_binary, cpu_register_reduce,  cpu_register_linalg,
+                                   cpu_register_nn,     cpu_register_conv,    cpu_register_index};
+  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
+    wk_status s = families[i]();
+    if (s != WK_OK) return s;
+  }
+  return WK_OK;
+}
+
+WK_PLUGIN_DEFINE("cpu", "0.1.0", "reference CPU kernels for the standard op set", cpu_init, NULL)
+
+wk_status cpu_reg(const char *op, wk_kernel_fn fn, void *user) {
+  wk_kernel_desc d = {sizeof d, op, WK_DEVICE_CPU, WK_PRIORITY_REFERENCE, fn, NULL, user, "cpu.ref"};
+  return wk_kernel_register(&d);
+}
+
+wk_tensor *cpu_empty(const int64_t *sizes, int ndim, wk_dtype dt) {
+  return wk_empty(sizes, ndim, (wk_options){.dtype = dt});
+}
+
+bool cpu_can_cast(wk_dtype from, wk_dtype to) {
+  if (wk_dtype_is_floating(from) && !wk_dtype_is_floating(to)) return false;
+  if (from != WK_BOOL && to == WK_BOOL) return false;
+  return true;
+}
+
+bool cpu_same_shape(const wk_tensor *a, const wk_tensor *b) {
+  int n = wk_tensor_dim(a);
+  if (n != wk_tensor_dim(b)) return false;
+  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
+  for (int i = 0; i < n; i++)
+    if (x[i] != y[i]) return false;
+  return true;
+}
+
+const char *cpu_shape_str(const wk_tensor *t, char *buf, size_t n) {
+  size_t k = 0;
+  const int64_t *s = wk_tensor_sizes(t);
+  k += (size_t)snprintf(buf + k, n - k, "[");
+  for (int i = 0; i < wk_tensor_dim(t) && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)s[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+  return buf;
+}
+
+wk_status cpu_deliver(const char *op, cpu_mode mode, wk_tensor *result, wk_tensor *target, wk_value *outs) {
+  if (!result) return wk_last_error();
+  if (mode == CPU_FUNCTIONAL) {
+    outs[0] = WK_VT(result);
+    return WK_OK;
+  }
+  char a[160], b[160];
+  wk_status s = WK_OK;
+  if (!cpu_same_shape(result, target)) {
+    s = wk_error(WK_ERR_SHAPE, "%s: %s has shape %s but the result has shape %s", op,
+                 mode == CPU_INPLACE ? "self (in-place)" : "out", cpu_shape_str(target, a, sizeof a),
+                 cpu_shape_str(result, b, sizeof b));
+  } else if (!cpu_can_cast(wk_tensor_dtype(result), wk_tensor_dtype(target))) {
+    s = wk_error(WK_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
+                 wk_dtype_name(wk_tensor_dtype(result)), wk_dtype_name(wk_tensor_dtype(target)));
+  } else {
+    s = cpu_copy(target, result);
+  }
+  wk_release(result);
+  if (s) return s;
+  wk_tensor_bump_version(target);
+  outs[0] = WK_VT(target);
+  return WK_OK;
+}

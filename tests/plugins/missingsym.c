@@ -1,0 +1,1 @@
+int wick_test_placeholder_missingsym;

@@ -1,0 +1,3 @@
+/* placeholder */
+#include <wick/wick.h>
+int main(void) { return wk_init(); }
