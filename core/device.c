@@ -101,6 +101,7 @@ void wk__device_rollback(wk_plugin *owner) {
 
 const wk_device_iface *wk__device_iface(int32_t type) {
   if (type == WK_DEVICE_DEFAULT) type = WK_DEVICE_CPU;
+  if (type == WK_DEVICE_CPU && !g_devs[WK_DEVICE_CPU].used) wk__device_init(); /* usable before wk_init */
   if (type < 0 || type >= WK_MAX_DEVICE_TYPES || !g_devs[type].used) return NULL;
   return &g_devs[type].iface;
 }

@@ -126,7 +126,10 @@ void wk_parallel_for(int64_t begin, int64_t end, int64_t grain, void (*fn)(void 
   ensure();
   int nt = g_nthreads;
   if (g_in_parallel || nt <= 1 || n <= grain) {
+    bool was = g_in_parallel;
+    g_in_parallel = true;
     fn(ctx, begin, end);
+    g_in_parallel = was;
     return;
   }
   int64_t chunks = (n + grain - 1) / grain;
@@ -143,7 +146,10 @@ void wk_parallel_for(int64_t begin, int64_t end, int64_t grain, void (*fn)(void 
   j.users = 0;
   /* Another thread's job in flight: run ours inline instead of waiting. */
   if (pthread_mutex_trylock(&g_submit) != 0) {
+    bool was = g_in_parallel;
+    g_in_parallel = true;
     fn(ctx, begin, end);
+    g_in_parallel = was;
     return;
   }
   pthread_mutex_lock(&g_lock);

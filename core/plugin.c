@@ -228,10 +228,11 @@ void wk__plugins_load_all(void) {
   size_t k = 0;
   const char *env = getenv("WICK_PLUGIN_PATH");
   if (env && *env) k += (size_t)snprintf(path + k, sizeof path - k, "%s", env);
-#ifdef WICK_PLUGINDIR
-  k += (size_t)snprintf(path + k, sizeof path - k, "%s%s", k ? ":" : "", WICK_PLUGINDIR);
-#endif
+  /* An uninstalled build uses its own plugins, never stale installed ones. */
   bool uninstalled = running_uninstalled();
+#ifdef WICK_PLUGINDIR
+  if (!uninstalled) k += (size_t)snprintf(path + k, sizeof path - k, "%s%s", k ? ":" : "", WICK_PLUGINDIR);
+#endif
 #ifdef WICK_BUILD_TOP
   if (uninstalled) k += (size_t)snprintf(path + k, sizeof path - k, "%s%s/plugins", k ? ":" : "", WICK_BUILD_TOP);
 #endif

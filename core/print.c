@@ -64,6 +64,8 @@ static void fmt_one(const fmtctx *f, double v, char *out, size_t n) {
 /* Does index i of a dimension of size n get printed (summarised view)? */
 static bool shown(const fmtctx *f, int64_t i, int64_t n) { return !f->summarize || n <= 6 || i < 3 || i >= n - 3; }
 
+/* Mirrors PyTorch's _tensor_str: rows are chunked by line width, the ellipsis
+ * counts as an item, and nested slices join with ",\n\n..." by depth. */
 static void rec(sbuf *b, const fmtctx *f, int d, int64_t off, int indent) {
   int64_t n = f->sizes[d];
   put(b, "[");
@@ -71,46 +73,45 @@ static void rec(sbuf *b, const fmtctx *f, int d, int64_t off, int indent) {
     int per_line = (80 - indent) / (f->width + 2);
     if (per_line < 1) per_line = 1;
     int col = 0;
+    bool first = true;
     for (int64_t i = 0; i < n; i++) {
+      char e[64], item[160];
       if (!shown(f, i, n)) {
-        if (i == 3) {
-          put(b, "...");
-          if (i + 1 < n) put(b, ", ");
+        if (i != 3) continue;
+        snprintf(item, sizeof item, " ...");
+      } else {
+        fmt_one(f, f->vals[off + i * f->strides[d]], e, sizeof e);
+        int w = (int)strlen(e);
+        snprintf(item, sizeof item, "%*s%s", f->width - w > 0 ? f->width - w : 0, "", e);
+      }
+      if (!first) {
+        if (col == per_line) {
+          put(b, ",\n");
+          for (int k = 0; k < indent + 1; k++) put(b, " ");
+          col = 0;
+        } else {
+          put(b, ", ");
         }
-        continue;
       }
-      if (col == per_line) {
-        put(b, "\n");
-        for (int k = 0; k < indent + 1; k++) put(b, " ");
-        col = 0;
-      }
-      char e[64], pad[160];
-      fmt_one(f, f->vals[off + i * f->strides[d]], e, sizeof e);
-      int w = (int)strlen(e);
-      snprintf(pad, sizeof pad, "%*s%s", f->width - w > 0 ? f->width - w : 0, "", e);
-      put(b, pad);
-      if (i + 1 < n) put(b, ",");
-      if (i + 1 < n && col + 1 < per_line) put(b, " ");
+      put(b, item);
+      first = false;
       col++;
     }
   } else {
     bool first = true;
     for (int64_t i = 0; i < n; i++) {
-      if (!shown(f, i, n)) {
-        if (i == 3) {
-          put(b, ",\n");
-          for (int k = 0; k < indent + 1; k++) put(b, " ");
-          put(b, "...");
-        }
-        continue;
-      }
+      bool ell = !shown(f, i, n);
+      if (ell && i != 3) continue;
       if (!first) {
         put(b, ",");
         for (int k = 0; k < f->ndim - d - 1; k++) put(b, "\n");
         for (int k = 0; k < indent + 1; k++) put(b, " ");
       }
       first = false;
-      rec(b, f, d + 1, off + i * f->strides[d], indent + 1);
+      if (ell)
+        put(b, "...");
+      else
+        rec(b, f, d + 1, off + i * f->strides[d], indent + 1);
     }
   }
   put(b, "]");
@@ -146,6 +147,8 @@ static void choose(fmtctx *f, wk_dtype dt, int64_t numel) {
   f->width = 1;
   for (int64_t i = 0; i < numel; i++) {
     char e[64];
+    /* PyTorch sizes float columns from the nonzero finite values only */
+    if (wk_dtype_is_floating(dt) && (!isfinite(f->vals[i]) || f->vals[i] == 0)) continue;
     fmt_one(f, f->vals[i], e, sizeof e);
     int w = (int)strlen(e);
     if (w > f->width) f->width = w;

@@ -251,6 +251,31 @@ static bool parse_default(parser *ps, wk__arg *a) {
       a->def = WK_VINTS(p, n);
       return true;
     }
+    case WK__A_FLOATS: {
+      double buf[WK_MAX_DIMS];
+      int n = 0;
+      if (eat(ps, '[')) {
+        if (!eat(ps, ']')) {
+          do {
+            if (n == WK_MAX_DIMS || !number(ps, &f, &i, &is_int)) {
+              fail(ps, "expected numbers in list default");
+              return false;
+            }
+            buf[n++] = f;
+          } while (eat(ps, ','));
+          if (!eat(ps, ']')) { fail(ps, "expected ']'"); return false; }
+        }
+      } else {
+        if (!number(ps, &f, &i, &is_int)) { fail(ps, "expected a float list default"); return false; }
+        int m = a->fixed_len ? a->fixed_len : 1;
+        for (n = 0; n < m; n++) buf[n] = f;
+      }
+      double *p = malloc(sizeof(double) * (size_t)(n ? n : 1));
+      if (!p) { fail(ps, "out of memory"); return false; }
+      memcpy(p, buf, sizeof(double) * (size_t)n);
+      a->def = WK_VFLOATS(p, n);
+      return true;
+    }
     case WK__A_TENSORS:
       if (eat(ps, '[') && eat(ps, ']')) {
         a->def = WK_VTS((wk_tensor *const *)NULL, 0);
@@ -374,6 +399,7 @@ static void free_arg(wk__arg *a) {
   free(a->type_text);
   if (a->has_default) {
     if (a->def.tag == WK_V_INTS) free((void *)a->def.u.ints);
+    if (a->def.tag == WK_V_FLOATS) free((void *)a->def.u.floats);
     if (a->def.tag == WK_V_STR) free((void *)a->def.u.s);
   }
 }

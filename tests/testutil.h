@@ -28,7 +28,8 @@ static inline wk_tensor *tu_tensor(const double *vals, wk_dtype dt, const int64_
   }
   return t;
 }
-#define TU_T(dt, vals, ...) tu_tensor((const double[])vals, dt, WK_SHAPE(__VA_ARGS__))
+/* TU_T(WK_F32, (2, 2), 1, 2, 3, 4): dtype, parenthesised shape, then the values. */
+#define TU_T(dt, shape, ...) tu_tensor((const double[]){__VA_ARGS__}, dt, WK_SHAPE shape)
 
 /* Deterministic pseudo-random numbers (xorshift), not Wick's RNG. */
 static inline double tu_uniform(uint64_t *s) {

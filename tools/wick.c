@@ -1,3 +1,205 @@
-/* placeholder */
+/* The `wick` command line: `wick info [--json]` shows what the core found:
+ * version and ABI, the plugin search path, every plugin candidate with its
+ * status and reason, device types, services, and which plugin's kernel wins
+ * each op on each device type. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <wick/wick.h>
-int main(void) { return wk_init(); }
+
+static const char *status_word(wk_plugin_status s) {
+  return s == WK_PLUGIN_LOADED ? "loaded" : s == WK_PLUGIN_SKIPPED ? "skipped" : "failed";
+}
+
+/* Prints s as a JSON string literal. */
+static void json_str(const char *s) {
+  putchar('"');
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c == '\n')
+      printf("\\n");
+    else if (c < 0x20)
+      printf("\\u%04x", c);
+    else
+      putchar(c);
+  }
+  putchar('"');
+}
+
+/* Device type ids that exist (cpu first). */
+static int device_types(int32_t *out, int cap) {
+  int n = 0;
+  for (int32_t t = WK_DEVICE_CPU; t < WK_MAX_DEVICE_TYPES && n < cap; t++)
+    if (wk_device_type_name(t)) out[n++] = t;
+  return n;
+}
+
+/* Plugin whose kernel wins `op` on device type `t` (ignoring supports()),
+ * or NULL. Kernels are kept in dispatch order. */
+static const char *winner(const wk_op *op, int32_t t, int *nalt) {
+  const char *win = NULL;
+  *nalt = 0;
+  for (int k = 0; k < wk_op_num_kernels(op); k++) {
+    int32_t dt;
+    const char *plugin;
+    if (wk_op_kernel_info(op, k, &dt, NULL, NULL, &plugin)) continue;
+    if (dt != t && dt != WK_DEVICE_DEFAULT) continue;
+    if (!win)
+      win = plugin;
+    else
+      (*nalt)++;
+  }
+  return win;
+}
+
+static void info_text(void) {
+  printf("Wick %s (ABI %u.%u)\n", wk_version(), wk_abi_version() >> 16, wk_abi_version() & 0xffff);
+  printf("Threads: %d\n", wk_num_threads());
+  printf("Plugin search path: %s\n\nPlugins:\n", wk_plugin_search_path());
+  for (int i = 0; i < wk_plugin_count(); i++) {
+    wk_plugin *p = wk_plugin_at(i);
+    printf("  %-12s %-8s %-8s %s\n", wk_plugin_name(p), status_word(wk_plugin_get_status(p)),
+           wk_plugin_version(p), wk_plugin_path(p));
+    if (*wk_plugin_reason(p)) printf("               reason: %s\n", wk_plugin_reason(p));
+    else if (*wk_plugin_description(p)) printf("               %s\n", wk_plugin_description(p));
+  }
+  if (wk_plugin_count() == 0) printf("  (none found)\n");
+  int32_t types[WK_MAX_DEVICE_TYPES];
+  int nt = device_types(types, WK_MAX_DEVICE_TYPES);
+  printf("\nDevices:\n");
+  for (int i = 0; i < nt; i++) {
+    const char *st = wk_device_type_status(types[i]);
+    printf("  %-12s %d device%s%s%s\n", wk_device_type_name(types[i]), wk_device_count(types[i]),
+           wk_device_count(types[i]) == 1 ? "" : "s", *st ? ": " : "", st);
+  }
+  printf("\nServices:\n");
+  for (int i = 0; i < wk_service_count(); i++) {
+    const char *name, *plugin;
+    uint32_t ver;
+    if (wk_service_info(i, &name, &ver, &plugin) == WK_OK) printf("  %-16s v%u  from %s\n", name, ver, plugin);
+  }
+  if (wk_service_count() == 0) printf("  (none)\n");
+  printf("\nOps (%d) and the plugin whose kernel wins per device type (+N: fallbacks):\n", wk_op_count());
+  printf("  %-36s", "op");
+  for (int i = 0; i < nt; i++) printf(" %-14s", wk_device_type_name(types[i]));
+  printf("\n");
+  for (int o = 0; o < wk_op_count(); o++) {
+    wk_op *op = wk_op_at(o);
+    printf("  %-36s", wk_op_name(op));
+    for (int i = 0; i < nt; i++) {
+      int alt;
+      const char *w = winner(op, types[i], &alt);
+      char cell[64];
+      if (!w)
+        snprintf(cell, sizeof cell, "-");
+      else if (alt)
+        snprintf(cell, sizeof cell, "%s +%d", w, alt);
+      else
+        snprintf(cell, sizeof cell, "%s", w);
+      printf(" %-14s", cell);
+    }
+    printf("\n");
+  }
+}
+
+static void info_json(void) {
+  printf("{\"version\": ");
+  json_str(wk_version());
+  printf(", \"abi\": \"%u.%u\", \"threads\": %d, \"search_path\": ", wk_abi_version() >> 16,
+         wk_abi_version() & 0xffff, wk_num_threads());
+  json_str(wk_plugin_search_path());
+  printf(",\n \"plugins\": [");
+  for (int i = 0; i < wk_plugin_count(); i++) {
+    wk_plugin *p = wk_plugin_at(i);
+    printf("%s\n  {\"name\": ", i ? "," : "");
+    json_str(wk_plugin_name(p));
+    printf(", \"status\": \"%s\", \"version\": ", status_word(wk_plugin_get_status(p)));
+    json_str(wk_plugin_version(p));
+    printf(", \"path\": ");
+    json_str(wk_plugin_path(p));
+    printf(", \"reason\": ");
+    json_str(wk_plugin_reason(p));
+    printf("}");
+  }
+  int32_t types[WK_MAX_DEVICE_TYPES];
+  int nt = device_types(types, WK_MAX_DEVICE_TYPES);
+  printf("],\n \"devices\": [");
+  for (int i = 0; i < nt; i++) {
+    printf("%s{\"type\": ", i ? ", " : "");
+    json_str(wk_device_type_name(types[i]));
+    printf(", \"count\": %d, \"status\": ", wk_device_count(types[i]));
+    json_str(wk_device_type_status(types[i]));
+    printf("}");
+  }
+  printf("],\n \"services\": [");
+  for (int i = 0; i < wk_service_count(); i++) {
+    const char *name, *plugin;
+    uint32_t ver;
+    if (wk_service_info(i, &name, &ver, &plugin)) continue;
+    printf("%s{\"name\": ", i ? ", " : "");
+    json_str(name);
+    printf(", \"version\": %u, \"plugin\": ", ver);
+    json_str(plugin);
+    printf("}");
+  }
+  printf("],\n \"ops\": [");
+  for (int o = 0; o < wk_op_count(); o++) {
+    wk_op *op = wk_op_at(o);
+    printf("%s\n  {\"name\": ", o ? "," : "");
+    json_str(wk_op_name(op));
+    printf(", \"schema\": ");
+    json_str(wk_op_schema(op));
+    printf(", \"kernels\": {");
+    int first = 1;
+    for (int i = 0; i < nt; i++) {
+      int alt;
+      const char *w = winner(op, types[i], &alt);
+      if (!w) continue;
+      printf("%s", first ? "" : ", ");
+      first = 0;
+      json_str(wk_device_type_name(types[i]));
+      printf(": {\"plugin\": ");
+      json_str(w);
+      printf(", \"fallbacks\": %d}", alt);
+    }
+    printf("}}");
+  }
+  printf("]}\n");
+}
+
+static int usage(FILE *f) {
+  fprintf(f,
+          "usage: wick info [--json]   show version, plugins (with reasons), devices, services and kernels\n"
+          "       wick version         print the library version\n");
+  return f == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage(stderr);
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) return usage(stdout);
+  if (strcmp(argv[1], "version") == 0) {
+    printf("%s\n", wk_version());
+    return 0;
+  }
+  if (strcmp(argv[1], "info") == 0) {
+    bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
+    if (argc > 2 && !json) {
+      fprintf(stderr, "wick info: unknown option '%s'\n", argv[2]);
+      return 2;
+    }
+    if (wk_init() != WK_OK) {
+      fprintf(stderr, "wick: initialisation failed: %s\n", wk_last_error_message());
+      return 1;
+    }
+    if (json)
+      info_json();
+    else
+      info_text();
+    wk_shutdown();
+    return 0;
+  }
+  fprintf(stderr, "wick: unknown command '%s'\n", argv[1]);
+  return usage(stderr);
+}

@@ -26,33 +26,47 @@ typedef struct {
   bop op;
   double alpha_f;
   int64_t alpha_i;
-  bool int_div_by_zero, neg_int_pow;
+  bool alpha_bool;
+  bool int_div_by_zero;
 } bctx;
 
 static bool is_compare(bop op) { return op >= B_EQ; }
 static bool is_logical(bop op) { return op == B_AND || op == B_OR; }
 
-static double floor_div_f64(double a, double b) {
-  if (b == 0) return a / b;
-  double mod = fmod(a, b), div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-  double fl = floor(div);
-  if (div - fl > 0.5) fl += 1;
-  return fl;
-}
+/* PyTorch's div_floor_floating, in the loop's own precision: the quotient of
+ * the exact remainder's complement, with the sign of zero kept. */
+#define FLOOR_DIV(NAME, T, FMOD, FLOOR, COPYSIGN)                  \
+  static T NAME(T a, T b) {                                        \
+    if (b == 0) return a / b;                                      \
+    T mod = FMOD(a, b), div = (a - mod) / b;                       \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;              \
+    if (div == 0) return COPYSIGN((T)0, a / b);                    \
+    T fl = FLOOR(div);                                             \
+    if (div - fl > (T)0.5) fl += 1;                                \
+    return fl;                                                     \
+  }
+FLOOR_DIV(floor_div_f32, float, fmodf, floorf, copysignf)
+FLOOR_DIV(floor_div_f64, double, fmod, floor, copysign)
 
+/* Integer power with wrap-around (computed unsigned to stay defined); a
+ * negative exponent gives 0 except for bases 1 and -1, like PyTorch's powi. */
 static int64_t ipow(int64_t base, int64_t exp) {
-  int64_t r = 1;
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exp & 1) ? -1 : 1;
+    return 0;
+  }
+  uint64_t r = 1, b = (uint64_t)base;
   while (exp > 0) {
-    if (exp & 1) r *= base;
-    base *= base;
+    if (exp & 1) r *= b;
+    b *= b;
     exp >>= 1;
   }
-  return r;
+  return (int64_t)r;
 }
 
 /* Arithmetic on floating types (T = float or double). */
-#define FLOAT_LOOP(NAME, T, POW)                                                      \
+#define FLOAT_LOOP(NAME, T, POW, FLOORDIV)                                                      \
   static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                              \
     bctx *c = cp;                                                                                  \
     const T al = (T)c->alpha_f;                                                                    \
@@ -86,7 +100,7 @@ static int64_t ipow(int64_t base, int64_t exp) {
         case B_MUL: r = x * y; break;                                                              \
         case B_DIV: r = x / y; break;                                                              \
         case B_DIV_TRUNC: r = (T)trunc((double)(x / y)); break;                                      \
-        case B_DIV_FLOOR: r = (T)floor_div_f64((double)x, (double)y); break;                       \
+        case B_DIV_FLOOR: r = FLOORDIV(x, y); break;                       \
         case B_MAX: r = (x != x || y != y) ? (T)NAN : (x > y ? x : y); break;                       \
         case B_MIN: r = (x != x || y != y) ? (T)NAN : (x < y ? x : y); break;                       \
         case B_POW: r = POW(x, y); break;                                                          \
@@ -95,8 +109,8 @@ static int64_t ipow(int64_t base, int64_t exp) {
       *(T *)(d[0] + i * s[0]) = r;                                                                 \
     }                                                                                              \
   }
-FLOAT_LOOP(arith_f32, float, powf)
-FLOAT_LOOP(arith_f64, double, pow)
+FLOAT_LOOP(arith_f32, float, powf, floor_div_f32)
+FLOAT_LOOP(arith_f64, double, pow, floor_div_f64)
 
 /* Arithmetic on int64 (integers and bools compute here). */
 static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
@@ -123,15 +137,7 @@ static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
         break;
       case B_MAX: r = x > y ? x : y; break;
       case B_MIN: r = x < y ? x : y; break;
-      case B_POW:
-        if (y < 0) {
-          if (x == 1) r = 1;
-          else if (x == -1) r = (y & 1) ? -1 : 1;
-          else c->neg_int_pow = true;
-        } else {
-          r = ipow(x, y);
-        }
-        break;
+      case B_POW: r = ipow(x, y); break;
       default: break;
     }
     *(int64_t *)(d[0] + i * s[0]) = r;
@@ -175,9 +181,25 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
   wk_value tv[2] = {WK_VT(self), *other};
   wk_dtype rt = wk_result_type(tv, 2);
   bop op = c->op;
-  if (op == B_SUB && rt == WK_BOOL) {
-    wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
-             "Use the `^` or `logical_xor()` operator instead.", opname);
+  bool self_bool = wk_tensor_dtype(self) == WK_BOOL;
+  bool other_bool = other->tag == WK_V_TENSOR ? wk_tensor_dtype(other->u.t) == WK_BOOL : other->tag == WK_V_BOOL;
+  if (op == B_SUB && (self_bool || other_bool)) { /* PyTorch's sub_check */
+    if (self_bool && other_bool)
+      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
+               "Use the `^` or `logical_xor()` operator instead.", opname);
+    else
+      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
+               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.", opname);
+    return NULL;
+  }
+  if (rt == WK_BOOL && (op == B_POW || op == B_DIV_TRUNC || op == B_DIV_FLOOR)) {
+    wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", opname,
+             op == B_POW ? "pow" : op == B_DIV_TRUNC ? "div_trunc" : "div_floor");
+    return NULL;
+  }
+  if (op == B_POW && (wk_dtype_is_integral(wk_tensor_dtype(self)) || self_bool) && other->tag == WK_V_INT &&
+      other->u.i < 0) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.", opname);
     return NULL;
   }
   if (op == B_DIV && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division of integers */
@@ -188,6 +210,10 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
     cd = WK_I64;
   if ((op == B_ADD || op == B_SUB) && !wk_dtype_is_floating(rt) && c->alpha_f != (double)c->alpha_i) {
     wk_error(WK_ERR_DTYPE, "%s: for integral input tensors, argument alpha must not be a floating point number", opname);
+    return NULL;
+  }
+  if ((op == B_ADD || op == B_SUB) && c->alpha_bool && rt != WK_BOOL) {
+    wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", opname);
     return NULL;
   }
   wk_tensor *a = wk_kernel_cast(self, cd), *b = NULL;
@@ -219,14 +245,12 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
     fn = cd == WK_F32 ? cmp_f32 : cd == WK_F64 ? cmp_f64 : cd == WK_BOOL ? cmp_bool : cmp_i64;
   else
     fn = cd == WK_F32 ? arith_f32 : cd == WK_F64 ? arith_f64 : arith_i64;
-  if (cd == WK_I64)
-    wk_iter_run_serial(&it, fn, c); /* error flags are written without atomics */
+  if (cd == WK_I64 && (op == B_DIV_TRUNC || op == B_DIV_FLOOR))
+    wk_iter_run_serial(&it, fn, c); /* the error flag is written without atomics */
   else
     wk_iter_run(&it, fn, c);
-  if (c->int_div_by_zero || c->neg_int_pow) {
-    wk_error(WK_ERR_INVALID_ARG, "%s: %s", opname,
-             c->int_div_by_zero ? "ZeroDivisionError (integer division by zero)"
-                                : "Integers to negative integer powers are not allowed.");
+  if (c->int_div_by_zero) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: ZeroDivisionError (integer division by zero)", opname);
     wk_release(res);
     res = NULL;
     goto done;
@@ -248,8 +272,8 @@ static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int next = 2;
   if (info->has_alpha) {
     c.alpha_f = wk_value_as_f64(&args[2]);
-    c.alpha_i = args[2].tag == WK_V_INT ? args[2].u.i : (int64_t)c.alpha_f;
-    if (args[2].tag == WK_V_FLOAT && c.alpha_f != (double)c.alpha_i) c.alpha_i = 0;
+    c.alpha_i = args[2].tag == WK_V_INT ? args[2].u.i : wk_f64_to_i64_sat(c.alpha_f);
+    c.alpha_bool = args[2].tag == WK_V_BOOL;
     next = 3;
   }
   if (info->has_rounding) {
@@ -285,6 +309,10 @@ static void loop_where(void *cp, char **d, const int64_t *s, int64_t n) {
 
 static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *cond = WK_ARG_T(0);
+  wk_dtype ct = wk_tensor_dtype(cond);
+  if (ct != WK_BOOL && ct != WK_U8) /* uint8 masks: PyTorch's deprecated legacy form */
+    return wk_error(WK_ERR_DTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                    wk_dtype_name(ct));
   wk_dtype rt = wk_result_type(args + 1, 2);
   wk_tensor *cb = wk_kernel_cast(cond, WK_BOOL), *a = wk_kernel_cast(WK_ARG_T(1), rt), *b = wk_kernel_cast(WK_ARG_T(2), rt);
   wk_tensor *res = NULL, *ops[4] = {NULL, cb, a, b};

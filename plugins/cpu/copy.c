@@ -22,6 +22,22 @@ static void loop_int(void *c, char **d, const int64_t *s, int64_t n) {
   for (int64_t i = 0; i < n; i++) wk_store_i64(d[0] + i * s[0], t->dst, wk_load_i64(d[1] + i * s[1], t->src));
 }
 
+/* Integers to floating types convert from int64 directly, as C++ does, so a
+ * large int64 is rounded once (not through double first). */
+static void loop_int_to_float(void *c, char **d, const int64_t *s, int64_t n) {
+  const copy_types *t = c;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = wk_load_i64(d[1] + i * s[1], t->src);
+    char *p = d[0] + i * s[0];
+    switch (t->dst) {
+      case WK_F64: *(double *)p = (double)v; break;
+      case WK_F32: *(float *)p = (float)v; break;
+      case WK_F16: *(uint16_t *)p = wk_f32_to_f16((float)v); break;
+      default: *(uint16_t *)p = wk_f32_to_bf16((float)v); break;
+    }
+  }
+}
+
 static void loop_f32_from(void *c, char **d, const int64_t *s, int64_t n) {
   const copy_types *t = c;
   for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = (float)wk_load_f64(d[1] + i * s[1], t->src);
@@ -53,6 +69,7 @@ wk_status cpu_copy(wk_tensor *dst, wk_tensor *src) {
     copy_types t = {wk_tensor_dtype(dst), wk_tensor_dtype(src)};
     wk_loop_fn fn = t.dst == t.src                                    ? loop_same
                     : integral_or_bool(t.dst) && integral_or_bool(t.src) ? loop_int
+                    : integral_or_bool(t.src)                           ? loop_int_to_float
                     : t.dst == WK_F32                                   ? loop_f32_from
                                                                         : loop_any;
     wk_iter_run(&it, fn, &t);
@@ -61,8 +78,19 @@ wk_status cpu_copy(wk_tensor *dst, wk_tensor *src) {
   return s;
 }
 
+/* True when two elements of t share one memory location (a broadcast dim). */
+static bool has_internal_overlap(const wk_tensor *t) {
+  for (int d = 0; d < wk_tensor_dim(t); d++)
+    if (wk_tensor_stride(t, d) == 0 && wk_tensor_size(t, d) > 1) return true;
+  return false;
+}
+
 static wk_status k_copy(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *src = WK_ARG_T(1);
+  if (has_internal_overlap(self))
+    return wk_error(WK_ERR_INVALID_ARG, "copy_: unsupported operation: more than one element of the written-to "
+                    "tensor refers to a single memory location. Please clone() the tensor before performing the "
+                    "operation.");
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
   wk_tensor *pair[2] = {self, src};

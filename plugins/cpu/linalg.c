@@ -1,4 +1,497 @@
-/* cpu plugin: linalg kernels (not written yet). */
+/* cpu plugin: linear algebra kernels: mm, bmm, addmm, dot. f32/f64 go through
+ * OpenBLAS when configure found it (transposed operands passed by flag, not
+ * copied); f16/bf16 compute in f32, integers in wrapping int64, and without
+ * OpenBLAS a blocked reference GEMM runs in parallel over row blocks. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cpu.h"
 
-wk_status cpu_register_linalg(void) { return WK_OK; }
+#ifdef CPU_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* PyTorch's C++ type names (TypeMeta) and ScalarType names, for messages. */
+static const char *cxx_name(wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return "float";
+    case WK_F64: return "double";
+    case WK_F16: return "c10::Half";
+    case WK_BF16: return "c10::BFloat16";
+    case WK_I8: return "signed char";
+    case WK_U8: return "unsigned char";
+    case WK_I16: return "short int";
+    case WK_I32: return "int";
+    case WK_I64: return "long int";
+    case WK_BOOL: return "bool";
+    default: return "?";
+  }
+}
+
+static const char *scalar_name(wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return "Float";
+    case WK_F64: return "Double";
+    case WK_F16: return "Half";
+    case WK_BF16: return "BFloat16";
+    case WK_I8: return "Char";
+    case WK_U8: return "Byte";
+    case WK_I16: return "Short";
+    case WK_I32: return "Int";
+    case WK_I64: return "Long";
+    case WK_BOOL: return "Bool";
+    default: return "?";
+  }
+}
+
+/* ---- operands ------------------------------------------------------------------ */
+/* A batch of matrices [batch, rows, cols] seen through element strides. */
+typedef struct {
+  char *data;
+  int64_t rows, cols;
+  int64_t sb, s0, s1; /* elements; sb is 0 for a single matrix */
+} mat;
+
+static mat mat_of(wk_tensor *t) {
+  int nd = wk_tensor_dim(t);
+  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
+  mat m = {(char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
+  return m;
+}
+
+/* The scalar arguments of one GEMM: C = alpha * A @ B (+ beta * C when use_beta). */
+typedef struct {
+  double alpha, beta;
+  uint64_t ialpha, ibeta; /* integer forms (wrapping arithmetic) */
+  bool use_beta;
+} gemm_scalars;
+
+static uint64_t scalar_as_u64(const wk_value *v) {
+  if (v->tag == WK_V_INT) return (uint64_t)v->u.i;
+  if (v->tag == WK_V_BOOL) return v->u.b;
+  return (uint64_t)wk_f64_to_i64_sat(v->u.f);
+}
+
+/* ---- reference GEMM ---------------------------------------------------------------
+ * Contiguous A [batch, n, k], B [batch, k, m], C [batch, n, m]. The work unit is
+ * a block of RB rows of one batch; within it, columns go in tiles of CB so the
+ * accumulators stay in L1 and every row of B is loaded once per row block.
+ * Each element sums over p in increasing order whatever the thread count. */
+#define RB 4
+#define CB 256
+
+typedef struct {
+  const char *a, *b;
+  char *c;
+  int64_t n, k, m, nblk;
+  gemm_scalars sc;
+} ref_job;
+
+#define REF_GEMM(NAME, T, AL, BE)                                                             \
+  static void NAME(void *p, int64_t u0, int64_t u1) {                                         \
+    const ref_job *j = p;                                                                     \
+    const int64_t n = j->n, k = j->k, m = j->m;                                               \
+    const T al = (T)(AL), be = (T)(BE);                                                       \
+    T acc[RB][CB];                                                                            \
+    for (int64_t u = u0; u < u1; u++) {                                                       \
+      int64_t bi = u / j->nblk, i0 = (u % j->nblk) * RB;                                      \
+      int64_t rows = n - i0 < RB ? n - i0 : RB;                                               \
+      const T *A = (const T *)j->a + (bi * n + i0) * k;                                       \
+      const T *B = (const T *)j->b + bi * k * m;                                              \
+      T *C = (T *)j->c + (bi * n + i0) * m;                                                   \
+      for (int64_t j0 = 0; j0 < m; j0 += CB) {                                                \
+        int64_t w = m - j0 < CB ? m - j0 : CB;                                                \
+        for (int64_t r = 0; r < rows; r++)                                                    \
+          for (int64_t q = 0; q < w; q++) acc[r][q] = 0;                                      \
+        for (int64_t pp = 0; pp < k; pp++) {                                                  \
+          const T *brow = B + pp * m + j0;                                                    \
+          for (int64_t r = 0; r < rows; r++) {                                                \
+            const T av = A[r * k + pp];                                                       \
+            T *ar = acc[r];                                                                   \
+            for (int64_t q = 0; q < w; q++) ar[q] += av * brow[q];                            \
+          }                                                                                   \
+        }                                                                                     \
+        for (int64_t r = 0; r < rows; r++) {                                                  \
+          T *crow = C + r * m + j0;                                                           \
+          if (j->sc.use_beta)                                                                 \
+            for (int64_t q = 0; q < w; q++) crow[q] = al * acc[r][q] + be * crow[q];          \
+          else                                                                                \
+            for (int64_t q = 0; q < w; q++) crow[q] = al * acc[r][q];                         \
+        }                                                                                     \
+      }                                                                                       \
+    }                                                                                         \
+  }
+REF_GEMM(ref_gemm_f32, float, j->sc.alpha, j->sc.beta)
+REF_GEMM(ref_gemm_f64, double, j->sc.alpha, j->sc.beta)
+REF_GEMM(ref_gemm_i64, uint64_t, j->sc.ialpha, j->sc.ibeta) /* unsigned: wraps like PyTorch */
+
+static wk_status ref_gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch, int64_t n,
+                          int64_t k, int64_t m, const gemm_scalars *sc) {
+  wk_tensor *ac = wk_contiguous(a), *bc = wk_contiguous(b);
+  if (!ac || !bc) {
+    wk_release(ac);
+    wk_release(bc);
+    return wk_last_error();
+  }
+  ref_job j = {wk_tensor_data(ac), wk_tensor_data(bc), wk_tensor_data(c), n, k, m, (n + RB - 1) / RB, *sc};
+  void (*fn)(void *, int64_t, int64_t) = cd == WK_F32 ? ref_gemm_f32 : cd == WK_F64 ? ref_gemm_f64 : ref_gemm_i64;
+  int64_t units = batch * j.nblk, work = RB * k * m + 1;
+  int64_t grain = work >= 65536 ? 1 : 65536 / work;
+  if (units <= grain)
+    fn(&j, 0, units);
+  else
+    wk_parallel_for(0, units, grain, fn, &j);
+  wk_release(ac);
+  wk_release(bc);
+  return WK_OK;
+}
+
+/* ---- OpenBLAS GEMM ---------------------------------------------------------------- */
+#ifdef CPU_HAVE_OPENBLAS
+/* How BLAS can read a row-major matrix view without a copy: as itself with
+ * unit column stride, or as the transpose of a row-major matrix (unit row
+ * stride). Strides of size-1 dimensions do not matter. */
+static bool blas_layout(const mat *x, bool *trans, int64_t *ld) {
+  int64_t r = x->rows, c = x->cols;
+  if ((c <= 1 || x->s1 == 1) && (r <= 1 || x->s0 >= (c > 1 ? c : 1))) {
+    *trans = false;
+    *ld = r <= 1 ? (c > 1 ? c : 1) : x->s0;
+    return true;
+  }
+  if ((r <= 1 || x->s0 == 1) && (c <= 1 || x->s1 >= (r > 1 ? r : 1))) {
+    *trans = true;
+    *ld = c <= 1 ? (r > 1 ? r : 1) : x->s1;
+    return true;
+  }
+  return false;
+}
+
+static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* C (contiguous) = alpha A @ B + beta C through cblas, batch by batch. a or b
+ * that BLAS cannot read directly are made contiguous. k > 0. */
+static wk_status blas_gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch, int64_t n,
+                           int64_t k, int64_t m, const gemm_scalars *sc) {
+  wk_tensor *ops[2] = {wk_retain(a), wk_retain(b)};
+  mat x[2];
+  bool tr[2];
+  int64_t ld[2];
+  wk_status s = WK_OK;
+  for (int i = 0; i < 2 && !s; i++) {
+    x[i] = mat_of(ops[i]);
+    if (blas_layout(&x[i], &tr[i], &ld[i]) && fits_int(ld[i])) continue;
+    wk_tensor *cc = wk_contiguous(ops[i]);
+    wk_release(ops[i]);
+    ops[i] = cc;
+    if (!cc) {
+      s = wk_last_error();
+      break;
+    }
+    x[i] = mat_of(cc);
+    if (!blas_layout(&x[i], &tr[i], &ld[i]) || !fits_int(ld[i]))
+      s = wk_error(WK_ERR_INTERNAL, "gemm: contiguous operand has no BLAS layout");
+  }
+  if (!s) {
+    size_t es = wk_dtype_size(cd);
+    CBLAS_TRANSPOSE ta = tr[0] ? CblasTrans : CblasNoTrans, tb = tr[1] ? CblasTrans : CblasNoTrans;
+    double beta = sc->use_beta ? sc->beta : 0.0;
+    for (int64_t bi = 0; bi < batch; bi++) {
+      const char *pa = x[0].data + (size_t)(bi * x[0].sb) * es, *pb = x[1].data + (size_t)(bi * x[1].sb) * es;
+      char *pc = (char *)wk_tensor_data(c) + (size_t)(bi * n * m) * es;
+      if (cd == WK_F32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)n, (blasint)m, (blasint)k, (float)sc->alpha, (const float *)pa,
+                    (blasint)ld[0], (const float *)pb, (blasint)ld[1], (float)beta, (float *)pc,
+                    (blasint)(m > 1 ? m : 1));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)n, (blasint)m, (blasint)k, sc->alpha, (const double *)pa,
+                    (blasint)ld[0], (const double *)pb, (blasint)ld[1], beta, (double *)pc, (blasint)(m > 1 ? m : 1));
+    }
+  }
+  wk_release(ops[0]);
+  wk_release(ops[1]);
+  return s;
+}
+#endif
+
+/* C = alpha A @ B (+ beta C): C is a contiguous [batch, n, m] (or [n, m])
+ * tensor of the compute dtype cd (f32, f64 or i64), holding beta's operand
+ * when sc->use_beta; a and b are views of dtype cd. */
+static wk_status gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch, int64_t n, int64_t k,
+                      int64_t m, const gemm_scalars *sc) {
+  int64_t total = batch * n * m;
+  if (total == 0) return WK_OK;
+  if (k == 0) { /* empty sum: C = beta C, or zeros */
+    char *p = wk_tensor_data(c);
+    if (!sc->use_beta) {
+      memset(p, 0, (size_t)total * wk_dtype_size(cd));
+    } else if (cd == WK_F32) {
+      for (int64_t i = 0; i < total; i++) ((float *)p)[i] *= (float)sc->beta;
+    } else if (cd == WK_F64) {
+      for (int64_t i = 0; i < total; i++) ((double *)p)[i] *= sc->beta;
+    } else {
+      for (int64_t i = 0; i < total; i++) ((uint64_t *)p)[i] *= sc->ibeta;
+    }
+    return WK_OK;
+  }
+#ifdef CPU_HAVE_OPENBLAS
+  if ((cd == WK_F32 || cd == WK_F64) && fits_int(n) && fits_int(m) && fits_int(k))
+    return blas_gemm(cd, c, a, b, batch, n, k, m, sc);
+#endif
+  return ref_gemm(cd, c, a, b, batch, n, k, m, sc);
+}
+
+/* The dtype the GEMM computes in; WK_BOOL when the dtype is refused. */
+static wk_dtype gemm_dtype(wk_dtype dt) {
+  if (dt == WK_BOOL) return WK_BOOL;
+  return wk_compute_dtype(dt);
+}
+
+/* Runs the product of a [.., n, k] and b [.., k, m] (2D or 3D, same dtype)
+ * into a new tensor of shape out_sizes and their dtype; `self` (may be NULL)
+ * is broadcast into the result and scaled by beta when sc->use_beta. */
+static wk_tensor *product(const char *op, wk_tensor *self, wk_tensor *a, wk_tensor *b, const int64_t *out_sizes,
+                          int out_nd, int64_t k, gemm_scalars sc) {
+  wk_dtype dt = wk_tensor_dtype(a), cd = gemm_dtype(dt);
+  if (cd == WK_BOOL) {
+    wk_error(WK_ERR_UNSUPPORTED, "%s(): \"addmm_impl_cpu_\" not implemented for '%s'", op, scalar_name(dt));
+    return NULL;
+  }
+  int64_t batch = out_nd == 3 ? out_sizes[0] : 1, n = out_sizes[out_nd - 2], m = out_sizes[out_nd - 1];
+  wk_tensor *c = cpu_empty(out_sizes, out_nd, cd), *ac = NULL, *bc = NULL;
+  wk_status s = c ? WK_OK : wk_last_error();
+  if (!s && sc.use_beta && batch * n * m > 0) s = cpu_copy(c, self);
+  if (!s) {
+    ac = wk_kernel_cast(a, cd);
+    bc = wk_kernel_cast(b, cd);
+    if (!ac || !bc) s = wk_last_error();
+  }
+  if (!s) s = gemm(cd, c, ac, bc, batch, n, k, m, &sc);
+  wk_release(ac);
+  wk_release(bc);
+  if (s) {
+    wk_release(c);
+    return NULL;
+  }
+  if (cd != dt) {
+    wk_tensor *r = wk_to_dtype(c, dt);
+    wk_release(c);
+    c = r;
+  }
+  return c;
+}
+
+static const gemm_scalars plain = {1.0, 0.0, 1, 0, false};
+
+/* ---- mm, addmm, bmm ------------------------------------------------------------------- */
+static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char *na, const char *nb) {
+  if (wk_tensor_dim(a) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, na, wk_tensor_dim(a));
+  if (wk_tensor_dim(b) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, nb, wk_tensor_dim(b));
+  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
+  if (x[1] != y[0])
+    return wk_error(WK_ERR_SHAPE, "%s(): mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
+                    (long long)x[0], (long long)x[1], (long long)y[0], (long long)y[1]);
+  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected m1 and m2 to have the same dtype, but got: %s != %s", op,
+                    cxx_name(wk_tensor_dtype(a)), cxx_name(wk_tensor_dtype(b)));
+  return WK_OK;
+}
+
+static wk_status out1(wk_value *outs, wk_tensor *t) {
+  if (!t) return wk_last_error();
+  outs[0] = WK_VT(t);
+  return WK_OK;
+}
+
+static wk_status k_mm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
+  wk_status s = check_mm("mm", a, b, "self", "mat2");
+  if (s) return s;
+  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
+  return out1(outs, product("mm", NULL, a, b, sz, 2, wk_tensor_size(a, 1), plain));
+}
+
+static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0), *a = WK_ARG_T(1), *b = WK_ARG_T(2);
+  wk_status s = check_mm("addmm", a, b, "mat1", "mat2");
+  if (s) return s;
+  if (wk_tensor_dtype(self) != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "addmm(): self and mat2 must have the same dtype, but got %s and %s",
+                    scalar_name(wk_tensor_dtype(self)), scalar_name(wk_tensor_dtype(b)));
+  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
+  int snd = wk_tensor_dim(self);
+  const int64_t *ss = wk_tensor_sizes(self);
+  bool ok = snd <= 2;
+  for (int d = 0; ok && d < snd; d++) ok = ss[d] == 1 || ss[d] == sz[2 - snd + d];
+  if (!ok) {
+    char buf[160];
+    return wk_error(WK_ERR_SHAPE, "addmm(): self of shape %s cannot be broadcast to the result shape [%lld, %lld]",
+                    cpu_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
+  }
+  gemm_scalars sc = {wk_value_as_f64(&args[4]), wk_value_as_f64(&args[3]), scalar_as_u64(&args[4]),
+                     scalar_as_u64(&args[3]), false};
+  /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
+  sc.use_beta = wk_dtype_is_floating(wk_tensor_dtype(b)) ? sc.beta != 0 : sc.ibeta != 0;
+  return out1(outs, product("addmm", self, a, b, sz, 2, wk_tensor_size(a, 1), sc));
+}
+
+static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
+  if (wk_tensor_dim(a) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch1 must be a 3D tensor, got %dD", wk_tensor_dim(a));
+  if (wk_tensor_dim(b) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch2 must be a 3D tensor, got %dD", wk_tensor_dim(b));
+  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
+  if (y[0] != x[0] || y[1] != x[2])
+    return wk_error(WK_ERR_SHAPE,
+                    "bmm(): Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: "
+                    "[%lld, %lld].",
+                    (long long)x[0], (long long)x[2], (long long)y[0], (long long)y[1]);
+  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "bmm(): expected batch1 and batch2 to have the same dtype, but got: %s != %s",
+                    cxx_name(wk_tensor_dtype(a)), cxx_name(wk_tensor_dtype(b)));
+  int64_t sz[3] = {x[0], x[1], y[2]};
+  return out1(outs, product("bmm", NULL, a, b, sz, 3, x[2], plain));
+}
+
+/* ---- dot ------------------------------------------------------------------------------ */
+/* Fixed chunks summed in chunk order: the result does not depend on threads. */
+#define DOT_CHUNK 4096
+
+typedef struct {
+  const char *x, *y;
+  int64_t sx, sy, n; /* element strides */
+  bool integral;
+  double *fpart;
+  uint64_t *ipart;
+} dot_job;
+
+static void dot_chunks(void *p, int64_t c0, int64_t c1) {
+  const dot_job *j = p;
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t b = c * DOT_CHUNK, e = b + DOT_CHUNK < j->n ? b + DOT_CHUNK : j->n;
+    if (j->integral) {
+      const uint64_t *x = (const uint64_t *)j->x, *y = (const uint64_t *)j->y;
+      uint64_t acc = 0;
+      for (int64_t i = b; i < e; i++) acc += x[i * j->sx] * y[i * j->sy];
+      j->ipart[c] = acc;
+    } else {
+      const double *x = (const double *)j->x, *y = (const double *)j->y;
+      double acc = 0;
+      for (int64_t i = b; i < e; i++) acc += x[i * j->sx] * y[i * j->sy];
+      j->fpart[c] = acc;
+    }
+  }
+}
+
+/* Reference dot in f64 (floats) or wrapping i64 (integers) on tensors of that dtype. */
+static wk_status ref_dot(wk_tensor *x, wk_tensor *y, bool integral, double *fr, uint64_t *ir) {
+  int64_t n = wk_tensor_numel(x), nc = (n + DOT_CHUNK - 1) / DOT_CHUNK;
+  dot_job j = {wk_tensor_data(x), wk_tensor_data(y), wk_tensor_stride(x, 0), wk_tensor_stride(y, 0), n, integral,
+               NULL, NULL};
+  void *parts = calloc((size_t)(nc ? nc : 1), 8);
+  if (!parts) return wk_error(WK_ERR_NO_MEMORY, "dot(): out of memory");
+  j.fpart = parts;
+  j.ipart = parts;
+  if (nc > 8)
+    wk_parallel_for(0, nc, 8, dot_chunks, &j);
+  else
+    dot_chunks(&j, 0, nc);
+  double f = 0;
+  uint64_t u = 0;
+  for (int64_t c = 0; c < nc; c++) {
+    f += j.fpart[c];
+    u += j.ipart[c];
+  }
+  free(parts);
+  *fr = f;
+  *ir = u;
+  return WK_OK;
+}
+
+static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
+  if (wk_tensor_dim(a) != 1 || wk_tensor_dim(b) != 1)
+    return wk_error(WK_ERR_SHAPE, "dot(): 1D tensors expected, but got %dD and %dD tensors", wk_tensor_dim(a),
+                    wk_tensor_dim(b));
+  int64_t n = wk_tensor_numel(a);
+  if (n != wk_tensor_numel(b)) {
+    char sa[64], sb[64];
+    return wk_error(WK_ERR_SHAPE,
+                    "dot(): inconsistent tensor size, expected tensor %s and src %s to have the same number of "
+                    "elements, but got %lld and %lld elements respectively",
+                    cpu_shape_str(a, sa, sizeof sa), cpu_shape_str(b, sb, sizeof sb), (long long)n,
+                    (long long)wk_tensor_numel(b));
+  }
+  wk_dtype dt = wk_tensor_dtype(a);
+  if (dt != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "dot(): expected both vectors to have same dtype, but found %s and %s",
+                    scalar_name(dt), scalar_name(wk_tensor_dtype(b)));
+  if (dt == WK_BOOL)
+    return wk_error(WK_ERR_UNSUPPORTED, "dot(): \"dot\" not implemented for '%s'", scalar_name(dt));
+  bool integral = !wk_dtype_is_floating(dt);
+  wk_tensor *r = cpu_empty(NULL, 0, dt), *x = NULL, *y = NULL;
+  if (!r) return wk_last_error();
+  wk_status s = WK_OK;
+#ifdef CPU_HAVE_OPENBLAS
+  int64_t sx = wk_tensor_stride(a, 0), sy = wk_tensor_stride(b, 0);
+  if (!integral && dt != WK_F64 && n > 0) { /* f32 (and f16/bf16 upcast): sdot */
+    x = wk_kernel_cast(a, WK_F32);
+    y = wk_kernel_cast(b, WK_F32);
+    if (!x || !y) {
+      s = wk_last_error();
+      goto done;
+    }
+    sx = wk_tensor_stride(x, 0);
+    sy = wk_tensor_stride(y, 0);
+  }
+  if (!integral && fits_int(n) && (n <= 1 || (sx >= 1 && sy >= 1 && fits_int(sx) && fits_int(sy)))) {
+    blasint bn = (blasint)n, ix = (blasint)(sx > 0 ? sx : 1), iy = (blasint)(sy > 0 ? sy : 1);
+    double v = 0;
+    if (n == 0)
+      v = 0;
+    else if (dt == WK_F64)
+      v = cblas_ddot(bn, wk_tensor_data(a), ix, wk_tensor_data(b), iy);
+    else
+      v = cblas_sdot(bn, wk_tensor_data(x), ix, wk_tensor_data(y), iy);
+    wk_store_f64(wk_tensor_data(r), dt, v);
+    goto done;
+  }
+  wk_release(x);
+  wk_release(y);
+#endif
+  x = wk_kernel_cast(a, integral ? WK_I64 : WK_F64);
+  y = wk_kernel_cast(b, integral ? WK_I64 : WK_F64);
+  if (!x || !y) {
+    s = wk_last_error();
+    goto done;
+  }
+  double fv = 0;
+  uint64_t iv = 0;
+  s = ref_dot(x, y, integral, &fv, &iv);
+  if (!s) {
+    if (integral)
+      wk_store_i64(wk_tensor_data(r), dt, (int64_t)iv);
+    else
+      wk_store_f64(wk_tensor_data(r), dt, fv);
+  }
+done:
+  wk_release(x);
+  wk_release(y);
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+wk_status cpu_register_linalg(void) {
+  wk_status s = cpu_reg("mm", k_mm, NULL);
+  if (!s) s = cpu_reg("bmm", k_bmm, NULL);
+  if (!s) s = cpu_reg("addmm", k_addmm, NULL);
+  if (!s) s = cpu_reg("dot", k_dot, NULL);
+  return s;
+}
