@@ -1,3 +1,80 @@
-/* placeholder */
+/* Per-call overhead of the dispatcher: wk_add on 1-element tensors (the
+ * reference cpu kernel), and a trivial kernel registered boxed vs. unboxed
+ * (libffi) to isolate the cost of the libffi call. Prints ns per call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 #include <wick/wick.h>
-int main(void) { return wk_init(); }
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static wk_status trivial_boxed(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  outs[0] = WK_VT(wk_retain(args[0].u.t));
+  return WK_OK;
+}
+static wk_tensor *trivial_unboxed(wk_tensor *a, wk_tensor *b) { return wk_retain(a); }
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median over 7 repetitions of n calls of op(a, b), in ns per call. */
+static double time_op(wk_op *op, wk_tensor *a, wk_tensor *b, long n) {
+  double r[7];
+  wk_value args[2] = {WK_VT(a), WK_VT(b)}, out[1];
+  for (int rep = 0; rep < 7; rep++) {
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+      if (wk_op_call(op, args, 2, out) != WK_OK) {
+        fprintf(stderr, "bench: %s\n", wk_last_error_message());
+        exit(1);
+      }
+      wk_release(out[0].u.t);
+    }
+    r[rep] = (now() - t0) / (double)n * 1e9;
+  }
+  qsort(r, 7, sizeof r[0], cmp);
+  return r[3];
+}
+
+static double time_front_end(wk_tensor *a, wk_tensor *b, long n) {
+  double r[7];
+  for (int rep = 0; rep < 7; rep++) {
+    double t0 = now();
+    for (long i = 0; i < n; i++) wk_release(wk_add(a, b));
+    r[rep] = (now() - t0) / (double)n * 1e9;
+  }
+  qsort(r, 7, sizeof r[0], cmp);
+  return r[3];
+}
+
+int main(int argc, char **argv) {
+  long n = argc > 1 ? atol(argv[1]) : 200000;
+  if (wk_init() != WK_OK) {
+    fprintf(stderr, "wk_init: %s\n", wk_last_error_message());
+    return 1;
+  }
+  wk_tensor *a = wk_tensor_from_data((float[]){1}, WK_F32, WK_SHAPE(1));
+  wk_tensor *b = wk_tensor_from_data((float[]){2}, WK_F32, WK_SHAPE(1));
+  wk_op_declare("bench.boxed(Tensor a, Tensor b) -> Tensor", 0);
+  wk_op_declare("bench.unboxed(Tensor a, Tensor b) -> Tensor", 0);
+  wk_kernel_desc d = {sizeof d, "bench.boxed", WK_DEVICE_CPU, 100, trivial_boxed, NULL, NULL, "bench"};
+  if (wk_kernel_register(&d) ||
+      wk_kernel_register_unboxed("bench.unboxed", WK_DEVICE_CPU, 100, (void (*)(void))trivial_unboxed, "bench")) {
+    fprintf(stderr, "bench: %s\n", wk_last_error_message());
+    return 1;
+  }
+  time_front_end(a, b, n / 10); /* warm up */
+  printf("wk_add_1elem_ns %.1f\n", time_front_end(a, b, n));
+  printf("boxed_trivial_ns %.1f\n", time_op(wk_op_find("bench.boxed"), a, b, n));
+  printf("unboxed_libffi_trivial_ns %.1f\n", time_op(wk_op_find("bench.unboxed"), a, b, n));
+  wk_release(a);
+  wk_release(b);
+  wk_shutdown();
+  return 0;
+}

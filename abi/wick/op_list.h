@@ -40,14 +40,17 @@
   X("add_(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("add.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", WK_PW)  \
   X("add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", WK_PW)                    \
+  X("add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("sub(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", WK_PW)                        \
   X("sub_(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out) -> Tensor(a!)", WK_PW)  \
   X("sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", WK_PW)                    \
+  X("sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("div(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor", WK_PW)               \
   X("div_(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("div.out(Tensor self, Tensor other, *, str? rounding_mode=None, Tensor(a!) out) -> Tensor(a!)", WK_PW) \
   X("div.Scalar(Tensor self, Scalar other, *, str? rounding_mode=None) -> Tensor", WK_PW)        \
+  X("div_.Scalar(Tensor(a!) self, Scalar other, *, str? rounding_mode=None) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", WK_PW)                      \
   X("leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", WK_PW)                           \

@@ -388,6 +388,8 @@ wk_status cpu_register_binary(void) {
     bool scalar, alpha, rounding;
   } other[] = {{"add", B_ADD, CPU_FUNCTIONAL, false, true, false}, {"add_", B_ADD, CPU_INPLACE, false, true, false},
                {"add.out", B_ADD, CPU_OUT, false, true, false},    {"add.Scalar", B_ADD, CPU_FUNCTIONAL, true, true, false},
+               {"add_.Scalar", B_ADD, CPU_INPLACE, true, true, false}, {"sub_.Scalar", B_SUB, CPU_INPLACE, true, true, false},
+               {"div_.Scalar", B_DIV, CPU_INPLACE, true, false, true},
                {"sub", B_SUB, CPU_FUNCTIONAL, false, true, false}, {"sub_", B_SUB, CPU_INPLACE, false, true, false},
                {"sub.out", B_SUB, CPU_OUT, false, true, false},    {"sub.Scalar", B_SUB, CPU_FUNCTIONAL, true, true, false},
                {"div", B_DIV, CPU_FUNCTIONAL, false, false, true}, {"div_", B_DIV, CPU_INPLACE, false, false, true},

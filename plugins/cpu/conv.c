@@ -1,4 +1,727 @@
-/* cpu plugin: conv kernels (not written yet). */
+/* cpu plugin: 2-D convolution and pooling forward kernels: conv2d (im2col +
+ * GEMM, OpenBLAS when configured, else a reference GEMM), max_pool2d_with_indices,
+ * avg_pool2d and adaptive_avg_pool2d, batched [N,C,H,W] or unbatched [C,H,W],
+ * with PyTorch's shape rules and messages. f16/bf16 compute in f32. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cpu.h"
 
-wk_status cpu_register_conv(void) { return WK_OK; }
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#ifdef CPU_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* PyTorch's ScalarType name, for messages. */
+static const char *tname(wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return "Float";
+    case WK_F64: return "Double";
+    case WK_F16: return "Half";
+    case WK_BF16: return "BFloat16";
+    case WK_I8: return "Char";
+    case WK_U8: return "Byte";
+    case WK_I16: return "Short";
+    case WK_I32: return "Int";
+    case WK_I64: return "Long";
+    case WK_BOOL: return "Bool";
+    default: return "?";
+  }
+}
+
+static const char *ints_str(const int64_t *v, int n, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (k < cap) snprintf(buf + k, cap - k, "]");
+  return buf;
+}
+
+/* Floor division (PyTorch's div_rtn) for a positive divisor. */
+static int64_t div_floor(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+/* ---- GEMM: C[M,N] += A[M,K] * B[K,N], row-major with leading dimensions ---------- */
+
+typedef struct {
+  bool f64;
+  int64_t M, N, K, lda, ldb, ldc;
+  const void *A, *B;
+  void *C;
+} gemm_job;
+
+#define GEMM_JB 128 /* columns per block of the reference GEMM */
+
+/* Each element accumulates over k in ascending order whatever the split, so
+ * results do not depend on the thread count. */
+#define REF_GEMM(NAME, T)                                                          \
+  static void NAME(void *p, int64_t b, int64_t e) {                                \
+    const gemm_job *g = p;                                                         \
+    const T *A = g->A, *B = g->B;                                                  \
+    T *C = g->C;                                                                   \
+    for (int64_t jb = b; jb < e; jb++) {                                           \
+      int64_t j0 = jb * GEMM_JB, j1 = j0 + GEMM_JB < g->N ? j0 + GEMM_JB : g->N;   \
+      for (int64_t i = 0; i < g->M; i++) {                                         \
+        T *c = C + i * g->ldc;                                                     \
+        for (int64_t k = 0; k < g->K; k++) {                                       \
+          const T a = A[i * g->lda + k], *brow = B + k * g->ldb;                   \
+          for (int64_t j = j0; j < j1; j++) c[j] += a * brow[j];                   \
+        }                                                                          \
+      }                                                                            \
+    }                                                                              \
+  }
+REF_GEMM(ref_gemm_f32, float)
+REF_GEMM(ref_gemm_f64, double)
+
+static void gemm(bool f64, int64_t M, int64_t N, int64_t K, const void *A, int64_t lda, const void *B, int64_t ldb,
+                 void *C, int64_t ldc) {
+  if (M == 0 || N == 0 || K == 0) return;
+#ifdef CPU_HAVE_OPENBLAS
+  if (M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX) {
+    if (f64)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B,
+                  (int)ldb, 1.0, C, (int)ldc);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B,
+                  (int)ldb, 1.0f, C, (int)ldc);
+    return;
+  }
+#endif
+  gemm_job g = {f64, M, N, K, lda, ldb, ldc, A, B, C};
+  int64_t nb = (N + GEMM_JB - 1) / GEMM_JB, per_block = M * K * GEMM_JB;
+  int64_t grain = per_block >= 65536 ? 1 : 65536 / (per_block ? per_block : 1);
+  void (*fn)(void *, int64_t, int64_t) = f64 ? ref_gemm_f64 : ref_gemm_f32;
+  if (nb <= grain)
+    fn(&g, 0, nb);
+  else
+    wk_parallel_for(0, nb, grain, fn, &g);
+}
+
+/* ---- conv2d ----------------------------------------------------------------------- */
+
+typedef struct {
+  const char *x;                 /* input in the compute dtype, strided */
+  int64_t sN, sC, sH, sW;        /* input strides (elements) */
+  int64_t C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, P, Cg;
+  char *col;                     /* [K, ldcol] */
+  int64_t ldcol, n0, nb, g;      /* images [n0, n0+nb) of group g */
+} im2col_job;
+
+/* Rows [b, e) of the column matrix: row r = (c, ki, kj); column b*P + oy*ow + ox. */
+#define IM2COL(NAME, T)                                                                           \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const im2col_job *j = p;                                                                      \
+    int64_t kk = j->kh * j->kw;                                                                   \
+    for (int64_t r = b; r < e; r++) {                                                             \
+      int64_t c = r / kk, ki = (r / j->kw) % j->kh, kj = r % j->kw;                               \
+      for (int64_t im = 0; im < j->nb; im++) {                                                    \
+        const T *src = (const T *)j->x + (j->n0 + im) * j->sN + (j->g * j->Cg + c) * j->sC;       \
+        T *dst = (T *)j->col + r * j->ldcol + im * j->P;                                          \
+        /* output columns whose input column lies inside the image: [lo, hi) */                  \
+        int64_t off = kj * j->dw - j->pw, lo = 0, hi = j->ow;                                     \
+        while (lo < hi && lo * j->sw + off < 0) lo++;                                             \
+        while (hi > lo && (hi - 1) * j->sw + off >= j->W) hi--;                                   \
+        for (int64_t oy = 0; oy < j->oh; oy++) {                                                  \
+          T *d = dst + oy * j->ow;                                                                \
+          int64_t iy = oy * j->sh - j->ph + ki * j->dh;                                           \
+          if (iy < 0 || iy >= j->H) {                                                             \
+            for (int64_t ox = 0; ox < j->ow; ox++) d[ox] = 0;                                     \
+            continue;                                                                             \
+          }                                                                                       \
+          const T *s = src + iy * j->sH;                                                          \
+          for (int64_t ox = 0; ox < lo; ox++) d[ox] = 0;                                          \
+          if (j->sW == 1 && j->sw == 1)                                                           \
+            memcpy(d + lo, s + lo + off, sizeof(T) * (size_t)(hi - lo));                          \
+          else                                                                                    \
+            for (int64_t ox = lo; ox < hi; ox++) d[ox] = s[(ox * j->sw + off) * j->sW];           \
+          for (int64_t ox = hi; ox < j->ow; ox++) d[ox] = 0;                                      \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+IM2COL(im2col_f32, float)
+IM2COL(im2col_f64, double)
+
+/* Target number of GEMM columns per call: several small images share one GEMM. */
+#define CONV_TARGET_COLS 4096
+#define CONV_COL_BYTES ((int64_t)64 << 20)
+
+/* Fills rows [0, M) of C (leading dimension ldc, n columns) with bias[i] or 0. */
+static void fill_rows(bool f64, void *C, int64_t M, int64_t n, int64_t ldc, const void *bias) {
+  for (int64_t i = 0; i < M; i++) {
+    if (f64) {
+      double v = bias ? ((const double *)bias)[i] : 0, *c = (double *)C + i * ldc;
+      for (int64_t j = 0; j < n; j++) c[j] = v;
+    } else {
+      float v = bias ? ((const float *)bias)[i] : 0, *c = (float *)C + i * ldc;
+      for (int64_t j = 0; j < n; j++) c[j] = v;
+    }
+  }
+}
+
+/* out[N, O, P] (compute dtype, contiguous) = conv(x, w) + bias. */
+static wk_status conv_compute(bool f64, im2col_job *jb, int64_t N, int64_t O, int64_t G, const char *w,
+                              const char *bias, char *out) {
+  size_t es = f64 ? sizeof(double) : sizeof(float);
+  int64_t P = jb->P, Cg = jb->Cg, Og = O / G, K = Cg * jb->kh * jb->kw;
+  int64_t B = (CONV_TARGET_COLS + P - 1) / P;
+  if (B > N) B = N;
+  int64_t per_img = K * P * (int64_t)es;
+  if (per_img > 0 && B * per_img > CONV_COL_BYTES) B = CONV_COL_BYTES / per_img;
+  if (B < 1) B = 1;
+  /* 1x1 kernel, stride 1, no padding, dense planes: the input is the column matrix. */
+  bool direct = B == 1 && jb->kh == 1 && jb->kw == 1 && jb->sh == 1 && jb->sw == 1 && jb->ph == 0 && jb->pw == 0 &&
+                jb->sW == 1 && jb->sH == jb->W && jb->sC >= P;
+  char *col = NULL, *tmp = NULL;
+  if (!direct && K > 0) col = malloc((size_t)(K * B * P) * es);
+  if (B > 1) tmp = malloc((size_t)(Og * B * P) * es + 1);
+  if ((!direct && K > 0 && !col) || (B > 1 && !tmp)) {
+    free(col);
+    free(tmp);
+    return wk_error(WK_ERR_NO_MEMORY, "conv2d(): out of memory for the column buffer");
+  }
+  void (*im2col)(void *, int64_t, int64_t) = f64 ? im2col_f64 : im2col_f32;
+  for (int64_t n0 = 0; n0 < N; n0 += B) {
+    int64_t nb = N - n0 < B ? N - n0 : B, ncols = nb * P;
+    for (int64_t g = 0; g < G; g++) {
+      const char *Bm = NULL;
+      int64_t ldb = ncols;
+      if (direct) {
+        Bm = jb->x + (size_t)(n0 * jb->sN + g * Cg * jb->sC) * es;
+        ldb = jb->sC;
+      } else if (K > 0) {
+        jb->col = col;
+        jb->ldcol = ncols;
+        jb->n0 = n0;
+        jb->nb = nb;
+        jb->g = g;
+        int64_t grain = 32768 / (ncols ? ncols : 1);
+        if (grain < 1) grain = 1;
+        if (K <= grain)
+          im2col(jb, 0, K);
+        else
+          wk_parallel_for(0, K, grain, im2col, jb);
+        Bm = col;
+      }
+      char *Cm = nb == 1 ? out + (size_t)((n0 * O + g * Og) * P) * es : tmp;
+      int64_t ldc = nb == 1 ? P : ncols;
+      fill_rows(f64, Cm, Og, ncols, ldc, bias ? bias + (size_t)(g * Og) * es : NULL);
+      if (K > 0) gemm(f64, Og, ncols, K, w + (size_t)(g * Og * K) * es, K, Bm, ldb, Cm, ldc);
+      if (nb > 1)
+        for (int64_t im = 0; im < nb; im++)
+          for (int64_t i = 0; i < Og; i++)
+            memcpy(out + (size_t)(((n0 + im) * O + g * Og + i) * P) * es, tmp + (size_t)(i * ncols + im * P) * es,
+                   (size_t)P * es);
+    }
+  }
+  free(col);
+  free(tmp);
+  return WK_OK;
+}
+
+/* Reads an int[2] argument, accepting PyTorch's single-value form. */
+static bool pair_arg(const wk_value *v, int64_t out[2]) {
+  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
+  out[0] = v->u.ints[0];
+  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
+  return true;
+}
+
+static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_T(1), *bias = WK_ARG_OPT_T(2);
+  int64_t groups = WK_ARG_I(6), st[2], pd[2], dl[2];
+  static const char *pnames[3] = {"stride", "padding", "dilation"};
+  int64_t *pv[3] = {st, pd, dl};
+  char a[160], b[160];
+  for (int i = 0; i < 3; i++)
+    if (!pair_arg(&args[3 + i], pv[i]))
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "conv2d(): expected %s to be a single integer value or a list of 2 values to match the "
+                      "convolution dimensions, but got %s=%s",
+                      pnames[i], pnames[i], ints_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
+  int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
+  if (xd != 3 && xd != 4)
+    return wk_error(WK_ERR_SHAPE, "conv2d(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
+                    cpu_shape_str(input, a, sizeof a));
+  if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): non-positive groups is not supported");
+  if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): negative padding is not supported");
+  if (st[0] <= 0 || st[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): non-positive stride is not supported");
+  if (dl[0] <= 0 || dl[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): dilation should be greater than zero");
+  /* Sizes as [N, C, H, W]; an unbatched input is a batch of one. */
+  const int64_t *xs = wk_tensor_sizes(input), *xst = wk_tensor_strides(input);
+  int64_t sz[4], sx[4];
+  for (int i = 0; i < 4; i++) {
+    int j = i - (4 - xd);
+    sz[i] = j < 0 ? 1 : xs[j];
+    sx[i] = j < 0 ? 0 : xst[j];
+  }
+  if (wd != 4)
+    return wk_error(WK_ERR_SHAPE,
+                    "conv2d(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input "
+                    "of size %s instead",
+                    wd, wd, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b));
+  const int64_t *ws = wk_tensor_sizes(weight);
+  int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
+  if (O < groups)
+    return wk_error(WK_ERR_SHAPE,
+                    "conv2d(): Given groups=%lld, expected weight to be at least %lld at dimension 0, but got weight of "
+                    "size %s instead",
+                    (long long)groups, (long long)groups, cpu_shape_str(weight, a, sizeof a));
+  if (O % groups)
+    return wk_error(WK_ERR_SHAPE,
+                    "conv2d(): Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
+                    "weight of size %s instead",
+                    (long long)groups, (long long)groups, cpu_shape_str(weight, a, sizeof a));
+  if (sz[1] != Cg * groups)
+    return wk_error(WK_ERR_SHAPE,
+                    "conv2d(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
+                    "%lld channels instead",
+                    (long long)groups, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b),
+                    (long long)(Cg * groups), (long long)sz[1]);
+  if (bias && (wk_tensor_dim(bias) != 1 || wk_tensor_size(bias, 0) != O))
+    return wk_error(WK_ERR_SHAPE,
+                    "conv2d(): Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got "
+                    "bias of size %s instead",
+                    cpu_shape_str(weight, a, sizeof a), (long long)O, cpu_shape_str(bias, b, sizeof b));
+  int64_t pin[2] = {sz[2] + 2 * pd[0], sz[3] + 2 * pd[1]};
+  int64_t keff[2] = {dl[0] * (kh - 1) + 1, dl[1] * (kw - 1) + 1};
+  if (pin[0] < keff[0] || pin[1] < keff[1])
+    return wk_error(WK_ERR_SHAPE,
+                    "conv2d(): Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). "
+                    "Kernel size can't be greater than actual input size",
+                    (long long)pin[0], (long long)pin[1], (long long)keff[0], (long long)keff[1]);
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (wk_tensor_dtype(weight) != dt)
+    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and weight type (%s) should be the same", tname(dt),
+                    tname(wk_tensor_dtype(weight)));
+  if (bias && wk_tensor_dtype(bias) != dt)
+    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and bias type (%s) should be the same", tname(dt),
+                    tname(wk_tensor_dtype(bias)));
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "conv2d(): \"conv2d_cpu\" not implemented for '%s'", tname(dt));
+
+  int64_t oh = (pin[0] - keff[0]) / st[0] + 1, ow = (pin[1] - keff[1]) / st[1] + 1;
+  int64_t N = sz[0];
+  int64_t osz[4] = {N, O, oh, ow};
+  wk_dtype cd = wk_compute_dtype(dt);
+  bool f64 = cd == WK_F64;
+  wk_tensor *out = cpu_empty(xd == 4 ? osz : osz + 1, xd, cd);
+  if (!out) return wk_last_error();
+  wk_tensor *x = NULL, *wc = NULL, *wcc = NULL, *bc = NULL, *bcc = NULL;
+  wk_status s = WK_OK;
+  if (wk_tensor_numel(out) > 0) {
+    x = wk_kernel_cast(input, cd);
+    wc = wk_kernel_cast(weight, cd);
+    wcc = wc ? wk_contiguous(wc) : NULL;
+    if (bias) {
+      bc = wk_kernel_cast(bias, cd);
+      bcc = bc ? wk_contiguous(bc) : NULL;
+    }
+    if (!x || !wcc || (bias && !bcc)) {
+      s = wk_last_error();
+    } else {
+      const int64_t *xst2 = wk_tensor_strides(x);
+      for (int i = 0; i < 4; i++) {
+        int j = i - (4 - xd);
+        sx[i] = j < 0 ? 0 : xst2[j];
+      }
+      im2col_job jb = {(const char *)wk_tensor_data(x), sx[0], sx[1], sx[2], sx[3], sz[1], sz[2], sz[3], kh, kw,
+                       st[0], st[1], pd[0], pd[1], dl[0], dl[1], oh, ow, oh * ow, Cg, NULL, 0, 0, 0, 0};
+      s = conv_compute(f64, &jb, N, O, groups, (const char *)wk_tensor_data(wcc),
+                       bcc ? (const char *)wk_tensor_data(bcc) : NULL, (char *)wk_tensor_data(out));
+    }
+  }
+  wk_release(x);
+  wk_release(wc);
+  wk_release(wcc);
+  wk_release(bc);
+  wk_release(bcc);
+  if (s == WK_OK && cd != dt) {
+    wk_tensor *r = wk_to_dtype(out, dt);
+    wk_release(out);
+    out = r;
+    if (!out) s = wk_last_error();
+  }
+  if (s) {
+    wk_release(out);
+    return s;
+  }
+  outs[0] = WK_VT(out);
+  return WK_OK;
+}
+
+/* ---- pooling ------------------------------------------------------------------------ */
+
+typedef struct {
+  const char *x;
+  int64_t sN, sC, sH, sW; /* input strides (elements) */
+  int64_t C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  char *out;
+  int64_t *ind;
+  int64_t imin;         /* max pool on integers: the dtype's lowest value */
+  bool count_include_pad;
+  bool has_div;
+  int64_t divisor;
+} pool_job;
+
+static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
+  int64_t o = div_floor(in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+  /* the last window must start inside the image (or its left padding) */
+  if (ceil_mode && (o - 1) * s >= in + pad) o--;
+  return o;
+}
+
+#define PLANE_PTRS(T)                                                       \
+  int64_t n_ = plane / j->C, c_ = plane % j->C;                             \
+  const T *src = (const T *)j->x + n_ * j->sN + c_ * j->sC;                 \
+  T *dst = (T *)j->out + plane * j->oh * j->ow
+
+/* PyTorch's loop: the first valid position is the initial argmax, a value
+ * replaces the running max when greater or NaN. */
+#define MAXPOOL(NAME, T, INIT, ISNAN)                                                             \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      int64_t *ind = j->ind + plane * j->oh * j->ow;                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        int64_t h0 = oy * j->sh - j->ph, h1 = h0 + (j->kh - 1) * j->dh + 1;                       \
+        if (h1 > j->H) h1 = j->H;                                                                 \
+        while (h0 < 0) h0 += j->dh;                                                               \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          int64_t w0 = ox * j->sw - j->pw, w1 = w0 + (j->kw - 1) * j->dw + 1;                     \
+          if (w1 > j->W) w1 = j->W;                                                               \
+          while (w0 < 0) w0 += j->dw;                                                             \
+          int64_t mi = h0 * j->W + w0;                                                            \
+          T mv = INIT;                                                                            \
+          for (int64_t y = h0; y < h1; y += j->dh)                                                \
+            for (int64_t x = w0; x < w1; x += j->dw) {                                            \
+              T v = src[y * j->sH + x * j->sW];                                                   \
+              if (v > mv || ISNAN(v)) {                                                           \
+                mv = v;                                                                           \
+                mi = y * j->W + x;                                                                \
+              }                                                                                   \
+            }                                                                                     \
+          dst[oy * j->ow + ox] = mv;                                                              \
+          ind[oy * j->ow + ox] = mi;                                                              \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+#define NO_NAN(v) false
+MAXPOOL(maxpool_f32, float, -INFINITY, isnan)
+MAXPOOL(maxpool_f64, double, -INFINITY, isnan)
+MAXPOOL(maxpool_i64, int64_t, j->imin, NO_NAN)
+
+#define AVGPOOL(NAME, T)                                                                          \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          int64_t h0 = oy * j->sh - j->ph, w0 = ox * j->sw - j->pw;                               \
+          int64_t h1 = h0 + j->kh, w1 = w0 + j->kw;                                               \
+          if (h1 > j->H + j->ph) h1 = j->H + j->ph;                                               \
+          if (w1 > j->W + j->pw) w1 = j->W + j->pw;                                               \
+          int64_t pool = (h1 - h0) * (w1 - w0);                                                   \
+          if (h0 < 0) h0 = 0;                                                                     \
+          if (w0 < 0) w0 = 0;                                                                     \
+          if (h1 > j->H) h1 = j->H;                                                               \
+          if (w1 > j->W) w1 = j->W;                                                               \
+          if (h0 >= h1 || w0 >= w1) {                                                             \
+            dst[oy * j->ow + ox] = 0;                                                             \
+            continue;                                                                             \
+          }                                                                                       \
+          T sum = 0;                                                                              \
+          for (int64_t y = h0; y < h1; y++)                                                       \
+            for (int64_t x = w0; x < w1; x++) sum += src[y * j->sH + x * j->sW];                  \
+          int64_t div = j->has_div ? j->divisor : j->count_include_pad ? pool : (h1 - h0) * (w1 - w0); \
+          dst[oy * j->ow + ox] = sum / (T)div;                                                    \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+AVGPOOL(avgpool_f32, float)
+AVGPOOL(avgpool_f64, double)
+AVGPOOL(avgpool_i64, int64_t)
+
+/* Windows [floor(i*in/out), ceil((i+1)*in/out)). */
+#define ADAPTIVE(NAME, T)                                                                         \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        int64_t h0 = oy * j->H / j->oh, h1 = ((oy + 1) * j->H + j->oh - 1) / j->oh;               \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          int64_t w0 = ox * j->W / j->ow, w1 = ((ox + 1) * j->W + j->ow - 1) / j->ow;             \
+          T sum = 0;                                                                              \
+          for (int64_t y = h0; y < h1; y++)                                                       \
+            for (int64_t x = w0; x < w1; x++) sum += src[y * j->sH + x * j->sW];                  \
+          dst[oy * j->ow + ox] = sum / (T)((h1 - h0) * (w1 - w0));                                \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+ADAPTIVE(adaptive_f32, float)
+ADAPTIVE(adaptive_f64, double)
+
+/* Fills the input geometry of j (as [N, C, H, W]) from x. */
+static void pool_geometry(pool_job *j, wk_tensor *x, int64_t *N) {
+  int nd = wk_tensor_dim(x);
+  const int64_t *s = wk_tensor_sizes(x), *st = wk_tensor_strides(x);
+  int o = nd - 3;
+  *N = nd == 4 ? s[0] : 1;
+  j->sN = nd == 4 ? st[0] : 0;
+  j->C = s[o];
+  j->sC = st[o];
+  j->H = s[o + 1];
+  j->sH = st[o + 1];
+  j->W = s[o + 2];
+  j->sW = st[o + 2];
+  j->x = (const char *)wk_tensor_data(x);
+}
+
+/* Runs fn over the N*C planes, in parallel when the work is large. */
+static void run_planes(pool_job *j, int64_t planes, int64_t per_plane, void (*fn)(void *, int64_t, int64_t)) {
+  if (planes <= 0) return;
+  if (per_plane < 1) per_plane = 1;
+  int64_t grain = per_plane >= 32768 ? 1 : 32768 / per_plane;
+  if (planes <= grain)
+    fn(j, 0, planes);
+  else
+    wk_parallel_for(0, planes, grain, fn, j);
+}
+
+/* The output shape of a pooling op: [N, C, oh, ow] or [C, oh, ow]. */
+static void out_shape(wk_tensor *x, int64_t oh, int64_t ow, int64_t *shape) {
+  int nd = wk_tensor_dim(x);
+  for (int i = 0; i < nd - 2; i++) shape[i] = wk_tensor_size(x, i);
+  shape[nd - 2] = oh;
+  shape[nd - 1] = ow;
+}
+
+/* Shared argument checks of max_pool2d and avg_pool2d (PyTorch's
+ * pooling_output_shape and pool2d_shape_check, in their order). */
+static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv, const wk_value *pv,
+                            const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2], int64_t p[2],
+                            int64_t o[2]) {
+  char a[160];
+  if (!pair_arg(kv, k))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
+  if (sv->tag == WK_V_INTS && sv->len == 0) {
+    s[0] = k[0];
+    s[1] = k[1];
+  } else if (!pair_arg(sv, s)) {
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints", op);
+  }
+  if (!pair_arg(pv, p))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
+  int nd = wk_tensor_dim(x);
+  if (nd != 3 && nd != 4)
+    return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", op,
+                    cpu_shape_str(x, a, sizeof a));
+  for (int i = 0; i < 2; i++) {
+    if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", op);
+    if (p[i] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", op, (long long)p[i]);
+    if (p[i] > ((k[i] - 1) * dil[i] + 1) / 2)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld "
+                      "and dilation=%lld",
+                      op, (long long)p[i], (long long)k[i], (long long)dil[i]);
+  }
+  if (k[0] <= 0 || k[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
+                    (long long)k[0], (long long)k[1]);
+  if (s[0] <= 0 || s[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should be greater than zero, but got dH: %lld dW: %lld", op,
+                    (long long)s[0], (long long)s[1]);
+  if (dil[0] <= 0 || dil[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
+                    (long long)dil[0], (long long)dil[1]);
+  const int64_t *sz = wk_tensor_sizes(x);
+  bool valid = nd == 3 ? sz[0] != 0 && sz[1] != 0 && sz[2] != 0 : sz[1] != 0 && sz[2] != 0 && sz[3] != 0;
+  if (!valid)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:%s",
+                    op, cpu_shape_str(x, a, sizeof a));
+  if (k[1] / 2 < p[1] || k[0] / 2 < p[0])
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
+                    "%lld, kW = %lld, kH = %lld",
+                    op, (long long)p[1], (long long)p[0], (long long)k[1], (long long)k[0]);
+  int64_t H = sz[nd - 2], W = sz[nd - 1], C = sz[nd - 3];
+  o[0] = pool_out_size(H, k[0], p[0], s[0], dil[0], ceil_mode);
+  o[1] = pool_out_size(W, k[1], p[1], s[1], dil[1], ceil_mode);
+  if (o[0] < 1 || o[1] < 1)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size "
+                    "is too small",
+                    op, (long long)C, (long long)H, (long long)W, (long long)C, (long long)o[0], (long long)o[1]);
+  return WK_OK;
+}
+
+static int64_t int_min_of(wk_dtype dt) {
+  switch (dt) {
+    case WK_I8: return INT8_MIN;
+    case WK_U8: return 0;
+    case WK_I16: return INT16_MIN;
+    case WK_I32: return INT32_MIN;
+    default: return INT64_MIN;
+  }
+}
+
+static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  bool ceil_mode = WK_ARG_B(5);
+  int64_t k[2], s[2], p[2], d[2], o[2];
+  if (!pair_arg(&args[4], d))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", WK_OPNAME);
+  wk_status st = pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
+  if (st) return st;
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (dt == WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "%s(): \"max_pool2d\" not implemented for '%s'", WK_OPNAME, tname(dt));
+  wk_dtype cd = wk_compute_dtype(dt);
+  int64_t shape[4];
+  out_shape(input, o[0], o[1], shape);
+  int nd = wk_tensor_dim(input);
+  wk_tensor *x = wk_kernel_cast(input, cd);
+  wk_tensor *out = cpu_empty(shape, nd, cd), *ind = cpu_empty(shape, nd, WK_I64);
+  if (!x || !out || !ind) goto fail;
+  pool_job j = {0};
+  int64_t N;
+  pool_geometry(&j, x, &N);
+  j.oh = o[0], j.ow = o[1], j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1], j.ph = p[0], j.pw = p[1];
+  j.dh = d[0], j.dw = d[1];
+  j.out = (char *)wk_tensor_data(out);
+  j.ind = (int64_t *)wk_tensor_data(ind);
+  j.imin = int_min_of(dt);
+  run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1],
+             cd == WK_F32 ? maxpool_f32 : cd == WK_F64 ? maxpool_f64 : maxpool_i64);
+  wk_release(x);
+  x = NULL;
+  if (cd != dt) {
+    wk_tensor *r = wk_to_dtype(out, dt);
+    wk_release(out);
+    out = r;
+    if (!out) goto fail;
+  }
+  outs[0] = WK_VT(out);
+  outs[1] = WK_VT(ind);
+  return WK_OK;
+fail:
+  wk_release(x);
+  wk_release(out);
+  wk_release(ind);
+  return wk_last_error();
+}
+
+static wk_status k_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  bool ceil_mode = WK_ARG_B(4), include_pad = WK_ARG_B(5), has_div = !WK_ARG_IS_NONE(6);
+  int64_t divisor = has_div ? WK_ARG_I(6) : 0;
+  int64_t k[2], s[2], p[2], o[2], d[2] = {1, 1};
+  if (has_div && divisor == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", WK_OPNAME);
+  wk_status st = pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
+  if (st) return st;
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (!wk_dtype_is_floating(dt) && dt != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d\" not implemented for '%s'", WK_OPNAME, tname(dt));
+  wk_dtype cd = wk_compute_dtype(dt);
+  int64_t shape[4];
+  out_shape(input, o[0], o[1], shape);
+  wk_tensor *x = wk_kernel_cast(input, cd);
+  wk_tensor *out = cpu_empty(shape, wk_tensor_dim(input), cd);
+  if (!x || !out) {
+    wk_release(x);
+    wk_release(out);
+    return wk_last_error();
+  }
+  pool_job j = {0};
+  int64_t N;
+  pool_geometry(&j, x, &N);
+  j.oh = o[0], j.ow = o[1], j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1], j.ph = p[0], j.pw = p[1];
+  j.out = (char *)wk_tensor_data(out);
+  j.count_include_pad = include_pad;
+  j.has_div = has_div;
+  j.divisor = divisor;
+  run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1],
+             cd == WK_F32 ? avgpool_f32 : cd == WK_F64 ? avgpool_f64 : avgpool_i64);
+  wk_release(x);
+  if (cd != dt) {
+    wk_tensor *r = wk_to_dtype(out, dt);
+    wk_release(out);
+    out = r;
+    if (!out) return wk_last_error();
+  }
+  outs[0] = WK_VT(out);
+  return WK_OK;
+}
+
+static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  char a[160];
+  int64_t os[2];
+  if (args[1].len != 2 || !pair_arg(&args[1], os))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be 2", WK_OPNAME);
+  if (os[0] < 0 || os[1] < 0)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): elements of output_size must be greater than or equal to 0 but received {%lld, %lld}",
+                    WK_OPNAME, (long long)os[0], (long long)os[1]);
+  int nd = wk_tensor_dim(input);
+  if (nd != 3 && nd != 4)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", WK_OPNAME, cpu_shape_str(input, a, sizeof a));
+  for (int i = nd - 2; i < nd; i++)
+    if (wk_tensor_size(input, i) <= 0)
+      return wk_error(WK_ERR_SHAPE,
+                      "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
+                      "with dimension %d being empty",
+                      WK_OPNAME, cpu_shape_str(input, a, sizeof a), i);
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "%s(): \"adaptive_avg_pool2d\" not implemented for '%s'", WK_OPNAME, tname(dt));
+  wk_dtype cd = wk_compute_dtype(dt);
+  int64_t shape[4];
+  out_shape(input, os[0], os[1], shape);
+  wk_tensor *x = wk_kernel_cast(input, cd);
+  wk_tensor *out = cpu_empty(shape, nd, cd);
+  if (!x || !out) {
+    wk_release(x);
+    wk_release(out);
+    return wk_last_error();
+  }
+  pool_job j = {0};
+  int64_t N;
+  pool_geometry(&j, x, &N);
+  j.oh = os[0], j.ow = os[1];
+  j.out = (char *)wk_tensor_data(out);
+  if (os[0] > 0 && os[1] > 0) {
+    int64_t win = ((j.H + os[0] - 1) / os[0] + 1) * ((j.W + os[1] - 1) / os[1] + 1);
+    run_planes(&j, N * j.C, os[0] * os[1] * win, cd == WK_F32 ? adaptive_f32 : adaptive_f64);
+  }
+  wk_release(x);
+  if (cd != dt) {
+    wk_tensor *r = wk_to_dtype(out, dt);
+    wk_release(out);
+    out = r;
+    if (!out) return wk_last_error();
+  }
+  outs[0] = WK_VT(out);
+  return WK_OK;
+}
+
+wk_status cpu_register_conv(void) {
+  wk_status s = cpu_reg("conv2d", k_conv2d, NULL);
+  if (!s) s = cpu_reg("max_pool2d_with_indices", k_max_pool2d, NULL);
+  if (!s) s = cpu_reg("avg_pool2d", k_avg_pool2d, NULL);
+  if (!s) s = cpu_reg("adaptive_avg_pool2d", k_adaptive_avg_pool2d, NULL);
+  return s;
+}

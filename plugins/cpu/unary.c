@@ -192,14 +192,12 @@ static void loop_pred(void *cp, char **d, const int64_t *s, int64_t n) {
   switch (c->src) {
     case WK_F32: PRED_FLOAT(float); return;
     case WK_F64: PRED_FLOAT(double); return;
-    case WK_BOOL:
-      if (c->op == U_LOGICAL_NOT) EACH(bool, bool, !x);
-      else EACH(bool, bool, false);
-      return;
     default: break;
   }
-  if (!wk_dtype_is_floating(c->src)) { /* integers: never NaN or infinite */
-    if (c->op == U_LOGICAL_NOT) {
+  if (!wk_dtype_is_floating(c->src)) { /* integers and bool: never NaN or infinite */
+    if (c->op == U_LOGICAL_NOT && c->src == WK_BOOL) {
+      EACH(bool, bool, !x);
+    } else if (c->op == U_LOGICAL_NOT) {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = wk_load_i64(d[1] + i * s[1], c->src) == 0;
     } else {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = false;
