@@ -641,7 +641,7 @@ static double *ref_matmul(wk_tensor *a, wk_tensor *b, int64_t *osz, int *ond) {
     int ia = i - (nbat - na), ib = i - (nbat - nb);
     ba[i] = ia >= 0 ? sa[ia] : 1;
     bb[i] = ib >= 0 ? sb[ib] : 1;
-    bat[i] = ba[i] > bb[i] ? ba[i] : bb[i];
+    bat[i] = ba[i] == 1 ? bb[i] : ba[i];
     nbt *= bat[i];
   }
   double *av = tu_values(a), *bv = tu_values(b);

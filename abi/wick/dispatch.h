@@ -44,16 +44,41 @@ WK_STATIC_ASSERT(sizeof(wk_value) == 16, "wk_value is frozen at ABI 1.0");
 
 /* Value constructors (designated initialisers keep call sites short). */
 #define WK_VNONE ((wk_value){.tag = WK_V_NONE})
-#define WK_VT(x) ((wk_value){.tag = (x) ? WK_V_TENSOR : WK_V_NONE, .u.t = (x)})
 #define WK_VI(x) ((wk_value){.tag = WK_V_INT, .u.i = (int64_t)(x)})
 #define WK_VF(x) ((wk_value){.tag = WK_V_FLOAT, .u.f = (double)(x)})
 #define WK_VB(x) ((wk_value){.tag = WK_V_BOOL, .u.b = (bool)(x)})
 #define WK_VINTS(p, n) ((wk_value){.tag = WK_V_INTS, .len = (int32_t)(n), .u.ints = (p)})
 #define WK_VFLOATS(p, n) ((wk_value){.tag = WK_V_FLOATS, .len = (int32_t)(n), .u.floats = (p)})
 #define WK_VTS(p, n) ((wk_value){.tag = WK_V_TENSORS, .len = (int32_t)(n), .u.tensors = (p)})
-#define WK_VS(x) ((wk_value){.tag = (x) ? WK_V_STR : WK_V_NONE, .u.s = (x)})
-#define WK_VDT(x) ((wk_value){.tag = (x) ? WK_V_DTYPE : WK_V_NONE, .u.dtype = (x)})
-#define WK_VDEV(x) ((wk_value){.tag = (x).type ? WK_V_DEVICE : WK_V_NONE, .u.device = (x)})
+/* These evaluate their argument once (NULL / 0 / a default device give None). */
+static inline wk_value wk_vt(wk_tensor *t) {
+  wk_value v = {0};
+  v.tag = t ? WK_V_TENSOR : WK_V_NONE;
+  v.u.t = t;
+  return v;
+}
+static inline wk_value wk_vs(const char *s) {
+  wk_value v = {0};
+  v.tag = s ? WK_V_STR : WK_V_NONE;
+  v.u.s = s;
+  return v;
+}
+static inline wk_value wk_vdt(wk_dtype dt) {
+  wk_value v = {0};
+  v.tag = dt ? WK_V_DTYPE : WK_V_NONE;
+  v.u.dtype = dt;
+  return v;
+}
+static inline wk_value wk_vdev(wk_device d) {
+  wk_value v = {0};
+  v.tag = d.type ? WK_V_DEVICE : WK_V_NONE;
+  v.u.device = d;
+  return v;
+}
+#define WK_VT(x) wk_vt(x)
+#define WK_VS(x) wk_vs(x)
+#define WK_VDT(x) wk_vdt(x)
+#define WK_VDEV(x) wk_vdev(x)
 
 /* Largest number of arguments / results an op may have. */
 #define WK_MAX_ARGS 24

@@ -1,4 +1,1051 @@
-/* cpu plugin: index kernels (not written yet). */
+/* cpu plugin: indexing and shape kernels: cat, index_select, gather,
+ * scatter/scatter_add (functional and in place), masked_fill, masked_select,
+ * repeat, flip, roll, sort, topk and one_hot. Kernels that only move elements
+ * work on bytes (one path for every dtype); scatter_add adds and sort/topk
+ * compare typed values. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "cpu.h"
 
-wk_status cpu_register_index(void) { return WK_OK; }
+/* ---- shared helpers -------------------------------------------------------------- */
+
+/* Work per parallel chunk, in elements. */
+#define IDX_GRAIN 32768
+
+static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
+  int64_t n = ndim > 0 ? ndim : 1;
+  *out = 0;
+  if (dim < -n || dim >= n)
+    return wk_error(WK_ERR_INDEX, "%s(): Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                    op, (long long)-n, (long long)(n - 1), (long long)dim);
+  *out = (int)(dim < 0 ? dim + n : dim);
+  return WK_OK;
+}
+
+/* PyTorch's short type names, as its messages print them. */
+static const char *tname(wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return "float";
+    case WK_F64: return "double";
+    case WK_F16: return "half";
+    case WK_BF16: return "bfloat16";
+    case WK_I8: return "char";
+    case WK_U8: return "byte";
+    case WK_I16: return "short";
+    case WK_I32: return "int";
+    case WK_I64: return "long";
+    case WK_BOOL: return "bool";
+    default: return "?";
+  }
+}
+
+static int64_t grain_for(int64_t work_per_item) {
+  return work_per_item >= IDX_GRAIN ? 1 : IDX_GRAIN / (work_per_item > 0 ? work_per_item : 1);
+}
+
+/* Size of dimension d with 0-dim tensors seen as [1] (PyTorch's ensure_nonempty). */
+static int64_t nsize(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d]; }
+static int64_t nstride(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 0 : wk_tensor_strides(t)[d]; }
+
+static inline void copy_elem(char *d, const char *s, size_t es) {
+  switch (es) {
+    case 1: memcpy(d, s, 1); break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    default: memcpy(d, s, 8); break;
+  }
+}
+
+/* The index values, row-major, as a malloc'd int64 array (int32 widened). */
+static int64_t *load_index(wk_tensor *index) {
+  int64_t n = wk_tensor_numel(index);
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  if (!v) {
+    wk_error(WK_ERR_NO_MEMORY, "index: out of memory for %lld indices", (long long)n);
+    return NULL;
+  }
+  if (n == 0) return v;
+  wk_tensor *c = wk_contiguous(index);
+  if (!c) {
+    free(v);
+    return NULL;
+  }
+  const void *p = wk_tensor_data(c);
+  wk_dtype dt = wk_tensor_dtype(c);
+  if (dt == WK_I64)
+    memcpy(v, p, sizeof(int64_t) * (size_t)n);
+  else
+    for (int64_t i = 0; i < n; i++) v[i] = wk_load_i64((const char *)p + i * (int64_t)wk_dtype_size(dt), dt);
+  wk_release(c);
+  return v;
+}
+
+static wk_status check_bounds(const char *op, const int64_t *idx, int64_t n, int64_t size, int dim) {
+  for (int64_t i = 0; i < n; i++)
+    if (idx[i] < 0 || idx[i] >= size)
+      return wk_error(WK_ERR_INDEX, "%s(): index %lld is out of bounds for dimension %d with size %lld", op,
+                      (long long)idx[i], dim, (long long)size);
+  return WK_OK;
+}
+
+/* In-place writes need every element of the target at its own address. */
+static wk_status check_no_internal_overlap(const char *op, const wk_tensor *t) {
+  for (int d = 0; d < wk_tensor_dim(t); d++)
+    if (wk_tensor_strides(t)[d] == 0 && wk_tensor_sizes(t)[d] > 1)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
+                      "single memory location. Please clone() the tensor before performing the operation.",
+                      op);
+  return WK_OK;
+}
+
+/* ---- remap: out[c] = src[sum_d tab_d[c_d]] ---------------------------------------
+ * flip, roll, repeat and index_select each map every output coordinate of every
+ * dimension to a source byte offset; one table per dimension, and the copy runs
+ * row by row over a contiguous output. */
+typedef struct {
+  int nd; /* >= 1 */
+  int64_t osz[WK_MAX_DIMS];
+  const int64_t *tab[WK_MAX_DIMS];
+  const char *src;
+  char *dst;
+  size_t es;
+  int64_t inner;
+} remap_ctx;
+
+#define REMAP_INNER(T)                                                      \
+  do {                                                                      \
+    T *o_ = (T *)o;                                                         \
+    for (int64_t j = 0; j < n; j++) memcpy(&o_[j], s + it[j], sizeof(T));   \
+  } while (0)
+
+static void remap_rows(void *p, int64_t b, int64_t e) {
+  const remap_ctx *c = p;
+  int nd = c->nd;
+  int64_t idx[WK_MAX_DIMS], rem = b, n = c->inner;
+  for (int d = nd - 2; d >= 0; d--) {
+    idx[d] = rem % c->osz[d];
+    rem /= c->osz[d];
+  }
+  const int64_t *it = c->tab[nd - 1];
+  for (int64_t r = b; r < e; r++) {
+    int64_t base = 0;
+    for (int d = 0; d < nd - 1; d++) base += c->tab[d][idx[d]];
+    const char *s = c->src + base;
+    char *o = c->dst + r * n * (int64_t)c->es;
+    switch (c->es) {
+      case 1: REMAP_INNER(uint8_t); break;
+      case 2: REMAP_INNER(uint16_t); break;
+      case 4: REMAP_INNER(uint32_t); break;
+      default: REMAP_INNER(uint64_t); break;
+    }
+    for (int d = nd - 2; d >= 0; d--) {
+      if (++idx[d] < c->osz[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Table storage for a remap over osz[nd]: returns the malloc'd block and points
+ * tab[d] into it. */
+static int64_t *remap_tables(const int64_t *osz, int nd, int64_t **tab) {
+  int64_t total = 0;
+  for (int d = 0; d < nd; d++) total += osz[d];
+  int64_t *buf = malloc(sizeof(int64_t) * (size_t)(total > 0 ? total : 1));
+  if (!buf) {
+    wk_error(WK_ERR_NO_MEMORY, "index: out of memory");
+    return NULL;
+  }
+  int64_t off = 0;
+  for (int d = 0; d < nd; d++) {
+    tab[d] = buf + off;
+    off += osz[d];
+  }
+  return buf;
+}
+
+/* Fills `out` (contiguous, numel = prod osz) from self through the tables. */
+static void remap_run(wk_tensor *out, wk_tensor *self, const int64_t *osz, int nd, int64_t *const *tab) {
+  remap_ctx c;
+  c.nd = nd;
+  int64_t rows = 1;
+  for (int d = 0; d < nd; d++) {
+    c.osz[d] = osz[d];
+    c.tab[d] = tab[d];
+    if (d < nd - 1) rows *= osz[d];
+  }
+  c.inner = osz[nd - 1];
+  if (rows == 0 || c.inner == 0) return;
+  c.src = wk_tensor_data(self);
+  c.dst = wk_tensor_data(out);
+  c.es = wk_dtype_size(wk_tensor_dtype(self));
+  wk_parallel_for(0, rows, grain_for(c.inner), remap_rows, &c);
+}
+
+/* ---- cat ----------------------------------------------------------------------------- */
+
+/* PyTorch skips legacy empty tensors of shape [0] when checking shapes. */
+static bool cat_skip(const wk_tensor *t) { return wk_tensor_dim(t) == 1 && wk_tensor_sizes(t)[0] == 0; }
+
+static wk_status k_cat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  int n = args[0].len;
+  wk_tensor *const *ts = args[0].u.tensors;
+  if (n == 0) return wk_error(WK_ERR_INVALID_ARG, "cat(): expected a non-empty list of Tensors");
+  for (int i = 0; i < n; i++)
+    if (wk_tensor_dim(ts[i]) == 0)
+      return wk_error(WK_ERR_SHAPE, "cat(): zero-dimensional tensor (at position %d) cannot be concatenated", i);
+  wk_dtype rt = wk_result_type(&args[0], 1);
+  int valid = n;
+  for (int i = 0; i < n && valid == n; i++)
+    if (!cat_skip(ts[i])) valid = i;
+  if (valid == n) { /* only legacy empties: the result is one too */
+    int64_t z = 0;
+    wk_tensor *r = cpu_empty(&z, 1, rt);
+    if (!r) return wk_last_error();
+    outs[0] = WK_VT(r);
+    return WK_OK;
+  }
+  const wk_tensor *ref = ts[valid];
+  int nd = wk_tensor_dim(ref), d;
+  wk_status s = wrap_dim("cat", WK_ARG_I(1), nd, &d);
+  if (s) return s;
+  int64_t shape[WK_MAX_DIMS];
+  memcpy(shape, wk_tensor_sizes(ref), sizeof(int64_t) * (size_t)nd);
+  shape[d] = 0;
+  for (int i = 0; i < n; i++) {
+    if (cat_skip(ts[i])) continue;
+    if (wk_tensor_dim(ts[i]) != nd)
+      return wk_error(WK_ERR_SHAPE, "cat(): Tensors must have same number of dimensions: got %d and %d", nd,
+                      wk_tensor_dim(ts[i]));
+    const int64_t *sz = wk_tensor_sizes(ts[i]);
+    for (int k = 0; k < nd; k++)
+      if (k != d && sz[k] != wk_tensor_sizes(ref)[k])
+        return wk_error(WK_ERR_SHAPE,
+                        "cat(): Sizes of tensors must match except in dimension %d. Expected size %lld but got size "
+                        "%lld for tensor number %d in the list.",
+                        d, (long long)wk_tensor_sizes(ref)[k], (long long)sz[k], i);
+    shape[d] += sz[d];
+  }
+  wk_tensor *r = cpu_empty(shape, nd, rt);
+  if (!r) return wk_last_error();
+  int64_t off = 0;
+  for (int i = 0; i < n && !s; i++) {
+    if (cat_skip(ts[i])) continue;
+    int64_t len = wk_tensor_sizes(ts[i])[d];
+    if (len == 0 || wk_tensor_numel(ts[i]) == 0) {
+      off += len;
+      continue;
+    }
+    wk_tensor *v = wk_narrow(r, d, off, len);
+    s = v ? cpu_copy(v, ts[i]) : wk_last_error();
+    wk_release(v);
+    off += len;
+  }
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+/* ---- index_select ---------------------------------------------------------------- */
+
+static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
+  int nd = wk_tensor_dim(self), d = 0;
+  wk_status s = wrap_dim("index_select", WK_ARG_I(1), nd, &d);
+  if (s) return s;
+  int64_t n = wk_tensor_numel(index);
+  if (wk_tensor_dim(index) > 1)
+    return wk_error(WK_ERR_INDEX, "index_select(): Index is supposed to be a vector, got a %dD index",
+                    wk_tensor_dim(index));
+  if (nd == 0 && n != 1)
+    return wk_error(WK_ERR_INDEX, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                    (long long)n);
+  wk_dtype idt = wk_tensor_dtype(index);
+  if (idt != WK_I64 && idt != WK_I32)
+    return wk_error(WK_ERR_DTYPE, "index_select(): Expected dtype int32 or int64 for index, got %s",
+                    wk_dtype_name(idt));
+  int64_t *idx = load_index(index);
+  if (!idx) return wk_last_error();
+  int64_t size = nsize(self, d);
+  for (int64_t i = 0; i < n; i++)
+    if (idx[i] < 0 || idx[i] >= size) {
+      s = wk_error(WK_ERR_INDEX,
+                   "index_select(): index %lld is out of bounds for dimension %d with size %lld (index out of "
+                   "range in self)",
+                   (long long)idx[i], d, (long long)size);
+      free(idx);
+      return s;
+    }
+  int64_t osz[WK_MAX_DIMS];
+  int ind = nd > 0 ? nd : 1;
+  for (int k = 0; k < ind; k++) osz[k] = nsize(self, k);
+  osz[d] = n;
+  wk_tensor *r = cpu_empty(osz, nd, wk_tensor_dtype(self));
+  int64_t *tab[WK_MAX_DIMS];
+  int64_t *buf = r ? remap_tables(osz, ind, tab) : NULL;
+  if (!buf) {
+    free(idx);
+    wk_release(r);
+    return wk_last_error();
+  }
+  int64_t es = (int64_t)wk_dtype_size(wk_tensor_dtype(self));
+  for (int k = 0; k < ind; k++) {
+    int64_t st = nstride(self, k) * es;
+    for (int64_t c = 0; c < osz[k]; c++) tab[k][c] = (k == d ? idx[c] : c) * st;
+  }
+  remap_run(r, self, osz, ind, tab);
+  free(buf);
+  free(idx);
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+/* ---- gather / scatter / scatter_add --------------------------------------------------
+ * Walks the index tensor line by line along `dim`. Tensor A is the one the index
+ * addresses (self for gather, the target for scatter), tensor B follows the
+ * index's own coordinates (the result for gather, src for scatter). Lines differ
+ * in their coordinates off `dim`, so they touch disjoint elements of A and run
+ * in parallel without changing any result. */
+typedef enum { SG_GATHER, SG_SCATTER, SG_ADD } sg_kind;
+
+typedef struct {
+  sg_kind kind;
+  int nd, dim;
+  int64_t isz[WK_MAX_DIMS], istr[WK_MAX_DIMS]; /* index shape and row-major strides */
+  const int64_t *idx;
+  char *a, *b;
+  int64_t astr[WK_MAX_DIMS], bstr[WK_MAX_DIMS]; /* bytes */
+  wk_dtype dt;
+  size_t es;
+} sg_ctx;
+
+#define SG_ADD_LOOP(T, U)                                                        \
+  for (int64_t k = 0; k < len; k++) {                                           \
+    T *pa = (T *)(pa0 + ip[k * is] * as);                                        \
+    const T *pb = (const T *)(pb0 + k * bs);                                     \
+    *pa = (T)((U)*pa + (U)*pb);                                                  \
+  }
+
+static void sg_lines(void *p, int64_t b, int64_t e) {
+  const sg_ctx *c = p;
+  int nd = c->nd, dim = c->dim;
+  int64_t co[WK_MAX_DIMS] = {0}, rem = b;
+  for (int d = nd - 1; d >= 0; d--) {
+    if (d == dim) continue;
+    co[d] = rem % c->isz[d];
+    rem /= c->isz[d];
+  }
+  int64_t len = c->isz[dim], is = c->istr[dim], as = c->astr[dim], bs = c->bstr[dim];
+  size_t es = c->es;
+  for (int64_t l = b; l < e; l++) {
+    int64_t ib = 0, ab = 0, bb = 0;
+    for (int d = 0; d < nd; d++) {
+      ib += co[d] * c->istr[d];
+      ab += co[d] * c->astr[d];
+      bb += co[d] * c->bstr[d];
+    }
+    const int64_t *ip = c->idx + ib;
+    char *pa0 = c->a + ab, *pb0 = c->b + bb;
+    switch (c->kind) {
+      case SG_GATHER:
+        for (int64_t k = 0; k < len; k++) copy_elem(pb0 + k * bs, pa0 + ip[k * is] * as, es);
+        break;
+      case SG_SCATTER:
+        for (int64_t k = 0; k < len; k++) copy_elem(pa0 + ip[k * is] * as, pb0 + k * bs, es);
+        break;
+      case SG_ADD:
+        switch (c->dt) {
+          case WK_F32: SG_ADD_LOOP(float, float) break;
+          case WK_F64: SG_ADD_LOOP(double, double) break;
+          case WK_I8: SG_ADD_LOOP(int8_t, uint8_t) break;
+          case WK_U8: SG_ADD_LOOP(uint8_t, uint8_t) break;
+          case WK_I16: SG_ADD_LOOP(int16_t, uint16_t) break;
+          case WK_I32: SG_ADD_LOOP(int32_t, uint32_t) break;
+          case WK_I64: SG_ADD_LOOP(int64_t, uint64_t) break;
+          case WK_BOOL:
+            for (int64_t k = 0; k < len; k++) {
+              bool *pa = (bool *)(pa0 + ip[k * is] * as);
+              *pa = *pa || *(const bool *)(pb0 + k * bs);
+            }
+            break;
+          default: break; /* f16/bf16 are added in f32 by the caller */
+        }
+        break;
+    }
+    for (int d = nd - 1; d >= 0; d--) {
+      if (d == dim) continue;
+      if (++co[d] < c->isz[d]) break;
+      co[d] = 0;
+    }
+  }
+}
+
+/* Runs the walk; a and b are the two tensors (A, B above), already checked. */
+static void sg_run(sg_kind kind, int dim, wk_tensor *index, const int64_t *idx, wk_tensor *a, wk_tensor *b) {
+  sg_ctx c;
+  c.kind = kind;
+  c.nd = wk_tensor_dim(index) > 0 ? wk_tensor_dim(index) : 1;
+  c.dim = dim;
+  c.idx = idx;
+  c.dt = wk_tensor_dtype(a);
+  c.es = wk_dtype_size(c.dt);
+  c.a = wk_tensor_data(a);
+  c.b = wk_tensor_data(b);
+  int64_t st = 1;
+  for (int d = c.nd - 1; d >= 0; d--) {
+    c.isz[d] = nsize(index, d);
+    c.istr[d] = st;
+    st *= c.isz[d];
+    c.astr[d] = nstride(a, d) * (int64_t)c.es;
+    c.bstr[d] = nstride(b, d) * (int64_t)c.es;
+  }
+  int64_t numel = st, len = c.isz[dim];
+  if (numel == 0) return;
+  wk_parallel_for(0, numel / len, grain_for(len), sg_lines, &c);
+}
+
+/* PyTorch's gather/scatter shape rules (index.size(d) <= self.size(d) for d != dim,
+ * index.size(d) <= src.size(d) for every d), with its messages. */
+static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_tensor *index, wk_tensor *src) {
+  int nd = wk_tensor_dim(self) > 0 ? wk_tensor_dim(self) : 1;
+  int ni = wk_tensor_dim(index) > 0 ? wk_tensor_dim(index) : 1;
+  char a[160], b[160], c[160];
+  if (nd != ni)
+    return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as %s tensor (%d vs %d)",
+                    op, src ? "self" : "input", ni, nd);
+  if (src) {
+    int ns = wk_tensor_dim(src) > 0 ? wk_tensor_dim(src) : 1;
+    if (ns != ni)
+      return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as src tensor (%d vs %d)",
+                      op, ni, ns);
+  }
+  bool bad = false;
+  for (int d = 0; d < nd && !bad; d++)
+    if (d != dim && nsize(index, d) > nsize(self, d)) bad = true;
+  for (int d = 0; src && d < nd && !bad; d++)
+    if (nsize(index, d) > nsize(src, d)) bad = true;
+  if (!bad) return WK_OK;
+  if (!src)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Size does not match at dimension: expected index %s to be smaller than self %s apart "
+                    "from dimension %d",
+                    op, cpu_shape_str(index, a, sizeof a), cpu_shape_str(self, b, sizeof b), dim);
+  return wk_error(WK_ERR_SHAPE,
+                  "%s(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
+                  "size than src %s",
+                  op, cpu_shape_str(index, a, sizeof a), cpu_shape_str(self, b, sizeof b), dim,
+                  cpu_shape_str(src, c, sizeof c));
+}
+
+static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
+  int d = 0;
+  wk_status s = wrap_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  if (s) return s;
+  int64_t n = wk_tensor_numel(index);
+  if (n != 0) {
+    if (wk_tensor_dtype(index) != WK_I64)
+      return wk_error(WK_ERR_DTYPE, "gather(): Expected dtype int64 for index, got %s",
+                      wk_dtype_name(wk_tensor_dtype(index)));
+    if ((s = sg_shape_check("gather", self, d, index, NULL))) return s;
+  }
+  wk_tensor *r = cpu_empty(wk_tensor_sizes(index), wk_tensor_dim(index), wk_tensor_dtype(self));
+  if (!r) return wk_last_error();
+  if (n != 0) {
+    int64_t *idx = load_index(index);
+    s = idx ? check_bounds("gather", idx, n, nsize(self, d), d) : wk_last_error();
+    if (!s) sg_run(SG_GATHER, d, index, idx, self, r);
+    free(idx);
+    if (s) {
+      wk_release(r);
+      return s;
+    }
+  }
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+typedef struct {
+  bool add;
+  cpu_mode mode;
+  const char *label; /* op name for messages */
+} scatter_info;
+
+static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const scatter_info *info = ctx->user;
+  const char *op = info->label;
+  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
+  int d = 0;
+  wk_status s = wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  if (s) return s;
+  int64_t n = wk_tensor_numel(index);
+  wk_dtype dt = wk_tensor_dtype(self);
+  if (n != 0 && wk_tensor_dtype(index) != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op,
+                    wk_dtype_name(wk_tensor_dtype(index)));
+  if (wk_tensor_dtype(src) != dt)
+    return wk_error(WK_ERR_DTYPE, "%s(): Expected self.dtype to be equal to src.dtype (got %s and %s)", op,
+                    wk_dtype_name(dt), wk_dtype_name(wk_tensor_dtype(src)));
+  if (n != 0 && (s = sg_shape_check(op, self, d, index, src))) return s;
+  if (info->mode == CPU_INPLACE && (s = check_no_internal_overlap(op, self))) return s;
+  int64_t *idx = n ? load_index(index) : NULL;
+  if (n && !idx) return wk_last_error();
+  if (n && (s = check_bounds(op, idx, n, nsize(self, d), d))) {
+    free(idx);
+    return s;
+  }
+  /* f16/bf16 accumulate in f32; the target is a copy unless we can write self. */
+  wk_dtype cd = info->add && (dt == WK_F16 || dt == WK_BF16) ? WK_F32 : dt;
+  wk_tensor *target = NULL, *srcc = NULL;
+  if (info->mode == CPU_INPLACE && cd == dt) {
+    target = wk_retain(self);
+  } else {
+    target = cpu_empty(wk_tensor_sizes(self), wk_tensor_dim(self), cd);
+    if (target && (s = cpu_copy(target, self))) {
+      wk_release(target);
+      target = NULL;
+    }
+  }
+  if (target) {
+    if (cd != dt)
+      srcc = wk_kernel_cast(src, cd);
+    else if (wk_tensor_same_storage(src, target))
+      srcc = wk_clone(src);
+    else
+      srcc = wk_retain(src);
+  }
+  if (!target || !srcc) s = wk_last_error();
+  if (!s && n) sg_run(info->add ? SG_ADD : SG_SCATTER, d, index, idx, target, srcc);
+  free(idx);
+  wk_release(srcc);
+  if (s) {
+    wk_release(target);
+    return s;
+  }
+  if (info->mode == CPU_FUNCTIONAL) {
+    wk_tensor *r = target;
+    if (cd != dt) {
+      r = wk_to_dtype(target, dt);
+      wk_release(target);
+      if (!r) return wk_last_error();
+    }
+    outs[0] = WK_VT(r);
+    return WK_OK;
+  }
+  if (target != self) s = cpu_copy(self, target);
+  wk_release(target);
+  if (s) return s;
+  wk_tensor_bump_version(self);
+  outs[0] = WK_VT(self);
+  return WK_OK;
+}
+
+/* ---- masked_fill / masked_select ---------------------------------------------------- */
+
+typedef struct {
+  size_t es;
+  unsigned char value[8];
+} mfill_ctx;
+
+/* In place: operands (self, mask). */
+static void loop_mfill_(void *cp, char **d, const int64_t *s, int64_t n) {
+  const mfill_ctx *c = cp;
+  for (int64_t i = 0; i < n; i++)
+    if (*(const bool *)(d[1] + i * s[1])) copy_elem(d[0] + i * s[0], (const char *)c->value, c->es);
+}
+
+/* Functional: operands (out, self, mask). */
+static void loop_mfill(void *cp, char **d, const int64_t *s, int64_t n) {
+  const mfill_ctx *c = cp;
+  for (int64_t i = 0; i < n; i++)
+    copy_elem(d[0] + i * s[0], *(const bool *)(d[2] + i * s[2]) ? (const char *)c->value : d[1] + i * s[1], c->es);
+}
+
+static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  bool inplace = ctx->user != NULL;
+  const char *op = inplace ? "masked_fill_" : "masked_fill";
+  wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
+  if (wk_tensor_dtype(mask) != WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "%s(): masked_fill_ only supports boolean masks, but got mask with dtype %s", op,
+                    tname(wk_tensor_dtype(mask)));
+  wk_dtype dt = wk_tensor_dtype(self);
+  mfill_ctx c = {wk_dtype_size(dt), {0}};
+  if (args[2].tag == WK_V_INT && dt != WK_F32 && dt != WK_F64 && dt != WK_F16 && dt != WK_BF16)
+    wk_store_i64(c.value, dt, args[2].u.i);
+  else
+    wk_store_f64(c.value, dt, wk_value_as_f64(&args[2]));
+  wk_tensor *pair[2] = {self, mask};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  wk_status s = wk_broadcast_shapes(op, pair, 2, shape, &nd);
+  if (s) return s;
+  wk_iter it;
+  if (inplace) {
+    char a[160], b[160];
+    if (nd != wk_tensor_dim(self) || memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
+      return wk_error(WK_ERR_SHAPE, "%s(): mask of shape %s cannot be broadcast to self of shape %s", op,
+                      cpu_shape_str(mask, a, sizeof a), cpu_shape_str(self, b, sizeof b));
+    if ((s = check_no_internal_overlap(op, self))) return s;
+    if ((s = wk_iter_init(&it, op, pair, 2))) return s;
+    wk_iter_run(&it, loop_mfill_, &c);
+    wk_tensor_bump_version(self);
+    outs[0] = WK_VT(self);
+    return WK_OK;
+  }
+  wk_tensor *r = cpu_empty(shape, nd, dt);
+  if (!r) return wk_last_error();
+  wk_tensor *ops[3] = {r, self, mask};
+  if ((s = wk_iter_init(&it, op, ops, 3))) {
+    wk_release(r);
+    return s;
+  }
+  wk_iter_run(&it, loop_mfill, &c);
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
+  if (wk_tensor_dtype(mask) != WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "masked_select(): expected BoolTensor for mask, got mask with dtype %s",
+                    tname(wk_tensor_dtype(mask)));
+  wk_tensor *pair[2] = {self, mask};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  wk_status s = wk_broadcast_shapes("masked_select", pair, 2, shape, &nd);
+  if (s) return s;
+  wk_tensor *xe = wk_expand(self, shape, nd), *me = wk_expand(mask, shape, nd);
+  wk_tensor *xc = xe ? wk_contiguous(xe) : NULL, *mc = me ? wk_contiguous(me) : NULL;
+  wk_release(xe);
+  wk_release(me);
+  wk_tensor *r = NULL;
+  if (xc && mc) {
+    int64_t numel = wk_tensor_numel(mc), cnt = 0;
+    const bool *m = wk_tensor_data(mc);
+    for (int64_t i = 0; i < numel; i++) cnt += m[i];
+    r = cpu_empty(&cnt, 1, wk_tensor_dtype(self));
+    if (r && cnt) {
+      size_t es = wk_dtype_size(wk_tensor_dtype(self));
+      const char *x = wk_tensor_data(xc);
+      char *o = wk_tensor_data(r);
+      for (int64_t i = 0, k = 0; i < numel; i++)
+        if (m[i]) copy_elem(o + (k++) * (int64_t)es, x + i * (int64_t)es, es);
+    }
+  }
+  wk_release(xc);
+  wk_release(mc);
+  if (!r) return wk_last_error();
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+/* ---- repeat / flip / roll ------------------------------------------------------------ */
+
+static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0);
+  const int64_t *rep = args[1].u.ints;
+  int nr = args[1].len, nd = wk_tensor_dim(self);
+  if (nr < nd)
+    return wk_error(WK_ERR_SHAPE,
+                    "repeat(): Number of dimensions of repeat dims (%d) can not be smaller than number of dimensions "
+                    "of tensor (%d)",
+                    nr, nd);
+  if (nr > WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "repeat(): %d repeat dims requested, at most %d supported", nr, WK_MAX_DIMS);
+  int64_t psz[WK_MAX_DIMS], pst[WK_MAX_DIMS], osz[WK_MAX_DIMS];
+  int lead = nr - nd;
+  int64_t es = (int64_t)wk_dtype_size(wk_tensor_dtype(self));
+  for (int k = 0; k < nr; k++) {
+    psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
+    pst[k] = k < lead ? 0 : wk_tensor_strides(self)[k - lead] * es;
+    if (rep[k] < 0) {
+      char b[160];
+      size_t m = 0;
+      m += (size_t)snprintf(b + m, sizeof b - m, "[");
+      for (int j = 0; j < nr && m < sizeof b; j++)
+        m += (size_t)snprintf(b + m, sizeof b - m, "%s%lld", j ? ", " : "", (long long)rep[j]);
+      if (m < sizeof b) snprintf(b + m, sizeof b - m, "]");
+      return wk_error(WK_ERR_INVALID_ARG, "repeat(): Trying to create tensor with negative dimension %lld: repeats %s",
+                      (long long)rep[k], b);
+    }
+    osz[k] = psz[k] * rep[k];
+  }
+  wk_tensor *r = cpu_empty(osz, nr, wk_tensor_dtype(self));
+  if (!r) return wk_last_error();
+  if (nr == 0) { /* 0-dim self, no repeats: a copy */
+    wk_status s = cpu_copy(r, self);
+    if (s) {
+      wk_release(r);
+      return s;
+    }
+    outs[0] = WK_VT(r);
+    return WK_OK;
+  }
+  int64_t *tab[WK_MAX_DIMS];
+  int64_t *buf = remap_tables(osz, nr, tab);
+  if (!buf) {
+    wk_release(r);
+    return wk_last_error();
+  }
+  for (int k = 0; k < nr; k++)
+    for (int64_t c = 0; c < osz[k]; c++) tab[k][c] = (c % psz[k]) * pst[k];
+  remap_run(r, self, osz, nr, tab);
+  free(buf);
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+/* Shared by flip and roll: out[c] = self[src(c)] per dimension, where flip[d]
+ * reverses dimension d and shift[d] rolls it. */
+static wk_tensor *flip_roll(wk_tensor *self, const bool *flip, const int64_t *shift) {
+  int nd = wk_tensor_dim(self);
+  wk_tensor *r = cpu_empty(wk_tensor_sizes(self), nd, wk_tensor_dtype(self));
+  if (!r) return NULL;
+  if (nd == 0 || wk_tensor_numel(self) == 0) {
+    if (cpu_copy(r, self)) {
+      wk_release(r);
+      return NULL;
+    }
+    return r;
+  }
+  const int64_t *sz = wk_tensor_sizes(self);
+  int64_t *tab[WK_MAX_DIMS];
+  int64_t *buf = remap_tables(sz, nd, tab);
+  if (!buf) {
+    wk_release(r);
+    return NULL;
+  }
+  int64_t es = (int64_t)wk_dtype_size(wk_tensor_dtype(self));
+  for (int d = 0; d < nd; d++) {
+    int64_t n = sz[d], st = wk_tensor_strides(self)[d] * es;
+    int64_t sh = ((shift[d] % n) + n) % n;
+    for (int64_t c = 0; c < n; c++) {
+      int64_t src = flip[d] ? n - 1 - c : (c - sh + n) % n;
+      tab[d][c] = src * st;
+    }
+  }
+  remap_run(r, self, sz, nd, tab);
+  free(buf);
+  return r;
+}
+
+static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0);
+  int nd = wk_tensor_dim(self);
+  bool flip[WK_MAX_DIMS + 1] = {false};
+  int64_t shift[WK_MAX_DIMS + 1] = {0};
+  for (int i = 0; i < args[1].len; i++) {
+    int d = 0;
+    wk_status s = wrap_dim("flip", args[1].u.ints[i], nd, &d);
+    if (s) return s;
+    if (flip[d]) return wk_error(WK_ERR_INVALID_ARG, "flip(): dim %d appears multiple times in the list of dims", d);
+    flip[d] = true;
+  }
+  wk_tensor *r = flip_roll(self, flip, shift);
+  if (!r) return wk_last_error();
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0);
+  int ns = args[1].len, ndims = args[2].len, nd = wk_tensor_dim(self);
+  if (ns == 0) return wk_error(WK_ERR_INVALID_ARG, "roll(): `shifts` required");
+  bool flip[WK_MAX_DIMS + 1] = {false};
+  int64_t shift[WK_MAX_DIMS + 1] = {0};
+  if (ndims == 0 && ns == 1) { /* no dims: roll the flattened tensor */
+    int64_t numel = wk_tensor_numel(self);
+    wk_tensor *flat = wk_reshape(self, &numel, 1);
+    if (!flat) return wk_last_error();
+    shift[0] = args[1].u.ints[0];
+    wk_tensor *rf = flip_roll(flat, flip, shift);
+    wk_release(flat);
+    wk_tensor *r = rf ? wk_reshape(rf, wk_tensor_sizes(self), nd) : NULL;
+    wk_release(rf);
+    if (!r) return wk_last_error();
+    outs[0] = WK_VT(r);
+    return WK_OK;
+  }
+  if (ns != ndims)
+    return wk_error(WK_ERR_INVALID_ARG, "roll(): shifts and dimensions must align. shifts: %d, dims:%d", ns, ndims);
+  for (int i = 0; i < ndims; i++) {
+    int d = 0;
+    wk_status s = wrap_dim("roll", args[2].u.ints[i], nd, &d);
+    if (s) return s;
+    int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
+    if (n > 0) shift[d] = (shift[d] + args[1].u.ints[i] % n) % n; /* repeated dims roll again */
+  }
+  wk_tensor *r = flip_roll(self, flip, shift);
+  if (!r) return wk_last_error();
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+/* ---- sort / topk -----------------------------------------------------------------------
+ * Each line along `dim` is sorted as (key, position) pairs with qsort; ties
+ * break on position, which makes the order stable. NaN sorts as the largest
+ * value. Values are copied from self by the sorted positions, bit for bit. */
+typedef struct {
+  union {
+    double f;
+    int64_t i;
+  } v;
+  int64_t pos;
+} skey;
+
+static int cmp_pos(const skey *a, const skey *b) { return (a->pos > b->pos) - (a->pos < b->pos); }
+
+static int cmp_f_asc(const void *x, const void *y) {
+  const skey *a = x, *b = y;
+  bool an = a->v.f != a->v.f, bn = b->v.f != b->v.f;
+  if (an != bn) return an ? 1 : -1;
+  if (!an && a->v.f != b->v.f) return a->v.f < b->v.f ? -1 : 1;
+  return cmp_pos(a, b);
+}
+static int cmp_f_desc(const void *x, const void *y) {
+  const skey *a = x, *b = y;
+  bool an = a->v.f != a->v.f, bn = b->v.f != b->v.f;
+  if (an != bn) return an ? -1 : 1;
+  if (!an && a->v.f != b->v.f) return a->v.f > b->v.f ? -1 : 1;
+  return cmp_pos(a, b);
+}
+static int cmp_i_asc(const void *x, const void *y) {
+  const skey *a = x, *b = y;
+  if (a->v.i != b->v.i) return a->v.i < b->v.i ? -1 : 1;
+  return cmp_pos(a, b);
+}
+static int cmp_i_desc(const void *x, const void *y) {
+  const skey *a = x, *b = y;
+  if (a->v.i != b->v.i) return a->v.i > b->v.i ? -1 : 1;
+  return cmp_pos(a, b);
+}
+
+typedef struct {
+  int nd, dim; /* nd >= 1 */
+  int64_t sz[WK_MAX_DIMS], sstr[WK_MAX_DIMS], ostr[WK_MAX_DIMS]; /* self sizes, bytes; output elements */
+  int64_t k;
+  const char *src;
+  char *vals;
+  int64_t *inds;
+  wk_dtype dt;
+  size_t es;
+  bool desc, floating;
+  int failed;
+} sort_ctx;
+
+static void sort_lines(void *p, int64_t b, int64_t e) {
+  sort_ctx *c = p;
+  int nd = c->nd, dim = c->dim;
+  int64_t n = c->sz[dim];
+  skey *keys = malloc(sizeof(skey) * (size_t)(n > 0 ? n : 1));
+  if (!keys) {
+    __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  int (*cmp)(const void *, const void *) =
+      c->floating ? (c->desc ? cmp_f_desc : cmp_f_asc) : (c->desc ? cmp_i_desc : cmp_i_asc);
+  int64_t co[WK_MAX_DIMS] = {0}, rem = b;
+  for (int d = nd - 1; d >= 0; d--) {
+    if (d == dim) continue;
+    co[d] = rem % c->sz[d];
+    rem /= c->sz[d];
+  }
+  int64_t ss = c->sstr[dim], os = c->ostr[dim];
+  for (int64_t l = b; l < e; l++) {
+    int64_t sb = 0, ob = 0;
+    for (int d = 0; d < nd; d++) {
+      sb += co[d] * c->sstr[d];
+      ob += co[d] * c->ostr[d];
+    }
+    const char *s = c->src + sb;
+    for (int64_t j = 0; j < n; j++) {
+      if (c->floating)
+        keys[j].v.f = wk_load_f64(s + j * ss, c->dt);
+      else
+        keys[j].v.i = wk_load_i64(s + j * ss, c->dt);
+      keys[j].pos = j;
+    }
+    qsort(keys, (size_t)n, sizeof(skey), cmp);
+    for (int64_t j = 0; j < c->k; j++) {
+      int64_t o = ob + j * os;
+      copy_elem(c->vals + o * (int64_t)c->es, s + keys[j].pos * ss, c->es);
+      c->inds[o] = keys[j].pos;
+    }
+    for (int d = nd - 1; d >= 0; d--) {
+      if (d == dim) continue;
+      if (++co[d] < c->sz[d]) break;
+      co[d] = 0;
+    }
+  }
+  free(keys);
+}
+
+/* Sorts self along dim and keeps the first k of each line. */
+static wk_status sort_k(wk_tensor *self, int dim, int64_t k, bool desc, wk_value *outs) {
+  int nd = wk_tensor_dim(self);
+  wk_dtype dt = wk_tensor_dtype(self);
+  int64_t osz[WK_MAX_DIMS];
+  memcpy(osz, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd);
+  if (nd > 0) osz[dim] = k;
+  wk_tensor *v = cpu_empty(osz, nd, dt), *ix = cpu_empty(osz, nd, WK_I64);
+  if (!v || !ix) {
+    wk_release(v);
+    wk_release(ix);
+    return wk_last_error();
+  }
+  sort_ctx c;
+  memset(&c, 0, sizeof c);
+  c.nd = nd > 0 ? nd : 1;
+  c.dim = dim;
+  c.k = nd > 0 ? k : 1;
+  c.dt = dt;
+  c.es = wk_dtype_size(dt);
+  c.desc = desc;
+  c.floating = wk_dtype_is_floating(dt);
+  c.src = wk_tensor_data(self);
+  c.vals = wk_tensor_data(v);
+  c.inds = wk_tensor_data(ix);
+  int64_t st = 1, lines = 1;
+  for (int d = c.nd - 1; d >= 0; d--) {
+    c.sz[d] = nsize(self, d);
+    c.sstr[d] = nstride(self, d) * (int64_t)c.es;
+    c.ostr[d] = st;
+    st *= d == dim ? c.k : c.sz[d];
+    if (d != dim) lines *= c.sz[d];
+  }
+  int64_t n = c.sz[dim];
+  if (lines > 0 && c.k > 0) wk_parallel_for(0, lines, grain_for(n * 8), sort_lines, &c);
+  if (c.failed) {
+    wk_release(v);
+    wk_release(ix);
+    return wk_error(WK_ERR_NO_MEMORY, "sort: out of memory for a line of %lld elements", (long long)n);
+  }
+  outs[0] = WK_VT(v);
+  outs[1] = WK_VT(ix);
+  return WK_OK;
+}
+
+static wk_status k_sort(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0);
+  int d = 0;
+  wk_status s = wrap_dim("sort", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  if (s) return s;
+  return sort_k(self, d, nsize(self, d), WK_ARG_B(2), outs);
+}
+
+static wk_status k_topk(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0);
+  int64_t k = WK_ARG_I(1);
+  int d = 0;
+  wk_status s = wrap_dim("topk", WK_ARG_I(2), wk_tensor_dim(self), &d);
+  if (s) return s;
+  if (wk_tensor_dtype(self) == WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "topk(): \"topk_cpu\" not implemented for 'Bool'");
+  int64_t n = nsize(self, d);
+  if (k < 0 || k > n)
+    return wk_error(WK_ERR_INDEX, "topk(): selected index k out of range (k = %lld, dimension %d has size %lld)",
+                    (long long)k, d, (long long)n);
+  return sort_k(self, d, k, WK_ARG_B(3), outs);
+}
+
+/* ---- one_hot -------------------------------------------------------------------------- */
+
+static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  (void)ctx;
+  wk_tensor *self = WK_ARG_T(0);
+  int64_t nc = WK_ARG_I(1);
+  int nd = wk_tensor_dim(self);
+  if (wk_tensor_dtype(self) != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "one_hot(): one_hot is only applicable to index tensor (int64), got %s",
+                    wk_dtype_name(wk_tensor_dtype(self)));
+  if (nd == WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "one_hot(): input already has %d dimensions", WK_MAX_DIMS);
+  int64_t n = wk_tensor_numel(self);
+  int64_t *v = load_index(self);
+  if (!v) return wk_last_error();
+  if (n == 0 && nc <= 0) {
+    free(v);
+    return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Can not infer total number of classes from empty tensor.");
+  }
+  int64_t mn = INT64_MAX, mx = INT64_MIN;
+  for (int64_t i = 0; i < n; i++) {
+    if (v[i] < mn) mn = v[i];
+    if (v[i] > mx) mx = v[i];
+  }
+  if (n > 0 && mn < 0) {
+    free(v);
+    return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Class values must be non-negative (got %lld).", (long long)mn);
+  }
+  if (n > 0) {
+    if (nc == -1) {
+      nc = mx + 1;
+    } else if (nc <= mx) {
+      free(v);
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "one_hot(): Class values must be smaller than num_classes (got class %lld, num_classes %lld).",
+                      (long long)mx, (long long)nc);
+    }
+  }
+  int64_t osz[WK_MAX_DIMS];
+  memcpy(osz, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd);
+  osz[nd] = nc;
+  wk_tensor *r = cpu_empty(osz, nd + 1, WK_I64);
+  if (!r) {
+    free(v);
+    return wk_last_error();
+  }
+  int64_t *o = wk_tensor_data(r);
+  if (n > 0) {
+    memset(o, 0, sizeof(int64_t) * (size_t)(n * nc));
+    for (int64_t i = 0; i < n; i++) o[i * nc + v[i]] = 1;
+  }
+  free(v);
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+/* ---- registration ---------------------------------------------------------------------- */
+
+wk_status cpu_register_index(void) {
+  static const scatter_info sc[4] = {{false, CPU_FUNCTIONAL, "scatter"},
+                                     {false, CPU_INPLACE, "scatter_"},
+                                     {true, CPU_FUNCTIONAL, "scatter_add"},
+                                     {true, CPU_INPLACE, "scatter_add_"}};
+  static int inplace_tag = 1;
+  static const struct {
+    const char *name;
+    wk_kernel_fn fn;
+    void *user;
+  } ks[] = {{"cat", k_cat, NULL},
+            {"index_select", k_index_select, NULL},
+            {"gather", k_gather, NULL},
+            {"scatter.src", k_scatter, (void *)&sc[0]},
+            {"scatter_.src", k_scatter, (void *)&sc[1]},
+            {"scatter_add", k_scatter, (void *)&sc[2]},
+            {"scatter_add_", k_scatter, (void *)&sc[3]},
+            {"masked_fill.Scalar", k_masked_fill, NULL},
+            {"masked_fill_.Scalar", k_masked_fill, &inplace_tag},
+            {"masked_select", k_masked_select, NULL},
+            {"repeat", k_repeat, NULL},
+            {"flip", k_flip, NULL},
+            {"roll", k_roll, NULL},
+            {"topk", k_topk, NULL},
+            {"sort", k_sort, NULL},
+            {"one_hot", k_one_hot, NULL}};
+  wk_status s = WK_OK;
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);
+  return s;
+}

@@ -49,21 +49,6 @@ static const char *scalar_name(wk_dtype dt) {
   }
 }
 
-/* ---- operands ------------------------------------------------------------------ */
-/* A batch of matrices [batch, rows, cols] seen through element strides. */
-typedef struct {
-  char *data;
-  int64_t rows, cols;
-  int64_t sb, s0, s1; /* elements; sb is 0 for a single matrix */
-} mat;
-
-static mat mat_of(wk_tensor *t) {
-  int nd = wk_tensor_dim(t);
-  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
-  mat m = {(char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
-  return m;
-}
-
 /* The scalar arguments of one GEMM: C = alpha * A @ B (+ beta * C when use_beta). */
 typedef struct {
   double alpha, beta;
@@ -153,6 +138,20 @@ static wk_status ref_gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b,
 
 /* ---- OpenBLAS GEMM ---------------------------------------------------------------- */
 #ifdef CPU_HAVE_OPENBLAS
+/* A batch of matrices [batch, rows, cols] seen through element strides. */
+typedef struct {
+  char *data;
+  int64_t rows, cols;
+  int64_t sb, s0, s1; /* elements; sb is 0 for a single matrix */
+} mat;
+
+static mat mat_of(wk_tensor *t) {
+  int nd = wk_tensor_dim(t);
+  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
+  mat m = {(char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
+  return m;
+}
+
 /* How BLAS can read a row-major matrix view without a copy: as itself with
  * unit column stride, or as the transpose of a row-major matrix (unit row
  * stride). Strides of size-1 dimensions do not matter. */

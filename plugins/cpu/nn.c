@@ -1,4 +1,1142 @@
-/* cpu plugin: nn kernels (not written yet). */
+/* cpu plugin: neural-network forward kernels: softmax/log_softmax,
+ * batch_norm, layer_norm, dropout, embedding, pad, and the losses
+ * (cross_entropy, nll_loss, mse_loss, binary_cross_entropy_with_logits).
+ * Floating inputs compute in f32 (f16/bf16 upcast) or f64 with double
+ * accumulators; every reduction has a fixed order, so results do not depend
+ * on the number of threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cpu.h"
 
-wk_status cpu_register_nn(void) { return WK_OK; }
+/* ---- shared helpers ------------------------------------------------------------------ */
+
+/* Work (in elements) below which a loop stays on the calling thread. */
+#define NN_GRAIN 32768
+
+typedef void (*range_fn)(void *ctx, int64_t b, int64_t e);
+
+/* Runs fn over [0, ntasks), in parallel when ntasks * per_task is large. */
+static void par(int64_t ntasks, int64_t per_task, range_fn fn, void *ctx) {
+  if (ntasks <= 0) return;
+  if (per_task < 1) per_task = 1;
+  if (ntasks == 1 || ntasks * per_task < NN_GRAIN) {
+    fn(ctx, 0, ntasks);
+    return;
+  }
+  int64_t grain = NN_GRAIN / per_task;
+  wk_parallel_for(0, ntasks, grain < 1 ? 1 : grain, fn, ctx);
+}
+
+/* The dtype a floating kernel computes in. */
+static wk_dtype fcompute(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
+
+/* t converted to dt and made contiguous: a new reference, NULL on error. */
+static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
+  wk_tensor *c = wk_kernel_cast(t, dt);
+  if (!c) return NULL;
+  wk_tensor *r = wk_contiguous(c);
+  wk_release(c);
+  return r;
+}
+
+/* Consumes t and returns it converted to dt (NULL on error). */
+static wk_tensor *cast_own(wk_tensor *t, wk_dtype dt) {
+  if (!t || wk_tensor_dtype(t) == dt) return t;
+  wk_tensor *r = wk_to_dtype(t, dt);
+  wk_release(t);
+  return r;
+}
+
+static inline double ld(const void *p, int64_t i, bool dbl) {
+  return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
+  size_t k = (size_t)snprintf(buf, sz, "[");
+  for (int i = 0; i < n && k < sz; i++) k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (k < sz) snprintf(buf + k, sz - k, "]");
+  return buf;
+}
+
+static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
+  int64_t n = ndim > 0 ? ndim : 1;
+  if (dim < -n || dim >= n)
+    return wk_error(WK_ERR_INDEX, "%s(): dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                    op, (long long)-n, (long long)(n - 1), (long long)dim);
+  *out = (int)(dim < 0 ? dim + n : dim);
+  return WK_OK;
+}
+
+static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
+  if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
+  return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
+                  wk_dtype_name(wk_tensor_dtype(t)));
+}
+
+static wk_status check_reduction(const char *op, int64_t r) {
+  if (r >= 0 && r <= 2) return WK_OK;
+  return wk_error(WK_ERR_INVALID_ARG, "%s(): reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld", op,
+                  (long long)r);
+}
+
+/* Pointer to the k-th element (row-major order) of a strided cpu tensor. */
+static void *elem_ptr(wk_tensor *t, int64_t k) {
+  int nd = wk_tensor_dim(t);
+  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
+  int64_t off = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    off += (k % sz[d]) * st[d];
+    k /= sz[d];
+  }
+  return (char *)wk_tensor_data(t) + off * (int64_t)wk_dtype_size(wk_tensor_dtype(t));
+}
+
+/* New tensor of dtype dt holding n doubles (shape sizes/ndim). */
+static wk_tensor *from_doubles(const double *v, int64_t n, const int64_t *sizes, int ndim, wk_dtype dt) {
+  wk_tensor *r = cpu_empty(sizes, ndim, dt);
+  if (!r) return NULL;
+  char *p = wk_tensor_data(r);
+  size_t es = wk_dtype_size(dt);
+  for (int64_t i = 0; i < n; i++) wk_store_f64(p + (size_t)i * es, dt, v[i]);
+  return r;
+}
+
+/* Sum of n f32/f64 values in fixed blocks (deterministic for any thread count). */
+#define BSUM_BLOCK 16384
+typedef struct {
+  const void *p;
+  bool dbl;
+  int64_t n;
+  double *part;
+} bsum_job;
+
+static double bsum_block(const bsum_job *j, int64_t blk) {
+  int64_t lo = blk * BSUM_BLOCK, hi = lo + BSUM_BLOCK < j->n ? lo + BSUM_BLOCK : j->n;
+  double s = 0;
+  if (j->dbl)
+    for (int64_t i = lo; i < hi; i++) s += ((const double *)j->p)[i];
+  else
+    for (int64_t i = lo; i < hi; i++) s += ((const float *)j->p)[i];
+  return s;
+}
+
+static void bsum_range(void *c, int64_t b, int64_t e) {
+  const bsum_job *j = c;
+  for (int64_t blk = b; blk < e; blk++) j->part[blk] = bsum_block(j, blk);
+}
+
+static double block_sum(const void *p, bool dbl, int64_t n) {
+  if (n <= 0) return 0;
+  int64_t nb = (n + BSUM_BLOCK - 1) / BSUM_BLOCK;
+  bsum_job j = {p, dbl, n, nb > 1 ? malloc(sizeof(double) * (size_t)nb) : NULL};
+  double s = 0;
+  if (!j.part) { /* one block, or no memory: the same blocks, serially */
+    for (int64_t blk = 0; blk < nb; blk++) s += bsum_block(&j, blk);
+    return s;
+  }
+  par(nb, BSUM_BLOCK, bsum_range, &j);
+  for (int64_t blk = 0; blk < nb; blk++) s += j.part[blk];
+  free(j.part);
+  return s;
+}
+
+/* ---- softmax / log_softmax ------------------------------------------------------------ */
+/* Input viewed as [outer, n, inner] (contiguous); a task is one outer index and
+ * a block of up to SMX_B inner columns, processed together for locality. */
+#define SMX_B 64
+typedef struct {
+  const void *x;
+  void *y;
+  int64_t n, inner, nblk;
+  bool log;
+} smx_job;
+
+#define DEF_SMX(T, SUF, EXP)                                                                 \
+  static void smx_##SUF(void *p, int64_t b, int64_t e) {                                     \
+    const smx_job *j = p;                                                                    \
+    const int64_t n = j->n, inner = j->inner;                                                \
+    for (int64_t t = b; t < e; t++) {                                                        \
+      int64_t o = t / j->nblk, i0 = (t % j->nblk) * SMX_B;                                   \
+      int64_t w = inner - i0 < SMX_B ? inner - i0 : SMX_B;                                   \
+      const T *x = (const T *)j->x + o * n * inner + i0;                                     \
+      T *y = (T *)j->y + o * n * inner + i0;                                                 \
+      T mx[SMX_B];                                                                           \
+      double sum[SMX_B];                                                                     \
+      for (int64_t i = 0; i < w; i++) {                                                      \
+        mx[i] = -INFINITY;                                                                   \
+        sum[i] = 0;                                                                          \
+      }                                                                                      \
+      for (int64_t k = 0; k < n; k++)                                                        \
+        for (int64_t i = 0; i < w; i++) {                                                    \
+          T v = x[k * inner + i];                                                            \
+          if (v > mx[i] || v != v) mx[i] = v;                                                \
+        }                                                                                    \
+      if (j->log) {                                                                          \
+        for (int64_t k = 0; k < n; k++)                                                      \
+          for (int64_t i = 0; i < w; i++) sum[i] += EXP(x[k * inner + i] - mx[i]);           \
+        for (int64_t i = 0; i < w; i++) sum[i] = log(sum[i]);                                \
+        for (int64_t k = 0; k < n; k++)                                                      \
+          for (int64_t i = 0; i < w; i++)                                                    \
+            y[k * inner + i] = (T)((double)(x[k * inner + i] - mx[i]) - sum[i]);             \
+      } else {                                                                               \
+        for (int64_t k = 0; k < n; k++)                                                      \
+          for (int64_t i = 0; i < w; i++) {                                                  \
+            T ev = EXP(x[k * inner + i] - mx[i]);                                            \
+            y[k * inner + i] = ev;                                                           \
+            sum[i] += ev;                                                                    \
+          }                                                                                  \
+        for (int64_t i = 0; i < w; i++) sum[i] = 1.0 / sum[i];                               \
+        for (int64_t k = 0; k < n; k++)                                                      \
+          for (int64_t i = 0; i < w; i++) y[k * inner + i] = (T)(y[k * inner + i] * sum[i]); \
+      }                                                                                      \
+    }                                                                                        \
+  }
+DEF_SMX(float, f32, expf)
+DEF_SMX(double, f64, exp)
+
+/* (log_)softmax over dimension d of a contiguous f32/f64 tensor: a new
+ * tensor of the same shape and dtype. */
+static wk_tensor *softmax_cd(wk_tensor *x, int d, bool log) {
+  int nd = wk_tensor_dim(x);
+  const int64_t *sz = wk_tensor_sizes(x);
+  wk_tensor *y = cpu_empty(sz, nd, wk_tensor_dtype(x));
+  if (!y || wk_tensor_numel(x) == 0) return y;
+  int64_t outer = 1, inner = 1, n = nd ? sz[d] : 1;
+  for (int i = 0; i < d; i++) outer *= sz[i];
+  for (int i = d + 1; i < nd; i++) inner *= sz[i];
+  smx_job j = {wk_tensor_data(x), wk_tensor_data(y), n, inner, (inner + SMX_B - 1) / SMX_B, log};
+  par(outer * j.nblk, n * (inner < SMX_B ? inner : SMX_B), wk_tensor_dtype(x) == WK_F64 ? smx_f64 : smx_f32, &j);
+  return y;
+}
+
+static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = ctx->user ? "log_softmax" : "softmax";
+  wk_tensor *self = WK_ARG_T(0);
+  wk_dtype dt = WK_ARG_IS_NONE(2) ? wk_tensor_dtype(self) : args[2].u.dtype;
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input or dtype, got %s", op, wk_dtype_name(dt));
+  int d = 0;
+  wk_status s = wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  if (s) return s;
+  /* with a dtype argument the input is converted first, as in PyTorch */
+  wk_tensor *in = wk_kernel_cast(self, dt);
+  wk_tensor *x = in ? prep(in, fcompute(dt)) : NULL;
+  wk_release(in);
+  wk_tensor *y = x ? softmax_cd(x, d, ctx->user != NULL) : NULL;
+  wk_release(x);
+  y = cast_own(y, dt);
+  if (!y) return wk_last_error();
+  outs[0] = WK_VT(y);
+  return WK_OK;
+}
+
+/* ---- batch_norm ------------------------------------------------------------------------ */
+/* Contiguous input viewed as [N, C, S]. */
+typedef struct {
+  const void *x;
+  void *y;
+  int64_t N, C, S;
+  double *mean, *var, *scale, *shift;
+} bn_job;
+
+#define DEF_BN(T, SUF)                                                           \
+  static void bn_stats_##SUF(void *p, int64_t b, int64_t e) {                    \
+    const bn_job *j = p;                                                         \
+    const T *x = j->x;                                                           \
+    const int64_t N = j->N, C = j->C, S = j->S;                                  \
+    for (int64_t c = b; c < e; c++) {                                            \
+      double s = 0, v = 0;                                                       \
+      for (int64_t n = 0; n < N; n++) {                                          \
+        const T *r = x + (n * C + c) * S;                                        \
+        for (int64_t i = 0; i < S; i++) s += r[i];                               \
+      }                                                                          \
+      double m = s / (double)(N * S);                                            \
+      for (int64_t n = 0; n < N; n++) {                                          \
+        const T *r = x + (n * C + c) * S;                                        \
+        for (int64_t i = 0; i < S; i++) {                                        \
+          double dv = r[i] - m;                                                  \
+          v += dv * dv;                                                          \
+        }                                                                        \
+      }                                                                          \
+      j->mean[c] = m;                                                            \
+      j->var[c] = v / (double)(N * S);                                           \
+    }                                                                            \
+  }                                                                              \
+  static void bn_apply_##SUF(void *p, int64_t b, int64_t e) {                    \
+    const bn_job *j = p;                                                         \
+    const int64_t C = j->C, S = j->S;                                            \
+    for (int64_t r = b; r < e; r++) {                                            \
+      int64_t c = r % C;                                                         \
+      const T *x = (const T *)j->x + r * S;                                      \
+      T *y = (T *)j->y + r * S;                                                  \
+      const T m = (T)j->mean[c], a = (T)j->scale[c], sh = (T)j->shift[c];        \
+      for (int64_t i = 0; i < S; i++) y[i] = (x[i] - m) * a + sh;                \
+    }                                                                            \
+  }
+DEF_BN(float, f32)
+DEF_BN(double, f64)
+
+/* Checks an optional per-channel tensor of batch_norm. */
+static wk_status bn_param(const char *name, wk_tensor *t, int64_t C) {
+  if (!t) return WK_OK;
+  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
+    return wk_error(WK_ERR_DTYPE, "batch_norm(): expected %s to be floating point, got %s", name,
+                    wk_dtype_name(wk_tensor_dtype(t)));
+  if (wk_tensor_numel(t) != C)
+    return wk_error(WK_ERR_SHAPE, "batch_norm(): %s should contain %lld elements not %lld", name, (long long)C,
+                    (long long)wk_tensor_numel(t));
+  return WK_OK;
+}
+
+/* Dtype of the saved statistics: the input's, or f32 for a reduced-precision
+ * input with f32 parameters (PyTorch's mixed type). */
+static wk_dtype stat_dtype(wk_dtype in, wk_tensor *const *params, int n) {
+  if (in != WK_F16 && in != WK_BF16) return in;
+  for (int i = 0; i < n; i++)
+    if (params[i] && wk_tensor_dtype(params[i]) == WK_F32) return WK_F32;
+  return in;
+}
+
+static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "batch_norm";
+  wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_OPT_T(1), *bias = WK_ARG_OPT_T(2);
+  wk_tensor *rmean = WK_ARG_OPT_T(3), *rvar = WK_ARG_OPT_T(4);
+  bool training = WK_ARG_B(5);
+  double momentum = WK_ARG_F(6), eps = WK_ARG_F(7);
+  char b1[160];
+  wk_status s = need_float(op, "input", input);
+  if (s) return s;
+  int nd = wk_tensor_dim(input);
+  const int64_t *sz = wk_tensor_sizes(input);
+  if (nd < 2)
+    return wk_error(WK_ERR_SHAPE, "batch_norm(): expected input with at least 2 dimensions (N, C, ...), got %s",
+                    cpu_shape_str(input, b1, sizeof b1));
+  int64_t N = sz[0], C = sz[1], S = 1;
+  for (int i = 2; i < nd; i++) S *= sz[i];
+  if ((s = bn_param("weight", weight, C)) || (s = bn_param("bias", bias, C)) ||
+      (s = bn_param("running_mean", rmean, C)) || (s = bn_param("running_var", rvar, C)))
+    return s;
+  if (!training && (!rmean || !rvar))
+    return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): %s must be defined in evaluation mode",
+                    rmean ? "running_var" : "running_mean");
+  if (training && N * S == 1)
+    return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): Expected more than 1 value per channel when training, got input size %s",
+                    cpu_shape_str(input, b1, sizeof b1));
+  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  wk_tensor *params[4] = {weight, bias, rmean, rvar};
+  wk_dtype sdt = stat_dtype(dt, params, 4);
+  int64_t zero = 0;
+
+  if (wk_tensor_numel(input) == 0) { /* nothing to normalise; running stats stay */
+    wk_tensor *y = cpu_empty(sz, nd, dt), *m = cpu_empty(&zero, 1, sdt), *v = cpu_empty(&zero, 1, sdt);
+    if (!y || !m || !v) {
+      wk_release(y);
+      wk_release(m);
+      wk_release(v);
+      return wk_last_error();
+    }
+    outs[0] = WK_VT(y);
+    outs[1] = WK_VT(m);
+    outs[2] = WK_VT(v);
+    return WK_OK;
+  }
+
+  double *buf = malloc(sizeof(double) * (size_t)(6 * C));
+  if (!buf) return wk_error(WK_ERR_NO_MEMORY, "batch_norm(): out of memory");
+  double *mean = buf, *var = buf + C, *scale = buf + 2 * C, *shift = buf + 3 * C, *w = buf + 4 * C, *bb = buf + 5 * C;
+  wk_tensor *x = NULL, *y = NULL, *sm = NULL, *si = NULL;
+  s = WK_OK;
+  for (int64_t c = 0; c < C; c++) {
+    w[c] = 1;
+    bb[c] = 0;
+  }
+  if (weight) s = wk_tensor_to_f64(weight, w, C);
+  if (!s && bias) s = wk_tensor_to_f64(bias, bb, C);
+  if (s) goto fail;
+  if (!(x = prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
+  bn_job j = {wk_tensor_data(x), wk_tensor_data(y), N, C, S, mean, var, scale, shift};
+  if (training) {
+    par(C, N * S, cd == WK_F64 ? bn_stats_f64 : bn_stats_f32, &j);
+  } else {
+    if ((s = wk_tensor_to_f64(rmean, mean, C)) || (s = wk_tensor_to_f64(rvar, var, C))) goto fail;
+  }
+  for (int64_t c = 0; c < C; c++) {
+    double invstd = 1.0 / sqrt(var[c] + eps);
+    scale[c] = invstd * w[c];
+    shift[c] = bb[c];
+    w[c] = invstd; /* kept for save_invstd */
+  }
+  par(N * C, S, cd == WK_F64 ? bn_apply_f64 : bn_apply_f32, &j);
+  if (training) {
+    if (!(sm = from_doubles(mean, C, &C, 1, sdt)) || !(si = from_doubles(w, C, &C, 1, sdt))) goto fail_err;
+    double cnt = (double)(N * S);
+    if (rmean) {
+      wk_dtype rdt = wk_tensor_dtype(rmean);
+      for (int64_t c = 0; c < C; c++) {
+        void *p = elem_ptr(rmean, c);
+        wk_store_f64(p, rdt, (1 - momentum) * wk_load_f64(p, rdt) + momentum * mean[c]);
+      }
+      wk_tensor_bump_version(rmean);
+    }
+    if (rvar) {
+      wk_dtype rdt = wk_tensor_dtype(rvar);
+      for (int64_t c = 0; c < C; c++) {
+        void *p = elem_ptr(rvar, c);
+        wk_store_f64(p, rdt, (1 - momentum) * wk_load_f64(p, rdt) + momentum * var[c] * cnt / (cnt - 1));
+      }
+      wk_tensor_bump_version(rvar);
+    }
+  } else {
+    if (!(sm = cpu_empty(&zero, 1, sdt)) || !(si = cpu_empty(&zero, 1, sdt))) goto fail_err;
+  }
+  free(buf);
+  wk_release(x);
+  if (!(y = cast_own(y, dt))) {
+    wk_release(sm);
+    wk_release(si);
+    return wk_last_error();
+  }
+  outs[0] = WK_VT(y);
+  outs[1] = WK_VT(sm);
+  outs[2] = WK_VT(si);
+  return WK_OK;
+fail_err:
+  s = wk_last_error();
+fail:
+  free(buf);
+  wk_release(x);
+  wk_release(y);
+  wk_release(sm);
+  wk_release(si);
+  return s;
+}
+
+/* ---- layer_norm ------------------------------------------------------------------------ */
+typedef struct {
+  const void *x, *w, *b;
+  void *y;
+  int64_t N;
+  double eps, *mean, *rstd;
+} ln_job;
+
+#define DEF_LN(T, SUF)                                                        \
+  static void ln_##SUF(void *p, int64_t b, int64_t e) {                       \
+    const ln_job *j = p;                                                      \
+    const int64_t N = j->N;                                                   \
+    const T *w = j->w, *bb = j->b;                                            \
+    for (int64_t r = b; r < e; r++) {                                         \
+      const T *x = (const T *)j->x + r * N;                                   \
+      T *y = (T *)j->y + r * N;                                               \
+      double s = 0, v = 0;                                                    \
+      for (int64_t i = 0; i < N; i++) s += x[i];                              \
+      double m = s / (double)N;                                               \
+      for (int64_t i = 0; i < N; i++) {                                       \
+        double dv = x[i] - m;                                                 \
+        v += dv * dv;                                                         \
+      }                                                                       \
+      double rs = 1.0 / sqrt(v / (double)N + j->eps);                         \
+      j->mean[r] = m;                                                         \
+      j->rstd[r] = rs;                                                        \
+      const T mt = (T)m, rt = (T)rs;                                          \
+      if (w && bb)                                                            \
+        for (int64_t i = 0; i < N; i++) y[i] = (x[i] - mt) * rt * w[i] + bb[i]; \
+      else if (w)                                                             \
+        for (int64_t i = 0; i < N; i++) y[i] = (x[i] - mt) * rt * w[i];       \
+      else if (bb)                                                            \
+        for (int64_t i = 0; i < N; i++) y[i] = (x[i] - mt) * rt + bb[i];      \
+      else                                                                    \
+        for (int64_t i = 0; i < N; i++) y[i] = (x[i] - mt) * rt;              \
+    }                                                                         \
+  }
+DEF_LN(float, f32)
+DEF_LN(double, f64)
+
+static wk_status ln_param(const char *name, wk_tensor *t, const int64_t *ns, int k) {
+  if (!t) return WK_OK;
+  char a[160], b[160];
+  bool same = wk_tensor_dim(t) == k;
+  for (int i = 0; same && i < k; i++) same = wk_tensor_sizes(t)[i] == ns[i];
+  if (!same)
+    return wk_error(WK_ERR_SHAPE,
+                    "layer_norm(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
+                    "normalized_shape = %s",
+                    name, name, cpu_shape_str(t, a, sizeof a), ints_str(ns, k, b, sizeof b));
+  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
+    return wk_error(WK_ERR_DTYPE, "layer_norm(): expected %s to be floating point, got %s", name,
+                    wk_dtype_name(wk_tensor_dtype(t)));
+  return WK_OK;
+}
+
+static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_OPT_T(2), *bias = WK_ARG_OPT_T(3);
+  const int64_t *ns = args[1].u.ints;
+  int k = args[1].len;
+  double eps = WK_ARG_F(4);
+  char a[160], b[160];
+  wk_status s = need_float("layer_norm", "input", input);
+  if (s) return s;
+  if (k < 1)
+    return wk_error(WK_ERR_SHAPE, "layer_norm(): Expected normalized_shape to be at least 1-dimensional, i.e., "
+                                  "containing at least one element, but got normalized_shape = []");
+  int nd = wk_tensor_dim(input);
+  const int64_t *sz = wk_tensor_sizes(input);
+  bool ok = nd >= k;
+  for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
+  if (!ok) {
+    char c[200];
+    size_t n = (size_t)snprintf(c, sizeof c, "[*");
+    for (int i = 0; i < k && n < sizeof c; i++) n += (size_t)snprintf(c + n, sizeof c - n, ", %lld", (long long)ns[i]);
+    if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
+    return wk_error(WK_ERR_SHAPE,
+                    "layer_norm(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
+                    ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
+  }
+  if ((s = ln_param("weight", weight, ns, k)) || (s = ln_param("bias", bias, ns, k))) return s;
+  int axis = nd - k;
+  int64_t M = 1, N = 1, ssz[WK_MAX_DIMS];
+  for (int i = 0; i < nd; i++) {
+    if (i < axis) M *= sz[i];
+    else N *= sz[i];
+    ssz[i] = i < axis ? sz[i] : 1;
+  }
+  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  wk_tensor *params[2] = {weight, bias};
+  wk_dtype sdt = stat_dtype(dt, params, 2);
+  wk_tensor *x = NULL, *w = NULL, *bb = NULL, *y = NULL, *mt = NULL, *rt = NULL;
+  double *buf = malloc(sizeof(double) * (size_t)(2 * M + 1));
+  if (!buf) return wk_error(WK_ERR_NO_MEMORY, "layer_norm(): out of memory");
+  if (!(x = prep(input, cd)) || (weight && !(w = prep(weight, cd))) || (bias && !(bb = prep(bias, cd))) ||
+      !(y = cpu_empty(sz, nd, cd)))
+    goto fail;
+  ln_job j = {wk_tensor_data(x), w ? wk_tensor_data(w) : NULL, bb ? wk_tensor_data(bb) : NULL, wk_tensor_data(y),
+              N, eps, buf, buf + M};
+  if (N > 0)
+    par(M, N, cd == WK_F64 ? ln_f64 : ln_f32, &j);
+  else
+    for (int64_t r = 0; r < M; r++) buf[r] = buf[M + r] = NAN;
+  if (!(mt = from_doubles(buf, M, ssz, nd, sdt)) || !(rt = from_doubles(buf + M, M, ssz, nd, sdt))) goto fail;
+  wk_release(x);
+  wk_release(w);
+  wk_release(bb);
+  x = w = bb = NULL;
+  if (!(y = cast_own(y, dt))) goto fail;
+  free(buf);
+  outs[0] = WK_VT(y);
+  outs[1] = WK_VT(mt);
+  outs[2] = WK_VT(rt);
+  return WK_OK;
+fail:
+  free(buf);
+  wk_release(x);
+  wk_release(w);
+  wk_release(bb);
+  wk_release(y);
+  wk_release(mt);
+  wk_release(rt);
+  return wk_last_error();
+}
+
+/* ---- dropout ------------------------------------------------------------------------------ */
+/* Element i keeps its value when the first word of Philox(seed, offset + i),
+ * as a float in [0, 1), is below 1 - p. */
+typedef struct {
+  const void *x;
+  void *y;
+  bool *mask;
+  uint64_t seed, offset;
+  double q, scale;
+} drop_job;
+
+#define DEF_DROP(T, SUF)                                                    \
+  static void drop_##SUF(void *p, int64_t b, int64_t e) {                   \
+    const drop_job *j = p;                                                  \
+    const T *x = j->x;                                                      \
+    T *y = j->y;                                                            \
+    for (int64_t i = b; i < e; i++) {                                       \
+      uint32_t r[4];                                                        \
+      wk_philox_at(j->seed, j->offset + (uint64_t)i, r);                    \
+      bool keep = (double)wk_u32_to_unit_f32(r[0]) < j->q;                  \
+      j->mask[i] = keep;                                                    \
+      y[i] = keep ? (T)((double)x[i] * j->scale) : (T)0;                    \
+    }                                                                       \
+  }
+DEF_DROP(float, f32)
+DEF_DROP(double, f64)
+
+static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  double p = WK_ARG_F(1);
+  bool train = WK_ARG_B(2);
+  if (!(p >= 0 && p <= 1))
+    return wk_error(WK_ERR_INVALID_ARG, "dropout(): dropout probability has to be between 0 and 1, but got %g", p);
+  wk_dtype dt = wk_tensor_dtype(input);
+  int nd = wk_tensor_dim(input);
+  const int64_t *sz = wk_tensor_sizes(input);
+  int64_t n = wk_tensor_numel(input);
+  bool active = train && p > 0;
+  if (active && !wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "dropout(): expected a floating point input when training, got %s", wk_dtype_name(dt));
+  wk_tensor *mask = cpu_empty(sz, nd, WK_BOOL), *y = NULL, *x = NULL;
+  if (!mask) return wk_last_error();
+  wk_status s = WK_OK;
+  if (!active || p == 1) {
+    y = cpu_empty(sz, nd, dt);
+    if (!y) goto fail_err;
+    if (!active) {
+      if ((s = cpu_copy(y, input))) goto fail;
+    } else if (n) {
+      memset(wk_tensor_data(y), 0, (size_t)n * wk_dtype_size(dt));
+    }
+    if (n) memset(wk_tensor_data(mask), active ? 0 : 1, (size_t)n);
+  } else {
+    wk_dtype cd = fcompute(dt);
+    uint64_t seed = 0, offset = 0;
+    if ((s = wk_rng_reserve(wk_tensor_device(input), (uint64_t)n, &seed, &offset))) goto fail;
+    if (!(x = prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
+    drop_job j = {wk_tensor_data(x), wk_tensor_data(y), wk_tensor_data(mask), seed, offset, 1 - p, 1 / (1 - p)};
+    par(n, 16, cd == WK_F64 ? drop_f64 : drop_f32, &j);
+    wk_release(x);
+    x = NULL;
+    if (!(y = cast_own(y, dt))) goto fail_err;
+  }
+  outs[0] = WK_VT(y);
+  outs[1] = WK_VT(mask);
+  return WK_OK;
+fail_err:
+  s = wk_last_error();
+fail:
+  wk_release(x);
+  wk_release(y);
+  wk_release(mask);
+  return s;
+}
+
+/* ---- embedding --------------------------------------------------------------------------- */
+typedef struct {
+  const char *w;
+  char *y;
+  const int64_t *idx;
+  size_t row;
+} emb_job;
+
+static void emb_range(void *p, int64_t b, int64_t e) {
+  const emb_job *j = p;
+  for (int64_t i = b; i < e; i++) memcpy(j->y + (size_t)i * j->row, j->w + (size_t)j->idx[i] * j->row, j->row);
+}
+
+static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *weight = WK_ARG_T(0), *indices = WK_ARG_T(1);
+  char a[160];
+  if (wk_tensor_dim(weight) != 2)
+    return wk_error(WK_ERR_SHAPE, "embedding(): 'weight' must be 2-D, got shape %s", cpu_shape_str(weight, a, sizeof a));
+  wk_dtype it = wk_tensor_dtype(indices);
+  if (!wk_dtype_is_integral(it))
+    return wk_error(WK_ERR_DTYPE,
+                    "embedding(): Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                    "Long, Int; but got %s instead",
+                    wk_dtype_name(it));
+  int nd = wk_tensor_dim(indices);
+  if (nd + 1 > WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "embedding(): indices have %d dimensions, at most %d supported", nd, WK_MAX_DIMS - 1);
+  int64_t V = wk_tensor_size(weight, 0), D = wk_tensor_size(weight, 1), osz[WK_MAX_DIMS];
+  memcpy(osz, wk_tensor_sizes(indices), sizeof(int64_t) * (size_t)nd);
+  osz[nd] = D;
+  wk_tensor *idx = prep(indices, WK_I64), *w = NULL, *y = NULL;
+  if (!idx) return wk_last_error();
+  const int64_t *iv = wk_tensor_data(idx);
+  int64_t n = wk_tensor_numel(idx);
+  for (int64_t i = 0; i < n; i++)
+    if (iv[i] < 0 || iv[i] >= V) {
+      wk_release(idx);
+      return wk_error(WK_ERR_INDEX, "embedding(): index out of range in self (index %lld, num_embeddings %lld)",
+                      (long long)iv[i], (long long)V);
+    }
+  if (!(w = wk_contiguous(weight)) || !(y = cpu_empty(osz, nd + 1, wk_tensor_dtype(weight)))) {
+    wk_release(idx);
+    wk_release(w);
+    return wk_last_error();
+  }
+  emb_job j = {wk_tensor_data(w), wk_tensor_data(y), iv, (size_t)D * wk_dtype_size(wk_tensor_dtype(weight))};
+  if (j.row) par(n, D, emb_range, &j);
+  wk_release(idx);
+  wk_release(w);
+  outs[0] = WK_VT(y);
+  return WK_OK;
+}
+
+/* ---- pad -------------------------------------------------------------------------------------- */
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_REPLICATE, PAD_CIRCULAR };
+
+/* Output element o of dimension d reads source element (o - pad_l) mapped by
+ * the mode; map[d][o] holds that source offset in bytes, or -1 for the fill. */
+typedef struct {
+  int nd;
+  const int64_t *osz;
+  int64_t *map[WK_MAX_DIMS];
+  const char *src;
+  char *dst;
+  size_t es;
+  unsigned char fill[8];
+} pad_job;
+
+static void pad_range(void *p, int64_t b, int64_t e) {
+  const pad_job *j = p;
+  int nd = j->nd;
+  int64_t W = j->osz[nd - 1];
+  const int64_t *inner = j->map[nd - 1];
+  size_t es = j->es;
+  for (int64_t r = b; r < e; r++) {
+    int64_t rem = r, off = 0;
+    bool fill = false;
+    for (int d = nd - 2; d >= 0; d--) {
+      int64_t m = j->map[d][rem % j->osz[d]];
+      rem /= j->osz[d];
+      if (m < 0) fill = true;
+      off += m;
+    }
+    char *out = j->dst + (size_t)(r * W) * es;
+    for (int64_t o = 0; o < W; o++) {
+      int64_t m = inner[o];
+      memcpy(out + (size_t)o * es, fill || m < 0 ? (const char *)j->fill : j->src + off + m, es);
+    }
+  }
+}
+
+static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0);
+  const int64_t *pad = args[1].u.ints;
+  int npad = args[1].len;
+  const char *ms = args[2].u.s;
+  bool has_value = !WK_ARG_IS_NONE(3);
+  double value = has_value ? WK_ARG_F(3) : 0;
+  int mode;
+  if (!strcmp(ms, "constant")) mode = PAD_CONSTANT;
+  else if (!strcmp(ms, "reflect")) mode = PAD_REFLECT;
+  else if (!strcmp(ms, "replicate")) mode = PAD_REPLICATE;
+  else if (!strcmp(ms, "circular")) mode = PAD_CIRCULAR;
+  else
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "pad(): mode must be one of 'constant', 'reflect', 'replicate' or 'circular', but got '%s'", ms);
+  int nd = wk_tensor_dim(self);
+  if (npad % 2) return wk_error(WK_ERR_INVALID_ARG, "pad(): Padding length must be divisible by 2");
+  if (npad / 2 > nd)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "pad(): Padding length should be less than or equal to two times the input dimension but got "
+                    "padding length %d and input of dimension %d",
+                    npad, nd);
+  if (mode != PAD_CONSTANT && has_value && value != 0)
+    return wk_error(WK_ERR_INVALID_ARG, "pad(): Padding mode \"%s\" doesn't take in value argument", ms);
+  const int64_t *sz = wk_tensor_sizes(self);
+  int64_t osz[WK_MAX_DIMS], pl[WK_MAX_DIMS] = {0}, pr[WK_MAX_DIMS] = {0}, total = 0;
+  char a[160];
+  for (int d = 0; d < nd; d++) {
+    int k = nd - 1 - d; /* pairs run from the last dimension */
+    if (k < npad / 2) {
+      pl[d] = pad[2 * k];
+      pr[d] = pad[2 * k + 1];
+    }
+    int64_t n = sz[d];
+    osz[d] = n + pl[d] + pr[d];
+    if (osz[d] < 0)
+      return wk_error(WK_ERR_SHAPE,
+                      "pad(): The input size %lld, plus negative padding %lld and %lld resulted in a negative output "
+                      "size, which is invalid. Check dimension %d of your input.",
+                      (long long)n, (long long)pl[d], (long long)pr[d], d);
+    if ((pl[d] > 0 || pr[d] > 0) && osz[d] > 0) {
+      if (mode == PAD_REFLECT && (pl[d] >= n || pr[d] >= n))
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "pad(): Padding size should be less than the corresponding input dimension, but got: padding "
+                        "(%lld, %lld) at dimension %d of input %s",
+                        (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+      if (mode == PAD_REPLICATE && n == 0)
+        return wk_error(WK_ERR_INVALID_ARG, "pad(): cannot replicate-pad dimension %d of size 0 of input %s", d,
+                        cpu_shape_str(self, a, sizeof a));
+      if (mode == PAD_CIRCULAR && (pl[d] > n || pr[d] > n))
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "pad(): Padding value causes wrapping around more than once (padding (%lld, %lld) at dimension "
+                        "%d of input %s)",
+                        (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+    }
+    total += osz[d];
+  }
+  wk_dtype dt = wk_tensor_dtype(self);
+  wk_tensor *y = cpu_empty(osz, nd, dt);
+  if (!y) return wk_last_error();
+  int64_t numel = wk_tensor_numel(y);
+  if (nd == 0 || numel == 0) {
+    wk_status s = nd == 0 ? cpu_copy(y, self) : WK_OK;
+    if (s) {
+      wk_release(y);
+      return s;
+    }
+    outs[0] = WK_VT(y);
+    return WK_OK;
+  }
+  int64_t *maps = malloc(sizeof(int64_t) * (size_t)total);
+  if (!maps) {
+    wk_release(y);
+    return wk_error(WK_ERR_NO_MEMORY, "pad(): out of memory");
+  }
+  pad_job j = {nd, osz, {0}, wk_tensor_data(self), wk_tensor_data(y), wk_dtype_size(dt), {0}};
+  wk_store_f64(j.fill, dt, value);
+  const int64_t *st = wk_tensor_strides(self);
+  int64_t *m = maps;
+  for (int d = 0; d < nd; d++) {
+    j.map[d] = m;
+    int64_t n = sz[d];
+    for (int64_t o = 0; o < osz[d]; o++) {
+      int64_t i = o - pl[d];
+      if (i < 0 || i >= n) {
+        switch (mode) {
+          case PAD_REFLECT: i = i < 0 ? -i : 2 * (n - 1) - i; break;
+          case PAD_REPLICATE: i = i < 0 ? 0 : n - 1; break;
+          case PAD_CIRCULAR: i = ((i % n) + n) % n; break;
+          default: i = -1; break;
+        }
+      }
+      m[o] = i < 0 ? -1 : i * st[d] * (int64_t)j.es;
+    }
+    m += osz[d];
+  }
+  int64_t W = osz[nd - 1];
+  par(numel / W, W, pad_range, &j);
+  free(maps);
+  outs[0] = WK_VT(y);
+  return WK_OK;
+}
+
+/* ---- classification losses --------------------------------------------------------------- */
+/* Log-probabilities laid out as contiguous [N, C, S] (f32 or f64). */
+typedef struct {
+  const void *lp;
+  bool dbl;
+  int64_t N, C, S;
+  const int64_t *tgt;       /* class indices [N*S], or NULL for probabilities */
+  const void *prob;         /* probabilities [N, C, S] (same dtype as lp) */
+  const double *w;          /* class weights [C] or NULL */
+  int64_t ignore;
+  double ls;                /* label smoothing */
+  double *loss, *wsum;      /* per (n, s) */
+} nll_job;
+
+static void nll_range(void *p, int64_t b, int64_t e) {
+  const nll_job *j = p;
+  const int64_t C = j->C, S = j->S;
+  for (int64_t r = b; r < e; r++) {
+    int64_t n = r / S, s = r % S, base = n * C * S + s;
+    double loss = 0, wt = 0;
+    if (j->tgt) {
+      int64_t t = j->tgt[r];
+      if (t != j->ignore) {
+        wt = j->w ? j->w[t] : 1;
+        loss = -wt * ld(j->lp, base + t * S, j->dbl);
+        if (j->ls > 0) {
+          double sm = 0;
+          for (int64_t c = 0; c < C; c++) sm -= (j->w ? j->w[c] : 1) * ld(j->lp, base + c * S, j->dbl);
+          loss = (1 - j->ls) * loss + j->ls / (double)C * sm;
+        }
+      }
+    } else {
+      for (int64_t c = 0; c < C; c++) {
+        double q = ld(j->prob, base + c * S, j->dbl);
+        if (j->ls > 0) q = q * (1 - j->ls) + j->ls / (double)C;
+        loss -= (j->w ? j->w[c] : 1) * q * ld(j->lp, base + c * S, j->dbl);
+      }
+      wt = 1;
+    }
+    j->loss[r] = loss;
+    j->wsum[r] = wt;
+  }
+}
+
+/* Checks the target of a class-index loss: its shape is the input's without
+ * the class dimension (1), and it holds integers. */
+static wk_status check_index_target(const char *op, wk_tensor *self, wk_tensor *target) {
+  char a[160], b[160], c[160];
+  int nd = wk_tensor_dim(self), tnd = wk_tensor_dim(target);
+  const int64_t *sz = wk_tensor_sizes(self), *tsz = wk_tensor_sizes(target);
+  if (!wk_dtype_is_integral(wk_tensor_dtype(target)))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected target of an integer dtype (class indices, i64), got %s", op,
+                    wk_dtype_name(wk_tensor_dtype(target)));
+  if (nd >= 2 && tnd >= 1 && tsz[0] != sz[0])
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected input batch_size (%lld) to match target batch_size (%lld).", op,
+                    (long long)sz[0], (long long)tsz[0]);
+  int64_t exp[WK_MAX_DIMS];
+  int en = 0;
+  for (int i = 0; i < nd; i++)
+    if (i != (nd >= 2 ? 1 : 0)) exp[en++] = sz[i];
+  bool same = en == tnd;
+  for (int i = 0; same && i < en; i++) same = exp[i] == tsz[i];
+  if (!same)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected target size %s, got %s (input of shape %s)", op,
+                    ints_str(exp, en, a, sizeof a), cpu_shape_str(target, b, sizeof b),
+                    cpu_shape_str(self, c, sizeof c));
+  return WK_OK;
+}
+
+/* The shared tail of cross_entropy and nll_loss. lp: log-probabilities,
+ * contiguous f32/f64 shaped like the input; target: class indices (checked)
+ * or probabilities (prob=true, contiguous of lp's dtype). */
+static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bool prob, wk_tensor *weight,
+                            int64_t reduction, int64_t ignore, double ls, wk_dtype out_dt, wk_value *outs) {
+  int nd = wk_tensor_dim(lp);
+  const int64_t *sz = wk_tensor_sizes(lp);
+  int cdim = nd >= 2 ? 1 : 0;
+  int64_t N = nd >= 2 ? sz[0] : 1, C = sz[cdim], S = 1;
+  for (int i = 2; i < nd; i++) S *= sz[i];
+  int64_t rows = N * S;
+  char a[160];
+  if (weight && wk_tensor_numel(weight) != C)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): weight tensor should be defined either for all %lld classes or no classes but got weight "
+                    "tensor of shape: %s",
+                    op, (long long)C, cpu_shape_str(weight, a, sizeof a));
+  double *buf = malloc(sizeof(double) * (size_t)(2 * rows + C + 1));
+  if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+  double *w = weight ? buf + 2 * rows : NULL;
+  wk_tensor *tg = NULL, *res = NULL;
+  wk_status s = WK_OK;
+  if (weight && (s = wk_tensor_to_f64(weight, w, C))) goto done;
+  nll_job j = {wk_tensor_data(lp), wk_tensor_dtype(lp) == WK_F64, N, C, S, NULL, NULL, w, ignore, ls, buf, buf + rows};
+  if (prob) {
+    j.prob = wk_tensor_data(target);
+  } else {
+    if (!(tg = prep(target, WK_I64))) {
+      s = wk_last_error();
+      goto done;
+    }
+    j.tgt = wk_tensor_data(tg);
+    for (int64_t r = 0; r < rows; r++)
+      if (j.tgt[r] != ignore && (j.tgt[r] < 0 || j.tgt[r] >= C)) {
+        s = wk_error(WK_ERR_INDEX, "%s(): Target %lld is out of bounds.", op, (long long)j.tgt[r]);
+        goto done;
+      }
+  }
+  par(rows, C, nll_range, &j);
+  if (reduction == 0) {
+    int64_t tsz[WK_MAX_DIMS];
+    int tn = 0;
+    for (int i = 0; i < nd; i++)
+      if (i != cdim) tsz[tn++] = sz[i];
+    res = from_doubles(buf, rows, tsz, tn, out_dt);
+  } else {
+    double tot = block_sum(buf, true, rows);
+    if (reduction == 1) tot /= block_sum(buf + rows, true, rows);
+    res = wk_scalar_tensor(tot, out_dt);
+  }
+  if (!res) s = wk_last_error();
+done:
+  free(buf);
+  wk_release(tg);
+  if (!s) outs[0] = WK_VT(res);
+  return s;
+}
+
+static wk_status k_cross_entropy(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "cross_entropy";
+  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
+  int64_t reduction = WK_ARG_I(3), ignore = WK_ARG_I(4);
+  double ls = WK_ARG_F(5);
+  wk_status s = need_float(op, "input", self);
+  if (!s) s = check_reduction(op, reduction);
+  if (s) return s;
+  if (!(ls >= 0 && ls <= 1))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): label_smoothing must be between 0.0 and 1.0. Got: %g", op, ls);
+  int nd = wk_tensor_dim(self);
+  if (nd < 1) return wk_error(WK_ERR_SHAPE, "%s(): input tensor should be 1D or more, got a 0-dim tensor", op);
+  bool prob = cpu_same_shape(self, target);
+  wk_dtype dt = wk_tensor_dtype(self), out_dt = dt;
+  if (prob) {
+    if (!wk_dtype_is_floating(wk_tensor_dtype(target)))
+      return wk_error(WK_ERR_DTYPE, "%s(): Expected floating point type for target with class probabilities, got %s",
+                      op, wk_dtype_name(wk_tensor_dtype(target)));
+    if (ignore >= 0)
+      return wk_error(WK_ERR_INVALID_ARG, "%s(): ignore_index is not supported for floating point target", op);
+    out_dt = wk_promote_types(dt, wk_tensor_dtype(target));
+  } else if ((s = check_index_target(op, self, target))) {
+    return s;
+  }
+  wk_dtype cd = fcompute(out_dt);
+  wk_tensor *x = prep(self, cd), *lp = x ? softmax_cd(x, nd >= 2 ? 1 : 0, true) : NULL;
+  wk_tensor *tp = prob && lp ? prep(target, cd) : NULL;
+  wk_release(x);
+  if (!lp || (prob && !tp)) s = wk_last_error();
+  if (!s) s = nll_finish(op, lp, prob ? tp : target, prob, weight, reduction, ignore, ls, out_dt, outs);
+  wk_release(lp);
+  wk_release(tp);
+  return s;
+}
+
+static wk_status k_nll_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "nll_loss";
+  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
+  int64_t reduction = WK_ARG_I(3), ignore = WK_ARG_I(4);
+  wk_status s = need_float(op, "input", self);
+  if (!s) s = check_reduction(op, reduction);
+  if (s) return s;
+  if (wk_tensor_dim(self) < 1)
+    return wk_error(WK_ERR_SHAPE, "%s(): input tensor should be 1D or more, got a 0-dim tensor", op);
+  if ((s = check_index_target(op, self, target))) return s;
+  wk_dtype dt = wk_tensor_dtype(self);
+  wk_tensor *lp = prep(self, fcompute(dt));
+  if (!lp) return wk_last_error();
+  s = nll_finish(op, lp, target, false, weight, reduction, ignore, 0, dt, outs);
+  wk_release(lp);
+  return s;
+}
+
+/* ---- pointwise losses ---------------------------------------------------------------------- */
+typedef struct {
+  bool dbl, has_w, has_pw;
+} pl_ctx;
+
+#define DEF_MSE(T, SUF)                                                             \
+  static void mse_##SUF(void *c, char **d, const int64_t *s, int64_t n) {           \
+    for (int64_t i = 0; i < n; i++) {                                               \
+      T v = *(const T *)(d[1] + i * s[1]) - *(const T *)(d[2] + i * s[2]);          \
+      *(T *)(d[0] + i * s[0]) = v * v;                                              \
+    }                                                                               \
+  }
+DEF_MSE(float, f32)
+DEF_MSE(double, f64)
+
+/* loss = (1 - t) x - (1 + (pw - 1) t) logsigmoid(x), times w. */
+#define DEF_BCE(T, SUF)                                                               \
+  static void bce_##SUF(void *c, char **d, const int64_t *s, int64_t n) {             \
+    const pl_ctx *pc = c;                                                             \
+    int k = 3;                                                                        \
+    int wi = pc->has_w ? k++ : 0, pi = pc->has_pw ? k++ : 0;                          \
+    for (int64_t i = 0; i < n; i++) {                                                 \
+      double x = *(const T *)(d[1] + i * s[1]), t = *(const T *)(d[2] + i * s[2]);    \
+      double lsig = (x < 0 ? x : 0) - log1p(exp(-fabs(x)));                           \
+      double lw = pi ? (*(const T *)(d[pi] + i * s[pi]) - 1) * t + 1 : 1;             \
+      double l = (1 - t) * x - lw * lsig;                                             \
+      if (wi) l *= *(const T *)(d[wi] + i * s[wi]);                                   \
+      *(T *)(d[0] + i * s[0]) = (T)l;                                                 \
+    }                                                                                 \
+  }
+DEF_BCE(float, f32)
+DEF_BCE(double, f64)
+
+/* Runs a pointwise loss over ops[1..n-1] (already in dtype cd) into a new
+ * tensor of shape/ndim, then reduces it and converts to out_dt. */
+static wk_status pointwise_loss(const char *op, wk_tensor **ops, int n, const int64_t *shape, int nd, wk_dtype cd,
+                                wk_loop_fn fn, pl_ctx *pc, int64_t reduction, wk_dtype out_dt, wk_value *outs) {
+  wk_tensor *L = cpu_empty(shape, nd, cd), *res = NULL;
+  if (!L) return wk_last_error();
+  ops[0] = L;
+  wk_iter it;
+  wk_status s = wk_iter_init(&it, op, ops, n);
+  if (s) {
+    wk_release(L);
+    return s;
+  }
+  wk_iter_run(&it, fn, pc);
+  if (reduction == 0) {
+    res = cast_own(L, out_dt);
+  } else {
+    int64_t numel = wk_tensor_numel(L);
+    double tot = block_sum(wk_tensor_data(L), cd == WK_F64, numel);
+    if (reduction == 1) tot /= (double)numel;
+    wk_release(L);
+    res = wk_scalar_tensor(tot, out_dt);
+  }
+  if (!res) return wk_last_error();
+  outs[0] = WK_VT(res);
+  return WK_OK;
+}
+
+static wk_status k_mse_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "mse_loss";
+  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1);
+  int64_t reduction = WK_ARG_I(2);
+  wk_status s = check_reduction(op, reduction);
+  if (s) return s;
+  wk_dtype rt = wk_result_type(args, 2);
+  if (!wk_dtype_is_floating(rt))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
+                    wk_dtype_name(wk_tensor_dtype(self)), wk_dtype_name(wk_tensor_dtype(target)));
+  wk_tensor *pair[2] = {self, target};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  if ((s = wk_broadcast_shapes("mse_loss()", pair, 2, shape, &nd))) return s;
+  wk_dtype cd = fcompute(rt);
+  wk_tensor *a = wk_kernel_cast(self, cd), *b = wk_kernel_cast(target, cd);
+  if (!a || !b) {
+    s = wk_last_error();
+  } else {
+    wk_tensor *ops[3] = {NULL, a, b};
+    pl_ctx pc = {cd == WK_F64, false, false};
+    s = pointwise_loss(op, ops, 3, shape, nd, cd, cd == WK_F64 ? mse_f64 : mse_f32, &pc, reduction, rt, outs);
+  }
+  wk_release(a);
+  wk_release(b);
+  return s;
+}
+
+static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "binary_cross_entropy_with_logits";
+  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2), *pw = WK_ARG_OPT_T(3);
+  int64_t reduction = WK_ARG_I(4);
+  char a[160], b[160];
+  wk_status s = check_reduction(op, reduction);
+  if (s) return s;
+  if (!cpu_same_shape(self, target))
+    return wk_error(WK_ERR_SHAPE, "%s(): Target size (%s) must be the same as input size (%s)", op,
+                    cpu_shape_str(target, a, sizeof a), cpu_shape_str(self, b, sizeof b));
+  wk_dtype rt = wk_result_type(args, 2);
+  if (!wk_dtype_is_floating(rt))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
+                    wk_dtype_name(wk_tensor_dtype(self)), wk_dtype_name(wk_tensor_dtype(target)));
+  const char *names[2] = {"weight", "pos_weight"};
+  wk_tensor *extra[2] = {weight, pw};
+  for (int i = 0; i < 2; i++) {
+    if (!extra[i]) continue;
+    wk_tensor *pair[2] = {self, extra[i]};
+    int64_t shape[WK_MAX_DIMS];
+    int nd = 0;
+    if (wk_broadcast_shapes(op, pair, 2, shape, &nd) == WK_OK && nd == wk_tensor_dim(self) &&
+        !memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
+      continue;
+    return wk_error_replace(WK_ERR_SHAPE, "%s(): %s of shape %s cannot be broadcast to the input shape %s", op, names[i],
+                    cpu_shape_str(extra[i], a, sizeof a), cpu_shape_str(self, b, sizeof b));
+  }
+  wk_dtype cd = fcompute(rt);
+  wk_tensor *ops[5] = {NULL, wk_kernel_cast(self, cd), wk_kernel_cast(target, cd), NULL, NULL};
+  int n = 3;
+  bool ok = ops[1] && ops[2];
+  if (weight) ok = ok && (ops[n++] = wk_kernel_cast(weight, cd));
+  if (pw) ok = ok && (ops[n++] = wk_kernel_cast(pw, cd));
+  if (!ok) {
+    s = wk_last_error();
+  } else {
+    pl_ctx pc = {cd == WK_F64, weight != NULL, pw != NULL};
+    s = pointwise_loss(op, ops, n, wk_tensor_sizes(self), wk_tensor_dim(self), cd, cd == WK_F64 ? bce_f64 : bce_f32,
+                       &pc, reduction, rt, outs);
+  }
+  for (int i = 1; i < 5; i++) wk_release(ops[i]);
+  return s;
+}
+
+wk_status cpu_register_nn(void) {
+  static const struct {
+    const char *name;
+    wk_kernel_fn fn;
+    void *user;
+  } ks[] = {{"softmax", k_softmax, NULL},
+            {"log_softmax", k_softmax, (void *)1},
+            {"batch_norm", k_batch_norm, NULL},
+            {"layer_norm", k_layer_norm, NULL},
+            {"dropout", k_dropout, NULL},
+            {"embedding", k_embedding, NULL},
+            {"pad", k_pad, NULL},
+            {"cross_entropy", k_cross_entropy, NULL},
+            {"nll_loss", k_nll_loss, NULL},
+            {"mse_loss", k_mse_loss, NULL},
+            {"binary_cross_entropy_with_logits", k_bce_logits, NULL}};
+  wk_status s = WK_OK;
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);
+  return s;
+}
