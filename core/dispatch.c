@@ -26,6 +26,7 @@ struct wk_op {
   bool out_borrowed[WK_MAX_OUTS]; /* returns aliasing a mutated argument */
   kernel_entry *kernels;
   int nkernels, cap;
+  const void *autograd; /* derivative formula (autograd.c owns the meaning) */
 };
 
 struct wk_layer {
@@ -185,6 +186,7 @@ int wk_op_mutated_arg(const wk_op *op) { return op ? op->mutated_arg : -1; }
 int wk_op_count(void) { return g_nops; }
 wk_op *wk_op_at(int i) { return i >= 0 && i < g_nops ? g_ops[i] : NULL; }
 const wk__schema *wk__op_schema(const wk_op *op) { return &op->schema; }
+const void **wk__op_autograd_slot(wk_op *op) { return &op->autograd; }
 
 /* ---- kernels ---- */
 static wk_status add_kernel(wk_op *op, kernel_entry k) {

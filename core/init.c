@@ -37,6 +37,7 @@ wk_status wk_init(void) {
   wk__ops_declare_standard();
   wk__views_register();
   wk__composites_register();
+  wk__autograd_init();
   wk__plugins_load_all();
   pthread_mutex_unlock(&g_init_lock);
   return WK_OK;

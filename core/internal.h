@@ -111,6 +111,7 @@ WK__HIDDEN void wk__core_kernels_register(void);
 WK__HIDDEN void wk__kernel_rollback(wk_plugin *owner);
 WK__HIDDEN void wk__dispatch_apply_env(void);
 WK__HIDDEN const wk__schema *wk__op_schema(const wk_op *op);
+WK__HIDDEN const void **wk__op_autograd_slot(wk_op *op);
 /* Calls a kernel below every layer (used by the ffi trampoline and tests). */
 WK__HIDDEN wk_status wk__ffi_kernel(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs);
 WK__HIDDEN void *wk__ffi_prepare(const wk__schema *s, void (*fn)(void));
@@ -125,6 +126,8 @@ WK__HIDDEN const void *wk__host_api_get(uint32_t major, uint32_t minor);
 
 /* ---- threads and rng ------------------------------------------------------------------ */
 WK__HIDDEN void wk__pool_shutdown(void);
+WK__HIDDEN void wk__ameta_free(wk_tensor *t);
+WK__HIDDEN void wk__autograd_init(void);
 
 /* Small helpers */
 WK__HIDDEN char *wk__strdup(const char *s);

@@ -28,4 +28,5 @@ void wk__ops_declare_standard(void) {
   WK_BINARY_OPS(BINARY)
   WK_COMPARE_OPS(COMPARE)
   WK_OTHER_OPS(DECL)
+  WK_BACKWARD_OPS(DECL)
 }

@@ -273,6 +273,7 @@ void wk_release(wk_tensor *t) {
   if (t->scope && wk__call_depth == 0) wk__scope_forget(t);
   if (atomic_fetch_sub(&t->refcount, 1) != 1) return;
   if (t->scope) wk__scope_forget(t);
+  if (t->autograd) wk__ameta_free(t);
   wk__storage_release(t->storage);
   atomic_fetch_sub(&g_live, 1);
   free(t);

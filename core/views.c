@@ -389,14 +389,13 @@ static wk_status split_sizes(const char *op, wk_tensor *self, int64_t dim, const
   if (!list) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   int64_t start = 0;
   for (int64_t i = 0; i < n; i++) {
-    wk_value o[1];
-    wk_status s = slice_impl(op, self, d, start, start + sizes[i], 1, o);
-    if (s) {
+    /* through the dispatcher, so autograd records each piece as a slice */
+    list[i] = wk_slice(self, d, start, start + sizes[i], 1);
+    if (!list[i]) {
       for (int64_t j = 0; j < i; j++) wk_release(list[j]);
       free(list);
-      return s;
+      return wk_last_error();
     }
-    list[i] = o[0].u.t;
     start += sizes[i];
   }
   outs[0] = WK_VTS(list, n);

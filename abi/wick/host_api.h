@@ -44,7 +44,13 @@
   X(wk_plugin_get_status) X(wk_plugin_reason) X(wk_plugin_search_path)                 \
   X(wk_plugin_load) X(wk_service_register) X(wk_service_get) X(wk_service_count)       \
   X(wk_service_info) X(wk_to_dlpack) X(wk_from_dlpack)                                 \
-  X(wk_result_type) X(wk_tensor_set_requires_grad) X(wk_tensor_requires_grad)
+  X(wk_result_type) X(wk_tensor_set_requires_grad) X(wk_tensor_requires_grad)             \
+  X(wk_tensor_is_leaf) X(wk_tensor_grad_fn_name) X(wk_tensor_grad) X(wk_tensor_set_grad)   \
+  X(wk_tensor_zero_grad) X(wk_tensor_retain_grad) X(wk_detach) X(wk_backward)              \
+  X(wk_backward_with) X(wk_grad) X(wk_grad_enabled) X(wk_set_grad_enabled)                 \
+  X(wk_no_grad_begin) X(wk_no_grad_end) X(wk_inference_mode_begin) X(wk_inference_mode_end) \
+  X(wk_is_inference_tensor) X(wk_tensor_register_hook)                                      \
+  X(wk_tensor_register_post_accumulate_grad_hook) X(wk_set_anomaly_enabled) X(wk_anomaly_enabled)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -153,9 +153,9 @@
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \
-  X("split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]", WK_TAG_VIEW)            \
-  X("split_with_sizes(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor[]", WK_TAG_VIEW) \
-  X("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor[]", WK_TAG_VIEW)                \
+  X("split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]", WK_TAG_VIEW | WK_TAG_COMPOSITE)            \
+  X("split_with_sizes(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor[]", WK_TAG_VIEW | WK_TAG_COMPOSITE) \
+  X("chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor[]", WK_TAG_VIEW | WK_TAG_COMPOSITE)                \
   X("index_select(Tensor self, int dim, Tensor index) -> Tensor", 0)                             \
   X("gather(Tensor self, int dim, Tensor index) -> Tensor", 0)                                   \
   X("scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor", 0)                  \
@@ -171,5 +171,20 @@
   X("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", WK_ND) \
   X("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", 0) \
   X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)
+
+/* Backward ops: helpers of derivative formulas that are not cheap to write
+ * with forward ops. Results a caller masks out (output_mask[i] == 0) are None. */
+#define WK_BACKWARD_OPS(X)                                                                       \
+  X("conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, int[3] output_mask) -> (Tensor, Tensor, Tensor)", WK_TAG_BACKWARD) \
+  X("max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor", WK_TAG_BACKWARD) \
+  X("avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor", WK_TAG_BACKWARD) \
+  X("adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor", WK_TAG_BACKWARD) \
+  X("batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, int[3] output_mask) -> (Tensor, Tensor, Tensor)", WK_TAG_BACKWARD) \
+  X("layer_norm_backward(Tensor grad_out, Tensor input, int[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, int[3] output_mask) -> (Tensor, Tensor, Tensor)", WK_TAG_BACKWARD) \
+  X("embedding_dense_backward(Tensor grad_output, Tensor indices, int num_weights, int padding_idx) -> Tensor", WK_TAG_BACKWARD) \
+  X("softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", WK_TAG_BACKWARD) \
+  X("log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", WK_TAG_BACKWARD) \
+  X("pad_backward(Tensor grad_output, Tensor self, int[] pad, str mode) -> Tensor", WK_TAG_BACKWARD) \
+  X("gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor", WK_TAG_BACKWARD)
 
 #endif

@@ -13,6 +13,7 @@
 #include <wick/runtime.h>
 #include <wick/plugin.h>
 #include <wick/dlpack.h>
+#include <wick/autograd.h>
 /* In plugin builds <wick/sdk.h> includes the front end after routing calls
  * through the host table. */
 #ifndef WK__SDK_REDIRECT

@@ -34,7 +34,8 @@ static const char *tname(wk_dtype dt) {
 
 static const char *ints_str(const int64_t *v, int n, char *buf, size_t cap) {
   size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  for (int i = 0; i < n && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
   if (k < cap) snprintf(buf + k, cap - k, "]");
   return buf;
 }
@@ -246,7 +247,8 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
                       pnames[i], pnames[i], ints_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
   int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
   if (xd != 3 && xd != 4)
-    return wk_error(WK_ERR_SHAPE, "conv2d(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
+    return wk_error(WK_ERR_SHAPE,
+                    "conv2d(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
                     cpu_shape_str(input, a, sizeof a));
   if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): non-positive groups is not supported");
   if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): negative padding is not supported");
@@ -269,8 +271,8 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
   if (O < groups)
     return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Given groups=%lld, expected weight to be at least %lld at dimension 0, but got weight of "
-                    "size %s instead",
+                    "conv2d(): Given groups=%lld, expected weight to be at least %lld at dimension 0, but got "
+                    "weight of size %s instead",
                     (long long)groups, (long long)groups, cpu_shape_str(weight, a, sizeof a));
   if (O % groups)
     return wk_error(WK_ERR_SHAPE,
@@ -519,7 +521,8 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
     s[0] = k[0];
     s[1] = k[1];
   } else if (!pair_arg(sv, s)) {
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints", op);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
+                    op);
   }
   if (!pair_arg(pv, p))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
@@ -529,7 +532,8 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
                     cpu_shape_str(x, a, sizeof a));
   for (int i = 0; i < 2; i++) {
     if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", op);
-    if (p[i] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", op, (long long)p[i]);
+    if (p[i] < 0)
+      return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", op, (long long)p[i]);
     if (p[i] > ((k[i] - 1) * dil[i] + 1) / 2)
       return wk_error(WK_ERR_INVALID_ARG,
                       "%s(): pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld "
@@ -583,7 +587,8 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   bool ceil_mode = WK_ARG_B(5);
   int64_t k[2], s[2], p[2], d[2], o[2];
   if (!pair_arg(&args[4], d))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", WK_OPNAME);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints",
+                    WK_OPNAME);
   wk_status st = pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
   if (st) return st;
   wk_dtype dt = wk_tensor_dtype(input);
@@ -678,7 +683,8 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
                     WK_OPNAME, (long long)os[0], (long long)os[1]);
   int nd = wk_tensor_dim(input);
   if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", WK_OPNAME, cpu_shape_str(input, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", WK_OPNAME,
+                    cpu_shape_str(input, a, sizeof a));
   for (int i = nd - 2; i < nd; i++)
     if (wk_tensor_size(input, i) <= 0)
       return wk_error(WK_ERR_SHAPE,

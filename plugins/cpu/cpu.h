@@ -19,6 +19,9 @@ CPU_HIDDEN wk_status cpu_register_linalg(void);
 CPU_HIDDEN wk_status cpu_register_nn(void);
 CPU_HIDDEN wk_status cpu_register_conv(void);
 CPU_HIDDEN wk_status cpu_register_index(void);
+CPU_HIDDEN wk_status cpu_register_conv_backward(void);
+CPU_HIDDEN wk_status cpu_register_nn_backward(void);
+CPU_HIDDEN wk_status cpu_register_pointwise_backward(void);
 
 /* Registers a boxed kernel for `op` on the cpu at reference priority; `user`
  * comes back as ctx->user. Fails (with the core's message) on an unknown op. */

@@ -24,7 +24,8 @@ static int64_t scalar_i64(const wk_value *v) { return v->tag == WK_V_BOOL ? (int
 
 static const char *ints_str(const int64_t *s, int n, char *buf, size_t cap) {
   size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)s[i]);
+  for (int i = 0; i < n && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)s[i]);
   if (k < cap) snprintf(buf + k, cap - k, "]");
   return buf;
 }
@@ -61,7 +62,7 @@ static double float_max(wk_dtype dt) {
     case WK_F32: return FLT_MAX;
     case WK_F16: return 65504.0;
     case WK_BF16: return 3.3895313892515355e38;
-    default: return INFINITY;
+    default: return DBL_MAX;
   }
 }
 
@@ -312,7 +313,11 @@ static wk_status k_arange(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   } else {
     bool half = dt == WK_F16 || dt == WK_BF16;
     double s = wk_value_as_f64(vs), e = wk_value_as_f64(ve), st = wk_value_as_f64(vst);
-    if (half) s = (float)s, e = (float)e, st = (float)st;
+    if (half) { /* PyTorch's accumulate type for half and bfloat16 is float */
+      s = (float)s;
+      e = (float)e;
+      st = (float)st;
+    }
     j.sd = s;
     j.std_ = st;
     if (!(st > 0 || st < 0)) return wk_error(WK_ERR_INVALID_ARG, "arange(): step must be nonzero");
@@ -340,7 +345,9 @@ static wk_status k_linspace(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
   (void)ctx;
   int64_t steps = args[2].u.i;
   wk_dtype dt = opt_dtype(&args[3], WK_F32);
-  if (steps < 0) return wk_error(WK_ERR_INVALID_ARG, "linspace(): number of steps must be non-negative, got %lld", (long long)steps);
+  if (steps < 0)
+    return wk_error(WK_ERR_INVALID_ARG, "linspace(): number of steps must be non-negative, got %lld",
+                    (long long)steps);
   if (dt == WK_BOOL) return wk_error(WK_ERR_DTYPE, "linspace(): \"linspace_cpu\" not implemented for 'bool'");
   unsigned char bs[8], be[8];
   wk_status s = scalar_bytes("linspace", &args[0], dt, bs);
@@ -561,8 +568,9 @@ static wk_status k_randint(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   int64_t low = args[0].u.i, high = args[1].u.i;
   wk_dtype dt = opt_dtype(&args[3], WK_I64);
   if (low >= high)
-    return wk_error(WK_ERR_INVALID_ARG, "randint(): expected 'low' to be less than 'high', but got low=%lld >= high=%lld",
-                    (long long)low, (long long)high);
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "randint(): expected 'low' to be less than 'high', but got low=%lld >= high=%lld", (long long)low,
+                    (long long)high);
   wk_status s = check_int_bound("randint", "low", low, dt);
   if (!s) s = check_int_bound("randint", "high - 1", high - 1, dt);
   if (s) return s;

@@ -987,7 +987,7 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   }
   if (n > 0 && mn < 0) {
     free(v);
-    return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Class values must be non-negative (got %lld).", (long long)mn);
+    return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Class values must be non-negative. (got %lld)", (long long)mn);
   }
   if (n > 0) {
     if (nc == -1) {
@@ -995,7 +995,7 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     } else if (nc <= mx) {
       free(v);
       return wk_error(WK_ERR_INVALID_ARG,
-                      "one_hot(): Class values must be smaller than num_classes (got class %lld, num_classes %lld).",
+                      "one_hot(): Class values must be smaller than num_classes. (got class %lld, num_classes %lld)",
                       (long long)mx, (long long)nc);
     }
   }

@@ -649,9 +649,10 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   int64_t n = wk_tensor_numel(idx);
   for (int64_t i = 0; i < n; i++)
     if (iv[i] < 0 || iv[i] >= V) {
+      long long bad = (long long)iv[i];
       wk_release(idx);
-      return wk_error(WK_ERR_INDEX, "embedding(): index out of range in self (index %lld, num_embeddings %lld)",
-                      (long long)iv[i], (long long)V);
+      return wk_error(WK_ERR_INDEX, "embedding(): index out of range in self (index %lld, num_embeddings %lld)", bad,
+                      (long long)V);
     }
   if (!(w = wk_contiguous(weight)) || !(y = cpu_empty(osz, nd + 1, wk_tensor_dtype(weight)))) {
     wk_release(idx);

@@ -1,8 +1,10 @@
 /* cpu plugin: reductions (sum, mean, prod, max/min with indices, argmax/argmin,
- * var/std, norm, logsumexp, all/any) and the cumsum scan. A reduction moves its
- * reduced dims to the end of a contiguous copy, so each output element reduces
- * one contiguous row. Rows are cut into fixed blocks whose partial results are
- * combined in block order, so results never depend on the thread count. */
+ * var/std, norm, logsumexp, all/any) and the cumsum scan. A reduction sees its
+ * input as a contiguous [outer, n, inner] array (the reduced dims in the middle;
+ * when they are not consecutive in a contiguous input, a copy moves them last).
+ * Each output element's n values are cut into fixed blocks whose partial
+ * results combine in block order, with the same arithmetic on every path, so
+ * results depend neither on the thread count nor on the input's layout. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 #define RBLOCK 16384 /* fixed block of a row: partials combine in this grouping */
 #define RCHUNK 256   /* elements converted to double / int64 at a time */
 #define RGRAIN 32768 /* elements below which work stays on one thread */
+#define RTILE 256    /* output columns reduced together when the reduced dims are not innermost */
 
 /* PyTorch's ScalarType names, for messages that read like PyTorch's. */
 static const char *torch_name(wk_dtype dt) {
@@ -39,12 +42,13 @@ static wk_status wrap_dim(const char *op, int64_t d, int nd, int *out) {
   return WK_OK;
 }
 
-/* ---- plan: the reduced dims, the output shape and the row layout ---------------- */
+/* ---- plan: the reduced dims, the output shape and the data layout ------------- */
 typedef struct {
-  wk_tensor *c;        /* contiguous input with the reduced dims last (new reference) */
-  int64_t rows, n;     /* output elements; elements reduced into each */
+  wk_tensor *c;               /* contiguous data viewed as [outer, n, inner] (new reference) */
+  int64_t outer, n, inner;    /* n: elements reduced into each output element */
+  int64_t rows;               /* output elements: outer * inner, in row-major output order */
   int64_t shape[WK_MAX_DIMS];
-  int nd;              /* output shape */
+  int nd;                     /* output shape */
 } rplan;
 
 /* Plans a reduction of x over dims (ndims == 0: every dim). */
@@ -81,7 +85,26 @@ static wk_status plan_make(rplan *p, const char *op, wk_tensor *x, const int64_t
       perm[k++] = d;
       p->n *= sz[d];
     }
-  if (nd == 0) {
+  p->outer = p->rows;
+  p->inner = 1;
+  /* Reduced dims (of size > 1) with no kept dim between them, in a contiguous
+   * input, need no copy: the kept dims before and after are outer and inner. */
+  int first = -1, last = -1;
+  for (int d = 0; d < nd; d++)
+    if (red[d] && sz[d] != 1) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  bool consecutive = true;
+  for (int d = first + 1; d < last; d++)
+    if (!red[d] && sz[d] != 1) consecutive = false;
+  if (nd == 0 || p->rows * p->n == 0 || (consecutive && wk_tensor_is_contiguous(x))) {
+    if (first >= 0 && p->rows * p->n > 0) {
+      p->inner = 1;
+      for (int d = last + 1; d < nd; d++)
+        if (!red[d]) p->inner *= sz[d];
+      p->outer = p->rows / p->inner;
+    }
     p->c = wk_retain(x);
   } else {
     wk_tensor *v = wk_permute(x, perm, nd);
@@ -109,11 +132,12 @@ typedef struct {
   rkind k;
   const char *data;
   wk_dtype dt;
-  int64_t es, rows, n, nb; /* nb: blocks per row */
+  int64_t es, rows, n, nb; /* nb: blocks per output element */
+  int64_t outer, inner, ntiles; /* column layout (inner > 1): tiles of RTILE columns */
   double p;                /* R_POW exponent */
-  const double *param;     /* per-row shift (R_SQDEV, R_EXPSUM) */
+  const double *param;     /* per-output shift (R_SQDEV, R_EXPSUM) */
   acc_t *res;              /* rows results */
-  acc_t *parts;            /* rows * nb partials (split rows only) */
+  acc_t *parts;            /* rows * nb partials (split reductions only) */
 } rjob;
 
 static bool int_kind(rkind k) { return k >= R_SUM_I; }
@@ -155,11 +179,32 @@ static void load_i64(const char *p, wk_dtype dt, int64_t n, int64_t *o) {
   }
 }
 
+/* Additive kinds keep four partial sums, by element position within the block
+ * (chunks hold a multiple of four), for speed without changing the grouping. */
+#define LANES(E)                                        \
+  do {                                                  \
+    int64_t t = 0;                                      \
+    for (; t + 4 <= m; t += 4) {                        \
+      lane[0] += E(t);                                  \
+      lane[1] += E(t + 1);                              \
+      lane[2] += E(t + 2);                              \
+      lane[3] += E(t + 3);                              \
+    }                                                   \
+    for (; t < m; t++) lane[t & 3] += E(t);             \
+  } while (0)
+#define E_SUM(t) x[t]
+#define E_SQDEV(t) ((x[t] - prm) * (x[t] - prm))
+#define E_EXP(t) exp(x[t] - prm)
+#define E_ABS(t) fabs(x[t])
+#define E_SQ(t) (x[t] * x[t])
+#define E_POW(t) pow(fabs(x[t]), j->p)
+#define E_NZ(t) (double)(x[t] != 0)
+
 /* Reduces elements [start, start + len) of row `row` in the double kinds. */
 static acc_t block_f(const rjob *j, int64_t row, int64_t start, int64_t len) {
   acc_t a = acc_init(j->k);
   const char *base = j->data + (row * j->n + start) * j->es;
-  double prm = j->param ? j->param[row] : 0, buf[RCHUNK];
+  double prm = j->param ? j->param[row] : 0, buf[RCHUNK], lane[4] = {0, 0, 0, 0};
   for (int64_t off = 0; off < len; off += RCHUNK) {
     int64_t m = len - off < RCHUNK ? len - off : RCHUNK;
     const double *x = buf;
@@ -169,15 +214,13 @@ static acc_t block_f(const rjob *j, int64_t row, int64_t start, int64_t len) {
       load_f64(base + off * j->es, j->dt, m, buf);
     double s = a.d;
     switch (j->k) {
-      case R_SUM: for (int64_t t = 0; t < m; t++) s += x[t]; break;
-      case R_SQDEV:
-        for (int64_t t = 0; t < m; t++) s += (x[t] - prm) * (x[t] - prm);
-        break;
-      case R_EXPSUM: for (int64_t t = 0; t < m; t++) s += exp(x[t] - prm); break;
-      case R_ABS: for (int64_t t = 0; t < m; t++) s += fabs(x[t]); break;
-      case R_SQ: for (int64_t t = 0; t < m; t++) s += x[t] * x[t]; break;
-      case R_POW: for (int64_t t = 0; t < m; t++) s += pow(fabs(x[t]), j->p); break;
-      case R_NZ: for (int64_t t = 0; t < m; t++) s += x[t] != 0; break;
+      case R_SUM: LANES(E_SUM); break;
+      case R_SQDEV: LANES(E_SQDEV); break;
+      case R_EXPSUM: LANES(E_EXP); break;
+      case R_ABS: LANES(E_ABS); break;
+      case R_SQ: LANES(E_SQ); break;
+      case R_POW: LANES(E_POW); break;
+      case R_NZ: LANES(E_NZ); break;
       case R_PROD: for (int64_t t = 0; t < m; t++) s *= x[t]; break;
       case R_AMAX:
       case R_AMIN:
@@ -220,6 +263,7 @@ static acc_t block_f(const rjob *j, int64_t row, int64_t start, int64_t len) {
     }
     a.d = s;
   }
+  if (j->k <= R_NZ) a.d = (lane[0] + lane[1]) + (lane[2] + lane[3]);
   return a;
 }
 
@@ -307,8 +351,117 @@ static void parts_range(void *cp, int64_t b, int64_t e) {
   for (int64_t u = b; u < e; u++) j->parts[u] = reduce_block(j, u / j->nb, u % j->nb);
 }
 
-/* Reduces every row of the plan; returns a malloc'd array of p->rows partials
- * (at least one slot), or NULL with an error recorded. */
+/* The column layout: the partials of block `blk` for the w columns from j0 of
+ * slice o. Element i of column c updates it exactly as block_f/block_i would
+ * update element i of a row, so both layouts give the same bits. */
+static void col_block(const rjob *j, int64_t o, int64_t j0, int64_t w, int64_t blk, acc_t *out) {
+  double lane[4][RTILE], buf[RTILE];
+  int64_t ibuf[RTILE];
+  const double *prm = j->param ? j->param + o * j->inner + j0 : NULL;
+  for (int64_t c = 0; c < w; c++) {
+    out[c] = acc_init(j->k);
+    lane[0][c] = lane[1][c] = lane[2][c] = lane[3][c] = 0;
+  }
+  int64_t i0 = blk * RBLOCK, i1 = j->n - i0 < RBLOCK ? j->n : i0 + RBLOCK;
+  for (int64_t i = i0; i < i1; i++) {
+    const char *p = j->data + ((o * j->n + i) * j->inner + j0) * j->es;
+    int q = (int)((i - i0) & 3);
+    if (int_kind(j->k)) {
+      const int64_t *x = ibuf;
+      if (j->dt == WK_I64)
+        x = (const int64_t *)p;
+      else
+        load_i64(p, j->dt, w, ibuf);
+      for (int64_t c = 0; c < w; c++) {
+        acc_t *a = &out[c];
+        switch (j->k) {
+          case R_SUM_I: a->i = (int64_t)((uint64_t)a->i + (uint64_t)x[c]); break;
+          case R_PROD_I: a->i = (int64_t)((uint64_t)a->i * (uint64_t)x[c]); break;
+          case R_MAX_I:
+          case R_MIN_I:
+            if (a->idx < 0 || (j->k == R_MAX_I ? x[c] > a->i : x[c] < a->i)) {
+              a->i = x[c];
+              a->idx = i;
+            }
+            break;
+          default: break;
+        }
+      }
+      continue;
+    }
+    const double *x = buf;
+    if (j->dt == WK_F64)
+      x = (const double *)p;
+    else
+      load_f64(p, j->dt, w, buf);
+    double *lq = lane[q];
+    switch (j->k) {
+      case R_SUM: for (int64_t c = 0; c < w; c++) lq[c] += x[c]; break;
+      case R_SQDEV: for (int64_t c = 0; c < w; c++) lq[c] += (x[c] - prm[c]) * (x[c] - prm[c]); break;
+      case R_EXPSUM: for (int64_t c = 0; c < w; c++) lq[c] += exp(x[c] - prm[c]); break;
+      case R_ABS: for (int64_t c = 0; c < w; c++) lq[c] += fabs(x[c]); break;
+      case R_SQ: for (int64_t c = 0; c < w; c++) lq[c] += x[c] * x[c]; break;
+      case R_POW: for (int64_t c = 0; c < w; c++) lq[c] += pow(fabs(x[c]), j->p); break;
+      case R_NZ: for (int64_t c = 0; c < w; c++) lq[c] += (double)(x[c] != 0); break;
+      case R_PROD: for (int64_t c = 0; c < w; c++) out[c].d *= x[c]; break;
+      case R_AMAX:
+      case R_AMIN:
+        for (int64_t c = 0; c < w; c++) {
+          double v = fabs(x[c]);
+          if (out[c].d != out[c].d) continue;
+          if (v != v || (j->k == R_AMAX ? v > out[c].d : v < out[c].d)) out[c].d = v;
+        }
+        break;
+      case R_MAX:
+      case R_MIN:
+        for (int64_t c = 0; c < w; c++) {
+          acc_t *a = &out[c];
+          double v = x[c];
+          if (a->idx >= 0 && a->d != a->d) continue;
+          if (a->idx < 0 || v != v || (j->k == R_MAX ? v > a->d : v < a->d)) {
+            a->d = v;
+            a->idx = i;
+          }
+        }
+        break;
+      case R_ANY: for (int64_t c = 0; c < w; c++) out[c].i |= x[c] != 0; break;
+      case R_ALL: for (int64_t c = 0; c < w; c++) out[c].i &= x[c] != 0; break;
+      default: break;
+    }
+  }
+  if (j->k <= R_NZ)
+    for (int64_t c = 0; c < w; c++) out[c].d = (lane[0][c] + lane[1][c]) + (lane[2][c] + lane[3][c]);
+}
+
+/* Column units (slice, tile): every block in order. */
+static void cols_range(void *cp, int64_t b, int64_t e) {
+  const rjob *j = cp;
+  acc_t tot[RTILE], part[RTILE];
+  for (int64_t u = b; u < e; u++) {
+    int64_t o = u / j->ntiles, j0 = (u % j->ntiles) * RTILE, w = j->inner - j0 < RTILE ? j->inner - j0 : RTILE;
+    for (int64_t c = 0; c < w; c++) tot[c] = acc_init(j->k);
+    for (int64_t blk = 0; blk < j->nb; blk++) {
+      col_block(j, o, j0, w, blk, part);
+      for (int64_t c = 0; c < w; c++) tot[c] = blk == 0 ? part[c] : acc_combine(j->k, tot[c], part[c]);
+    }
+    memcpy(j->res + o * j->inner + j0, tot, sizeof(acc_t) * (size_t)w);
+  }
+}
+
+/* Column units (slice, tile, block): one block's partials into parts. */
+static void colparts_range(void *cp, int64_t b, int64_t e) {
+  const rjob *j = cp;
+  acc_t part[RTILE];
+  for (int64_t u = b; u < e; u++) {
+    int64_t blk = u % j->nb, t = u / j->nb, o = t / j->ntiles, j0 = (t % j->ntiles) * RTILE;
+    int64_t w = j->inner - j0 < RTILE ? j->inner - j0 : RTILE;
+    col_block(j, o, j0, w, blk, part);
+    for (int64_t c = 0; c < w; c++) j->parts[(o * j->inner + j0 + c) * j->nb + blk] = part[c];
+  }
+}
+
+/* Reduces every output element of the plan; returns a malloc'd array of
+ * p->rows partials (at least one slot), or NULL with an error recorded. */
 static acc_t *reduce_rows(const rplan *p, rkind k, double pw, const double *param) {
   acc_t *res = malloc(sizeof(acc_t) * (size_t)(p->rows > 0 ? p->rows : 1));
   if (!res) {
@@ -316,19 +469,17 @@ static acc_t *reduce_rows(const rplan *p, rkind k, double pw, const double *para
     return NULL;
   }
   rjob j = {k, wk_tensor_data(p->c), wk_tensor_dtype(p->c), (int64_t)wk_dtype_size(wk_tensor_dtype(p->c)),
-            p->rows, p->n, (p->n + RBLOCK - 1) / RBLOCK, pw, param, res, NULL};
+            p->rows, p->n, (p->n + RBLOCK - 1) / RBLOCK, p->outer, p->inner, (p->inner + RTILE - 1) / RTILE,
+            pw, param, res, NULL};
   if (p->rows == 0) return res;
+  bool cols = p->inner > 1;
+  int64_t units = cols ? p->outer * j.ntiles : p->rows, per_unit = cols ? p->n * RTILE : p->n;
   int nt = wk_num_threads();
   if (p->rows * p->n < RGRAIN || nt <= 1) {
-    rows_range(&j, 0, p->rows);
-  } else if (j.nb > 1 && p->rows < 2 * (int64_t)nt) {
-    /* Few long rows: blocks run in parallel, then combine in order. */
-    j.parts = malloc(sizeof(acc_t) * (size_t)(p->rows * j.nb));
-    if (!j.parts) {
-      rows_range(&j, 0, p->rows);
-      return res;
-    }
-    wk_parallel_for(0, p->rows * j.nb, 1, parts_range, &j);
+    (cols ? cols_range : rows_range)(&j, 0, units);
+  } else if (j.nb > 1 && units < 2 * (int64_t)nt && (j.parts = malloc(sizeof(acc_t) * (size_t)(p->rows * j.nb)))) {
+    /* Few long reductions: their blocks run in parallel, then combine in order. */
+    wk_parallel_for(0, units * j.nb, 1, cols ? colparts_range : parts_range, &j);
     for (int64_t r = 0; r < p->rows; r++) {
       acc_t a = j.parts[r * j.nb];
       for (int64_t b = 1; b < j.nb; b++) a = acc_combine(k, a, j.parts[r * j.nb + b]);
@@ -336,8 +487,8 @@ static acc_t *reduce_rows(const rplan *p, rkind k, double pw, const double *para
     }
     free(j.parts);
   } else {
-    int64_t grain = RGRAIN / (p->n > 0 ? p->n : 1);
-    wk_parallel_for(0, p->rows, grain > 0 ? grain : 1, rows_range, &j);
+    int64_t grain = RGRAIN / (per_unit > 0 ? per_unit : 1);
+    wk_parallel_for(0, units, grain > 0 ? grain : 1, cols ? cols_range : rows_range, &j);
   }
   return res;
 }
@@ -345,14 +496,24 @@ static acc_t *reduce_rows(const rplan *p, rkind k, double pw, const double *para
 /* ---- results -------------------------------------------------------------------------- */
 static wk_tensor *new_out(const rplan *p, wk_dtype dt) { return cpu_empty(p->shape, p->nd, dt); }
 
-static void put_f64(wk_tensor *t, int64_t i, double v) {
-  wk_dtype dt = wk_tensor_dtype(t);
-  wk_store_f64((char *)wk_tensor_data(t) + i * (int64_t)wk_dtype_size(dt), dt, v);
+/* Element writer for a new contiguous result. */
+typedef struct {
+  char *p;
+  wk_dtype dt;
+  int64_t es;
+} outw;
+
+static outw writer(wk_tensor *t) {
+  outw w = {NULL, WK_DTYPE_DEFAULT, 0};
+  if (t) {
+    w.p = wk_tensor_data(t);
+    w.dt = wk_tensor_dtype(t);
+    w.es = (int64_t)wk_dtype_size(w.dt);
+  }
+  return w;
 }
-static void put_i64(wk_tensor *t, int64_t i, int64_t v) {
-  wk_dtype dt = wk_tensor_dtype(t);
-  wk_store_i64((char *)wk_tensor_data(t) + i * (int64_t)wk_dtype_size(dt), dt, v);
-}
+static void put_f64(const outw *w, int64_t i, double v) { wk_store_f64(w->p + i * w->es, w->dt, v); }
+static void put_i64(const outw *w, int64_t i, int64_t v) { wk_store_i64(w->p + i * w->es, w->dt, v); }
 
 static wk_status finish(rplan *p, acc_t *res, wk_tensor *out, wk_value *outs) {
   wk_release(p->c);
@@ -385,12 +546,13 @@ static wk_status sum_prod(const char *op, bool prod, wk_tensor *x, const int64_t
   if (s) return s;
   acc_t *res = reduce_rows(&p, prod ? (isint ? R_PROD_I : R_PROD) : (isint ? R_SUM_I : R_SUM), 0, NULL);
   wk_tensor *out = res ? new_out(&p, rt) : NULL;
+  outw wo = writer(out);
   if (out)
     for (int64_t r = 0; r < p.rows; r++) {
       if (isint)
-        put_i64(out, r, res[r].i);
+        put_i64(&wo, r, res[r].i);
       else
-        put_f64(out, r, res[r].d);
+        put_f64(&wo, r, res[r].d);
     }
   return finish(&p, res, out, outs);
 }
@@ -430,8 +592,9 @@ static wk_status mean(wk_tensor *x, const int64_t *dims, int ndims, bool keepdim
   if (s) return s;
   acc_t *res = reduce_rows(&p, R_SUM, 0, NULL);
   wk_tensor *out = res ? new_out(&p, wk_tensor_dtype(p.c)) : NULL;
+  outw wo = writer(out);
   if (out)
-    for (int64_t r = 0; r < p.rows; r++) put_f64(out, r, res[r].d / (double)p.n);
+    for (int64_t r = 0; r < p.rows; r++) put_f64(&wo, r, res[r].d / (double)p.n);
   return finish(&p, res, out, outs);
 }
 
@@ -477,15 +640,16 @@ static wk_status extreme(const char *op, bool is_max, int want, wk_tensor *x, bo
   if (res && (want & WANT_VALUES)) vals = new_out(&p, dt);
   if (res && (want & WANT_INDICES)) idx = new_out(&p, WK_I64);
   bool ok = res && (vals || !(want & WANT_VALUES)) && (idx || !(want & WANT_INDICES));
+  outw wv = writer(vals), wi = writer(idx);
   if (ok)
     for (int64_t r = 0; r < p.rows; r++) {
       if (vals) {
         if (isint)
-          put_i64(vals, r, res[r].i);
+          put_i64(&wv, r, res[r].i);
         else
-          put_f64(vals, r, res[r].d);
+          put_f64(&wv, r, res[r].d);
       }
-      if (idx) put_i64(idx, r, res[r].idx);
+      if (idx) put_i64(&wi, r, res[r].idx);
     }
   wk_release(p.c);
   free(res);
@@ -556,10 +720,11 @@ static wk_status var_std(const char *op, bool is_std, const wk_value *args, wk_v
     double dof = (double)p.n - (double)correction;
     if (dof < 0) dof = 0; /* PyTorch: max(0, N - correction), giving inf or nan */
     out = res ? new_out(&p, wk_tensor_dtype(x)) : NULL;
-    if (out)
+    outw wo = writer(out);
+  if (out)
       for (int64_t r = 0; r < p.rows; r++) {
         double v = res[r].d / dof;
-        put_f64(out, r, is_std ? sqrt(v) : v);
+        put_f64(&wo, r, is_std ? sqrt(v) : v);
       }
   }
   return finish(&p, res, out, outs);
@@ -597,10 +762,11 @@ static wk_status k_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   rkind k = pw == 2 ? R_SQ : pw == 1 ? R_ABS : pw == 0 ? R_NZ : pw == INFINITY ? R_AMAX : pw == -INFINITY ? R_AMIN : R_POW;
   acc_t *res = reduce_rows(&p, k, pw, NULL);
   wk_tensor *out = res ? new_out(&p, dt) : NULL;
+  outw wo = writer(out);
   if (out)
     for (int64_t r = 0; r < p.rows; r++) {
       double v = res[r].d;
-      put_f64(out, r, k == R_SQ ? sqrt(v) : k == R_POW ? pow(v, 1.0 / pw) : v);
+      put_f64(&wo, r, k == R_SQ ? sqrt(v) : k == R_POW ? pow(v, 1.0 / pw) : v);
     }
   return finish(&p, res, out, outs);
 }
@@ -626,8 +792,9 @@ static wk_status k_logsumexp(const wk_kernel_ctx *ctx, const wk_value *args, wk_
     free(res);
     res = reduce_rows(&p, R_EXPSUM, 0, m);
     out = res ? new_out(&p, wk_tensor_dtype(p.c)) : NULL;
-    if (out)
-      for (int64_t r = 0; r < p.rows; r++) put_f64(out, r, log(res[r].d) + m[r]);
+    outw wo = writer(out);
+  if (out)
+      for (int64_t r = 0; r < p.rows; r++) put_f64(&wo, r, log(res[r].d) + m[r]);
     free(m);
   }
   return finish(&p, res, out, outs);
@@ -641,8 +808,9 @@ static wk_status all_any(const char *op, bool is_all, wk_tensor *x, bool has_dim
   if (s) return s;
   acc_t *res = reduce_rows(&p, is_all ? R_ALL : R_ANY, 0, NULL);
   wk_tensor *out = res ? new_out(&p, wk_tensor_dtype(x) == WK_U8 ? WK_U8 : WK_BOOL) : NULL;
+  outw wo = writer(out);
   if (out)
-    for (int64_t r = 0; r < p.rows; r++) put_i64(out, r, res[r].i);
+    for (int64_t r = 0; r < p.rows; r++) put_i64(&wo, r, res[r].i);
   return finish(&p, res, out, outs);
 }
 

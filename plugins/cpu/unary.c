@@ -22,10 +22,12 @@ typedef enum {
   U_GELU_TANH, U_FILL /* internal: gelu(approximate="tanh"); clamp with a NaN bound */
 } uop;
 
-static const char *const g_names[] = {
-    "neg",  "abs",     "exp",  "log",  "log1p", "sqrt",  "rsqrt", "sin",     "cos",        "tanh",
-    "sigmoid", "relu", "silu", "sign", "floor", "ceil",  "round", "logical_not",
-    "leaky_relu", "gelu", "clamp", "isnan", "isinf", "nan_to_num", "gelu", "clamp"};
+/* Op names by uop (the unary family's schema names come from here). */
+static const char *const g_names[] = {"neg",   "abs",     "exp",        "log",   "log1p", "sqrt",  "rsqrt",
+                                      "sin",   "cos",     "tanh",       "sigmoid", "relu", "silu", "sign",
+                                      "floor", "ceil",    "round",      "logical_not",
+                                      "leaky_relu", "gelu", "clamp",    "isnan", "isinf", "nan_to_num",
+                                      "gelu",  "clamp"};
 
 /* How an op treats dtypes. */
 typedef enum {
@@ -308,7 +310,7 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
   if (fl) return WK_OK;
   switch (kind_of(c->op)) {
     case K_FLOAT: *rt = WK_F32; break;
-    case K_PRED: *rt = WK_BOOL; break;
+    case K_PRED: break;
     case K_FLOAT_ONLY:
       return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], pt_name(dt));
     case K_ROUNDING:
@@ -379,9 +381,11 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   }
   c.src = wk_tensor_dtype(x);
   wk_tensor *ops[2] = {dst, x};
+  wk_loop_fn fn = loop_for(c.op, od);
   wk_iter it;
-  s = wk_iter_init(&it, name, ops, 2);
-  if (!s) wk_iter_run(&it, loop_for(c.op, od), &c);
+  s = fn ? wk_iter_init(&it, name, ops, 2)
+         : wk_error(WK_ERR_INTERNAL, "%s: no loop for dtype %s", name, wk_dtype_name(od));
+  if (!s) wk_iter_run(&it, fn, &c);
   wk_release(x);
   if (s) {
     wk_release(dst);

@@ -1,0 +1,80 @@
+/* Wick ABI: reverse-mode automatic differentiation, PyTorch's semantics.
+ * Ops on tensors that require gradients record a node (a dynamic graph,
+ * rebuilt every step); wk_backward walks it and accumulates into .grad.
+ * The autograd dispatch layer lives in the core; derivative formulas are
+ * written with ops, so any backend that implements the ops gets gradients. */
+#ifndef WICK_AUTOGRAD_H
+#define WICK_AUTOGRAD_H
+
+#include <wick/types.h>
+
+/* ---- inspection ------------------------------------------------------------------ */
+/* True for tensors created by the user (or requiring no grad); false for the
+ * results of recorded ops. */
+WK_API bool wk_tensor_is_leaf(const wk_tensor *t);
+/* Name of the node that created t ("AddmmBackward0"), or NULL for leaves. Static. */
+WK_API const char *wk_tensor_grad_fn_name(const wk_tensor *t);
+/* Returns a new reference to t.grad, or NULL (without an error) when unset. */
+WK_API wk_tensor *wk_tensor_grad(wk_tensor *t);
+/* Sets t.grad (borrows g, which must match t's shape; NULL clears). */
+WK_API wk_status wk_tensor_set_grad(wk_tensor *t, wk_tensor *g);
+/* Clears t.grad: set_to_none drops it, otherwise it is zeroed in place. */
+WK_API wk_status wk_tensor_zero_grad(wk_tensor *t, bool set_to_none);
+/* Makes a non-leaf keep its .grad after backward (retain_grad()). */
+WK_API wk_status wk_tensor_retain_grad(wk_tensor *t);
+/* Returns a new tensor sharing t's storage and version counter, with no
+ * history and requires_grad false (t.detach()). */
+WK_API wk_tensor *wk_detach(wk_tensor *t);
+
+/* ---- backward -------------------------------------------------------------------------- */
+typedef struct wk_backward_opts {
+  size_t struct_size;
+  bool retain_graph; /* keep saved tensors for another backward */
+  bool create_graph; /* record the backward ops (double backward); implies retain_graph */
+} wk_backward_opts;
+
+/* loss.backward() for a one-element loss. Accumulates into the .grad of every
+ * leaf that requires grad. */
+WK_API wk_status wk_backward(wk_tensor *loss);
+/* t.backward(gradient, retain_graph, create_graph); gradient may be NULL only
+ * for one-element t. opts may be NULL (defaults). */
+WK_API wk_status wk_backward_with(wk_tensor *t, wk_tensor *gradient, const wk_backward_opts *opts);
+/* torch.autograd.grad: gradients of outputs w.r.t. inputs, written to
+ * grads_out[i] (new references; NULL where an input is unused and
+ * allow_unused), without touching any .grad. grad_outputs may be NULL (all
+ * outputs one-element). */
+WK_API wk_status wk_grad(wk_tensor *const *outputs, int noutputs, wk_tensor *const *grad_outputs,
+                         wk_tensor *const *inputs, int ninputs, wk_tensor **grads_out,
+                         const wk_backward_opts *opts, bool allow_unused);
+
+/* ---- grad modes (thread-local, nestable) ------------------------------------------------ */
+WK_API bool wk_grad_enabled(void);
+/* Sets grad mode on this thread; returns the previous value (restore it). */
+WK_API bool wk_set_grad_enabled(bool on);
+/* torch.no_grad(): begin/end pairs nest. */
+WK_API void wk_no_grad_begin(void);
+WK_API wk_status wk_no_grad_end(void);
+/* torch.inference_mode(): like no_grad, and tensors created inside can never
+ * be used in a recorded op later. */
+WK_API void wk_inference_mode_begin(void);
+WK_API wk_status wk_inference_mode_end(void);
+WK_API bool wk_is_inference_tensor(const wk_tensor *t);
+
+/* ---- hooks --------------------------------------------------------------------------------- */
+/* Called with the gradient flowing into t (borrowed); may return a
+ * replacement (a new reference) or NULL to keep it. */
+typedef wk_tensor *(*wk_grad_hook_fn)(void *user, wk_tensor *grad);
+/* Registers a gradient hook on t (register_hook). */
+WK_API wk_status wk_tensor_register_hook(wk_tensor *t, wk_grad_hook_fn fn, void *user);
+/* Called after a leaf's .grad was updated by backward (borrowed param). */
+typedef void (*wk_post_accumulate_hook_fn)(void *user, wk_tensor *param);
+WK_API wk_status wk_tensor_register_post_accumulate_grad_hook(wk_tensor *t, wk_post_accumulate_hook_fn fn,
+                                                               void *user);
+
+/* ---- anomaly mode ----------------------------------------------------------------------------- */
+/* When on, a backward output holding NaN or Inf fails with an error naming the
+ * node and the forward op that created it. */
+WK_API void wk_set_anomaly_enabled(bool on);
+WK_API bool wk_anomaly_enabled(void);
+
+#endif

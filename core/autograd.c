@@ -1,0 +1,525 @@
+/* Autograd: per-tensor metadata, grad modes, hooks, detach, and the autograd
+ * dispatch layer, which records a graph node for every differentiable op
+ * whose inputs require grad. The engine that walks the graph is engine.c;
+ * the derivative formulas are derivatives.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd_internal.h"
+
+_Thread_local bool wk__grad_mode_off;
+static _Thread_local int g_no_grad_depth, g_inference_depth;
+static atomic_bool g_anomaly;
+static atomic_uint_fast64_t g_sequence;
+static wk_layer *g_layer;
+
+/* ---- metadata ---- */
+wk__ameta *wk__ameta_get(wk_tensor *t) {
+  if (!t->autograd) t->autograd = calloc(1, sizeof(wk__ameta));
+  if (!t->autograd) wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
+  return t->autograd;
+}
+
+static void free_hooks(wk__hook *h) {
+  while (h) {
+    wk__hook *n = h->next;
+    free(h);
+    h = n;
+  }
+}
+
+void wk__ameta_free(wk_tensor *t) {
+  wk__ameta *m = t->autograd;
+  if (!m) return;
+  t->autograd = NULL;
+  if (m->accumulator) m->accumulator->variable = NULL; /* weak back-pointer: cannot outlive */
+  wk__node_release(m->grad_fn);
+  wk_release(m->grad);
+  free_hooks(m->hooks);
+  free_hooks(m->post_hooks);
+  free(m);
+}
+
+bool wk__requires_grad(const wk_tensor *t) {
+  if (!t) return false;
+  if (t->flags & WK__T_REQUIRES_GRAD) return true;
+  const wk__ameta *m = t->autograd;
+  return m && m->grad_fn;
+}
+
+wk__node *wk__node_retain(wk__node *n) {
+  if (n) atomic_fetch_add(&n->refcount, 1);
+  return n;
+}
+
+static void free_saved(wk__saved *s) {
+  wk_release(s->t);
+  s->t = NULL;
+}
+
+void wk__node_release_saved(wk__node *n) {
+  int depth = wk__call_depth;
+  wk__call_depth = depth + 1; /* plain releases */
+  for (int i = 0; i < WK_MAX_ARGS; i++) {
+    free_saved(&n->saved_args[i]);
+    if (n->saved_lists[i]) {
+      for (int k = 0; k < n->args[i].len; k++) free_saved(&n->saved_lists[i][k]);
+      free(n->saved_lists[i]);
+      n->saved_lists[i] = NULL;
+    }
+  }
+  for (int i = 0; i < WK_MAX_OUTS; i++) free_saved(&n->saved_outs[i]);
+  wk__call_depth = depth;
+  n->released = true;
+}
+
+/* Releasing a node may release the nodes it points to: done with an explicit
+ * stack so a 100k-node chain cannot overflow the C stack. */
+void wk__node_release(wk__node *first) {
+  if (!first) return;
+  wk__node **stack = NULL;
+  size_t n = 0, cap = 0;
+  wk__node *cur = first;
+  for (;;) {
+    if (cur && atomic_fetch_sub(&cur->refcount, 1) == 1) {
+      for (int i = 0; i < cur->nin; i++) {
+        wk__node *nx = cur->next[i].node;
+        if (!nx) continue;
+        if (n == cap) {
+          size_t nc = cap ? cap * 2 : 64;
+          wk__node **p = realloc(stack, nc * sizeof *p);
+          if (!p) { /* cannot defer: release recursively as a last resort */
+            wk__node_release(nx);
+            continue;
+          }
+          stack = p;
+          cap = nc;
+        }
+        stack[n++] = nx;
+      }
+      wk__node_release_saved(cur);
+      for (int i = 0; i < cur->nargs; i++) {
+        if (cur->args[i].tag == WK_V_INTS) free((void *)cur->args[i].u.ints);
+        if (cur->args[i].tag == WK_V_FLOATS) free((void *)cur->args[i].u.floats);
+        if (cur->args[i].tag == WK_V_STR) free((void *)cur->args[i].u.s);
+      }
+      for (int i = 0; i < WK_MAX_OUTS; i++) free_hooks(cur->out_hooks[i]);
+      if (cur->variable) {
+        wk__ameta *m = cur->variable->autograd;
+        if (m && m->accumulator == cur) m->accumulator = NULL;
+        int depth = wk__call_depth;
+        wk__call_depth = depth + 1;
+        wk_release(cur->variable);
+        wk__call_depth = depth;
+      }
+      free(cur->next);
+      free(cur->in_sizes);
+      free(cur->in_ndim);
+      free(cur->in_dtype);
+      free(cur->forward_trace);
+      free(cur->buffer);
+      free(cur);
+    }
+    if (n == 0) break;
+    cur = stack[--n];
+  }
+  free(stack);
+}
+
+static wk__node *node_new(int nin) {
+  wk__node *n = calloc(1, sizeof *n);
+  if (!n) return NULL;
+  atomic_init(&n->refcount, 1);
+  n->nin = nin;
+  n->sequence = atomic_fetch_add(&g_sequence, 1);
+  if (nin) {
+    n->next = calloc((size_t)nin, sizeof *n->next);
+    n->in_sizes = calloc((size_t)nin, sizeof *n->in_sizes);
+    n->in_ndim = calloc((size_t)nin, sizeof *n->in_ndim);
+    n->in_dtype = calloc((size_t)nin, sizeof *n->in_dtype);
+    if (!n->next || !n->in_sizes || !n->in_ndim || !n->in_dtype) {
+      wk__node_release(n);
+      return NULL;
+    }
+  }
+  return n;
+}
+
+/* The leaf's AccumulateGrad node, created on first use and cached weakly. */
+static wk__node *accumulator(wk_tensor *t) {
+  wk__ameta *m = wk__ameta_get(t);
+  if (!m) return NULL;
+  if (m->accumulator) return wk__node_retain(m->accumulator);
+  wk__node *n = node_new(0);
+  if (!n) return NULL;
+  n->name = "AccumulateGrad";
+  n->nout = 1;
+  n->out_ndim[0] = t->ndim;
+  memcpy(n->out_sizes[0], t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+  n->out_dtype[0] = t->dtype;
+  n->out_device[0] = t->storage->device;
+  n->out_differentiable[0] = true;
+  n->variable = wk_retain(t);
+  m->accumulator = n;
+  return n;
+}
+
+wk__edge wk__gradient_edge(wk_tensor *t) {
+  wk__edge e = {NULL, 0};
+  if (!t) return e;
+  wk__ameta *m = t->autograd;
+  if (m && m->grad_fn) {
+    e.node = wk__node_retain(m->grad_fn);
+    e.input_nr = m->output_nr;
+  } else if (t->flags & WK__T_REQUIRES_GRAD) {
+    e.node = accumulator(t);
+  }
+  return e;
+}
+
+/* ---- public inspection API ---- */
+bool wk_tensor_is_leaf(const wk_tensor *t) {
+  const wk__ameta *m = t ? t->autograd : NULL;
+  return !(m && m->grad_fn);
+}
+
+const char *wk_tensor_grad_fn_name(const wk_tensor *t) {
+  const wk__ameta *m = t ? t->autograd : NULL;
+  return m && m->grad_fn ? m->grad_fn->name : NULL;
+}
+
+wk_tensor *wk_tensor_grad(wk_tensor *t) {
+  wk__ameta *m = t ? t->autograd : NULL;
+  if (!m || !m->grad) return NULL;
+  wk_tensor *g = wk_retain(m->grad);
+  if (wk__call_depth == 0) wk__scope_adopt(g);
+  return g;
+}
+
+wk_status wk_tensor_set_grad(wk_tensor *t, wk_tensor *g) {
+  if (!t) return wk_error(WK_ERR_NULL, "set_grad: argument 'self' is NULL");
+  if (g) {
+    char a[160], b[160];
+    bool same = g->ndim == t->ndim;
+    for (int i = 0; same && i < t->ndim; i++) same = g->sizes[i] == t->sizes[i];
+    if (!same)
+      return wk_error(WK_ERR_SHAPE, "set_grad: assigned grad has data of a different size (%s) than the tensor (%s)",
+                      wk__shape_str(g->sizes, g->ndim, a, sizeof a), wk__shape_str(t->sizes, t->ndim, b, sizeof b));
+    if (g->dtype != t->dtype)
+      return wk_error(WK_ERR_DTYPE, "set_grad: assigned grad has dtype %s, the tensor has %s", wk_dtype_name(g->dtype),
+                      wk_dtype_name(t->dtype));
+    if (!wk_device_equal(g->storage->device, t->storage->device))
+      return wk_error(WK_ERR_DEVICE, "set_grad: assigned grad is on a different device than the tensor");
+  }
+  wk__ameta *m = wk__ameta_get(t);
+  if (!m) return wk_last_error();
+  wk_tensor *old = m->grad;
+  m->grad = g ? wk__view_of(g, g->ndim, g->sizes, g->strides, g->offset) : NULL;
+  if (g && !m->grad) {
+    m->grad = old;
+    return wk_last_error();
+  }
+  int depth = wk__call_depth;
+  wk__call_depth = depth + 1;
+  wk_release(old);
+  wk__call_depth = depth;
+  return WK_OK;
+}
+
+wk_status wk_tensor_zero_grad(wk_tensor *t, bool set_to_none) {
+  if (!t) return wk_error(WK_ERR_NULL, "zero_grad: argument 'self' is NULL");
+  wk__ameta *m = t->autograd;
+  if (!m || !m->grad) return WK_OK;
+  if (set_to_none) return wk_tensor_set_grad(t, NULL);
+  bool prev = wk_set_grad_enabled(false);
+  wk_tensor *r = wk_zero_(m->grad);
+  wk_set_grad_enabled(prev);
+  return r ? WK_OK : wk_last_error();
+}
+
+wk_status wk_tensor_retain_grad(wk_tensor *t) {
+  if (!t) return wk_error(WK_ERR_NULL, "retain_grad: argument 'self' is NULL");
+  if (!wk__requires_grad(t))
+    return wk_error(WK_ERR_AUTOGRAD, "retain_grad: can't retain_grad on Tensor that has requires_grad=False");
+  wk__ameta *m = wk__ameta_get(t);
+  if (!m) return wk_last_error();
+  m->retains_grad = true;
+  return WK_OK;
+}
+
+wk_tensor *wk_detach(wk_tensor *t) {
+  if (!t) {
+    wk__null_arg("detach", "self");
+    return NULL;
+  }
+  wk_tensor *d = wk__view_of(t, t->ndim, t->sizes, t->strides, t->offset);
+  if (d && wk__call_depth == 0) wk__scope_adopt(d);
+  return d;
+}
+
+/* ---- grad modes ---- */
+bool wk_grad_enabled(void) { return !wk__grad_mode_off; }
+bool wk_set_grad_enabled(bool on) {
+  bool prev = !wk__grad_mode_off;
+  wk__grad_mode_off = !on;
+  return prev;
+}
+void wk_no_grad_begin(void) {
+  g_no_grad_depth++;
+  wk__grad_mode_off = true;
+}
+wk_status wk_no_grad_end(void) {
+  if (g_no_grad_depth == 0) return wk_error(WK_ERR_STATE, "no_grad_end: no no_grad scope is open");
+  if (--g_no_grad_depth == 0 && g_inference_depth == 0) wk__grad_mode_off = false;
+  return WK_OK;
+}
+void wk_inference_mode_begin(void) {
+  g_inference_depth++;
+  wk__grad_mode_off = true;
+}
+wk_status wk_inference_mode_end(void) {
+  if (g_inference_depth == 0) return wk_error(WK_ERR_STATE, "inference_mode_end: no inference_mode scope is open");
+  if (--g_inference_depth == 0 && g_no_grad_depth == 0) wk__grad_mode_off = false;
+  return WK_OK;
+}
+bool wk_is_inference_tensor(const wk_tensor *t) {
+  const wk__ameta *m = t ? t->autograd : NULL;
+  return m && m->inference;
+}
+
+void wk_set_anomaly_enabled(bool on) { atomic_store(&g_anomaly, on); }
+bool wk_anomaly_enabled(void) { return atomic_load(&g_anomaly); }
+
+/* ---- hooks ---- */
+static wk_status add_hook(wk__hook **list, wk_grad_hook_fn fn, wk_post_accumulate_hook_fn post, void *user) {
+  wk__hook *h = calloc(1, sizeof *h);
+  if (!h) return wk_error(WK_ERR_NO_MEMORY, "register_hook: out of memory");
+  h->fn = fn;
+  h->post = post;
+  h->user = user;
+  wk__hook **p = list;
+  while (*p) p = &(*p)->next; /* run in registration order */
+  *p = h;
+  return WK_OK;
+}
+
+wk_status wk_tensor_register_hook(wk_tensor *t, wk_grad_hook_fn fn, void *user) {
+  if (!t || !fn) return wk_error(WK_ERR_NULL, "register_hook: argument '%s' is NULL", t ? "fn" : "self");
+  if (!wk__requires_grad(t))
+    return wk_error(WK_ERR_AUTOGRAD, "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+  wk__ameta *m = wk__ameta_get(t);
+  if (!m) return wk_last_error();
+  if (m->grad_fn) return add_hook(&m->grad_fn->out_hooks[m->output_nr], fn, NULL, user);
+  return add_hook(&m->hooks, fn, NULL, user);
+}
+
+wk_status wk_tensor_register_post_accumulate_grad_hook(wk_tensor *t, wk_post_accumulate_hook_fn fn, void *user) {
+  if (!t || !fn) return wk_error(WK_ERR_NULL, "register_post_accumulate_grad_hook: argument '%s' is NULL", t ? "fn" : "self");
+  if (!wk_tensor_is_leaf(t) || !(t->flags & WK__T_REQUIRES_GRAD))
+    return wk_error(WK_ERR_AUTOGRAD, "register_post_accumulate_grad_hook: post accumulate grad hooks can only be "
+                    "registered on leaf tensors that require grad");
+  wk__ameta *m = wk__ameta_get(t);
+  if (!m) return wk_last_error();
+  return add_hook(&m->post_hooks, NULL, fn, user);
+}
+
+/* ---- the autograd dispatch layer ---- */
+
+/* Flattened tensor inputs of a call: Tensor args and Tensor[] elements. */
+static int flatten_inputs(const wk_op *op, const wk_value *args, wk_tensor **out, int *argpos) {
+  int n = 0, na = wk_op_num_args(op);
+  for (int i = 0; i < na; i++) {
+    if (args[i].tag == WK_V_TENSOR) {
+      if (n < WK__MAX_NODE_INPUTS) {
+        argpos[n] = i;
+        out[n++] = args[i].u.t;
+      }
+    } else if (args[i].tag == WK_V_TENSORS) {
+      for (int k = 0; k < args[i].len && n < WK__MAX_NODE_INPUTS; k++) {
+        argpos[n] = i;
+        out[n++] = args[i].u.tensors[k];
+      }
+    }
+  }
+  return n;
+}
+
+static wk_status call_below(wk_layer *self, wk_op *op, const wk_value *args, wk_value *outs) {
+  bool prev = wk_layer_exclude(self, true);
+  wk_status s = wk_layer_redispatch(self, op, args, outs);
+  wk_layer_exclude(self, prev);
+  return s;
+}
+
+static void mark_inference(wk_op *op, wk_value *outs) {
+  int n = wk_op_num_outs(op);
+  for (int i = 0; i < n; i++)
+    if (outs[i].tag == WK_V_TENSOR && outs[i].u.t) {
+      wk__ameta *m = wk__ameta_get(outs[i].u.t);
+      if (m) m->inference = true;
+    }
+}
+
+static wk_status save_tensor(wk__saved *s, wk_tensor *t, bool clone) {
+  if (!t) return WK_OK;
+  if (clone) {
+    bool prev = wk_set_grad_enabled(false);
+    s->t = wk_clone(t);
+    wk_set_grad_enabled(prev);
+  } else {
+    s->t = wk__view_of(t, t->ndim, t->sizes, t->strides, t->offset);
+  }
+  if (!s->t) return wk_last_error();
+  s->version = wk_tensor_version(s->t);
+  return WK_OK;
+}
+
+/* Copies the boxed args the formula wants into the node (lists duplicated). */
+static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *args, int nargs, int mutated) {
+  n->nargs = nargs;
+  for (int i = 0; i < nargs; i++) {
+    wk_value v = args[i];
+    bool keep = (f->save_args >> i) & 1u;
+    if (v.tag == WK_V_TENSOR) {
+      n->args[i].tag = WK_V_TENSOR;
+      n->args[i].u.t = NULL;
+      if (keep && save_tensor(&n->saved_args[i], v.u.t, i == mutated)) return wk_last_error();
+      continue;
+    }
+    if (v.tag == WK_V_TENSORS) {
+      n->args[i].tag = WK_V_TENSORS;
+      n->args[i].len = v.len;
+      n->args[i].u.tensors = NULL;
+      if (keep) {
+        n->saved_lists[i] = calloc((size_t)(v.len ? v.len : 1), sizeof(wk__saved));
+        if (!n->saved_lists[i]) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
+        for (int k = 0; k < v.len; k++)
+          if (save_tensor(&n->saved_lists[i][k], v.u.tensors[k], false)) return wk_last_error();
+      }
+      continue;
+    }
+    if (v.tag == WK_V_INTS) {
+      int64_t *p = malloc(sizeof(int64_t) * (size_t)(v.len ? v.len : 1));
+      if (!p) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
+      if (v.len) memcpy(p, v.u.ints, sizeof(int64_t) * (size_t)v.len);
+      v.u.ints = p;
+    } else if (v.tag == WK_V_FLOATS) {
+      double *p = malloc(sizeof(double) * (size_t)(v.len ? v.len : 1));
+      if (!p) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
+      if (v.len) memcpy(p, v.u.floats, sizeof(double) * (size_t)v.len);
+      v.u.floats = p;
+    } else if (v.tag == WK_V_STR) {
+      v.u.s = wk__strdup(v.u.s);
+    }
+    n->args[i] = v;
+  }
+  return WK_OK;
+}
+
+static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
+  (void)user;
+  wk_tensor *ins[WK__MAX_NODE_INPUTS];
+  int argpos[WK__MAX_NODE_INPUTS];
+  int nin = flatten_inputs(op, args, ins, argpos);
+  bool grad_on = !wk__grad_mode_off, any = false;
+  for (int k = 0; k < nin; k++) {
+    if (!ins[k]) continue;
+    if (grad_on && wk__requires_grad(ins[k])) any = true;
+  }
+  uint32_t tags = wk_op_tags(op);
+  if (!any) {
+    wk_status s = call_below(self, op, args, outs);
+    if (!s && g_inference_depth > 0) mark_inference(op, outs);
+    return s;
+  }
+  if (tags & WK_TAG_FACTORY) return call_below(self, op, args, outs); /* *_like: no dependence */
+  int mutated0 = wk_op_mutated_arg(op);
+  const char *mname = mutated0 >= 0 ? wk_op_arg_name(op, mutated0) : NULL;
+  if (mname && strcmp(mname, "out") == 0)
+    return wk_error(WK_ERR_AUTOGRAD, "%s(): functions with out=... arguments don't support automatic differentiation, "
+                    "but one of the arguments requires grad.", wk_op_name(op));
+  const wk__formula *f = wk__formula_for(op);
+  if (!f && (tags & WK_TAG_COMPOSITE)) return wk_layer_redispatch(self, op, args, outs); /* record the parts */
+  if (!f && (tags & WK_TAG_NONDIFF)) return call_below(self, op, args, outs);
+  if (!f)
+    return wk_error(WK_ERR_AUTOGRAD, "%s(): the derivative for '%s' is not implemented", wk_op_name(op), wk_op_name(op));
+  for (int k = 0; k < nin; k++)
+    if (ins[k] && wk_is_inference_tensor(ins[k]))
+      return wk_error(WK_ERR_AUTOGRAD, "%s(): Inference tensors cannot be saved for backward. To work around you can "
+                      "make a clone to get a normal tensor and use it in autograd.", wk_op_name(op));
+  int mutated = wk_op_mutated_arg(op);
+  wk_tensor *mut = mutated >= 0 && args[mutated].tag == WK_V_TENSOR ? args[mutated].u.t : NULL;
+  if (mut) {
+    wk__ameta *mm = mut->autograd;
+    if ((mut->flags & WK__T_REQUIRES_GRAD) && wk_tensor_is_leaf(mut))
+      return wk_error(WK_ERR_AUTOGRAD, "%s(): a leaf Variable that requires grad is being used in an in-place operation.",
+                      wk_op_name(op));
+    if (mm && mm->is_view)
+      return wk_error(WK_ERR_AUTOGRAD, "%s(): in-place operations on a view of a tensor that requires grad are not "
+                      "supported; use the out-of-place op", wk_op_name(op));
+  }
+  wk__node *n = node_new(nin);
+  if (!n) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory recording the autograd graph", wk_op_name(op));
+  n->f = f;
+  n->name = f->name;
+  n->op = op;
+  wk_status s = save_args(n, f, args, wk_op_num_args(op), mutated);
+  for (int i = 0; i < WK_MAX_ARGS; i++) n->k_of_arg[i] = -1;
+  for (int k = nin - 1; k >= 0; k--) n->k_of_arg[argpos[k]] = k;
+  if (nin && ins[0]) n->in_device0 = ins[0]->storage->device;
+  for (int k = 0; !s && k < nin; k++) {
+    if (!ins[k]) continue;
+    n->next[k] = wk__gradient_edge(ins[k]);
+    n->in_ndim[k] = ins[k]->ndim;
+    memcpy(n->in_sizes[k], ins[k]->sizes, sizeof(int64_t) * (size_t)ins[k]->ndim);
+    n->in_dtype[k] = ins[k]->dtype;
+  }
+  if (s) {
+    wk__node_release(n);
+    return s;
+  }
+  s = call_below(self, op, args, outs);
+  if (s) {
+    wk__node_release(n);
+    return s;
+  }
+  int nout = wk_op_num_outs(op);
+  n->nout = nout;
+  for (int i = 0; i < nout; i++) {
+    wk_tensor *o = outs[i].tag == WK_V_TENSOR ? outs[i].u.t : NULL;
+    if (!o) continue;
+    if (((f->save_outs >> i) & 1u) && save_tensor(&n->saved_outs[i], o, false) == WK_OK)
+      n->saved_outs[i].is_output = wk_dtype_is_floating(o->dtype);
+    if (!wk_dtype_is_floating(o->dtype)) continue; /* indices and masks carry no gradient */
+    n->out_differentiable[i] = true;
+    n->out_ndim[i] = o->ndim;
+    memcpy(n->out_sizes[i], o->sizes, sizeof(int64_t) * (size_t)o->ndim);
+    n->out_dtype[i] = o->dtype;
+    n->out_device[i] = o->storage->device;
+  }
+  if (atomic_load(&g_anomaly)) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s (forward op '%s', node #%llu)", f->name, wk_op_name(op),
+             (unsigned long long)n->sequence);
+    n->forward_trace = wk__strdup(buf);
+  }
+  for (int i = 0; i < nout; i++) {
+    if (!n->out_differentiable[i]) continue;
+    wk_tensor *o = outs[i].u.t;
+    wk__ameta *m = wk__ameta_get(o);
+    if (!m) continue;
+    wk__node *old = m->grad_fn;
+    m->grad_fn = wk__node_retain(n);
+    m->output_nr = i;
+    if (tags & WK_TAG_VIEW) m->is_view = true;
+    wk__node_release(old); /* in-place: the history is rebased on this node */
+  }
+  wk__node_release(n); /* outputs hold it now (or nothing does, and it goes) */
+  return WK_OK;
+}
+
+void wk__autograd_init(void) {
+  wk__formulas_init();
+  g_layer = wk_layer_register("autograd", WK_LEVEL_AUTOGRAD, autograd_layer, NULL, true);
+}

@@ -1,0 +1,139 @@
+/* Core-internal autograd structures: graph nodes with edges to the nodes of
+ * their inputs, saved tensors with the version they were saved at, per-tensor
+ * autograd metadata, and the derivative-formula table. Never installed. */
+#ifndef WICK_CORE_AUTOGRAD_INTERNAL_H
+#define WICK_CORE_AUTOGRAD_INTERNAL_H
+
+#include <wick/autograd.h>
+
+#include "internal.h"
+
+typedef struct wk__node wk__node;
+
+typedef struct wk__edge {
+  wk__node *node; /* strong reference, or NULL when that input needs no grad */
+  int input_nr;   /* which output of `node` the gradient flows into */
+} wk__edge;
+
+/* A tensor kept for backward: a plain alias (no autograd meta) plus the
+ * version of the storage when it was saved. */
+typedef struct wk__saved {
+  wk_tensor *t;
+  uint64_t version;
+  bool is_output; /* a result of this node: gets its grad_fn back on unpack */
+} wk__saved;
+
+typedef struct wk__formula wk__formula;
+
+/* What a formula sees. */
+typedef struct wk__bctx {
+  wk__node *node;
+  int nin;               /* flattened tensor inputs (Tensor and Tensor[] elements) */
+  const bool *needs;     /* needs[k]: input k wants a gradient */
+  bool create_graph;
+} wk__bctx;
+
+/* A derivative formula: given the gradients of the outputs (gout[i], never
+ * NULL: missing ones are zero-filled), write new references to the gradients
+ * of the flattened inputs that need them (gin[k]; NULL means zero). Written
+ * with ops only. */
+typedef wk_status (*wk__backward_fn)(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin);
+
+struct wk__formula {
+  const char *op;      /* op name ("add", "max.dim") */
+  const char *name;    /* node name ("AddBackward0") */
+  wk__backward_fn fn;
+  uint32_t save_args;  /* bit i: keep argument i (tensor or list) for backward */
+  uint32_t save_outs;  /* bit i: keep output i */
+};
+
+enum { WK__MAX_NODE_INPUTS = 64 };
+
+struct wk__node {
+  atomic_int refcount;
+  const char *name;
+  const wk__formula *f; /* NULL for AccumulateGrad */
+  wk_op *op;
+  /* edges to the producers of the flattened tensor inputs */
+  int nin;
+  wk__edge *next;
+  int64_t (*in_sizes)[WK_MAX_DIMS];
+  int *in_ndim;
+  wk_dtype *in_dtype;
+  wk_device in_device0;       /* device of the first input (to.device's backward) */
+  int k_of_arg[WK_MAX_ARGS];  /* first flattened input of each argument, or -1 */
+  /* outputs: shapes and dtypes for zero-filling a missing gradient */
+  int nout;
+  int64_t out_sizes[WK_MAX_OUTS][WK_MAX_DIMS];
+  int out_ndim[WK_MAX_OUTS];
+  wk_dtype out_dtype[WK_MAX_OUTS];
+  wk_device out_device[WK_MAX_OUTS];
+  bool out_differentiable[WK_MAX_OUTS];
+  /* saved values: a copy of the boxed args (tensors as wk__saved) and outputs */
+  int nargs;
+  wk_value args[WK_MAX_ARGS];
+  wk__saved saved_args[WK_MAX_ARGS];
+  wk__saved *saved_lists[WK_MAX_ARGS]; /* Tensor[] args */
+  wk__saved saved_outs[WK_MAX_OUTS];
+  bool released;   /* saved tensors freed by a backward without retain_graph */
+  /* hooks on the gradients flowing into this node's outputs (non-leaf hooks) */
+  struct wk__hook *out_hooks[WK_MAX_OUTS];
+  /* AccumulateGrad: the leaf (strong reference) */
+  wk_tensor *variable;
+  /* anomaly mode: the forward op that created the node */
+  char *forward_trace;
+  /* engine bookkeeping for the running backward */
+  int deps;
+  wk_tensor **buffer;
+  bool visited;
+  uint64_t sequence; /* creation order: later nodes run first on ties */
+};
+
+typedef struct wk__hook {
+  wk_grad_hook_fn fn;
+  wk_post_accumulate_hook_fn post;
+  void *user;
+  struct wk__hook *next;
+} wk__hook;
+
+/* Per-tensor autograd metadata (t->autograd). */
+typedef struct wk__ameta {
+  wk__node *grad_fn;   /* strong; NULL for leaves */
+  int output_nr;
+  wk_tensor *grad;     /* strong */
+  bool retains_grad;
+  bool is_view;        /* produced by a recorded view op */
+  bool inference;      /* created in inference mode */
+  wk__node *accumulator; /* weak cache of the leaf's AccumulateGrad node */
+  wk__hook *hooks;       /* leaf gradient hooks */
+  wk__hook *post_hooks;  /* post-accumulate hooks */
+} wk__ameta;
+
+/* Metadata of t, created on demand (NULL only when out of memory). */
+WK__HIDDEN wk__ameta *wk__ameta_get(wk_tensor *t);
+WK__HIDDEN void wk__ameta_free(wk_tensor *t);
+/* True when t requires grad (leaf flag or a grad_fn). */
+WK__HIDDEN bool wk__requires_grad(const wk_tensor *t);
+/* The edge a gradient for t flows along (grad_fn or the leaf's accumulator). */
+WK__HIDDEN wk__edge wk__gradient_edge(wk_tensor *t);
+WK__HIDDEN void wk__node_release(wk__node *n);
+WK__HIDDEN wk__node *wk__node_retain(wk__node *n);
+/* Frees the saved tensors of a node (after backward without retain_graph). */
+WK__HIDDEN void wk__node_release_saved(wk__node *n);
+
+/* Formula lookup by op (NULL when the op has none). */
+WK__HIDDEN const wk__formula *wk__formula_for(const wk_op *op);
+WK__HIDDEN void wk__formulas_init(void);
+
+/* Unpacks a saved argument/output for a formula (a new reference), failing
+ * with PyTorch's message when it was modified in place since it was saved or
+ * when the graph was already freed. */
+WK__HIDDEN wk_tensor *wk__saved_arg(const wk__bctx *c, int i);
+WK__HIDDEN wk_tensor *wk__saved_out(const wk__bctx *c, int i);
+/* Saved Tensor[] argument i, element k. */
+WK__HIDDEN wk_tensor *wk__saved_list(const wk__bctx *c, int i, int k);
+
+WK__HIDDEN void wk__autograd_init(void);
+WK__HIDDEN extern _Thread_local bool wk__grad_mode_off;
+
+#endif

@@ -1,0 +1,73 @@
+/* cpu plugin: backward kernels of pointwise ops whose derivative needs a
+ * special function (gelu's exact form uses erf). */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+
+typedef struct {
+  bool tanh_form;
+} gelu_ctx;
+
+/* d/dx gelu(x): exact Phi(x) + x phi(x); tanh form differentiates
+ * 0.5 x (1 + tanh(k (x + 0.044715 x^3))). Computed in f32 or f64. */
+#define GELU_BWD(NAME, T, ERF, EXP, TANH, SQRT)                                               \
+  static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                         \
+    const gelu_ctx *c = cp;                                                                   \
+    for (int64_t i = 0; i < n; i++) {                                                         \
+      T g = *(const T *)(d[1] + i * s[1]), x = *(const T *)(d[2] + i * s[2]), r;              \
+      if (c->tanh_form) {                                                                     \
+        const T k = (T)0.7978845608028654, a = (T)0.044715;                                   \
+        T inner = k * (x + a * x * x * x), th = TANH(inner);                                  \
+        T dinner = k * (1 + 3 * a * x * x);                                                   \
+        r = (T)0.5 * (1 + th) + (T)0.5 * x * (1 - th * th) * dinner;                          \
+      } else {                                                                                \
+        T cdf = (T)0.5 * (1 + ERF(x * (T)0.7071067811865476));                               \
+        T pdf = EXP((T)-0.5 * x * x) * (T)0.3989422804014327;                                 \
+        r = cdf + x * pdf;                                                                    \
+      }                                                                                       \
+      *(T *)(d[0] + i * s[0]) = g * r;                                                        \
+    }                                                                                         \
+  }
+GELU_BWD(gelu_bwd_f32, float, erff, expf, tanhf, sqrtf)
+GELU_BWD(gelu_bwd_f64, double, erf, exp, tanh, sqrt)
+
+static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
+  const char *mode = args[2].u.s;
+  if (strcmp(mode, "none") != 0 && strcmp(mode, "tanh") != 0)
+    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'", mode);
+  wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
+  if (!wk_dtype_is_floating(rt))
+    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating tensors, got %s", wk_dtype_name(rt));
+  wk_dtype cd = wk_compute_dtype(rt);
+  wk_tensor *gc = wk_kernel_cast(g, cd), *xc = wk_kernel_cast(x, cd), *res = NULL;
+  wk_tensor *pair[2] = {gc, xc};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  wk_status s = gc && xc ? wk_broadcast_shapes("gelu_backward()", pair, 2, shape, &nd) : wk_last_error();
+  if (!s && !(res = cpu_empty(shape, nd, cd))) s = wk_last_error();
+  if (!s) {
+    wk_tensor *ops[3] = {res, gc, xc};
+    wk_iter it;
+    gelu_ctx c = {strcmp(mode, "tanh") == 0};
+    s = wk_iter_init(&it, "gelu_backward()", ops, 3);
+    if (!s) wk_iter_run(&it, cd == WK_F64 ? gelu_bwd_f64 : gelu_bwd_f32, &c);
+  }
+  wk_release(gc);
+  wk_release(xc);
+  if (!s && cd != rt) {
+    wk_tensor *r2 = wk_to_dtype(res, rt);
+    wk_release(res);
+    res = r2;
+    if (!res) s = wk_last_error();
+  }
+  if (s) {
+    wk_release(res);
+    return s;
+  }
+  outs[0] = WK_VT(res);
+  return WK_OK;
+}
+
+wk_status cpu_register_pointwise_backward(void) { return cpu_reg("gelu_backward", k_gelu_backward, NULL); }
