@@ -192,8 +192,10 @@ const char *wk_tensor_grad_fn_name(const wk_tensor *t) {
 wk_tensor *wk_tensor_grad(wk_tensor *t) {
   wk__ameta *m = t ? t->autograd : NULL;
   if (!m || !m->grad) return NULL;
-  wk_tensor *g = wk_retain(m->grad);
-  if (wk__call_depth == 0) wk__scope_adopt(g);
+  /* a fresh handle on the same storage: each caller (and scope) owns its own */
+  wk_tensor *gr = m->grad;
+  wk_tensor *g = wk__view_of(gr, gr->ndim, gr->sizes, gr->strides, gr->offset);
+  if (g && wk__call_depth == 0) wk__scope_adopt(g);
   return g;
 }
 
@@ -361,14 +363,20 @@ static void mark_inference(wk_op *op, wk_value *outs) {
     }
 }
 
-static wk_status save_tensor(wk__saved *s, wk_tensor *t, bool clone) {
+/* Inputs are kept as the tensor itself (so create_graph sees their history;
+ * no cycle: a node never feeds its own inputs). Outputs are kept as plain
+ * aliases (their grad_fn is this node) and get their history back on unpack.
+ * A mutated input is cloned first: the op is about to overwrite it. */
+static wk_status save_tensor(wk__saved *s, wk_tensor *t, bool clone, bool is_output) {
   if (!t) return WK_OK;
   if (clone) {
     bool prev = wk_set_grad_enabled(false);
     s->t = wk_clone(t);
     wk_set_grad_enabled(prev);
-  } else {
+  } else if (is_output) {
     s->t = wk__view_of(t, t->ndim, t->sizes, t->strides, t->offset);
+  } else {
+    s->t = wk_retain(t);
   }
   if (!s->t) return wk_last_error();
   s->version = wk_tensor_version(s->t);
@@ -384,7 +392,7 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
     if (v.tag == WK_V_TENSOR) {
       n->args[i].tag = WK_V_TENSOR;
       n->args[i].u.t = NULL;
-      if (keep && save_tensor(&n->saved_args[i], v.u.t, i == mutated)) return wk_last_error();
+      if (keep && save_tensor(&n->saved_args[i], v.u.t, i == mutated, false)) return wk_last_error();
       continue;
     }
     if (v.tag == WK_V_TENSORS) {
@@ -395,7 +403,7 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
         n->saved_lists[i] = calloc((size_t)(v.len ? v.len : 1), sizeof(wk__saved));
         if (!n->saved_lists[i]) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
         for (int k = 0; k < v.len; k++)
-          if (save_tensor(&n->saved_lists[i][k], v.u.tensors[k], false)) return wk_last_error();
+          if (save_tensor(&n->saved_lists[i][k], v.u.tensors[k], false, false)) return wk_last_error();
       }
       continue;
     }
@@ -489,7 +497,7 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
   for (int i = 0; i < nout; i++) {
     wk_tensor *o = outs[i].tag == WK_V_TENSOR ? outs[i].u.t : NULL;
     if (!o) continue;
-    if (((f->save_outs >> i) & 1u) && save_tensor(&n->saved_outs[i], o, false) == WK_OK)
+    if (((f->save_outs >> i) & 1u) && save_tensor(&n->saved_outs[i], o, false, true) == WK_OK)
       n->saved_outs[i].is_output = wk_dtype_is_floating(o->dtype);
     if (!wk_dtype_is_floating(o->dtype)) continue; /* indices and masks carry no gradient */
     n->out_differentiable[i] = true;

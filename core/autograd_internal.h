@@ -31,7 +31,10 @@ typedef struct wk__bctx {
   int nin;               /* flattened tensor inputs (Tensor and Tensor[] elements) */
   const bool *needs;     /* needs[k]: input k wants a gradient */
   bool create_graph;
+  wk_tensor **held;      /* saved inputs handed to the formula, released after it */
+  int *nheld;
 } wk__bctx;
+#define WK__MAX_HELD 32
 
 /* A derivative formula: given the gradients of the outputs (gout[i], never
  * NULL: missing ones are zero-filled), write new references to the gradients

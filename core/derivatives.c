@@ -70,9 +70,17 @@ static wk_tensor *unpack(const wk__bctx *c, wk__saved *s, const char *what, int 
              (unsigned long long)v, (unsigned long long)s->version);
     return NULL;
   }
+  if (!s->is_output) { /* the input itself, with its history; may belong to a user scope */
+    if (*c->nheld == WK__MAX_HELD) {
+      wk_error(WK_ERR_INTERNAL, "autograd: %s unpacked too many saved tensors", n->name);
+      return NULL;
+    }
+    c->held[(*c->nheld)++] = wk_retain(s->t);
+    return s->t;
+  }
   wk_tensor *t = wk__view_of(s->t, s->t->ndim, s->t->sizes, s->t->strides, s->t->offset);
   if (!t) return NULL;
-  if (s->is_output && c->create_graph) { /* reattach history so double backward sees it */
+  if (c->create_graph) { /* reattach history so double backward sees it */
     wk__ameta *m = wk__ameta_get(t);
     if (m) {
       m->grad_fn = wk__node_retain(n);

@@ -202,12 +202,12 @@ static wk_status run_node(wk__node *n, const run_opts *o, nodevec *ready) {
     for (int i = 0; i < n->nout && !s; i++)
       if (!buf[i] && n->out_differentiable[i] && !(buf[i] = zeros_for(n, i))) s = wk_last_error();
     for (int k = 0; k < n->nin; k++) needs[k] = n->next[k].node != NULL;
-    wk__bctx c = {n, n->nin, needs, o->create_graph};
+    wk_tensor *held[WK__MAX_HELD];
+    int nheld = 0;
+    wk__bctx c = {n, n->nin, needs, o->create_graph, held, &nheld};
     if (!s) s = n->f->fn(&c, buf, gin);
+    for (int i = 0; i < nheld; i++) wk_release(held[i]);
     if (s && !wk__error_pending()) wk_error(s, "autograd: %s failed", n->name);
-    if (s) {
-      wk_error_replace(s, "%s (in %s)", wk_last_error_message(), n->name);
-    }
   }
   for (int k = 0; k < n->nin; k++) {
     wk__edge e = n->next[k];

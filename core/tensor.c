@@ -331,6 +331,10 @@ size_t wk_tensor_storage_nbytes(const wk_tensor *t) { return t ? t->storage->nby
 
 wk_status wk_tensor_set_requires_grad(wk_tensor *t, bool on) {
   if (!t) return wk_error(WK_ERR_NULL, "requires_grad_: argument 'self' is NULL");
+  if (!on && !wk_tensor_is_leaf(t))
+    return wk_error(WK_ERR_AUTOGRAD, "requires_grad_: you can only change requires_grad flags of leaf variables. If "
+                    "you want to use a computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().");
   if (on && !wk_dtype_is_floating(t->dtype))
     return wk_error(WK_ERR_DTYPE, "requires_grad_: only tensors of floating point dtype can require "
                     "gradients (got %s)", wk_dtype_name(t->dtype));
@@ -340,7 +344,7 @@ wk_status wk_tensor_set_requires_grad(wk_tensor *t, bool on) {
     t->flags &= ~(uint32_t)WK__T_REQUIRES_GRAD;
   return WK_OK;
 }
-bool wk_tensor_requires_grad(const wk_tensor *t) { return t && (t->flags & WK__T_REQUIRES_GRAD); }
+bool wk_tensor_requires_grad(const wk_tensor *t) { return wk__requires_grad(t); }
 
 /* ---- element access ---- */
 static wk_status elem_ptr(const char *fn, wk_tensor *t, const int64_t *index, int64_t *off) {

@@ -240,7 +240,8 @@ static wk_tensor *make_input(const int64_t *sz, int nd, wk_dtype dt, uint64_t se
     if (nans && is_float(dt) && tu_uniform(&s) < 0.08) x = NAN;
     v[i] = x;
   }
-  wk_tensor *t = tu_tensor(v, dt, sz, nd);
+  wk_tensor *f = wk_tensor_from_data(v, WK_F64, sz, nd), *t = wk_to_dtype(f, dt);
+  wk_release(f);
   free(v);
   if (layout == 0) return t;
   wk_tensor *r = layout == 1 ? strided_copy(t) : swapped_copy(t);
@@ -1027,6 +1028,127 @@ START_TEST(test_reduce_threads_independent) {
 }
 END_TEST
 
+/* Every kind of reduction gives the same bits whether the reduced dims are read
+ * in place (contiguous input: rows or columns) or from a rearranged copy
+ * (strided input), on one thread or four. */
+#define NLAY 19
+static void layout_results(wk_tensor *const *in, const int64_t *dims, int nd, wk_tensor **r) {
+  wk_tensor *x = in[0], *xp = in[1], *xz = in[2], *xi = in[3], *idx;
+  int64_t d0 = dims[0];
+  r[0] = wk_sum_dim(x, dims, nd, false);
+  r[1] = wk_var(x, dims, nd, 0, false);
+  static const double ps[] = {3, 1, 2, INFINITY, -INFINITY, 0};
+  for (int i = 0; i < 6; i++) r[2 + i] = wk_norm(i == 5 ? xz : x, ps[i], dims, nd, true);
+  r[8] = wk_logsumexp(x, dims, nd, false);
+  r[9] = wk_prod_dim(xp, d0, false);
+  r[10] = wk_max_dim(x, d0, false, &idx);
+  r[11] = idx;
+  r[12] = wk_all_dim(xz, d0, false);
+  r[13] = wk_any_dim(xz, d0, true);
+  r[14] = wk_sum_dim(xi, dims, nd, false);
+  r[15] = wk_prod_dim(xi, d0, false);
+  r[16] = wk_min_dim(xi, d0, false, &idx);
+  r[17] = idx;
+  r[18] = wk_cumsum(x, d0);
+}
+
+START_TEST(test_reduce_layout_independent) {
+  int64_t live = wk_live_tensors();
+  int old = wk_num_threads();
+  static const struct {
+    int nd;
+    int64_t sz[3];
+    int ndims;
+    int64_t dims[2];
+  } cases[] = {
+      {2, {40001, 3}, 1, {0}},      /* columns, few: blocks split across threads */
+      {3, {3, 20001, 5}, 1, {-2}},  /* columns inside slices */
+      {3, {2, 8200, 40}, 2, {1, 0}}, /* leading dims: two blocks */
+      {2, {300, 700}, 1, {0}},      /* columns, one block */
+      {2, {7, 40000}, 1, {1}},      /* rows */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    wk_tensor *in[2][4];
+    static const vkind kinds[4] = {V_SMOOTH, V_NEAR1, V_STEPS, V_SMOOTH};
+    for (int i = 0; i < 4; i++) {
+      in[0][i] = make_input(cases[k].sz, cases[k].nd, i == 3 ? WK_I32 : WK_F32, k * 10 + (size_t)i, kinds[i], false, 0);
+      in[1][i] = strided_copy(in[0][i]);
+      ck_assert(!wk_tensor_is_contiguous(in[1][i]));
+    }
+    wk_tensor *r[4][NLAY];
+    for (int v = 0; v < 4; v++) {
+      TU_OK(wk_set_num_threads(v & 1 ? 4 : 1));
+      layout_results(in[v >> 1], cases[k].dims, cases[k].ndims, r[v]);
+    }
+    for (int i = 0; i < NLAY; i++)
+      for (int v = 0; v < 4; v++) {
+        ck_assert_msg(r[v][i] != NULL, "case %zu result %d: %s", k, i, wk_last_error_message());
+        ck_assert_msg(same_bits(r[0][i], r[v][i]), "case %zu result %d differs (variant %d)", k, i, v);
+      }
+    /* and the values are right */
+    rcase c = {.nd = cases[k].nd};
+    for (int d = 0; d < c.nd; d++) c.sz[d] = cases[k].sz[d];
+    for (int i = 0; i < cases[k].ndims; i++) c.red[(cases[k].dims[i] + c.nd) % c.nd] = true;
+    check_result(r[0][0], in[0][0], &c, r_sum, 0, WK_F32, 1e-5, 1e-4, "sum", (int)k);
+    check_result(r[0][1], in[0][0], &c, r_var, 0, WK_F32, 1e-5, 1e-6, "var", (int)k);
+    check_result(r[0][8], in[0][0], &c, r_lse, 0, WK_F32, 1e-6, 1e-6, "logsumexp", (int)k);
+    check_result(r[0][14], in[0][3], &c, r_sum, 0, WK_I64, 0, 0, "int sum", (int)k);
+    c.keepdim = true;
+    check_result(r[0][2], in[0][0], &c, r_norm, 3, WK_F32, 1e-5, 1e-6, "norm 3", (int)k);
+    check_result(r[0][7], in[0][2], &c, r_norm, 0, WK_F32, 0, 0, "norm 0", (int)k);
+    memset(c.red, 0, sizeof c.red);
+    c.red[(cases[k].dims[0] + c.nd) % c.nd] = true;
+    c.keepdim = false;
+    check_result(r[0][11], in[0][0], &c, r_argmax, 0, WK_I64, 0, 0, "max.dim indices", (int)k);
+    check_result(r[0][17], in[0][3], &c, r_argmin, 0, WK_I64, 0, 0, "min.dim indices", (int)k);
+    check_result(r[0][12], in[0][2], &c, r_all, 0, WK_BOOL, 0, 0, "all.dim", (int)k);
+    for (int v = 0; v < 4; v++)
+      for (int i = 0; i < NLAY; i++) wk_release(r[v][i]);
+    for (int i = 0; i < 4; i++) {
+      wk_release(in[0][i]);
+      wk_release(in[1][i]);
+    }
+  }
+  TU_OK(wk_set_num_threads(old));
+  ck_assert_int_eq(wk_live_tensors(), live);
+}
+END_TEST
+
+/* cumsum along a middle dim with many columns: several tiles, any thread count. */
+START_TEST(test_reduce_cumsum_large) {
+  int64_t live = wk_live_tensors();
+  int old = wk_num_threads();
+  int64_t sz[3] = {2, 300, 3001};
+  wk_tensor *x = make_input(sz, 3, WK_F32, 77, V_SMOOTH, false, 0), *xi = make_input(sz, 3, WK_I16, 78, V_SMOOTH, false, 1);
+  wk_tensor *r[2][4];
+  for (int pass = 0; pass < 2; pass++) {
+    TU_OK(wk_set_num_threads(pass ? 4 : 1));
+    r[pass][0] = wk_cumsum(x, 1);
+    r[pass][1] = wk_cumsum(xi, -2);
+    r[pass][2] = wk_cumsum(x, 2);
+    r[pass][3] = wk_cumsum(xi, 0);
+  }
+  for (int i = 0; i < 4; i++) ck_assert_msg(same_bits(r[0][i], r[1][i]), "cumsum %d differs across thread counts", i);
+  for (int i = 0; i < 4; i++) {
+    wk_tensor *src = i & 1 ? xi : x;
+    int dim = i == 0 || i == 1 ? 1 : i == 2 ? 2 : 0;
+    int64_t n = wk_tensor_numel(src), inner = 1;
+    for (int d = dim + 1; d < 3; d++) inner *= sz[d];
+    double *v = tu_values(src), *ref = malloc(sizeof(double) * (size_t)n);
+    for (int64_t e = 0; e < n; e++) ref[e] = v[e] + ((e / inner) % sz[dim] > 0 ? ref[e - inner] : 0);
+    tu_assert_close_(r[1][i], ref, n, 1e-5, 1e-3, "cumsum large", i);
+    free(v);
+    free(ref);
+    wk_release(r[0][i]);
+    wk_release(r[1][i]);
+  }
+  wk_release(x);
+  wk_release(xi);
+  TU_OK(wk_set_num_threads(old));
+  ck_assert_int_eq(wk_live_tensors(), live);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("check_ops_reduce");
   TCase *tc;
@@ -1051,10 +1173,12 @@ static Suite *make_suite(void) {
   TC("cumsum");
   tcase_add_test(tc, test_reduce_cumsum_sweep);
   tcase_add_test(tc, test_reduce_cumsum_values);
+  tcase_add_test(tc, test_reduce_cumsum_large);
   TC("edges");
   tcase_add_test(tc, test_reduce_zero_dim);
   tcase_add_test(tc, test_reduce_errors);
   tcase_add_test(tc, test_reduce_threads_independent);
+  tcase_add_test(tc, test_reduce_layout_independent);
 #undef TC
   return s;
 }

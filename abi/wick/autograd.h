@@ -14,7 +14,8 @@
 WK_API bool wk_tensor_is_leaf(const wk_tensor *t);
 /* Name of the node that created t ("AddmmBackward0"), or NULL for leaves. Static. */
 WK_API const char *wk_tensor_grad_fn_name(const wk_tensor *t);
-/* Returns a new reference to t.grad, or NULL (without an error) when unset. */
+/* Returns a new handle on t.grad's storage (writes through it change .grad),
+ * or NULL (without an error) when unset. */
 WK_API wk_tensor *wk_tensor_grad(wk_tensor *t);
 /* Sets t.grad (borrows g, which must match t's shape; NULL clears). */
 WK_API wk_status wk_tensor_set_grad(wk_tensor *t, wk_tensor *g);

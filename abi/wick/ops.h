@@ -116,6 +116,7 @@ WK__FN(wk_add_scalar_, "add_.Scalar", (wk_tensor * a, double b), WK_VT(a), WK_VF
 WK__FN(wk_sub, "sub", (wk_tensor * a, wk_tensor * b), WK_VT(a), WK_VT(b))
 WK__FN(wk_sub_scaled, "sub", (wk_tensor * a, wk_tensor * b, double alpha), WK_VT(a), WK_VT(b), WK_VF(alpha))
 WK__FN(wk_sub_, "sub_", (wk_tensor * a, wk_tensor * b), WK_VT(a), WK_VT(b))
+WK__FN(wk_sub_scaled_, "sub_", (wk_tensor * a, wk_tensor * b, double alpha), WK_VT(a), WK_VT(b), WK_VF(alpha))
 WK__FN(wk_sub_out, "sub.out", (wk_tensor * a, wk_tensor * b, wk_tensor * out), WK_VT(a), WK_VT(b), WK_VF(1), WK_VT(out))
 WK__FN(wk_sub_scalar, "sub.Scalar", (wk_tensor * a, double b), WK_VT(a), WK_VF(b))
 WK__FN(wk_sub_scalar_, "sub_.Scalar", (wk_tensor * a, double b), WK_VT(a), WK_VF(b))

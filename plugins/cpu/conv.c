@@ -58,23 +58,54 @@ typedef struct {
 
 #define GEMM_JB 128 /* columns per block of the reference GEMM */
 
-/* Each element accumulates over k in ascending order whatever the split, so
- * results do not depend on the thread count. */
-#define REF_GEMM(NAME, T)                                                          \
-  static void NAME(void *p, int64_t b, int64_t e) {                                \
-    const gemm_job *g = p;                                                         \
-    const T *A = g->A, *B = g->B;                                                  \
-    T *C = g->C;                                                                   \
-    for (int64_t jb = b; jb < e; jb++) {                                           \
-      int64_t j0 = jb * GEMM_JB, j1 = j0 + GEMM_JB < g->N ? j0 + GEMM_JB : g->N;   \
-      for (int64_t i = 0; i < g->M; i++) {                                         \
-        T *c = C + i * g->ldc;                                                     \
-        for (int64_t k = 0; k < g->K; k++) {                                       \
-          const T a = A[i * g->lda + k], *brow = B + k * g->ldb;                   \
-          for (int64_t j = j0; j < j1; j++) c[j] += a * brow[j];                   \
-        }                                                                          \
-      }                                                                            \
-    }                                                                              \
+/* c_r[0..n) += a_r * b[0..n) for four rows r. Called with n == GEMM_JB (a
+ * constant after inlining) for full blocks, which lets -O2 vectorise it. */
+#define AXPY4(NAME, T)                                                                                 \
+  static inline void NAME(int64_t n, T a0, T a1, T a2, T a3, const T *restrict b, T *restrict c0,      \
+                          T *restrict c1, T *restrict c2, T *restrict c3) {                            \
+    for (int64_t j = 0; j < n; j++) {                                                                  \
+      T bj = b[j];                                                                                     \
+      c0[j] += a0 * bj;                                                                                \
+      c1[j] += a1 * bj;                                                                                \
+      c2[j] += a2 * bj;                                                                                \
+      c3[j] += a3 * bj;                                                                                \
+    }                                                                                                  \
+  }                                                                                                    \
+  static inline void NAME##_1(int64_t n, T a, const T *restrict b, T *restrict c) {                    \
+    for (int64_t j = 0; j < n; j++) c[j] += a * b[j];                                                  \
+  }
+
+/* Columns [j0, j0+nj) of C, rows four at a time. Each element accumulates
+ * over k in ascending order whatever the split, so results do not depend on
+ * the thread count. */
+#define GEMM_COLS(NAME, T, AXPY)                                                                       \
+  static inline void NAME(const gemm_job *g, int64_t j0, int64_t nj) {                                 \
+    const T *A = g->A, *B = (const T *)g->B + j0;                                                      \
+    T *C = (T *)g->C + j0;                                                                             \
+    int64_t i = 0, lda = g->lda, ldb = g->ldb, ldc = g->ldc;                                           \
+    for (; i + 4 <= g->M; i += 4) {                                                                    \
+      T *c = C + i * ldc;                                                                              \
+      const T *a = A + i * lda;                                                                        \
+      for (int64_t k = 0; k < g->K; k++)                                                               \
+        AXPY(nj, a[k], a[lda + k], a[2 * lda + k], a[3 * lda + k], B + k * ldb, c, c + ldc, c + 2 * ldc, \
+             c + 3 * ldc);                                                                             \
+    }                                                                                                  \
+    for (; i < g->M; i++)                                                                              \
+      for (int64_t k = 0; k < g->K; k++) AXPY##_1(nj, A[i * lda + k], B + k * ldb, C + i * ldc);       \
+  }
+
+#define REF_GEMM(NAME, T)                                                                              \
+  AXPY4(NAME##_axpy, T)                                                                                \
+  GEMM_COLS(NAME##_cols, T, NAME##_axpy)                                                               \
+  static void NAME(void *p, int64_t b, int64_t e) {                                                    \
+    const gemm_job *g = p;                                                                             \
+    for (int64_t jb = b; jb < e; jb++) {                                                               \
+      int64_t j0 = jb * GEMM_JB;                                                                       \
+      if (j0 + GEMM_JB <= g->N)                                                                        \
+        NAME##_cols(g, j0, GEMM_JB);                                                                   \
+      else                                                                                             \
+        NAME##_cols(g, j0, g->N - j0);                                                                 \
+    }                                                                                                  \
   }
 REF_GEMM(ref_gemm_f32, float)
 REF_GEMM(ref_gemm_f64, double)

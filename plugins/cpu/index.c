@@ -425,17 +425,17 @@ static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_ten
       return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as src tensor (%d vs %d)",
                       op, ni, ns);
   }
-  bool bad = false;
-  for (int d = 0; d < nd && !bad; d++)
-    if (d != dim && nsize(index, d) > nsize(self, d)) bad = true;
-  for (int d = 0; src && d < nd && !bad; d++)
-    if (nsize(index, d) > nsize(src, d)) bad = true;
-  if (!bad) return WK_OK;
+  int bad = -1;
+  for (int d = 0; d < nd && bad < 0; d++)
+    if (d != dim && nsize(index, d) > nsize(self, d)) bad = d;
+  for (int d = 0; src && d < nd && bad < 0; d++)
+    if (nsize(index, d) > nsize(src, d)) bad = d;
+  if (bad < 0) return WK_OK;
   if (!src)
     return wk_error(WK_ERR_SHAPE,
-                    "%s(): Size does not match at dimension: expected index %s to be smaller than self %s apart "
-                    "from dimension %d",
-                    op, cpu_shape_str(index, a, sizeof a), cpu_shape_str(self, b, sizeof b), dim);
+                    "%s(): Size does not match at dimension %d expected index %s to be smaller than self %s apart "
+                    "for dimension %d",
+                    op, bad, cpu_shape_str(index, a, sizeof a), cpu_shape_str(self, b, sizeof b), dim);
   return wk_error(WK_ERR_SHAPE,
                   "%s(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
                   "size than src %s",
@@ -656,8 +656,8 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int nr = args[1].len, nd = wk_tensor_dim(self);
   if (nr < nd)
     return wk_error(WK_ERR_SHAPE,
-                    "repeat(): Number of dimensions of repeat dims (%d) can not be smaller than number of dimensions "
-                    "of tensor (%d)",
+                    "repeat(): Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                    "tensor (got %d repeat dims for a %d-dim tensor)",
                     nr, nd);
   if (nr > WK_MAX_DIMS)
     return wk_error(WK_ERR_SHAPE, "repeat(): %d repeat dims requested, at most %d supported", nr, WK_MAX_DIMS);

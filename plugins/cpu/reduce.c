@@ -14,7 +14,7 @@
 #define RBLOCK 16384 /* fixed block of a row: partials combine in this grouping */
 #define RCHUNK 256   /* elements converted to double / int64 at a time */
 #define RGRAIN 32768 /* elements below which work stays on one thread */
-#define RTILE 256    /* output columns reduced together when the reduced dims are not innermost */
+#define RTILE 4096   /* most output columns reduced together when the reduced dims are not innermost */
 
 /* PyTorch's ScalarType names, for messages that read like PyTorch's. */
 static const char *torch_name(wk_dtype dt) {
@@ -133,7 +133,7 @@ typedef struct {
   const char *data;
   wk_dtype dt;
   int64_t es, rows, n, nb; /* nb: blocks per output element */
-  int64_t outer, inner, ntiles; /* column layout (inner > 1): tiles of RTILE columns */
+  int64_t outer, inner, tile, ntiles; /* column layout (inner > 1): tiles of `tile` columns */
   double p;                /* R_POW exponent */
   const double *param;     /* per-output shift (R_SQDEV, R_EXPSUM) */
   acc_t *res;              /* rows results */
@@ -351,27 +351,53 @@ static void parts_range(void *cp, int64_t b, int64_t e) {
   for (int64_t u = b; u < e; u++) j->parts[u] = reduce_block(j, u / j->nb, u % j->nb);
 }
 
+/* Scratch for a tile of up to cap columns. */
+typedef struct {
+  double *lane[4], *buf;
+  int64_t *ibuf;
+  acc_t *tot, *part;
+  int64_t cap;
+} colws;
+
+#define COLWS_SMALL 32 /* columns of the on-stack fallback when malloc fails */
+#define COLWS_BYTES (4 * sizeof(double) + sizeof(double) + sizeof(int64_t) + 2 * sizeof(acc_t))
+
+/* Points ws at heap memory for `want` columns, or at the small stack arrays. */
+static void *colws_init(colws *ws, int64_t want, char *small) {
+  char *m = malloc(COLWS_BYTES * (size_t)want), *q = m;
+  if (!m) {
+    want = COLWS_SMALL;
+    q = small;
+  }
+  ws->cap = want;
+  ws->tot = (acc_t *)q;
+  ws->part = ws->tot + want;
+  for (int i = 0; i < 4; i++) ws->lane[i] = (double *)(ws->part + want) + i * want;
+  ws->buf = ws->lane[3] + want;
+  ws->ibuf = (int64_t *)(ws->buf + want);
+  return m;
+}
+
 /* The column layout: the partials of block `blk` for the w columns from j0 of
- * slice o. Element i of column c updates it exactly as block_f/block_i would
- * update element i of a row, so both layouts give the same bits. */
-static void col_block(const rjob *j, int64_t o, int64_t j0, int64_t w, int64_t blk, acc_t *out) {
-  double lane[4][RTILE], buf[RTILE];
-  int64_t ibuf[RTILE];
+ * slice o, into ws->part. Element i of a column updates it exactly as
+ * block_f/block_i update element i of a row, so both layouts give the same
+ * bits; the tile width changes nothing either. */
+static void col_block(const rjob *j, colws *ws, int64_t o, int64_t j0, int64_t w, int64_t blk) {
+  acc_t *out = ws->part;
   const double *prm = j->param ? j->param + o * j->inner + j0 : NULL;
   for (int64_t c = 0; c < w; c++) {
     out[c] = acc_init(j->k);
-    lane[0][c] = lane[1][c] = lane[2][c] = lane[3][c] = 0;
+    ws->lane[0][c] = ws->lane[1][c] = ws->lane[2][c] = ws->lane[3][c] = 0;
   }
   int64_t i0 = blk * RBLOCK, i1 = j->n - i0 < RBLOCK ? j->n : i0 + RBLOCK;
   for (int64_t i = i0; i < i1; i++) {
     const char *p = j->data + ((o * j->n + i) * j->inner + j0) * j->es;
-    int q = (int)((i - i0) & 3);
     if (int_kind(j->k)) {
-      const int64_t *x = ibuf;
+      const int64_t *x = ws->ibuf;
       if (j->dt == WK_I64)
         x = (const int64_t *)p;
       else
-        load_i64(p, j->dt, w, ibuf);
+        load_i64(p, j->dt, w, ws->ibuf);
       for (int64_t c = 0; c < w; c++) {
         acc_t *a = &out[c];
         switch (j->k) {
@@ -389,12 +415,12 @@ static void col_block(const rjob *j, int64_t o, int64_t j0, int64_t w, int64_t b
       }
       continue;
     }
-    const double *x = buf;
+    const double *x = ws->buf;
     if (j->dt == WK_F64)
       x = (const double *)p;
     else
-      load_f64(p, j->dt, w, buf);
-    double *lq = lane[q];
+      load_f64(p, j->dt, w, ws->buf);
+    double *lq = ws->lane[(i - i0) & 3];
     switch (j->k) {
       case R_SUM: for (int64_t c = 0; c < w; c++) lq[c] += x[c]; break;
       case R_SQDEV: for (int64_t c = 0; c < w; c++) lq[c] += (x[c] - prm[c]) * (x[c] - prm[c]); break;
@@ -430,34 +456,46 @@ static void col_block(const rjob *j, int64_t o, int64_t j0, int64_t w, int64_t b
     }
   }
   if (j->k <= R_NZ)
-    for (int64_t c = 0; c < w; c++) out[c].d = (lane[0][c] + lane[1][c]) + (lane[2][c] + lane[3][c]);
+    for (int64_t c = 0; c < w; c++) out[c].d = (ws->lane[0][c] + ws->lane[1][c]) + (ws->lane[2][c] + ws->lane[3][c]);
 }
 
 /* Column units (slice, tile): every block in order. */
 static void cols_range(void *cp, int64_t b, int64_t e) {
   const rjob *j = cp;
-  acc_t tot[RTILE], part[RTILE];
+  _Alignas(16) char small[COLWS_BYTES * COLWS_SMALL];
+  colws ws;
+  void *mem = colws_init(&ws, j->tile, small);
   for (int64_t u = b; u < e; u++) {
-    int64_t o = u / j->ntiles, j0 = (u % j->ntiles) * RTILE, w = j->inner - j0 < RTILE ? j->inner - j0 : RTILE;
-    for (int64_t c = 0; c < w; c++) tot[c] = acc_init(j->k);
-    for (int64_t blk = 0; blk < j->nb; blk++) {
-      col_block(j, o, j0, w, blk, part);
-      for (int64_t c = 0; c < w; c++) tot[c] = blk == 0 ? part[c] : acc_combine(j->k, tot[c], part[c]);
+    int64_t o = u / j->ntiles, t0 = (u % j->ntiles) * j->tile, tw = j->inner - t0 < j->tile ? j->inner - t0 : j->tile;
+    for (int64_t j0 = t0; j0 < t0 + tw; j0 += ws.cap) {
+      int64_t w = t0 + tw - j0 < ws.cap ? t0 + tw - j0 : ws.cap;
+      for (int64_t c = 0; c < w; c++) ws.tot[c] = acc_init(j->k);
+      for (int64_t blk = 0; blk < j->nb; blk++) {
+        col_block(j, &ws, o, j0, w, blk);
+        for (int64_t c = 0; c < w; c++) ws.tot[c] = blk == 0 ? ws.part[c] : acc_combine(j->k, ws.tot[c], ws.part[c]);
+      }
+      memcpy(j->res + o * j->inner + j0, ws.tot, sizeof(acc_t) * (size_t)w);
     }
-    memcpy(j->res + o * j->inner + j0, tot, sizeof(acc_t) * (size_t)w);
   }
+  free(mem);
 }
 
 /* Column units (slice, tile, block): one block's partials into parts. */
 static void colparts_range(void *cp, int64_t b, int64_t e) {
   const rjob *j = cp;
-  acc_t part[RTILE];
+  _Alignas(16) char small[COLWS_BYTES * COLWS_SMALL];
+  colws ws;
+  void *mem = colws_init(&ws, j->tile, small);
   for (int64_t u = b; u < e; u++) {
-    int64_t blk = u % j->nb, t = u / j->nb, o = t / j->ntiles, j0 = (t % j->ntiles) * RTILE;
-    int64_t w = j->inner - j0 < RTILE ? j->inner - j0 : RTILE;
-    col_block(j, o, j0, w, blk, part);
-    for (int64_t c = 0; c < w; c++) j->parts[(o * j->inner + j0 + c) * j->nb + blk] = part[c];
+    int64_t blk = u % j->nb, t = u / j->nb, o = t / j->ntiles, t0 = (t % j->ntiles) * j->tile;
+    int64_t tw = j->inner - t0 < j->tile ? j->inner - t0 : j->tile;
+    for (int64_t j0 = t0; j0 < t0 + tw; j0 += ws.cap) {
+      int64_t w = t0 + tw - j0 < ws.cap ? t0 + tw - j0 : ws.cap;
+      col_block(j, &ws, o, j0, w, blk);
+      for (int64_t c = 0; c < w; c++) j->parts[(o * j->inner + j0 + c) * j->nb + blk] = ws.part[c];
+    }
   }
+  free(mem);
 }
 
 /* Reduces every output element of the plan; returns a malloc'd array of
@@ -468,13 +506,16 @@ static acc_t *reduce_rows(const rplan *p, rkind k, double pw, const double *para
     wk_error(WK_ERR_NO_MEMORY, "reduction: out of memory for %lld results", (long long)p->rows);
     return NULL;
   }
+  int nt = wk_num_threads();
+  /* Column tiles: wide enough for the prefetcher, narrow enough to share out. */
+  int64_t tile = (p->inner + nt - 1) / nt;
+  tile = tile < 256 ? 256 : tile > RTILE ? RTILE : tile;
   rjob j = {k, wk_tensor_data(p->c), wk_tensor_dtype(p->c), (int64_t)wk_dtype_size(wk_tensor_dtype(p->c)),
-            p->rows, p->n, (p->n + RBLOCK - 1) / RBLOCK, p->outer, p->inner, (p->inner + RTILE - 1) / RTILE,
+            p->rows, p->n, (p->n + RBLOCK - 1) / RBLOCK, p->outer, p->inner, tile, (p->inner + tile - 1) / tile,
             pw, param, res, NULL};
   if (p->rows == 0) return res;
   bool cols = p->inner > 1;
-  int64_t units = cols ? p->outer * j.ntiles : p->rows, per_unit = cols ? p->n * RTILE : p->n;
-  int nt = wk_num_threads();
+  int64_t units = cols ? p->outer * j.ntiles : p->rows, per_unit = cols ? p->n * tile : p->n;
   if (p->rows * p->n < RGRAIN || nt <= 1) {
     (cols ? cols_range : rows_range)(&j, 0, units);
   } else if (j.nb > 1 && units < 2 * (int64_t)nt && (j.parts = malloc(sizeof(acc_t) * (size_t)(p->rows * j.nb)))) {
@@ -831,39 +872,78 @@ static wk_status k_any_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   return all_any("any", false, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
 }
 
-/* ---- cumsum: a serial scan per row, rows in parallel ----------------------------------------- */
+/* ---- cumsum: the input as a contiguous [outer, len, inner] array; each of the
+ * outer * inner lines is scanned in order (in double, or int64 wrapping). -------------- */
+#define RSCAN 2048 /* most columns scanned together when dim is not the last */
+
 typedef struct {
   const char *in;
   char *out;
   wk_dtype idt, odt;
-  int64_t ies, oes, n, step; /* row length; output stride along dim (elements) */
-  int nouter;                /* dims other than `dim`, in order */
-  int64_t osize[WK_MAX_DIMS], ostride[WK_MAX_DIMS];
+  int64_t ies, oes, outer, len, inner, tile, ntiles;
   bool isint;
 } scan_job;
 
-static void scan_range(void *cp, int64_t b, int64_t e) {
+typedef union {
+  double d[RSCAN];
+  int64_t i[RSCAN];
+} scan_buf;
+
+static void store_run(const scan_job *j, char *o, const scan_buf *b, int64_t m) {
+  if (j->isint) {
+    if (j->odt == WK_I64)
+      memcpy(o, b->i, sizeof(int64_t) * (size_t)m);
+    else
+      for (int64_t t = 0; t < m; t++) wk_store_i64(o + t * j->oes, j->odt, b->i[t]);
+  } else if (j->odt == WK_F32) {
+    for (int64_t t = 0; t < m; t++) ((float *)o)[t] = (float)b->d[t];
+  } else if (j->odt == WK_F64) {
+    memcpy(o, b->d, sizeof(double) * (size_t)m);
+  } else {
+    for (int64_t t = 0; t < m; t++) wk_store_f64(o + t * j->oes, j->odt, b->d[t]);
+  }
+}
+
+/* dim is the last (inner == 1): whole lines, a chunk at a time. */
+static void scan_rows(void *cp, int64_t b, int64_t e) {
   const scan_job *j = cp;
+  scan_buf buf;
   for (int64_t r = b; r < e; r++) {
-    int64_t rem = r, off = 0;
-    for (int d = j->nouter - 1; d >= 0; d--) {
-      off += (rem % j->osize[d]) * j->ostride[d];
-      rem /= j->osize[d];
+    const char *x = j->in + r * j->len * j->ies;
+    char *o = j->out + r * j->len * j->oes;
+    double dacc = 0;
+    uint64_t iacc = 0;
+    for (int64_t off = 0; off < j->len; off += RSCAN) {
+      int64_t m = j->len - off < RSCAN ? j->len - off : RSCAN;
+      if (j->isint) {
+        load_i64(x + off * j->ies, j->idt, m, buf.i);
+        for (int64_t t = 0; t < m; t++) buf.i[t] = (int64_t)(iacc += (uint64_t)buf.i[t]);
+      } else {
+        load_f64(x + off * j->ies, j->idt, m, buf.d);
+        for (int64_t t = 0; t < m; t++) buf.d[t] = dacc += buf.d[t];
+      }
+      store_run(j, o + off * j->oes, &buf, m);
     }
-    const char *x = j->in + r * j->n * j->ies;
-    char *o = j->out + off * j->oes;
-    if (j->isint) {
-      uint64_t acc = 0;
-      for (int64_t t = 0; t < j->n; t++) {
-        acc += (uint64_t)wk_load_i64(x + t * j->ies, j->idt);
-        wk_store_i64(o + t * j->step * j->oes, j->odt, (int64_t)acc);
+  }
+}
+
+/* dim is not the last: a tile of columns advances along dim together. */
+static void scan_cols(void *cp, int64_t b, int64_t e) {
+  const scan_job *j = cp;
+  scan_buf acc, buf;
+  for (int64_t u = b; u < e; u++) {
+    int64_t o = u / j->ntiles, j0 = (u % j->ntiles) * j->tile, w = j->inner - j0 < j->tile ? j->inner - j0 : j->tile;
+    memset(&acc, 0, sizeof(int64_t) * (size_t)w);
+    for (int64_t i = 0; i < j->len; i++) {
+      int64_t at = (o * j->len + i) * j->inner + j0;
+      if (j->isint) {
+        load_i64(j->in + at * j->ies, j->idt, w, buf.i);
+        for (int64_t c = 0; c < w; c++) buf.i[c] = acc.i[c] = (int64_t)((uint64_t)acc.i[c] + (uint64_t)buf.i[c]);
+      } else {
+        load_f64(j->in + at * j->ies, j->idt, w, buf.d);
+        for (int64_t c = 0; c < w; c++) buf.d[c] = acc.d[c] += buf.d[c];
       }
-    } else {
-      double acc = 0;
-      for (int64_t t = 0; t < j->n; t++) {
-        acc += wk_load_f64(x + t * j->ies, j->idt);
-        wk_store_f64(o + t * j->step * j->oes, j->odt, acc);
-      }
+      store_run(j, j->out + at * j->oes, &buf, w);
     }
   }
 }
@@ -875,46 +955,39 @@ static wk_status k_cumsum(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int nd = wk_tensor_dim(x), d;
   wk_status s = wrap_dim("cumsum", WK_ARG_I(1), nd, &d);
   if (s) return s;
+  /* A given dtype converts the input first; integers and bools give int64. */
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);
-  if (!in) return wk_last_error();
-  wk_dtype dt = wk_tensor_dtype(in);
+  wk_tensor *c = wk_contiguous(in);
+  wk_release(in);
+  if (!c) return wk_last_error();
+  wk_dtype dt = wk_tensor_dtype(c);
   bool isint = !wk_dtype_is_floating(dt);
   wk_dtype rt = dtype ? dtype : isint ? WK_I64 : dt;
-  wk_tensor *out = cpu_empty(wk_tensor_sizes(in), nd, rt), *c = NULL;
-  if (out && nd > 0) {
-    int64_t perm[WK_MAX_DIMS];
-    int k = 0;
-    for (int i = 0; i < nd; i++)
-      if (i != d) perm[k++] = i;
-    perm[k] = d;
-    wk_tensor *v = wk_permute(in, perm, nd);
-    c = wk_contiguous(v);
-    wk_release(v);
-  } else if (out) {
-    c = wk_retain(in);
-  }
-  wk_release(in);
-  if (!c) {
-    wk_release(out);
+  wk_tensor *out = cpu_empty(wk_tensor_sizes(c), nd, rt);
+  if (!out) {
+    wk_release(c);
     return wk_last_error();
   }
-  scan_job j = {wk_tensor_data(c), wk_tensor_data(out), dt, rt, (int64_t)wk_dtype_size(dt),
-                (int64_t)wk_dtype_size(rt), nd > 0 ? wk_tensor_size(c, nd - 1) : 1, 1, 0, {0}, {0}, isint};
-  const int64_t *sz = wk_tensor_sizes(out), *st = wk_tensor_strides(out);
-  for (int i = 0; i < nd; i++) {
-    if (i == d) {
-      j.step = st[i];
-      continue;
+  const int64_t *sz = wk_tensor_sizes(c);
+  scan_job j = {wk_tensor_data(c), wk_tensor_data(out), dt, rt, (int64_t)wk_dtype_size(dt), (int64_t)wk_dtype_size(rt),
+                1, nd > 0 ? sz[d] : 1, 1, 1, 1, isint};
+  for (int i = 0; i < d; i++) j.outer *= sz[i];
+  for (int i = d + 1; i < nd; i++) j.inner *= sz[i];
+  int64_t numel = wk_tensor_numel(out);
+  if (numel > 0) {
+    int nt = wk_num_threads();
+    j.tile = (j.inner + nt - 1) / nt;
+    j.tile = j.tile < 64 ? 64 : j.tile > RSCAN ? RSCAN : j.tile;
+    j.ntiles = (j.inner + j.tile - 1) / j.tile;
+    bool cols = j.inner > 1;
+    int64_t units = cols ? j.outer * j.ntiles : j.outer, per_unit = j.len * (cols ? j.tile : 1);
+    void (*fn)(void *, int64_t, int64_t) = cols ? scan_cols : scan_rows;
+    if (numel < RGRAIN || nt <= 1) {
+      fn(&j, 0, units);
+    } else {
+      int64_t grain = RGRAIN / per_unit;
+      wk_parallel_for(0, units, grain > 0 ? grain : 1, fn, &j);
     }
-    j.osize[j.nouter] = sz[i];
-    j.ostride[j.nouter++] = st[i];
-  }
-  int64_t numel = wk_tensor_numel(out), rows = j.n > 0 ? numel / j.n : 0;
-  if (numel < RGRAIN) {
-    scan_range(&j, 0, rows);
-  } else {
-    int64_t grain = RGRAIN / j.n;
-    wk_parallel_for(0, rows, grain > 0 ? grain : 1, scan_range, &j);
   }
   wk_release(c);
   outs[0] = WK_VT(out);

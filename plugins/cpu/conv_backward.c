@@ -1,0 +1,762 @@
+/* cpu plugin: backward kernels of 2-D convolution and pooling: conv2d_backward
+ * (grad_input by GEMM + col2im, grad_weight by im2col + GEMM, grad_bias by
+ * summation; OpenBLAS when configured, else reference loops),
+ * max_pool2d_with_indices_backward, avg_pool2d_backward and
+ * adaptive_avg_pool2d_backward. Every accumulation has a fixed order, so the
+ * results do not depend on the number of threads. f16/bf16 compute in f32. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifdef CPU_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* PyTorch's ScalarType name, for messages. */
+static const char *tname(wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return "Float";
+    case WK_F64: return "Double";
+    case WK_F16: return "Half";
+    case WK_BF16: return "BFloat16";
+    case WK_I8: return "Char";
+    case WK_U8: return "Byte";
+    case WK_I16: return "Short";
+    case WK_I32: return "Int";
+    case WK_I64: return "Long";
+    case WK_BOOL: return "Bool";
+    default: return "?";
+  }
+}
+
+static const char *ints_str(const int64_t *v, int n, char *buf, size_t cap) {
+  size_t k = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (k < cap) snprintf(buf + k, cap - k, "]");
+  return buf;
+}
+
+/* Floor division (PyTorch's div_rtn) for a positive divisor. */
+static int64_t div_floor(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+/* Reads an int[2] argument, accepting PyTorch's single-value form. */
+static bool pair_arg(const wk_value *v, int64_t out[2]) {
+  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
+  out[0] = v->u.ints[0];
+  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
+  return true;
+}
+
+/* Reads output_mask (int[3]) into m. */
+static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
+  if (v->tag != WK_V_INTS || v->len != 3)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op, v->tag == WK_V_INTS ? v->len : 0);
+  for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
+  return WK_OK;
+}
+
+/* Runs fn over [0, ntasks), in parallel when ntasks * per_task is large. */
+static void run_tasks(int64_t ntasks, int64_t per_task, void (*fn)(void *, int64_t, int64_t), void *ctx) {
+  if (ntasks <= 0) return;
+  if (per_task < 1) per_task = 1;
+  if (ntasks == 1 || ntasks * per_task < 32768) {
+    fn(ctx, 0, ntasks);
+    return;
+  }
+  int64_t grain = 32768 / per_task;
+  wk_parallel_for(0, ntasks, grain < 1 ? 1 : grain, fn, ctx);
+}
+
+/* Consumes t and returns it converted to dt (NULL on error). */
+static wk_tensor *cast_own(wk_tensor *t, wk_dtype dt) {
+  if (!t || wk_tensor_dtype(t) == dt) return t;
+  wk_tensor *r = wk_to_dtype(t, dt);
+  wk_release(t);
+  return r;
+}
+
+/* t converted to dt and made contiguous: a new reference, NULL on error. */
+static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
+  wk_tensor *c = wk_kernel_cast(t, dt);
+  if (!c) return NULL;
+  wk_tensor *r = wk_contiguous(c);
+  wk_release(c);
+  return r;
+}
+
+/* A new zero-filled contiguous tensor. */
+static wk_tensor *zeros_of(const int64_t *sizes, int nd, wk_dtype dt) {
+  wk_tensor *t = cpu_empty(sizes, nd, dt);
+  if (t && wk_tensor_numel(t) > 0) memset(wk_tensor_data(t), 0, (size_t)wk_tensor_numel(t) * wk_dtype_size(dt));
+  return t;
+}
+
+/* ---- GEMMs (row-major, accumulate into C) ---------------------------------------------- */
+
+typedef struct {
+  int64_t M, N, K, lda, ldb, ldc;
+  const void *A, *B;
+  void *C;
+} mm_job;
+
+/* "NT": C[i,j] += sum_k A[i,k] * B[j,k]; one task per element of C, each a
+ * dot product in ascending k (double accumulator). */
+#define GEMM_NT(NAME, T)                                                \
+  static void NAME(void *p, int64_t b, int64_t e) {                     \
+    const mm_job *g = p;                                                \
+    for (int64_t t = b; t < e; t++) {                                   \
+      int64_t i = t / g->N, j = t % g->N;                               \
+      const T *a = (const T *)g->A + i * g->lda;                        \
+      const T *bb = (const T *)g->B + j * g->ldb;                       \
+      double s = 0;                                                     \
+      for (int64_t k = 0; k < g->K; k++) s += (double)a[k] * bb[k];     \
+      T *c = (T *)g->C + i * g->ldc + j;                                \
+      *c = (T)(*c + s);                                                 \
+    }                                                                   \
+  }
+/* "TN": C[i,:] += sum_k A[k,i] * B[k,:]; one task per row of C, k ascending. */
+#define GEMM_TN(NAME, T)                                                \
+  static void NAME(void *p, int64_t b, int64_t e) {                     \
+    const mm_job *g = p;                                                \
+    for (int64_t i = b; i < e; i++) {                                   \
+      T *c = (T *)g->C + i * g->ldc;                                    \
+      for (int64_t k = 0; k < g->K; k++) {                              \
+        const T a = ((const T *)g->A)[k * g->lda + i];                  \
+        const T *br = (const T *)g->B + k * g->ldb;                     \
+        for (int64_t j = 0; j < g->N; j++) c[j] += a * br[j];           \
+      }                                                                 \
+    }                                                                   \
+  }
+GEMM_NT(gemm_nt_f32, float)
+GEMM_NT(gemm_nt_f64, double)
+GEMM_TN(gemm_tn_f32, float)
+GEMM_TN(gemm_tn_f64, double)
+
+#ifdef CPU_HAVE_OPENBLAS
+static bool blas_ok(const mm_job *g) {
+  return g->M <= INT_MAX && g->N <= INT_MAX && g->K <= INT_MAX && g->lda <= INT_MAX && g->ldb <= INT_MAX &&
+         g->ldc <= INT_MAX;
+}
+#endif
+
+/* C[M,N] += A[M,K] * B[N,K]^T. */
+static void gemm_nt(bool f64, mm_job *g) {
+  if (g->M == 0 || g->N == 0 || g->K == 0) return;
+#ifdef CPU_HAVE_OPENBLAS
+  if (blas_ok(g)) {
+    if (f64)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->M, (int)g->N, (int)g->K, 1.0, g->A, (int)g->lda,
+                  g->B, (int)g->ldb, 1.0, g->C, (int)g->ldc);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)g->M, (int)g->N, (int)g->K, 1.0f, g->A, (int)g->lda,
+                  g->B, (int)g->ldb, 1.0f, g->C, (int)g->ldc);
+    return;
+  }
+#endif
+  run_tasks(g->M * g->N, g->K, f64 ? gemm_nt_f64 : gemm_nt_f32, g);
+}
+
+/* C[M,N] += A[K,M]^T * B[K,N]. */
+static void gemm_tn(bool f64, mm_job *g) {
+  if (g->M == 0 || g->N == 0 || g->K == 0) return;
+#ifdef CPU_HAVE_OPENBLAS
+  if (blas_ok(g)) {
+    if (f64)
+      cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)g->M, (int)g->N, (int)g->K, 1.0, g->A, (int)g->lda,
+                  g->B, (int)g->ldb, 1.0, g->C, (int)g->ldc);
+    else
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)g->M, (int)g->N, (int)g->K, 1.0f, g->A, (int)g->lda,
+                  g->B, (int)g->ldb, 1.0f, g->C, (int)g->ldc);
+    return;
+  }
+#endif
+  run_tasks(g->M, g->N * g->K, f64 ? gemm_tn_f64 : gemm_tn_f32, g);
+}
+
+/* ---- conv2d_backward --------------------------------------------------------------------- */
+
+/* Geometry of one convolution; the column matrix of a chunk of nb images of
+ * group g is [K = Cg*kh*kw, ldcol = nb*P], row r = (c, ki, kj), column
+ * im*P + oy*ow + ox. */
+typedef struct {
+  const char *x;          /* input (compute dtype, strided) */
+  int64_t sN, sC, sH, sW; /* its strides (elements) */
+  char *gi;               /* grad_input (compute dtype, contiguous [N, C, H, W]) */
+  int64_t C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, P, Cg;
+  char *col;
+  int64_t ldcol, n0, nb, g;
+} conv_geo;
+
+/* Output columns [lo, hi) whose input column ox*sw + off lies in [0, W). */
+static void col_range(const conv_geo *j, int64_t off, int64_t *lo, int64_t *hi) {
+  int64_t l = 0, h = j->ow;
+  while (l < h && l * j->sw + off < 0) l++;
+  while (h > l && (h - 1) * j->sw + off >= j->W) h--;
+  *lo = l;
+  *hi = h;
+}
+
+/* Rows [b, e) of the column matrix from the input. */
+#define IM2COL(NAME, T)                                                                     \
+  static void NAME(void *p, int64_t b, int64_t e) {                                         \
+    const conv_geo *j = p;                                                                  \
+    int64_t kk = j->kh * j->kw;                                                             \
+    for (int64_t r = b; r < e; r++) {                                                       \
+      int64_t c = r / kk, ki = (r / j->kw) % j->kh, kj = r % j->kw;                         \
+      int64_t off = kj * j->dw - j->pw, lo, hi;                                             \
+      col_range(j, off, &lo, &hi);                                                          \
+      for (int64_t im = 0; im < j->nb; im++) {                                              \
+        const T *src = (const T *)j->x + (j->n0 + im) * j->sN + (j->g * j->Cg + c) * j->sC; \
+        T *dst = (T *)j->col + r * j->ldcol + im * j->P;                                    \
+        for (int64_t oy = 0; oy < j->oh; oy++) {                                            \
+          T *d = dst + oy * j->ow;                                                          \
+          int64_t iy = oy * j->sh - j->ph + ki * j->dh;                                     \
+          if (iy < 0 || iy >= j->H) {                                                       \
+            for (int64_t ox = 0; ox < j->ow; ox++) d[ox] = 0;                               \
+            continue;                                                                       \
+          }                                                                                 \
+          const T *s = src + iy * j->sH;                                                    \
+          for (int64_t ox = 0; ox < lo; ox++) d[ox] = 0;                                    \
+          for (int64_t ox = lo; ox < hi; ox++) d[ox] = s[(ox * j->sw + off) * j->sW];       \
+          for (int64_t ox = hi; ox < j->ow; ox++) d[ox] = 0;                                \
+        }                                                                                   \
+      }                                                                                     \
+    }                                                                                       \
+  }
+IM2COL(im2col_f32, float)
+IM2COL(im2col_f64, double)
+
+/* Tasks [b, e) = (image, channel) pairs: adds the channel's rows of the
+ * column matrix back into grad_input, in a fixed (ki, kj, oy, ox) order. */
+#define COL2IM(NAME, T)                                                                      \
+  static void NAME(void *p, int64_t b, int64_t e) {                                          \
+    const conv_geo *j = p;                                                                   \
+    for (int64_t t = b; t < e; t++) {                                                        \
+      int64_t im = t / j->Cg, c = t % j->Cg;                                                 \
+      T *dst = (T *)j->gi + ((j->n0 + im) * j->C + j->g * j->Cg + c) * j->H * j->W;          \
+      for (int64_t ki = 0; ki < j->kh; ki++)                                                 \
+        for (int64_t kj = 0; kj < j->kw; kj++) {                                             \
+          int64_t r = (c * j->kh + ki) * j->kw + kj, off = kj * j->dw - j->pw, lo, hi;       \
+          col_range(j, off, &lo, &hi);                                                       \
+          const T *src = (const T *)j->col + r * j->ldcol + im * j->P;                       \
+          for (int64_t oy = 0; oy < j->oh; oy++) {                                           \
+            int64_t iy = oy * j->sh - j->ph + ki * j->dh;                                    \
+            if (iy < 0 || iy >= j->H) continue;                                              \
+            T *d = dst + iy * j->W;                                                          \
+            const T *s = src + oy * j->ow;                                                   \
+            for (int64_t ox = lo; ox < hi; ox++) d[ox * j->sw + off] += s[ox];               \
+          }                                                                                  \
+        }                                                                                    \
+    }                                                                                        \
+  }
+COL2IM(col2im_f32, float)
+COL2IM(col2im_f64, double)
+
+/* grad_bias[o] = sum over images and positions of grad_output[n, o, :]. */
+typedef struct {
+  const void *g;
+  void *gb;
+  int64_t N, O, P;
+} bias_job;
+
+#define BIAS_SUM(NAME, T)                                        \
+  static void NAME(void *p, int64_t b, int64_t e) {              \
+    const bias_job *j = p;                                       \
+    for (int64_t o = b; o < e; o++) {                            \
+      double s = 0;                                              \
+      for (int64_t n = 0; n < j->N; n++) {                       \
+        const T *r = (const T *)j->g + (n * j->O + o) * j->P;    \
+        for (int64_t i = 0; i < j->P; i++) s += r[i];            \
+      }                                                          \
+      ((T *)j->gb)[o] = (T)s;                                    \
+    }                                                            \
+  }
+BIAS_SUM(bias_sum_f32, float)
+BIAS_SUM(bias_sum_f64, double)
+
+/* Target number of GEMM columns per call: several small images share one GEMM. */
+#define CONV_TARGET_COLS 4096
+#define CONV_COL_BYTES ((int64_t)64 << 20)
+
+/* The GEMM part: grad_weight (gw, [O, K], may be NULL) and grad_input (j->gi,
+ * may be NULL) from grad_output g ([N, O, P], contiguous) and weight w. */
+static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, int64_t G, const char *w,
+                                  const char *g, char *gw) {
+  size_t es = f64 ? sizeof(double) : sizeof(float);
+  int64_t P = j->P, Og = O / G, K = j->Cg * j->kh * j->kw;
+  if (K == 0 || N == 0 || Og == 0 || (!gw && !j->gi)) return WK_OK;
+  int64_t B = (CONV_TARGET_COLS + P - 1) / P;
+  if (B > N) B = N;
+  int64_t per_img = K * P * (int64_t)es;
+  if (per_img > 0 && B * per_img > CONV_COL_BYTES) B = CONV_COL_BYTES / per_img;
+  if (B < 1) B = 1;
+  char *col = malloc((size_t)(K * B * P) * es);
+  char *tmp = B > 1 ? malloc((size_t)(Og * B * P) * es) : NULL;
+  if (!col || (B > 1 && !tmp)) {
+    free(col);
+    free(tmp);
+    return wk_error(WK_ERR_NO_MEMORY, "conv2d_backward(): out of memory for the column buffer");
+  }
+  void (*im2col)(void *, int64_t, int64_t) = f64 ? im2col_f64 : im2col_f32;
+  void (*col2im)(void *, int64_t, int64_t) = f64 ? col2im_f64 : col2im_f32;
+  for (int64_t n0 = 0; n0 < N; n0 += B) {
+    int64_t nb = N - n0 < B ? N - n0 : B, ncols = nb * P;
+    j->col = col;
+    j->ldcol = ncols;
+    j->n0 = n0;
+    j->nb = nb;
+    for (int64_t grp = 0; grp < G; grp++) {
+      j->g = grp;
+      /* this group's grad_output as [Og, ncols] */
+      const char *gm;
+      int64_t ldg;
+      if (nb == 1) {
+        gm = g + (size_t)((n0 * O + grp * Og) * P) * es;
+        ldg = P;
+      } else {
+        for (int64_t im = 0; im < nb; im++)
+          for (int64_t i = 0; i < Og; i++)
+            memcpy(tmp + (size_t)(i * ncols + im * P) * es, g + (size_t)(((n0 + im) * O + grp * Og + i) * P) * es,
+                   (size_t)P * es);
+        gm = tmp;
+        ldg = ncols;
+      }
+      if (gw) {
+        run_tasks(K, ncols, im2col, j);
+        mm_job mj = {Og, K, ncols, ldg, ncols, K, gm, col, gw + (size_t)(grp * Og * K) * es};
+        gemm_nt(f64, &mj);
+      }
+      if (j->gi) {
+        memset(col, 0, (size_t)(K * ncols) * es);
+        mm_job mj = {K, ncols, Og, K, ldg, ncols, w + (size_t)(grp * Og * K) * es, gm, col};
+        gemm_tn(f64, &mj);
+        run_tasks(nb * j->Cg, j->kh * j->kw * P, col2im, j);
+      }
+    }
+  }
+  free(col);
+  free(tmp);
+  return WK_OK;
+}
+
+static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "conv2d_backward";
+  wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *weight = WK_ARG_T(2);
+  int64_t groups = WK_ARG_I(6), st[2], pd[2], dl[2];
+  bool mask[3];
+  static const char *pnames[3] = {"stride", "padding", "dilation"};
+  int64_t *pv[3] = {st, pd, dl};
+  char a[160], b[160];
+  for (int i = 0; i < 3; i++)
+    if (!pair_arg(&args[3 + i], pv[i]))
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): expected %s to be a single integer value or a list of 2 values to match the "
+                      "convolution dimensions, but got %s=%s",
+                      op, pnames[i], pnames[i], ints_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
+  wk_status s = mask_arg(op, &args[7], mask);
+  if (s) return s;
+  int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
+  if (xd != 3 && xd != 4)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
+                    op, cpu_shape_str(input, a, sizeof a));
+  if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive groups is not supported", op);
+  if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): negative padding is not supported", op);
+  if (st[0] <= 0 || st[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive stride is not supported", op);
+  if (dl[0] <= 0 || dl[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation should be greater than zero", op);
+  const int64_t *xs = wk_tensor_sizes(input);
+  int64_t sz[4];
+  for (int i = 0; i < 4; i++) sz[i] = i - (4 - xd) < 0 ? 1 : xs[i - (4 - xd)];
+  if (wd != 4)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input "
+                    "of size %s instead",
+                    op, wd, wd, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b));
+  const int64_t *ws = wk_tensor_sizes(weight);
+  int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
+  if (O < groups || O % groups)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given groups=%lld, expected weight to be %s %lld at dimension 0, but got weight of size %s "
+                    "instead",
+                    op, (long long)groups, O < groups ? "at least" : "divisible by", (long long)groups,
+                    cpu_shape_str(weight, a, sizeof a));
+  if (sz[1] != Cg * groups)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
+                    "%lld channels instead",
+                    op, (long long)groups, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b),
+                    (long long)(Cg * groups), (long long)sz[1]);
+  int64_t pin[2] = {sz[2] + 2 * pd[0], sz[3] + 2 * pd[1]};
+  int64_t keff[2] = {dl[0] * (kh - 1) + 1, dl[1] * (kw - 1) + 1};
+  if (pin[0] < keff[0] || pin[1] < keff[1])
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). "
+                    "Kernel size can't be greater than actual input size",
+                    op, (long long)pin[0], (long long)pin[1], (long long)keff[0], (long long)keff[1]);
+  int64_t oh = (pin[0] - keff[0]) / st[0] + 1, ow = (pin[1] - keff[1]) / st[1] + 1, N = sz[0];
+  int64_t osz[4] = {N, O, oh, ow};
+  bool ok = wk_tensor_dim(go) == xd;
+  for (int i = 0; ok && i < xd; i++) ok = wk_tensor_sizes(go)[i] == osz[i + 4 - xd];
+  if (!ok)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s, but got %s", op,
+                    ints_str(osz + 4 - xd, xd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (wk_tensor_dtype(weight) != dt || wk_tensor_dtype(go) != dt)
+    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s), weight type (%s) and grad_output type (%s) should be the same",
+                    op, tname(dt), tname(wk_tensor_dtype(weight)), tname(wk_tensor_dtype(go)));
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "%s(): \"conv2d_backward_cpu\" not implemented for '%s'", op, tname(dt));
+
+  wk_dtype cd = wk_compute_dtype(dt);
+  bool f64 = cd == WK_F64;
+  wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL, *w = NULL;
+  if ((mask[0] && !(gi = zeros_of(xs, xd, cd))) || (mask[1] && !(gw = zeros_of(ws, 4, cd))) ||
+      (mask[2] && !(gb = zeros_of(&O, 1, cd))))
+    goto fail;
+  s = WK_OK;
+  if (wk_tensor_numel(go) > 0 && (mask[0] || mask[1] || mask[2])) {
+    if (!(g = prep(go, cd))) goto fail;
+    if (mask[1] && !(x = wk_kernel_cast(input, cd))) goto fail;
+    if (mask[0] && !(w = prep(weight, cd))) goto fail;
+    if (gb) {
+      bias_job bj = {wk_tensor_data(g), wk_tensor_data(gb), N, O, oh * ow};
+      run_tasks(O, N * oh * ow, f64 ? bias_sum_f64 : bias_sum_f32, &bj);
+    }
+    if (gi || gw) {
+      int64_t sx[4] = {0, 0, 0, 0};
+      if (x)
+        for (int i = 0; i < 4; i++) sx[i] = i - (4 - xd) < 0 ? 0 : wk_tensor_strides(x)[i - (4 - xd)];
+      conv_geo j = {x ? (const char *)wk_tensor_data(x) : NULL,
+                    sx[0], sx[1], sx[2], sx[3],
+                    gi ? (char *)wk_tensor_data(gi) : NULL,
+                    sz[1], sz[2], sz[3], kh, kw, st[0], st[1], pd[0], pd[1], dl[0], dl[1], oh, ow, oh * ow, Cg,
+                    NULL, 0, 0, 0, 0};
+      s = conv_bwd_compute(f64, &j, N, O, groups, w ? (const char *)wk_tensor_data(w) : NULL,
+                           (const char *)wk_tensor_data(g), gw ? (char *)wk_tensor_data(gw) : NULL);
+      if (s) goto fail;
+    }
+  }
+  wk_release(x);
+  wk_release(g);
+  wk_release(w);
+  x = g = w = NULL;
+  if ((gi && !(gi = cast_own(gi, dt))) || (gw && !(gw = cast_own(gw, dt))) || (gb && !(gb = cast_own(gb, dt))))
+    goto fail;
+  outs[0] = gi ? WK_VT(gi) : WK_VNONE;
+  outs[1] = gw ? WK_VT(gw) : WK_VNONE;
+  outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+  return WK_OK;
+fail:
+  if (!s) s = wk_last_error();
+  wk_release(gi);
+  wk_release(gw);
+  wk_release(gb);
+  wk_release(x);
+  wk_release(g);
+  wk_release(w);
+  return s;
+}
+
+/* ---- pooling ------------------------------------------------------------------------------ */
+
+typedef struct {
+  const char *g;     /* grad_output, compute dtype, contiguous [planes, oh, ow] */
+  const int64_t *ind; /* max pool: indices, contiguous like g */
+  char *gi;          /* grad_input, compute dtype, contiguous [planes, H, W] */
+  int64_t H, W, oh, ow, kh, kw, sh, sw, ph, pw;
+  bool count_include_pad, has_div;
+  int64_t divisor;
+} pool_job;
+
+static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
+  int64_t o = div_floor(in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+  /* the last window must start inside the image (or its left padding) */
+  if (ceil_mode && (o - 1) * s >= in + pad) o--;
+  return o;
+}
+
+/* The forward's argument checks (PyTorch's pool2d_shape_check), plus the
+ * output size o. */
+static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv, const wk_value *pv,
+                            const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2], int64_t p[2],
+                            int64_t o[2]) {
+  char a[160];
+  if (!pair_arg(kv, k))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
+  if (sv->tag == WK_V_INTS && sv->len == 0) {
+    s[0] = k[0];
+    s[1] = k[1];
+  } else if (!pair_arg(sv, s)) {
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints", op);
+  }
+  if (!pair_arg(pv, p))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
+  int nd = wk_tensor_dim(x);
+  if (nd != 3 && nd != 4)
+    return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", op,
+                    cpu_shape_str(x, a, sizeof a));
+  if (k[0] <= 0 || k[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
+                    (long long)k[0], (long long)k[1]);
+  if (s[0] <= 0 || s[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should be greater than zero, but got dH: %lld dW: %lld", op,
+                    (long long)s[0], (long long)s[1]);
+  if (dil[0] <= 0 || dil[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
+                    (long long)dil[0], (long long)dil[1]);
+  if (p[0] < 0 || p[1] < 0 || k[1] / 2 < p[1] || k[0] / 2 < p[0])
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
+                    "%lld, kW = %lld, kH = %lld",
+                    op, (long long)p[1], (long long)p[0], (long long)k[1], (long long)k[0]);
+  const int64_t *sz = wk_tensor_sizes(x);
+  if (sz[nd - 1] == 0 || sz[nd - 2] == 0 || sz[nd - 3] == 0)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:%s",
+                    op, cpu_shape_str(x, a, sizeof a));
+  int64_t H = sz[nd - 2], W = sz[nd - 1], C = sz[nd - 3];
+  o[0] = pool_out_size(H, k[0], p[0], s[0], dil[0], ceil_mode);
+  o[1] = pool_out_size(W, k[1], p[1], s[1], dil[1], ceil_mode);
+  if (o[0] < 1 || o[1] < 1)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size "
+                    "is too small",
+                    op, (long long)C, (long long)H, (long long)W, (long long)C, (long long)o[0], (long long)o[1]);
+  return WK_OK;
+}
+
+/* Checks that t (named `what`) has the input's leading dimensions and [oh, ow]. */
+static wk_status check_out_like(const char *op, const char *what, wk_tensor *t, wk_tensor *self, int64_t oh,
+                                int64_t ow) {
+  int nd = wk_tensor_dim(self);
+  int64_t want[4];
+  for (int i = 0; i < nd - 2; i++) want[i] = wk_tensor_size(self, i);
+  want[nd - 2] = oh;
+  want[nd - 1] = ow;
+  bool ok = wk_tensor_dim(t) == nd;
+  for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(t)[i] == want[i];
+  if (ok) return WK_OK;
+  char a[160], b[160];
+  return wk_error(WK_ERR_SHAPE, "%s(): expected %s of size %s, but got %s", op, what, ints_str(want, nd, a, sizeof a),
+                  cpu_shape_str(t, b, sizeof b));
+}
+
+/* grad_output and self must share a floating dtype. */
+static wk_status check_grad_dtype(const char *op, wk_tensor *go, wk_tensor *self) {
+  wk_dtype dt = wk_tensor_dtype(self);
+  if (wk_tensor_dtype(go) != dt)
+    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", op, wk_dtype_name(dt),
+                    wk_dtype_name(wk_tensor_dtype(go)));
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "%s(): \"%s\" not implemented for '%s'", op, op, tname(dt));
+  return WK_OK;
+}
+
+#define MAXPOOL_BWD(NAME, T)                                               \
+  static void NAME(void *p, int64_t b, int64_t e) {                        \
+    const pool_job *j = p;                                                 \
+    int64_t P = j->oh * j->ow;                                             \
+    for (int64_t plane = b; plane < e; plane++) {                          \
+      const T *g = (const T *)j->g + plane * P;                            \
+      const int64_t *ind = j->ind + plane * P;                             \
+      T *gi = (T *)j->gi + plane * j->H * j->W;                            \
+      for (int64_t i = 0; i < P; i++) gi[ind[i]] += g[i];                  \
+    }                                                                      \
+  }
+MAXPOOL_BWD(maxpool_bwd_f32, float)
+MAXPOOL_BWD(maxpool_bwd_f64, double)
+
+/* Each output's gradient, divided as in the forward, goes to its window
+ * clipped to the image; planes are independent. */
+#define AVGPOOL_BWD(NAME, T)                                                                       \
+  static void NAME(void *p, int64_t b, int64_t e) {                                                \
+    const pool_job *j = p;                                                                         \
+    for (int64_t plane = b; plane < e; plane++) {                                                  \
+      const T *g = (const T *)j->g + plane * j->oh * j->ow;                                        \
+      T *gi = (T *)j->gi + plane * j->H * j->W;                                                    \
+      for (int64_t oy = 0; oy < j->oh; oy++)                                                       \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                   \
+          int64_t h0 = oy * j->sh - j->ph, w0 = ox * j->sw - j->pw;                                \
+          int64_t h1 = h0 + j->kh, w1 = w0 + j->kw;                                                \
+          if (h1 > j->H + j->ph) h1 = j->H + j->ph;                                                \
+          if (w1 > j->W + j->pw) w1 = j->W + j->pw;                                                \
+          int64_t pool = (h1 - h0) * (w1 - w0);                                                    \
+          if (h0 < 0) h0 = 0;                                                                      \
+          if (w0 < 0) w0 = 0;                                                                      \
+          if (h1 > j->H) h1 = j->H;                                                                \
+          if (w1 > j->W) w1 = j->W;                                                                \
+          if (h0 >= h1 || w0 >= w1) continue;                                                      \
+          int64_t div = j->has_div ? j->divisor : j->count_include_pad ? pool : (h1 - h0) * (w1 - w0); \
+          T d = g[oy * j->ow + ox] / (T)div;                                                       \
+          for (int64_t y = h0; y < h1; y++)                                                        \
+            for (int64_t x = w0; x < w1; x++) gi[y * j->W + x] += d;                               \
+        }                                                                                          \
+    }                                                                                              \
+  }
+AVGPOOL_BWD(avgpool_bwd_f32, float)
+AVGPOOL_BWD(avgpool_bwd_f64, double)
+AVGPOOL_BWD(avgpool_bwd_i64, int64_t)
+
+/* Windows [floor(i*in/out), ceil((i+1)*in/out)), as in the forward. */
+#define ADAPTIVE_BWD(NAME, T)                                                                      \
+  static void NAME(void *p, int64_t b, int64_t e) {                                                \
+    const pool_job *j = p;                                                                         \
+    for (int64_t plane = b; plane < e; plane++) {                                                  \
+      const T *g = (const T *)j->g + plane * j->oh * j->ow;                                        \
+      T *gi = (T *)j->gi + plane * j->H * j->W;                                                    \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                     \
+        int64_t h0 = oy * j->H / j->oh, h1 = ((oy + 1) * j->H + j->oh - 1) / j->oh;                \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                   \
+          int64_t w0 = ox * j->W / j->ow, w1 = ((ox + 1) * j->W + j->ow - 1) / j->ow;              \
+          T d = g[oy * j->ow + ox] / (T)((h1 - h0) * (w1 - w0));                                   \
+          for (int64_t y = h0; y < h1; y++)                                                        \
+            for (int64_t x = w0; x < w1; x++) gi[y * j->W + x] += d;                               \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+ADAPTIVE_BWD(adaptive_bwd_f32, float)
+ADAPTIVE_BWD(adaptive_bwd_f64, double)
+
+/* Shared tail of the pooling backward kernels: runs fn over the planes of
+ * grad_output (converted to cd) into a zeroed grad_input of self's shape in
+ * cd, delivered in self's dtype. ind: indices (max pool) or NULL. */
+static wk_status pool_bwd_run(pool_job *j, wk_tensor *go, wk_tensor *self, wk_dtype cd, wk_tensor *ind,
+                              int64_t per_plane, void (*fn)(void *, int64_t, int64_t), wk_value *outs) {
+  int nd = wk_tensor_dim(self);
+  const int64_t *sz = wk_tensor_sizes(self);
+  int64_t planes = 1;
+  for (int i = 0; i < nd - 2; i++) planes *= sz[i];
+  j->H = sz[nd - 2];
+  j->W = sz[nd - 1];
+  wk_tensor *gi = zeros_of(sz, nd, cd), *g = NULL;
+  if (!gi) return wk_last_error();
+  if (planes > 0) {
+    if (!(g = prep(go, cd))) goto fail;
+    j->g = wk_tensor_data(g);
+    j->ind = ind ? wk_tensor_data(ind) : NULL;
+    j->gi = wk_tensor_data(gi);
+    run_tasks(planes, per_plane, fn, j);
+    wk_release(g);
+  }
+  if (!(gi = cast_own(gi, wk_tensor_dtype(self)))) return wk_last_error();
+  outs[0] = WK_VT(gi);
+  return WK_OK;
+fail:
+  wk_release(gi);
+  return wk_last_error();
+}
+
+static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "max_pool2d_with_indices_backward";
+  wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1), *indices = WK_ARG_T(7);
+  bool ceil_mode = WK_ARG_B(6);
+  int64_t k[2], s[2], p[2], d[2], o[2];
+  if (!pair_arg(&args[5], d))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", op);
+  wk_status st = pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
+  if (!st) st = check_out_like(op, "grad_output", go, self, o[0], o[1]);
+  if (!st) st = check_out_like(op, "indices", indices, self, o[0], o[1]);
+  if (!st) st = check_grad_dtype(op, go, self);
+  if (st) return st;
+  if (!wk_dtype_is_integral(wk_tensor_dtype(indices)))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected indices of an integer dtype, got %s", op,
+                    wk_dtype_name(wk_tensor_dtype(indices)));
+  wk_tensor *ind = prep(indices, WK_I64);
+  if (!ind) return wk_last_error();
+  int nd = wk_tensor_dim(self);
+  int64_t HW = wk_tensor_size(self, nd - 2) * wk_tensor_size(self, nd - 1), n = wk_tensor_numel(ind);
+  const int64_t *iv = wk_tensor_data(ind);
+  for (int64_t i = 0; i < n; i++)
+    if (iv[i] < 0 || iv[i] >= HW) {
+      wk_release(ind);
+      return wk_error(WK_ERR_INDEX, "%s(): Found an invalid max index: %lld (output volumes are of size %lldx%lld)", op,
+                      (long long)iv[i], (long long)wk_tensor_size(self, nd - 2), (long long)wk_tensor_size(self, nd - 1));
+    }
+  wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
+  pool_job j = {0};
+  j.oh = o[0];
+  j.ow = o[1];
+  st = pool_bwd_run(&j, go, self, cd, ind, o[0] * o[1] + HW, cd == WK_F64 ? maxpool_bwd_f64 : maxpool_bwd_f32, outs);
+  wk_release(ind);
+  return st;
+}
+
+static wk_status k_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "avg_pool2d_backward";
+  wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1);
+  bool ceil_mode = WK_ARG_B(5), include_pad = WK_ARG_B(6), has_div = !WK_ARG_IS_NONE(7);
+  int64_t divisor = has_div ? WK_ARG_I(7) : 0;
+  int64_t k[2], s[2], p[2], o[2], d[2] = {1, 1};
+  if (has_div && divisor == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", op);
+  wk_status st = pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
+  if (!st) st = check_out_like(op, "grad_output", go, self, o[0], o[1]);
+  if (st) return st;
+  wk_dtype dt = wk_tensor_dtype(self);
+  if (wk_tensor_dtype(go) != dt)
+    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", op, wk_dtype_name(dt),
+                    wk_dtype_name(wk_tensor_dtype(go)));
+  if (!wk_dtype_is_floating(dt) && dt != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d_backward\" not implemented for '%s'", op, tname(dt));
+  wk_dtype cd = wk_compute_dtype(dt);
+  pool_job j = {0};
+  j.oh = o[0], j.ow = o[1], j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1], j.ph = p[0], j.pw = p[1];
+  j.count_include_pad = include_pad;
+  j.has_div = has_div;
+  j.divisor = divisor;
+  return pool_bwd_run(&j, go, self, cd, NULL, o[0] * o[1] * k[0] * k[1],
+                      cd == WK_F32 ? avgpool_bwd_f32 : cd == WK_F64 ? avgpool_bwd_f64 : avgpool_bwd_i64, outs);
+}
+
+static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "adaptive_avg_pool2d_backward";
+  wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1);
+  char a[160];
+  int nd = wk_tensor_dim(self);
+  if (nd != 3 && nd != 4)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op, cpu_shape_str(self, a, sizeof a));
+  for (int i = nd - 2; i < nd; i++)
+    if (wk_tensor_size(self, i) <= 0)
+      return wk_error(WK_ERR_SHAPE,
+                      "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
+                      "with dimension %d being empty",
+                      op, cpu_shape_str(self, a, sizeof a), i);
+  if (wk_tensor_dim(go) != nd)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output with %d dimensions, but got %s", op, nd,
+                    cpu_shape_str(go, a, sizeof a));
+  int64_t oh = wk_tensor_size(go, nd - 2), ow = wk_tensor_size(go, nd - 1);
+  wk_status st = check_out_like(op, "grad_output", go, self, oh, ow);
+  if (!st) st = check_grad_dtype(op, go, self);
+  if (st) return st;
+  wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
+  pool_job j = {0};
+  j.oh = oh;
+  j.ow = ow;
+  if (oh == 0 || ow == 0) { /* no outputs: the gradient is zero */
+    wk_tensor *gi = zeros_of(wk_tensor_sizes(self), nd, wk_tensor_dtype(self));
+    if (!gi) return wk_last_error();
+    outs[0] = WK_VT(gi);
+    return WK_OK;
+  }
+  int64_t H = wk_tensor_size(self, nd - 2), W = wk_tensor_size(self, nd - 1);
+  int64_t win = ((H + oh - 1) / oh + 1) * ((W + ow - 1) / ow + 1);
+  return pool_bwd_run(&j, go, self, cd, NULL, oh * ow * win + H * W, cd == WK_F32 ? adaptive_bwd_f32 : adaptive_bwd_f64,
+                      outs);
+}
+
+wk_status cpu_register_conv_backward(void) {
+  wk_status s = cpu_reg("conv2d_backward", k_conv2d_backward, NULL);
+  if (!s) s = cpu_reg("max_pool2d_with_indices_backward", k_max_pool2d_backward, NULL);
+  if (!s) s = cpu_reg("avg_pool2d_backward", k_avg_pool2d_backward, NULL);
+  if (!s) s = cpu_reg("adaptive_avg_pool2d_backward", k_adaptive_avg_pool2d_backward, NULL);
+  return s;
+}

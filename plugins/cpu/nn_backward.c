@@ -1,0 +1,745 @@
+/* cpu plugin: backward kernels of the neural-network ops: batch_norm_backward,
+ * layer_norm_backward, embedding_dense_backward, softmax_backward_data,
+ * log_softmax_backward_data and pad_backward. f16/bf16 compute in f32; sums
+ * use double accumulators in a fixed order, so results do not depend on the
+ * number of threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* ---- shared helpers ------------------------------------------------------------------ */
+
+#define NN_GRAIN 32768
+
+typedef void (*range_fn)(void *ctx, int64_t b, int64_t e);
+
+/* Runs fn over [0, ntasks), in parallel when ntasks * per_task is large. */
+static void par(int64_t ntasks, int64_t per_task, range_fn fn, void *ctx) {
+  if (ntasks <= 0) return;
+  if (per_task < 1) per_task = 1;
+  if (ntasks == 1 || ntasks * per_task < NN_GRAIN) {
+    fn(ctx, 0, ntasks);
+    return;
+  }
+  int64_t grain = NN_GRAIN / per_task;
+  wk_parallel_for(0, ntasks, grain < 1 ? 1 : grain, fn, ctx);
+}
+
+/* The dtype a floating kernel computes in. */
+static wk_dtype fcompute(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
+
+/* t converted to dt and made contiguous: a new reference, NULL on error. */
+static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
+  wk_tensor *c = wk_kernel_cast(t, dt);
+  if (!c) return NULL;
+  wk_tensor *r = wk_contiguous(c);
+  wk_release(c);
+  return r;
+}
+
+/* Consumes t and returns it converted to dt (NULL on error). */
+static wk_tensor *cast_own(wk_tensor *t, wk_dtype dt) {
+  if (!t || wk_tensor_dtype(t) == dt) return t;
+  wk_tensor *r = wk_to_dtype(t, dt);
+  wk_release(t);
+  return r;
+}
+
+/* A new zero-filled contiguous tensor. */
+static wk_tensor *zeros_of(const int64_t *sizes, int nd, wk_dtype dt) {
+  wk_tensor *t = cpu_empty(sizes, nd, dt);
+  if (t && wk_tensor_numel(t) > 0) memset(wk_tensor_data(t), 0, (size_t)wk_tensor_numel(t) * wk_dtype_size(dt));
+  return t;
+}
+
+/* New tensor of dtype dt holding n doubles (shape sizes/ndim). */
+static wk_tensor *from_doubles(const double *v, int64_t n, const int64_t *sizes, int ndim, wk_dtype dt) {
+  wk_tensor *r = cpu_empty(sizes, ndim, dt);
+  if (!r) return NULL;
+  char *p = wk_tensor_data(r);
+  size_t es = wk_dtype_size(dt);
+  for (int64_t i = 0; i < n; i++) wk_store_f64(p + (size_t)i * es, dt, v[i]);
+  return r;
+}
+
+static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
+  size_t k = (size_t)snprintf(buf, sz, "[");
+  for (int i = 0; i < n && k < sz; i++) k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (k < sz) snprintf(buf + k, sz - k, "]");
+  return buf;
+}
+
+static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
+  int64_t n = ndim > 0 ? ndim : 1;
+  if (dim < -n || dim >= n)
+    return wk_error(WK_ERR_INDEX, "%s(): dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                    op, (long long)-n, (long long)(n - 1), (long long)dim);
+  *out = (int)(dim < 0 ? dim + n : dim);
+  return WK_OK;
+}
+
+static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
+  if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
+  return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
+                  wk_dtype_name(wk_tensor_dtype(t)));
+}
+
+/* grad (named `gname`) must have the shape of `t` (named `tname`). */
+static wk_status same_shape(const char *op, const char *gname, wk_tensor *g, const char *tname, wk_tensor *t) {
+  if (cpu_same_shape(g, t)) return WK_OK;
+  char a[160], b[160];
+  return wk_error(WK_ERR_SHAPE, "%s(): expected %s to have the shape of %s %s, but got %s", op, gname, tname,
+                  cpu_shape_str(t, a, sizeof a), cpu_shape_str(g, b, sizeof b));
+}
+
+/* Reads output_mask (int[3]) into m. */
+static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
+  if (v->tag != WK_V_INTS || v->len != 3)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op, v->tag == WK_V_INTS ? v->len : 0);
+  for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
+  return WK_OK;
+}
+
+/* Stores up to three optional results (NULL: None). */
+static void put3(wk_value *outs, wk_tensor *a, wk_tensor *b, wk_tensor *c) {
+  outs[0] = a ? WK_VT(a) : WK_VNONE;
+  outs[1] = b ? WK_VT(b) : WK_VNONE;
+  outs[2] = c ? WK_VT(c) : WK_VNONE;
+}
+
+/* ---- softmax_backward_data / log_softmax_backward_data ------------------------------------ */
+/* Tensors viewed as [outer, n, inner] (contiguous); a task is one outer index
+ * and a block of up to SMX_B inner columns. */
+#define SMX_B 64
+typedef struct {
+  const void *g, *y;
+  void *gi;
+  int64_t n, inner, nblk;
+  bool log;
+} smxb_job;
+
+#define DEF_SMXB(T, SUF, EXP)                                                              \
+  static void smxb_##SUF(void *p, int64_t b, int64_t e) {                                  \
+    const smxb_job *j = p;                                                                 \
+    const int64_t n = j->n, inner = j->inner;                                              \
+    for (int64_t t = b; t < e; t++) {                                                      \
+      int64_t o = t / j->nblk, i0 = (t % j->nblk) * SMX_B;                                 \
+      int64_t w = inner - i0 < SMX_B ? inner - i0 : SMX_B;                                 \
+      const T *g = (const T *)j->g + o * n * inner + i0;                                   \
+      const T *y = (const T *)j->y + o * n * inner + i0;                                   \
+      T *gi = (T *)j->gi + o * n * inner + i0;                                             \
+      double sum[SMX_B];                                                                   \
+      for (int64_t i = 0; i < w; i++) sum[i] = 0;                                          \
+      if (j->log) {                                                                        \
+        for (int64_t k = 0; k < n; k++)                                                    \
+          for (int64_t i = 0; i < w; i++) sum[i] += g[k * inner + i];                      \
+        for (int64_t k = 0; k < n; k++)                                                    \
+          for (int64_t i = 0; i < w; i++)                                                  \
+            gi[k * inner + i] = (T)(g[k * inner + i] - EXP(y[k * inner + i]) * sum[i]);    \
+      } else {                                                                             \
+        for (int64_t k = 0; k < n; k++)                                                    \
+          for (int64_t i = 0; i < w; i++) sum[i] += (double)g[k * inner + i] * y[k * inner + i]; \
+        for (int64_t k = 0; k < n; k++)                                                    \
+          for (int64_t i = 0; i < w; i++)                                                  \
+            gi[k * inner + i] = (T)(y[k * inner + i] * (g[k * inner + i] - sum[i]));       \
+      }                                                                                    \
+    }                                                                                      \
+  }
+DEF_SMXB(float, f32, expf)
+DEF_SMXB(double, f64, exp)
+
+static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = ctx->user ? "log_softmax_backward_data" : "softmax_backward_data";
+  wk_tensor *go = WK_ARG_T(0), *out = WK_ARG_T(1);
+  wk_dtype idt = args[3].u.dtype;
+  wk_status s;
+  if ((s = need_float(op, "grad_output", go)) || (s = need_float(op, "output", out))) return s;
+  if (!wk_dtype_is_floating(idt))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input_dtype, got %s", op, wk_dtype_name(idt));
+  if ((s = same_shape(op, "grad_output", go, "output", out))) return s;
+  int d = 0;
+  if ((s = wrap_dim(op, WK_ARG_I(2), wk_tensor_dim(out), &d))) return s;
+  wk_dtype cd = wk_tensor_dtype(go) == WK_F64 || wk_tensor_dtype(out) == WK_F64 ? WK_F64 : WK_F32;
+  int nd = wk_tensor_dim(out);
+  const int64_t *sz = wk_tensor_sizes(out);
+  wk_tensor *g = prep(go, cd), *y = g ? prep(out, cd) : NULL, *gi = y ? cpu_empty(sz, nd, cd) : NULL;
+  if (!gi) goto fail;
+  if (wk_tensor_numel(gi) > 0) {
+    int64_t outer = 1, inner = 1, n = nd ? sz[d] : 1;
+    for (int i = 0; i < d; i++) outer *= sz[i];
+    for (int i = d + 1; i < nd; i++) inner *= sz[i];
+    smxb_job j = {wk_tensor_data(g), wk_tensor_data(y), wk_tensor_data(gi), n, inner, (inner + SMX_B - 1) / SMX_B,
+                  ctx->user != NULL};
+    par(outer * j.nblk, n * (inner < SMX_B ? inner : SMX_B), cd == WK_F64 ? smxb_f64 : smxb_f32, &j);
+  }
+  wk_release(g);
+  wk_release(y);
+  g = y = NULL;
+  if (!(gi = cast_own(gi, idt))) goto fail;
+  outs[0] = WK_VT(gi);
+  return WK_OK;
+fail:
+  wk_release(g);
+  wk_release(y);
+  wk_release(gi);
+  return wk_last_error();
+}
+
+/* ---- batch_norm_backward ----------------------------------------------------------------- */
+/* Contiguous input and grad viewed as [N, C, S]. */
+typedef struct {
+  const void *x, *g;
+  void *gi;
+  int64_t N, C, S;
+  bool train;
+  const double *mean, *invstd, *w;
+  double *sum_g, *dotp; /* per channel */
+} bnb_job;
+
+#define DEF_BNB(T, SUF)                                                                 \
+  static void bnb_sums_##SUF(void *p, int64_t b, int64_t e) {                           \
+    const bnb_job *j = p;                                                               \
+    const int64_t N = j->N, C = j->C, S = j->S;                                         \
+    for (int64_t c = b; c < e; c++) {                                                   \
+      double sg = 0, dp = 0, m = j->mean[c];                                            \
+      for (int64_t n = 0; n < N; n++) {                                                 \
+        const T *x = (const T *)j->x + (n * C + c) * S, *g = (const T *)j->g + (n * C + c) * S; \
+        for (int64_t i = 0; i < S; i++) {                                               \
+          sg += g[i];                                                                   \
+          dp += ((double)x[i] - m) * g[i];                                              \
+        }                                                                               \
+      }                                                                                 \
+      j->sum_g[c] = sg;                                                                 \
+      j->dotp[c] = dp;                                                                  \
+    }                                                                                   \
+  }                                                                                     \
+  static void bnb_input_##SUF(void *p, int64_t b, int64_t e) {                          \
+    const bnb_job *j = p;                                                               \
+    const int64_t C = j->C, S = j->S;                                                   \
+    const double cnt = (double)(j->N * S);                                              \
+    for (int64_t r = b; r < e; r++) {                                                   \
+      int64_t c = r % C;                                                                \
+      const T *g = (const T *)j->g + r * S;                                             \
+      T *gi = (T *)j->gi + r * S;                                                       \
+      double is = j->invstd[c], w = j->w[c];                                            \
+      if (j->train) {                                                                   \
+        const T *x = (const T *)j->x + r * S;                                           \
+        double m = j->mean[c], k = j->dotp[c] * is * is / cnt, gm = j->sum_g[c] / cnt;  \
+        for (int64_t i = 0; i < S; i++)                                                 \
+          gi[i] = (T)(((double)g[i] - ((double)x[i] - m) * k - gm) * is * w);           \
+      } else {                                                                          \
+        for (int64_t i = 0; i < S; i++) gi[i] = (T)((double)g[i] * is * w);             \
+      }                                                                                 \
+    }                                                                                   \
+  }
+DEF_BNB(float, f32)
+DEF_BNB(double, f64)
+
+/* Checks an optional per-channel tensor of batch_norm_backward. */
+static wk_status bnb_param(const char *name, wk_tensor *t, int64_t C) {
+  if (!t) return WK_OK;
+  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
+    return wk_error(WK_ERR_DTYPE, "batch_norm_backward(): expected %s to be floating point, got %s", name,
+                    wk_dtype_name(wk_tensor_dtype(t)));
+  if (wk_tensor_numel(t) != C)
+    return wk_error(WK_ERR_SHAPE, "batch_norm_backward(): %s should contain %lld elements not %lld", name, (long long)C,
+                    (long long)wk_tensor_numel(t));
+  return WK_OK;
+}
+
+static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "batch_norm_backward";
+  wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
+  wk_tensor *rmean = WK_ARG_OPT_T(3), *rvar = WK_ARG_OPT_T(4), *smean = WK_ARG_OPT_T(5), *sinv = WK_ARG_OPT_T(6);
+  bool train = WK_ARG_B(7), mask[3];
+  double eps = WK_ARG_F(8);
+  char b1[160];
+  wk_status s;
+  if ((s = mask_arg(op, &args[9], mask))) return s;
+  if ((s = need_float(op, "input", input)) || (s = need_float(op, "grad_out", go))) return s;
+  int nd = wk_tensor_dim(input);
+  const int64_t *sz = wk_tensor_sizes(input);
+  if (nd < 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected input with at least 2 dimensions (N, C, ...), got %s", op,
+                    cpu_shape_str(input, b1, sizeof b1));
+  if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
+  int64_t N = sz[0], C = sz[1], S = 1;
+  for (int i = 2; i < nd; i++) S *= sz[i];
+  if ((s = bnb_param("weight", weight, C)) || (s = bnb_param("running_mean", rmean, C)) ||
+      (s = bnb_param("running_var", rvar, C)))
+    return s;
+  if (train) {
+    if (!smean || !sinv)
+      return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in training mode", op,
+                      smean ? "save_invstd" : "save_mean");
+    if ((s = bnb_param("save_mean", smean, C)) || (s = bnb_param("save_invstd", sinv, C))) return s;
+  } else if (!rmean || !rvar) {
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in evaluation mode", op,
+                    rmean ? "running_var" : "running_mean");
+  }
+  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  wk_dtype pdt = weight ? wk_tensor_dtype(weight) : dt;
+  wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL;
+  double *buf = calloc((size_t)(5 * C + 1), sizeof(double));
+  if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+  double *mean = buf, *invstd = buf + C, *w = buf + 2 * C, *sum_g = buf + 3 * C, *dotp = buf + 4 * C;
+  s = WK_OK;
+  for (int64_t c = 0; c < C; c++) w[c] = 1;
+  if (weight) s = wk_tensor_to_f64(weight, w, C);
+  if (!s) s = wk_tensor_to_f64(train ? smean : rmean, mean, C);
+  if (!s) s = wk_tensor_to_f64(train ? sinv : rvar, invstd, C);
+  if (s) goto fail;
+  if (!train)
+    for (int64_t c = 0; c < C; c++) invstd[c] = 1.0 / sqrt(invstd[c] + eps);
+  if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
+  if (wk_tensor_numel(input) > 0 && (mask[0] || mask[1] || mask[2])) {
+    if (!(x = prep(input, cd)) || !(g = prep(go, cd))) goto fail_err;
+    bnb_job j = {wk_tensor_data(x), wk_tensor_data(g), gi ? wk_tensor_data(gi) : NULL, N, C, S, train,
+                 mean, invstd, w, sum_g, dotp};
+    if (mask[1] || mask[2] || train) par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);
+    if (gi) par(N * C, S, cd == WK_F64 ? bnb_input_f64 : bnb_input_f32, &j);
+  }
+  if (mask[1]) {
+    for (int64_t c = 0; c < C; c++) dotp[c] *= invstd[c];
+    if (!(gw = from_doubles(dotp, C, &C, 1, pdt))) goto fail_err;
+  }
+  if (mask[2] && !(gb = from_doubles(sum_g, C, &C, 1, pdt))) goto fail_err;
+  free(buf);
+  buf = NULL;
+  wk_release(x);
+  wk_release(g);
+  x = g = NULL;
+  if (gi && !(gi = cast_own(gi, dt))) goto fail_err;
+  put3(outs, gi, gw, gb);
+  return WK_OK;
+fail_err:
+  s = wk_last_error();
+fail:
+  free(buf);
+  wk_release(gi);
+  wk_release(gw);
+  wk_release(gb);
+  wk_release(x);
+  wk_release(g);
+  return s;
+}
+
+/* ---- layer_norm_backward ---------------------------------------------------------------- */
+/* Input and grad as contiguous [M, N]; statistics per row. */
+#define LNB_B 64
+typedef struct {
+  const void *x, *g, *w;
+  void *gi;
+  int64_t M, N;
+  const double *mean, *rstd;
+  double *gw, *gb; /* [N] */
+} lnb_job;
+
+#define DEF_LNB(T, SUF)                                                          \
+  static void lnb_rows_##SUF(void *p, int64_t b, int64_t e) {                    \
+    const lnb_job *j = p;                                                        \
+    const int64_t N = j->N;                                                      \
+    const T *w = j->w;                                                           \
+    for (int64_t r = b; r < e; r++) {                                            \
+      const T *x = (const T *)j->x + r * N, *g = (const T *)j->g + r * N;        \
+      T *gi = (T *)j->gi + r * N;                                                \
+      double m = j->mean[r], rs = j->rstd[r], sa = 0, sb = 0;                    \
+      for (int64_t i = 0; i < N; i++) {                                          \
+        double dw = w ? (double)g[i] * w[i] : (double)g[i];                      \
+        sa += dw;                                                                \
+        sb += dw * ((double)x[i] - m) * rs;                                      \
+      }                                                                          \
+      sa /= (double)N;                                                           \
+      sb /= (double)N;                                                           \
+      for (int64_t i = 0; i < N; i++) {                                          \
+        double dw = w ? (double)g[i] * w[i] : (double)g[i];                      \
+        gi[i] = (T)(rs * (dw - sa - ((double)x[i] - m) * rs * sb));              \
+      }                                                                          \
+    }                                                                            \
+  }                                                                              \
+  static void lnb_cols_##SUF(void *p, int64_t b, int64_t e) {                    \
+    const lnb_job *j = p;                                                        \
+    const int64_t N = j->N;                                                      \
+    for (int64_t t = b; t < e; t++) {                                            \
+      int64_t i0 = t * LNB_B, n = N - i0 < LNB_B ? N - i0 : LNB_B;               \
+      double aw[LNB_B], ab[LNB_B];                                               \
+      for (int64_t i = 0; i < n; i++) aw[i] = ab[i] = 0;                         \
+      for (int64_t r = 0; r < j->M; r++) {                                       \
+        const T *x = (const T *)j->x + r * N + i0, *g = (const T *)j->g + r * N + i0; \
+        double m = j->mean[r], rs = j->rstd[r];                                  \
+        for (int64_t i = 0; i < n; i++) {                                        \
+          aw[i] += (double)g[i] * ((double)x[i] - m) * rs;                       \
+          ab[i] += g[i];                                                         \
+        }                                                                        \
+      }                                                                          \
+      for (int64_t i = 0; i < n; i++) {                                          \
+        j->gw[i0 + i] = aw[i];                                                   \
+        j->gb[i0 + i] = ab[i];                                                   \
+      }                                                                          \
+    }                                                                            \
+  }
+DEF_LNB(float, f32)
+DEF_LNB(double, f64)
+
+static wk_status lnb_param(const char *name, wk_tensor *t, const int64_t *ns, int k) {
+  if (!t) return WK_OK;
+  char a[160], b[160];
+  bool same = wk_tensor_dim(t) == k;
+  for (int i = 0; same && i < k; i++) same = wk_tensor_sizes(t)[i] == ns[i];
+  if (!same)
+    return wk_error(WK_ERR_SHAPE,
+                    "layer_norm_backward(): Expected %s to be of same shape as normalized_shape, but got %s of shape "
+                    "%s and normalized_shape = %s",
+                    name, name, cpu_shape_str(t, a, sizeof a), ints_str(ns, k, b, sizeof b));
+  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
+    return wk_error(WK_ERR_DTYPE, "layer_norm_backward(): expected %s to be floating point, got %s", name,
+                    wk_dtype_name(wk_tensor_dtype(t)));
+  return WK_OK;
+}
+
+static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "layer_norm_backward";
+  wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *mean_t = WK_ARG_T(3), *rstd_t = WK_ARG_T(4);
+  wk_tensor *weight = WK_ARG_OPT_T(5), *bias = WK_ARG_OPT_T(6);
+  const int64_t *ns = args[2].u.ints;
+  int k = args[2].len;
+  bool mask[3];
+  char a[160], b[160];
+  wk_status s;
+  if ((s = mask_arg(op, &args[7], mask))) return s;
+  if ((s = need_float(op, "input", input)) || (s = need_float(op, "grad_out", go))) return s;
+  if (k < 1)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                                  "least one element, but got normalized_shape = []", op);
+  int nd = wk_tensor_dim(input);
+  const int64_t *sz = wk_tensor_sizes(input);
+  bool ok = nd >= k;
+  for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
+  if (!ok) {
+    char c[200];
+    size_t n = (size_t)snprintf(c, sizeof c, "[*");
+    for (int i = 0; i < k && n < sizeof c; i++) n += (size_t)snprintf(c + n, sizeof c - n, ", %lld", (long long)ns[i]);
+    if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
+    return wk_error(WK_ERR_SHAPE, "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
+                    op, ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
+  }
+  if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
+  if ((s = lnb_param("weight", weight, ns, k)) || (s = lnb_param("bias", bias, ns, k))) return s;
+  int64_t M = 1, N = 1;
+  for (int i = 0; i < nd; i++) {
+    if (i < nd - k) M *= sz[i];
+    else N *= sz[i];
+  }
+  if (wk_tensor_numel(mean_t) != M || wk_tensor_numel(rstd_t) != M)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected mean and rstd with %lld elements, got %lld and %lld", op,
+                    (long long)M, (long long)wk_tensor_numel(mean_t), (long long)wk_tensor_numel(rstd_t));
+  if ((s = need_float(op, "mean", mean_t)) || (s = need_float(op, "rstd", rstd_t))) return s;
+  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  wk_dtype wdt = weight ? wk_tensor_dtype(weight) : dt, bdt = bias ? wk_tensor_dtype(bias) : wdt;
+  wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL, *w = NULL;
+  double *buf = calloc((size_t)(2 * M + 2 * N + 1), sizeof(double));
+  if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+  double *mean = buf, *rstd = buf + M, *sw = buf + 2 * M, *sb = buf + 2 * M + N;
+  if ((s = wk_tensor_to_f64(mean_t, mean, M)) || (s = wk_tensor_to_f64(rstd_t, rstd, M))) goto fail;
+  if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
+  if (M > 0 && N > 0 && (mask[0] || mask[1] || mask[2])) {
+    if (!(x = prep(input, cd)) || !(g = prep(go, cd)) || (mask[0] && weight && !(w = prep(weight, cd)))) goto fail_err;
+    lnb_job j = {wk_tensor_data(x), wk_tensor_data(g), w ? wk_tensor_data(w) : NULL, gi ? wk_tensor_data(gi) : NULL,
+                 M, N, mean, rstd, sw, sb};
+    if (gi) par(M, 2 * N, cd == WK_F64 ? lnb_rows_f64 : lnb_rows_f32, &j);
+    if (mask[1] || mask[2]) par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
+  }
+  if (mask[1] && !(gw = from_doubles(sw, N, ns, k, wdt))) goto fail_err;
+  if (mask[2] && !(gb = from_doubles(sb, N, ns, k, bdt))) goto fail_err;
+  free(buf);
+  buf = NULL;
+  wk_release(x);
+  wk_release(g);
+  wk_release(w);
+  x = g = w = NULL;
+  if (gi && !(gi = cast_own(gi, dt))) goto fail_err;
+  put3(outs, gi, gw, gb);
+  return WK_OK;
+fail_err:
+  s = wk_last_error();
+fail:
+  free(buf);
+  wk_release(gi);
+  wk_release(gw);
+  wk_release(gb);
+  wk_release(x);
+  wk_release(g);
+  wk_release(w);
+  return s;
+}
+
+/* ---- embedding_dense_backward ------------------------------------------------------------- */
+/* Rows of grad_output grouped by index (a stable counting sort), so each
+ * weight row sums its gradients in the order they occur. */
+typedef struct {
+  const void *g;
+  void *gw;
+  const int64_t *start, *order;
+  int64_t D, padding_idx;
+} embb_job;
+
+#define DEF_EMBB(T, SUF)                                                   \
+  static void embb_##SUF(void *p, int64_t b, int64_t e) {                  \
+    const embb_job *j = p;                                                 \
+    const int64_t D = j->D;                                                \
+    for (int64_t v = b; v < e; v++) {                                      \
+      if (v == j->padding_idx) continue;                                   \
+      T *dst = (T *)j->gw + v * D;                                         \
+      for (int64_t q = j->start[v]; q < j->start[v + 1]; q++) {            \
+        const T *src = (const T *)j->g + j->order[q] * D;                  \
+        for (int64_t i = 0; i < D; i++) dst[i] += src[i];                  \
+      }                                                                    \
+    }                                                                      \
+  }
+DEF_EMBB(float, f32)
+DEF_EMBB(double, f64)
+
+static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "embedding_dense_backward";
+  wk_tensor *go = WK_ARG_T(0), *indices = WK_ARG_T(1);
+  int64_t V = WK_ARG_I(2), pidx = WK_ARG_I(3);
+  char a[160], b[160];
+  wk_status s;
+  if ((s = need_float(op, "grad_output", go))) return s;
+  if (!wk_dtype_is_integral(wk_tensor_dtype(indices)))
+    return wk_error(WK_ERR_DTYPE,
+                    "%s(): Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+                    "Int; but got %s instead",
+                    op, wk_dtype_name(wk_tensor_dtype(indices)));
+  if (V < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): num_weights must be non-negative, got %lld", op, (long long)V);
+  int nd = wk_tensor_dim(indices);
+  bool ok = wk_tensor_dim(go) == nd + 1;
+  for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(go)[i] == wk_tensor_sizes(indices)[i];
+  if (!ok)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s",
+                    op, cpu_shape_str(indices, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+  int64_t D = wk_tensor_size(go, nd), osz[2] = {V, D};
+  wk_dtype dt = wk_tensor_dtype(go), cd = fcompute(dt);
+  wk_tensor *idx = prep(indices, WK_I64), *g = NULL, *gw = NULL;
+  int64_t *start = NULL, *order = NULL;
+  if (!idx) return wk_last_error();
+  const int64_t *iv = wk_tensor_data(idx);
+  int64_t n = wk_tensor_numel(idx);
+  for (int64_t i = 0; i < n; i++)
+    if (iv[i] < 0 || iv[i] >= V) {
+      wk_release(idx);
+      return wk_error(WK_ERR_INDEX, "%s(): index out of range in self (index %lld, num_weights %lld)", op,
+                      (long long)iv[i], (long long)V);
+    }
+  if (!(gw = zeros_of(osz, 2, cd))) goto fail_err;
+  if (n > 0 && D > 0 && V > 0) {
+    start = calloc((size_t)(V + 1), sizeof(int64_t));
+    order = malloc(sizeof(int64_t) * (size_t)n);
+    if (!start || !order) {
+      s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+      goto fail;
+    }
+    for (int64_t i = 0; i < n; i++) start[iv[i] + 1]++;
+    for (int64_t v = 0; v < V; v++) start[v + 1] += start[v];
+    int64_t *fillp = malloc(sizeof(int64_t) * (size_t)V);
+    if (!fillp) {
+      s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+      goto fail;
+    }
+    memcpy(fillp, start, sizeof(int64_t) * (size_t)V);
+    for (int64_t i = 0; i < n; i++) order[fillp[iv[i]]++] = i;
+    free(fillp);
+    if (!(g = prep(go, cd))) goto fail_err;
+    embb_job j = {wk_tensor_data(g), wk_tensor_data(gw), start, order, D, pidx};
+    par(V, D * (n / V + 1), cd == WK_F64 ? embb_f64 : embb_f32, &j);
+  }
+  free(start);
+  free(order);
+  wk_release(idx);
+  wk_release(g);
+  if (!(gw = cast_own(gw, dt))) return wk_last_error();
+  outs[0] = WK_VT(gw);
+  return WK_OK;
+fail_err:
+  s = wk_last_error();
+fail:
+  free(start);
+  free(order);
+  wk_release(idx);
+  wk_release(g);
+  wk_release(gw);
+  return s;
+}
+
+/* ---- pad_backward --------------------------------------------------------------------------- */
+/* The forward maps output element o of a padded dimension to source element
+ * (o - pad_l) reflected, clamped or wrapped by the mode (constant: none). The
+ * backward runs one pass per padded dimension, from the last: the gradient
+ * viewed as [outer, osz, inner] is reduced to [outer, n, inner] by adding
+ * each output slice into its source slice, in ascending o. */
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_REPLICATE, PAD_CIRCULAR };
+
+#define PADB_B 256
+typedef struct {
+  const void *src;
+  void *dst;
+  const int64_t *map; /* [osz]: source index or -1 */
+  int64_t osz, n, inner, nblk;
+} padb_job;
+
+#define DEF_PADB(T, SUF)                                                     \
+  static void padb_##SUF(void *p, int64_t b, int64_t e) {                    \
+    const padb_job *j = p;                                                   \
+    for (int64_t t = b; t < e; t++) {                                        \
+      int64_t o = t / j->nblk, i0 = (t % j->nblk) * PADB_B;                  \
+      int64_t w = j->inner - i0 < PADB_B ? j->inner - i0 : PADB_B;           \
+      const T *src = (const T *)j->src + o * j->osz * j->inner + i0;         \
+      T *dst = (T *)j->dst + o * j->n * j->inner + i0;                       \
+      for (int64_t k = 0; k < j->osz; k++) {                                 \
+        int64_t m = j->map[k];                                               \
+        if (m < 0) continue;                                                 \
+        T *d = dst + m * j->inner;                                           \
+        const T *s = src + k * j->inner;                                     \
+        for (int64_t i = 0; i < w; i++) d[i] += s[i];                        \
+      }                                                                      \
+    }                                                                        \
+  }
+DEF_PADB(float, f32)
+DEF_PADB(double, f64)
+
+static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "pad_backward";
+  wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1);
+  const int64_t *pad = args[2].u.ints;
+  int npad = args[2].len;
+  const char *ms = args[3].u.s;
+  int mode;
+  if (!strcmp(ms, "constant")) mode = PAD_CONSTANT;
+  else if (!strcmp(ms, "reflect")) mode = PAD_REFLECT;
+  else if (!strcmp(ms, "replicate")) mode = PAD_REPLICATE;
+  else if (!strcmp(ms, "circular")) mode = PAD_CIRCULAR;
+  else
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): mode must be one of 'constant', 'reflect', 'replicate' or 'circular', but got '%s'", op, ms);
+  int nd = wk_tensor_dim(self);
+  if (npad % 2) return wk_error(WK_ERR_INVALID_ARG, "%s(): Padding length must be divisible by 2", op);
+  if (npad / 2 > nd)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): Padding length should be less than or equal to two times the input dimension but got "
+                    "padding length %d and input of dimension %d",
+                    op, npad, nd);
+  wk_status s = need_float(op, "grad_output", go);
+  if (s) return s;
+  const int64_t *sz = wk_tensor_sizes(self);
+  int64_t osz[WK_MAX_DIMS], pl[WK_MAX_DIMS] = {0}, pr[WK_MAX_DIMS] = {0}, total = 0;
+  char a[160], b[160];
+  for (int d = 0; d < nd; d++) {
+    int k = nd - 1 - d; /* pairs run from the last dimension */
+    if (k < npad / 2) {
+      pl[d] = pad[2 * k];
+      pr[d] = pad[2 * k + 1];
+    }
+    int64_t n = sz[d];
+    osz[d] = n + pl[d] + pr[d];
+    if (osz[d] < 0)
+      return wk_error(WK_ERR_SHAPE,
+                      "%s(): The input size %lld, plus negative padding %lld and %lld resulted in a negative output "
+                      "size, which is invalid. Check dimension %d of your input.",
+                      op, (long long)n, (long long)pl[d], (long long)pr[d], d);
+    if ((pl[d] > 0 || pr[d] > 0) && osz[d] > 0) {
+      if (mode == PAD_REFLECT && (pl[d] >= n || pr[d] >= n))
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "%s(): Padding size should be less than the corresponding input dimension, but got: padding "
+                        "(%lld, %lld) at dimension %d of input %s",
+                        op, (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+      if (mode == PAD_REPLICATE && n == 0)
+        return wk_error(WK_ERR_INVALID_ARG, "%s(): cannot replicate-pad dimension %d of size 0 of input %s", op, d,
+                        cpu_shape_str(self, a, sizeof a));
+      if (mode == PAD_CIRCULAR && (pl[d] > n || pr[d] > n))
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "%s(): Padding value causes wrapping around more than once (padding (%lld, %lld) at dimension "
+                        "%d of input %s)",
+                        op, (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+    }
+    total += osz[d];
+  }
+  bool ok = wk_tensor_dim(go) == nd;
+  for (int d = 0; ok && d < nd; d++) ok = wk_tensor_sizes(go)[d] == osz[d];
+  if (!ok)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s (the padded input), but got %s", op,
+                    ints_str(osz, nd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+  wk_dtype dt = wk_tensor_dtype(go), cd = fcompute(dt);
+  if (nd == 0 || wk_tensor_numel(self) == 0 || wk_tensor_numel(go) == 0) {
+    wk_tensor *r = nd == 0 ? wk_clone(go) : zeros_of(sz, nd, dt);
+    if (!r) return wk_last_error();
+    outs[0] = WK_VT(r);
+    return WK_OK;
+  }
+  int64_t *map = malloc(sizeof(int64_t) * (size_t)(total + 1));
+  if (!map) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+  wk_tensor *cur = prep(go, cd);
+  if (!cur) goto fail;
+  int64_t cs[WK_MAX_DIMS];
+  memcpy(cs, osz, sizeof(int64_t) * (size_t)nd);
+  bool passes = false;
+  for (int d = nd - 1; d >= 0; d--) {
+    if (pl[d] == 0 && pr[d] == 0) continue;
+    passes = true;
+    int64_t n = sz[d];
+    for (int64_t o = 0; o < osz[d]; o++) {
+      int64_t i = o - pl[d];
+      if (i < 0 || i >= n) {
+        switch (mode) {
+          case PAD_REFLECT: i = i < 0 ? -i : 2 * (n - 1) - i; break;
+          case PAD_REPLICATE: i = i < 0 ? 0 : n - 1; break;
+          case PAD_CIRCULAR: i = ((i % n) + n) % n; break;
+          default: i = -1; break;
+        }
+      }
+      map[o] = i;
+    }
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < d; i++) outer *= cs[i];
+    for (int i = d + 1; i < nd; i++) inner *= cs[i];
+    cs[d] = n;
+    wk_tensor *next = zeros_of(cs, nd, cd);
+    if (!next) goto fail;
+    padb_job j = {wk_tensor_data(cur), wk_tensor_data(next), map, osz[d], n, inner, (inner + PADB_B - 1) / PADB_B};
+    if (outer * inner > 0)
+      par(outer * j.nblk, osz[d] * (inner < PADB_B ? inner : PADB_B), cd == WK_F64 ? padb_f64 : padb_f32, &j);
+    wk_release(cur);
+    cur = next;
+  }
+  free(map);
+  map = NULL;
+  if (!passes || wk_tensor_same_storage(cur, go)) { /* no padding: a copy, never an alias */
+    wk_tensor *c = wk_clone(cur);
+    wk_release(cur);
+    cur = c;
+  }
+  if (!(cur = cast_own(cur, dt))) return wk_last_error();
+  outs[0] = WK_VT(cur);
+  return WK_OK;
+fail:
+  free(map);
+  wk_release(cur);
+  return wk_last_error();
+}
+
+wk_status cpu_register_nn_backward(void) {
+  static const struct {
+    const char *name;
+    wk_kernel_fn fn;
+    void *user;
+  } ks[] = {{"softmax_backward_data", k_softmax_backward, NULL},
+            {"log_softmax_backward_data", k_softmax_backward, (void *)1},
+            {"batch_norm_backward", k_batch_norm_backward, NULL},
+            {"layer_norm_backward", k_layer_norm_backward, NULL},
+            {"embedding_dense_backward", k_embedding_dense_backward, NULL},
+            {"pad_backward", k_pad_backward, NULL}};
+  wk_status s = WK_OK;
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);
+  return s;
+}
