@@ -151,8 +151,18 @@ START_TEST(test_autograd_inplace_checks) {
   wk_tensor *c = wk_mul_scalar(x, 3);
   wk_relu_(c);
   ck_assert_str_eq(wk_tensor_grad_fn_name(c), "ReluBackward0");
-  TU_OK(wk_backward(wk_sum(wk_mul_(c, c))));
+  TU_OK(wk_backward(wk_sum(wk_mul(c, c))));
   TU_EQ_VALS(wk_tensor_grad(x), 18, 36);
+  /* modifying relu_'s saved output afterwards is caught, like PyTorch */
+  wk_tensor *c2 = wk_relu_(wk_mul_scalar(x, 3));
+  wk_mul_scalar_(c2, 2);
+  ck_assert_int_eq(wk_backward(wk_sum(c2)), WK_ERR_AUTOGRAD);
+  TU_FAILS_WITH(WK_ERR_AUTOGRAD, "which is output 0 of ReluBackward0, is at version 2; expected version 1 instead.");
+  /* x.mul_(x) saves the operand it overwrites: refused, as in PyTorch */
+  wk_tensor *d = wk_mul_scalar(x, 1);
+  ck_assert_ptr_nonnull(wk_mul_(d, d));
+  ck_assert_int_eq(wk_backward(wk_sum(d)), WK_ERR_AUTOGRAD);
+  TU_FAILS_WITH(WK_ERR_AUTOGRAD, "modified by an inplace operation");
   /* no .data loophole: even a detached alias bumps the shared version */
   wk_tensor *e = wk_mul_scalar(x, 1), *f = wk_exp(e);
   wk_tensor *det = wk_detach(f);
