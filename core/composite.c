@@ -53,33 +53,57 @@ static wk_status k_to_device(const wk_kernel_ctx *c, const wk_value *args, wk_va
   return out1(outs, copy_to(self, dt, dev));
 }
 
-/* copy_ between different devices: convert and densify on the source device,
- * move the bytes, then scatter into a strided destination on its device. */
+/* Raw bytes of a contiguous tensor moved to a new cpu tensor. */
+static wk_tensor *to_host(wk_tensor *src) {
+  wk_tensor *dense = wk_contiguous(src); /* a view when already dense */
+  if (!dense) return NULL;
+  wk_tensor *h = wk_empty(src->sizes, src->ndim, (wk_options){.dtype = src->dtype});
+  size_t n = (size_t)wk_tensor_numel(src) * wk_dtype_size(src->dtype);
+  if (h && wk_device_copy(wk_tensor_data(h), wk_cpu(), wk_tensor_data(dense), dense->storage->device, n)) {
+    wk_release(h);
+    h = NULL;
+  }
+  wk_release(dense);
+  return h;
+}
+
+/* copy_ between different devices: broadcasting and dtype conversion happen
+ * on the cpu (whose kernels always exist), the bytes move through the device
+ * interface; a strided non-cpu destination is filled by that device's copy_. */
 static wk_status k_copy_cross(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
   wk_tensor *self = T(0), *src = T(1);
   wk_device sd = wk__device_norm(src->storage->device), dd = wk__device_norm(self->storage->device);
-  char a[48], b[48];
+  char a[48];
   if (wk_device_equal(sd, dd))
     return wk_error(WK_ERR_NO_KERNEL, "copy_(): no kernel copies within device '%s'", wk_device_str(dd, a, sizeof a));
-  wk_tensor *e = wk_expand(src, self->sizes, self->ndim);
-  wk_tensor *conv = e ? wk_to_dtype(e, self->dtype) : NULL;
-  wk_tensor *dense = conv ? wk_contiguous(conv) : NULL;
-  wk_release(e);
-  wk_release(conv);
-  if (!dense) return wk_error(wk_last_error(), "copy_(): from %s to %s failed", wk_device_str(sd, a, sizeof a),
-                              wk_device_str(dd, b, sizeof b));
-  size_t nbytes = (size_t)wk_tensor_numel(self) * wk_dtype_size(self->dtype);
-  wk_status st;
-  if (wk_tensor_is_contiguous(self)) {
-    st = wk_device_copy(wk_tensor_data(self), dd, wk_tensor_data(dense), sd, nbytes);
+  bool same_layout = src->dtype == self->dtype && wk_tensor_is_contiguous(src) && wk_tensor_is_contiguous(self) &&
+                     src->ndim == self->ndim && !memcmp(src->sizes, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+  wk_status st = WK_OK;
+  if (same_layout) { /* the common case: one transfer */
+    st = wk_device_copy(wk_tensor_data(self), dd, wk_tensor_data(src), sd,
+                        (size_t)wk_tensor_numel(self) * wk_dtype_size(self->dtype));
   } else {
-    wk_tensor *tmp = wk_empty(self->sizes, self->ndim, (wk_options){.dtype = self->dtype, .device = dd});
-    st = tmp ? wk_device_copy(wk_tensor_data(tmp), dd, wk_tensor_data(dense), sd, nbytes) : wk_last_error();
-    if (!st && !wk_copy_(self, tmp)) st = wk_last_error();
-    wk_release(tmp);
+    wk_tensor *host_src = sd.type == WK_DEVICE_CPU ? wk_retain(src) : to_host(src);
+    if (!host_src) return wk_last_error();
+    if (dd.type == WK_DEVICE_CPU) {
+      if (!wk_copy_(self, host_src)) st = wk_last_error();
+    } else {
+      wk_tensor *staged = wk_empty(self->sizes, self->ndim, (wk_options){.dtype = self->dtype});
+      if (!staged || !wk_copy_(staged, host_src)) st = wk_last_error();
+      size_t n = (size_t)wk_tensor_numel(self) * wk_dtype_size(self->dtype);
+      if (!st && wk_tensor_is_contiguous(self)) {
+        st = wk_device_copy(wk_tensor_data(self), dd, wk_tensor_data(staged), wk_cpu(), n);
+      } else if (!st) {
+        wk_tensor *dev = wk_empty(self->sizes, self->ndim, (wk_options){.dtype = self->dtype, .device = dd});
+        st = dev ? wk_device_copy(wk_tensor_data(dev), dd, wk_tensor_data(staged), wk_cpu(), n) : wk_last_error();
+        if (!st && !wk_copy_(self, dev)) st = wk_last_error();
+        wk_release(dev);
+      }
+      wk_release(staged);
+    }
+    wk_release(host_src);
   }
-  wk_release(dense);
   if (st) return st;
   wk_tensor_bump_version(self);
   outs[0] = WK_VT(self);

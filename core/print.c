@@ -137,7 +137,7 @@ static void choose(fmtctx *f, wk_dtype dt, int64_t numel) {
       }
     }
     if (all_int) {
-      f->kind = amax > 1e8 ? F_SCI : F_FLOAT_INT;
+      f->kind = (amax > 1e8 || (amax > 0 && amax / amin > 1000)) ? F_SCI : F_FLOAT_INT;
     } else if (amax == 0) {
       f->kind = F_FIXED;
     } else {

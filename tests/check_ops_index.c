@@ -76,7 +76,6 @@ static wk_tensor *nc_slice(wk_tensor *t) {
   memcpy(big, wk_tensor_sizes(t), sizeof(int64_t) * (size_t)nd);
   big[nd - 1] *= 2;
   wk_tensor *b = wk_empty(big, nd, (wk_options){.dtype = wk_tensor_dtype(t)});
-  wk_zero_(b);
   wk_tensor *v = wk_slice(b, nd - 1, 0, big[nd - 1], 2);
   wk_copy_(v, t);
   wk_release(b);

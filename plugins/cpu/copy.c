@@ -117,7 +117,7 @@ static bool copy_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 
 typedef struct {
   wk_dtype dt;
-  unsigned char bytes[8];
+  _Alignas(8) unsigned char bytes[8];
 } fill_ctx;
 
 static void loop_fill(void *c, char **d, const int64_t *s, int64_t n) {

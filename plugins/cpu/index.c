@@ -551,7 +551,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
 
 typedef struct {
   size_t es;
-  unsigned char value[8];
+  _Alignas(8) unsigned char value[8]; /* the fill value in self's dtype */
 } mfill_ctx;
 
 /* In place: operands (self, mask). */

@@ -162,6 +162,26 @@ typedef struct {
       int64_t w = inner - i0 < SMX_B ? inner - i0 : SMX_B;                                   \
       const T *x = (const T *)j->x + o * n * inner + i0;                                     \
       T *y = (T *)j->y + o * n * inner + i0;                                                 \
+      if (inner == 1) { /* a contiguous row */                                               \
+        T m = -INFINITY;                                                                     \
+        double s = 0;                                                                        \
+        for (int64_t k = 0; k < n; k++)                                                      \
+          if (x[k] > m || x[k] != x[k]) m = x[k];                                            \
+        if (j->log) {                                                                        \
+          for (int64_t k = 0; k < n; k++) s += EXP(x[k] - m);                                \
+          s = log(s);                                                                        \
+          for (int64_t k = 0; k < n; k++) y[k] = (T)((double)(x[k] - m) - s);                \
+        } else {                                                                             \
+          for (int64_t k = 0; k < n; k++) {                                                  \
+            T ev = EXP(x[k] - m);                                                            \
+            y[k] = ev;                                                                       \
+            s += ev;                                                                         \
+          }                                                                                  \
+          const T inv = (T)(1.0 / s);                                                        \
+          for (int64_t k = 0; k < n; k++) y[k] *= inv;                                       \
+        }                                                                                    \
+        continue;                                                                            \
+      }                                                                                      \
       T mx[SMX_B];                                                                           \
       double sum[SMX_B];                                                                     \
       for (int64_t i = 0; i < w; i++) {                                                      \
@@ -1004,22 +1024,22 @@ DEF_MSE(float, f32)
 DEF_MSE(double, f64)
 
 /* loss = (1 - t) x - (1 + (pw - 1) t) logsigmoid(x), times w. */
-#define DEF_BCE(T, SUF)                                                               \
+#define DEF_BCE(T, SUF, EXP, LOG1P)                                                   \
   static void bce_##SUF(void *c, char **d, const int64_t *s, int64_t n) {             \
     const pl_ctx *pc = c;                                                             \
     int k = 3;                                                                        \
     int wi = pc->has_w ? k++ : 0, pi = pc->has_pw ? k++ : 0;                          \
     for (int64_t i = 0; i < n; i++) {                                                 \
-      double x = *(const T *)(d[1] + i * s[1]), t = *(const T *)(d[2] + i * s[2]);    \
-      double lsig = (x < 0 ? x : 0) - log1p(exp(-fabs(x)));                           \
-      double lw = pi ? (*(const T *)(d[pi] + i * s[pi]) - 1) * t + 1 : 1;             \
-      double l = (1 - t) * x - lw * lsig;                                             \
+      T x = *(const T *)(d[1] + i * s[1]), t = *(const T *)(d[2] + i * s[2]);         \
+      T lsig = (x < 0 ? x : 0) - LOG1P(EXP(-(x < 0 ? -x : x)));                        \
+      T lw = pi ? (*(const T *)(d[pi] + i * s[pi]) - 1) * t + 1 : 1;                  \
+      T l = (1 - t) * x - lw * lsig;                                                  \
       if (wi) l *= *(const T *)(d[wi] + i * s[wi]);                                   \
-      *(T *)(d[0] + i * s[0]) = (T)l;                                                 \
+      *(T *)(d[0] + i * s[0]) = l;                                                    \
     }                                                                                 \
   }
-DEF_BCE(float, f32)
-DEF_BCE(double, f64)
+DEF_BCE(float, f32, expf, log1pf)
+DEF_BCE(double, f64, exp, log1p)
 
 /* Runs a pointwise loss over ops[1..n-1] (already in dtype cd) into a new
  * tensor of shape/ndim, then reduces it and converts to out_dt. */
