@@ -48,6 +48,7 @@ struct wk__formula {
   wk__backward_fn fn;
   uint32_t save_args;  /* bit i: keep argument i (tensor or list) for backward */
   uint32_t save_outs;  /* bit i: keep output i */
+  wk_derivative_fn ext; /* a plugin's derivative (called through the public ABI) */
 };
 
 enum { WK__MAX_NODE_INPUTS = 64 };

@@ -183,6 +183,10 @@ const char *wk_op_arg_type(const wk_op *op, int i) {
   return op && i >= 0 && i < op->schema.nargs ? op->schema.args[i].type_text : NULL;
 }
 int wk_op_mutated_arg(const wk_op *op) { return op ? op->mutated_arg : -1; }
+const wk_value *wk_op_arg_default(const wk_op *op, int i) {
+  if (!op || i < 0 || i >= op->schema.nargs || !op->schema.args[i].has_default) return NULL;
+  return &op->schema.args[i].def;
+}
 int wk_op_count(void) { return g_nops; }
 wk_op *wk_op_at(int i) { return i >= 0 && i < g_nops ? g_ops[i] : NULL; }
 const wk__schema *wk__op_schema(const wk_op *op) { return &op->schema; }
@@ -525,6 +529,40 @@ wk_status wk_op_call(wk_op *op, const wk_value *args, int nargs, wk_value *outs)
     } else {
       for (int i = 0; i < nouts; i++)
         if (!op->out_borrowed[i] && outs[i].tag == WK_V_TENSOR) wk__scope_adopt(outs[i].u.t);
+    }
+  }
+  return WK_OK;
+}
+
+wk_status wk_op_call_kernel(wk_op *op, int i, const wk_value *args, int nargs, wk_value *outs) {
+  if (!op || !outs) return wk_error(WK_ERR_NULL, "wk_op_call_kernel: argument '%s' is NULL", op ? "outs" : "op");
+  if (i < 0 || i >= op->nkernels)
+    return wk_error(WK_ERR_INDEX, "wk_op_call_kernel: op '%s' has %d kernels, asked for %d", op->schema.name,
+                    op->nkernels, i);
+  int nouts = op->schema.nouts;
+  clear_outs(outs, nouts);
+  wk_value norm[WK_MAX_ARGS];
+  scratch_t sc;
+  wk_status st = normalize(op, args, nargs, norm, &sc);
+  if (st) return st;
+  const kernel_entry *k = &op->kernels[i];
+  wk_device dev;
+  if ((st = pick_device(op, norm, &dev))) return st;
+  wk_kernel_ctx ctx = {sizeof ctx, op, dev, k->user};
+  wk__call_depth++;
+  st = k->fn(&ctx, norm, outs);
+  wk__call_depth--;
+  if (st) {
+    if (!wk__error_pending()) wk_error(st, "%s(): kernel failed without a message", op->schema.name);
+    clear_outs(outs, nouts);
+    return st;
+  }
+  if (wk__call_depth == 0) {
+    if (op->schema.returns_list) {
+      for (int k2 = 0; k2 < outs[0].len; k2++) wk__scope_adopt(outs[0].u.tensors[k2]);
+    } else {
+      for (int j = 0; j < nouts; j++)
+        if (!op->out_borrowed[j] && outs[j].tag == WK_V_TENSOR) wk__scope_adopt(outs[j].u.t);
     }
   }
   return WK_OK;

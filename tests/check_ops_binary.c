@@ -15,6 +15,7 @@ static const wk_dtype ALL[] = {WK_F32, WK_F64, WK_F16, WK_BF16, WK_I8, WK_U8, WK
  * f64 bool bf16. */
 static wk_dtype promote(wk_dtype a, wk_dtype b) {
   static const wk_dtype order[10] = {WK_U8, WK_I8, WK_I16, WK_I32, WK_I64, WK_F16, WK_F32, WK_F64, WK_BOOL, WK_BF16};
+  /* clang-format off */
   enum { u1 = WK_U8, i1 = WK_I8, i2 = WK_I16, i4 = WK_I32, i8 = WK_I64, f2 = WK_F16, f4 = WK_F32, f8 = WK_F64,
          b1 = WK_BOOL, bf = WK_BF16 };
   static const int table[10][10] = {
@@ -30,6 +31,7 @@ static wk_dtype promote(wk_dtype a, wk_dtype b) {
       /* b1 */ {u1, i1, i2, i4, i8, f2, f4, f8, b1, bf},
       /* bf */ {bf, bf, bf, bf, bf, f4, f4, f8, bf, bf},
   };
+  /* clang-format on */
   int ia = -1, ib = -1;
   for (int i = 0; i < 10; i++) {
     if (order[i] == a) ia = i;
@@ -43,7 +45,9 @@ static double scalar_f64(const wk_value *v) {
   return v->tag == WK_V_INT ? (double)v->u.i : v->tag == WK_V_BOOL ? (double)v->u.b : v->u.f;
 }
 
-static bool is_float(wk_dtype d) { return d == WK_F32 || d == WK_F64 || d == WK_F16 || d == WK_BF16; }
+static bool is_float(wk_dtype d) {
+  return d == WK_F32 || d == WK_F64 || d == WK_F16 || d == WK_BF16;
+}
 
 enum { R_NONZERO = 1, R_HALVES = 2 };
 
@@ -144,11 +148,16 @@ static double as_dtype(wk_dtype dt, double v) {
   if (dt == WK_BOOL) return v != 0;
   int64_t i = (int64_t)v;
   switch (dt) {
-    case WK_I8: return (int8_t)i;
-    case WK_U8: return (uint8_t)i;
-    case WK_I16: return (int16_t)i;
-    case WK_I32: return (int32_t)i;
-    default: return (double)i;
+    case WK_I8:
+      return (int8_t)i;
+    case WK_U8:
+      return (uint8_t)i;
+    case WK_I16:
+      return (int16_t)i;
+    case WK_I32:
+      return (int32_t)i;
+    default:
+      return (double)i;
   }
 }
 
@@ -179,12 +188,12 @@ static void check_ref_(wk_tensor *r, wk_dtype dt, ref_t *ref, const char *what, 
 #define CHECK_REF(r, dt, ref) check_ref_(r, dt, ref, #r, __LINE__)
 
 /* Sizes of t as a ck-friendly check. */
-#define CHECK_SHAPE(t, ...)                                                                   \
-  do {                                                                                        \
-    const int64_t want_[] = {__VA_ARGS__};                                                    \
-    int wn_ = (int)(sizeof want_ / sizeof want_[0]);                                          \
-    ck_assert_int_eq(wk_tensor_dim(t), wn_);                                                  \
-    for (int d_ = 0; d_ < wn_; d_++) ck_assert_int_eq(wk_tensor_size(t, d_), want_[d_]);      \
+#define CHECK_SHAPE(t, ...)                                                              \
+  do {                                                                                   \
+    const int64_t want_[] = {__VA_ARGS__};                                               \
+    int wn_ = (int)(sizeof want_ / sizeof want_[0]);                                     \
+    ck_assert_int_eq(wk_tensor_dim(t), wn_);                                             \
+    for (int d_ = 0; d_ < wn_; d_++) ck_assert_int_eq(wk_tensor_size(t, d_), want_[d_]); \
   } while (0)
 
 /* Calls an op by name; the result is a new reference (or the borrowed mutated
@@ -207,10 +216,11 @@ typedef struct {
   kind_t kind;
   wk_tensor *(*fn)(wk_tensor *, wk_tensor *);
   ref_fn ref;
-  double lo, hi;  /* value range for both operands */
-  int bflags;     /* rnd() flags for the operands */
+  double lo, hi; /* value range for both operands */
+  int bflags;    /* rnd() flags for the operands */
 } opdesc;
 
+/* clang-format off */
 static double r_add(const double *x, const void *c) { (void)c; return x[0] + x[1]; }
 static double r_sub(const double *x, const void *c) { (void)c; return x[0] - x[1]; }
 static double r_mul(const double *x, const void *c) { (void)c; return x[0] * x[1]; }
@@ -235,9 +245,14 @@ static double r_le(const double *x, const void *c) { (void)c; return x[0] <= x[1
 static double r_gt(const double *x, const void *c) { (void)c; return x[0] > x[1]; }
 static double r_ge(const double *x, const void *c) { (void)c; return x[0] >= x[1]; }
 static double r_where(const double *x, const void *c) { (void)c; return x[0] != 0 ? x[1] : x[2]; }
+/* clang-format on */
 
-static wk_tensor *div_trunc(wk_tensor *a, wk_tensor *b) { return wk_div_mode(a, b, "trunc"); }
-static wk_tensor *div_floor(wk_tensor *a, wk_tensor *b) { return wk_div_mode(a, b, "floor"); }
+static wk_tensor *div_trunc(wk_tensor *a, wk_tensor *b) {
+  return wk_div_mode(a, b, "trunc");
+}
+static wk_tensor *div_floor(wk_tensor *a, wk_tensor *b) {
+  return wk_div_mode(a, b, "floor");
+}
 
 static const opdesc OPS[] = {
     {"add", K_ARITH, wk_add, r_add, -8, 8, 0},
@@ -260,7 +275,9 @@ static const opdesc OPS[] = {
 };
 #define NOPS ((int)(sizeof OPS / sizeof OPS[0]))
 
-static int category(wk_dtype d) { return d == WK_BOOL ? 0 : is_float(d) ? 2 : 1; }
+static int category(wk_dtype d) {
+  return d == WK_BOOL ? 0 : is_float(d) ? 2 : 1;
+}
 
 /* PyTorch's result_type for two tensors: a 0-dim tensor beside a dimensioned
  * one only counts when its category (bool < int < float) is higher. */
@@ -329,8 +346,8 @@ START_TEST(test_binary_random_shapes_seeds) {
   LEAK_BEGIN;
   static const int64_t shapes[][2][4] = {
       /* {ndim a, sizes...}, {ndim b, sizes...} (first entry of each is ndim) */
-      {{3, 3, 1, 4}, {2, 2, 1}},  {{2, 5, 7}, {2, 5, 7}}, {{1, 6}, {3, 4, 1, 6}}, {{3, 2, 3, 1}, {1, 5}},
-      {{2, 1, 9}, {2, 8, 1}},     {{1, 1}, {3, 2, 2, 2}}, {{3, 4, 1, 3}, {3, 1, 5, 1}},
+      {{3, 3, 1, 4}, {2, 2, 1}}, {{2, 5, 7}, {2, 5, 7}}, {{1, 6}, {3, 4, 1, 6}},       {{3, 2, 3, 1}, {1, 5}},
+      {{2, 1, 9}, {2, 8, 1}},    {{1, 1}, {3, 2, 2, 2}}, {{3, 4, 1, 3}, {3, 1, 5, 1}},
   };
   const wk_dtype dts[] = {WK_F32, WK_F64, WK_I64, WK_F16};
   for (int o = 0; o < NOPS; o++)
@@ -402,7 +419,7 @@ END_TEST
 START_TEST(test_binary_zero_size_and_zero_dim) {
   LEAK_BEGIN;
   static const int64_t shapes[][2][4] = {
-      {{2, 0, 3}, {1, 3}}, {{2, 2, 0}, {2, 2, 1}}, {{1, 0}, {0}},     {{0}, {0}},
+      {{2, 0, 3}, {1, 3}}, {{2, 2, 0}, {2, 2, 1}}, {{1, 0}, {0}},       {{0}, {0}},
       {{0}, {2, 2, 3}},    {{2, 1, 0}, {2, 3, 1}}, {{3, 2, 0, 4}, {0}}, {{1, 3}, {0}},
   };
   for (int o = 0; o < NOPS; o++)
@@ -467,10 +484,28 @@ START_TEST(test_binary_promotion_rules) {
     t[i] = wk_ones(WK_SHAPE(2), WK_OPTS(.dtype = ALL[i]));
     z[i] = wk_scalar_tensor(1, ALL[i]);
   }
-#define T_(d) t[(d) == WK_F32 ? 0 : (d) == WK_F64 ? 1 : (d) == WK_F16 ? 2 : (d) == WK_BF16 ? 3 : (d) == WK_I8 ? 4 : \
-                (d) == WK_U8 ? 5 : (d) == WK_I16 ? 6 : (d) == WK_I32 ? 7 : (d) == WK_I64 ? 8 : 9]
-#define Z_(d) z[(d) == WK_F32 ? 0 : (d) == WK_F64 ? 1 : (d) == WK_F16 ? 2 : (d) == WK_BF16 ? 3 : (d) == WK_I8 ? 4 : \
-                (d) == WK_U8 ? 5 : (d) == WK_I16 ? 6 : (d) == WK_I32 ? 7 : (d) == WK_I64 ? 8 : 9]
+#define T_(d)            \
+  t[(d) == WK_F32    ? 0 \
+    : (d) == WK_F64  ? 1 \
+    : (d) == WK_F16  ? 2 \
+    : (d) == WK_BF16 ? 3 \
+    : (d) == WK_I8   ? 4 \
+    : (d) == WK_U8   ? 5 \
+    : (d) == WK_I16  ? 6 \
+    : (d) == WK_I32  ? 7 \
+    : (d) == WK_I64  ? 8 \
+                     : 9]
+#define Z_(d)            \
+  z[(d) == WK_F32    ? 0 \
+    : (d) == WK_F64  ? 1 \
+    : (d) == WK_F16  ? 2 \
+    : (d) == WK_BF16 ? 3 \
+    : (d) == WK_I8   ? 4 \
+    : (d) == WK_U8   ? 5 \
+    : (d) == WK_I16  ? 6 \
+    : (d) == WK_I32  ? 7 \
+    : (d) == WK_I64  ? 8 \
+                     : 9]
   /* dimensioned tensors: promote_types */
   EXPECT_DTYPE(wk_add(T_(WK_I32), T_(WK_I64)), WK_I64);
   EXPECT_DTYPE(wk_add(T_(WK_U8), T_(WK_I8)), WK_I16);
@@ -545,13 +580,13 @@ START_TEST(test_binary_scalar_every_dtype) {
     const char *name;
     ref_fn ref;
     bool to_bool, true_div;
-  } sops[] = {{"add.Scalar", r_add, false, false},       {"sub.Scalar", r_sub, false, false},
-              {"mul.Scalar", r_mul, false, false},       {"div.Scalar", r_div, false, true},
-              {"maximum.Scalar", r_max, false, false},   {"minimum.Scalar", r_min, false, false},
-              {"pow.Scalar", r_pow, false, false},       {"logical_and.Scalar", r_and, true, false},
-              {"logical_or.Scalar", r_or, true, false},  {"eq.Scalar", r_eq, true, false},
-              {"ne.Scalar", r_ne, true, false},          {"lt.Scalar", r_lt, true, false},
-              {"le.Scalar", r_le, true, false},          {"gt.Scalar", r_gt, true, false},
+  } sops[] = {{"add.Scalar", r_add, false, false},      {"sub.Scalar", r_sub, false, false},
+              {"mul.Scalar", r_mul, false, false},      {"div.Scalar", r_div, false, true},
+              {"maximum.Scalar", r_max, false, false},  {"minimum.Scalar", r_min, false, false},
+              {"pow.Scalar", r_pow, false, false},      {"logical_and.Scalar", r_and, true, false},
+              {"logical_or.Scalar", r_or, true, false}, {"eq.Scalar", r_eq, true, false},
+              {"ne.Scalar", r_ne, true, false},         {"lt.Scalar", r_lt, true, false},
+              {"le.Scalar", r_le, true, false},         {"gt.Scalar", r_gt, true, false},
               {"ge.Scalar", r_ge, true, false}};
   const wk_value scalars[] = {WK_VI(2), WK_VF(1.5), WK_VB(true), WK_VF(-0.5), WK_VI(0)};
   for (size_t o = 0; o < sizeof sops / sizeof sops[0]; o++)
@@ -595,13 +630,16 @@ END_TEST
 
 /* ---- add / sub with alpha ---------------------------------------------------------------- */
 
-static double r_axpy(const double *x, const void *c) { return x[0] + *(const double *)c * x[1]; }
+static double r_axpy(const double *x, const void *c) {
+  return x[0] + *(const double *)c * x[1];
+}
 
 START_TEST(test_binary_alpha) {
   LEAK_BEGIN;
   const wk_dtype fdts[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
   for (int d = 0; d < 4; d++) {
-    wk_tensor *a = RND(fdts[d], -3, 3, 10 + (uint64_t)d, 0, 3, 1, 4), *b = RND(fdts[d], -3, 3, 20 + (uint64_t)d, 0, 2, 1);
+    wk_tensor *a = RND(fdts[d], -3, 3, 10 + (uint64_t)d, 0, 3, 1, 4),
+              *b = RND(fdts[d], -3, 3, 20 + (uint64_t)d, 0, 2, 1);
     wk_tensor *ts[2] = {a, b};
     double al = 0.5, nal = -0.5;
     ref_t ref = ref_map(ts, 2, r_axpy, &al);
@@ -948,7 +986,8 @@ START_TEST(test_binary_pow) {
   const wk_dtype fdts[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
   const opdesc pow_op = {"pow", K_ARITH, wk_pow, r_pow, 0, 0, 0};
   for (int d = 0; d < 4; d++) {
-    wk_tensor *a = RND(fdts[d], -2, 2, 40 + (uint64_t)d, R_NONZERO, 3, 1, 4), *b = RND(fdts[d], -2, 2.5, 50 + (uint64_t)d, R_HALVES, 2, 1);
+    wk_tensor *a = RND(fdts[d], -2, 2, 40 + (uint64_t)d, R_NONZERO, 3, 1, 4),
+              *b = RND(fdts[d], -2, 2.5, 50 + (uint64_t)d, R_HALVES, 2, 1);
     CHECK_OP(&pow_op, a, b);
     wk_release(a);
     wk_release(b);
@@ -1223,9 +1262,14 @@ START_TEST(test_binary_inplace_against_reference) {
     inplace_fn fn;
     ref_fn ref;
     const char *name;
-  } ips[] = {{wk_add_, r_add, "add_"},         {wk_sub_, r_sub, "sub_"},         {wk_mul_, r_mul, "mul_"},
-             {wk_div_, r_div, "div_"},         {wk_maximum_, r_max, "maximum_"}, {wk_minimum_, r_min, "minimum_"},
-             {wk_pow_, r_pow, "pow_"},         {wk_logical_and_, r_and, "logical_and_"},
+  } ips[] = {{wk_add_, r_add, "add_"},
+             {wk_sub_, r_sub, "sub_"},
+             {wk_mul_, r_mul, "mul_"},
+             {wk_div_, r_div, "div_"},
+             {wk_maximum_, r_max, "maximum_"},
+             {wk_minimum_, r_min, "minimum_"},
+             {wk_pow_, r_pow, "pow_"},
+             {wk_logical_and_, r_and, "logical_and_"},
              {wk_logical_or_, r_or, "logical_or_"}};
   const wk_dtype sd[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
   const wk_dtype od[] = {WK_F64, WK_I32, WK_F32, WK_U8};
@@ -1348,11 +1392,10 @@ START_TEST(test_binary_out_variants) {
   static const struct {
     wk_tensor *(*fn)(wk_tensor *, wk_tensor *, wk_tensor *);
     ref_fn ref;
-  } outs[] = {{wk_add_out, r_add},           {wk_sub_out, r_sub},          {wk_mul_out, r_mul},
-              {wk_div_out, r_div},           {wk_maximum_out, r_max},      {wk_minimum_out, r_min},
-              {wk_pow_out, r_pow},           {wk_logical_and_out, r_and},  {wk_logical_or_out, r_or},
-              {wk_eq_out, r_eq},             {wk_ne_out, r_ne},            {wk_lt_out, r_lt},
-              {wk_le_out, r_le},             {wk_gt_out, r_gt},            {wk_ge_out, r_ge}};
+  } outs[] = {{wk_add_out, r_add},       {wk_sub_out, r_sub},     {wk_mul_out, r_mul}, {wk_div_out, r_div},
+              {wk_maximum_out, r_max},   {wk_minimum_out, r_min}, {wk_pow_out, r_pow}, {wk_logical_and_out, r_and},
+              {wk_logical_or_out, r_or}, {wk_eq_out, r_eq},       {wk_ne_out, r_ne},   {wk_lt_out, r_lt},
+              {wk_le_out, r_le},         {wk_gt_out, r_gt},       {wk_ge_out, r_ge}};
   for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++) {
     /* a non-contiguous f64 out */
     wk_tensor *ob = wk_empty(WK_SHAPE(4, 2, 3), WK_OPTS(.dtype = WK_F64));
@@ -1496,7 +1539,8 @@ START_TEST(test_binary_shape_mismatch_messages) {
   wk_tensor *a = wk_zeros(WK_SHAPE(2, 3), (wk_options){0}), *b = wk_zeros(WK_SHAPE(4), (wk_options){0});
   wk_tensor *c = wk_zeros(WK_SHAPE(5, 1, 3), (wk_options){0}), *d = wk_zeros(WK_SHAPE(2, 1), (wk_options){0});
   ck_assert_ptr_null(wk_add(a, b));
-  TU_FAILS_WITH(WK_ERR_SHAPE, "add: the size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1");
+  TU_FAILS_WITH(WK_ERR_SHAPE,
+                "add: the size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1");
   ck_assert_ptr_null(wk_mul(b, a));
   TU_FAILS_WITH(WK_ERR_SHAPE, "mul");
   ck_assert_ptr_null(wk_div_mode(a, b, "floor"));
@@ -1551,17 +1595,18 @@ END_TEST
 
 START_TEST(test_binary_no_leaks_on_errors) {
   LEAK_BEGIN;
-  wk_tensor *f = RND(WK_F16, -2, 2, 3, 0, 4, 3), *i = RND(WK_I8, 1, 5, 4, 0, 4, 3), *bad = wk_zeros(WK_SHAPE(2), (wk_options){0});
+  wk_tensor *f = RND(WK_F16, -2, 2, 3, 0, 4, 3), *i = RND(WK_I8, 1, 5, 4, 0, 4, 3),
+            *bad = wk_zeros(WK_SHAPE(2), (wk_options){0});
   for (int k = 0; k < 50; k++) {
-    wk_release(wk_add(f, i));                 /* casts on the way */
-    ck_assert_ptr_null(wk_add(f, bad));       /* fails after casting */
+    wk_release(wk_add(f, i));           /* casts on the way */
+    ck_assert_ptr_null(wk_add(f, bad)); /* fails after casting */
     wk_clear_error();
     ck_assert_ptr_null(wk_div_mode(i, i, "nope"));
     wk_clear_error();
     wk_tensor *z = wk_zeros_like(i, (wk_options){0});
     ck_assert_ptr_null(wk_div_mode(i, z, "trunc")); /* fails after computing */
     wk_clear_error();
-    ck_assert_ptr_null(wk_add_(i, f));              /* fails in delivery */
+    ck_assert_ptr_null(wk_add_(i, f)); /* fails in delivery */
     wk_clear_error();
     wk_release(z);
   }

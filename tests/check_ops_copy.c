@@ -11,7 +11,9 @@ static const wk_dtype ALL[] = {WK_F32, WK_F64, WK_F16, WK_BF16, WK_I8, WK_U8, WK
 #define LEAK_BEGIN int64_t live0_ = wk_live_tensors()
 #define LEAK_END ck_assert_int_eq(wk_live_tensors(), live0_)
 
-static bool is_float(wk_dtype d) { return d == WK_F32 || d == WK_F64 || d == WK_F16 || d == WK_BF16; }
+static bool is_float(wk_dtype d) {
+  return d == WK_F32 || d == WK_F64 || d == WK_F16 || d == WK_BF16;
+}
 
 /* ---- reference conversions ----------------------------------------------------------- */
 
@@ -27,8 +29,12 @@ static double round_bits(double v, int p, int emin, double maxv) {
   if (fabs(r) > maxv) return copysign(INFINITY, v);
   return r;
 }
-static double to_f16(double v) { return round_bits(v, 11, -14, 65504.0); }
-static double to_bf16(double v) { return round_bits(v, 8, -126, 3.3895313892515355e38); }
+static double to_f16(double v) {
+  return round_bits(v, 11, -14, 65504.0);
+}
+static double to_bf16(double v) {
+  return round_bits(v, 8, -126, 3.3895313892515355e38);
+}
 
 /* The value a `dst` element holds after copying the `src` value v, as
  * PyTorch converts: floats to ints truncate toward zero and wrap like C casts
@@ -36,30 +42,41 @@ static double to_bf16(double v) { return round_bits(v, 8, -126, 3.38953138925153
  * through float. */
 static double convert(double v, wk_dtype src, wk_dtype dst) {
   switch (dst) {
-    case WK_F64: return v;
-    case WK_F32: return (float)v;
-    case WK_F16: return to_f16(src == WK_F64 ? (double)(float)v : v);
-    case WK_BF16: return to_bf16(src == WK_F64 ? (double)(float)v : v);
-    case WK_BOOL: return v != 0;
-    default: break;
+    case WK_F64:
+      return v;
+    case WK_F32:
+      return (float)v;
+    case WK_F16:
+      return to_f16(src == WK_F64 ? (double)(float)v : v);
+    case WK_BF16:
+      return to_bf16(src == WK_F64 ? (double)(float)v : v);
+    case WK_BOOL:
+      return v != 0;
+    default:
+      break;
   }
   int64_t i = (int64_t)trunc(v);
   switch (dst) {
-    case WK_I8: return (int8_t)i;
-    case WK_U8: return (uint8_t)i;
-    case WK_I16: return (int16_t)i;
-    case WK_I32: return (int32_t)i;
-    default: return (double)i;
+    case WK_I8:
+      return (int8_t)i;
+    case WK_U8:
+      return (uint8_t)i;
+    case WK_I16:
+      return (int16_t)i;
+    case WK_I32:
+      return (int32_t)i;
+    default:
+      return (double)i;
   }
 }
 
 /* Source values per kind: floats exercise rounding, truncation of negatives
  * and wrap-around of narrow ints (all finite in f16: casting inf or NaN to an
  * integer is undefined in PyTorch); integers and bools their own ranges. */
-static const double FVALS[] = {0,       -0.0,    1.5,     -1.5,          2.7,           -2.7,       100.9,
-                               -100.9,  127.5,   200.25,  -129.5,        1000.5,        0.1,        1e-3,
-                               3e-8,    1e-8,    65519.0, 1.00048828125, 1.00146484375, 1.00390625, 1.01171875,
-                               -3.7,    3.7,     -60000.5, 33000.25,     0.5};
+static const double FVALS[] = {
+    0,          -0.0,   1.5, -1.5,     2.7,      -2.7, 100.9,   -100.9,        127.5,         200.25,
+    -129.5,     1000.5, 0.1, 1e-3,     3e-8,     1e-8, 65519.0, 1.00048828125, 1.00146484375, 1.00390625,
+    1.01171875, -3.7,   3.7, -60000.5, 33000.25, 0.5};
 #define NF ((int)(sizeof FVALS / sizeof FVALS[0]))
 static const double IVALS[] = {0, 1, -1, 2, 100, -100, 127, -128, 255, 1000, -1000, 70000, 2049, 2051, -7, 42};
 #define NI ((int)(sizeof IVALS / sizeof IVALS[0]))
@@ -76,7 +93,8 @@ static void check_converted_(wk_tensor *dst, wk_tensor *src, int line) {
   double *sv = tu_values(src), *ref = malloc(sizeof(double) * (size_t)(n ? n : 1));
   for (int64_t k = 0; k < n; k++) ref[k] = convert(sv[k], wk_tensor_dtype(src), wk_tensor_dtype(dst));
   char what[64];
-  snprintf(what, sizeof what, "copy %s -> %s", wk_dtype_name(wk_tensor_dtype(src)), wk_dtype_name(wk_tensor_dtype(dst)));
+  snprintf(what, sizeof what, "copy %s -> %s", wk_dtype_name(wk_tensor_dtype(src)),
+           wk_dtype_name(wk_tensor_dtype(dst)));
   tu_assert_close_(dst, ref, n, 0, 0, what, line); /* conversions are exact */
   free(sv);
   free(ref);
@@ -455,7 +473,7 @@ START_TEST(test_copy_fill_strided_views) {
     for (int k = 0; k < 24; k++) ck_assert(v[k] == (k % 2 == 0 ? want : 0));
     free(v);
     /* a transposed row block, then zero_ on a stepped row slice */
-    wk_tensor *tr = wk_t(base);             /* [6, 4] */
+    wk_tensor *tr = wk_t(base);                /* [6, 4] */
     wk_tensor *blk = wk_slice(tr, 1, 1, 3, 1); /* rows 1..2 of base, as columns */
     wk_fill_(blk, 1);
     wk_tensor *rows = wk_slice(base, 0, 0, 4, 3); /* rows 0 and 3 */
@@ -621,7 +639,8 @@ START_TEST(test_copy_errors) {
   wk_tensor *r1 = wk_zeros(WK_SHAPE(1, 3), (wk_options){0});
   wk_tensor *ex = wk_expand(r1, WK_SHAPE(2, 3));
   ck_assert_ptr_null(wk_copy_(ex, a));
-  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "more than one element of the written-to tensor refers to a single memory location");
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG,
+                "more than one element of the written-to tensor refers to a single memory location");
   /* NULLs */
   ck_assert_ptr_null(wk_copy_(NULL, a));
   TU_FAILS_WITH(WK_ERR_NULL, "self");
@@ -655,7 +674,8 @@ static Suite *make_suite(void) {
     const TTest *tests[6];
   } groups[] = {
       {"dtypes", {test_copy_reference_rounding, test_copy_every_dtype_pair, test_copy_special_values}},
-      {"layouts", {test_copy_broadcast_sources, test_copy_strided_views, test_copy_overlapping, test_copy_large_parallel}},
+      {"layouts",
+       {test_copy_broadcast_sources, test_copy_strided_views, test_copy_overlapping, test_copy_large_parallel}},
       {"fill", {test_copy_fill_every_dtype, test_copy_fill_strided_views}},
       {"composites", {test_copy_clone, test_copy_to_dtype_and_device}},
       {"errors", {test_copy_errors}},

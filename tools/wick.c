@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <wick/wick.h>
+#include <wick/sdk/opcheck.h>
 
 static const char *status_word(wk_plugin_status s) {
   return s == WK_PLUGIN_LOADED ? "loaded" : s == WK_PLUGIN_SKIPPED ? "skipped" : "failed";
@@ -169,9 +170,72 @@ static void info_json(void) {
   printf("]}\n");
 }
 
+/* wick opcheck [--plugin PATH] [--shape AxB] OP: conformance checks of OP on
+ * float64 sample inputs built from its schema. */
+static int opcheck_cmd(int argc, char **argv) {
+  const char *plugin = NULL, *opname = NULL;
+  int64_t shape[WK_MAX_DIMS] = {3, 4};
+  int nd = 2;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc) {
+      plugin = argv[++i];
+    } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+      nd = 0;
+      for (char *p = argv[++i]; *p && nd < WK_MAX_DIMS;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0) {
+          fprintf(stderr, "wick opcheck: bad --shape '%s' (want e.g. 3x4)\n", argv[i]);
+          return 2;
+        }
+        shape[nd++] = v;
+        p = *end == 'x' ? end + 1 : end;
+        if (*end && *end != 'x') {
+          fprintf(stderr, "wick opcheck: bad --shape '%s' (want e.g. 3x4)\n", argv[i]);
+          return 2;
+        }
+      }
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "wick opcheck: unknown option '%s'\n", argv[i]);
+      return 2;
+    } else {
+      opname = argv[i];
+    }
+  }
+  if (!opname) {
+    fprintf(stderr, "usage: wick opcheck [--plugin PATH] [--shape 3x4] OP\n");
+    return 2;
+  }
+  if (wk_init() != WK_OK || (plugin && wk_plugin_load(plugin) != WK_OK)) {
+    fprintf(stderr, "wick opcheck: %s\n", wk_last_error_message());
+    return 1;
+  }
+  wk_op *op = wk_op_find(opname);
+  if (!op) {
+    fprintf(stderr, "wick opcheck: %s\n", wk_last_error_message());
+    return 1;
+  }
+  wk_value args[WK_MAX_ARGS];
+  wk_tensor *tensors[WK_MAX_ARGS];
+  int64_t scratch[WK_MAX_ARGS];
+  int nt = 0;
+  int n = wk_opcheck_sample_args(op, shape, nd, 1, args, tensors, &nt, scratch);
+  wk_opcheck_opts o = {0, 0, false, stdout};
+  wk_status s = wk_opcheck(opname, args, n, &o);
+  for (int i = 0; i < nt; i++) wk_release(tensors[i]);
+  if (s) {
+    printf("FAIL: %s\n", wk_last_error_message());
+    return 1;
+  }
+  printf("PASS: %s\n", opname);
+  return 0;
+}
+
 static int usage(FILE *f) {
   fprintf(f,
           "usage: wick info [--json]   show version, plugins (with reasons), devices, services and kernels\n"
+          "       wick opcheck [--plugin PATH] [--shape 3x4] OP\n"
+          "                            run the SDK conformance checks on OP\n"
           "       wick version         print the library version\n");
   return f == stderr ? 2 : 0;
 }
@@ -183,6 +247,7 @@ int main(int argc, char **argv) {
     printf("%s\n", wk_version());
     return 0;
   }
+  if (strcmp(argv[1], "opcheck") == 0) return opcheck_cmd(argc, argv);
   if (strcmp(argv[1], "info") == 0) {
     bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
     if (argc > 2 && !json) {

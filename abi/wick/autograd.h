@@ -6,7 +6,7 @@
 #ifndef WICK_AUTOGRAD_H
 #define WICK_AUTOGRAD_H
 
-#include <wick/types.h>
+#include <wick/dispatch.h>
 
 /* ---- inspection ------------------------------------------------------------------ */
 /* True for tensors created by the user (or requiring no grad); false for the
@@ -71,6 +71,32 @@ WK_API wk_status wk_tensor_register_hook(wk_tensor *t, wk_grad_hook_fn fn, void 
 typedef void (*wk_post_accumulate_hook_fn)(void *user, wk_tensor *param);
 WK_API wk_status wk_tensor_register_post_accumulate_grad_hook(wk_tensor *t, wk_post_accumulate_hook_fn fn,
                                                                void *user);
+
+/* ---- derivatives for plugin ops ---------------------------------------------------------- */
+/* What a derivative function sees while it runs (opaque, valid during the call). */
+typedef struct wk_backward_ctx wk_backward_ctx;
+/* Saved argument i (a Tensor the registration asked to keep), borrowed; NULL
+ * with an error recorded when it was modified in place or already freed. */
+WK_API wk_tensor *wk_backward_saved_arg(wk_backward_ctx *c, int i);
+/* Saved output i, borrowed. */
+WK_API wk_tensor *wk_backward_saved_out(wk_backward_ctx *c, int i);
+/* The op's non-tensor argument i as called (ints, floats, lists...). */
+WK_API const wk_value *wk_backward_arg(wk_backward_ctx *c, int i);
+/* True when Tensor argument i needs a gradient. */
+WK_API bool wk_backward_needs(wk_backward_ctx *c, int i);
+/* Gives the gradient of Tensor argument i (borrows grad; it may be broadcast:
+ * the engine sums it back to the argument's shape). */
+WK_API wk_status wk_backward_set_grad(wk_backward_ctx *c, int i, wk_tensor *grad);
+/* A derivative: from the gradients of the outputs (never NULL), compute the
+ * gradients of the inputs with ops and hand them over with
+ * wk_backward_set_grad. Temporaries may be released or left to the scope the
+ * engine opens around the call. */
+typedef wk_status (*wk_derivative_fn)(wk_backward_ctx *c, wk_tensor *const *grad_outputs, int noutputs);
+/* Registers the derivative of `op` (node name e.g. "SwigluBackward0", copied).
+ * save_args / save_outputs: bit i keeps Tensor argument / output i for the
+ * backward pass. Replaces a formula registered earlier. */
+WK_API wk_status wk_op_register_derivative(const char *op, const char *node_name, wk_derivative_fn fn,
+                                           uint32_t save_args, uint32_t save_outputs);
 
 /* ---- anomaly mode ----------------------------------------------------------------------------- */
 /* When on, a backward output holding NaN or Inf fails with an error naming the

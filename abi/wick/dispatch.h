@@ -123,6 +123,8 @@ WK_API const char *wk_op_arg_name(const wk_op *op, int i);
 WK_API int wk_op_arg_index(const wk_op *op, const char *name);
 /* Type text of argument i as written in the schema ("int[2]", "Tensor(a!)"). */
 WK_API const char *wk_op_arg_type(const wk_op *op, int i);
+/* Default value of argument i (borrowed, static), or NULL when it has none. */
+WK_API const wk_value *wk_op_arg_default(const wk_op *op, int i);
 /* Index of the argument the op mutates (Tensor(x!)), or -1. */
 WK_API int wk_op_mutated_arg(const wk_op *op);
 /* Number of ops declared, and the i-th (declaration order). */
@@ -211,6 +213,10 @@ WK_API wk_dtype wk_result_type(const wk_value *args, int n);
  * message names the op. A NULL tensor where a Tensor is required propagates:
  * the earlier error is kept. */
 WK_API wk_status wk_op_call(wk_op *op, const wk_value *args, int nargs, wk_value *outs);
+/* Calls the op's i-th kernel (wk_op_kernel_info order) directly, below every
+ * dispatch layer, ignoring its supports() predicate: for conformance tests
+ * that compare a plugin's kernel against the reference. */
+WK_API wk_status wk_op_call_kernel(wk_op *op, int i, const wk_value *args, int nargs, wk_value *outs);
 /* Finds the op by name and calls it (slower: one lookup per call). */
 WK_API wk_status wk_call(const char *name, const wk_value *args, int nargs, wk_value *outs);
 

@@ -50,7 +50,9 @@
   X(wk_backward_with) X(wk_grad) X(wk_grad_enabled) X(wk_set_grad_enabled)                 \
   X(wk_no_grad_begin) X(wk_no_grad_end) X(wk_inference_mode_begin) X(wk_inference_mode_end) \
   X(wk_is_inference_tensor) X(wk_tensor_register_hook)                                      \
-  X(wk_tensor_register_post_accumulate_grad_hook) X(wk_set_anomaly_enabled) X(wk_anomaly_enabled)
+  X(wk_tensor_register_post_accumulate_grad_hook) X(wk_set_anomaly_enabled) X(wk_anomaly_enabled)    \
+  X(wk_backward_saved_arg) X(wk_backward_saved_out) X(wk_backward_arg) X(wk_backward_needs)    \
+  X(wk_backward_set_grad) X(wk_op_register_derivative) X(wk_op_call_kernel) X(wk_op_arg_default)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -220,7 +220,7 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
   if (other->tag == WK_V_TENSOR) {
     b = wk_kernel_cast(other->u.t, cd);
   } else {
-    unsigned char buf[8];
+    _Alignas(8) unsigned char buf[8]; /* written through typed pointers */
     if (other->tag == WK_V_INT && !wk_dtype_is_floating(cd))
       wk_store_i64(buf, cd, other->u.i);
     else
