@@ -66,8 +66,10 @@ START_TEST(test_tensor_bad_arguments) {
   wk_clear_error();
   ck_assert_int_eq(wk_tensor_to_f64(t, &v, 1), WK_ERR_INVALID_ARG);
   wk_clear_error();
-  ck_assert_int_eq(wk_tensor_set_requires_grad(wk_zeros(WK_SHAPE(1), WK_OPTS(.dtype = WK_I64)), true), WK_ERR_DTYPE);
+  wk_tensor *ints = wk_zeros(WK_SHAPE(1), WK_OPTS(.dtype = WK_I64));
+  ck_assert_int_eq(wk_tensor_set_requires_grad(ints, true), WK_ERR_DTYPE);
   TU_FAILS_WITH(WK_ERR_DTYPE, "only tensors of floating point dtype can require gradients");
+  wk_release(ints);
   /* NULL accessors never crash */
   ck_assert_int_eq(wk_tensor_dim(NULL), 0);
   ck_assert_int_eq(wk_tensor_numel(NULL), 0);
@@ -197,7 +199,9 @@ START_TEST(test_tensor_expand_squeeze_flatten) {
   TU_NOTNULL(e);
   ck_assert_int_eq(wk_tensor_stride(e, 0), 0);
   ck_assert_int_eq(wk_tensor_stride(e, 2), 0);
-  TU_EQ_VALS(wk_scope_keep(wk_sum(e)), 48); /* released below via scope-less ownership */
+  wk_tensor *total = wk_sum(e);
+  TU_EQ_VALS(total, 48);
+  wk_release(total);
   wk_tensor *e2 = wk_expand(x, WK_SHAPE(-1, 5));
   ck_assert_int_eq(wk_tensor_size(e2, 1), 5);
   ck_assert_ptr_null(wk_expand(x, WK_SHAPE(4, 2)));
@@ -294,6 +298,7 @@ static void expect_str(wk_tensor *t, const char *want) {
 }
 
 START_TEST(test_tensor_print_like_pytorch) {
+  wk_scope_begin(); /* owns the temporaries of the nested calls below */
   expect_str(TU_T(WK_F32, (2, 2), 1, 2, 3, 4), "tensor([[1., 2.],\n        [3., 4.]])");
   expect_str(TU_T(WK_F32, (2), 0.1, 2.5), "tensor([0.1000, 2.5000])");
   expect_str(TU_T(WK_F32, (2), 1e-5, 1.0), "tensor([1.0000e-05, 1.0000e+00])");
@@ -336,6 +341,7 @@ START_TEST(test_tensor_print_like_pytorch) {
   wk_clear_error();
   ck_assert_int_eq(wk_print(NULL, NULL), WK_ERR_NULL);
   wk_clear_error();
+  wk_scope_end();
 }
 END_TEST
 
