@@ -53,6 +53,42 @@ static double time_front_end(wk_tensor *a, wk_tensor *b, long n) {
   return r[3];
 }
 
+/* Median ns per wk_add on 1-element tensors where one input requires grad
+ * (a graph node is recorded and freed on every call). */
+static double time_recording(wk_tensor *a, wk_tensor *b, long n) {
+  double r[7];
+  for (int rep = 0; rep < 7; rep++) {
+    double t0 = now();
+    for (long i = 0; i < n; i++) wk_release(wk_add(a, b));
+    r[rep] = (now() - t0) / (double)n * 1e9;
+  }
+  qsort(r, 7, sizeof r[0], cmp);
+  return r[3];
+}
+
+/* Median microseconds of backward through a chain of `len` adds/muls on a
+ * 1-element tensor (the build of the chain is not timed). */
+static double time_chain_backward(long len) {
+  double r[7];
+  for (int rep = 0; rep < 7; rep++) {
+    wk_scope_begin();
+    wk_tensor *x = wk_tensor_from_data((float[]){1}, WK_F32, WK_SHAPE(1));
+    wk_tensor_set_requires_grad(x, true);
+    wk_tensor *y = x;
+    for (long i = 0; i < len; i++) y = (i & 1) ? wk_mul_scalar(y, 1.0001) : wk_add_scalar(y, 0.5);
+    wk_tensor *loss = wk_sum(y);
+    double t0 = now();
+    if (wk_backward(loss) != WK_OK) {
+      fprintf(stderr, "bench: %s\n", wk_last_error_message());
+      exit(1);
+    }
+    r[rep] = (now() - t0) * 1e6;
+    wk_scope_end();
+  }
+  qsort(r, 7, sizeof r[0], cmp);
+  return r[3];
+}
+
 int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 200000;
   if (wk_init() != WK_OK) {
@@ -73,6 +109,11 @@ int main(int argc, char **argv) {
   printf("wk_add_1elem_ns %.1f\n", time_front_end(a, b, n));
   printf("boxed_trivial_ns %.1f\n", time_op(wk_op_find("bench.boxed"), a, b, n));
   printf("unboxed_libffi_trivial_ns %.1f\n", time_op(wk_op_find("bench.unboxed"), a, b, n));
+  wk_tensor *ag = wk_tensor_from_data((float[]){1}, WK_F32, WK_SHAPE(1));
+  wk_tensor_set_requires_grad(ag, true);
+  printf("wk_add_1elem_autograd_ns %.1f\n", time_recording(ag, b, n));
+  printf("chain1000_backward_us %.1f\n", time_chain_backward(1000));
+  wk_release(ag);
   wk_release(a);
   wk_release(b);
   wk_shutdown();

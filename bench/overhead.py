@@ -19,3 +19,26 @@ for _ in range(7):
     runs.append((time.perf_counter() - t0) / n * 1e9)
 runs.sort()
 print("torch_add_1elem_ns %.1f" % runs[3])
+
+ag = torch.tensor([1.0], requires_grad=True)
+runs = []
+for _ in range(7):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        torch.add(ag, b)
+    runs.append((time.perf_counter() - t0) / n * 1e9)
+runs.sort()
+print("torch_add_1elem_autograd_ns %.1f" % runs[3])
+
+runs = []
+for _ in range(7):
+    x = torch.tensor([1.0], requires_grad=True)
+    y = x
+    for i in range(1000):
+        y = y * 1.0001 if i & 1 else y + 0.5
+    loss = y.sum()
+    t0 = time.perf_counter()
+    loss.backward()
+    runs.append((time.perf_counter() - t0) * 1e6)
+runs.sort()
+print("torch_chain1000_backward_us %.1f" % runs[3])

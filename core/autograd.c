@@ -61,7 +61,7 @@ static void free_saved(wk__saved *s) {
 void wk__node_release_saved(wk__node *n) {
   int depth = wk__call_depth;
   wk__call_depth = depth + 1; /* plain releases */
-  for (int i = 0; i < WK_MAX_ARGS; i++) {
+  for (int i = 0; i < n->nargs; i++) {
     free_saved(&n->saved_args[i]);
     if (n->saved_lists[i]) {
       for (int k = 0; k < n->args[i].len; k++) free_saved(&n->saved_lists[i][k]);
@@ -69,7 +69,7 @@ void wk__node_release_saved(wk__node *n) {
       n->saved_lists[i] = NULL;
     }
   }
-  for (int i = 0; i < WK_MAX_OUTS; i++) free_saved(&n->saved_outs[i]);
+  for (int i = 0; i < n->nout; i++) free_saved(&n->saved_outs[i]);
   wk__call_depth = depth;
   n->released = true;
 }
@@ -104,7 +104,7 @@ void wk__node_release(wk__node *first) {
         if (cur->args[i].tag == WK_V_FLOATS) free((void *)cur->args[i].u.floats);
         if (cur->args[i].tag == WK_V_STR) free((void *)cur->args[i].u.s);
       }
-      for (int i = 0; i < WK_MAX_OUTS; i++) free_hooks(cur->out_hooks[i]);
+      for (int i = 0; i < cur->nout; i++) free_hooks(cur->out_hooks[i]);
       if (cur->variable) {
         wk__ameta *m = cur->variable->autograd;
         if (m && m->accumulator == cur) m->accumulator = NULL;
@@ -113,11 +113,7 @@ void wk__node_release(wk__node *first) {
         wk_release(cur->variable);
         wk__call_depth = depth;
       }
-      free(cur->next);
-      free(cur->in_sizes);
-      free(cur->in_ndim);
-      free(cur->in_dtype);
-      free(cur->forward_trace);
+      free(cur->forward_trace); /* the arrays live inside the node's block */
       free(cur->buffer);
       free(cur);
     }
@@ -127,22 +123,44 @@ void wk__node_release(wk__node *first) {
   free(stack);
 }
 
-static wk__node *node_new(int nin) {
-  wk__node *n = calloc(1, sizeof *n);
-  if (!n) return NULL;
+/* One allocation per node: the per-input/argument/output arrays live right
+ * after the struct (a node is built for every recorded op). */
+static wk__node *node_new(int nin, int nargs, int nout) {
+  size_t off = (sizeof(wk__node) + 15) & ~(size_t)15, total;
+#define FIELD_SIZE(type, count) (((sizeof(type) * (size_t)(count)) + 15) & ~(size_t)15)
+  total = off + FIELD_SIZE(wk__edge, nin) + FIELD_SIZE(int64_t[WK_MAX_DIMS], nin) + FIELD_SIZE(int, nin) +
+          FIELD_SIZE(wk_dtype, nin) + FIELD_SIZE(int, nargs) + FIELD_SIZE(wk_value, nargs) +
+          FIELD_SIZE(wk__saved, nargs) + FIELD_SIZE(wk__saved *, nargs) + FIELD_SIZE(int64_t[WK_MAX_DIMS], nout) +
+          FIELD_SIZE(int, nout) + FIELD_SIZE(wk_dtype, nout) + FIELD_SIZE(wk_device, nout) + FIELD_SIZE(bool, nout) +
+          FIELD_SIZE(wk__saved, nout) + FIELD_SIZE(wk__hook *, nout);
+  char *mem = calloc(1, total);
+  if (!mem) return NULL;
+  wk__node *n = (wk__node *)mem;
+#define CARVE(field, type, count)                     \
+  if ((count) > 0) n->field = (void *)(mem + off);    \
+  off += FIELD_SIZE(type, count)
+  CARVE(next, wk__edge, nin);
+  CARVE(in_sizes, int64_t[WK_MAX_DIMS], nin);
+  CARVE(in_ndim, int, nin);
+  CARVE(in_dtype, wk_dtype, nin);
+  CARVE(k_of_arg, int, nargs);
+  CARVE(args, wk_value, nargs);
+  CARVE(saved_args, wk__saved, nargs);
+  CARVE(saved_lists, wk__saved *, nargs);
+  CARVE(out_sizes, int64_t[WK_MAX_DIMS], nout);
+  CARVE(out_ndim, int, nout);
+  CARVE(out_dtype, wk_dtype, nout);
+  CARVE(out_device, wk_device, nout);
+  CARVE(out_differentiable, bool, nout);
+  CARVE(saved_outs, wk__saved, nout);
+  CARVE(out_hooks, wk__hook *, nout);
+#undef CARVE
+#undef FIELD_SIZE
   atomic_init(&n->refcount, 1);
   n->nin = nin;
+  n->nargs = nargs;
+  n->nout = nout;
   n->sequence = atomic_fetch_add(&g_sequence, 1);
-  if (nin) {
-    n->next = calloc((size_t)nin, sizeof *n->next);
-    n->in_sizes = calloc((size_t)nin, sizeof *n->in_sizes);
-    n->in_ndim = calloc((size_t)nin, sizeof *n->in_ndim);
-    n->in_dtype = calloc((size_t)nin, sizeof *n->in_dtype);
-    if (!n->next || !n->in_sizes || !n->in_ndim || !n->in_dtype) {
-      wk__node_release(n);
-      return NULL;
-    }
-  }
   return n;
 }
 
@@ -151,10 +169,9 @@ static wk__node *accumulator(wk_tensor *t) {
   wk__ameta *m = wk__ameta_get(t);
   if (!m) return NULL;
   if (m->accumulator) return wk__node_retain(m->accumulator);
-  wk__node *n = node_new(0);
+  wk__node *n = node_new(0, 0, 1);
   if (!n) return NULL;
   n->name = "AccumulateGrad";
-  n->nout = 1;
   n->out_ndim[0] = t->ndim;
   memcpy(n->out_sizes[0], t->sizes, sizeof(int64_t) * (size_t)t->ndim);
   n->out_dtype[0] = t->dtype;
@@ -385,7 +402,6 @@ static wk_status save_tensor(wk__saved *s, wk_tensor *t, bool clone, bool is_out
 
 /* Copies the boxed args the formula wants into the node (lists duplicated). */
 static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *args, int nargs, int mutated) {
-  n->nargs = nargs;
   for (int i = 0; i < nargs; i++) {
     wk_value v = args[i];
     bool keep = (f->save_args >> i) & 1u;
@@ -425,8 +441,25 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
   return WK_OK;
 }
 
+/* True when some tensor argument requires grad (the common case is no). */
+static bool any_requires_grad(const wk_op *op, const wk_value *args) {
+  int na = wk_op_num_args(op);
+  for (int i = 0; i < na; i++) {
+    if (args[i].tag == WK_V_TENSOR) {
+      if (wk__requires_grad(args[i].u.t)) return true;
+    } else if (args[i].tag == WK_V_TENSORS) {
+      for (int k = 0; k < args[i].len; k++)
+        if (wk__requires_grad(args[i].u.tensors[k])) return true;
+    }
+  }
+  return false;
+}
+
 static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
   (void)user;
+  /* Fast path: nothing to record. Kernels called below see no grad either. */
+  if ((wk__grad_mode_off || !any_requires_grad(op, args)) && g_inference_depth == 0)
+    return wk_layer_redispatch(self, op, args, outs);
   wk_tensor *ins[WK__MAX_NODE_INPUTS];
   int argpos[WK__MAX_NODE_INPUTS];
   int nin = flatten_inputs(op, args, ins, argpos);
@@ -467,13 +500,13 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
       return wk_error(WK_ERR_AUTOGRAD, "%s(): in-place operations on a view of a tensor that requires grad are not "
                       "supported; use the out-of-place op", wk_op_name(op));
   }
-  wk__node *n = node_new(nin);
+  wk__node *n = node_new(nin, wk_op_num_args(op), wk_op_num_outs(op));
   if (!n) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory recording the autograd graph", wk_op_name(op));
   n->f = f;
   n->name = f->name;
   n->op = op;
   wk_status s = save_args(n, f, args, wk_op_num_args(op), mutated);
-  for (int i = 0; i < WK_MAX_ARGS; i++) n->k_of_arg[i] = -1;
+  for (int i = 0; i < n->nargs; i++) n->k_of_arg[i] = -1;
   for (int k = nin - 1; k >= 0; k--) n->k_of_arg[argpos[k]] = k;
   if (nin && ins[0]) n->in_device0 = ins[0]->storage->device;
   for (int k = 0; !s && k < nin; k++) {
@@ -492,8 +525,7 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
     wk__node_release(n);
     return s;
   }
-  int nout = wk_op_num_outs(op);
-  n->nout = nout;
+  int nout = n->nout;
   for (int i = 0; i < nout; i++) {
     wk_tensor *o = outs[i].tag == WK_V_TENSOR ? outs[i].u.t : NULL;
     if (!o) continue;

@@ -41,7 +41,7 @@ wk_status wk_op_register_derivative(const char *op, const char *node_name, wk_de
 }
 
 wk_tensor *wk_backward_saved_arg(wk_backward_ctx *c, int i) {
-  if (!c || i < 0 || i >= WK_MAX_ARGS) {
+  if (!c || i < 0 || i >= c->c->node->nargs) {
     wk_error(WK_ERR_INVALID_ARG, "wk_backward_saved_arg: bad context or index %d", i);
     return NULL;
   }
@@ -54,7 +54,7 @@ wk_tensor *wk_backward_saved_arg(wk_backward_ctx *c, int i) {
 }
 
 wk_tensor *wk_backward_saved_out(wk_backward_ctx *c, int i) {
-  if (!c || i < 0 || i >= WK_MAX_OUTS) {
+  if (!c || i < 0 || i >= c->c->node->nout) {
     wk_error(WK_ERR_INVALID_ARG, "wk_backward_saved_out: bad context or index %d", i);
     return NULL;
   }
@@ -72,14 +72,14 @@ const wk_value *wk_backward_arg(wk_backward_ctx *c, int i) {
 }
 
 bool wk_backward_needs(wk_backward_ctx *c, int i) {
-  if (!c || i < 0 || i >= WK_MAX_ARGS) return false;
+  if (!c || i < 0 || i >= c->c->node->nargs) return false;
   int k = c->c->node->k_of_arg[i];
   return k >= 0 && c->c->needs[k];
 }
 
 wk_status wk_backward_set_grad(wk_backward_ctx *c, int i, wk_tensor *grad) {
   if (!c || !grad) return wk_error(WK_ERR_NULL, "wk_backward_set_grad: argument '%s' is NULL", c ? "grad" : "c");
-  if (i < 0 || i >= WK_MAX_ARGS || c->c->node->k_of_arg[i] < 0)
+  if (i < 0 || i >= c->c->node->nargs || c->c->node->k_of_arg[i] < 0)
     return wk_error(WK_ERR_INVALID_ARG, "wk_backward_set_grad: argument %d of %s is not a Tensor input", i,
                     c->c->node->name);
   int k = c->c->node->k_of_arg[i];

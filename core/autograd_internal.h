@@ -65,23 +65,24 @@ struct wk__node {
   int *in_ndim;
   wk_dtype *in_dtype;
   wk_device in_device0;       /* device of the first input (to.device's backward) */
-  int k_of_arg[WK_MAX_ARGS];  /* first flattened input of each argument, or -1 */
+  int *k_of_arg;              /* [nargs] first flattened input of each argument, or -1 */
   /* outputs: shapes and dtypes for zero-filling a missing gradient */
+  /* per output [nout]: shape and dtype for zero-filling a missing gradient */
   int nout;
-  int64_t out_sizes[WK_MAX_OUTS][WK_MAX_DIMS];
-  int out_ndim[WK_MAX_OUTS];
-  wk_dtype out_dtype[WK_MAX_OUTS];
-  wk_device out_device[WK_MAX_OUTS];
-  bool out_differentiable[WK_MAX_OUTS];
-  /* saved values: a copy of the boxed args (tensors as wk__saved) and outputs */
+  int64_t (*out_sizes)[WK_MAX_DIMS];
+  int *out_ndim;
+  wk_dtype *out_dtype;
+  wk_device *out_device;
+  bool *out_differentiable;
+  /* saved values [nargs]: a copy of the boxed args (tensors as wk__saved) and outputs [nout] */
   int nargs;
-  wk_value args[WK_MAX_ARGS];
-  wk__saved saved_args[WK_MAX_ARGS];
-  wk__saved *saved_lists[WK_MAX_ARGS]; /* Tensor[] args */
-  wk__saved saved_outs[WK_MAX_OUTS];
+  wk_value *args;
+  wk__saved *saved_args;
+  wk__saved **saved_lists; /* Tensor[] args */
+  wk__saved *saved_outs;
   bool released;   /* saved tensors freed by a backward without retain_graph */
-  /* hooks on the gradients flowing into this node's outputs (non-leaf hooks) */
-  struct wk__hook *out_hooks[WK_MAX_OUTS];
+  /* hooks on the gradients flowing into this node's outputs [nout] (non-leaf hooks) */
+  struct wk__hook **out_hooks;
   /* AccumulateGrad: the leaf (strong reference) */
   wk_tensor *variable;
   /* anomaly mode: the forward op that created the node */

@@ -73,11 +73,16 @@ bool wk__check_shape(const char *op, const int64_t *sizes, int ndim) {
 
 wk_tensor *wk__tensor_new(wk__storage *st, wk_dtype dt, int ndim, const int64_t *sizes,
                           const int64_t *strides, int64_t offset) {
-  wk_tensor *t = calloc(1, sizeof *t);
+  /* malloc, not calloc: only the first ndim sizes/strides are ever read */
+  wk_tensor *t = malloc(sizeof *t);
   if (!t) {
     wk_error(WK_ERR_NO_MEMORY, "out of memory allocating a tensor handle");
     return NULL;
   }
+  t->flags = 0;
+  t->scope = NULL;
+  t->autograd = NULL;
+  t->quant = NULL;
   atomic_init(&t->refcount, 1);
   atomic_fetch_add(&st->refcount, 1);
   t->storage = st;

@@ -109,30 +109,46 @@ typedef struct {
 } mm_job;
 
 /* "NT": C[i,j] += sum_k A[i,k] * B[j,k]; one task per element of C, each a
- * dot product in ascending k (double accumulator). */
+ * dot product in NT_LANES interleaved partial sums (vectorisable, and a fixed
+ * order whatever the thread count) added up in double at the end. */
+#define NT_LANES 8
 #define GEMM_NT(NAME, T)                                                \
   static void NAME(void *p, int64_t b, int64_t e) {                     \
     const mm_job *g = p;                                                \
+    const int64_t K8 = g->K - g->K % NT_LANES;                          \
     for (int64_t t = b; t < e; t++) {                                   \
       int64_t i = t / g->N, j = t % g->N;                               \
       const T *a = (const T *)g->A + i * g->lda;                        \
       const T *bb = (const T *)g->B + j * g->ldb;                       \
+      T acc[NT_LANES] = {0};                                            \
+      for (int64_t k = 0; k < K8; k += NT_LANES)                        \
+        for (int l = 0; l < NT_LANES; l++) acc[l] += a[k + l] * bb[k + l]; \
       double s = 0;                                                     \
-      for (int64_t k = 0; k < g->K; k++) s += (double)a[k] * bb[k];     \
+      for (int l = 0; l < NT_LANES; l++) s += acc[l];                   \
+      for (int64_t k = K8; k < g->K; k++) s += (double)a[k] * bb[k];    \
       T *c = (T *)g->C + i * g->ldc + j;                                \
       *c = (T)(*c + s);                                                 \
     }                                                                   \
   }
-/* "TN": C[i,:] += sum_k A[k,i] * B[k,:]; one task per row of C, k ascending. */
+/* "TN": C[i,:] += sum_k A[k,i] * B[k,:]; one task per block of TN_JB
+ * columns (a block of B stays in cache), k ascending for every element. */
+#define TN_JB 128
 #define GEMM_TN(NAME, T)                                                \
   static void NAME(void *p, int64_t b, int64_t e) {                     \
     const mm_job *g = p;                                                \
-    for (int64_t i = b; i < e; i++) {                                   \
-      T *c = (T *)g->C + i * g->ldc;                                    \
-      for (int64_t k = 0; k < g->K; k++) {                              \
-        const T a = ((const T *)g->A)[k * g->lda + i];                  \
-        const T *br = (const T *)g->B + k * g->ldb;                     \
-        for (int64_t j = 0; j < g->N; j++) c[j] += a * br[j];           \
+    for (int64_t jb = b; jb < e; jb++) {                                \
+      int64_t j0 = jb * TN_JB, j1 = j0 + TN_JB < g->N ? j0 + TN_JB : g->N; \
+      for (int64_t i = 0; i < g->M; i++) {                              \
+        T *c = (T *)g->C + i * g->ldc;                                  \
+        for (int64_t k = 0; k < g->K; k++) {                            \
+          const T a = ((const T *)g->A)[k * g->lda + i];                \
+          const T *restrict br = (const T *)g->B + k * g->ldb + j0;     \
+          T *restrict cr = c + j0;                                      \
+          if (j1 - j0 == TN_JB) /* a fixed count the compiler vectorises */ \
+            for (int64_t j = 0; j < TN_JB; j++) cr[j] += a * br[j];     \
+          else                                                          \
+            for (int64_t j = 0; j < j1 - j0; j++) cr[j] += a * br[j];   \
+        }                                                               \
       }                                                                 \
     }                                                                   \
   }
@@ -179,7 +195,7 @@ static void gemm_tn(bool f64, mm_job *g) {
     return;
   }
 #endif
-  run_tasks(g->M, g->N * g->K, f64 ? gemm_tn_f64 : gemm_tn_f32, g);
+  run_tasks((g->N + TN_JB - 1) / TN_JB, g->M * g->K * TN_JB, f64 ? gemm_tn_f64 : gemm_tn_f32, g);
 }
 
 /* ---- conv2d_backward --------------------------------------------------------------------- */
