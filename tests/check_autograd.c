@@ -287,6 +287,12 @@ static wk_tensor *f_conv_s2g2(wk_tensor *const *in) {
   wk_value o[1];
   return wk_call("conv2d", a, 7, o) == WK_OK ? o[0].u.t : NULL;
 }
+static wk_tensor *wk_call_nll_weighted(wk_tensor *x) {
+  wk_value a[5] = {WK_VT(wk_log_softmax(x, 1)), WK_VT(wk_tensor_from_data((int64_t[]){1, 0, 2}, WK_I64, WK_SHAPE(3))),
+                   WK_VT(wk_tensor_from_data((double[]){0.5, 2, 1, 1.5}, WK_F64, WK_SHAPE(4))), WK_VI(2), WK_VI(-100)};
+  wk_value o[1];
+  return wk_call("nll_loss", a, 5, o) == WK_OK ? o[0].u.t : NULL;
+}
 static wk_tensor *f_split(wk_tensor *const *in) {
   wk_tensor *parts[4];
   int n = wk_split(in[0], 2, 1, parts, 4);
@@ -360,6 +366,24 @@ F1(f_embed, wk_embedding(in[0], wk_tensor_from_data((int64_t[]){3, 0, 3}, WK_I64
 F1(f_pad_reflect, wk_pad(in[0], (int64_t[]){2, 1, 1, 1}, 4, "reflect", 0))
 F1(f_topk, wk_topk(in[0], 2, 1, true, true, NULL))
 F1(f_masked_fill, wk_masked_fill(in[0], wk_gt_scalar(in[1], 0), 3))
+F1(f_log1p, wk_log1p(in[0]))
+F1(f_rsqrt, wk_rsqrt(in[0]))
+F1(f_cos, wk_cos(in[0]))
+F1(f_prod_all, wk_prod(in[0]))
+F1(f_min_dim, wk_min_dim(in[0], 0, true, NULL))
+F1(f_max_all, wk_max(in[0]))
+F1(f_mean_all, wk_mean(in[0]))
+F1(f_sort, wk_sort(in[0], 1, true, NULL))
+F1(f_scatter, wk_scatter(in[0], 1, wk_tensor_from_data((int64_t[]){2, 0, 1, 0}, WK_I64, WK_SHAPE(2, 2)), in[1]))
+F1(f_scatter_add, wk_scatter_add(in[0], 0, wk_tensor_from_data((int64_t[]){1, 0, 1, 1, 0, 0}, WK_I64, WK_SHAPE(2, 3)), in[1]))
+F1(f_masked_select, wk_masked_select(in[0], wk_gt_scalar(in[1], 0)))
+F1(f_narrow_t, wk_narrow(wk_transpose(in[0], 0, 1), 0, 1, 2))
+F1(f_sq_unsq_flat, wk_flatten(wk_unsqueeze(wk_squeeze(in[0]), 1), 0, -1))
+F1(f_dropout_eval, wk_dropout(in[0], 0.5, false, NULL))
+F1(f_bn_eval, wk_batch_norm(in[0], in[1], in[2], wk_zeros(WK_SHAPE(2), WK_OPTS(.dtype = WK_F64)), wk_ones(WK_SHAPE(2), WK_OPTS(.dtype = WK_F64)), false, 0.1, 1e-5, NULL))
+F1(f_nll_w, wk_call_nll_weighted(in[0]))
+F1(f_contig, wk_contiguous(wk_t(in[0])))
+F1(f_where_inplace, wk_relu_(wk_mul_scalar(in[0], 2)))
 
 static const gc_case g_cases[] = {
     {"add broadcast", f_add, 2, {{3, 1, 4}, {2, 4}}, {3, 2}, false, true},
@@ -428,6 +452,24 @@ static const gc_case g_cases[] = {
     {"layer_norm", f_ln, 3, {{3, 4}, {4}, {4}}, {2, 1, 1}, false, false},
     {"embedding", f_embed, 1, {{5, 3}}, {2}, false, false},
     {"pad reflect", f_pad_reflect, 1, {{1, 2, 3, 4}}, {4}, false, false},
+    {"log1p", f_log1p, 1, {{2, 3}}, {2}, true, true},
+    {"rsqrt", f_rsqrt, 1, {{4}}, {1}, true, true},
+    {"cos", f_cos, 1, {{4}}, {1}, false, true},
+    {"prod all", f_prod_all, 1, {{2, 3}}, {2}, true, false},
+    {"min.dim keepdim", f_min_dim, 1, {{3, 4}}, {2}, false, false},
+    {"max all", f_max_all, 1, {{3, 4}}, {2}, false, false},
+    {"mean all", f_mean_all, 1, {{3, 4}}, {2}, false, true},
+    {"sort", f_sort, 1, {{2, 5}}, {2}, false, false},
+    {"scatter", f_scatter, 2, {{2, 3}, {2, 2}}, {2, 2}, false, true},
+    {"scatter_add", f_scatter_add, 2, {{2, 3}, {2, 3}}, {2, 2}, false, true},
+    {"masked_select", f_masked_select, 2, {{2, 3}, {2, 3}}, {2, 2}, false, true},
+    {"narrow of transpose", f_narrow_t, 1, {{3, 4}}, {2}, false, true},
+    {"squeeze/unsqueeze/flatten", f_sq_unsq_flat, 1, {{3, 1, 2}}, {3}, false, true},
+    {"dropout eval", f_dropout_eval, 1, {{3, 4}}, {2}, false, true},
+    {"batch_norm eval", f_bn_eval, 3, {{3, 2, 2}, {2}, {2}}, {3, 1, 1}, false, false},
+    {"nll_loss weight sum", f_nll_w, 1, {{3, 4}}, {2}, false, true},
+    {"contiguous of transpose", f_contig, 1, {{2, 3}}, {2}, false, true},
+    {"in-place relu_ on a non-leaf", f_where_inplace, 1, {{2, 3}}, {2}, false, false},
 };
 
 START_TEST(test_autograd_gradcheck_ops) {

@@ -26,7 +26,9 @@ static double *rand_vals(int64_t n, uint64_t seed) {
 }
 
 /* A contiguous f64 tensor of the given shape with random values. */
-static wk_tensor *rand64(const int64_t *sizes, int nd, uint64_t seed) { return tu_rand(sizes, nd, WK_F64, -1, 1, seed); }
+static wk_tensor *rand64(const int64_t *sizes, int nd, uint64_t seed) {
+  return tu_rand(sizes, nd, WK_F64, -1, 1, seed);
+}
 
 /* A tensor of t's shape holding random values g (returned through *g, malloc'd). */
 static wk_tensor *rand_like_vals(wk_tensor *t, uint64_t seed, double **g) {
@@ -69,11 +71,11 @@ static double *fd_grad(fwd_fn f, void *ctx, wk_tensor *p, const double *G) {
 }
 
 /* Asserts gradient t matches the finite differences of f in p. */
-#define CHECK_FD(t, f, ctx, p, G)                               \
-  do {                                                          \
-    double *ref_ = fd_grad(f, ctx, p, G);                       \
-    TU_CLOSE(t, ref_, wk_tensor_numel(p), FD_RTOL, FD_ATOL);    \
-    free(ref_);                                                 \
+#define CHECK_FD(t, f, ctx, p, G)                            \
+  do {                                                       \
+    double *ref_ = fd_grad(f, ctx, p, G);                    \
+    TU_CLOSE(t, ref_, wk_tensor_numel(p), FD_RTOL, FD_ATOL); \
+    free(ref_);                                              \
   } while (0)
 
 /* Asserts a and b hold the same values within rtol/atol. */
@@ -102,7 +104,9 @@ static void release_outs(wk_value *o, int n) {
     if (o[i].tag == WK_V_TENSOR) wk_release(o[i].u.t);
 }
 
-static wk_tensor *cast(wk_tensor *t, wk_dtype dt) { return t ? wk_to_dtype(t, dt) : NULL; }
+static wk_tensor *cast(wk_tensor *t, wk_dtype dt) {
+  return t ? wk_to_dtype(t, dt) : NULL;
+}
 
 static bool shape_is(wk_tensor *t, const int64_t *s, int nd) {
   if (!t || wk_tensor_dim(t) != nd) return false;
@@ -128,7 +132,7 @@ static wk_tensor *conv_fwd(wk_tensor *x, wk_tensor *w, wk_tensor *b, const conv_
 static wk_status conv_bwd(wk_tensor *go, wk_tensor *x, wk_tensor *w, const conv_par *c, const int64_t mask[3],
                           wk_value out[3]) {
   int64_t st[2] = {c->sh, c->sw}, pd[2] = {c->ph, c->pw}, dl[2] = {c->dh, c->dw};
-  wk_value a[8] = {WK_VT(go),       WK_VT(x),        WK_VT(w),          WK_VINTS(st, 2),
+  wk_value a[8] = {WK_VT(go),       WK_VT(x),        WK_VT(w),         WK_VINTS(st, 2),
                    WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VI(c->groups), WK_VINTS(mask, 3)};
   return wk_call("conv2d_backward", a, 8, out);
 }
@@ -141,8 +145,8 @@ typedef struct {
 
 static wk_tensor *maxpool_fwd(wk_tensor *x, const pool_par *p, wk_tensor **ind) {
   int64_t k[2] = {p->kh, p->kw}, st[2] = {p->sh, p->sw}, pd[2] = {p->ph, p->pw}, dl[2] = {p->dh, p->dw};
-  wk_value a[6] = {WK_VT(x), WK_VINTS(k, 2), WK_VINTS(st, p->sh ? 2 : 0), WK_VINTS(pd, 2), WK_VINTS(dl, 2),
-                   WK_VB(p->ceil_mode)};
+  wk_value a[6] = {WK_VT(x),        WK_VINTS(k, 2),  WK_VINTS(st, p->sh ? 2 : 0),
+                   WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VB(p->ceil_mode)};
   wk_value out[WK_MAX_OUTS];
   if (ind) *ind = NULL;
   if (wk_call("max_pool2d_with_indices", a, 6, out) != WK_OK) return NULL;
@@ -164,8 +168,12 @@ static wk_tensor *maxpool_bwd(wk_tensor *go, wk_tensor *x, const pool_par *p, wk
 
 static wk_tensor *avgpool_fwd(wk_tensor *x, const pool_par *p) {
   int64_t k[2] = {p->kh, p->kw}, st[2] = {p->sh, p->sw}, pd[2] = {p->ph, p->pw};
-  wk_value a[7] = {WK_VT(x),            WK_VINTS(k, 2),         WK_VINTS(st, p->sh ? 2 : 0),
-                   WK_VINTS(pd, 2),     WK_VB(p->ceil_mode),    WK_VB(p->include_pad),
+  wk_value a[7] = {WK_VT(x),
+                   WK_VINTS(k, 2),
+                   WK_VINTS(st, p->sh ? 2 : 0),
+                   WK_VINTS(pd, 2),
+                   WK_VB(p->ceil_mode),
+                   WK_VB(p->include_pad),
                    p->divisor ? WK_VI(p->divisor) : WK_VNONE};
   wk_value out[WK_MAX_OUTS];
   if (wk_call("avg_pool2d", a, 7, out) != WK_OK) return NULL;
@@ -174,9 +182,14 @@ static wk_tensor *avgpool_fwd(wk_tensor *x, const pool_par *p) {
 
 static wk_tensor *avgpool_bwd(wk_tensor *go, wk_tensor *x, const pool_par *p) {
   int64_t k[2] = {p->kh, p->kw}, st[2] = {p->sh, p->sw}, pd[2] = {p->ph, p->pw};
-  wk_value a[8] = {WK_VT(go),           WK_VT(x),           WK_VINTS(k, 2),
-                   WK_VINTS(st, p->sh ? 2 : 0), WK_VINTS(pd, 2), WK_VB(p->ceil_mode),
-                   WK_VB(p->include_pad), p->divisor ? WK_VI(p->divisor) : WK_VNONE};
+  wk_value a[8] = {WK_VT(go),
+                   WK_VT(x),
+                   WK_VINTS(k, 2),
+                   WK_VINTS(st, p->sh ? 2 : 0),
+                   WK_VINTS(pd, 2),
+                   WK_VB(p->ceil_mode),
+                   WK_VB(p->include_pad),
+                   p->divisor ? WK_VI(p->divisor) : WK_VNONE};
   wk_value out[WK_MAX_OUTS];
   if (wk_call("avg_pool2d_backward", a, 8, out) != WK_OK) return NULL;
   return out[0].u.t;
@@ -215,8 +228,8 @@ static wk_status ln_fwd(wk_tensor *x, const int64_t *ns, int k, wk_tensor *w, wk
 
 static wk_status ln_bwd(wk_tensor *go, wk_tensor *x, const int64_t *ns, int k, wk_tensor *mean, wk_tensor *rstd,
                         wk_tensor *w, wk_tensor *b, const int64_t mask[3], wk_value out[3]) {
-  wk_value a[8] = {WK_VT(go), WK_VT(x), WK_VINTS(ns, k), WK_VT(mean), WK_VT(rstd), WK_VT(w), WK_VT(b),
-                   WK_VINTS(mask, 3)};
+  wk_value a[8] = {WK_VT(go),   WK_VT(x), WK_VINTS(ns, k), WK_VT(mean),
+                   WK_VT(rstd), WK_VT(w), WK_VT(b),        WK_VINTS(mask, 3)};
   return wk_call("layer_norm_backward", a, 8, out);
 }
 
@@ -242,12 +255,9 @@ typedef struct {
 } conv_case;
 
 static const conv_case conv_cases[] = {
-    {2, 3, 6, 7, 4, 3, 3, {1, 1, 0, 0, 1, 1, 1}},
-    {2, 4, 7, 6, 6, 3, 2, {2, 1, 1, 2, 1, 1, 2}},
-    {1, 2, 8, 8, 2, 3, 3, {2, 3, 1, 0, 2, 1, 1}},
-    {0, 3, 5, 6, 3, 2, 3, {1, 2, 1, 1, 1, 2, 3}},
-    {3, 2, 5, 5, 4, 1, 1, {1, 1, 0, 0, 1, 1, 2}},
-    {2, 6, 9, 5, 4, 3, 3, {3, 2, 2, 1, 1, 1, 2}},
+    {2, 3, 6, 7, 4, 3, 3, {1, 1, 0, 0, 1, 1, 1}}, {2, 4, 7, 6, 6, 3, 2, {2, 1, 1, 2, 1, 1, 2}},
+    {1, 2, 8, 8, 2, 3, 3, {2, 3, 1, 0, 2, 1, 1}}, {0, 3, 5, 6, 3, 2, 3, {1, 2, 1, 1, 1, 2, 3}},
+    {3, 2, 5, 5, 4, 1, 1, {1, 1, 0, 0, 1, 1, 2}}, {2, 6, 9, 5, 4, 3, 3, {3, 2, 2, 1, 1, 1, 2}},
     {0, 2, 4, 9, 3, 2, 2, {1, 1, 0, 3, 1, 3, 1}},
 };
 
@@ -487,8 +497,8 @@ START_TEST(test_backward_conv2d_errors) {
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "non-positive stride");
   {
     int64_t one[2] = {1, 1}, two[2] = {1, 1};
-    wk_value a[8] = {WK_VT(go),        WK_VT(x),        WK_VT(w), WK_VINTS(one, 2), WK_VINTS(one, 2),
-                     WK_VINTS(one, 2), WK_VI(1),        WK_VINTS(two, 2)};
+    wk_value a[8] = {WK_VT(go),        WK_VT(x),         WK_VT(w), WK_VINTS(one, 2),
+                     WK_VINTS(one, 2), WK_VINTS(one, 2), WK_VI(1), WK_VINTS(two, 2)};
     ck_assert_int_ne(wk_call("conv2d_backward", a, 8, r), WK_OK);
     TU_FAILS_WITH(WK_ERR_INVALID_ARG, "output_mask");
   }
@@ -515,20 +525,15 @@ typedef struct {
 } pool_case;
 
 static const pool_case max_cases[] = {
-    {2, 2, 6, 7, {2, 2, 2, 2, 0, 0, 1, 1, false, false, 0}},
-    {1, 3, 7, 7, {3, 3, 2, 2, 1, 1, 1, 1, true, false, 0}},
-    {0, 2, 8, 9, {3, 2, 2, 3, 1, 1, 2, 1, false, false, 0}},
-    {2, 1, 5, 5, {2, 3, 1, 2, 1, 1, 2, 2, true, false, 0}},
+    {2, 2, 6, 7, {2, 2, 2, 2, 0, 0, 1, 1, false, false, 0}}, {1, 3, 7, 7, {3, 3, 2, 2, 1, 1, 1, 1, true, false, 0}},
+    {0, 2, 8, 9, {3, 2, 2, 3, 1, 1, 2, 1, false, false, 0}}, {2, 1, 5, 5, {2, 3, 1, 2, 1, 1, 2, 2, true, false, 0}},
     {1, 2, 7, 8, {3, 2, 0, 0, 1, 1, 1, 1, true, false, 0}},
 };
 
 static const pool_case avg_cases[] = {
-    {2, 2, 6, 7, {2, 2, 2, 2, 0, 0, 1, 1, false, true, 0}},
-    {1, 3, 7, 7, {3, 3, 2, 2, 1, 1, 1, 1, true, true, 0}},
-    {1, 3, 7, 7, {3, 3, 2, 2, 1, 1, 1, 1, true, false, 0}},
-    {0, 2, 8, 9, {3, 2, 2, 3, 1, 1, 1, 1, false, false, 0}},
-    {2, 1, 5, 6, {3, 3, 2, 2, 1, 1, 1, 1, true, true, 5}},
-    {2, 1, 5, 6, {2, 2, 1, 1, 1, 0, 1, 1, false, false, 3}},
+    {2, 2, 6, 7, {2, 2, 2, 2, 0, 0, 1, 1, false, true, 0}}, {1, 3, 7, 7, {3, 3, 2, 2, 1, 1, 1, 1, true, true, 0}},
+    {1, 3, 7, 7, {3, 3, 2, 2, 1, 1, 1, 1, true, false, 0}}, {0, 2, 8, 9, {3, 2, 2, 3, 1, 1, 1, 1, false, false, 0}},
+    {2, 1, 5, 6, {3, 3, 2, 2, 1, 1, 1, 1, true, true, 5}},  {2, 1, 5, 6, {2, 2, 1, 1, 1, 0, 1, 1, false, false, 3}},
     {1, 2, 8, 7, {3, 2, 0, 0, 1, 1, 1, 1, true, false, 0}},
 };
 
@@ -648,7 +653,11 @@ END_TEST
 
 START_TEST(test_backward_adaptive_avg_pool2d_finite_differences) {
   static const int64_t cases[][5] = {/* N (0: unbatched), H, W, oh, ow */
-                                     {2, 7, 9, 3, 4}, {1, 5, 5, 5, 5}, {2, 4, 6, 7, 8}, {0, 6, 5, 1, 1}, {0, 6, 7, 4, 3}};
+                                     {2, 7, 9, 3, 4},
+                                     {1, 5, 5, 5, 5},
+                                     {2, 4, 6, 7, 8},
+                                     {0, 6, 5, 1, 1},
+                                     {0, 6, 7, 4, 3}};
   LEAK_START;
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     const int64_t *c = cases[ci];
@@ -714,7 +723,8 @@ START_TEST(test_backward_pool_errors) {
   dz.divisor = 0;
   {
     int64_t k[2] = {2, 2}, st[2] = {2, 2}, pd[2] = {0, 0};
-    wk_value a[8] = {WK_VT(go), WK_VT(x), WK_VINTS(k, 2), WK_VINTS(st, 2), WK_VINTS(pd, 2), WK_VB(false), WK_VB(true), WK_VI(0)};
+    wk_value a[8] = {WK_VT(go),       WK_VT(x),     WK_VINTS(k, 2), WK_VINTS(st, 2),
+                     WK_VINTS(pd, 2), WK_VB(false), WK_VB(true),    WK_VI(0)};
     wk_value out[WK_MAX_OUTS];
     ck_assert_int_ne(wk_call("avg_pool2d_backward", a, 8, out), WK_OK);
     TU_FAILS_WITH(WK_ERR_INVALID_ARG, "divisor must be not zero");
@@ -1116,7 +1126,8 @@ START_TEST(test_backward_embedding_finite_differences) {
     int nd;
     wk_dtype dt;
     int64_t pidx;
-  } cases[] = {{is2, 2, WK_I64, -1}, {is2, 2, WK_I64, 3}, {is1, 1, WK_I32, 0}, {is1, 0, WK_I64, -1}, {is2, 2, WK_I32, 6}};
+  } cases[] = {
+      {is2, 2, WK_I64, -1}, {is2, 2, WK_I64, 3}, {is1, 1, WK_I32, 0}, {is1, 0, WK_I64, -1}, {is2, 2, WK_I32, 6}};
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     wk_tensor *w = rand64(ws, 2, 700 + ci);
     /* indices with repeats, including the padding row */
@@ -1234,10 +1245,10 @@ START_TEST(test_backward_pad_finite_differences) {
     int npad;
     const char *mode;
   } cases[] = {
-      {s235, 3, p1, 2, "constant"},  {s235, 3, p2, 4, "reflect"},   {s245, 3, p3, 4, "replicate"},
-      {s245, 3, p4, 4, "circular"},  {s36, 2, p5, 4, "constant"},   {s1244, 4, p6, 4, "reflect"},
-      {s245, 3, p7, 6, "replicate"}, {s235, 3, p7, 6, "constant"},  {s36, 2, p8, 2, "reflect"},
-      {s235, 3, p9, 4, "reflect"},   {s36, 2, p5, 4, "replicate"},  {s1244, 4, p7, 6, "reflect"},
+      {s235, 3, p1, 2, "constant"},  {s235, 3, p2, 4, "reflect"},  {s245, 3, p3, 4, "replicate"},
+      {s245, 3, p4, 4, "circular"},  {s36, 2, p5, 4, "constant"},  {s1244, 4, p6, 4, "reflect"},
+      {s245, 3, p7, 6, "replicate"}, {s235, 3, p7, 6, "constant"}, {s36, 2, p8, 2, "reflect"},
+      {s235, 3, p9, 4, "reflect"},   {s36, 2, p5, 4, "replicate"}, {s1244, 4, p7, 6, "reflect"},
   };
   for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
     wk_tensor *x = rand64(cases[ci].s, cases[ci].nd, 800 + ci);

@@ -28,6 +28,17 @@ typedef struct {
   double rtol, atol;
 } ref_case;
 
+typedef struct {
+  const char *label, *op;
+  int nargs;
+  ref_arg args[8];
+  ref_arg grad_output;
+  int ngrad;
+  int grad_args[4];
+  ref_arg grads[4];
+  double rtol, atol;
+} ref_grad_case;
+
 #include "torch_ref/ref_data.h"
 
 static wk_tensor *make(const ref_arg *a) {
@@ -76,12 +87,52 @@ START_TEST(test_torch_ref_case) {
 }
 END_TEST
 
+/* Gradients: backward(grad_output) through the op gives PyTorch's .grad. */
+START_TEST(test_torch_ref_grad_case) {
+  const ref_grad_case *c = &ref_grad_cases[_i];
+  wk_scope_begin();
+  wk_value args[8];
+  wk_tensor *ts[8] = {0};
+  for (int k = 0; k < c->nargs; k++) {
+    const ref_arg *a = &c->args[k];
+    switch (a->kind) {
+      case REF_TENSOR: ts[k] = make(a); args[k] = WK_VT(ts[k]); break;
+      case REF_INTS: args[k] = WK_VINTS(a->ints, a->nints); break;
+      case REF_INT: args[k] = WK_VI(a->i); break;
+      case REF_FLOAT: args[k] = WK_VF(a->f); break;
+      case REF_BOOL: args[k] = WK_VB(a->i != 0); break;
+      case REF_STR: args[k] = WK_VS(a->s); break;
+      default: args[k] = WK_VNONE; break;
+    }
+  }
+  for (int g = 0; g < c->ngrad; g++) TU_OK(wk_tensor_set_requires_grad(ts[c->grad_args[g]], true));
+  wk_value outs[WK_MAX_OUTS];
+  ck_assert_msg(wk_call(c->op, args, c->nargs, outs) == WK_OK, "%s: %s", c->label, wk_last_error_message());
+  wk_tensor *go = make(&c->grad_output);
+  ck_assert_msg(wk_backward_with(outs[0].u.t, go, NULL) == WK_OK, "%s backward: %s", c->label, wk_last_error_message());
+  for (int g = 0; g < c->ngrad; g++) {
+    wk_tensor *grad = wk_tensor_grad(ts[c->grad_args[g]]);
+    char what[128];
+    snprintf(what, sizeof what, "%s: grad of argument %d", c->label, c->grad_args[g]);
+    tu_assert_close_(grad, c->grads[g].data, wk_tensor_numel(ts[c->grad_args[g]]), c->rtol, c->atol, what, __LINE__);
+  }
+  for (int o = 0; o < wk_op_num_outs(wk_op_find(c->op)); o++) wk_release(outs[o].u.t);
+  wk_release(go);
+  for (int k = 0; k < c->nargs; k++) wk_release(ts[k]);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("torch_ref");
   TCase *tc = tcase_create("pytorch-1.13.1");
   tcase_add_checked_fixture(tc, tu_setup, NULL);
   tcase_add_loop_test(tc, test_torch_ref_case, 0, (int)(sizeof ref_cases / sizeof ref_cases[0]));
   suite_add_tcase(s, tc);
+  TCase *gc = tcase_create("pytorch-1.13.1-gradients");
+  tcase_add_checked_fixture(gc, tu_setup, NULL);
+  tcase_add_loop_test(gc, test_torch_ref_grad_case, 0, (int)(sizeof ref_grad_cases / sizeof ref_grad_cases[0]));
+  suite_add_tcase(s, gc);
   return s;
 }
 TU_MAIN(make_suite)

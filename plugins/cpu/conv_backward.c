@@ -20,23 +20,35 @@
 /* PyTorch's ScalarType name, for messages. */
 static const char *tname(wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return "Float";
-    case WK_F64: return "Double";
-    case WK_F16: return "Half";
-    case WK_BF16: return "BFloat16";
-    case WK_I8: return "Char";
-    case WK_U8: return "Byte";
-    case WK_I16: return "Short";
-    case WK_I32: return "Int";
-    case WK_I64: return "Long";
-    case WK_BOOL: return "Bool";
-    default: return "?";
+    case WK_F32:
+      return "Float";
+    case WK_F64:
+      return "Double";
+    case WK_F16:
+      return "Half";
+    case WK_BF16:
+      return "BFloat16";
+    case WK_I8:
+      return "Char";
+    case WK_U8:
+      return "Byte";
+    case WK_I16:
+      return "Short";
+    case WK_I32:
+      return "Int";
+    case WK_I64:
+      return "Long";
+    case WK_BOOL:
+      return "Bool";
+    default:
+      return "?";
   }
 }
 
 static const char *ints_str(const int64_t *v, int n, char *buf, size_t cap) {
   size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  for (int i = 0; i < n && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
   if (k < cap) snprintf(buf + k, cap - k, "]");
   return buf;
 }
@@ -59,7 +71,8 @@ static bool pair_arg(const wk_value *v, int64_t out[2]) {
 /* Reads output_mask (int[3]) into m. */
 static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
   if (v->tag != WK_V_INTS || v->len != 3)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op, v->tag == WK_V_INTS ? v->len : 0);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op,
+                    v->tag == WK_V_INTS ? v->len : 0);
   for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
   return WK_OK;
 }
@@ -112,50 +125,60 @@ typedef struct {
  * dot product in NT_LANES interleaved partial sums (vectorisable, and a fixed
  * order whatever the thread count) added up in double at the end. */
 #define NT_LANES 8
-#define GEMM_NT(NAME, T)                                                \
-  static void NAME(void *p, int64_t b, int64_t e) {                     \
-    const mm_job *g = p;                                                \
-    const int64_t K8 = g->K - g->K % NT_LANES;                          \
-    for (int64_t t = b; t < e; t++) {                                   \
-      int64_t i = t / g->N, j = t % g->N;                               \
-      const T *a = (const T *)g->A + i * g->lda;                        \
-      const T *bb = (const T *)g->B + j * g->ldb;                       \
-      T acc[NT_LANES] = {0};                                            \
-      for (int64_t k = 0; k < K8; k += NT_LANES)                        \
+#define GEMM_NT(NAME, T)                                                   \
+  static void NAME(void *p, int64_t b, int64_t e) {                        \
+    const mm_job *g = p;                                                   \
+    const int64_t K8 = g->K - g->K % NT_LANES;                             \
+    for (int64_t t = b; t < e; t++) {                                      \
+      int64_t i = t / g->N, j = t % g->N;                                  \
+      const T *a = (const T *)g->A + i * g->lda;                           \
+      const T *bb = (const T *)g->B + j * g->ldb;                          \
+      T acc[NT_LANES] = {0};                                               \
+      for (int64_t k = 0; k < K8; k += NT_LANES)                           \
         for (int l = 0; l < NT_LANES; l++) acc[l] += a[k + l] * bb[k + l]; \
-      double s = 0;                                                     \
-      for (int l = 0; l < NT_LANES; l++) s += acc[l];                   \
-      for (int64_t k = K8; k < g->K; k++) s += (double)a[k] * bb[k];    \
-      T *c = (T *)g->C + i * g->ldc + j;                                \
-      *c = (T)(*c + s);                                                 \
-    }                                                                   \
+      double s = 0;                                                        \
+      for (int l = 0; l < NT_LANES; l++) s += acc[l];                      \
+      for (int64_t k = K8; k < g->K; k++) s += (double)a[k] * bb[k];       \
+      T *c = (T *)g->C + i * g->ldc + j;                                   \
+      *c = (T)(*c + s);                                                    \
+    }                                                                      \
   }
 /* "TN": C[i,:] += sum_k A[k,i] * B[k,:]; one task per block of TN_JB
- * columns (a block of B stays in cache), k ascending for every element. */
+ * columns (a block of B stays in cache), k ascending for every element. The
+ * row update is a function with restrict parameters and, for full blocks, a
+ * fixed count, so that -O2 vectorises it. */
 #define TN_JB 128
-#define GEMM_TN(NAME, T)                                                \
-  static void NAME(void *p, int64_t b, int64_t e) {                     \
-    const mm_job *g = p;                                                \
-    for (int64_t jb = b; jb < e; jb++) {                                \
+#define AXPY(NAME, T)                                                               \
+  static inline void NAME##_blk(T *restrict c, const T *restrict b, T a) {          \
+    for (int64_t j = 0; j < TN_JB; j++) c[j] += a * b[j];                           \
+  }                                                                                 \
+  static inline void NAME##_n(T *restrict c, const T *restrict b, T a, int64_t n) { \
+    for (int64_t j = 0; j < n; j++) c[j] += a * b[j];                               \
+  }
+AXPY(axpy_f32, float)
+AXPY(axpy_f64, double)
+#define GEMM_TN(NAME, T, AX)                                               \
+  static void NAME(void *p, int64_t b, int64_t e) {                        \
+    const mm_job *g = p;                                                   \
+    for (int64_t jb = b; jb < e; jb++) {                                   \
       int64_t j0 = jb * TN_JB, j1 = j0 + TN_JB < g->N ? j0 + TN_JB : g->N; \
-      for (int64_t i = 0; i < g->M; i++) {                              \
-        T *c = (T *)g->C + i * g->ldc;                                  \
-        for (int64_t k = 0; k < g->K; k++) {                            \
-          const T a = ((const T *)g->A)[k * g->lda + i];                \
-          const T *restrict br = (const T *)g->B + k * g->ldb + j0;     \
-          T *restrict cr = c + j0;                                      \
-          if (j1 - j0 == TN_JB) /* a fixed count the compiler vectorises */ \
-            for (int64_t j = 0; j < TN_JB; j++) cr[j] += a * br[j];     \
-          else                                                          \
-            for (int64_t j = 0; j < j1 - j0; j++) cr[j] += a * br[j];   \
-        }                                                               \
-      }                                                                 \
-    }                                                                   \
+      for (int64_t i = 0; i < g->M; i++) {                                 \
+        T *c = (T *)g->C + i * g->ldc + j0;                                \
+        for (int64_t k = 0; k < g->K; k++) {                               \
+          const T a = ((const T *)g->A)[k * g->lda + i];                   \
+          const T *br = (const T *)g->B + k * g->ldb + j0;                 \
+          if (j1 - j0 == TN_JB)                                            \
+            AX##_blk(c, br, a);                                            \
+          else                                                             \
+            AX##_n(c, br, a, j1 - j0);                                     \
+        }                                                                  \
+      }                                                                    \
+    }                                                                      \
   }
 GEMM_NT(gemm_nt_f32, float)
 GEMM_NT(gemm_nt_f64, double)
-GEMM_TN(gemm_tn_f32, float)
-GEMM_TN(gemm_tn_f64, double)
+GEMM_TN(gemm_tn_f32, float, axpy_f32)
+GEMM_TN(gemm_tn_f64, double, axpy_f64)
 
 #ifdef CPU_HAVE_OPENBLAS
 static bool blas_ok(const mm_job *g) {
@@ -253,26 +276,26 @@ IM2COL(im2col_f64, double)
 
 /* Tasks [b, e) = (image, channel) pairs: adds the channel's rows of the
  * column matrix back into grad_input, in a fixed (ki, kj, oy, ox) order. */
-#define COL2IM(NAME, T)                                                                      \
-  static void NAME(void *p, int64_t b, int64_t e) {                                          \
-    const conv_geo *j = p;                                                                   \
-    for (int64_t t = b; t < e; t++) {                                                        \
-      int64_t im = t / j->Cg, c = t % j->Cg;                                                 \
-      T *dst = (T *)j->gi + ((j->n0 + im) * j->C + j->g * j->Cg + c) * j->H * j->W;          \
-      for (int64_t ki = 0; ki < j->kh; ki++)                                                 \
-        for (int64_t kj = 0; kj < j->kw; kj++) {                                             \
-          int64_t r = (c * j->kh + ki) * j->kw + kj, off = kj * j->dw - j->pw, lo, hi;       \
-          col_range(j, off, &lo, &hi);                                                       \
-          const T *src = (const T *)j->col + r * j->ldcol + im * j->P;                       \
-          for (int64_t oy = 0; oy < j->oh; oy++) {                                           \
-            int64_t iy = oy * j->sh - j->ph + ki * j->dh;                                    \
-            if (iy < 0 || iy >= j->H) continue;                                              \
-            T *d = dst + iy * j->W;                                                          \
-            const T *s = src + oy * j->ow;                                                   \
-            for (int64_t ox = lo; ox < hi; ox++) d[ox * j->sw + off] += s[ox];               \
-          }                                                                                  \
-        }                                                                                    \
-    }                                                                                        \
+#define COL2IM(NAME, T)                                                                \
+  static void NAME(void *p, int64_t b, int64_t e) {                                    \
+    const conv_geo *j = p;                                                             \
+    for (int64_t t = b; t < e; t++) {                                                  \
+      int64_t im = t / j->Cg, c = t % j->Cg;                                           \
+      T *dst = (T *)j->gi + ((j->n0 + im) * j->C + j->g * j->Cg + c) * j->H * j->W;    \
+      for (int64_t ki = 0; ki < j->kh; ki++)                                           \
+        for (int64_t kj = 0; kj < j->kw; kj++) {                                       \
+          int64_t r = (c * j->kh + ki) * j->kw + kj, off = kj * j->dw - j->pw, lo, hi; \
+          col_range(j, off, &lo, &hi);                                                 \
+          const T *src = (const T *)j->col + r * j->ldcol + im * j->P;                 \
+          for (int64_t oy = 0; oy < j->oh; oy++) {                                     \
+            int64_t iy = oy * j->sh - j->ph + ki * j->dh;                              \
+            if (iy < 0 || iy >= j->H) continue;                                        \
+            T *d = dst + iy * j->W;                                                    \
+            const T *s = src + oy * j->ow;                                             \
+            for (int64_t ox = lo; ox < hi; ox++) d[ox * j->sw + off] += s[ox];         \
+          }                                                                            \
+        }                                                                              \
+    }                                                                                  \
   }
 COL2IM(col2im_f32, float)
 COL2IM(col2im_f64, double)
@@ -284,17 +307,17 @@ typedef struct {
   int64_t N, O, P;
 } bias_job;
 
-#define BIAS_SUM(NAME, T)                                        \
-  static void NAME(void *p, int64_t b, int64_t e) {              \
-    const bias_job *j = p;                                       \
-    for (int64_t o = b; o < e; o++) {                            \
-      double s = 0;                                              \
-      for (int64_t n = 0; n < j->N; n++) {                       \
-        const T *r = (const T *)j->g + (n * j->O + o) * j->P;    \
-        for (int64_t i = 0; i < j->P; i++) s += r[i];            \
-      }                                                          \
-      ((T *)j->gb)[o] = (T)s;                                    \
-    }                                                            \
+#define BIAS_SUM(NAME, T)                                     \
+  static void NAME(void *p, int64_t b, int64_t e) {           \
+    const bias_job *j = p;                                    \
+    for (int64_t o = b; o < e; o++) {                         \
+      double s = 0;                                           \
+      for (int64_t n = 0; n < j->N; n++) {                    \
+        const T *r = (const T *)j->g + (n * j->O + o) * j->P; \
+        for (int64_t i = 0; i < j->P; i++) s += r[i];         \
+      }                                                       \
+      ((T *)j->gb)[o] = (T)s;                                 \
+    }                                                         \
   }
 BIAS_SUM(bias_sum_f32, float)
 BIAS_SUM(bias_sum_f64, double)
@@ -305,8 +328,8 @@ BIAS_SUM(bias_sum_f64, double)
 
 /* The GEMM part: grad_weight (gw, [O, K], may be NULL) and grad_input (j->gi,
  * may be NULL) from grad_output g ([N, O, P], contiguous) and weight w. */
-static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, int64_t G, const char *w,
-                                  const char *g, char *gw) {
+static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, int64_t G, const char *w, const char *g,
+                                  char *gw) {
   size_t es = f64 ? sizeof(double) : sizeof(float);
   int64_t P = j->P, Og = O / G, K = j->Cg * j->kh * j->kw;
   if (K == 0 || N == 0 || Og == 0 || (!gw && !j->gi)) return WK_OK;
@@ -382,8 +405,9 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   if (s) return s;
   int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
   if (xd != 3 && xd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
-                    op, cpu_shape_str(input, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s", op,
+                    cpu_shape_str(input, a, sizeof a));
   if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive groups is not supported", op);
   if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): negative padding is not supported", op);
   if (st[0] <= 0 || st[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive stride is not supported", op);
@@ -426,8 +450,9 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
                     ints_str(osz + 4 - xd, xd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
   wk_dtype dt = wk_tensor_dtype(input);
   if (wk_tensor_dtype(weight) != dt || wk_tensor_dtype(go) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s), weight type (%s) and grad_output type (%s) should be the same",
-                    op, tname(dt), tname(wk_tensor_dtype(weight)), tname(wk_tensor_dtype(go)));
+    return wk_error(WK_ERR_DTYPE,
+                    "%s(): Input type (%s), weight type (%s) and grad_output type (%s) should be the same", op,
+                    tname(dt), tname(wk_tensor_dtype(weight)), tname(wk_tensor_dtype(go)));
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "%s(): \"conv2d_backward_cpu\" not implemented for '%s'", op, tname(dt));
 
@@ -451,10 +476,31 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
       if (x)
         for (int i = 0; i < 4; i++) sx[i] = i - (4 - xd) < 0 ? 0 : wk_tensor_strides(x)[i - (4 - xd)];
       conv_geo j = {x ? (const char *)wk_tensor_data(x) : NULL,
-                    sx[0], sx[1], sx[2], sx[3],
+                    sx[0],
+                    sx[1],
+                    sx[2],
+                    sx[3],
                     gi ? (char *)wk_tensor_data(gi) : NULL,
-                    sz[1], sz[2], sz[3], kh, kw, st[0], st[1], pd[0], pd[1], dl[0], dl[1], oh, ow, oh * ow, Cg,
-                    NULL, 0, 0, 0, 0};
+                    sz[1],
+                    sz[2],
+                    sz[3],
+                    kh,
+                    kw,
+                    st[0],
+                    st[1],
+                    pd[0],
+                    pd[1],
+                    dl[0],
+                    dl[1],
+                    oh,
+                    ow,
+                    oh * ow,
+                    Cg,
+                    NULL,
+                    0,
+                    0,
+                    0,
+                    0};
       s = conv_bwd_compute(f64, &j, N, O, groups, w ? (const char *)wk_tensor_data(w) : NULL,
                            (const char *)wk_tensor_data(g), gw ? (char *)wk_tensor_data(gw) : NULL);
       if (s) goto fail;
@@ -484,9 +530,9 @@ fail:
 /* ---- pooling ------------------------------------------------------------------------------ */
 
 typedef struct {
-  const char *g;     /* grad_output, compute dtype, contiguous [planes, oh, ow] */
+  const char *g;      /* grad_output, compute dtype, contiguous [planes, oh, ow] */
   const int64_t *ind; /* max pool: indices, contiguous like g */
-  char *gi;          /* grad_input, compute dtype, contiguous [planes, H, W] */
+  char *gi;           /* grad_input, compute dtype, contiguous [planes, H, W] */
   int64_t H, W, oh, ow, kh, kw, sh, sw, ph, pw;
   bool count_include_pad, has_div;
   int64_t divisor;
@@ -511,7 +557,8 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
     s[0] = k[0];
     s[1] = k[1];
   } else if (!pair_arg(sv, s)) {
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints", op);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
+                    op);
   }
   if (!pair_arg(pv, p))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
@@ -577,68 +624,68 @@ static wk_status check_grad_dtype(const char *op, wk_tensor *go, wk_tensor *self
   return WK_OK;
 }
 
-#define MAXPOOL_BWD(NAME, T)                                               \
-  static void NAME(void *p, int64_t b, int64_t e) {                        \
-    const pool_job *j = p;                                                 \
-    int64_t P = j->oh * j->ow;                                             \
-    for (int64_t plane = b; plane < e; plane++) {                          \
-      const T *g = (const T *)j->g + plane * P;                            \
-      const int64_t *ind = j->ind + plane * P;                             \
-      T *gi = (T *)j->gi + plane * j->H * j->W;                            \
-      for (int64_t i = 0; i < P; i++) gi[ind[i]] += g[i];                  \
-    }                                                                      \
+#define MAXPOOL_BWD(NAME, T)                              \
+  static void NAME(void *p, int64_t b, int64_t e) {       \
+    const pool_job *j = p;                                \
+    int64_t P = j->oh * j->ow;                            \
+    for (int64_t plane = b; plane < e; plane++) {         \
+      const T *g = (const T *)j->g + plane * P;           \
+      const int64_t *ind = j->ind + plane * P;            \
+      T *gi = (T *)j->gi + plane * j->H * j->W;           \
+      for (int64_t i = 0; i < P; i++) gi[ind[i]] += g[i]; \
+    }                                                     \
   }
 MAXPOOL_BWD(maxpool_bwd_f32, float)
 MAXPOOL_BWD(maxpool_bwd_f64, double)
 
 /* Each output's gradient, divided as in the forward, goes to its window
  * clipped to the image; planes are independent. */
-#define AVGPOOL_BWD(NAME, T)                                                                       \
-  static void NAME(void *p, int64_t b, int64_t e) {                                                \
-    const pool_job *j = p;                                                                         \
-    for (int64_t plane = b; plane < e; plane++) {                                                  \
-      const T *g = (const T *)j->g + plane * j->oh * j->ow;                                        \
-      T *gi = (T *)j->gi + plane * j->H * j->W;                                                    \
-      for (int64_t oy = 0; oy < j->oh; oy++)                                                       \
-        for (int64_t ox = 0; ox < j->ow; ox++) {                                                   \
-          int64_t h0 = oy * j->sh - j->ph, w0 = ox * j->sw - j->pw;                                \
-          int64_t h1 = h0 + j->kh, w1 = w0 + j->kw;                                                \
-          if (h1 > j->H + j->ph) h1 = j->H + j->ph;                                                \
-          if (w1 > j->W + j->pw) w1 = j->W + j->pw;                                                \
-          int64_t pool = (h1 - h0) * (w1 - w0);                                                    \
-          if (h0 < 0) h0 = 0;                                                                      \
-          if (w0 < 0) w0 = 0;                                                                      \
-          if (h1 > j->H) h1 = j->H;                                                                \
-          if (w1 > j->W) w1 = j->W;                                                                \
-          if (h0 >= h1 || w0 >= w1) continue;                                                      \
+#define AVGPOOL_BWD(NAME, T)                                                                           \
+  static void NAME(void *p, int64_t b, int64_t e) {                                                    \
+    const pool_job *j = p;                                                                             \
+    for (int64_t plane = b; plane < e; plane++) {                                                      \
+      const T *g = (const T *)j->g + plane * j->oh * j->ow;                                            \
+      T *gi = (T *)j->gi + plane * j->H * j->W;                                                        \
+      for (int64_t oy = 0; oy < j->oh; oy++)                                                           \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                       \
+          int64_t h0 = oy * j->sh - j->ph, w0 = ox * j->sw - j->pw;                                    \
+          int64_t h1 = h0 + j->kh, w1 = w0 + j->kw;                                                    \
+          if (h1 > j->H + j->ph) h1 = j->H + j->ph;                                                    \
+          if (w1 > j->W + j->pw) w1 = j->W + j->pw;                                                    \
+          int64_t pool = (h1 - h0) * (w1 - w0);                                                        \
+          if (h0 < 0) h0 = 0;                                                                          \
+          if (w0 < 0) w0 = 0;                                                                          \
+          if (h1 > j->H) h1 = j->H;                                                                    \
+          if (w1 > j->W) w1 = j->W;                                                                    \
+          if (h0 >= h1 || w0 >= w1) continue;                                                          \
           int64_t div = j->has_div ? j->divisor : j->count_include_pad ? pool : (h1 - h0) * (w1 - w0); \
-          T d = g[oy * j->ow + ox] / (T)div;                                                       \
-          for (int64_t y = h0; y < h1; y++)                                                        \
-            for (int64_t x = w0; x < w1; x++) gi[y * j->W + x] += d;                               \
-        }                                                                                          \
-    }                                                                                              \
+          T d = g[oy * j->ow + ox] / (T)div;                                                           \
+          for (int64_t y = h0; y < h1; y++)                                                            \
+            for (int64_t x = w0; x < w1; x++) gi[y * j->W + x] += d;                                   \
+        }                                                                                              \
+    }                                                                                                  \
   }
 AVGPOOL_BWD(avgpool_bwd_f32, float)
 AVGPOOL_BWD(avgpool_bwd_f64, double)
 AVGPOOL_BWD(avgpool_bwd_i64, int64_t)
 
 /* Windows [floor(i*in/out), ceil((i+1)*in/out)), as in the forward. */
-#define ADAPTIVE_BWD(NAME, T)                                                                      \
-  static void NAME(void *p, int64_t b, int64_t e) {                                                \
-    const pool_job *j = p;                                                                         \
-    for (int64_t plane = b; plane < e; plane++) {                                                  \
-      const T *g = (const T *)j->g + plane * j->oh * j->ow;                                        \
-      T *gi = (T *)j->gi + plane * j->H * j->W;                                                    \
-      for (int64_t oy = 0; oy < j->oh; oy++) {                                                     \
-        int64_t h0 = oy * j->H / j->oh, h1 = ((oy + 1) * j->H + j->oh - 1) / j->oh;                \
-        for (int64_t ox = 0; ox < j->ow; ox++) {                                                   \
-          int64_t w0 = ox * j->W / j->ow, w1 = ((ox + 1) * j->W + j->ow - 1) / j->ow;              \
-          T d = g[oy * j->ow + ox] / (T)((h1 - h0) * (w1 - w0));                                   \
-          for (int64_t y = h0; y < h1; y++)                                                        \
-            for (int64_t x = w0; x < w1; x++) gi[y * j->W + x] += d;                               \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
+#define ADAPTIVE_BWD(NAME, T)                                                         \
+  static void NAME(void *p, int64_t b, int64_t e) {                                   \
+    const pool_job *j = p;                                                            \
+    for (int64_t plane = b; plane < e; plane++) {                                     \
+      const T *g = (const T *)j->g + plane * j->oh * j->ow;                           \
+      T *gi = (T *)j->gi + plane * j->H * j->W;                                       \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                        \
+        int64_t h0 = oy * j->H / j->oh, h1 = ((oy + 1) * j->H + j->oh - 1) / j->oh;   \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                      \
+          int64_t w0 = ox * j->W / j->ow, w1 = ((ox + 1) * j->W + j->ow - 1) / j->ow; \
+          T d = g[oy * j->ow + ox] / (T)((h1 - h0) * (w1 - w0));                      \
+          for (int64_t y = h0; y < h1; y++)                                           \
+            for (int64_t x = w0; x < w1; x++) gi[y * j->W + x] += d;                  \
+        }                                                                             \
+      }                                                                               \
+    }                                                                                 \
   }
 ADAPTIVE_BWD(adaptive_bwd_f32, float)
 ADAPTIVE_BWD(adaptive_bwd_f64, double)
@@ -696,7 +743,8 @@ static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
     if (iv[i] < 0 || iv[i] >= HW) {
       wk_release(ind);
       return wk_error(WK_ERR_INDEX, "%s(): Found an invalid max index: %lld (output volumes are of size %lldx%lld)", op,
-                      (long long)iv[i], (long long)wk_tensor_size(self, nd - 2), (long long)wk_tensor_size(self, nd - 1));
+                      (long long)iv[i], (long long)wk_tensor_size(self, nd - 2),
+                      (long long)wk_tensor_size(self, nd - 1));
     }
   wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
   pool_job j = {0};
@@ -730,7 +778,10 @@ static wk_status k_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   j.has_div = has_div;
   j.divisor = divisor;
   return pool_bwd_run(&j, go, self, cd, NULL, o[0] * o[1] * k[0] * k[1],
-                      cd == WK_F32 ? avgpool_bwd_f32 : cd == WK_F64 ? avgpool_bwd_f64 : avgpool_bwd_i64, outs);
+                      cd == WK_F32   ? avgpool_bwd_f32
+                      : cd == WK_F64 ? avgpool_bwd_f64
+                                     : avgpool_bwd_i64,
+                      outs);
 }
 
 static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

@@ -28,7 +28,9 @@ static void par(int64_t ntasks, int64_t per_task, range_fn fn, void *ctx) {
 }
 
 /* The dtype a floating kernel computes in. */
-static wk_dtype fcompute(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
+static wk_dtype fcompute(wk_dtype dt) {
+  return dt == WK_F64 ? WK_F64 : WK_F32;
+}
 
 /* t converted to dt and made contiguous: a new reference, NULL on error. */
 static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
@@ -66,7 +68,8 @@ static wk_tensor *from_doubles(const double *v, int64_t n, const int64_t *sizes,
 
 static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
   size_t k = (size_t)snprintf(buf, sz, "[");
-  for (int i = 0; i < n && k < sz; i++) k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  for (int i = 0; i < n && k < sz; i++)
+    k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
   if (k < sz) snprintf(buf + k, sz - k, "]");
   return buf;
 }
@@ -74,8 +77,9 @@ static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
 static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
   int64_t n = ndim > 0 ? ndim : 1;
   if (dim < -n || dim >= n)
-    return wk_error(WK_ERR_INDEX, "%s(): dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
-                    op, (long long)-n, (long long)(n - 1), (long long)dim);
+    return wk_error(WK_ERR_INDEX,
+                    "%s(): dimension out of range (expected to be in range of [%lld, %lld], but got %lld)", op,
+                    (long long)-n, (long long)(n - 1), (long long)dim);
   *out = (int)(dim < 0 ? dim + n : dim);
   return WK_OK;
 }
@@ -97,7 +101,8 @@ static wk_status same_shape(const char *op, const char *gname, wk_tensor *g, con
 /* Reads output_mask (int[3]) into m. */
 static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
   if (v->tag != WK_V_INTS || v->len != 3)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op, v->tag == WK_V_INTS ? v->len : 0);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op,
+                    v->tag == WK_V_INTS ? v->len : 0);
   for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
   return WK_OK;
 }
@@ -120,32 +125,30 @@ typedef struct {
   bool log;
 } smxb_job;
 
-#define DEF_SMXB(T, SUF, EXP)                                                              \
-  static void smxb_##SUF(void *p, int64_t b, int64_t e) {                                  \
-    const smxb_job *j = p;                                                                 \
-    const int64_t n = j->n, inner = j->inner;                                              \
-    for (int64_t t = b; t < e; t++) {                                                      \
-      int64_t o = t / j->nblk, i0 = (t % j->nblk) * SMX_B;                                 \
-      int64_t w = inner - i0 < SMX_B ? inner - i0 : SMX_B;                                 \
-      const T *g = (const T *)j->g + o * n * inner + i0;                                   \
-      const T *y = (const T *)j->y + o * n * inner + i0;                                   \
-      T *gi = (T *)j->gi + o * n * inner + i0;                                             \
-      double sum[SMX_B];                                                                   \
-      for (int64_t i = 0; i < w; i++) sum[i] = 0;                                          \
-      if (j->log) {                                                                        \
-        for (int64_t k = 0; k < n; k++)                                                    \
-          for (int64_t i = 0; i < w; i++) sum[i] += g[k * inner + i];                      \
-        for (int64_t k = 0; k < n; k++)                                                    \
-          for (int64_t i = 0; i < w; i++)                                                  \
-            gi[k * inner + i] = (T)(g[k * inner + i] - EXP(y[k * inner + i]) * sum[i]);    \
-      } else {                                                                             \
-        for (int64_t k = 0; k < n; k++)                                                    \
-          for (int64_t i = 0; i < w; i++) sum[i] += (double)g[k * inner + i] * y[k * inner + i]; \
-        for (int64_t k = 0; k < n; k++)                                                    \
-          for (int64_t i = 0; i < w; i++)                                                  \
-            gi[k * inner + i] = (T)(y[k * inner + i] * (g[k * inner + i] - sum[i]));       \
-      }                                                                                    \
-    }                                                                                      \
+#define DEF_SMXB(T, SUF, EXP)                                                                                         \
+  static void smxb_##SUF(void *p, int64_t b, int64_t e) {                                                             \
+    const smxb_job *j = p;                                                                                            \
+    const int64_t n = j->n, inner = j->inner;                                                                         \
+    for (int64_t t = b; t < e; t++) {                                                                                 \
+      int64_t o = t / j->nblk, i0 = (t % j->nblk) * SMX_B;                                                            \
+      int64_t w = inner - i0 < SMX_B ? inner - i0 : SMX_B;                                                            \
+      const T *g = (const T *)j->g + o * n * inner + i0;                                                              \
+      const T *y = (const T *)j->y + o * n * inner + i0;                                                              \
+      T *gi = (T *)j->gi + o * n * inner + i0;                                                                        \
+      double sum[SMX_B];                                                                                              \
+      for (int64_t i = 0; i < w; i++) sum[i] = 0;                                                                     \
+      if (j->log) {                                                                                                   \
+        for (int64_t k = 0; k < n; k++)                                                                               \
+          for (int64_t i = 0; i < w; i++) sum[i] += g[k * inner + i];                                                 \
+        for (int64_t k = 0; k < n; k++)                                                                               \
+          for (int64_t i = 0; i < w; i++) gi[k * inner + i] = (T)(g[k * inner + i] - EXP(y[k * inner + i]) * sum[i]); \
+      } else {                                                                                                        \
+        for (int64_t k = 0; k < n; k++)                                                                               \
+          for (int64_t i = 0; i < w; i++) sum[i] += (double)g[k * inner + i] * y[k * inner + i];                      \
+        for (int64_t k = 0; k < n; k++)                                                                               \
+          for (int64_t i = 0; i < w; i++) gi[k * inner + i] = (T)(y[k * inner + i] * (g[k * inner + i] - sum[i]));    \
+      }                                                                                                               \
+    }                                                                                                                 \
   }
 DEF_SMXB(float, f32, expf)
 DEF_SMXB(double, f64, exp)
@@ -170,8 +173,8 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
     int64_t outer = 1, inner = 1, n = nd ? sz[d] : 1;
     for (int i = 0; i < d; i++) outer *= sz[i];
     for (int i = d + 1; i < nd; i++) inner *= sz[i];
-    smxb_job j = {wk_tensor_data(g), wk_tensor_data(y), wk_tensor_data(gi), n, inner, (inner + SMX_B - 1) / SMX_B,
-                  ctx->user != NULL};
+    smxb_job j = {wk_tensor_data(g),           wk_tensor_data(y), wk_tensor_data(gi), n, inner,
+                  (inner + SMX_B - 1) / SMX_B, ctx->user != NULL};
     par(outer * j.nblk, n * (inner < SMX_B ? inner : SMX_B), cd == WK_F64 ? smxb_f64 : smxb_f32, &j);
   }
   wk_release(g);
@@ -198,41 +201,40 @@ typedef struct {
   double *sum_g, *dotp; /* per channel */
 } bnb_job;
 
-#define DEF_BNB(T, SUF)                                                                 \
-  static void bnb_sums_##SUF(void *p, int64_t b, int64_t e) {                           \
-    const bnb_job *j = p;                                                               \
-    const int64_t N = j->N, C = j->C, S = j->S;                                         \
-    for (int64_t c = b; c < e; c++) {                                                   \
-      double sg = 0, dp = 0, m = j->mean[c];                                            \
-      for (int64_t n = 0; n < N; n++) {                                                 \
-        const T *x = (const T *)j->x + (n * C + c) * S, *g = (const T *)j->g + (n * C + c) * S; \
-        for (int64_t i = 0; i < S; i++) {                                               \
-          sg += g[i];                                                                   \
-          dp += ((double)x[i] - m) * g[i];                                              \
-        }                                                                               \
-      }                                                                                 \
-      j->sum_g[c] = sg;                                                                 \
-      j->dotp[c] = dp;                                                                  \
-    }                                                                                   \
-  }                                                                                     \
-  static void bnb_input_##SUF(void *p, int64_t b, int64_t e) {                          \
-    const bnb_job *j = p;                                                               \
-    const int64_t C = j->C, S = j->S;                                                   \
-    const double cnt = (double)(j->N * S);                                              \
-    for (int64_t r = b; r < e; r++) {                                                   \
-      int64_t c = r % C;                                                                \
-      const T *g = (const T *)j->g + r * S;                                             \
-      T *gi = (T *)j->gi + r * S;                                                       \
-      double is = j->invstd[c], w = j->w[c];                                            \
-      if (j->train) {                                                                   \
-        const T *x = (const T *)j->x + r * S;                                           \
-        double m = j->mean[c], k = j->dotp[c] * is * is / cnt, gm = j->sum_g[c] / cnt;  \
-        for (int64_t i = 0; i < S; i++)                                                 \
-          gi[i] = (T)(((double)g[i] - ((double)x[i] - m) * k - gm) * is * w);           \
-      } else {                                                                          \
-        for (int64_t i = 0; i < S; i++) gi[i] = (T)((double)g[i] * is * w);             \
-      }                                                                                 \
-    }                                                                                   \
+#define DEF_BNB(T, SUF)                                                                                     \
+  static void bnb_sums_##SUF(void *p, int64_t b, int64_t e) {                                               \
+    const bnb_job *j = p;                                                                                   \
+    const int64_t N = j->N, C = j->C, S = j->S;                                                             \
+    for (int64_t c = b; c < e; c++) {                                                                       \
+      double sg = 0, dp = 0, m = j->mean[c];                                                                \
+      for (int64_t n = 0; n < N; n++) {                                                                     \
+        const T *x = (const T *)j->x + (n * C + c) * S, *g = (const T *)j->g + (n * C + c) * S;             \
+        for (int64_t i = 0; i < S; i++) {                                                                   \
+          sg += g[i];                                                                                       \
+          dp += ((double)x[i] - m) * g[i];                                                                  \
+        }                                                                                                   \
+      }                                                                                                     \
+      j->sum_g[c] = sg;                                                                                     \
+      j->dotp[c] = dp;                                                                                      \
+    }                                                                                                       \
+  }                                                                                                         \
+  static void bnb_input_##SUF(void *p, int64_t b, int64_t e) {                                              \
+    const bnb_job *j = p;                                                                                   \
+    const int64_t C = j->C, S = j->S;                                                                       \
+    const double cnt = (double)(j->N * S);                                                                  \
+    for (int64_t r = b; r < e; r++) {                                                                       \
+      int64_t c = r % C;                                                                                    \
+      const T *g = (const T *)j->g + r * S;                                                                 \
+      T *gi = (T *)j->gi + r * S;                                                                           \
+      double is = j->invstd[c], w = j->w[c];                                                                \
+      if (j->train) {                                                                                       \
+        const T *x = (const T *)j->x + r * S;                                                               \
+        double m = j->mean[c], k = j->dotp[c] * is * is / cnt, gm = j->sum_g[c] / cnt;                      \
+        for (int64_t i = 0; i < S; i++) gi[i] = (T)(((double)g[i] - ((double)x[i] - m) * k - gm) * is * w); \
+      } else {                                                                                              \
+        for (int64_t i = 0; i < S; i++) gi[i] = (T)((double)g[i] * is * w);                                 \
+      }                                                                                                     \
+    }                                                                                                       \
   }
 DEF_BNB(float, f32)
 DEF_BNB(double, f64)
@@ -296,8 +298,18 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
   if (wk_tensor_numel(input) > 0 && (mask[0] || mask[1] || mask[2])) {
     if (!(x = prep(input, cd)) || !(g = prep(go, cd))) goto fail_err;
-    bnb_job j = {wk_tensor_data(x), wk_tensor_data(g), gi ? wk_tensor_data(gi) : NULL, N, C, S, train,
-                 mean, invstd, w, sum_g, dotp};
+    bnb_job j = {wk_tensor_data(x),
+                 wk_tensor_data(g),
+                 gi ? wk_tensor_data(gi) : NULL,
+                 N,
+                 C,
+                 S,
+                 train,
+                 mean,
+                 invstd,
+                 w,
+                 sum_g,
+                 dotp};
     if (mask[1] || mask[2] || train) par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);
     if (gi) par(N * C, S, cd == WK_F64 ? bnb_input_f64 : bnb_input_f32, &j);
   }
@@ -337,48 +349,48 @@ typedef struct {
   double *gw, *gb; /* [N] */
 } lnb_job;
 
-#define DEF_LNB(T, SUF)                                                          \
-  static void lnb_rows_##SUF(void *p, int64_t b, int64_t e) {                    \
-    const lnb_job *j = p;                                                        \
-    const int64_t N = j->N;                                                      \
-    const T *w = j->w;                                                           \
-    for (int64_t r = b; r < e; r++) {                                            \
-      const T *x = (const T *)j->x + r * N, *g = (const T *)j->g + r * N;        \
-      T *gi = (T *)j->gi + r * N;                                                \
-      double m = j->mean[r], rs = j->rstd[r], sa = 0, sb = 0;                    \
-      for (int64_t i = 0; i < N; i++) {                                          \
-        double dw = w ? (double)g[i] * w[i] : (double)g[i];                      \
-        sa += dw;                                                                \
-        sb += dw * ((double)x[i] - m) * rs;                                      \
-      }                                                                          \
-      sa /= (double)N;                                                           \
-      sb /= (double)N;                                                           \
-      for (int64_t i = 0; i < N; i++) {                                          \
-        double dw = w ? (double)g[i] * w[i] : (double)g[i];                      \
-        gi[i] = (T)(rs * (dw - sa - ((double)x[i] - m) * rs * sb));              \
-      }                                                                          \
-    }                                                                            \
-  }                                                                              \
-  static void lnb_cols_##SUF(void *p, int64_t b, int64_t e) {                    \
-    const lnb_job *j = p;                                                        \
-    const int64_t N = j->N;                                                      \
-    for (int64_t t = b; t < e; t++) {                                            \
-      int64_t i0 = t * LNB_B, n = N - i0 < LNB_B ? N - i0 : LNB_B;               \
-      double aw[LNB_B], ab[LNB_B];                                               \
-      for (int64_t i = 0; i < n; i++) aw[i] = ab[i] = 0;                         \
-      for (int64_t r = 0; r < j->M; r++) {                                       \
+#define DEF_LNB(T, SUF)                                                               \
+  static void lnb_rows_##SUF(void *p, int64_t b, int64_t e) {                         \
+    const lnb_job *j = p;                                                             \
+    const int64_t N = j->N;                                                           \
+    const T *w = j->w;                                                                \
+    for (int64_t r = b; r < e; r++) {                                                 \
+      const T *x = (const T *)j->x + r * N, *g = (const T *)j->g + r * N;             \
+      T *gi = (T *)j->gi + r * N;                                                     \
+      double m = j->mean[r], rs = j->rstd[r], sa = 0, sb = 0;                         \
+      for (int64_t i = 0; i < N; i++) {                                               \
+        double dw = w ? (double)g[i] * w[i] : (double)g[i];                           \
+        sa += dw;                                                                     \
+        sb += dw * ((double)x[i] - m) * rs;                                           \
+      }                                                                               \
+      sa /= (double)N;                                                                \
+      sb /= (double)N;                                                                \
+      for (int64_t i = 0; i < N; i++) {                                               \
+        double dw = w ? (double)g[i] * w[i] : (double)g[i];                           \
+        gi[i] = (T)(rs * (dw - sa - ((double)x[i] - m) * rs * sb));                   \
+      }                                                                               \
+    }                                                                                 \
+  }                                                                                   \
+  static void lnb_cols_##SUF(void *p, int64_t b, int64_t e) {                         \
+    const lnb_job *j = p;                                                             \
+    const int64_t N = j->N;                                                           \
+    for (int64_t t = b; t < e; t++) {                                                 \
+      int64_t i0 = t * LNB_B, n = N - i0 < LNB_B ? N - i0 : LNB_B;                    \
+      double aw[LNB_B], ab[LNB_B];                                                    \
+      for (int64_t i = 0; i < n; i++) aw[i] = ab[i] = 0;                              \
+      for (int64_t r = 0; r < j->M; r++) {                                            \
         const T *x = (const T *)j->x + r * N + i0, *g = (const T *)j->g + r * N + i0; \
-        double m = j->mean[r], rs = j->rstd[r];                                  \
-        for (int64_t i = 0; i < n; i++) {                                        \
-          aw[i] += (double)g[i] * ((double)x[i] - m) * rs;                       \
-          ab[i] += g[i];                                                         \
-        }                                                                        \
-      }                                                                          \
-      for (int64_t i = 0; i < n; i++) {                                          \
-        j->gw[i0 + i] = aw[i];                                                   \
-        j->gb[i0 + i] = ab[i];                                                   \
-      }                                                                          \
-    }                                                                            \
+        double m = j->mean[r], rs = j->rstd[r];                                       \
+        for (int64_t i = 0; i < n; i++) {                                             \
+          aw[i] += (double)g[i] * ((double)x[i] - m) * rs;                            \
+          ab[i] += g[i];                                                              \
+        }                                                                             \
+      }                                                                               \
+      for (int64_t i = 0; i < n; i++) {                                               \
+        j->gw[i0 + i] = aw[i];                                                        \
+        j->gb[i0 + i] = ab[i];                                                        \
+      }                                                                               \
+    }                                                                                 \
   }
 DEF_LNB(float, f32)
 DEF_LNB(double, f64)
@@ -411,8 +423,10 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if ((s = mask_arg(op, &args[7], mask))) return s;
   if ((s = need_float(op, "input", input)) || (s = need_float(op, "grad_out", go))) return s;
   if (k < 1)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-                                  "least one element, but got normalized_shape = []", op);
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                    "least one element, but got normalized_shape = []",
+                    op);
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
   bool ok = nd >= k;
@@ -422,15 +436,18 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
     size_t n = (size_t)snprintf(c, sizeof c, "[*");
     for (int i = 0; i < k && n < sizeof c; i++) n += (size_t)snprintf(c + n, sizeof c - n, ", %lld", (long long)ns[i]);
     if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
-    return wk_error(WK_ERR_SHAPE, "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
-                    op, ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s", op,
+                    ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
   }
   if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
   if ((s = lnb_param("weight", weight, ns, k)) || (s = lnb_param("bias", bias, ns, k))) return s;
   int64_t M = 1, N = 1;
   for (int i = 0; i < nd; i++) {
-    if (i < nd - k) M *= sz[i];
-    else N *= sz[i];
+    if (i < nd - k)
+      M *= sz[i];
+    else
+      N *= sz[i];
   }
   if (wk_tensor_numel(mean_t) != M || wk_tensor_numel(rstd_t) != M)
     return wk_error(WK_ERR_SHAPE, "%s(): expected mean and rstd with %lld elements, got %lld and %lld", op,
@@ -446,8 +463,16 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
   if (M > 0 && N > 0 && (mask[0] || mask[1] || mask[2])) {
     if (!(x = prep(input, cd)) || !(g = prep(go, cd)) || (mask[0] && weight && !(w = prep(weight, cd)))) goto fail_err;
-    lnb_job j = {wk_tensor_data(x), wk_tensor_data(g), w ? wk_tensor_data(w) : NULL, gi ? wk_tensor_data(gi) : NULL,
-                 M, N, mean, rstd, sw, sb};
+    lnb_job j = {wk_tensor_data(x),
+                 wk_tensor_data(g),
+                 w ? wk_tensor_data(w) : NULL,
+                 gi ? wk_tensor_data(gi) : NULL,
+                 M,
+                 N,
+                 mean,
+                 rstd,
+                 sw,
+                 sb};
     if (gi) par(M, 2 * N, cd == WK_F64 ? lnb_rows_f64 : lnb_rows_f32, &j);
     if (mask[1] || mask[2]) par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
   }
@@ -485,18 +510,18 @@ typedef struct {
   int64_t D, padding_idx;
 } embb_job;
 
-#define DEF_EMBB(T, SUF)                                                   \
-  static void embb_##SUF(void *p, int64_t b, int64_t e) {                  \
-    const embb_job *j = p;                                                 \
-    const int64_t D = j->D;                                                \
-    for (int64_t v = b; v < e; v++) {                                      \
-      if (v == j->padding_idx) continue;                                   \
-      T *dst = (T *)j->gw + v * D;                                         \
-      for (int64_t q = j->start[v]; q < j->start[v + 1]; q++) {            \
-        const T *src = (const T *)j->g + j->order[q] * D;                  \
-        for (int64_t i = 0; i < D; i++) dst[i] += src[i];                  \
-      }                                                                    \
-    }                                                                      \
+#define DEF_EMBB(T, SUF)                                        \
+  static void embb_##SUF(void *p, int64_t b, int64_t e) {       \
+    const embb_job *j = p;                                      \
+    const int64_t D = j->D;                                     \
+    for (int64_t v = b; v < e; v++) {                           \
+      if (v == j->padding_idx) continue;                        \
+      T *dst = (T *)j->gw + v * D;                              \
+      for (int64_t q = j->start[v]; q < j->start[v + 1]; q++) { \
+        const T *src = (const T *)j->g + j->order[q] * D;       \
+        for (int64_t i = 0; i < D; i++) dst[i] += src[i];       \
+      }                                                         \
+    }                                                           \
   }
 DEF_EMBB(float, f32)
 DEF_EMBB(double, f64)
@@ -518,8 +543,9 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   bool ok = wk_tensor_dim(go) == nd + 1;
   for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(go)[i] == wk_tensor_sizes(indices)[i];
   if (!ok)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s",
-                    op, cpu_shape_str(indices, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s", op,
+                    cpu_shape_str(indices, a, sizeof a), cpu_shape_str(go, b, sizeof b));
   int64_t D = wk_tensor_size(go, nd), osz[2] = {V, D};
   wk_dtype dt = wk_tensor_dtype(go), cd = fcompute(dt);
   wk_tensor *idx = prep(indices, WK_I64), *g = NULL, *gw = NULL;
@@ -589,22 +615,22 @@ typedef struct {
   int64_t osz, n, inner, nblk;
 } padb_job;
 
-#define DEF_PADB(T, SUF)                                                     \
-  static void padb_##SUF(void *p, int64_t b, int64_t e) {                    \
-    const padb_job *j = p;                                                   \
-    for (int64_t t = b; t < e; t++) {                                        \
-      int64_t o = t / j->nblk, i0 = (t % j->nblk) * PADB_B;                  \
-      int64_t w = j->inner - i0 < PADB_B ? j->inner - i0 : PADB_B;           \
-      const T *src = (const T *)j->src + o * j->osz * j->inner + i0;         \
-      T *dst = (T *)j->dst + o * j->n * j->inner + i0;                       \
-      for (int64_t k = 0; k < j->osz; k++) {                                 \
-        int64_t m = j->map[k];                                               \
-        if (m < 0) continue;                                                 \
-        T *d = dst + m * j->inner;                                           \
-        const T *s = src + k * j->inner;                                     \
-        for (int64_t i = 0; i < w; i++) d[i] += s[i];                        \
-      }                                                                      \
-    }                                                                        \
+#define DEF_PADB(T, SUF)                                             \
+  static void padb_##SUF(void *p, int64_t b, int64_t e) {            \
+    const padb_job *j = p;                                           \
+    for (int64_t t = b; t < e; t++) {                                \
+      int64_t o = t / j->nblk, i0 = (t % j->nblk) * PADB_B;          \
+      int64_t w = j->inner - i0 < PADB_B ? j->inner - i0 : PADB_B;   \
+      const T *src = (const T *)j->src + o * j->osz * j->inner + i0; \
+      T *dst = (T *)j->dst + o * j->n * j->inner + i0;               \
+      for (int64_t k = 0; k < j->osz; k++) {                         \
+        int64_t m = j->map[k];                                       \
+        if (m < 0) continue;                                         \
+        T *d = dst + m * j->inner;                                   \
+        const T *s = src + k * j->inner;                             \
+        for (int64_t i = 0; i < w; i++) d[i] += s[i];                \
+      }                                                              \
+    }                                                                \
   }
 DEF_PADB(float, f32)
 DEF_PADB(double, f64)
@@ -616,10 +642,14 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   int npad = args[2].len;
   const char *ms = args[3].u.s;
   int mode;
-  if (!strcmp(ms, "constant")) mode = PAD_CONSTANT;
-  else if (!strcmp(ms, "reflect")) mode = PAD_REFLECT;
-  else if (!strcmp(ms, "replicate")) mode = PAD_REPLICATE;
-  else if (!strcmp(ms, "circular")) mode = PAD_CIRCULAR;
+  if (!strcmp(ms, "constant"))
+    mode = PAD_CONSTANT;
+  else if (!strcmp(ms, "reflect"))
+    mode = PAD_REFLECT;
+  else if (!strcmp(ms, "replicate"))
+    mode = PAD_REPLICATE;
+  else if (!strcmp(ms, "circular"))
+    mode = PAD_CIRCULAR;
   else
     return wk_error(WK_ERR_INVALID_ARG,
                     "%s(): mode must be one of 'constant', 'reflect', 'replicate' or 'circular', but got '%s'", op, ms);
@@ -692,10 +722,18 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
       int64_t i = o - pl[d];
       if (i < 0 || i >= n) {
         switch (mode) {
-          case PAD_REFLECT: i = i < 0 ? -i : 2 * (n - 1) - i; break;
-          case PAD_REPLICATE: i = i < 0 ? 0 : n - 1; break;
-          case PAD_CIRCULAR: i = ((i % n) + n) % n; break;
-          default: i = -1; break;
+          case PAD_REFLECT:
+            i = i < 0 ? -i : 2 * (n - 1) - i;
+            break;
+          case PAD_REPLICATE:
+            i = i < 0 ? 0 : n - 1;
+            break;
+          case PAD_CIRCULAR:
+            i = ((i % n) + n) % n;
+            break;
+          default:
+            i = -1;
+            break;
         }
       }
       map[o] = i;

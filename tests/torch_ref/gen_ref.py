@@ -170,6 +170,60 @@ case("one_hot", "one_hot", [T(torch.tensor([0, 3, 1])), 5], F.one_hot(torch.tens
 case("repeat", "repeat", [T(c1), [2, 1, 2]], c1.repeat(2, 1, 2))
 
 
+# ---- gradients: the op's inputs that require grad get .grad from
+# backward(grad_output); cases carry a third list, the expected gradients ----
+grad_cases = []
+
+
+def gcase(label, op, args, out, grad_args, rtol=1e-5, atol=1e-6):
+    """args: as for case(); grad_args: indices of T args that require grad."""
+    for i in grad_args:
+        args[i].t.requires_grad_(True)
+    go = torch.randn_like(out.detach() if isinstance(out, torch.Tensor) else out[0].detach())
+    o = out if isinstance(out, torch.Tensor) else out[0]
+    o.backward(go)
+    grads = [args[i].t.grad.detach().clone() for i in grad_args]
+    for i in grad_args:
+        args[i].t = args[i].t.detach()
+    grad_cases.append((label, op, args, go, grad_args, grads, rtol, atol))
+
+
+gx, gw, gb = r(2, 3, 6, 6), r(4, 3, 3, 3), r(4)
+for t in (gx, gw, gb):
+    t.requires_grad_(True)
+gcase("conv2d grads", "conv2d", [T(gx), T(gw), T(gb), [1, 1], [1, 1], [1, 1], 1], F.conv2d(gx, gw, gb, padding=1),
+      [0, 1, 2], rtol=1e-4, atol=1e-5)
+ga, gm = r(5, 7, dtype=torch.float64), r(7, 3, dtype=torch.float64)
+ga.requires_grad_(True); gm.requires_grad_(True)
+gcase("mm grads", "mm", [T(ga), T(gm)], ga @ gm, [0, 1])
+gl = r(6, 5, dtype=torch.float64); gl.requires_grad_(True)
+gt = torch.tensor([0, 4, 2, 1, 3, 2])
+gwt = r(5, lo=0.2, hi=2, dtype=torch.float64)
+gcase("cross_entropy grads", "cross_entropy", [T(gl), T(gt), T(gwt), 1, -100, 0.1],
+      F.cross_entropy(gl, gt, weight=gwt, label_smoothing=0.1), [0])
+gn = r(3, 4, 5, dtype=torch.float64); gn.requires_grad_(True)
+gnw, gnb = r(5, dtype=torch.float64), r(5, dtype=torch.float64)
+gnw.requires_grad_(True); gnb.requires_grad_(True)
+gcase("layer_norm grads", "layer_norm", [T(gn), [5], T(gnw), T(gnb), 1e-5], F.layer_norm(gn, [5], gnw, gnb),
+      [0, 2, 3])
+gbi = r(4, 3, 2, 2, dtype=torch.float64); gbi.requires_grad_(True)
+gbw, gbb = r(3, dtype=torch.float64), r(3, dtype=torch.float64)
+gbw.requires_grad_(True); gbb.requires_grad_(True)
+gcase("batch_norm train grads", "batch_norm", [T(gbi), T(gbw), T(gbb), None, None, True, 0.1, 1e-5],
+      F.batch_norm(gbi, None, None, gbw, gbb, training=True), [0, 1, 2])
+gs = r(3, 6, dtype=torch.float64); gs.requires_grad_(True)
+gcase("softmax grads", "softmax", [T(gs), 1], torch.softmax(gs, 1), [0])
+gg = r(4, 5, dtype=torch.float64); gg.requires_grad_(True)
+gcase("gelu grads", "gelu", [T(gg), "none"], F.gelu(gg), [0])
+gp = r(1, 2, 6, 6, dtype=torch.float64); gp.requires_grad_(True)
+gcase("max_pool2d grads", "max_pool2d_with_indices", [T(gp), [2, 2], [2, 2], [0, 0], [1, 1], False],
+      F.max_pool2d(gp, 2, 2), [0])
+ge = r(10, 3, dtype=torch.float64); ge.requires_grad_(True)
+gidx = torch.tensor([[1, 9, 1], [0, 4, 9]])
+gcase("embedding grads", "embedding", [T(ge), T(gidx)], F.embedding(gidx, ge), [0])
+gv = r(3, 4, dtype=torch.float64); gv.requires_grad_(True)
+gcase("var grads", "var.correction", [T(gv), [1], 1, False], gv.var(dim=1), [0])
+
 # ---- emit C ----
 def carr(name, vals, ctype="double"):
     body = ", ".join(repr(float(v)) if ctype == "double" else str(int(v)) for v in vals)
@@ -239,3 +293,38 @@ for ci, (label, op, args, outs, rtol, atol) in enumerate(cases):
     entries.append('{"%s", "%s", %d, {%s}, %d, {%s}, %r, %r}' % (
         label, op, len(args), ", ".join(arg_entries), len(outs), ", ".join(out_entries), rtol, atol))
 out.write("\nstatic const ref_case ref_cases[] = {\n  %s};\n" % ",\n  ".join(entries))
+
+
+def targ(name, t):
+    t = t.detach().contiguous()
+    out.write("static const double %s[] = {%s};\n" % (name, ", ".join(fmt_double(v) for v in t.flatten().double().tolist()) or "0"))
+    sh = list(t.shape)
+    return "{REF_TENSOR, %s, %d, {%s}, %s, 0, 0, NULL, 0, NULL, NULL}" % (DT[t.dtype], len(sh), ", ".join(map(str, sh)) or "0", name)
+
+
+gentries = []
+for ci, (label, op, args, go, grad_args, grads, rtol, atol) in enumerate(grad_cases):
+    arg_entries = []
+    for ai, a in enumerate(args):
+        if isinstance(a, T):
+            arg_entries.append(targ("g%d_a%d" % (ci, ai), a.t))
+        elif isinstance(a, list):
+            n = "g%d_a%d" % (ci, ai)
+            out.write("static const int64_t %s[] = {%s};\n" % (n, ", ".join(map(str, a)) or "0"))
+            arg_entries.append("{REF_INTS, 0, 0, {0}, NULL, 0, 0, %s, %d, NULL, NULL}" % (n, len(a)))
+        elif isinstance(a, bool):
+            arg_entries.append("{REF_BOOL, 0, 0, {0}, NULL, 0, %d, NULL, 0, NULL, NULL}" % int(a))
+        elif isinstance(a, int):
+            arg_entries.append("{REF_INT, 0, 0, {0}, NULL, 0, %d, NULL, 0, NULL, NULL}" % a)
+        elif isinstance(a, float):
+            arg_entries.append("{REF_FLOAT, 0, 0, {0}, NULL, %s, 0, NULL, 0, NULL, NULL}" % fmt_double(a))
+        elif isinstance(a, str):
+            arg_entries.append("{REF_STR, 0, 0, {0}, NULL, 0, 0, NULL, 0, \"%s\", NULL}" % a)
+        else:
+            arg_entries.append("{REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}")
+    go_e = targ("g%d_go" % ci, go)
+    gr_e = [targ("g%d_gr%d" % (ci, k), g) for k, g in enumerate(grads)]
+    gentries.append('{"%s", "%s", %d, {%s}, %s, %d, {%s}, {%s}, %r, %r}' % (
+        label, op, len(args), ", ".join(arg_entries), go_e, len(grad_args), ", ".join(map(str, grad_args)),
+        ", ".join(gr_e), rtol, atol))
+out.write("\nstatic const ref_grad_case ref_grad_cases[] = {\n  %s};\n" % ",\n  ".join(gentries))
