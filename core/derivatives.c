@@ -561,6 +561,28 @@ static wk_status d_log_softmax(const wk__bctx *c, wk_tensor *const *gout, wk_ten
   GIN(0, call1("log_softmax_backward_data", a, 4));
   END
 }
+/* Second derivatives of the softmax backward helpers (double backward through
+ * softmax, log_softmax and the losses built on them). */
+static wk_status d_softmax_bd(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(2);
+  wk_tensor *g = X(0), *y = X(1), *h = G(0);
+  CHECK(g);
+  CHECK(y);
+  wk_tensor *s = wk_sum_dim(wk_mul(g, y), &d, 1, true), *hy = wk_sum_dim(wk_mul(h, y), &d, 1, true);
+  if (NEEDS(0)) GIN(0, wk_mul(y, wk_sub(h, hy)));
+  if (NEEDS(1)) GIN(1, wk_sub(wk_mul(h, wk_sub(g, s)), wk_mul(g, hy)));
+  END
+}
+static wk_status d_log_softmax_bd(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(2);
+  wk_tensor *g = X(0), *y = X(1), *h = G(0);
+  CHECK(g);
+  CHECK(y);
+  wk_tensor *ey = wk_exp(y);
+  if (NEEDS(0)) GIN(0, wk_sub(h, wk_sum_dim(wk_mul(h, ey), &d, 1, true)));
+  if (NEEDS(1)) GIN(1, wk_neg(wk_mul(wk_mul(h, ey), wk_sum_dim(g, &d, 1, true))));
+  END
+}
 static wk_status d_conv2d(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
   BEGIN int64_t mask[3] = {NEEDS(0), NEEDS(1), NEEDS(2)};
   wk_value a[8] = {WK_VT(G(0)), WK_VT(X(0)), WK_VT(X(1)), N->args[3], N->args[4], N->args[5], N->args[6], WK_VINTS(mask, 3)};
@@ -962,6 +984,8 @@ static const wk__formula g_formulas[] = {
     {"addmm", "AddmmBackward0", d_addmm, A(1) | A(2), 0}, {"dot", "DotBackward0", d_dot, A(0) | A(1), 0},
     /* neural-network ops */
     {"softmax", "SoftmaxBackward0", d_softmax, 0, A(0)}, {"log_softmax", "LogSoftmaxBackward0", d_log_softmax, 0, A(0)},
+    {"softmax_backward_data", "SoftmaxBackwardDataBackward0", d_softmax_bd, A(0) | A(1), 0},
+    {"log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0", d_log_softmax_bd, A(0) | A(1), 0},
     {"conv2d", "ConvolutionBackward0", d_conv2d, A(0) | A(1), 0},
     {"max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0", d_max_pool, A(0), A(1)},
     {"avg_pool2d", "AvgPool2DBackward0", d_avg_pool, A(0), 0},
