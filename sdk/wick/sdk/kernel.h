@@ -96,6 +96,24 @@ static inline wk_dtype wk_compute_dtype(wk_dtype dt) {
   return WK_I64;
 }
 
+/* Dtype switch: runs BODY with `scalar_t` bound to the C type of a compute
+ * dtype (f32 float, f64 double, i64 int64_t, bool bool); records an error
+ * naming `op` for anything else. Use after wk_compute_dtype(). Example:
+ *   WK_COMPUTE_SWITCH(cd, "myop", { scalar_t *p = ...; }); */
+#define WK_COMPUTE_SWITCH(dt, op, ...)                                                          \
+  switch (dt) {                                                                                 \
+    case WK_F32: { typedef float scalar_t; __VA_ARGS__ } break;                                 \
+    case WK_F64: { typedef double scalar_t; __VA_ARGS__ } break;                                \
+    case WK_I64: { typedef int64_t scalar_t; __VA_ARGS__ } break;                               \
+    case WK_BOOL: { typedef bool scalar_t; __VA_ARGS__ } break;                                 \
+    default: wk_error(WK_ERR_DTYPE, "%s: unsupported compute dtype %s", op, wk_dtype_name(dt)); \
+  }
+
+/* Scratch memory for a kernel: 64-byte aligned host memory from the core's
+ * allocator (wk_scratch_free releases it). NULL with an error on failure. */
+static inline void *wk_scratch_alloc(size_t nbytes) { return wk_device_alloc(wk_cpu(), nbytes); }
+static inline void wk_scratch_free(void *p) { wk_device_free(wk_cpu(), p); }
+
 /* ---- shapes ------------------------------------------------------------------------ */
 /* Broadcasts n shapes (NumPy rules) into out/out_ndim. Records a message naming
  * the op and both shapes on failure. */
