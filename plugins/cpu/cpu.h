@@ -4,6 +4,8 @@
 #ifndef WICK_CPU_H
 #define WICK_CPU_H
 
+#include <string.h>
+
 #include <wick/sdk.h>
 #include <wick/sdk/kernel.h>
 
@@ -17,8 +19,10 @@ CPU_HIDDEN wk_status cpu_register_binary(void);
 CPU_HIDDEN wk_status cpu_register_reduce(void);
 CPU_HIDDEN wk_status cpu_register_linalg(void);
 CPU_HIDDEN wk_status cpu_register_nn(void);
+CPU_HIDDEN wk_status cpu_register_loss(void);
 CPU_HIDDEN wk_status cpu_register_conv(void);
 CPU_HIDDEN wk_status cpu_register_index(void);
+CPU_HIDDEN wk_status cpu_register_sort(void);
 CPU_HIDDEN wk_status cpu_register_conv_backward(void);
 CPU_HIDDEN wk_status cpu_register_nn_backward(void);
 CPU_HIDDEN wk_status cpu_register_pointwise_backward(void);
@@ -53,5 +57,61 @@ CPU_HIDDEN bool cpu_same_shape(const wk_tensor *a, const wk_tensor *b);
 
 /* "[2, 3]" into buf. */
 CPU_HIDDEN const char *cpu_shape_str(const wk_tensor *t, char *buf, size_t n);
+
+/* ---- helpers shared by the nn and loss kernels (defined in nn.c) ---- */
+
+/* Runs fn over [0, ntasks): on the calling thread when ntasks * per_task
+ * elements are few, else split over the pool. */
+CPU_HIDDEN void cpu_par(int64_t ntasks, int64_t per_task, void (*fn)(void *ctx, int64_t b, int64_t e), void *ctx);
+
+/* The dtype a floating kernel computes in: f64 for f64, else f32. */
+CPU_HIDDEN wk_dtype cpu_fcompute(wk_dtype dt);
+
+/* t (borrowed) converted to dt and made contiguous: a new reference, NULL on
+ * error. */
+CPU_HIDDEN wk_tensor *cpu_prep(wk_tensor *t, wk_dtype dt);
+
+/* Consumes t and returns it converted to dt (NULL on error; NULL for NULL). */
+CPU_HIDDEN wk_tensor *cpu_cast_own(wk_tensor *t, wk_dtype dt);
+
+/* "[1, 2, 3]" for the n values v into buf (sz bytes); returns buf. */
+CPU_HIDDEN const char *cpu_ints_str(const int64_t *v, int n, char *buf, size_t sz);
+
+/* WK_OK for a floating t, else WK_ERR_DTYPE "op(): expected a floating point
+ * <what>, got <dtype>". */
+CPU_HIDDEN wk_status cpu_need_float(const char *op, const char *what, wk_tensor *t);
+
+/* New contiguous tensor of dtype dt and shape sizes[ndim] holding the n
+ * doubles v: a new reference, NULL on error. */
+CPU_HIDDEN wk_tensor *cpu_from_doubles(const double *v, int64_t n, const int64_t *sizes, int ndim, wk_dtype dt);
+
+/* (log_)softmax over dimension d of a contiguous f32/f64 tensor: a new
+ * tensor of the same shape and dtype. */
+CPU_HIDDEN wk_tensor *cpu_softmax_cd(wk_tensor *x, int d, bool log);
+
+/* ---- helpers shared by the index and sort kernels (defined in index.c) ---- */
+
+/* Wraps dim into [0, ndim) (a 0-dim tensor takes -1 and 0) into *out, else
+ * WK_ERR_INDEX "op(): Dimension out of range ..." with *out = 0. */
+CPU_HIDDEN wk_status cpu_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
+
+/* wk_parallel_for grain for items that each cost work_per_item elements. */
+CPU_HIDDEN int64_t cpu_grain_for(int64_t work_per_item);
+
+/* Size and stride of dimension d with 0-dim tensors seen as [1] (PyTorch's
+ * ensure_nonempty). */
+CPU_HIDDEN int64_t cpu_nsize(const wk_tensor *t, int d);
+CPU_HIDDEN int64_t cpu_nstride(const wk_tensor *t, int d);
+
+/* Copies one element of es bytes (1, 2, 4 or 8); inline because it runs per
+ * element. */
+static inline void cpu_copy_elem(char *d, const char *s, size_t es) {
+  switch (es) {
+    case 1: memcpy(d, s, 1); break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    default: memcpy(d, s, 8); break;
+  }
+}
 
 #endif

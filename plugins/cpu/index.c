@@ -1,8 +1,7 @@
 /* cpu plugin: indexing and shape kernels: cat, index_select, gather,
  * scatter/scatter_add (functional and in place), masked_fill, masked_select,
- * repeat, flip, roll, sort, topk and one_hot. Kernels that only move elements
- * work on bytes (one path for every dtype); scatter_add adds and sort/topk
- * compare typed values. */
+ * repeat, flip, roll and one_hot (sort and topk are in sort.c). Kernels that only
+ * move elements work on bytes (one path for every dtype); scatter_add adds typed values. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +12,7 @@
 /* Work per parallel chunk, in elements. */
 #define IDX_GRAIN 32768
 
-static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
+wk_status cpu_wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
   int64_t n = ndim > 0 ? ndim : 1;
   *out = 0;
   if (dim < -n || dim >= n)
@@ -40,22 +39,12 @@ static const char *tname(wk_dtype dt) {
   }
 }
 
-static int64_t grain_for(int64_t work_per_item) {
+int64_t cpu_grain_for(int64_t work_per_item) {
   return work_per_item >= IDX_GRAIN ? 1 : IDX_GRAIN / (work_per_item > 0 ? work_per_item : 1);
 }
 
-/* Size of dimension d with 0-dim tensors seen as [1] (PyTorch's ensure_nonempty). */
-static int64_t nsize(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d]; }
-static int64_t nstride(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 0 : wk_tensor_strides(t)[d]; }
-
-static inline void copy_elem(char *d, const char *s, size_t es) {
-  switch (es) {
-    case 1: memcpy(d, s, 1); break;
-    case 2: memcpy(d, s, 2); break;
-    case 4: memcpy(d, s, 4); break;
-    default: memcpy(d, s, 8); break;
-  }
-}
+int64_t cpu_nsize(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d]; }
+int64_t cpu_nstride(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 0 : wk_tensor_strides(t)[d]; }
 
 /* The index values, row-major, as a malloc'd int64 array (int32 widened). */
 static int64_t *load_index(wk_tensor *index) {
@@ -180,7 +169,7 @@ static void remap_run(wk_tensor *out, wk_tensor *self, const int64_t *osz, int n
   c.src = wk_tensor_data(self);
   c.dst = wk_tensor_data(out);
   c.es = wk_dtype_size(wk_tensor_dtype(self));
-  wk_parallel_for(0, rows, grain_for(c.inner), remap_rows, &c);
+  wk_parallel_for(0, rows, cpu_grain_for(c.inner), remap_rows, &c);
 }
 
 /* ---- cat ----------------------------------------------------------------------------- */
@@ -209,7 +198,7 @@ static wk_status k_cat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   }
   const wk_tensor *ref = ts[valid];
   int nd = wk_tensor_dim(ref), d;
-  wk_status s = wrap_dim("cat", WK_ARG_I(1), nd, &d);
+  wk_status s = cpu_wrap_dim("cat", WK_ARG_I(1), nd, &d);
   if (s) return s;
   int64_t shape[WK_MAX_DIMS];
   memcpy(shape, wk_tensor_sizes(ref), sizeof(int64_t) * (size_t)nd);
@@ -257,7 +246,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int nd = wk_tensor_dim(self), d = 0;
-  wk_status s = wrap_dim("index_select", WK_ARG_I(1), nd, &d);
+  wk_status s = cpu_wrap_dim("index_select", WK_ARG_I(1), nd, &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   if (wk_tensor_dim(index) > 1)
@@ -272,7 +261,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
                     wk_dtype_name(idt));
   int64_t *idx = load_index(index);
   if (!idx) return wk_last_error();
-  int64_t size = nsize(self, d);
+  int64_t size = cpu_nsize(self, d);
   for (int64_t i = 0; i < n; i++)
     if (idx[i] < 0 || idx[i] >= size) {
       s = wk_error(WK_ERR_INDEX,
@@ -284,7 +273,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
     }
   int64_t osz[WK_MAX_DIMS];
   int ind = nd > 0 ? nd : 1;
-  for (int k = 0; k < ind; k++) osz[k] = nsize(self, k);
+  for (int k = 0; k < ind; k++) osz[k] = cpu_nsize(self, k);
   osz[d] = n;
   wk_tensor *r = cpu_empty(osz, nd, wk_tensor_dtype(self));
   int64_t *tab[WK_MAX_DIMS];
@@ -296,7 +285,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
   }
   int64_t es = (int64_t)wk_dtype_size(wk_tensor_dtype(self));
   for (int k = 0; k < ind; k++) {
-    int64_t st = nstride(self, k) * es;
+    int64_t st = cpu_nstride(self, k) * es;
     for (int64_t c = 0; c < osz[k]; c++) tab[k][c] = (k == d ? idx[c] : c) * st;
   }
   remap_run(r, self, osz, ind, tab);
@@ -354,10 +343,10 @@ static void sg_lines(void *p, int64_t b, int64_t e) {
     char *pa0 = c->a + ab, *pb0 = c->b + bb;
     switch (c->kind) {
       case SG_GATHER:
-        for (int64_t k = 0; k < len; k++) copy_elem(pb0 + k * bs, pa0 + ip[k * is] * as, es);
+        for (int64_t k = 0; k < len; k++) cpu_copy_elem(pb0 + k * bs, pa0 + ip[k * is] * as, es);
         break;
       case SG_SCATTER:
-        for (int64_t k = 0; k < len; k++) copy_elem(pa0 + ip[k * is] * as, pb0 + k * bs, es);
+        for (int64_t k = 0; k < len; k++) cpu_copy_elem(pa0 + ip[k * is] * as, pb0 + k * bs, es);
         break;
       case SG_ADD:
         switch (c->dt) {
@@ -399,15 +388,15 @@ static void sg_run(sg_kind kind, int dim, wk_tensor *index, const int64_t *idx, 
   c.b = wk_tensor_data(b);
   int64_t st = 1;
   for (int d = c.nd - 1; d >= 0; d--) {
-    c.isz[d] = nsize(index, d);
+    c.isz[d] = cpu_nsize(index, d);
     c.istr[d] = st;
     st *= c.isz[d];
-    c.astr[d] = nstride(a, d) * (int64_t)c.es;
-    c.bstr[d] = nstride(b, d) * (int64_t)c.es;
+    c.astr[d] = cpu_nstride(a, d) * (int64_t)c.es;
+    c.bstr[d] = cpu_nstride(b, d) * (int64_t)c.es;
   }
   int64_t numel = st, len = c.isz[dim];
   if (numel == 0) return;
-  wk_parallel_for(0, numel / len, grain_for(len), sg_lines, &c);
+  wk_parallel_for(0, numel / len, cpu_grain_for(len), sg_lines, &c);
 }
 
 /* PyTorch's gather/scatter shape rules (index.size(d) <= self.size(d) for d != dim,
@@ -427,9 +416,9 @@ static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_ten
   }
   int bad = -1;
   for (int d = 0; d < nd && bad < 0; d++)
-    if (d != dim && nsize(index, d) > nsize(self, d)) bad = d;
+    if (d != dim && cpu_nsize(index, d) > cpu_nsize(self, d)) bad = d;
   for (int d = 0; src && d < nd && bad < 0; d++)
-    if (nsize(index, d) > nsize(src, d)) bad = d;
+    if (cpu_nsize(index, d) > cpu_nsize(src, d)) bad = d;
   if (bad < 0) return WK_OK;
   if (!src)
     return wk_error(WK_ERR_SHAPE,
@@ -447,7 +436,7 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int d = 0;
-  wk_status s = wrap_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = cpu_wrap_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   if (n != 0) {
@@ -460,7 +449,7 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   if (!r) return wk_last_error();
   if (n != 0) {
     int64_t *idx = load_index(index);
-    s = idx ? check_bounds("gather", idx, n, nsize(self, d), d) : wk_last_error();
+    s = idx ? check_bounds("gather", idx, n, cpu_nsize(self, d), d) : wk_last_error();
     if (!s) sg_run(SG_GATHER, d, index, idx, self, r);
     free(idx);
     if (s) {
@@ -483,7 +472,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   const char *op = info->label;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
   int d = 0;
-  wk_status s = wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = cpu_wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   wk_dtype dt = wk_tensor_dtype(self);
@@ -497,7 +486,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   if (info->mode == CPU_INPLACE && (s = check_no_internal_overlap(op, self))) return s;
   int64_t *idx = n ? load_index(index) : NULL;
   if (n && !idx) return wk_last_error();
-  if (n && (s = check_bounds(op, idx, n, nsize(self, d), d))) {
+  if (n && (s = check_bounds(op, idx, n, cpu_nsize(self, d), d))) {
     free(idx);
     return s;
   }
@@ -558,14 +547,14 @@ typedef struct {
 static void loop_mfill_(void *cp, char **d, const int64_t *s, int64_t n) {
   const mfill_ctx *c = cp;
   for (int64_t i = 0; i < n; i++)
-    if (*(const bool *)(d[1] + i * s[1])) copy_elem(d[0] + i * s[0], (const char *)c->value, c->es);
+    if (*(const bool *)(d[1] + i * s[1])) cpu_copy_elem(d[0] + i * s[0], (const char *)c->value, c->es);
 }
 
 /* Functional: operands (out, self, mask). */
 static void loop_mfill(void *cp, char **d, const int64_t *s, int64_t n) {
   const mfill_ctx *c = cp;
   for (int64_t i = 0; i < n; i++)
-    copy_elem(d[0] + i * s[0], *(const bool *)(d[2] + i * s[2]) ? (const char *)c->value : d[1] + i * s[1], c->es);
+    cpu_copy_elem(d[0] + i * s[0], *(const bool *)(d[2] + i * s[2]) ? (const char *)c->value : d[1] + i * s[1], c->es);
 }
 
 static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -637,7 +626,7 @@ static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args,
       const char *x = wk_tensor_data(xc);
       char *o = wk_tensor_data(r);
       for (int64_t i = 0, k = 0; i < numel; i++)
-        if (m[i]) copy_elem(o + (k++) * (int64_t)es, x + i * (int64_t)es, es);
+        if (m[i]) cpu_copy_elem(o + (k++) * (int64_t)es, x + i * (int64_t)es, es);
     }
   }
   wk_release(xc);
@@ -746,7 +735,7 @@ static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   int64_t shift[WK_MAX_DIMS + 1] = {0};
   for (int i = 0; i < args[1].len; i++) {
     int d = 0;
-    wk_status s = wrap_dim("flip", args[1].u.ints[i], nd, &d);
+    wk_status s = cpu_wrap_dim("flip", args[1].u.ints[i], nd, &d);
     if (s) return s;
     if (flip[d]) return wk_error(WK_ERR_INVALID_ARG, "flip(): dim %d appears multiple times in the list of dims", d);
     flip[d] = true;
@@ -781,7 +770,7 @@ static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
     return wk_error(WK_ERR_INVALID_ARG, "roll(): shifts and dimensions must align. shifts: %d, dims:%d", ns, ndims);
   for (int i = 0; i < ndims; i++) {
     int d = 0;
-    wk_status s = wrap_dim("roll", args[2].u.ints[i], nd, &d);
+    wk_status s = cpu_wrap_dim("roll", args[2].u.ints[i], nd, &d);
     if (s) return s;
     int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
     if (n > 0) shift[d] = (shift[d] + args[1].u.ints[i] % n) % n; /* repeated dims roll again */
@@ -790,175 +779,6 @@ static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   if (!r) return wk_last_error();
   outs[0] = WK_VT(r);
   return WK_OK;
-}
-
-/* ---- sort / topk -----------------------------------------------------------------------
- * Each line along `dim` is sorted as (key, position) pairs with qsort; ties
- * break on position, which makes the order stable. NaN sorts as the largest
- * value. Values are copied from self by the sorted positions, bit for bit. */
-typedef struct {
-  union {
-    double f;
-    int64_t i;
-  } v;
-  int64_t pos;
-} skey;
-
-static int cmp_pos(const skey *a, const skey *b) { return (a->pos > b->pos) - (a->pos < b->pos); }
-
-static int cmp_f_asc(const void *x, const void *y) {
-  const skey *a = x, *b = y;
-  bool an = a->v.f != a->v.f, bn = b->v.f != b->v.f;
-  if (an != bn) return an ? 1 : -1;
-  if (!an && a->v.f != b->v.f) return a->v.f < b->v.f ? -1 : 1;
-  return cmp_pos(a, b);
-}
-static int cmp_f_desc(const void *x, const void *y) {
-  const skey *a = x, *b = y;
-  bool an = a->v.f != a->v.f, bn = b->v.f != b->v.f;
-  if (an != bn) return an ? -1 : 1;
-  if (!an && a->v.f != b->v.f) return a->v.f > b->v.f ? -1 : 1;
-  return cmp_pos(a, b);
-}
-static int cmp_i_asc(const void *x, const void *y) {
-  const skey *a = x, *b = y;
-  if (a->v.i != b->v.i) return a->v.i < b->v.i ? -1 : 1;
-  return cmp_pos(a, b);
-}
-static int cmp_i_desc(const void *x, const void *y) {
-  const skey *a = x, *b = y;
-  if (a->v.i != b->v.i) return a->v.i > b->v.i ? -1 : 1;
-  return cmp_pos(a, b);
-}
-
-typedef struct {
-  int nd, dim; /* nd >= 1 */
-  int64_t sz[WK_MAX_DIMS], sstr[WK_MAX_DIMS], ostr[WK_MAX_DIMS]; /* self sizes, bytes; output elements */
-  int64_t k;
-  const char *src;
-  char *vals;
-  int64_t *inds;
-  wk_dtype dt;
-  size_t es;
-  bool desc, floating;
-  int failed;
-} sort_ctx;
-
-static void sort_lines(void *p, int64_t b, int64_t e) {
-  sort_ctx *c = p;
-  int nd = c->nd, dim = c->dim;
-  int64_t n = c->sz[dim];
-  skey *keys = malloc(sizeof(skey) * (size_t)(n > 0 ? n : 1));
-  if (!keys) {
-    __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
-    return;
-  }
-  int (*cmp)(const void *, const void *) =
-      c->floating ? (c->desc ? cmp_f_desc : cmp_f_asc) : (c->desc ? cmp_i_desc : cmp_i_asc);
-  int64_t co[WK_MAX_DIMS] = {0}, rem = b;
-  for (int d = nd - 1; d >= 0; d--) {
-    if (d == dim) continue;
-    co[d] = rem % c->sz[d];
-    rem /= c->sz[d];
-  }
-  int64_t ss = c->sstr[dim], os = c->ostr[dim];
-  for (int64_t l = b; l < e; l++) {
-    int64_t sb = 0, ob = 0;
-    for (int d = 0; d < nd; d++) {
-      sb += co[d] * c->sstr[d];
-      ob += co[d] * c->ostr[d];
-    }
-    const char *s = c->src + sb;
-    for (int64_t j = 0; j < n; j++) {
-      if (c->floating)
-        keys[j].v.f = wk_load_f64(s + j * ss, c->dt);
-      else
-        keys[j].v.i = wk_load_i64(s + j * ss, c->dt);
-      keys[j].pos = j;
-    }
-    qsort(keys, (size_t)n, sizeof(skey), cmp);
-    for (int64_t j = 0; j < c->k; j++) {
-      int64_t o = ob + j * os;
-      copy_elem(c->vals + o * (int64_t)c->es, s + keys[j].pos * ss, c->es);
-      c->inds[o] = keys[j].pos;
-    }
-    for (int d = nd - 1; d >= 0; d--) {
-      if (d == dim) continue;
-      if (++co[d] < c->sz[d]) break;
-      co[d] = 0;
-    }
-  }
-  free(keys);
-}
-
-/* Sorts self along dim and keeps the first k of each line. */
-static wk_status sort_k(wk_tensor *self, int dim, int64_t k, bool desc, wk_value *outs) {
-  int nd = wk_tensor_dim(self);
-  wk_dtype dt = wk_tensor_dtype(self);
-  int64_t osz[WK_MAX_DIMS];
-  memcpy(osz, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd);
-  if (nd > 0) osz[dim] = k;
-  wk_tensor *v = cpu_empty(osz, nd, dt), *ix = cpu_empty(osz, nd, WK_I64);
-  if (!v || !ix) {
-    wk_release(v);
-    wk_release(ix);
-    return wk_last_error();
-  }
-  sort_ctx c;
-  memset(&c, 0, sizeof c);
-  c.nd = nd > 0 ? nd : 1;
-  c.dim = dim;
-  c.k = nd > 0 ? k : 1;
-  c.dt = dt;
-  c.es = wk_dtype_size(dt);
-  c.desc = desc;
-  c.floating = wk_dtype_is_floating(dt);
-  c.src = wk_tensor_data(self);
-  c.vals = wk_tensor_data(v);
-  c.inds = wk_tensor_data(ix);
-  int64_t st = 1, lines = 1;
-  for (int d = c.nd - 1; d >= 0; d--) {
-    c.sz[d] = nsize(self, d);
-    c.sstr[d] = nstride(self, d) * (int64_t)c.es;
-    c.ostr[d] = st;
-    st *= d == dim ? c.k : c.sz[d];
-    if (d != dim) lines *= c.sz[d];
-  }
-  int64_t n = c.sz[dim];
-  if (lines > 0 && c.k > 0) wk_parallel_for(0, lines, grain_for(n * 8), sort_lines, &c);
-  if (c.failed) {
-    wk_release(v);
-    wk_release(ix);
-    return wk_error(WK_ERR_NO_MEMORY, "sort: out of memory for a line of %lld elements", (long long)n);
-  }
-  outs[0] = WK_VT(v);
-  outs[1] = WK_VT(ix);
-  return WK_OK;
-}
-
-static wk_status k_sort(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  wk_tensor *self = WK_ARG_T(0);
-  int d = 0;
-  wk_status s = wrap_dim("sort", WK_ARG_I(1), wk_tensor_dim(self), &d);
-  if (s) return s;
-  return sort_k(self, d, nsize(self, d), WK_ARG_B(2), outs);
-}
-
-static wk_status k_topk(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  wk_tensor *self = WK_ARG_T(0);
-  int64_t k = WK_ARG_I(1);
-  int d = 0;
-  wk_status s = wrap_dim("topk", WK_ARG_I(2), wk_tensor_dim(self), &d);
-  if (s) return s;
-  if (wk_tensor_dtype(self) == WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "topk(): \"topk_cpu\" not implemented for 'Bool'");
-  int64_t n = nsize(self, d);
-  if (k < 0 || k > n)
-    return wk_error(WK_ERR_INDEX, "topk(): selected index k out of range (k = %lld, dimension %d has size %lld)",
-                    (long long)k, d, (long long)n);
-  return sort_k(self, d, k, WK_ARG_B(3), outs);
 }
 
 /* ---- one_hot -------------------------------------------------------------------------- */
@@ -1042,8 +862,6 @@ wk_status cpu_register_index(void) {
             {"repeat", k_repeat, NULL},
             {"flip", k_flip, NULL},
             {"roll", k_roll, NULL},
-            {"topk", k_topk, NULL},
-            {"sort", k_sort, NULL},
             {"one_hot", k_one_hot, NULL}};
   wk_status s = WK_OK;
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);

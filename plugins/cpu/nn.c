@@ -1,6 +1,5 @@
 /* cpu plugin: neural-network forward kernels: softmax/log_softmax,
- * batch_norm, layer_norm, dropout, embedding, pad, and the losses
- * (cross_entropy, nll_loss, mse_loss, binary_cross_entropy_with_logits).
+ * batch_norm, layer_norm, dropout, embedding and pad (the losses are in loss.c).
  * Floating inputs compute in f32 (f16/bf16 upcast) or f64 with double
  * accumulators; every reduction has a fixed order, so results do not depend
  * on the number of threads. */
@@ -15,10 +14,7 @@
 /* Work (in elements) below which a loop stays on the calling thread. */
 #define NN_GRAIN 32768
 
-typedef void (*range_fn)(void *ctx, int64_t b, int64_t e);
-
-/* Runs fn over [0, ntasks), in parallel when ntasks * per_task is large. */
-static void par(int64_t ntasks, int64_t per_task, range_fn fn, void *ctx) {
+void cpu_par(int64_t ntasks, int64_t per_task, void (*fn)(void *ctx, int64_t b, int64_t e), void *ctx) {
   if (ntasks <= 0) return;
   if (per_task < 1) per_task = 1;
   if (ntasks == 1 || ntasks * per_task < NN_GRAIN) {
@@ -29,11 +25,9 @@ static void par(int64_t ntasks, int64_t per_task, range_fn fn, void *ctx) {
   wk_parallel_for(0, ntasks, grain < 1 ? 1 : grain, fn, ctx);
 }
 
-/* The dtype a floating kernel computes in. */
-static wk_dtype fcompute(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
+wk_dtype cpu_fcompute(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
 
-/* t converted to dt and made contiguous: a new reference, NULL on error. */
-static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
+wk_tensor *cpu_prep(wk_tensor *t, wk_dtype dt) {
   wk_tensor *c = wk_kernel_cast(t, dt);
   if (!c) return NULL;
   wk_tensor *r = wk_contiguous(c);
@@ -41,19 +35,14 @@ static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
   return r;
 }
 
-/* Consumes t and returns it converted to dt (NULL on error). */
-static wk_tensor *cast_own(wk_tensor *t, wk_dtype dt) {
+wk_tensor *cpu_cast_own(wk_tensor *t, wk_dtype dt) {
   if (!t || wk_tensor_dtype(t) == dt) return t;
   wk_tensor *r = wk_to_dtype(t, dt);
   wk_release(t);
   return r;
 }
 
-static inline double ld(const void *p, int64_t i, bool dbl) {
-  return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i];
-}
-
-static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
+const char *cpu_ints_str(const int64_t *v, int n, char *buf, size_t sz) {
   size_t k = (size_t)snprintf(buf, sz, "[");
   for (int i = 0; i < n && k < sz; i++) k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
   if (k < sz) snprintf(buf + k, sz - k, "]");
@@ -69,16 +58,10 @@ static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
   return WK_OK;
 }
 
-static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
+wk_status cpu_need_float(const char *op, const char *what, wk_tensor *t) {
   if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
   return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
                   wk_dtype_name(wk_tensor_dtype(t)));
-}
-
-static wk_status check_reduction(const char *op, int64_t r) {
-  if (r >= 0 && r <= 2) return WK_OK;
-  return wk_error(WK_ERR_INVALID_ARG, "%s(): reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld", op,
-                  (long long)r);
 }
 
 /* Pointer to the k-th element (row-major order) of a strided cpu tensor. */
@@ -93,53 +76,13 @@ static void *elem_ptr(wk_tensor *t, int64_t k) {
   return (char *)wk_tensor_data(t) + off * (int64_t)wk_dtype_size(wk_tensor_dtype(t));
 }
 
-/* New tensor of dtype dt holding n doubles (shape sizes/ndim). */
-static wk_tensor *from_doubles(const double *v, int64_t n, const int64_t *sizes, int ndim, wk_dtype dt) {
+wk_tensor *cpu_from_doubles(const double *v, int64_t n, const int64_t *sizes, int ndim, wk_dtype dt) {
   wk_tensor *r = cpu_empty(sizes, ndim, dt);
   if (!r) return NULL;
   char *p = wk_tensor_data(r);
   size_t es = wk_dtype_size(dt);
   for (int64_t i = 0; i < n; i++) wk_store_f64(p + (size_t)i * es, dt, v[i]);
   return r;
-}
-
-/* Sum of n f32/f64 values in fixed blocks (deterministic for any thread count). */
-#define BSUM_BLOCK 16384
-typedef struct {
-  const void *p;
-  bool dbl;
-  int64_t n;
-  double *part;
-} bsum_job;
-
-static double bsum_block(const bsum_job *j, int64_t blk) {
-  int64_t lo = blk * BSUM_BLOCK, hi = lo + BSUM_BLOCK < j->n ? lo + BSUM_BLOCK : j->n;
-  double s = 0;
-  if (j->dbl)
-    for (int64_t i = lo; i < hi; i++) s += ((const double *)j->p)[i];
-  else
-    for (int64_t i = lo; i < hi; i++) s += ((const float *)j->p)[i];
-  return s;
-}
-
-static void bsum_range(void *c, int64_t b, int64_t e) {
-  const bsum_job *j = c;
-  for (int64_t blk = b; blk < e; blk++) j->part[blk] = bsum_block(j, blk);
-}
-
-static double block_sum(const void *p, bool dbl, int64_t n) {
-  if (n <= 0) return 0;
-  int64_t nb = (n + BSUM_BLOCK - 1) / BSUM_BLOCK;
-  bsum_job j = {p, dbl, n, nb > 1 ? malloc(sizeof(double) * (size_t)nb) : NULL};
-  double s = 0;
-  if (!j.part) { /* one block, or no memory: the same blocks, serially */
-    for (int64_t blk = 0; blk < nb; blk++) s += bsum_block(&j, blk);
-    return s;
-  }
-  par(nb, BSUM_BLOCK, bsum_range, &j);
-  for (int64_t blk = 0; blk < nb; blk++) s += j.part[blk];
-  free(j.part);
-  return s;
 }
 
 /* ---- softmax / log_softmax ------------------------------------------------------------ */
@@ -216,9 +159,7 @@ typedef struct {
 DEF_SMX(float, f32, expf)
 DEF_SMX(double, f64, exp)
 
-/* (log_)softmax over dimension d of a contiguous f32/f64 tensor: a new
- * tensor of the same shape and dtype. */
-static wk_tensor *softmax_cd(wk_tensor *x, int d, bool log) {
+wk_tensor *cpu_softmax_cd(wk_tensor *x, int d, bool log) {
   int nd = wk_tensor_dim(x);
   const int64_t *sz = wk_tensor_sizes(x);
   wk_tensor *y = cpu_empty(sz, nd, wk_tensor_dtype(x));
@@ -227,7 +168,7 @@ static wk_tensor *softmax_cd(wk_tensor *x, int d, bool log) {
   for (int i = 0; i < d; i++) outer *= sz[i];
   for (int i = d + 1; i < nd; i++) inner *= sz[i];
   smx_job j = {wk_tensor_data(x), wk_tensor_data(y), n, inner, (inner + SMX_B - 1) / SMX_B, log};
-  par(outer * j.nblk, n * (inner < SMX_B ? inner : SMX_B), wk_tensor_dtype(x) == WK_F64 ? smx_f64 : smx_f32, &j);
+  cpu_par(outer * j.nblk, n * (inner < SMX_B ? inner : SMX_B), wk_tensor_dtype(x) == WK_F64 ? smx_f64 : smx_f32, &j);
   return y;
 }
 
@@ -242,11 +183,11 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   if (s) return s;
   /* with a dtype argument the input is converted first, as in PyTorch */
   wk_tensor *in = wk_kernel_cast(self, dt);
-  wk_tensor *x = in ? prep(in, fcompute(dt)) : NULL;
+  wk_tensor *x = in ? cpu_prep(in, cpu_fcompute(dt)) : NULL;
   wk_release(in);
-  wk_tensor *y = x ? softmax_cd(x, d, ctx->user != NULL) : NULL;
+  wk_tensor *y = x ? cpu_softmax_cd(x, d, ctx->user != NULL) : NULL;
   wk_release(x);
-  y = cast_own(y, dt);
+  y = cpu_cast_own(y, dt);
   if (!y) return wk_last_error();
   outs[0] = WK_VT(y);
   return WK_OK;
@@ -326,7 +267,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   bool training = WK_ARG_B(5);
   double momentum = WK_ARG_F(6), eps = WK_ARG_F(7);
   char b1[160];
-  wk_status s = need_float(op, "input", input);
+  wk_status s = cpu_need_float(op, "input", input);
   if (s) return s;
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
@@ -344,7 +285,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (training && N * S == 1)
     return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): Expected more than 1 value per channel when training, got input size %s",
                     cpu_shape_str(input, b1, sizeof b1));
-  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   wk_tensor *params[4] = {weight, bias, rmean, rvar};
   wk_dtype sdt = stat_dtype(dt, params, 4);
   int64_t zero = 0;
@@ -375,10 +316,10 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (weight) s = wk_tensor_to_f64(weight, w, C);
   if (!s && bias) s = wk_tensor_to_f64(bias, bb, C);
   if (s) goto fail;
-  if (!(x = prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
+  if (!(x = cpu_prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
   bn_job j = {wk_tensor_data(x), wk_tensor_data(y), N, C, S, mean, var, scale, shift};
   if (training) {
-    par(C, N * S, cd == WK_F64 ? bn_stats_f64 : bn_stats_f32, &j);
+    cpu_par(C, N * S, cd == WK_F64 ? bn_stats_f64 : bn_stats_f32, &j);
   } else {
     if ((s = wk_tensor_to_f64(rmean, mean, C)) || (s = wk_tensor_to_f64(rvar, var, C))) goto fail;
   }
@@ -388,9 +329,9 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     shift[c] = bb[c];
     w[c] = invstd; /* kept for save_invstd */
   }
-  par(N * C, S, cd == WK_F64 ? bn_apply_f64 : bn_apply_f32, &j);
+  cpu_par(N * C, S, cd == WK_F64 ? bn_apply_f64 : bn_apply_f32, &j);
   if (training) {
-    if (!(sm = from_doubles(mean, C, &C, 1, sdt)) || !(si = from_doubles(w, C, &C, 1, sdt))) goto fail_err;
+    if (!(sm = cpu_from_doubles(mean, C, &C, 1, sdt)) || !(si = cpu_from_doubles(w, C, &C, 1, sdt))) goto fail_err;
     double cnt = (double)(N * S);
     if (rmean) {
       wk_dtype rdt = wk_tensor_dtype(rmean);
@@ -413,7 +354,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   }
   free(buf);
   wk_release(x);
-  if (!(y = cast_own(y, dt))) {
+  if (!(y = cpu_cast_own(y, dt))) {
     wk_release(sm);
     wk_release(si);
     return wk_last_error();
@@ -482,7 +423,7 @@ static wk_status ln_param(const char *name, wk_tensor *t, const int64_t *ns, int
     return wk_error(WK_ERR_SHAPE,
                     "layer_norm(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
                     "normalized_shape = %s",
-                    name, name, cpu_shape_str(t, a, sizeof a), ints_str(ns, k, b, sizeof b));
+                    name, name, cpu_shape_str(t, a, sizeof a), cpu_ints_str(ns, k, b, sizeof b));
   if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
     return wk_error(WK_ERR_DTYPE, "layer_norm(): expected %s to be floating point, got %s", name,
                     wk_dtype_name(wk_tensor_dtype(t)));
@@ -495,7 +436,7 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   int k = args[1].len;
   double eps = WK_ARG_F(4);
   char a[160], b[160];
-  wk_status s = need_float("layer_norm", "input", input);
+  wk_status s = cpu_need_float("layer_norm", "input", input);
   if (s) return s;
   if (k < 1)
     return wk_error(WK_ERR_SHAPE, "layer_norm(): Expected normalized_shape to be at least 1-dimensional, i.e., "
@@ -511,7 +452,7 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
     return wk_error(WK_ERR_SHAPE,
                     "layer_norm(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
-                    ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
+                    cpu_ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
   }
   if ((s = ln_param("weight", weight, ns, k)) || (s = ln_param("bias", bias, ns, k))) return s;
   int axis = nd - k;
@@ -521,27 +462,27 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     else N *= sz[i];
     ssz[i] = i < axis ? sz[i] : 1;
   }
-  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   wk_tensor *params[2] = {weight, bias};
   wk_dtype sdt = stat_dtype(dt, params, 2);
   wk_tensor *x = NULL, *w = NULL, *bb = NULL, *y = NULL, *mt = NULL, *rt = NULL;
   double *buf = malloc(sizeof(double) * (size_t)(2 * M + 1));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "layer_norm(): out of memory");
-  if (!(x = prep(input, cd)) || (weight && !(w = prep(weight, cd))) || (bias && !(bb = prep(bias, cd))) ||
+  if (!(x = cpu_prep(input, cd)) || (weight && !(w = cpu_prep(weight, cd))) || (bias && !(bb = cpu_prep(bias, cd))) ||
       !(y = cpu_empty(sz, nd, cd)))
     goto fail;
   ln_job j = {wk_tensor_data(x), w ? wk_tensor_data(w) : NULL, bb ? wk_tensor_data(bb) : NULL, wk_tensor_data(y),
               N, eps, buf, buf + M};
   if (N > 0)
-    par(M, N, cd == WK_F64 ? ln_f64 : ln_f32, &j);
+    cpu_par(M, N, cd == WK_F64 ? ln_f64 : ln_f32, &j);
   else
     for (int64_t r = 0; r < M; r++) buf[r] = buf[M + r] = NAN;
-  if (!(mt = from_doubles(buf, M, ssz, nd, sdt)) || !(rt = from_doubles(buf + M, M, ssz, nd, sdt))) goto fail;
+  if (!(mt = cpu_from_doubles(buf, M, ssz, nd, sdt)) || !(rt = cpu_from_doubles(buf + M, M, ssz, nd, sdt))) goto fail;
   wk_release(x);
   wk_release(w);
   wk_release(bb);
   x = w = bb = NULL;
-  if (!(y = cast_own(y, dt))) goto fail;
+  if (!(y = cpu_cast_own(y, dt))) goto fail;
   free(buf);
   outs[0] = WK_VT(y);
   outs[1] = WK_VT(mt);
@@ -611,15 +552,15 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     }
     if (n) memset(wk_tensor_data(mask), active ? 0 : 1, (size_t)n);
   } else {
-    wk_dtype cd = fcompute(dt);
+    wk_dtype cd = cpu_fcompute(dt);
     uint64_t seed = 0, offset = 0;
     if ((s = wk_rng_reserve(wk_tensor_device(input), (uint64_t)n, &seed, &offset))) goto fail;
-    if (!(x = prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
+    if (!(x = cpu_prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
     drop_job j = {wk_tensor_data(x), wk_tensor_data(y), wk_tensor_data(mask), seed, offset, 1 - p, 1 / (1 - p)};
-    par(n, 16, cd == WK_F64 ? drop_f64 : drop_f32, &j);
+    cpu_par(n, 16, cd == WK_F64 ? drop_f64 : drop_f32, &j);
     wk_release(x);
     x = NULL;
-    if (!(y = cast_own(y, dt))) goto fail_err;
+    if (!(y = cpu_cast_own(y, dt))) goto fail_err;
   }
   outs[0] = WK_VT(y);
   outs[1] = WK_VT(mask);
@@ -663,7 +604,7 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   int64_t V = wk_tensor_size(weight, 0), D = wk_tensor_size(weight, 1), osz[WK_MAX_DIMS];
   memcpy(osz, wk_tensor_sizes(indices), sizeof(int64_t) * (size_t)nd);
   osz[nd] = D;
-  wk_tensor *idx = prep(indices, WK_I64), *w = NULL, *y = NULL;
+  wk_tensor *idx = cpu_prep(indices, WK_I64), *w = NULL, *y = NULL;
   if (!idx) return wk_last_error();
   const int64_t *iv = wk_tensor_data(idx);
   int64_t n = wk_tensor_numel(idx);
@@ -680,7 +621,7 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
     return wk_last_error();
   }
   emb_job j = {wk_tensor_data(w), wk_tensor_data(y), iv, (size_t)D * wk_dtype_size(wk_tensor_dtype(weight))};
-  if (j.row) par(n, D, emb_range, &j);
+  if (j.row) cpu_par(n, D, emb_range, &j);
   wk_release(idx);
   wk_release(w);
   outs[0] = WK_VT(y);
@@ -822,323 +763,10 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
     m += osz[d];
   }
   int64_t W = osz[nd - 1];
-  par(numel / W, W, pad_range, &j);
+  cpu_par(numel / W, W, pad_range, &j);
   free(maps);
   outs[0] = WK_VT(y);
   return WK_OK;
-}
-
-/* ---- classification losses --------------------------------------------------------------- */
-/* Log-probabilities laid out as contiguous [N, C, S] (f32 or f64). */
-typedef struct {
-  const void *lp;
-  bool dbl;
-  int64_t N, C, S;
-  const int64_t *tgt;       /* class indices [N*S], or NULL for probabilities */
-  const void *prob;         /* probabilities [N, C, S] (same dtype as lp) */
-  const double *w;          /* class weights [C] or NULL */
-  int64_t ignore;
-  double ls;                /* label smoothing */
-  double *loss, *wsum;      /* per (n, s) */
-} nll_job;
-
-static void nll_range(void *p, int64_t b, int64_t e) {
-  const nll_job *j = p;
-  const int64_t C = j->C, S = j->S;
-  for (int64_t r = b; r < e; r++) {
-    int64_t n = r / S, s = r % S, base = n * C * S + s;
-    double loss = 0, wt = 0;
-    if (j->tgt) {
-      int64_t t = j->tgt[r];
-      if (t != j->ignore) {
-        wt = j->w ? j->w[t] : 1;
-        loss = -wt * ld(j->lp, base + t * S, j->dbl);
-        if (j->ls > 0) {
-          double sm = 0;
-          for (int64_t c = 0; c < C; c++) sm -= (j->w ? j->w[c] : 1) * ld(j->lp, base + c * S, j->dbl);
-          loss = (1 - j->ls) * loss + j->ls / (double)C * sm;
-        }
-      }
-    } else {
-      for (int64_t c = 0; c < C; c++) {
-        double q = ld(j->prob, base + c * S, j->dbl);
-        if (j->ls > 0) q = q * (1 - j->ls) + j->ls / (double)C;
-        loss -= (j->w ? j->w[c] : 1) * q * ld(j->lp, base + c * S, j->dbl);
-      }
-      wt = 1;
-    }
-    j->loss[r] = loss;
-    j->wsum[r] = wt;
-  }
-}
-
-/* Checks the target of a class-index loss: its shape is the input's without
- * the class dimension (1), and it holds integers. */
-static wk_status check_index_target(const char *op, wk_tensor *self, wk_tensor *target) {
-  char a[160], b[160], c[160];
-  int nd = wk_tensor_dim(self), tnd = wk_tensor_dim(target);
-  const int64_t *sz = wk_tensor_sizes(self), *tsz = wk_tensor_sizes(target);
-  if (!wk_dtype_is_integral(wk_tensor_dtype(target)))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected target of an integer dtype (class indices, i64), got %s", op,
-                    wk_dtype_name(wk_tensor_dtype(target)));
-  if (nd >= 2 && tnd >= 1 && tsz[0] != sz[0])
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected input batch_size (%lld) to match target batch_size (%lld).", op,
-                    (long long)sz[0], (long long)tsz[0]);
-  int64_t exp[WK_MAX_DIMS];
-  int en = 0;
-  for (int i = 0; i < nd; i++)
-    if (i != (nd >= 2 ? 1 : 0)) exp[en++] = sz[i];
-  bool same = en == tnd;
-  for (int i = 0; same && i < en; i++) same = exp[i] == tsz[i];
-  if (!same)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected target size %s, got %s (input of shape %s)", op,
-                    ints_str(exp, en, a, sizeof a), cpu_shape_str(target, b, sizeof b),
-                    cpu_shape_str(self, c, sizeof c));
-  return WK_OK;
-}
-
-/* The shared tail of cross_entropy and nll_loss. lp: log-probabilities,
- * contiguous f32/f64 shaped like the input; target: class indices (checked)
- * or probabilities (prob=true, contiguous of lp's dtype). */
-static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bool prob, wk_tensor *weight,
-                            int64_t reduction, int64_t ignore, double ls, wk_dtype out_dt, wk_value *outs) {
-  int nd = wk_tensor_dim(lp);
-  const int64_t *sz = wk_tensor_sizes(lp);
-  int cdim = nd >= 2 ? 1 : 0;
-  int64_t N = nd >= 2 ? sz[0] : 1, C = sz[cdim], S = 1;
-  for (int i = 2; i < nd; i++) S *= sz[i];
-  int64_t rows = N * S;
-  char a[160];
-  if (weight && wk_tensor_numel(weight) != C)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): weight tensor should be defined either for all %lld classes or no classes but got weight "
-                    "tensor of shape: %s",
-                    op, (long long)C, cpu_shape_str(weight, a, sizeof a));
-  double *buf = malloc(sizeof(double) * (size_t)(2 * rows + C + 1));
-  if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
-  double *w = weight ? buf + 2 * rows : NULL;
-  wk_tensor *tg = NULL, *res = NULL;
-  wk_status s = WK_OK;
-  if (weight && (s = wk_tensor_to_f64(weight, w, C))) goto done;
-  nll_job j = {wk_tensor_data(lp), wk_tensor_dtype(lp) == WK_F64, N, C, S, NULL, NULL, w, ignore, ls, buf, buf + rows};
-  if (prob) {
-    j.prob = wk_tensor_data(target);
-  } else {
-    if (!(tg = prep(target, WK_I64))) {
-      s = wk_last_error();
-      goto done;
-    }
-    j.tgt = wk_tensor_data(tg);
-    for (int64_t r = 0; r < rows; r++)
-      if (j.tgt[r] != ignore && (j.tgt[r] < 0 || j.tgt[r] >= C)) {
-        s = wk_error(WK_ERR_INDEX, "%s(): Target %lld is out of bounds.", op, (long long)j.tgt[r]);
-        goto done;
-      }
-  }
-  par(rows, C, nll_range, &j);
-  if (reduction == 0) {
-    int64_t tsz[WK_MAX_DIMS];
-    int tn = 0;
-    for (int i = 0; i < nd; i++)
-      if (i != cdim) tsz[tn++] = sz[i];
-    res = from_doubles(buf, rows, tsz, tn, out_dt);
-  } else {
-    double tot = block_sum(buf, true, rows);
-    if (reduction == 1) tot /= block_sum(buf + rows, true, rows);
-    res = wk_scalar_tensor(tot, out_dt);
-  }
-  if (!res) s = wk_last_error();
-done:
-  free(buf);
-  wk_release(tg);
-  if (!s) outs[0] = WK_VT(res);
-  return s;
-}
-
-static wk_status k_cross_entropy(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = "cross_entropy";
-  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
-  int64_t reduction = WK_ARG_I(3), ignore = WK_ARG_I(4);
-  double ls = WK_ARG_F(5);
-  wk_status s = need_float(op, "input", self);
-  if (!s) s = check_reduction(op, reduction);
-  if (s) return s;
-  if (!(ls >= 0 && ls <= 1))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): label_smoothing must be between 0.0 and 1.0. Got: %g", op, ls);
-  int nd = wk_tensor_dim(self);
-  if (nd < 1) return wk_error(WK_ERR_SHAPE, "%s(): input tensor should be 1D or more, got a 0-dim tensor", op);
-  bool prob = cpu_same_shape(self, target);
-  wk_dtype dt = wk_tensor_dtype(self), out_dt = dt;
-  if (prob) {
-    if (!wk_dtype_is_floating(wk_tensor_dtype(target)))
-      return wk_error(WK_ERR_DTYPE, "%s(): Expected floating point type for target with class probabilities, got %s",
-                      op, wk_dtype_name(wk_tensor_dtype(target)));
-    if (ignore >= 0)
-      return wk_error(WK_ERR_INVALID_ARG, "%s(): ignore_index is not supported for floating point target", op);
-    out_dt = wk_promote_types(dt, wk_tensor_dtype(target));
-  } else if ((s = check_index_target(op, self, target))) {
-    return s;
-  }
-  wk_dtype cd = fcompute(out_dt);
-  wk_tensor *x = prep(self, cd), *lp = x ? softmax_cd(x, nd >= 2 ? 1 : 0, true) : NULL;
-  wk_tensor *tp = prob && lp ? prep(target, cd) : NULL;
-  wk_release(x);
-  if (!lp || (prob && !tp)) s = wk_last_error();
-  if (!s) s = nll_finish(op, lp, prob ? tp : target, prob, weight, reduction, ignore, ls, out_dt, outs);
-  wk_release(lp);
-  wk_release(tp);
-  return s;
-}
-
-static wk_status k_nll_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = "nll_loss";
-  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
-  int64_t reduction = WK_ARG_I(3), ignore = WK_ARG_I(4);
-  wk_status s = need_float(op, "input", self);
-  if (!s) s = check_reduction(op, reduction);
-  if (s) return s;
-  if (wk_tensor_dim(self) < 1)
-    return wk_error(WK_ERR_SHAPE, "%s(): input tensor should be 1D or more, got a 0-dim tensor", op);
-  if ((s = check_index_target(op, self, target))) return s;
-  wk_dtype dt = wk_tensor_dtype(self);
-  wk_tensor *lp = prep(self, fcompute(dt));
-  if (!lp) return wk_last_error();
-  s = nll_finish(op, lp, target, false, weight, reduction, ignore, 0, dt, outs);
-  wk_release(lp);
-  return s;
-}
-
-/* ---- pointwise losses ---------------------------------------------------------------------- */
-typedef struct {
-  bool dbl, has_w, has_pw;
-} pl_ctx;
-
-#define DEF_MSE(T, SUF)                                                             \
-  static void mse_##SUF(void *c, char **d, const int64_t *s, int64_t n) {           \
-    for (int64_t i = 0; i < n; i++) {                                               \
-      T v = *(const T *)(d[1] + i * s[1]) - *(const T *)(d[2] + i * s[2]);          \
-      *(T *)(d[0] + i * s[0]) = v * v;                                              \
-    }                                                                               \
-  }
-DEF_MSE(float, f32)
-DEF_MSE(double, f64)
-
-/* loss = (1 - t) x - (1 + (pw - 1) t) logsigmoid(x), times w. */
-#define DEF_BCE(T, SUF, EXP, LOG1P)                                                   \
-  static void bce_##SUF(void *c, char **d, const int64_t *s, int64_t n) {             \
-    const pl_ctx *pc = c;                                                             \
-    int k = 3;                                                                        \
-    int wi = pc->has_w ? k++ : 0, pi = pc->has_pw ? k++ : 0;                          \
-    for (int64_t i = 0; i < n; i++) {                                                 \
-      T x = *(const T *)(d[1] + i * s[1]), t = *(const T *)(d[2] + i * s[2]);         \
-      T lsig = (x < 0 ? x : 0) - LOG1P(EXP(-(x < 0 ? -x : x)));                        \
-      T lw = pi ? (*(const T *)(d[pi] + i * s[pi]) - 1) * t + 1 : 1;                  \
-      T l = (1 - t) * x - lw * lsig;                                                  \
-      if (wi) l *= *(const T *)(d[wi] + i * s[wi]);                                   \
-      *(T *)(d[0] + i * s[0]) = l;                                                    \
-    }                                                                                 \
-  }
-DEF_BCE(float, f32, expf, log1pf)
-DEF_BCE(double, f64, exp, log1p)
-
-/* Runs a pointwise loss over ops[1..n-1] (already in dtype cd) into a new
- * tensor of shape/ndim, then reduces it and converts to out_dt. */
-static wk_status pointwise_loss(const char *op, wk_tensor **ops, int n, const int64_t *shape, int nd, wk_dtype cd,
-                                wk_loop_fn fn, pl_ctx *pc, int64_t reduction, wk_dtype out_dt, wk_value *outs) {
-  wk_tensor *L = cpu_empty(shape, nd, cd), *res = NULL;
-  if (!L) return wk_last_error();
-  ops[0] = L;
-  wk_iter it;
-  wk_status s = wk_iter_init(&it, op, ops, n);
-  if (s) {
-    wk_release(L);
-    return s;
-  }
-  wk_iter_run(&it, fn, pc);
-  if (reduction == 0) {
-    res = cast_own(L, out_dt);
-  } else {
-    int64_t numel = wk_tensor_numel(L);
-    double tot = block_sum(wk_tensor_data(L), cd == WK_F64, numel);
-    if (reduction == 1) tot /= (double)numel;
-    wk_release(L);
-    res = wk_scalar_tensor(tot, out_dt);
-  }
-  if (!res) return wk_last_error();
-  outs[0] = WK_VT(res);
-  return WK_OK;
-}
-
-static wk_status k_mse_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = "mse_loss";
-  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1);
-  int64_t reduction = WK_ARG_I(2);
-  wk_status s = check_reduction(op, reduction);
-  if (s) return s;
-  wk_dtype rt = wk_result_type(args, 2);
-  if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
-                    wk_dtype_name(wk_tensor_dtype(self)), wk_dtype_name(wk_tensor_dtype(target)));
-  wk_tensor *pair[2] = {self, target};
-  int64_t shape[WK_MAX_DIMS];
-  int nd = 0;
-  if ((s = wk_broadcast_shapes("mse_loss()", pair, 2, shape, &nd))) return s;
-  wk_dtype cd = fcompute(rt);
-  wk_tensor *a = wk_kernel_cast(self, cd), *b = wk_kernel_cast(target, cd);
-  if (!a || !b) {
-    s = wk_last_error();
-  } else {
-    wk_tensor *ops[3] = {NULL, a, b};
-    pl_ctx pc = {cd == WK_F64, false, false};
-    s = pointwise_loss(op, ops, 3, shape, nd, cd, cd == WK_F64 ? mse_f64 : mse_f32, &pc, reduction, rt, outs);
-  }
-  wk_release(a);
-  wk_release(b);
-  return s;
-}
-
-static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = "binary_cross_entropy_with_logits";
-  wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2), *pw = WK_ARG_OPT_T(3);
-  int64_t reduction = WK_ARG_I(4);
-  char a[160], b[160];
-  wk_status s = check_reduction(op, reduction);
-  if (s) return s;
-  if (!cpu_same_shape(self, target))
-    return wk_error(WK_ERR_SHAPE, "%s(): Target size (%s) must be the same as input size (%s)", op,
-                    cpu_shape_str(target, a, sizeof a), cpu_shape_str(self, b, sizeof b));
-  wk_dtype rt = wk_result_type(args, 2);
-  if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
-                    wk_dtype_name(wk_tensor_dtype(self)), wk_dtype_name(wk_tensor_dtype(target)));
-  const char *names[2] = {"weight", "pos_weight"};
-  wk_tensor *extra[2] = {weight, pw};
-  for (int i = 0; i < 2; i++) {
-    if (!extra[i]) continue;
-    wk_tensor *pair[2] = {self, extra[i]};
-    int64_t shape[WK_MAX_DIMS];
-    int nd = 0;
-    if (wk_broadcast_shapes(op, pair, 2, shape, &nd) == WK_OK && nd == wk_tensor_dim(self) &&
-        !memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
-      continue;
-    return wk_error_replace(WK_ERR_SHAPE, "%s(): %s of shape %s cannot be broadcast to the input shape %s", op, names[i],
-                    cpu_shape_str(extra[i], a, sizeof a), cpu_shape_str(self, b, sizeof b));
-  }
-  wk_dtype cd = fcompute(rt);
-  wk_tensor *ops[5] = {NULL, wk_kernel_cast(self, cd), wk_kernel_cast(target, cd), NULL, NULL};
-  int n = 3;
-  bool ok = ops[1] && ops[2];
-  if (weight) ok = ok && (ops[n++] = wk_kernel_cast(weight, cd));
-  if (pw) ok = ok && (ops[n++] = wk_kernel_cast(pw, cd));
-  if (!ok) {
-    s = wk_last_error();
-  } else {
-    pl_ctx pc = {cd == WK_F64, weight != NULL, pw != NULL};
-    s = pointwise_loss(op, ops, n, wk_tensor_sizes(self), wk_tensor_dim(self), cd, cd == WK_F64 ? bce_f64 : bce_f32,
-                       &pc, reduction, rt, outs);
-  }
-  for (int i = 1; i < 5; i++) wk_release(ops[i]);
-  return s;
 }
 
 wk_status cpu_register_nn(void) {
@@ -1152,11 +780,7 @@ wk_status cpu_register_nn(void) {
             {"layer_norm", k_layer_norm, NULL},
             {"dropout", k_dropout, NULL},
             {"embedding", k_embedding, NULL},
-            {"pad", k_pad, NULL},
-            {"cross_entropy", k_cross_entropy, NULL},
-            {"nll_loss", k_nll_loss, NULL},
-            {"mse_loss", k_mse_loss, NULL},
-            {"binary_cross_entropy_with_logits", k_bce_logits, NULL}};
+            {"pad", k_pad, NULL}};
   wk_status s = WK_OK;
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);
   return s;
