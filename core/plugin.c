@@ -214,7 +214,8 @@ static bool running_uninstalled(void) {
   Dl_info info;
   if (dladdr((void *)wk__plugins_load_all, &info) && info.dli_fname) {
     char *real = realpath(info.dli_fname, NULL), *top = realpath(WICK_BUILD_TOP, NULL);
-    bool r = real && top && strncmp(real, top, strlen(top)) == 0;
+    size_t n = top ? strlen(top) : 0;
+    bool r = real && top && strncmp(real, top, n) == 0 && (real[n] == '/' || real[n] == 0);
     free(real);
     free(top);
     return r;
@@ -277,6 +278,18 @@ wk_status wk_plugin_load(const char *path) {
   if (!path) return wk_error(WK_ERR_NULL, "wk_plugin_load: argument 'path' is NULL");
   wk_status st = wk_init();
   if (st) return st;
+  /* the same file already loaded (e.g. it is also on WICK_PLUGIN_PATH): done */
+  char *real = realpath(path, NULL);
+  for (int i = 0; real && i < g_nplugins; i++) {
+    char *other = g_plugins[i]->status == WK_PLUGIN_LOADED ? realpath(g_plugins[i]->path, NULL) : NULL;
+    bool same = other && strcmp(other, real) == 0;
+    free(other);
+    if (same) {
+      free(real);
+      return WK_OK;
+    }
+  }
+  free(real);
   st = load_one(path);
   if (st) {
     wk_plugin *p = g_plugins[g_nplugins - 1];

@@ -178,7 +178,7 @@ WK_API wk_status wk_kernel_register(const wk_kernel_desc *desc);
  * from the op's schema (Tensor -> wk_tensor *, int -> int64_t, float -> double,
  * bool -> bool, ScalarType -> wk_dtype (int), str -> const char *,
  * int[]/float[] -> (const int64_t * / const double *, int64_t n),
- * Tensor[] -> (wk_tensor *const *, int64_t n), Device -> wk_device,
+ * Tensor[] -> (wk_tensor *const *, int64_t n),
  * Scalar -> double, Device -> const wk_device *; optional int/float/bool/
  * Scalar arrive as pointers (NULL for None), optional Tensor/str as NULL,
  * ScalarType? as 0). A single Tensor result is the function's return value (a

@@ -79,6 +79,22 @@ static inline int wk__call_list(wk_op **cache, const char *name, const wk_value 
     return wk__call_list(&op_, opname, a_, WK__NARGS(__VA_ARGS__), out, cap); \
   }
 
+/* A factory wrapper: the last parameter is `wk_options o`; o.requires_grad
+ * marks the result as a leaf that requires grad. */
+static inline wk_tensor *wk__factory_done(wk_tensor *t, bool requires_grad) {
+  if (t && requires_grad && wk_tensor_set_requires_grad(t, true) != WK_OK) {
+    wk_release(t);
+    return (wk_tensor *)0;
+  }
+  return t;
+}
+#define WK__FNF(cname, opname, params, ...)                                                    \
+  static inline wk_tensor *cname params {                                                     \
+    static wk_op *op_;                                                                        \
+    const wk_value a_[] = {__VA_ARGS__};                                                      \
+    return wk__factory_done(wk__call_t(&op_, opname, a_, WK__NARGS(__VA_ARGS__)), o.requires_grad); \
+  }
+
 /* ---- Families (generated from op_list.h) ------------------------------------------- */
 /* wk_exp(x), wk_exp_(x) (in place; returns x, borrowed), wk_exp_out(x, out) (returns out, borrowed) */
 #define WK__UNARY_FN(name, tags)                                                   \
@@ -145,23 +161,23 @@ WK__FN(wk_nan_to_num_values, "nan_to_num", (wk_tensor * x, double nan, double po
        WK_VT(x), WK_VF(nan), WK_VF(posinf), WK_VF(neginf))
 
 /* ---- Factories ------------------------------------------------------------------- */
-WK__FN(wk_zeros, "zeros", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_ones, "ones", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_full, "full", (const int64_t *size, int ndim, double value, wk_options o), WK_VINTS(size, ndim), WK_VF(value), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_arange, "arange", (double start, double end, double step, wk_options o), WK_VF(start), WK_VF(end), WK_VF(step), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_zeros, "zeros", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_ones, "ones", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_full, "full", (const int64_t *size, int ndim, double value, wk_options o), WK_VINTS(size, ndim), WK_VF(value), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_arange, "arange", (double start, double end, double step, wk_options o), WK_VF(start), WK_VF(end), WK_VF(step), WK_VDT(o.dtype), WK_VDEV(o.device))
 /* arange over integers: the result is int64 unless o.dtype says otherwise. */
-WK__FN(wk_arange_int, "arange", (int64_t start, int64_t end, int64_t step, wk_options o), WK_VI(start), WK_VI(end), WK_VI(step), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_linspace, "linspace", (double start, double end, int64_t steps, wk_options o), WK_VF(start), WK_VF(end), WK_VI(steps), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_eye, "eye", (int64_t n, int64_t m, wk_options o), WK_VI(n), WK_VI(m), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_zeros_like, "zeros_like", (wk_tensor * x, wk_options o), WK_VT(x), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_ones_like, "ones_like", (wk_tensor * x, wk_options o), WK_VT(x), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_full_like, "full_like", (wk_tensor * x, double value, wk_options o), WK_VT(x), WK_VF(value), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_arange_int, "arange", (int64_t start, int64_t end, int64_t step, wk_options o), WK_VI(start), WK_VI(end), WK_VI(step), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_linspace, "linspace", (double start, double end, int64_t steps, wk_options o), WK_VF(start), WK_VF(end), WK_VI(steps), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_eye, "eye", (int64_t n, int64_t m, wk_options o), WK_VI(n), WK_VI(m), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_zeros_like, "zeros_like", (wk_tensor * x, wk_options o), WK_VT(x), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_ones_like, "ones_like", (wk_tensor * x, wk_options o), WK_VT(x), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_full_like, "full_like", (wk_tensor * x, double value, wk_options o), WK_VT(x), WK_VF(value), WK_VDT(o.dtype), WK_VDEV(o.device))
 WK__FN(wk_fill_, "fill_", (wk_tensor * x, double value), WK_VT(x), WK_VF(value))
 WK__FN(wk_zero_, "zero_", (wk_tensor * x), WK_VT(x))
-WK__FN(wk_rand, "rand", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_randn, "randn", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_randint, "randint", (int64_t low, int64_t high, const int64_t *size, int ndim, wk_options o), WK_VI(low), WK_VI(high), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
-WK__FN(wk_randperm, "randperm", (int64_t n, wk_options o), WK_VI(n), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_rand, "rand", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_randn, "randn", (const int64_t *size, int ndim, wk_options o), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_randint, "randint", (int64_t low, int64_t high, const int64_t *size, int ndim, wk_options o), WK_VI(low), WK_VI(high), WK_VINTS(size, ndim), WK_VDT(o.dtype), WK_VDEV(o.device))
+WK__FNF(wk_randperm, "randperm", (int64_t n, wk_options o), WK_VI(n), WK_VDT(o.dtype), WK_VDEV(o.device))
 WK__FN(wk_rand_like, "rand_like", (wk_tensor * x), WK_VT(x))
 WK__FN(wk_randn_like, "randn_like", (wk_tensor * x), WK_VT(x))
 WK__FN(wk_bernoulli, "bernoulli", (wk_tensor * probs), WK_VT(probs))
