@@ -81,13 +81,10 @@ static wk_status accumulate_into(wk_tensor **slot, wk_tensor *g) {
 static wk_tensor *run_hooks(wk__hook *h, wk_tensor *g) {
   for (; h && g; h = h->next) {
     if (!h->fn) continue;
-    wk_tensor *r = h->fn(h->user, g);
+    wk_tensor *r = h->fn(h->user, g); /* NULL: keep the gradient as it is */
     if (r) {
       wk_release(g);
       g = r;
-    } else if (wk__error_pending()) {
-      wk_release(g);
-      return NULL;
     }
   }
   return g;

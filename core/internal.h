@@ -21,6 +21,7 @@ typedef struct wk__storage {
   void (*deleter)(void *ctx); /* external memory: called with deleter_ctx */
   void *deleter_ctx;
   bool external;              /* memory not from the device allocator */
+  bool inline_data;           /* cpu: data lives in this block, after the header */
   atomic_uint_fast64_t version; /* shared by every view */
 } wk__storage;
 

@@ -12,6 +12,22 @@ static atomic_llong g_live;
 
 wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
   dev = wk__device_norm(dev);
+  if (dev.type == WK_DEVICE_CPU) { /* one block: the header, then 64-byte aligned data */
+    size_t head = (sizeof(wk__storage) + 63) & ~(size_t)63;
+    size_t total = (head + nbytes + 63) & ~(size_t)63;
+    wk__storage *st = total >= head && total - head >= nbytes ? aligned_alloc(64, total) : NULL;
+    if (!st) {
+      wk_error(WK_ERR_NO_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
+      return NULL;
+    }
+    memset(st, 0, sizeof *st);
+    atomic_init(&st->refcount, 1);
+    st->device = dev;
+    st->data = (char *)st + head;
+    st->nbytes = nbytes;
+    st->inline_data = true;
+    return st;
+  }
   void *data = wk_device_alloc(dev, nbytes);
   if (!data) return NULL;
   wk__storage *st = calloc(1, sizeof *st);
@@ -31,7 +47,7 @@ void wk__storage_release(wk__storage *st) {
   if (!st || atomic_fetch_sub(&st->refcount, 1) != 1) return;
   if (st->external) {
     if (st->deleter) st->deleter(st->deleter_ctx);
-  } else {
+  } else if (!st->inline_data) {
     wk_device_free(st->device, st->data);
   }
   free(st);

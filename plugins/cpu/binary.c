@@ -266,8 +266,46 @@ done:
   return res;
 }
 
+/* Fast path for the commonest call: functional add/sub/mul/div of two
+ * contiguous float tensors of one dtype, where `other` has self's shape or a
+ * single element. Returns NULL (no error) when it does not apply. */
+#define FAST_LOOP(T)                                                                     \
+  {                                                                                      \
+    const T *x = (const T *)wk_tensor_data(a), *y = (const T *)wk_tensor_data(b);        \
+    T *o = (T *)wk_tensor_data(r), al = (T)alpha;                                       \
+    int64_t sy = nb == 1 ? 0 : 1;                                                        \
+    switch (op) {                                                                        \
+      case B_ADD: for (int64_t i = 0; i < n; i++) o[i] = x[i] + al * y[i * sy]; break;   \
+      case B_SUB: for (int64_t i = 0; i < n; i++) o[i] = x[i] - al * y[i * sy]; break;   \
+      case B_MUL: for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i * sy]; break;        \
+      default: for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i * sy]; break;           \
+    }                                                                                    \
+  }
+static wk_tensor *fast_binary(bop op, wk_tensor *a, wk_tensor *b, double alpha) {
+  wk_dtype dt = wk_tensor_dtype(a);
+  if ((dt != WK_F32 && dt != WK_F64) || wk_tensor_dtype(b) != dt) return NULL;
+  int64_t n = wk_tensor_numel(a), nb = wk_tensor_numel(b);
+  if (n >= WK_ITER_GRAIN || n == 0 || !wk_tensor_is_contiguous(a) || !wk_tensor_is_contiguous(b)) return NULL;
+  if (nb == 1 ? wk_tensor_dim(b) > wk_tensor_dim(a) : !cpu_same_shape(a, b)) return NULL;
+  wk_tensor *r = cpu_empty(wk_tensor_sizes(a), wk_tensor_dim(a), dt);
+  if (!r) return NULL;
+  if (dt == WK_F32)
+    FAST_LOOP(float)
+  else
+    FAST_LOOP(double)
+  return r;
+}
+
 static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const binfo *info = ctx->user;
+  if (info->mode == CPU_FUNCTIONAL && !info->scalar && info->op <= B_DIV && !(info->has_rounding && args[2].tag == WK_V_STR)) {
+    double alpha = info->has_alpha ? wk_value_as_f64(&args[2]) : 1.0;
+    wk_tensor *r = fast_binary(info->op, WK_ARG_T(0), WK_ARG_T(1), alpha);
+    if (r) {
+      outs[0] = WK_VT(r);
+      return WK_OK;
+    }
+  }
   bctx c = {info->op, 1.0, 1, false, false};
   int next = 2;
   if (info->has_alpha) {
