@@ -52,7 +52,11 @@
   X(wk_is_inference_tensor) X(wk_tensor_register_hook)                                      \
   X(wk_tensor_register_post_accumulate_grad_hook) X(wk_set_anomaly_enabled) X(wk_anomaly_enabled)    \
   X(wk_backward_saved_arg) X(wk_backward_saved_out) X(wk_backward_arg) X(wk_backward_needs)    \
-  X(wk_backward_set_grad) X(wk_op_register_derivative) X(wk_op_call_kernel) X(wk_op_arg_default)
+  X(wk_backward_set_grad) X(wk_op_register_derivative) X(wk_op_call_kernel) X(wk_op_arg_default)          \
+  X(wk_state_dict_new) X(wk_state_dict_free) X(wk_state_dict_set) X(wk_state_dict_get)         \
+  X(wk_state_dict_remove) X(wk_state_dict_size) X(wk_state_dict_key) X(wk_state_dict_value)    \
+  X(wk_state_dict_set_meta) X(wk_state_dict_get_meta) X(wk_state_dict_meta_size)               \
+  X(wk_state_dict_meta_key) X(wk_state_dict_meta_value)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -14,6 +14,7 @@
 #include <wick/plugin.h>
 #include <wick/dlpack.h>
 #include <wick/autograd.h>
+#include <wick/state_dict.h>
 /* In plugin builds <wick/sdk.h> includes the front end after routing calls
  * through the host table. */
 #ifndef WK__SDK_REDIRECT
