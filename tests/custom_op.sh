@@ -304,7 +304,8 @@ int main(int argc, char **argv) {
 }
 EOF
 # shellcheck disable=SC2046
-$CC -std=c11 -O1 -Wall -Wextra -Werror -o "$tmp/check" "$tmp/check.c" $("$PKG_CONFIG" --cflags --libs wick) -lm \
+# A sanitizer build's libwick needs the sanitizer runtime in the program too.
+$CC -std=c11 -O1 -Wall -Wextra -Werror ${SAN_CFLAGS:-} -o "$tmp/check" "$tmp/check.c" $("$PKG_CONFIG" --cflags --libs wick) -lm \
   >"$log" 2>&1 || fail "building the check program against the installed libwick (wick.pc)"
 WICK_PLUGIN_PATH=$ex:$plugdir "$tmp/check" swiglu >"$log" 2>&1 || fail "checks of the plugin through the installed libwick"
 # Env overrides: deny the plugin's relu kernel, or force the reference one above it.
