@@ -56,6 +56,9 @@ WK__HIDDEN bool wk__check_shape(const char *op, const int64_t *sizes, int ndim);
 /* A view of t sharing storage (new handle, not scope-registered). */
 WK__HIDDEN wk_tensor *wk__view_of(wk_tensor *t, int ndim, const int64_t *sizes,
                                   const int64_t *strides, int64_t offset);
+/* t takes over src's data (storage, dtype, shape, strides, offset) and keeps
+ * its identity and autograd metadata (module.to moves parameters this way). */
+WK__HIDDEN wk_status wk__tensor_assign(wk_tensor *t, wk_tensor *src);
 /* Registers a handle returned to user code with the current scope. */
 WK__HIDDEN void wk__scope_adopt(wk_tensor *t);
 /* Depth of dispatcher calls on this thread: 0 in user code. */

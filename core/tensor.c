@@ -120,6 +120,21 @@ wk_tensor *wk__view_of(wk_tensor *t, int ndim, const int64_t *sizes, const int64
   return wk__tensor_new(t->storage, t->dtype, ndim, sizes, strides, offset);
 }
 
+wk_status wk__tensor_assign(wk_tensor *t, wk_tensor *src) {
+  if (!t || !src) return wk_error(WK_ERR_NULL, "tensor_assign: NULL tensor");
+  if (src->storage != t->storage) {
+    atomic_fetch_add(&src->storage->refcount, 1);
+    wk__storage_release(t->storage);
+    t->storage = src->storage;
+  }
+  t->dtype = src->dtype;
+  t->ndim = src->ndim;
+  memcpy(t->sizes, src->sizes, sizeof(int64_t) * (size_t)src->ndim);
+  memcpy(t->strides, src->strides, sizeof(int64_t) * (size_t)src->ndim);
+  t->offset = src->offset;
+  return WK_OK;
+}
+
 static wk_tensor *adopt(wk_tensor *t) {
   if (t && wk__call_depth == 0) wk__scope_adopt(t);
   return t;

@@ -56,7 +56,14 @@
   X(wk_state_dict_new) X(wk_state_dict_free) X(wk_state_dict_set) X(wk_state_dict_get)         \
   X(wk_state_dict_remove) X(wk_state_dict_size) X(wk_state_dict_key) X(wk_state_dict_value)    \
   X(wk_state_dict_set_meta) X(wk_state_dict_get_meta) X(wk_state_dict_meta_size)               \
-  X(wk_state_dict_meta_key) X(wk_state_dict_meta_value)
+  X(wk_state_dict_meta_key) X(wk_state_dict_meta_value)                                       \
+  X(wk_module_new) X(wk_module_retain) X(wk_module_release) X(wk_module_state)                   \
+  X(wk_module_class_name) X(wk_module_register_parameter) X(wk_module_register_buffer)           \
+  X(wk_module_register_child) X(wk_module_param) X(wk_module_buffer) X(wk_module_child)          \
+  X(wk_module_forward) X(wk_module_forward_n) X(wk_module_train) X(wk_module_is_training)        \
+  X(wk_module_named_parameters) X(wk_module_named_buffers) X(wk_module_num_parameters)           \
+  X(wk_module_zero_grad) X(wk_module_to) X(wk_module_state_dict) X(wk_load_report_clear)         \
+  X(wk_module_load_state_dict) X(wk_module_to_string)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -1,0 +1,105 @@
+/* Wick ABI: the module object model (torch.nn.Module's skeleton, in C):
+ * named parameters, buffers and children, train/eval, moving to a device or
+ * dtype with parameter identity kept, recursive walks, zero_grad, state dicts
+ * with missing/unexpected/mismatched reports, and PyTorch-style printing.
+ * Layers come from the nn plugin; a user's own model is a C struct with a
+ * forward function registered the same way. */
+#ifndef WICK_MODULE_H
+#define WICK_MODULE_H
+
+#include <wick/state_dict.h>
+#include <wick/types.h>
+
+typedef struct wk_module wk_module;
+
+/* What a kind of module does. Only name and forward are required. */
+typedef struct wk_module_class {
+  size_t struct_size; /* sizeof(wk_module_class) */
+  const char *name;   /* "Linear", "SimpleNet": static */
+  /* Forward pass: inputs borrowed; returns a new reference, or NULL with an
+   * error recorded. */
+  wk_tensor *(*forward)(wk_module *self, wk_tensor *const *inputs, int n);
+  /* (optional) frees the user state when the module dies. */
+  void (*destroy)(void *state);
+  /* (optional) the text inside the parentheses when printed
+   * ("in_features=784, out_features=256, bias=True"); malloc'd, freed by the core. */
+  char *(*extra_repr)(const wk_module *self);
+} wk_module_class;
+
+/* Returns a new module (reference count 1) of class cls (borrowed for the
+ * module's life) owning `state` (given to cls->destroy at the end). */
+WK_API wk_module *wk_module_new(const wk_module_class *cls, void *state);
+WK_API wk_module *wk_module_retain(wk_module *m); /* returns m */
+/* Drops a reference; the last one releases parameters, buffers, children and
+ * the state. NULL does nothing. */
+WK_API void wk_module_release(wk_module *m);
+WK_API void *wk_module_state(const wk_module *m);
+WK_API const char *wk_module_class_name(const wk_module *m);
+
+/* Registers a parameter (retains p and marks it requires_grad; p NULL
+ * registers None, as bias=False does). Names are unique per module and may
+ * not contain '.'. */
+WK_API wk_status wk_module_register_parameter(wk_module *m, const char *name, wk_tensor *p);
+/* Registers a buffer (running stats); non-persistent ones stay out of state dicts. */
+WK_API wk_status wk_module_register_buffer(wk_module *m, const char *name, wk_tensor *b, bool persistent);
+/* Registers a child module (retained). */
+WK_API wk_status wk_module_register_child(wk_module *m, const char *name, wk_module *child);
+
+/* Lookups by name or dotted path ("layer1.0.conv1.weight"); borrowed; NULL
+ * with WK_ERR_NOT_FOUND naming the path when absent (a None parameter gives
+ * NULL without an error). */
+WK_API wk_tensor *wk_module_param(const wk_module *m, const char *path);
+WK_API wk_tensor *wk_module_buffer(const wk_module *m, const char *path);
+WK_API wk_module *wk_module_child(const wk_module *m, const char *path);
+
+/* forward(inputs) through the class; returns a new reference. */
+WK_API wk_tensor *wk_module_forward(wk_module *m, wk_tensor *input);
+WK_API wk_tensor *wk_module_forward_n(wk_module *m, wk_tensor *const *inputs, int n);
+
+/* train(on) / eval() for the module and every descendant. */
+WK_API wk_status wk_module_train(wk_module *m, bool on);
+WK_API bool wk_module_is_training(const wk_module *m);
+
+/* Recursive walks, in registration order, each parameter once (shared ones
+ * are not repeated). Fill up to cap entries (borrowed; names are static while
+ * the module lives) and return the total count. names may be NULL. */
+WK_API int wk_module_named_parameters(const wk_module *m, const char **names, wk_tensor **params, int cap);
+WK_API int wk_module_named_buffers(const wk_module *m, const char **names, wk_tensor **buffers, int cap);
+/* Number of parameter elements (trainable_only: those requiring grad). */
+WK_API int64_t wk_module_num_parameters(const wk_module *m, bool trainable_only);
+/* zero_grad on every parameter. */
+WK_API wk_status wk_module_zero_grad(wk_module *m, bool set_to_none);
+
+/* Moves parameters, their gradients and buffers to `dev` and/or converts
+ * floating ones to `dtype` (WK_DTYPE_DEFAULT / a zero device keep them).
+ * Parameter handles keep their identity, so optimizers holding them see the
+ * moved values. */
+WK_API wk_status wk_module_to(wk_module *m, wk_device dev, wk_dtype dtype);
+
+/* Returns a new state dict with every parameter and persistent buffer under
+ * its dotted name (the tensors are shared, not copied). Free with
+ * wk_state_dict_free. */
+WK_API wk_state_dict *wk_module_state_dict(const wk_module *m);
+
+/* What load_state_dict found (lists of malloc'd names). */
+typedef struct wk_load_report {
+  int n_missing, n_unexpected, n_mismatched;
+  char **missing;    /* keys the module has and the dict lacks */
+  char **unexpected; /* keys the dict has and the module lacks */
+  char **mismatched; /* "name: checkpoint [a, b] vs model [c, d]" */
+} wk_load_report;
+/* Frees the lists of a report (not the struct). NULL does nothing. */
+WK_API void wk_load_report_clear(wk_load_report *r);
+
+/* Copies values from sd into the module's parameters and buffers (shapes must
+ * match; dtypes and devices are converted to the module's). strict: any
+ * missing, unexpected or mismatched key fails with a message listing them
+ * (PyTorch's "Error(s) in loading state_dict"), and nothing is copied.
+ * Non-strict: loads what matches and reports the rest. report may be NULL. */
+WK_API wk_status wk_module_load_state_dict(wk_module *m, const wk_state_dict *sd, bool strict, wk_load_report *report);
+
+/* PyTorch-style printout ("SimpleNet(\n  (fc1): Linear(...)\n)"); malloc'd,
+ * free with wk_free. */
+WK_API char *wk_module_to_string(const wk_module *m);
+
+#endif

@@ -1,0 +1,571 @@
+/* The module object model: parameters, buffers and children by name, walks,
+ * train/eval, moving with parameter identity kept, state dicts and printing.
+ * Model trees are shallow, so walks recurse. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct {
+  char *name;
+  wk_tensor *t; /* NULL: registered as None */
+  bool persistent;
+} slot;
+
+typedef struct {
+  char *name;
+  wk_module *m;
+} kid;
+
+struct wk_module {
+  atomic_int refcount;
+  const wk_module_class *cls;
+  void *state;
+  bool training;
+  slot *params, *bufs;
+  int np, nb, capp, capb;
+  kid *kids;
+  int nk, capk;
+  char **names; /* dotted names handed out by walks (kept for the module's life) */
+  int nnames, capnames;
+};
+
+wk_module *wk_module_new(const wk_module_class *cls, void *state) {
+  if (!cls || !cls->name || !cls->forward || cls->struct_size < offsetof(wk_module_class, destroy)) {
+    wk_error(cls ? WK_ERR_INVALID_ARG : WK_ERR_NULL,
+             "module_new: the class needs struct_size, a name and a forward function");
+    return NULL;
+  }
+  wk_module *m = calloc(1, sizeof *m);
+  if (!m) {
+    wk_error(WK_ERR_NO_MEMORY, "module_new: out of memory");
+    return NULL;
+  }
+  atomic_init(&m->refcount, 1);
+  m->cls = cls;
+  m->state = state;
+  m->training = true;
+  return m;
+}
+
+wk_module *wk_module_retain(wk_module *m) {
+  if (m) atomic_fetch_add(&m->refcount, 1);
+  return m;
+}
+
+static void release_slots(slot *s, int n) {
+  int depth = wk__call_depth;
+  wk__call_depth = depth + 1; /* the module's own references */
+  for (int i = 0; i < n; i++) {
+    free(s[i].name);
+    wk_release(s[i].t);
+  }
+  wk__call_depth = depth;
+  free(s);
+}
+
+void wk_module_release(wk_module *m) {
+  if (!m || atomic_fetch_sub(&m->refcount, 1) != 1) return;
+  release_slots(m->params, m->np);
+  release_slots(m->bufs, m->nb);
+  for (int i = 0; i < m->nk; i++) {
+    free(m->kids[i].name);
+    wk_module_release(m->kids[i].m);
+  }
+  free(m->kids);
+  for (int i = 0; i < m->nnames; i++) free(m->names[i]);
+  free(m->names);
+  if (m->cls->struct_size >= offsetof(wk_module_class, extra_repr) && m->cls->destroy) m->cls->destroy(m->state);
+  free(m);
+}
+
+void *wk_module_state(const wk_module *m) { return m ? m->state : NULL; }
+const char *wk_module_class_name(const wk_module *m) { return m ? m->cls->name : NULL; }
+
+static bool taken(const wk_module *m, const char *name) {
+  for (int i = 0; i < m->np; i++)
+    if (!strcmp(m->params[i].name, name)) return true;
+  for (int i = 0; i < m->nb; i++)
+    if (!strcmp(m->bufs[i].name, name)) return true;
+  for (int i = 0; i < m->nk; i++)
+    if (!strcmp(m->kids[i].name, name)) return true;
+  return false;
+}
+
+static wk_status check_name(const char *fn, const wk_module *m, const char *name) {
+  if (!m || !name) return wk_error(WK_ERR_NULL, "%s: argument '%s' is NULL", fn, m ? "name" : "module");
+  if (!*name || strchr(name, '.'))
+    return wk_error(WK_ERR_INVALID_ARG, "%s: name '%s' can't be empty or contain \".\"", fn, name);
+  if (taken(m, name)) return wk_error(WK_ERR_INVALID_ARG, "%s: attribute '%s' already exists in %s", fn, name, m->cls->name);
+  return WK_OK;
+}
+
+static wk_status push_slot(slot **s, int *n, int *cap, const char *name, wk_tensor *t, bool persistent) {
+  if (*n == *cap) {
+    int c = *cap ? *cap * 2 : 4;
+    slot *p = realloc(*s, sizeof *p * (size_t)c);
+    if (!p) return wk_error(WK_ERR_NO_MEMORY, "module: out of memory");
+    *s = p;
+    *cap = c;
+  }
+  char *k = wk__strdup(name);
+  if (!k) return wk_error(WK_ERR_NO_MEMORY, "module: out of memory");
+  (*s)[*n] = (slot){k, wk_retain(t), persistent};
+  (*n)++;
+  return WK_OK;
+}
+
+wk_status wk_module_register_parameter(wk_module *m, const char *name, wk_tensor *p) {
+  wk_status s = check_name("register_parameter", m, name);
+  if (s) return s;
+  if (p && !wk_tensor_is_leaf(p))
+    return wk_error(WK_ERR_AUTOGRAD, "register_parameter: cannot assign '%s': a parameter must be a leaf tensor "
+                    "(detach it first)", name);
+  if (p && wk_dtype_is_floating(wk_tensor_dtype(p)) && (s = wk_tensor_set_requires_grad(p, true))) return s;
+  return push_slot(&m->params, &m->np, &m->capp, name, p, true);
+}
+
+wk_status wk_module_register_buffer(wk_module *m, const char *name, wk_tensor *b, bool persistent) {
+  wk_status s = check_name("register_buffer", m, name);
+  if (s) return s;
+  return push_slot(&m->bufs, &m->nb, &m->capb, name, b, persistent);
+}
+
+wk_status wk_module_register_child(wk_module *m, const char *name, wk_module *child) {
+  wk_status s = check_name("register_child", m, name);
+  if (s) return s;
+  if (!child) return wk_error(WK_ERR_NULL, "register_child: child '%s' is NULL", name);
+  if (child == m) return wk_error(WK_ERR_INVALID_ARG, "register_child: a module cannot be its own child");
+  if (m->nk == m->capk) {
+    int c = m->capk ? m->capk * 2 : 4;
+    kid *p = realloc(m->kids, sizeof *p * (size_t)c);
+    if (!p) return wk_error(WK_ERR_NO_MEMORY, "module: out of memory");
+    m->kids = p;
+    m->capk = c;
+  }
+  char *k = wk__strdup(name);
+  if (!k) return wk_error(WK_ERR_NO_MEMORY, "module: out of memory");
+  m->kids[m->nk++] = (kid){k, wk_module_retain(child)};
+  return WK_OK;
+}
+
+/* Resolves "a.b.c": *owner gets the module holding the last component. */
+static const char *resolve(const wk_module *m, const char *path, const wk_module **owner) {
+  const char *p = path;
+  for (const char *dot; (dot = strchr(p, '.'));) {
+    const wk_module *next = NULL;
+    size_t len = (size_t)(dot - p);
+    for (int i = 0; i < m->nk; i++)
+      if (strlen(m->kids[i].name) == len && !strncmp(m->kids[i].name, p, len)) next = m->kids[i].m;
+    if (!next) return NULL;
+    m = next;
+    p = dot + 1;
+  }
+  *owner = m;
+  return p;
+}
+
+static wk_tensor *find_slot(const char *fn, const wk_module *m, const char *path, bool param) {
+  if (!m || !path) {
+    wk__null_arg(fn, m ? "path" : "module");
+    return NULL;
+  }
+  const wk_module *o;
+  const char *leaf = resolve(m, path, &o);
+  if (leaf) {
+    const slot *s = param ? o->params : o->bufs;
+    int n = param ? o->np : o->nb;
+    for (int i = 0; i < n; i++)
+      if (!strcmp(s[i].name, leaf)) return s[i].t;
+  }
+  wk_error(WK_ERR_NOT_FOUND, "%s: %s has no %s '%s'", fn, m->cls->name, param ? "parameter" : "buffer", path);
+  return NULL;
+}
+
+wk_tensor *wk_module_param(const wk_module *m, const char *path) { return find_slot("module_param", m, path, true); }
+wk_tensor *wk_module_buffer(const wk_module *m, const char *path) { return find_slot("module_buffer", m, path, false); }
+
+wk_module *wk_module_child(const wk_module *m, const char *path) {
+  if (!m || !path) {
+    wk__null_arg("module_child", m ? "path" : "module");
+    return NULL;
+  }
+  const wk_module *o;
+  const char *leaf = resolve(m, path, &o);
+  for (int i = 0; leaf && i < o->nk; i++)
+    if (!strcmp(o->kids[i].name, leaf)) return o->kids[i].m;
+  wk_error(WK_ERR_NOT_FOUND, "module_child: %s has no submodule '%s'", m->cls->name, path);
+  return NULL;
+}
+
+wk_tensor *wk_module_forward_n(wk_module *m, wk_tensor *const *inputs, int n) {
+  if (!m) {
+    wk__null_arg("module_forward", "module");
+    return NULL;
+  }
+  for (int i = 0; i < n; i++)
+    if (!inputs || !inputs[i]) {
+      if (!wk__error_pending()) wk_error(WK_ERR_NULL, "%s.forward: input %d is NULL", m->cls->name, i);
+      return NULL;
+    }
+  wk_tensor *r = m->cls->forward(m, inputs, n);
+  if (!r && !wk__error_pending()) wk_error(WK_ERR_INTERNAL, "%s.forward returned NULL without an error", m->cls->name);
+  return r;
+}
+
+wk_tensor *wk_module_forward(wk_module *m, wk_tensor *input) { return wk_module_forward_n(m, &input, 1); }
+
+wk_status wk_module_train(wk_module *m, bool on) {
+  if (!m) return wk_error(WK_ERR_NULL, "module_train: argument 'module' is NULL");
+  m->training = on;
+  for (int i = 0; i < m->nk; i++) wk_module_train(m->kids[i].m, on);
+  return WK_OK;
+}
+bool wk_module_is_training(const wk_module *m) { return m && m->training; }
+
+/* A dotted name kept by the root module (deduplicated). */
+static const char *intern(wk_module *root, const char *prefix, const char *name) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s%s%s", prefix, *prefix ? "." : "", name);
+  for (int i = 0; i < root->nnames; i++)
+    if (!strcmp(root->names[i], buf)) return root->names[i];
+  if (root->nnames == root->capnames) {
+    int c = root->capnames ? root->capnames * 2 : 32;
+    char **p = realloc(root->names, sizeof *p * (size_t)c);
+    if (!p) return NULL;
+    root->names = p;
+    root->capnames = c;
+  }
+  char *s = wk__strdup(buf);
+  if (s) root->names[root->nnames++] = s;
+  return s;
+}
+
+typedef struct {
+  wk_module *root;
+  const char **names; /* caller's arrays, filled up to cap */
+  wk_tensor **out;
+  int cap, n;
+  wk_tensor **seen; /* every tensor counted so far (deduplication) */
+  int nseen, capseen;
+  bool params, persistent_only;
+} walk_ctx;
+
+static bool seen_before(walk_ctx *w, wk_tensor *t) {
+  for (int k = 0; k < w->nseen; k++)
+    if (w->seen[k] == t) return true;
+  if (w->nseen == w->capseen) {
+    int c = w->capseen ? w->capseen * 2 : 64;
+    wk_tensor **p = realloc(w->seen, sizeof *p * (size_t)c);
+    if (!p) return false;
+    w->seen = p;
+    w->capseen = c;
+  }
+  w->seen[w->nseen++] = t;
+  return false;
+}
+
+static void walk(walk_ctx *w, const wk_module *m, const char *prefix) {
+  const slot *s = w->params ? m->params : m->bufs;
+  int n = w->params ? m->np : m->nb;
+  for (int i = 0; i < n; i++) {
+    if (!s[i].t) continue; /* None */
+    if (w->persistent_only && !s[i].persistent) continue;
+    if (seen_before(w, s[i].t)) continue;
+    if (w->n < w->cap) {
+      if (w->out) w->out[w->n] = s[i].t;
+      if (w->names) w->names[w->n] = intern(w->root, prefix, s[i].name);
+    }
+    w->n++;
+  }
+  for (int i = 0; i < m->nk; i++) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s%s%s", prefix, *prefix ? "." : "", m->kids[i].name);
+    walk(w, m->kids[i].m, p);
+  }
+}
+
+static int walk_slots(const wk_module *m, const char **names, wk_tensor **out, int cap, bool params,
+                      bool persistent_only) {
+  if (!m) return 0;
+  walk_ctx w = {(wk_module *)m, names, out, cap > 0 ? cap : 0, 0, NULL, 0, 0, params, persistent_only};
+  walk(&w, m, "");
+  free(w.seen);
+  return w.n;
+}
+
+int wk_module_named_parameters(const wk_module *m, const char **names, wk_tensor **params, int cap) {
+  return walk_slots(m, names, params, cap, true, false);
+}
+int wk_module_named_buffers(const wk_module *m, const char **names, wk_tensor **buffers, int cap) {
+  return walk_slots(m, names, buffers, cap, false, false);
+}
+
+/* Every parameter once, as a malloc'd array (count in *n). */
+static wk_tensor **all_params(const wk_module *m, int *n) {
+  int cnt = wk_module_named_parameters(m, NULL, NULL, 0);
+  wk_tensor **ps = calloc((size_t)(cnt ? cnt : 1), sizeof *ps);
+  *n = ps ? wk_module_named_parameters(m, NULL, ps, cnt) : 0;
+  return ps;
+}
+
+int64_t wk_module_num_parameters(const wk_module *m, bool trainable_only) {
+  int n;
+  wk_tensor **ps = all_params(m, &n);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++)
+    if (!trainable_only || wk_tensor_requires_grad(ps[i])) total += wk_tensor_numel(ps[i]);
+  free(ps);
+  return total;
+}
+
+wk_status wk_module_zero_grad(wk_module *m, bool set_to_none) {
+  if (!m) return wk_error(WK_ERR_NULL, "module_zero_grad: argument 'module' is NULL");
+  int n;
+  wk_tensor **ps = all_params(m, &n);
+  wk_status s = WK_OK;
+  for (int i = 0; i < n && !s; i++) s = wk_tensor_zero_grad(ps[i], set_to_none);
+  free(ps);
+  return s;
+}
+
+static wk_status move_one(wk_tensor *t, wk_device dev, wk_dtype dt) {
+  if (!t) return WK_OK;
+  wk_dtype want = dt && wk_dtype_is_floating(wk_tensor_dtype(t)) ? dt : wk_tensor_dtype(t);
+  wk_device d = dev.type ? dev : wk_tensor_device(t);
+  if (want == wk_tensor_dtype(t) && wk_device_equal(d, wk_tensor_device(t))) return WK_OK;
+  wk_value a[3] = {WK_VT(t), WK_VDEV(d), WK_VDT(want)}, o[1];
+  wk_status s = wk_call("to.device", a, 3, o);
+  if (s) return s;
+  s = wk__tensor_assign(t, o[0].u.t); /* the handle keeps its identity */
+  wk_release(o[0].u.t);
+  return s;
+}
+
+static wk_status move_module(wk_module *m, wk_device dev, wk_dtype dt) {
+  wk_status s = WK_OK;
+  for (int i = 0; i < m->np && !s; i++) {
+    wk_tensor *p = m->params[i].t;
+    if (!p) continue;
+    s = move_one(p, dev, dt);
+    wk_tensor *g = wk_tensor_grad(p);
+    if (!s && g) {
+      s = move_one(g, dev, dt);
+      if (!s) s = wk_tensor_set_grad(p, g);
+    }
+    wk_release(g);
+  }
+  for (int i = 0; i < m->nb && !s; i++) s = move_one(m->bufs[i].t, dev, dt);
+  for (int i = 0; i < m->nk && !s; i++) s = move_module(m->kids[i].m, dev, dt);
+  return s;
+}
+
+wk_status wk_module_to(wk_module *m, wk_device dev, wk_dtype dtype) {
+  if (!m) return wk_error(WK_ERR_NULL, "module_to: argument 'module' is NULL");
+  if (dtype && !wk_dtype_is_floating(dtype))
+    return wk_error(WK_ERR_DTYPE, "module_to: nn.Module.to only accepts floating point dtypes, but got desired dtype=%s",
+                    wk_dtype_name(dtype));
+  int depth = wk__call_depth;
+  wk__call_depth = depth + 1; /* temporaries are not scope-owned */
+  bool prev = wk_set_grad_enabled(false);
+  wk_status s = move_module(m, dev, dtype);
+  wk_set_grad_enabled(prev);
+  wk__call_depth = depth;
+  return s;
+}
+
+/* ---- state dicts ---- */
+static int model_entries(const wk_module *m, const char ***names, wk_tensor ***ts) {
+  int np = walk_slots(m, NULL, NULL, 0, true, false), nb = walk_slots(m, NULL, NULL, 0, false, true);
+  *names = calloc((size_t)(np + nb + 1), sizeof **names);
+  *ts = calloc((size_t)(np + nb + 1), sizeof **ts);
+  if (!*names || !*ts) return -1;
+  int a = walk_slots(m, *names, *ts, np, true, false);
+  int b = walk_slots(m, *names + a, *ts + a, nb, false, true);
+  return a + b;
+}
+
+wk_state_dict *wk_module_state_dict(const wk_module *m) {
+  if (!m) {
+    wk__null_arg("module_state_dict", "module");
+    return NULL;
+  }
+  const char **names;
+  wk_tensor **ts;
+  int n = model_entries(m, &names, &ts);
+  wk_state_dict *sd = n >= 0 ? wk_state_dict_new() : NULL;
+  for (int i = 0; sd && i < n; i++) {
+    wk_tensor *d = wk_detach(ts[i]); /* shares storage, carries no history */
+    wk_status s = d ? wk_state_dict_set(sd, names[i], d) : wk_last_error();
+    wk_release(d);
+    if (s) {
+      wk_state_dict_free(sd);
+      sd = NULL;
+    }
+  }
+  if (n < 0) wk_error(WK_ERR_NO_MEMORY, "module_state_dict: out of memory");
+  free(names);
+  free(ts);
+  return sd;
+}
+
+void wk_load_report_clear(wk_load_report *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n_missing; i++) free(r->missing[i]);
+  for (int i = 0; i < r->n_unexpected; i++) free(r->unexpected[i]);
+  for (int i = 0; i < r->n_mismatched; i++) free(r->mismatched[i]);
+  free(r->missing);
+  free(r->unexpected);
+  free(r->mismatched);
+  memset(r, 0, sizeof *r);
+}
+
+static bool same_shape(const wk_tensor *a, const wk_tensor *b) {
+  if (wk_tensor_dim(a) != wk_tensor_dim(b)) return false;
+  for (int i = 0; i < wk_tensor_dim(a); i++)
+    if (wk_tensor_size(a, i) != wk_tensor_size(b, i)) return false;
+  return true;
+}
+
+static void add_str(char ***list, int *n, const char *s) {
+  char **p = realloc(*list, sizeof *p * (size_t)(*n + 1));
+  if (!p) return;
+  *list = p;
+  if ((p[*n] = wk__strdup(s))) (*n)++;
+}
+
+wk_status wk_module_load_state_dict(wk_module *m, const wk_state_dict *sd, bool strict, wk_load_report *report) {
+  if (report) memset(report, 0, sizeof *report);
+  if (!m || !sd) return wk_error(WK_ERR_NULL, "load_state_dict: argument '%s' is NULL", m ? "state_dict" : "module");
+  const char **names;
+  wk_tensor **ts;
+  int n = model_entries(m, &names, &ts);
+  if (n < 0) {
+    free(names);
+    free(ts);
+    return wk_error(WK_ERR_NO_MEMORY, "load_state_dict: out of memory");
+  }
+  wk_load_report r = {0};
+  char b1[160], b2[160], line[512];
+  for (int i = 0; i < n; i++) {
+    wk_tensor *src = wk_state_dict_get(sd, names[i]);
+    if (!src) {
+      add_str(&r.missing, &r.n_missing, names[i]);
+    } else if (!same_shape(src, ts[i])) {
+      snprintf(line, sizeof line, "size mismatch for %s: copying a param with shape %s from checkpoint, the shape in "
+               "current model is %s", names[i], wk__shape_str(wk_tensor_sizes(src), wk_tensor_dim(src), b1, sizeof b1),
+               wk__shape_str(wk_tensor_sizes(ts[i]), wk_tensor_dim(ts[i]), b2, sizeof b2));
+      add_str(&r.mismatched, &r.n_mismatched, line);
+    }
+  }
+  for (int k = 0; k < wk_state_dict_size(sd); k++) {
+    const char *key = wk_state_dict_key(sd, k);
+    bool known = false;
+    for (int i = 0; i < n && !known; i++) known = !strcmp(names[i], key);
+    if (!known) add_str(&r.unexpected, &r.n_unexpected, key);
+  }
+  wk_status s = WK_OK;
+  bool bad = r.n_missing || r.n_unexpected || r.n_mismatched;
+  if (strict && bad) {
+    char msg[1024];
+    size_t k = (size_t)snprintf(msg, sizeof msg, "Error(s) in loading state_dict for %s:", m->cls->name);
+    if (r.n_missing) {
+      k += (size_t)snprintf(msg + (k < sizeof msg ? k : sizeof msg), k < sizeof msg ? sizeof msg - k : 0,
+                            "\n\tMissing key(s) in state_dict:");
+      for (int i = 0; i < r.n_missing && k < sizeof msg; i++)
+        k += (size_t)snprintf(msg + k, sizeof msg - k, "%s \"%s\"", i ? "," : "", r.missing[i]);
+    }
+    if (r.n_unexpected && k < sizeof msg) {
+      k += (size_t)snprintf(msg + k, sizeof msg - k, "\n\tUnexpected key(s) in state_dict:");
+      for (int i = 0; i < r.n_unexpected && k < sizeof msg; i++)
+        k += (size_t)snprintf(msg + k, sizeof msg - k, "%s \"%s\"", i ? "," : "", r.unexpected[i]);
+    }
+    for (int i = 0; i < r.n_mismatched && k < sizeof msg; i++)
+      k += (size_t)snprintf(msg + k, sizeof msg - k, "\n\t%s.", r.mismatched[i]);
+    s = wk_error(WK_ERR_SHAPE, "%s", msg);
+  } else {
+    int depth = wk__call_depth;
+    wk__call_depth = depth + 1;
+    bool prev = wk_set_grad_enabled(false);
+    for (int i = 0; i < n && !s; i++) {
+      wk_tensor *src = wk_state_dict_get(sd, names[i]);
+      if (src && same_shape(src, ts[i]) && !wk_copy_(ts[i], src)) s = wk_last_error();
+    }
+    wk_set_grad_enabled(prev);
+    wk__call_depth = depth;
+  }
+  if (report)
+    *report = r;
+  else
+    wk_load_report_clear(&r);
+  free(names);
+  free(ts);
+  return s;
+}
+
+/* ---- printing (PyTorch's Module.__repr__) ---- */
+typedef struct {
+  char *s;
+  size_t n, cap;
+} buf;
+
+static void put(buf *b, const char *s) {
+  size_t l = strlen(s);
+  if (b->n + l + 1 > b->cap) {
+    size_t c = (b->cap + l + 1) * 2;
+    char *p = realloc(b->s, c);
+    if (!p) return;
+    b->s = p;
+    b->cap = c;
+  }
+  memcpy(b->s + b->n, s, l + 1);
+  b->n += l;
+}
+
+/* Appends s with every line after the first indented by two spaces. */
+static void put_indented(buf *b, const char *s) {
+  for (const char *p = s; *p; p++) {
+    char c[2] = {*p, 0};
+    put(b, c);
+    if (*p == '\n') put(b, "  ");
+  }
+}
+
+static char *repr(const wk_module *m) {
+  char *extra = m->cls->struct_size >= sizeof(wk_module_class) && m->cls->extra_repr ? m->cls->extra_repr(m) : NULL;
+  buf b = {0};
+  put(&b, m->cls->name);
+  put(&b, "(");
+  bool has_extra = extra && *extra;
+  if (has_extra && m->nk == 0 && !strchr(extra, '\n')) {
+    put(&b, extra);
+  } else if (has_extra || m->nk) {
+    if (has_extra) {
+      put(&b, "\n  ");
+      put_indented(&b, extra);
+    }
+    for (int i = 0; i < m->nk; i++) {
+      char *c = repr(m->kids[i].m);
+      put(&b, "\n  (");
+      put(&b, m->kids[i].name);
+      put(&b, "): ");
+      if (c) put_indented(&b, c);
+      free(c);
+    }
+    put(&b, "\n");
+  }
+  put(&b, ")");
+  free(extra);
+  return b.s;
+}
+
+char *wk_module_to_string(const wk_module *m) {
+  if (!m) {
+    wk__null_arg("module_to_string", "module");
+    return NULL;
+  }
+  char *s = repr(m);
+  if (!s) wk_error(WK_ERR_NO_MEMORY, "module_to_string: out of memory");
+  return s;
+}
