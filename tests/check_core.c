@@ -532,6 +532,55 @@ START_TEST(test_core_uninitialised_use) {
 }
 END_TEST
 
+/* Every public call survives NULL and out-of-range arguments with a clear error. */
+START_TEST(test_core_null_and_bad_arguments) {
+  wk_value out[WK_MAX_OUTS];
+  ck_assert_int_eq(wk_op_call_kernel(NULL, 0, NULL, 0, out), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_op_call_kernel(wk_op_find("add"), 99, NULL, 0, out), WK_ERR_INDEX);
+  TU_FAILS_WITH(WK_ERR_INDEX, "asked for 99");
+  ck_assert_ptr_null(wk_op_arg_default(NULL, 0));
+  ck_assert_ptr_null(wk_op_arg_default(wk_op_find("add"), 0)); /* self has no default */
+  ck_assert_ptr_nonnull(wk_op_arg_default(wk_op_find("add"), 2));
+  ck_assert_ptr_null(wk_op_arg_name(wk_op_find("add"), 9));
+  ck_assert_int_eq(wk_op_arg_index(wk_op_find("add"), NULL), -1);
+  ck_assert_ptr_null(wk_op_find(NULL));
+  wk_clear_error();
+  ck_assert_int_eq(wk_device_synchronize((wk_device){WK_DEVICE_CPU, 3}), WK_ERR_DEVICE);
+  TU_FAILS_WITH(WK_ERR_DEVICE, "device cpu:3 not available");
+  TU_OK(wk_device_synchronize(wk_cpu()));
+  ck_assert_int_eq(wk_device_copy(NULL, wk_cpu(), "x", wk_cpu(), 1), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_ptr_null(wk_layer_register(NULL, 1, NULL, NULL, false));
+  wk_clear_error();
+  ck_assert_int_eq(wk_layer_redispatch(NULL, NULL, NULL, NULL), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_tensor_register_hook(NULL, NULL, NULL), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_tensor_set_grad(NULL, NULL), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_grad(NULL, 0, NULL, NULL, 0, NULL, NULL, false), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_op_register_derivative("nope.op", "X", NULL, 0, 0), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_ptr_null(wk_detach(NULL));
+  wk_clear_error();
+  ck_assert(!wk_tensor_is_leaf(NULL) || wk_tensor_is_leaf(NULL));
+  ck_assert_ptr_null(wk_tensor_grad_fn_name(NULL));
+  ck_assert_ptr_null(wk_tensor_grad(NULL));
+  ck_assert_ptr_null(wk_backward_saved_arg(NULL, 0));
+  wk_clear_error();
+  ck_assert(!wk_backward_needs(NULL, 0));
+  ck_assert_ptr_null(wk_backward_arg(NULL, 0));
+  ck_assert_int_eq(wk_backward_set_grad(NULL, 0, NULL), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_inference_mode_end(), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "no inference_mode scope is open");
+  ck_assert_int_eq(wk_tensor_zero_grad(NULL, true), WK_ERR_NULL);
+  wk_clear_error();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("core");
   struct {
@@ -545,7 +594,7 @@ static Suite *make_suite(void) {
       {"schema", true, {test_core_schema_parse_valid, test_core_schema_parse_invalid}},
       {"dispatch", true, {test_core_dispatch_priority_and_supports, test_core_dispatch_normalises_arguments,
                           test_core_unboxed_libffi_kernels, test_core_dispatch_layers}},
-      {"services", true, {test_core_services}},
+      {"services", true, {test_core_services, test_core_null_and_bad_arguments}},
       {"runtime", true, {test_core_parallel_for_covers_range, test_core_rng_state}},
       {"env", false, {test_core_env_deny_kernels, test_core_env_force_kernels, test_core_uninitialised_use}},
   };
