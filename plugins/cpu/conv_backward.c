@@ -45,14 +45,6 @@ static const char *tname(wk_dtype dt) {
   }
 }
 
-static const char *ints_str(const int64_t *v, int n, char *buf, size_t cap) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++)
-    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-  return buf;
-}
-
 /* Floor division (PyTorch's div_rtn) for a positive divisor. */
 static int64_t div_floor(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -87,23 +79,6 @@ static void run_tasks(int64_t ntasks, int64_t per_task, void (*fn)(void *, int64
   }
   int64_t grain = 32768 / per_task;
   wk_parallel_for(0, ntasks, grain < 1 ? 1 : grain, fn, ctx);
-}
-
-/* Consumes t and returns it converted to dt (NULL on error). */
-static wk_tensor *cast_own(wk_tensor *t, wk_dtype dt) {
-  if (!t || wk_tensor_dtype(t) == dt) return t;
-  wk_tensor *r = wk_to_dtype(t, dt);
-  wk_release(t);
-  return r;
-}
-
-/* t converted to dt and made contiguous: a new reference, NULL on error. */
-static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
-  wk_tensor *c = wk_kernel_cast(t, dt);
-  if (!c) return NULL;
-  wk_tensor *r = wk_contiguous(c);
-  wk_release(c);
-  return r;
 }
 
 /* A new zero-filled contiguous tensor. */
@@ -400,7 +375,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
       return wk_error(WK_ERR_INVALID_ARG,
                       "%s(): expected %s to be a single integer value or a list of 2 values to match the "
                       "convolution dimensions, but got %s=%s",
-                      op, pnames[i], pnames[i], ints_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
+                      op, pnames[i], pnames[i], cpu_ints_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
   wk_status s = mask_arg(op, &args[7], mask);
   if (s) return s;
   int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
@@ -419,7 +394,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input "
                     "of size %s instead",
-                    op, wd, wd, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b));
+                    op, wd, wd, cpu_shape_str(weight, a, sizeof a), cpu_ints_str(sz, 4, b, sizeof b));
   const int64_t *ws = wk_tensor_sizes(weight);
   int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
   if (O < groups || O % groups)
@@ -432,7 +407,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
                     "%lld channels instead",
-                    op, (long long)groups, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b),
+                    op, (long long)groups, cpu_shape_str(weight, a, sizeof a), cpu_ints_str(sz, 4, b, sizeof b),
                     (long long)(Cg * groups), (long long)sz[1]);
   int64_t pin[2] = {sz[2] + 2 * pd[0], sz[3] + 2 * pd[1]};
   int64_t keff[2] = {dl[0] * (kh - 1) + 1, dl[1] * (kw - 1) + 1};
@@ -447,7 +422,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   for (int i = 0; ok && i < xd; i++) ok = wk_tensor_sizes(go)[i] == osz[i + 4 - xd];
   if (!ok)
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s, but got %s", op,
-                    ints_str(osz + 4 - xd, xd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+                    cpu_ints_str(osz + 4 - xd, xd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
   wk_dtype dt = wk_tensor_dtype(input);
   if (wk_tensor_dtype(weight) != dt || wk_tensor_dtype(go) != dt)
     return wk_error(WK_ERR_DTYPE,
@@ -464,9 +439,9 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     goto fail;
   s = WK_OK;
   if (wk_tensor_numel(go) > 0 && (mask[0] || mask[1] || mask[2])) {
-    if (!(g = prep(go, cd))) goto fail;
+    if (!(g = cpu_prep(go, cd))) goto fail;
     if (mask[1] && !(x = wk_kernel_cast(input, cd))) goto fail;
-    if (mask[0] && !(w = prep(weight, cd))) goto fail;
+    if (mask[0] && !(w = cpu_prep(weight, cd))) goto fail;
     if (gb) {
       bias_job bj = {wk_tensor_data(g), wk_tensor_data(gb), N, O, oh * ow};
       run_tasks(O, N * oh * ow, f64 ? bias_sum_f64 : bias_sum_f32, &bj);
@@ -510,7 +485,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   wk_release(g);
   wk_release(w);
   x = g = w = NULL;
-  if ((gi && !(gi = cast_own(gi, dt))) || (gw && !(gw = cast_own(gw, dt))) || (gb && !(gb = cast_own(gb, dt))))
+  if ((gi && !(gi = cpu_cast_own(gi, dt))) || (gw && !(gw = cpu_cast_own(gw, dt))) || (gb && !(gb = cpu_cast_own(gb, dt))))
     goto fail;
   outs[0] = gi ? WK_VT(gi) : WK_VNONE;
   outs[1] = gw ? WK_VT(gw) : WK_VNONE;
@@ -609,7 +584,7 @@ static wk_status check_out_like(const char *op, const char *what, wk_tensor *t, 
   for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(t)[i] == want[i];
   if (ok) return WK_OK;
   char a[160], b[160];
-  return wk_error(WK_ERR_SHAPE, "%s(): expected %s of size %s, but got %s", op, what, ints_str(want, nd, a, sizeof a),
+  return wk_error(WK_ERR_SHAPE, "%s(): expected %s of size %s, but got %s", op, what, cpu_ints_str(want, nd, a, sizeof a),
                   cpu_shape_str(t, b, sizeof b));
 }
 
@@ -704,14 +679,14 @@ static wk_status pool_bwd_run(pool_job *j, wk_tensor *go, wk_tensor *self, wk_dt
   wk_tensor *gi = zeros_of(sz, nd, cd), *g = NULL;
   if (!gi) return wk_last_error();
   if (planes > 0) {
-    if (!(g = prep(go, cd))) goto fail;
+    if (!(g = cpu_prep(go, cd))) goto fail;
     j->g = wk_tensor_data(g);
     j->ind = ind ? wk_tensor_data(ind) : NULL;
     j->gi = wk_tensor_data(gi);
     run_tasks(planes, per_plane, fn, j);
     wk_release(g);
   }
-  if (!(gi = cast_own(gi, wk_tensor_dtype(self)))) return wk_last_error();
+  if (!(gi = cpu_cast_own(gi, wk_tensor_dtype(self)))) return wk_last_error();
   outs[0] = WK_VT(gi);
   return WK_OK;
 fail:
@@ -734,7 +709,7 @@ static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   if (!wk_dtype_is_integral(wk_tensor_dtype(indices)))
     return wk_error(WK_ERR_DTYPE, "%s(): expected indices of an integer dtype, got %s", op,
                     wk_dtype_name(wk_tensor_dtype(indices)));
-  wk_tensor *ind = prep(indices, WK_I64);
+  wk_tensor *ind = cpu_prep(indices, WK_I64);
   if (!ind) return wk_last_error();
   int nd = wk_tensor_dim(self);
   int64_t HW = wk_tensor_size(self, nd - 2) * wk_tensor_size(self, nd - 1), n = wk_tensor_numel(ind);

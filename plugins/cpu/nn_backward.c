@@ -15,63 +15,11 @@
 
 typedef void (*range_fn)(void *ctx, int64_t b, int64_t e);
 
-/* Runs fn over [0, ntasks), in parallel when ntasks * per_task is large. */
-static void par(int64_t ntasks, int64_t per_task, range_fn fn, void *ctx) {
-  if (ntasks <= 0) return;
-  if (per_task < 1) per_task = 1;
-  if (ntasks == 1 || ntasks * per_task < NN_GRAIN) {
-    fn(ctx, 0, ntasks);
-    return;
-  }
-  int64_t grain = NN_GRAIN / per_task;
-  wk_parallel_for(0, ntasks, grain < 1 ? 1 : grain, fn, ctx);
-}
-
-/* The dtype a floating kernel computes in. */
-static wk_dtype fcompute(wk_dtype dt) {
-  return dt == WK_F64 ? WK_F64 : WK_F32;
-}
-
-/* t converted to dt and made contiguous: a new reference, NULL on error. */
-static wk_tensor *prep(wk_tensor *t, wk_dtype dt) {
-  wk_tensor *c = wk_kernel_cast(t, dt);
-  if (!c) return NULL;
-  wk_tensor *r = wk_contiguous(c);
-  wk_release(c);
-  return r;
-}
-
-/* Consumes t and returns it converted to dt (NULL on error). */
-static wk_tensor *cast_own(wk_tensor *t, wk_dtype dt) {
-  if (!t || wk_tensor_dtype(t) == dt) return t;
-  wk_tensor *r = wk_to_dtype(t, dt);
-  wk_release(t);
-  return r;
-}
-
 /* A new zero-filled contiguous tensor. */
 static wk_tensor *zeros_of(const int64_t *sizes, int nd, wk_dtype dt) {
   wk_tensor *t = cpu_empty(sizes, nd, dt);
   if (t && wk_tensor_numel(t) > 0) memset(wk_tensor_data(t), 0, (size_t)wk_tensor_numel(t) * wk_dtype_size(dt));
   return t;
-}
-
-/* New tensor of dtype dt holding n doubles (shape sizes/ndim). */
-static wk_tensor *from_doubles(const double *v, int64_t n, const int64_t *sizes, int ndim, wk_dtype dt) {
-  wk_tensor *r = cpu_empty(sizes, ndim, dt);
-  if (!r) return NULL;
-  char *p = wk_tensor_data(r);
-  size_t es = wk_dtype_size(dt);
-  for (int64_t i = 0; i < n; i++) wk_store_f64(p + (size_t)i * es, dt, v[i]);
-  return r;
-}
-
-static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
-  size_t k = (size_t)snprintf(buf, sz, "[");
-  for (int i = 0; i < n && k < sz; i++)
-    k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (k < sz) snprintf(buf + k, sz - k, "]");
-  return buf;
 }
 
 static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
@@ -82,12 +30,6 @@ static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
                     (long long)-n, (long long)(n - 1), (long long)dim);
   *out = (int)(dim < 0 ? dim + n : dim);
   return WK_OK;
-}
-
-static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
-  if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
-  return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
-                  wk_dtype_name(wk_tensor_dtype(t)));
 }
 
 /* grad (named `gname`) must have the shape of `t` (named `tname`). */
@@ -158,7 +100,7 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
   wk_tensor *go = WK_ARG_T(0), *out = WK_ARG_T(1);
   wk_dtype idt = args[3].u.dtype;
   wk_status s;
-  if ((s = need_float(op, "grad_output", go)) || (s = need_float(op, "output", out))) return s;
+  if ((s = cpu_need_float(op, "grad_output", go)) || (s = cpu_need_float(op, "output", out))) return s;
   if (!wk_dtype_is_floating(idt))
     return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input_dtype, got %s", op, wk_dtype_name(idt));
   if ((s = same_shape(op, "grad_output", go, "output", out))) return s;
@@ -167,7 +109,7 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
   wk_dtype cd = wk_tensor_dtype(go) == WK_F64 || wk_tensor_dtype(out) == WK_F64 ? WK_F64 : WK_F32;
   int nd = wk_tensor_dim(out);
   const int64_t *sz = wk_tensor_sizes(out);
-  wk_tensor *g = prep(go, cd), *y = g ? prep(out, cd) : NULL, *gi = y ? cpu_empty(sz, nd, cd) : NULL;
+  wk_tensor *g = cpu_prep(go, cd), *y = g ? cpu_prep(out, cd) : NULL, *gi = y ? cpu_empty(sz, nd, cd) : NULL;
   if (!gi) goto fail;
   if (wk_tensor_numel(gi) > 0) {
     int64_t outer = 1, inner = 1, n = nd ? sz[d] : 1;
@@ -175,12 +117,12 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
     for (int i = d + 1; i < nd; i++) inner *= sz[i];
     smxb_job j = {wk_tensor_data(g),           wk_tensor_data(y), wk_tensor_data(gi), n, inner,
                   (inner + SMX_B - 1) / SMX_B, ctx->user != NULL};
-    par(outer * j.nblk, n * (inner < SMX_B ? inner : SMX_B), cd == WK_F64 ? smxb_f64 : smxb_f32, &j);
+    cpu_par(outer * j.nblk, n * (inner < SMX_B ? inner : SMX_B), cd == WK_F64 ? smxb_f64 : smxb_f32, &j);
   }
   wk_release(g);
   wk_release(y);
   g = y = NULL;
-  if (!(gi = cast_own(gi, idt))) goto fail;
+  if (!(gi = cpu_cast_own(gi, idt))) goto fail;
   outs[0] = WK_VT(gi);
   return WK_OK;
 fail:
@@ -260,7 +202,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   char b1[160];
   wk_status s;
   if ((s = mask_arg(op, &args[9], mask))) return s;
-  if ((s = need_float(op, "input", input)) || (s = need_float(op, "grad_out", go))) return s;
+  if ((s = cpu_need_float(op, "input", input)) || (s = cpu_need_float(op, "grad_out", go))) return s;
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
   if (nd < 2)
@@ -281,7 +223,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
     return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in evaluation mode", op,
                     rmean ? "running_var" : "running_mean");
   }
-  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   wk_dtype pdt = weight ? wk_tensor_dtype(weight) : dt;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL;
   double *buf = calloc((size_t)(5 * C + 1), sizeof(double));
@@ -297,7 +239,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
     for (int64_t c = 0; c < C; c++) invstd[c] = 1.0 / sqrt(invstd[c] + eps);
   if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
   if (wk_tensor_numel(input) > 0 && (mask[0] || mask[1] || mask[2])) {
-    if (!(x = prep(input, cd)) || !(g = prep(go, cd))) goto fail_err;
+    if (!(x = cpu_prep(input, cd)) || !(g = cpu_prep(go, cd))) goto fail_err;
     bnb_job j = {wk_tensor_data(x),
                  wk_tensor_data(g),
                  gi ? wk_tensor_data(gi) : NULL,
@@ -310,20 +252,20 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                  w,
                  sum_g,
                  dotp};
-    if (mask[1] || mask[2] || train) par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);
-    if (gi) par(N * C, S, cd == WK_F64 ? bnb_input_f64 : bnb_input_f32, &j);
+    if (mask[1] || mask[2] || train) cpu_par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);
+    if (gi) cpu_par(N * C, S, cd == WK_F64 ? bnb_input_f64 : bnb_input_f32, &j);
   }
   if (mask[1]) {
     for (int64_t c = 0; c < C; c++) dotp[c] *= invstd[c];
-    if (!(gw = from_doubles(dotp, C, &C, 1, pdt))) goto fail_err;
+    if (!(gw = cpu_from_doubles(dotp, C, &C, 1, pdt))) goto fail_err;
   }
-  if (mask[2] && !(gb = from_doubles(sum_g, C, &C, 1, pdt))) goto fail_err;
+  if (mask[2] && !(gb = cpu_from_doubles(sum_g, C, &C, 1, pdt))) goto fail_err;
   free(buf);
   buf = NULL;
   wk_release(x);
   wk_release(g);
   x = g = NULL;
-  if (gi && !(gi = cast_own(gi, dt))) goto fail_err;
+  if (gi && !(gi = cpu_cast_own(gi, dt))) goto fail_err;
   put3(outs, gi, gw, gb);
   return WK_OK;
 fail_err:
@@ -404,7 +346,7 @@ static wk_status lnb_param(const char *name, wk_tensor *t, const int64_t *ns, in
     return wk_error(WK_ERR_SHAPE,
                     "layer_norm_backward(): Expected %s to be of same shape as normalized_shape, but got %s of shape "
                     "%s and normalized_shape = %s",
-                    name, name, cpu_shape_str(t, a, sizeof a), ints_str(ns, k, b, sizeof b));
+                    name, name, cpu_shape_str(t, a, sizeof a), cpu_ints_str(ns, k, b, sizeof b));
   if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
     return wk_error(WK_ERR_DTYPE, "layer_norm_backward(): expected %s to be floating point, got %s", name,
                     wk_dtype_name(wk_tensor_dtype(t)));
@@ -421,7 +363,7 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   char a[160], b[160];
   wk_status s;
   if ((s = mask_arg(op, &args[7], mask))) return s;
-  if ((s = need_float(op, "input", input)) || (s = need_float(op, "grad_out", go))) return s;
+  if ((s = cpu_need_float(op, "input", input)) || (s = cpu_need_float(op, "grad_out", go))) return s;
   if (k < 1)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
@@ -438,7 +380,7 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
     if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s", op,
-                    ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
+                    cpu_ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
   }
   if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
   if ((s = lnb_param("weight", weight, ns, k)) || (s = lnb_param("bias", bias, ns, k))) return s;
@@ -452,8 +394,8 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if (wk_tensor_numel(mean_t) != M || wk_tensor_numel(rstd_t) != M)
     return wk_error(WK_ERR_SHAPE, "%s(): expected mean and rstd with %lld elements, got %lld and %lld", op,
                     (long long)M, (long long)wk_tensor_numel(mean_t), (long long)wk_tensor_numel(rstd_t));
-  if ((s = need_float(op, "mean", mean_t)) || (s = need_float(op, "rstd", rstd_t))) return s;
-  wk_dtype dt = wk_tensor_dtype(input), cd = fcompute(dt);
+  if ((s = cpu_need_float(op, "mean", mean_t)) || (s = cpu_need_float(op, "rstd", rstd_t))) return s;
+  wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   wk_dtype wdt = weight ? wk_tensor_dtype(weight) : dt, bdt = bias ? wk_tensor_dtype(bias) : wdt;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL, *w = NULL;
   double *buf = calloc((size_t)(2 * M + 2 * N + 1), sizeof(double));
@@ -462,7 +404,7 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if ((s = wk_tensor_to_f64(mean_t, mean, M)) || (s = wk_tensor_to_f64(rstd_t, rstd, M))) goto fail;
   if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
   if (M > 0 && N > 0 && (mask[0] || mask[1] || mask[2])) {
-    if (!(x = prep(input, cd)) || !(g = prep(go, cd)) || (mask[0] && weight && !(w = prep(weight, cd)))) goto fail_err;
+    if (!(x = cpu_prep(input, cd)) || !(g = cpu_prep(go, cd)) || (mask[0] && weight && !(w = cpu_prep(weight, cd)))) goto fail_err;
     lnb_job j = {wk_tensor_data(x),
                  wk_tensor_data(g),
                  w ? wk_tensor_data(w) : NULL,
@@ -473,18 +415,18 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                  rstd,
                  sw,
                  sb};
-    if (gi) par(M, 2 * N, cd == WK_F64 ? lnb_rows_f64 : lnb_rows_f32, &j);
-    if (mask[1] || mask[2]) par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
+    if (gi) cpu_par(M, 2 * N, cd == WK_F64 ? lnb_rows_f64 : lnb_rows_f32, &j);
+    if (mask[1] || mask[2]) cpu_par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
   }
-  if (mask[1] && !(gw = from_doubles(sw, N, ns, k, wdt))) goto fail_err;
-  if (mask[2] && !(gb = from_doubles(sb, N, ns, k, bdt))) goto fail_err;
+  if (mask[1] && !(gw = cpu_from_doubles(sw, N, ns, k, wdt))) goto fail_err;
+  if (mask[2] && !(gb = cpu_from_doubles(sb, N, ns, k, bdt))) goto fail_err;
   free(buf);
   buf = NULL;
   wk_release(x);
   wk_release(g);
   wk_release(w);
   x = g = w = NULL;
-  if (gi && !(gi = cast_own(gi, dt))) goto fail_err;
+  if (gi && !(gi = cpu_cast_own(gi, dt))) goto fail_err;
   put3(outs, gi, gw, gb);
   return WK_OK;
 fail_err:
@@ -532,7 +474,7 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   int64_t V = WK_ARG_I(2), pidx = WK_ARG_I(3);
   char a[160], b[160];
   wk_status s;
-  if ((s = need_float(op, "grad_output", go))) return s;
+  if ((s = cpu_need_float(op, "grad_output", go))) return s;
   if (!wk_dtype_is_integral(wk_tensor_dtype(indices)))
     return wk_error(WK_ERR_DTYPE,
                     "%s(): Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
@@ -547,8 +489,8 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
                     "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s", op,
                     cpu_shape_str(indices, a, sizeof a), cpu_shape_str(go, b, sizeof b));
   int64_t D = wk_tensor_size(go, nd), osz[2] = {V, D};
-  wk_dtype dt = wk_tensor_dtype(go), cd = fcompute(dt);
-  wk_tensor *idx = prep(indices, WK_I64), *g = NULL, *gw = NULL;
+  wk_dtype dt = wk_tensor_dtype(go), cd = cpu_fcompute(dt);
+  wk_tensor *idx = cpu_prep(indices, WK_I64), *g = NULL, *gw = NULL;
   int64_t *start = NULL, *order = NULL;
   if (!idx) return wk_last_error();
   const int64_t *iv = wk_tensor_data(idx);
@@ -577,15 +519,15 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
     memcpy(fillp, start, sizeof(int64_t) * (size_t)V);
     for (int64_t i = 0; i < n; i++) order[fillp[iv[i]]++] = i;
     free(fillp);
-    if (!(g = prep(go, cd))) goto fail_err;
+    if (!(g = cpu_prep(go, cd))) goto fail_err;
     embb_job j = {wk_tensor_data(g), wk_tensor_data(gw), start, order, D, pidx};
-    par(V, D * (n / V + 1), cd == WK_F64 ? embb_f64 : embb_f32, &j);
+    cpu_par(V, D * (n / V + 1), cd == WK_F64 ? embb_f64 : embb_f32, &j);
   }
   free(start);
   free(order);
   wk_release(idx);
   wk_release(g);
-  if (!(gw = cast_own(gw, dt))) return wk_last_error();
+  if (!(gw = cpu_cast_own(gw, dt))) return wk_last_error();
   outs[0] = WK_VT(gw);
   return WK_OK;
 fail_err:
@@ -660,7 +602,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
                     "%s(): Padding length should be less than or equal to two times the input dimension but got "
                     "padding length %d and input of dimension %d",
                     op, npad, nd);
-  wk_status s = need_float(op, "grad_output", go);
+  wk_status s = cpu_need_float(op, "grad_output", go);
   if (s) return s;
   const int64_t *sz = wk_tensor_sizes(self);
   int64_t osz[WK_MAX_DIMS], pl[WK_MAX_DIMS] = {0}, pr[WK_MAX_DIMS] = {0}, total = 0;
@@ -699,8 +641,8 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   for (int d = 0; ok && d < nd; d++) ok = wk_tensor_sizes(go)[d] == osz[d];
   if (!ok)
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s (the padded input), but got %s", op,
-                    ints_str(osz, nd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
-  wk_dtype dt = wk_tensor_dtype(go), cd = fcompute(dt);
+                    cpu_ints_str(osz, nd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+  wk_dtype dt = wk_tensor_dtype(go), cd = cpu_fcompute(dt);
   if (nd == 0 || wk_tensor_numel(self) == 0 || wk_tensor_numel(go) == 0) {
     wk_tensor *r = nd == 0 ? wk_clone(go) : zeros_of(sz, nd, dt);
     if (!r) return wk_last_error();
@@ -709,7 +651,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   }
   int64_t *map = malloc(sizeof(int64_t) * (size_t)(total + 1));
   if (!map) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
-  wk_tensor *cur = prep(go, cd);
+  wk_tensor *cur = cpu_prep(go, cd);
   if (!cur) goto fail;
   int64_t cs[WK_MAX_DIMS];
   memcpy(cs, osz, sizeof(int64_t) * (size_t)nd);
@@ -746,7 +688,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
     if (!next) goto fail;
     padb_job j = {wk_tensor_data(cur), wk_tensor_data(next), map, osz[d], n, inner, (inner + PADB_B - 1) / PADB_B};
     if (outer * inner > 0)
-      par(outer * j.nblk, osz[d] * (inner < PADB_B ? inner : PADB_B), cd == WK_F64 ? padb_f64 : padb_f32, &j);
+      cpu_par(outer * j.nblk, osz[d] * (inner < PADB_B ? inner : PADB_B), cd == WK_F64 ? padb_f64 : padb_f32, &j);
     wk_release(cur);
     cur = next;
   }
@@ -757,7 +699,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
     wk_release(cur);
     cur = c;
   }
-  if (!(cur = cast_own(cur, dt))) return wk_last_error();
+  if (!(cur = cpu_cast_own(cur, dt))) return wk_last_error();
   outs[0] = WK_VT(cur);
   return WK_OK;
 fail:
