@@ -376,14 +376,50 @@ wk_status wk_module_to(wk_module *m, wk_device dev, wk_dtype dtype) {
 }
 
 /* ---- state dicts ---- */
+/* PyTorch's order: each module's parameters, then its persistent buffers,
+ * then its children (pre-order); shared tensors once. */
+typedef struct {
+  wk_module *root;
+  const char **names;
+  wk_tensor **ts;
+  int n, cap;
+} entries_ctx;
+
+static void entries_walk(entries_ctx *e, const wk_module *m, const char *prefix) {
+  for (int pass = 0; pass < 2; pass++) {
+    const slot *s = pass == 0 ? m->params : m->bufs;
+    int n = pass == 0 ? m->np : m->nb;
+    for (int i = 0; i < n; i++) {
+      if (!s[i].t || (pass == 1 && !s[i].persistent)) continue;
+      bool seen = false;
+      for (int k = 0; k < e->n && !seen; k++) seen = e->ts[k] == s[i].t;
+      if (seen) continue;
+      if (e->n == e->cap) {
+        int c = e->cap ? e->cap * 2 : 64;
+        const char **pn = realloc(e->names, sizeof *pn * (size_t)c);
+        if (pn) e->names = pn;
+        wk_tensor **pt = realloc(e->ts, sizeof *pt * (size_t)c);
+        if (pt) e->ts = pt;
+        if (!pn || !pt) continue;
+        e->cap = c;
+      }
+      e->names[e->n] = intern(e->root, prefix, s[i].name);
+      e->ts[e->n++] = s[i].t;
+    }
+  }
+  for (int i = 0; i < m->nk; i++) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s%s%s", prefix, *prefix ? "." : "", m->kids[i].name);
+    entries_walk(e, m->kids[i].m, p);
+  }
+}
+
 static int model_entries(const wk_module *m, const char ***names, wk_tensor ***ts) {
-  int np = walk_slots(m, NULL, NULL, 0, true, false), nb = walk_slots(m, NULL, NULL, 0, false, true);
-  *names = calloc((size_t)(np + nb + 1), sizeof **names);
-  *ts = calloc((size_t)(np + nb + 1), sizeof **ts);
-  if (!*names || !*ts) return -1;
-  int a = walk_slots(m, *names, *ts, np, true, false);
-  int b = walk_slots(m, *names + a, *ts + a, nb, false, true);
-  return a + b;
+  entries_ctx e = {(wk_module *)m, NULL, NULL, 0, 0};
+  entries_walk(&e, m, "");
+  *names = e.names;
+  *ts = e.ts;
+  return e.n;
 }
 
 wk_state_dict *wk_module_state_dict(const wk_module *m) {
