@@ -19,16 +19,16 @@
  * WK_IO_LOAD_OPTS(.map_location = dev, ...), which sets struct_size. */
 typedef struct wk_checkpoint wk_checkpoint;
 typedef struct wk_io_load_opts {
-  size_t struct_size;      /* sizeof(wk_io_load_opts) */
-  wk_device map_location;  /* device the loaded tensors are moved to; {0} = cpu */
+  size_t struct_size;     /* sizeof(wk_io_load_opts) */
+  wk_device map_location; /* device the loaded tensors are moved to; {0} = cpu */
   /* Checkpoints only. When set, every part of `expected` (names and state
    * dicts, borrowed) is compared with the loaded part of the same name: a
    * differing shape or dtype is always an error; missing / unexpected keys
    * are an error unless non_strict, in which case they are listed in the
    * loaded checkpoint's missing / unexpected arrays. */
   const wk_checkpoint *expected;
-  bool non_strict;         /* PyTorch's strict=False */
-  bool keep_rng;           /* do not restore the generators' states from the file */
+  bool non_strict; /* PyTorch's strict=False */
+  bool keep_rng;   /* do not restore the generators' states from the file */
 } wk_io_load_opts;
 #define WK_IO_LOAD_OPTS(...) (&(const wk_io_load_opts){.struct_size = sizeof(wk_io_load_opts), __VA_ARGS__})
 
@@ -42,12 +42,12 @@ typedef struct wk_io_load_opts {
  * in the safetensors "__metadata__" map ("wick.epoch", "wick.rng.cpu", ...),
  * so Python opens it with safetensors.torch.load_file. */
 struct wk_checkpoint {
-  size_t struct_size;                               /* sizeof(wk_checkpoint) */
-  int nparts;                                       /* parts[0..nparts) are used */
-  const char *part_names[WK_CHECKPOINT_MAX_PARTS];  /* borrowed on save; owned after load */
-  wk_state_dict *parts[WK_CHECKPOINT_MAX_PARTS];    /* borrowed on save; owned after load */
+  size_t struct_size;                              /* sizeof(wk_checkpoint) */
+  int nparts;                                      /* parts[0..nparts) are used */
+  const char *part_names[WK_CHECKPOINT_MAX_PARTS]; /* borrowed on save; owned after load */
+  wk_state_dict *parts[WK_CHECKPOINT_MAX_PARTS];   /* borrowed on save; owned after load */
   int64_t epoch, step;
-  wk_state_dict *meta;     /* user metadata (strings only), or NULL */
+  wk_state_dict *meta; /* user metadata (strings only), or NULL */
   /* The cpu generator's state. Save: when has_rng, rng_seed/rng_offset are
    * written, else the current state is (with every other device's). Load:
    * the state found in the file (restored unless opts->keep_rng). */
@@ -56,7 +56,7 @@ struct wk_checkpoint {
   /* Filled by a non-strict load with `expected`: "<part>.<key>" names. */
   int nmissing, nunexpected;
   char **missing, **unexpected;
-  void *reserved_;         /* private to the io plugin */
+  void *reserved_; /* private to the io plugin */
 };
 #define WK_CHECKPOINT_INIT ((wk_checkpoint){.struct_size = sizeof(wk_checkpoint)})
 
@@ -82,8 +82,8 @@ static inline const wk_io_iface *wk__io(size_t need) {
   static const wk_io_iface *io;
   if (!io) io = (const wk_io_iface *)wk_service_get(WK_IO_SERVICE, WK_IO_SERVICE_VERSION);
   if (io && io->struct_size < need) {
-    wk_error(WK_ERR_UNSUPPORTED, "the io service is too old (interface of %zu bytes, %zu needed)",
-             io->struct_size, need);
+    wk_error(WK_ERR_UNSUPPORTED, "the io service is too old (interface of %zu bytes, %zu needed)", io->struct_size,
+             need);
     return NULL;
   }
   return io;
@@ -103,10 +103,11 @@ static inline wk_status wk_save_safetensors(const wk_state_dict *sd, const char 
  * wk_state_dict_free), in the file's order, with its "__metadata__" as the
  * dict's metadata. The whole file is validated first (header length, JSON,
  * dtypes, shapes, offsets in bounds, ordered, non-overlapping and covering the
- * data section): any fault gives WK_ERR_IO naming the file, the tensor and the
- * fault, with *out NULL. opts may be NULL. */
-static inline wk_status wk_load_safetensors(const char *path, wk_state_dict **out,
-                                            const wk_io_load_opts *opts) {
+ * data section; at most 100 MB of header and 65536 tensors): any fault gives
+ * WK_ERR_IO naming the file, the tensor and the fault, with *out NULL. Only
+ * the 10 dtypes Wick has are read (F32 F64 F16 BF16 I8 U8 I16 I32 I64 BOOL).
+ * opts may be NULL. */
+static inline wk_status wk_load_safetensors(const char *path, wk_state_dict **out, const wk_io_load_opts *opts) {
   const wk_io_iface *io = WK__IO(load_safetensors);
   if (!io && out) *out = NULL;
   return io ? io->load_safetensors(path, out, opts) : wk_last_error();
@@ -149,8 +150,7 @@ static inline wk_status wk_checkpoint_add(wk_checkpoint *ck, const char *name, w
   if (!ck || !name || !sd)
     return wk_error(WK_ERR_NULL, "checkpoint_add: argument '%s' is NULL", !ck ? "ck" : !name ? "name" : "sd");
   if (ck->nparts < 0 || ck->nparts >= WK_CHECKPOINT_MAX_PARTS)
-    return wk_error(WK_ERR_INVALID_ARG, "checkpoint_add: a checkpoint holds at most %d parts",
-                    WK_CHECKPOINT_MAX_PARTS);
+    return wk_error(WK_ERR_INVALID_ARG, "checkpoint_add: a checkpoint holds at most %d parts", WK_CHECKPOINT_MAX_PARTS);
   ck->part_names[ck->nparts] = name;
   ck->parts[ck->nparts++] = sd;
   return WK_OK;

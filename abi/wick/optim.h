@@ -185,8 +185,8 @@ typedef struct wk_optim_api {
   wk_lr_scheduler *(*one_cycle_lr)(wk_optimizer *opt, const wk_one_cycle_lr_opts *o, size_t osize);
   wk_lr_scheduler *(*reduce_lr_on_plateau)(wk_optimizer *opt, const wk_reduce_lr_on_plateau_opts *o, size_t osize);
   wk_lr_scheduler *(*chained)(wk_lr_scheduler *const *scheds, int n);
-  wk_lr_scheduler *(*sequential)(wk_optimizer *opt, wk_lr_scheduler *const *scheds, int n,
-                                 const int64_t *milestones, int nmilestones);
+  wk_lr_scheduler *(*sequential)(wk_optimizer *opt, wk_lr_scheduler *const *scheds, int n, const int64_t *milestones,
+                                 int nmilestones);
   void (*scheduler_free)(wk_lr_scheduler *s);
   const char *(*scheduler_name)(const wk_lr_scheduler *s);
   wk_status (*scheduler_step)(wk_lr_scheduler *s);
@@ -217,20 +217,20 @@ static inline wk_status wk__optim_missing(const char *what) {
   if (wk_last_error() != WK_OK) return wk_last_error();
   return wk_error(WK_ERR_UNSUPPORTED, "%s: the loaded optim plugin is too old to provide it", what);
 }
-#define WK__OPTIM_CALL_PTR(field, ...)                                   \
-  do {                                                                   \
-    const wk_optim_api *a_ = wk_optim_api_get();                         \
-    if (!WK__OPTIM_HAS(a_, field)) {                                     \
-      if (a_) wk__optim_missing(#field);                                 \
-      return NULL;                                                       \
-    }                                                                    \
-    return a_->field(__VA_ARGS__);                                       \
+#define WK__OPTIM_CALL_PTR(field, ...)           \
+  do {                                           \
+    const wk_optim_api *a_ = wk_optim_api_get(); \
+    if (!WK__OPTIM_HAS(a_, field)) {             \
+      if (a_) wk__optim_missing(#field);         \
+      return NULL;                               \
+    }                                            \
+    return a_->field(__VA_ARGS__);               \
   } while (0)
-#define WK__OPTIM_CALL_STATUS(field, ...)                                \
-  do {                                                                   \
-    const wk_optim_api *a_ = wk_optim_api_get();                         \
+#define WK__OPTIM_CALL_STATUS(field, ...)                                                   \
+  do {                                                                                      \
+    const wk_optim_api *a_ = wk_optim_api_get();                                            \
     if (!WK__OPTIM_HAS(a_, field)) return a_ ? wk__optim_missing(#field) : wk_last_error(); \
-    return a_->field(__VA_ARGS__);                                       \
+    return a_->field(__VA_ARGS__);                                                          \
   } while (0)
 
 /* ---- optimizers ---- */
@@ -304,18 +304,24 @@ static inline double wk_optim_get_lr(const wk_optimizer *opt, int group) {
 /* optimizer.step(): one fused update op per parameter that has a .grad,
  * under no_grad; parameters without a gradient are skipped (their state is
  * not created or advanced), as in PyTorch. */
-static inline wk_status wk_optim_step(wk_optimizer *opt) { WK__OPTIM_CALL_STATUS(step, opt); }
+static inline wk_status wk_optim_step(wk_optimizer *opt) {
+  WK__OPTIM_CALL_STATUS(step, opt);
+}
 /* optimizer.zero_grad(set_to_none): drops every parameter's .grad when
  * set_to_none, else zeroes it in place (PyTorch 1.13's default is false). */
 static inline wk_status wk_optim_zero_grad(wk_optimizer *opt, bool set_to_none) {
   WK__OPTIM_CALL_STATUS(zero_grad, opt, set_to_none);
 }
 /* optimizer.state_dict(): returns a new dict (free with wk_state_dict_free):
- *   "state.<i>.<buffer>"       per-parameter state, i counting parameters
- *                              across groups in order; buffers: "step" (0-dim
- *                              f64), "momentum_buffer", "exp_avg", "exp_avg_sq",
- *                              "max_exp_avg_sq", "square_avg", "grad_avg", "sum"
- *                              (copies, the parameter's dtype and device);
+ *   "state.<i>.<buffer>"       per-parameter state (only for parameters that
+ *                              have some), i counting parameters across groups
+ *                              in order; "step" (0-dim f64), and the buffers
+ *                              "momentum_buffer" (SGD, RMSprop), "exp_avg",
+ *                              "exp_avg_sq", "max_exp_avg_sq" (Adam, AdamW),
+ *                              "square_avg", "grad_avg" (RMSprop), "sum"
+ *                              (Adagrad): the optimizer's live tensors, as in
+ *                              PyTorch (later steps change them; clone them to
+ *                              keep a snapshot);
  *   "param_groups.<g>.<option>" 0-dim f64, one per group option;
  *   "param_groups.<g>.params"  1-D i64: the parameter indices of group g;
  * and metadata "optimizer" = wk_optimizer_name(). */
@@ -386,7 +392,9 @@ static inline const char *wk_lr_scheduler_name(const wk_lr_scheduler *s) {
   WK__OPTIM_CALL_PTR(scheduler_name, s);
 }
 /* scheduler.step(): advances one epoch and sets every group's lr. */
-static inline wk_status wk_lr_scheduler_step(wk_lr_scheduler *s) { WK__OPTIM_CALL_STATUS(scheduler_step, s); }
+static inline wk_status wk_lr_scheduler_step(wk_lr_scheduler *s) {
+  WK__OPTIM_CALL_STATUS(scheduler_step, s);
+}
 /* ReduceLROnPlateau's step(metric). */
 static inline wk_status wk_lr_scheduler_step_metric(wk_lr_scheduler *s, double metric) {
   WK__OPTIM_CALL_STATUS(scheduler_step_metric, s, metric);

@@ -14,8 +14,8 @@ wk_status io_opts(const char *fn, const wk_io_load_opts *opts, wk_io_load_opts *
 wk_status io_st_save(const char *fn, const wk_state_dict *sd, const char *path, void **data, size_t *nbytes);
 
 /* Loads a file (path) or buffer (data/nbytes, `path` NULL) into *out. */
-wk_status io_st_load(const char *fn, const char *path, const void *data, size_t nbytes,
-                     const wk_io_load_opts *opts, wk_state_dict **out);
+wk_status io_st_load(const char *fn, const char *path, const void *data, size_t nbytes, const wk_io_load_opts *opts,
+                     wk_state_dict **out);
 
 wk_status io_ckpt_save(const char *path, const wk_checkpoint *ck);
 wk_status io_ckpt_load(const char *path, wk_checkpoint *out, const wk_io_load_opts *opts);

@@ -13,9 +13,9 @@ extern wk_op *optim_op_sgd, *optim_op_adam, *optim_op_rmsprop, *optim_op_adagrad
 wk_status optim_register_ops(void);
 
 /* ---- optimizers (optimizer.c) ---- */
-#define OPTIM_MAX_OPTS 24  /* options per group, scheduler entries included */
-#define OPTIM_NAME_LEN 32  /* longest option name + 1 */
-#define OPTIM_NBUF 3       /* state tensors per parameter */
+#define OPTIM_MAX_OPTS 24 /* options per group, scheduler entries included */
+#define OPTIM_NAME_LEN 32 /* longest option name + 1 */
+#define OPTIM_NBUF 3      /* state tensors per parameter */
 
 typedef struct optim_entry {
   char name[OPTIM_NAME_LEN];
@@ -29,12 +29,32 @@ typedef struct optim_group {
 } optim_group;
 
 typedef struct optim_pstate {
-  bool init;                   /* state exists (created on the first gradient) */
-  double step;                 /* steps taken (kinds with a "step" entry) */
-  wk_tensor *buf[OPTIM_NBUF];  /* the kind's buffers; NULL when absent */
+  bool init;                  /* state exists (created on the first gradient) */
+  double step;                /* steps taken (kinds with a "step" entry) */
+  wk_tensor *buf[OPTIM_NBUF]; /* the kind's buffers; NULL when absent */
 } optim_pstate;
 
-typedef struct optim_kind optim_kind;
+enum { OPTIM_SGD = 1, OPTIM_ADAM, OPTIM_ADAMW, OPTIM_RMSPROP, OPTIM_ADAGRAD };
+
+/* A known option of a kind: its name, validation rule and PyTorch's message. */
+typedef struct optdef {
+  const char *name;
+  int rule;
+  const char *msg;
+} optdef;
+
+typedef struct wk_optimizer wk_optimizer;
+/* An optimizer kind: its options, state buffers and update. */
+typedef struct optim_kind {
+  int id;
+  const char *name;
+  const optdef *defs;
+  int ndefs;
+  const char *const *bufs; /* names of buf[0..nbuf) in the state dict */
+  int nbuf;
+  bool has_step; /* the state holds a "step" count */
+  wk_status (*update)(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad);
+} optim_kind;
 
 struct wk_optimizer {
   const optim_kind *kind;
@@ -42,8 +62,8 @@ struct wk_optimizer {
   int ngroups, capgroups;
   optim_group *groups;
   int nparams, capparams;
-  wk_tensor **params;   /* retained */
-  optim_pstate *state;  /* one per parameter */
+  wk_tensor **params;  /* retained */
+  optim_pstate *state; /* one per parameter */
 };
 
 wk_optimizer *optim_sgd(wk_tensor *const *params, int n, const wk_sgd_opts *o, size_t osize);
@@ -65,6 +85,11 @@ wk_status optim_zero_grad(wk_optimizer *opt, bool set_to_none);
 wk_state_dict *optim_state_dict(const wk_optimizer *opt);
 wk_status optim_load_state_dict(wk_optimizer *opt, const wk_state_dict *sd);
 
+/* Shared by optimizer.c and optimizer_sd.c. */
+wk_status optim_check_group(const optim_kind *k, optim_group *g);
+void optim_state_clear(optim_pstate *st);
+wk_status optim_eager_state(wk_optimizer *opt, const optim_group *g, int i);
+
 /* For schedulers: the value slot of a group's option (NULL when absent), and
  * setting one without validation, adding it when absent. */
 double *optim_opt_slot(wk_optimizer *opt, int group, const char *name);
@@ -74,9 +99,13 @@ bool optim_kind_has(const wk_optimizer *opt, const char *name);
 
 /* Temporaries created by service code belong to the caller's open scope (the
  * call depth is 0); state the optimizer keeps must leave it. */
-static inline wk_tensor *optim_keep(wk_tensor *t) { return wk_scope_keep(t); }
+static inline wk_tensor *optim_keep(wk_tensor *t) {
+  return wk_scope_keep(t);
+}
 /* A 0-dim f64 tensor holding v, kept out of any scope (NULL on error). */
-static inline wk_tensor *optim_scalar(double v) { return optim_keep(wk_scalar_tensor(v, WK_F64)); }
+static inline wk_tensor *optim_scalar(double v) {
+  return optim_keep(wk_scalar_tensor(v, WK_F64));
+}
 /* Reads a one-element tensor as double (error naming `key` otherwise). */
 wk_status optim_read_scalar(const wk_state_dict *sd, const char *key, double *out, bool required);
 /* Stores v under key as a 0-dim f64 tensor. */
@@ -89,11 +118,10 @@ wk_lr_scheduler *sched_exponential_lr(wk_optimizer *opt, const wk_exponential_lr
 wk_lr_scheduler *sched_cosine_annealing_lr(wk_optimizer *opt, const wk_cosine_annealing_lr_opts *o, size_t osize);
 wk_lr_scheduler *sched_linear_lr(wk_optimizer *opt, const wk_linear_lr_opts *o, size_t osize);
 wk_lr_scheduler *sched_one_cycle_lr(wk_optimizer *opt, const wk_one_cycle_lr_opts *o, size_t osize);
-wk_lr_scheduler *sched_reduce_lr_on_plateau(wk_optimizer *opt, const wk_reduce_lr_on_plateau_opts *o,
-                                            size_t osize);
+wk_lr_scheduler *sched_reduce_lr_on_plateau(wk_optimizer *opt, const wk_reduce_lr_on_plateau_opts *o, size_t osize);
 wk_lr_scheduler *sched_chained(wk_lr_scheduler *const *scheds, int n);
-wk_lr_scheduler *sched_sequential(wk_optimizer *opt, wk_lr_scheduler *const *scheds, int n,
-                                  const int64_t *milestones, int nmilestones);
+wk_lr_scheduler *sched_sequential(wk_optimizer *opt, wk_lr_scheduler *const *scheds, int n, const int64_t *milestones,
+                                  int nmilestones);
 void sched_free(wk_lr_scheduler *s);
 const char *sched_name(const wk_lr_scheduler *s);
 wk_status sched_step(wk_lr_scheduler *s);
@@ -114,6 +142,8 @@ static inline void optim_copy_opts(void *dst, size_t full, const void *src, size
   if (src) memcpy(dst, src, osize < full ? osize : full);
 }
 /* Option value: `v` unless it is +0 (not given), then `def`. -0 is a literal zero. */
-static inline double optim_or(double v, double def) { return (v == 0 && !signbit(v)) ? def : v; }
+static inline double optim_or(double v, double def) {
+  return (v == 0 && !signbit(v)) ? def : v;
+}
 
 #endif
