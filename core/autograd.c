@@ -480,6 +480,14 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
   if (mname && strcmp(mname, "out") == 0)
     return wk_error(WK_ERR_AUTOGRAD, "%s(): functions with out=... arguments don't support automatic differentiation, "
                     "but one of the arguments requires grad.", wk_op_name(op));
+  /* in-place on a leaf that requires grad is refused whatever the op */
+  int mutated_early = wk_op_mutated_arg(op);
+  if (mutated_early >= 0 && args[mutated_early].tag == WK_V_TENSOR) {
+    wk_tensor *mt = args[mutated_early].u.t;
+    if ((mt->flags & WK__T_REQUIRES_GRAD) && wk_tensor_is_leaf(mt))
+      return wk_error(WK_ERR_AUTOGRAD, "%s(): a leaf Variable that requires grad is being used in an in-place operation.",
+                      wk_op_name(op));
+  }
   const wk__formula *f = wk__formula_for(op);
   if (!f && (tags & WK_TAG_COMPOSITE)) return wk_layer_redispatch(self, op, args, outs); /* record the parts */
   if (!f && (tags & WK_TAG_NONDIFF)) return call_below(self, op, args, outs);
@@ -492,10 +500,7 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
   int mutated = wk_op_mutated_arg(op);
   wk_tensor *mut = mutated >= 0 && args[mutated].tag == WK_V_TENSOR ? args[mutated].u.t : NULL;
   if (mut) {
-    wk__ameta *mm = mut->autograd;
-    if ((mut->flags & WK__T_REQUIRES_GRAD) && wk_tensor_is_leaf(mut))
-      return wk_error(WK_ERR_AUTOGRAD, "%s(): a leaf Variable that requires grad is being used in an in-place operation.",
-                      wk_op_name(op));
+    wk__ameta *mm = mut->autograd; /* (leaves were refused above) */
     if (mm && mm->is_view)
       return wk_error(WK_ERR_AUTOGRAD, "%s(): in-place operations on a view of a tensor that requires grad are not "
                       "supported; use the out-of-place op", wk_op_name(op));

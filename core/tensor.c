@@ -315,6 +315,13 @@ void wk_release(wk_tensor *t) {
   free(t);
 }
 
+void wk_unref(wk_tensor *t) {
+  int depth = wk__call_depth;
+  wk__call_depth = depth + 1; /* below user level: a plain decrement */
+  wk_release(t);
+  wk__call_depth = depth;
+}
+
 int64_t wk_live_tensors(void) { return atomic_load(&g_live); }
 
 /* ---- metadata ---- */

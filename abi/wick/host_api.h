@@ -63,7 +63,7 @@
   X(wk_module_forward) X(wk_module_forward_n) X(wk_module_train) X(wk_module_is_training)        \
   X(wk_module_named_parameters) X(wk_module_named_buffers) X(wk_module_num_parameters)           \
   X(wk_module_zero_grad) X(wk_module_to) X(wk_module_state_dict) X(wk_load_report_clear)         \
-  X(wk_module_load_state_dict) X(wk_module_to_string)
+  X(wk_module_load_state_dict) X(wk_module_to_string) X(wk_unref)
 
 typedef struct wk_host_api {
   size_t struct_size;

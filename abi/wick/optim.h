@@ -109,7 +109,7 @@ typedef struct wk_cosine_annealing_lr_opts {
 /* LinearLR: multiplies the lr by a factor moving linearly from start_factor
  * to end_factor over total_iters epochs (warm-up). */
 typedef struct wk_linear_lr_opts {
-  double start_factor; /* 0 -> 1/3; in (0, 1] (WK_OPTIM_ZERO for 0) */
+  double start_factor; /* 0 -> 1/3; in (0, 1] */
   double end_factor;   /* 0 -> 1.0; in [0, 1] */
   int64_t total_iters; /* 0 -> 5 */
 } wk_linear_lr_opts;

@@ -67,6 +67,11 @@ WK_API wk_tensor *wk_retain(wk_tensor *t);
  * is left). NULL does nothing. Inside a scope, releasing a tensor the scope
  * owns gives up the scope's reference early. */
 WK_API void wk_release(wk_tensor *t);
+/* Drops a reference taken with wk_retain by code that holds tensors for a
+ * while (optimizers, datasets, caches): a plain decrement that never touches
+ * the caller's scopes, so a retain/unref pair is balanced even when a scope
+ * owns the tensor. NULL does nothing. */
+WK_API void wk_unref(wk_tensor *t);
 /* Opens a scope on this thread: every tensor handle returned to the caller
  * until the matching wk_scope_end() is owned by the scope. Scopes nest.
  * Returns the new depth. */

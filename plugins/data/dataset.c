@@ -110,7 +110,7 @@ static wk_status tds_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample
 }
 static void tds_free(void *p) {
   tds *d = p;
-  for (int k = 0; k < d->n; k++) wk_release(d->t[k]);
+  for (int k = 0; k < d->n; k++) wk_unref(d->t[k]); /* balances the retain of creation */
   free(d);
 }
 wk_dataset *dt_tensor_dataset(wk_tensor *const *tensors, int n) {

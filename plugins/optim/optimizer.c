@@ -261,7 +261,7 @@ void optim_free(wk_optimizer *opt) {
   if (!opt) return;
   for (int i = 0; i < opt->nparams; i++) {
     optim_state_clear(&opt->state[i]);
-    wk_release(opt->params[i]);
+    wk_unref(opt->params[i]); /* the retain of creation: never the caller's scope reference */
   }
   free(opt->params);
   free(opt->state);
