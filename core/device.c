@@ -76,7 +76,6 @@ wk_status wk_device_type_register(const wk_device_iface *iface, int32_t *type_ou
   if (wk_device_type_find(iface->name) >= 0)
     return wk_error(WK_ERR_INVALID_ARG, "wk_device_type_register: device type '%s' already registered",
                     iface->name);
-  wk_clear_error(); /* wk_device_type_find recorded "unknown" */
   for (int i = WK_DEVICE_FIRST_PLUGIN; i < WK_MAX_DEVICE_TYPES; i++) {
     if (g_devs[i].used) continue;
     memset(&g_devs[i].iface, 0, sizeof g_devs[i].iface);

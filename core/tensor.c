@@ -70,8 +70,9 @@ bool wk__check_shape(const char *op, const int64_t *sizes, int ndim) {
     wk__null_arg(op, "sizes");
     return false;
   }
-  double total = 1;
+  double total = 1, span = 1; /* span: the stride product, which empty dims do not shrink */
   for (int i = 0; i < ndim; i++) {
+    span *= sizes[i] > 1 ? (double)sizes[i] : 1;
     if (sizes[i] < 0) {
       char b[256];
       wk_error(WK_ERR_SHAPE, "%s: negative dimension %lld in shape %s", op, (long long)sizes[i],
@@ -80,7 +81,7 @@ bool wk__check_shape(const char *op, const int64_t *sizes, int ndim) {
     }
     total *= (double)sizes[i];
   }
-  if (total > 9.0e15) {
+  if (total > 9.0e15 || span > 9.0e15) {
     wk_error(WK_ERR_SHAPE, "%s: shape has too many elements", op);
     return false;
   }
