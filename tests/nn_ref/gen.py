@@ -7,6 +7,7 @@ state-dict names, outputs); reprs and the resnet key lists come along.
 ResNet is torchvision 0.14's architecture, written out here (torchvision is
 not needed)."""
 import math
+import os
 import sys
 import torch
 import torch.nn as nn
@@ -154,71 +155,9 @@ for nm, m in [("ce_loss", nn.CrossEntropyLoss()), ("mse_loss", nn.MSELoss(reduct
     reprs.append((nm, repr(m)))
 
 
-# ---- torchvision ResNet (0.14) ----
-class BasicBlock(nn.Module):
-    expansion = 1
-
-    def __init__(self, inplanes, planes, stride=1, downsample=None):
-        super().__init__()
-        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.downsample = downsample
-
-    def forward(self, x):
-        o = self.relu(self.bn1(self.conv1(x)))
-        o = self.bn2(self.conv2(o))
-        return self.relu(o + (self.downsample(x) if self.downsample is not None else x))
-
-
-class Bottleneck(nn.Module):
-    expansion = 4
-
-    def __init__(self, inplanes, planes, stride=1, downsample=None):
-        super().__init__()
-        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.conv2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
-        self.bn3 = nn.BatchNorm2d(planes * 4)
-        self.relu = nn.ReLU(inplace=True)
-        self.downsample = downsample
-
-    def forward(self, x):
-        o = self.relu(self.bn1(self.conv1(x)))
-        o = self.relu(self.bn2(self.conv2(o)))
-        o = self.bn3(self.conv3(o))
-        return self.relu(o + (self.downsample(x) if self.downsample is not None else x))
-
-
-class ResNet(nn.Module):
-    def __init__(self, block, layers, num_classes=1000):
-        super().__init__()
-        self.inplanes = 64
-        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
-        self.relu = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(3, 2, 1)
-        self.layer1 = self._make(block, 64, layers[0])
-        self.layer2 = self._make(block, 128, layers[1], 2)
-        self.layer3 = self._make(block, 256, layers[2], 2)
-        self.layer4 = self._make(block, 512, layers[3], 2)
-        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(512 * block.expansion, num_classes)
-
-    def _make(self, block, planes, blocks, stride=1):
-        ds = None
-        if stride != 1 or self.inplanes != planes * block.expansion:
-            ds = nn.Sequential(nn.Conv2d(self.inplanes, planes * block.expansion, 1, stride, bias=False),
-                               nn.BatchNorm2d(planes * block.expansion))
-        layers = [block(self.inplanes, planes, stride, ds)]
-        self.inplanes = planes * block.expansion
-        layers += [block(self.inplanes, planes) for _ in range(1, blocks)]
-        return nn.Sequential(*layers)
-
+# ---- torchvision ResNet (0.14), shared with the io interop test ----
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_resnet import BasicBlock, Bottleneck, ResNet  # noqa: E402
 
 r18 = ResNet(BasicBlock, [2, 2, 2, 2], 10)
 r50 = ResNet(Bottleneck, [3, 4, 6, 3])
