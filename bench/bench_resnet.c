@@ -1,0 +1,67 @@
+/* ResNet-18 (torchvision architecture, 10 classes) on 3x32x32 inputs: one
+ * full training step (forward, cross-entropy, backward, SGD momentum step),
+ * median of timed steps after warm-up, as images/s. Usage: bench_resnet BATCH [STEPS] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <wick/nn.h>
+#include <wick/optim.h>
+#include <wick/wick.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  int64_t batch = argc > 1 ? atoll(argv[1]) : 32;
+  int steps = argc > 2 ? atoi(argv[2]) : 5;
+  if (wk_init() != WK_OK || batch < 1 || steps < 1) return 1;
+  wk_manual_seed(0);
+  wk_module *model = wk_nn_resnet18((wk_resnet_opts){.num_classes = 10});
+  if (!model) {
+    fprintf(stderr, "bench_resnet: %s\n", wk_last_error_message());
+    return 1;
+  }
+  int np = wk_module_named_parameters(model, NULL, NULL, 0);
+  wk_tensor **ps = calloc((size_t)np, sizeof *ps);
+  wk_module_named_parameters(model, NULL, ps, np);
+  wk_optimizer *opt = wk_optim_sgd(ps, np, (wk_sgd_opts){.lr = 0.01, .momentum = 0.9});
+  wk_tensor *x = wk_randn(WK_SHAPE(batch, 3, 32, 32), (wk_options){0});
+  wk_tensor *y = wk_randint(0, 10, WK_SHAPE(batch), (wk_options){0});
+  double *t = calloc((size_t)steps, sizeof *t);
+  for (int s = -2; s < steps; s++) {
+    double t0 = now();
+    wk_scope_begin();
+    wk_tensor *loss = wk_cross_entropy(wk_module_forward(model, x), y);
+    if (!loss || wk_optim_zero_grad(opt, true) || wk_backward(loss) || wk_optim_step(opt)) {
+      fprintf(stderr, "bench_resnet: %s\n", wk_last_error_message());
+      return 1;
+    }
+    wk_scope_end();
+    if (s >= 0) t[s] = now() - t0;
+  }
+  qsort(t, (size_t)steps, sizeof *t, cmp);
+  printf("resnet18_train_b%lld_img_s %.1f\n", (long long)batch, (double)batch / t[steps / 2]);
+  wk_module_train(model, false);
+  wk_no_grad_begin();
+  double t0 = now();
+  wk_tensor *out = wk_module_forward(model, x);
+  double dt = now() - t0;
+  wk_no_grad_end();
+  printf("resnet18_infer_b%lld_img_s %.1f\n", (long long)batch, (double)batch / dt);
+  wk_release(out);
+  wk_release(x);
+  wk_release(y);
+  free(t);
+  free(ps);
+  wk_optimizer_free(opt);
+  wk_module_release(model);
+  wk_shutdown();
+  return 0;
+}

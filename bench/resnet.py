@@ -1,0 +1,36 @@
+"""PyTorch side of bench/bench_resnet: the same ResNet-18 training step and
+inference, median images/s, printed in the same key/value form."""
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "nn_ref"))
+from torch_resnet import BasicBlock, ResNet  # noqa: E402
+
+batch = int(sys.argv[1]) if len(sys.argv) > 1 else 32
+steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+torch.set_num_threads(2)
+torch.manual_seed(0)
+model = ResNet(BasicBlock, [2, 2, 2, 2], 10)
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+x = torch.randn(batch, 3, 32, 32)
+y = torch.randint(0, 10, (batch,))
+times = []
+for s in range(steps + 2):
+    t0 = time.perf_counter()
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    if s >= 2:
+        times.append(time.perf_counter() - t0)
+times.sort()
+print("torch_resnet18_train_b%d_img_s %.1f" % (batch, batch / times[len(times) // 2]))
+model.eval()
+with torch.no_grad():
+    t0 = time.perf_counter()
+    model(x)
+    print("torch_resnet18_infer_b%d_img_s %.1f" % (batch, batch / (time.perf_counter() - t0)))
