@@ -539,6 +539,7 @@ static Suite *make_suite(void) {
   Suite *s = suite_create("autograd");
   TCase *tc = tcase_create("semantics");
   tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_set_timeout(tc, 120); /* the 100k-node graph takes a while under sanitizers */
   tcase_add_test(tc, test_autograd_square);
   tcase_add_test(tc, test_autograd_nonscalar_backward);
   tcase_add_test(tc, test_autograd_retain_graph_and_freed_graph);
