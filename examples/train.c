@@ -5,24 +5,31 @@
  *
  *   train [--model cnn|mlp] [--epochs 3] [--batch-size 64] [--lr 0.05]
  *         [--momentum 0.9] [--seed 0] [--workers 0] [--limit N]
- *         [--data DIR] [--device cpu] */
+ *         [--data DIR] [--device cpu] [--out DIR] [--resume CHECKPOINT]
+ *
+ * Into --out (default ./runs/fmnist) it writes last.safetensors every epoch and
+ * best.safetensors when the validation accuracy improves (model, optimizer,
+ * epoch, step and RNG states: --resume continues exactly where it stopped),
+ * run.json (the reproducibility record), metrics.csv and a TensorBoard event
+ * file. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <wick/data.h>
+#include <wick/io.h>
 #include <wick/nn.h>
 #include <wick/optim.h>
 #include <wick/wick.h>
 
-typedef struct {
-  const char *model, *data, *device;
-  int epochs, workers;
-  int64_t batch, limit;
-  double lr, momentum;
-  uint64_t seed;
-} config;
+#include "train.h"
+#include "train_record.h"
+#include "train_tb.h"
+
+typedef train_config config;
 
 static double now(void) {
   struct timespec ts;
@@ -37,7 +44,8 @@ static int die(const char *what) {
 
 static int usage(void) {
   fprintf(stderr, "usage: train [--model cnn|mlp] [--epochs N] [--batch-size N] [--lr X] [--momentum X]\n"
-                  "             [--seed N] [--workers N] [--limit N] [--data DIR] [--device cpu|cuda:N]\n");
+                  "             [--seed N] [--workers N] [--limit N] [--data DIR] [--device cpu|cuda:N]\n"
+                  "             [--out DIR] [--resume CHECKPOINT]\n");
   return 2;
 }
 
@@ -53,6 +61,8 @@ static bool parse(int argc, char **argv, config *c) {
     if (!strcmp(a, "--model")) c->model = v;
     else if (!strcmp(a, "--data")) c->data = v;
     else if (!strcmp(a, "--device")) c->device = v;
+    else if (!strcmp(a, "--out")) c->out = v;
+    else if (!strcmp(a, "--resume")) c->resume = v;
     else if (!strcmp(a, "--epochs")) c->epochs = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--workers")) c->workers = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--batch-size")) c->batch = strtoll(v, &end, 10);
@@ -148,14 +158,86 @@ static wk_status evaluate(wk_module *model, wk_dataloader *dl, wk_device dev, do
   return WK_OK;
 }
 
+/* mkdir -p. */
+static bool make_dirs(const char *path) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1;; p++) {
+    if (*p == '/' || !*p) {
+      char ch = *p;
+      *p = 0;
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST) return false;
+      *p = ch;
+      if (!ch) return true;
+    }
+  }
+}
+
+/* Saves model + optimizer + epoch/step + the generators' states (current) +
+ * the best accuracy so far to path, atomically (the io service). */
+static wk_status save_checkpoint(const char *path, const config *c, wk_module *model, wk_optimizer *opt, int epoch,
+                                 int64_t step, double best_acc, int best_epoch) {
+  wk_state_dict *msd = wk_module_state_dict(model), *osd = wk_optim_state_dict(opt), *meta = wk_state_dict_new();
+  wk_status s = msd && osd && meta ? WK_OK : wk_last_error();
+  char num[64];
+  wk_checkpoint ck = WK_CHECKPOINT_INIT;
+  if (!s) s = wk_state_dict_set_meta(meta, "model", c->model);
+  snprintf(num, sizeof num, "%.17g", best_acc);
+  if (!s) s = wk_state_dict_set_meta(meta, "best_acc", num);
+  snprintf(num, sizeof num, "%d", best_epoch);
+  if (!s) s = wk_state_dict_set_meta(meta, "best_epoch", num);
+  snprintf(num, sizeof num, "%llu", (unsigned long long)c->seed);
+  if (!s) s = wk_state_dict_set_meta(meta, "seed", num);
+  if (!s) s = wk_checkpoint_add(&ck, "model", msd);
+  if (!s) s = wk_checkpoint_add(&ck, "optim", osd);
+  ck.epoch = epoch;
+  ck.step = step;
+  ck.meta = meta;
+  if (!s) s = wk_checkpoint_save(path, &ck);
+  wk_state_dict_free(msd);
+  wk_state_dict_free(osd);
+  wk_state_dict_free(meta);
+  return s;
+}
+
+/* Restores model, optimizer and the generators from a checkpoint; returns the
+ * last completed epoch (-1 on error). */
+static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt, int64_t *step, double *best_acc,
+                           int *best_epoch) {
+  wk_checkpoint ck = WK_CHECKPOINT_INIT;
+  if (wk_checkpoint_load(c->resume, &ck, NULL) != WK_OK) return -1;
+  wk_state_dict *msd = wk_checkpoint_part(&ck, "model"), *osd = wk_checkpoint_part(&ck, "optim");
+  const char *name = ck.meta ? wk_state_dict_get_meta(ck.meta, "model") : NULL;
+  int epoch = -1;
+  if (!msd || !osd) {
+    wk_error(WK_ERR_IO, "%s: not a checkpoint of examples/train (no model or optim part)", c->resume);
+  } else if (name && strcmp(name, c->model)) {
+    wk_error(WK_ERR_INVALID_ARG, "%s holds a '%s' model, not '%s' (see --model)", c->resume, name, c->model);
+  } else if (wk_module_load_state_dict(model, msd, true, NULL) == WK_OK && wk_optim_load_state_dict(opt, osd) == WK_OK) {
+    const char *b = ck.meta ? wk_state_dict_get_meta(ck.meta, "best_acc") : NULL;
+    const char *be = ck.meta ? wk_state_dict_get_meta(ck.meta, "best_epoch") : NULL;
+    *best_acc = b ? strtod(b, NULL) : -1;
+    *best_epoch = be ? atoi(be) : 0;
+    *step = ck.step;
+    epoch = (int)ck.epoch;
+  }
+  wk_checkpoint_clear(&ck);
+  return epoch;
+}
+
 int main(int argc, char **argv) {
-  config c = {"cnn", "/usr/share/datasets/fashion-mnist", "cpu", 3, 0, 64, 0, 0.05, 0.9, 0};
+  config c = {.model = "cnn", .data = "/usr/share/datasets/fashion-mnist", .device = "cpu", .out = "runs/fmnist",
+              .epochs = 3, .batch = 64, .lr = 0.05, .momentum = 0.9};
   if (!parse(argc, argv, &c)) return usage();
   if (wk_init() != WK_OK) return die("wk_init");
   wk_device dev;
   if (wk_device_parse(c.device, &dev) != WK_OK) return die("--device");
   wk_manual_seed(c.seed);
   bool tty = isatty(STDOUT_FILENO);
+  if (!make_dirs(c.out)) {
+    fprintf(stderr, "train: cannot create --out %s: %s\n", c.out, strerror(errno));
+    return 1;
+  }
 
   wk_dataset *train = load_split(&c, "train"), *test = train ? load_split(&c, "t10k") : NULL;
   if (!train || !test) return die("loading Fashion-MNIST (is dataset-fashion-mnist installed? see --data)");
@@ -171,16 +253,49 @@ int main(int argc, char **argv) {
   wk_module_named_parameters(model, NULL, params, np);
   wk_optimizer *opt = wk_optim_sgd(params, np, (wk_sgd_opts){.lr = c.lr, .momentum = c.momentum});
   if (!opt) return die("creating the optimizer");
-  char devname[32];
+
+  int start_epoch = 1, best_epoch = 0;
+  int64_t gstep = 0;
+  double best_acc = -1;
+  if (c.resume) {
+    int done = load_checkpoint(&c, model, opt, &gstep, &best_acc, &best_epoch);
+    if (done < 0) return die("--resume");
+    start_epoch = done + 1;
+    printf("resumed from %s after epoch %d (step %lld, best val acc %.4f at epoch %d)\n", c.resume, done,
+           (long long)gstep, best_acc, best_epoch);
+  }
+
+  char devname[32], path[1100];
+  wk_device_str(dev, devname, sizeof devname);
   printf("model %s (%lld parameters) on %s, %lld training and %lld test images, batch %lld, SGD lr %g momentum %g\n",
-         c.model, (long long)wk_module_num_parameters(model, false), wk_device_str(dev, devname, sizeof devname),
-         (long long)wk_dataset_len(train), (long long)wk_dataset_len(test), (long long)c.batch, c.lr, c.momentum);
+         c.model, (long long)wk_module_num_parameters(model, false), devname, (long long)wk_dataset_len(train),
+         (long long)wk_dataset_len(test), (long long)c.batch, c.lr, c.momentum);
+
+  /* The reproducibility record, metrics.csv (appended to on resume) and the TensorBoard events. */
+  char files[4][1100];
+  const char *fileps[4];
+  const char *names[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                          "t10k-labels-idx1-ubyte.gz"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(files[i], sizeof files[i], "%s/%s", c.data, names[i]);
+    fileps[i] = files[i];
+  }
+  snprintf(path, sizeof path, "%s/run.json", c.out);
+  if (!record_write(path, &c, devname, fileps, 4, start_epoch, wk_module_num_parameters(model, false)))
+    fprintf(stderr, "train: warning: cannot write %s: %s\n", path, strerror(errno));
+  snprintf(path, sizeof path, "%s/metrics.csv", c.out);
+  bool append = c.resume && access(path, F_OK) == 0;
+  FILE *csv = fopen(path, append ? "a" : "w");
+  if (!csv) fprintf(stderr, "train: warning: cannot write %s: %s\n", path, strerror(errno));
+  else if (!append) fprintf(csv, "epoch,train_loss,train_acc,val_loss,val_acc,lr,img_per_s\n");
+  tb_writer tb = {0};
+  if (!tb_open(&tb, c.out)) fprintf(stderr, "train: warning: cannot write a TensorBoard event file in %s\n", c.out);
 
   double test_acc = 0, t_all = now();
-  for (int epoch = 1; epoch <= c.epochs; epoch++) {
+  for (int epoch = start_epoch; epoch <= c.epochs; epoch++) {
     if (wk_dataloader_set_epoch(train_dl, epoch - 1) != WK_OK) return die("set_epoch");
     int64_t nbatches = wk_dataloader_len(train_dl), seen = 0, correct = 0, step = 0;
-    double loss_sum = 0, t0 = now();
+    double loss_sum = 0, t0 = now(), lr = wk_optim_get_lr(opt, 0);
     wk_sample b = {0};
     wk_status s;
     while ((s = wk_dataloader_next(train_dl, &b)) == WK_OK && b.n) {
@@ -200,8 +315,10 @@ int main(int argc, char **argv) {
       correct += hv;
       seen += n;
       step++;
+      gstep++;
       wk_scope_end();
       wk_sample_clear(&b);
+      if (gstep % 20 == 0) tb_scalar(&tb, "batch/loss", gstep, lv);
       if (step % (tty ? 10 : 200) == 0 || step == nbatches) {
         double dt = now() - t0, ips = dt > 0 ? (double)seen / dt : 0;
         double eta = ips > 0 ? (double)(nbatches - step) * (double)c.batch / ips : 0;
@@ -217,12 +334,45 @@ int main(int argc, char **argv) {
     double epoch_s = now() - t0, val_loss, val_acc;
     if (evaluate(model, test_dl, dev, &val_loss, &val_acc) != WK_OK) return die("evaluating");
     test_acc = val_acc;
-    printf("Epoch %d: train loss=%.4f acc=%.4f | val loss=%.4f acc=%.4f | %.0f img/s, %.1f s\n", epoch,
-           loss_sum / (double)seen, (double)correct / (double)seen, val_loss, val_acc, (double)seen / epoch_s, epoch_s);
+    double train_loss = loss_sum / (double)seen, train_acc = (double)correct / (double)seen;
+    double ips = epoch_s > 0 ? (double)seen / epoch_s : 0;
+    printf("Epoch %d: train loss=%.4f acc=%.4f | val loss=%.4f acc=%.4f | %.0f img/s, %.1f s\n", epoch, train_loss,
+           train_acc, val_loss, val_acc, ips, epoch_s);
     fflush(stdout);
+
+    bool improved = val_acc > best_acc;
+    if (improved) {
+      best_acc = val_acc;
+      best_epoch = epoch;
+    }
+    snprintf(path, sizeof path, "%s/last.safetensors", c.out);
+    if (save_checkpoint(path, &c, model, opt, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
+    if (improved) {
+      snprintf(path, sizeof path, "%s/best.safetensors", c.out);
+      if (save_checkpoint(path, &c, model, opt, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
+    }
+    if (csv) {
+      fprintf(csv, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", epoch, train_loss, train_acc, val_loss, val_acc, lr, ips);
+      fflush(csv);
+    }
+    tb_scalar(&tb, "train/loss", epoch, train_loss);
+    tb_scalar(&tb, "train/accuracy", epoch, train_acc);
+    tb_scalar(&tb, "val/loss", epoch, val_loss);
+    tb_scalar(&tb, "val/accuracy", epoch, val_acc);
+    tb_scalar(&tb, "lr", epoch, lr);
+    tb_scalar(&tb, "throughput/img_per_s", epoch, ips);
+    tb_flush(&tb);
+  }
+  if (start_epoch > c.epochs) {
+    double val_loss;
+    if (evaluate(model, test_dl, dev, &val_loss, &test_acc) != WK_OK) return die("evaluating");
   }
   printf("final test accuracy: %.2f%% after %d epoch%s (%.1f s)\n", 100 * test_acc, c.epochs, c.epochs == 1 ? "" : "s",
          now() - t_all);
+  printf("checkpoints, run.json, metrics.csv and TensorBoard events in %s (best val acc %.4f at epoch %d)\n", c.out,
+         best_acc, best_epoch);
+  if (csv) fclose(csv);
+  tb_close(&tb);
   wk_optimizer_free(opt);
   free(params);
   wk_module_release(model);
