@@ -173,39 +173,44 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static void scan_dir(const char *dir, bool nested) {
   DIR *d = opendir(dir);
   if (!d) return;
-  char **names = NULL;
-  size_t n = 0, cap = 0;
+  /* files and (build tree) subdirectories, each sorted: load order decides
+   * ties between kernels of equal priority, so it must not depend on readdir */
+  char **names = NULL, **subs = NULL;
+  size_t n = 0, cap = 0, ns = 0, caps = 0;
   for (struct dirent *e; (e = readdir(d));) {
     if (e->d_name[0] == '.') continue;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     struct stat sb;
     if (stat(path, &sb) != 0) continue;
-    if (S_ISDIR(sb.st_mode)) {
-      if (nested) {
-        char sub[4200];
-        snprintf(sub, sizeof sub, "%s/.libs", path);
-        scan_dir(sub, false);
-      }
-      continue;
-    }
     size_t len = strlen(e->d_name);
-    if (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 16;
-      char **p = realloc(names, cap * sizeof *p);
+    bool is_dir = S_ISDIR(sb.st_mode);
+    if (is_dir ? !nested : (len < 4 || strcmp(e->d_name + len - 3, ".so") != 0)) continue;
+    char ***list = is_dir ? &subs : &names;
+    size_t *cnt = is_dir ? &ns : &n, *cp = is_dir ? &caps : &cap;
+    if (*cnt == *cp) {
+      *cp = *cp ? *cp * 2 : 16;
+      char **p = realloc(*list, *cp * sizeof *p);
       if (!p) break;
-      names = p;
+      *list = p;
     }
-    names[n++] = wk__strdup(path);
+    (*list)[(*cnt)++] = wk__strdup(path);
   }
   closedir(d);
   if (n) qsort(names, n, sizeof *names, cmp_str);
+  if (ns) qsort(subs, ns, sizeof *subs, cmp_str);
   for (size_t i = 0; i < n; i++) {
     load_one(names[i]);
     free(names[i]);
   }
+  for (size_t i = 0; i < ns; i++) {
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/.libs", subs[i]);
+    scan_dir(sub, false);
+    free(subs[i]);
+  }
   free(names);
+  free(subs);
 }
 
 /* True when libwick itself was loaded from the build tree (uninstalled run). */
