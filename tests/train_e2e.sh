@@ -6,7 +6,9 @@ if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
   echo "SKIP: Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)"
   exit 77
 fi
-out=$("${top_builddir:-.}/examples/train" --epochs 1 --limit 6400 --workers 2 2>&1) || {
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+out=$("${top_builddir:-.}/examples/train" --epochs 1 --limit 6400 --workers 2 --out "$dir" 2>&1) || {
   echo "$out"
   echo "FAIL: examples/train exited with an error"
   exit 1
