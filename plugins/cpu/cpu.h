@@ -114,4 +114,7 @@ static inline void cpu_copy_elem(char *d, const char *s, size_t es) {
   }
 }
 
+/* layer_norm's weight/bias check: shape normalized_shape, floating dtype (NULL passes). */
+CPU_HIDDEN wk_status cpu_check_norm_param(const char *op, const char *name, wk_tensor *t, const int64_t *ns, int k);
+
 #endif

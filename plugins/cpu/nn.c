@@ -414,18 +414,18 @@ typedef struct {
 DEF_LN(float, f32)
 DEF_LN(double, f64)
 
-static wk_status ln_param(const char *name, wk_tensor *t, const int64_t *ns, int k) {
+wk_status cpu_check_norm_param(const char *op, const char *name, wk_tensor *t, const int64_t *ns, int k) {
   if (!t) return WK_OK;
   char a[160], b[160];
   bool same = wk_tensor_dim(t) == k;
   for (int i = 0; same && i < k; i++) same = wk_tensor_sizes(t)[i] == ns[i];
   if (!same)
     return wk_error(WK_ERR_SHAPE,
-                    "layer_norm(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
+                    "%s(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
                     "normalized_shape = %s",
-                    name, name, cpu_shape_str(t, a, sizeof a), cpu_ints_str(ns, k, b, sizeof b));
+                    op, name, name, cpu_shape_str(t, a, sizeof a), cpu_ints_str(ns, k, b, sizeof b));
   if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
-    return wk_error(WK_ERR_DTYPE, "layer_norm(): expected %s to be floating point, got %s", name,
+    return wk_error(WK_ERR_DTYPE, "%s(): expected %s to be floating point, got %s", op, name,
                     wk_dtype_name(wk_tensor_dtype(t)));
   return WK_OK;
 }
@@ -454,7 +454,9 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
                     "layer_norm(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
                     cpu_ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
   }
-  if ((s = ln_param("weight", weight, ns, k)) || (s = ln_param("bias", bias, ns, k))) return s;
+  if ((s = cpu_check_norm_param("layer_norm", "weight", weight, ns, k)) ||
+      (s = cpu_check_norm_param("layer_norm", "bias", bias, ns, k)))
+    return s;
   int axis = nd - k;
   int64_t M = 1, N = 1, ssz[WK_MAX_DIMS];
   for (int i = 0; i < nd; i++) {

@@ -337,22 +337,6 @@ typedef struct {
 DEF_LNB(float, f32)
 DEF_LNB(double, f64)
 
-static wk_status lnb_param(const char *name, wk_tensor *t, const int64_t *ns, int k) {
-  if (!t) return WK_OK;
-  char a[160], b[160];
-  bool same = wk_tensor_dim(t) == k;
-  for (int i = 0; same && i < k; i++) same = wk_tensor_sizes(t)[i] == ns[i];
-  if (!same)
-    return wk_error(WK_ERR_SHAPE,
-                    "layer_norm_backward(): Expected %s to be of same shape as normalized_shape, but got %s of shape "
-                    "%s and normalized_shape = %s",
-                    name, name, cpu_shape_str(t, a, sizeof a), cpu_ints_str(ns, k, b, sizeof b));
-  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
-    return wk_error(WK_ERR_DTYPE, "layer_norm_backward(): expected %s to be floating point, got %s", name,
-                    wk_dtype_name(wk_tensor_dtype(t)));
-  return WK_OK;
-}
-
 static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "layer_norm_backward";
   wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *mean_t = WK_ARG_T(3), *rstd_t = WK_ARG_T(4);
@@ -383,7 +367,9 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                     cpu_ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
   }
   if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
-  if ((s = lnb_param("weight", weight, ns, k)) || (s = lnb_param("bias", bias, ns, k))) return s;
+  if ((s = cpu_check_norm_param("layer_norm_backward", "weight", weight, ns, k)) ||
+      (s = cpu_check_norm_param("layer_norm_backward", "bias", bias, ns, k)))
+    return s;
   int64_t M = 1, N = 1;
   for (int i = 0; i < nd; i++) {
     if (i < nd - k)
