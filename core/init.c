@@ -47,5 +47,6 @@ void wk_shutdown(void) {
   pthread_mutex_lock(&g_init_lock);
   if (g_inited) wk__plugins_shutdown();
   wk__pool_shutdown();
+  wk__storage_cache_clear();
   pthread_mutex_unlock(&g_init_lock);
 }

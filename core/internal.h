@@ -130,6 +130,7 @@ WK__HIDDEN const void *wk__host_api_get(uint32_t major, uint32_t minor);
 
 /* ---- threads and rng ------------------------------------------------------------------ */
 WK__HIDDEN void wk__pool_shutdown(void);
+WK__HIDDEN void wk__storage_cache_clear(void);
 WK__HIDDEN void wk__ameta_free(wk_tensor *t);
 WK__HIDDEN bool wk__requires_grad(const wk_tensor *t);
 WK__HIDDEN void wk__autograd_init(void);

@@ -1,6 +1,7 @@
 /* Tensor handles and their storage: creation, reference counting, metadata
  * accessors and element access. Views and compute are ops (see dispatch.c). */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,12 +11,83 @@
 
 static atomic_llong g_live;
 
+/* A cache of freed cpu storage blocks of 64 KiB and more, by exact size: a
+ * training step allocates the same activation sizes every iteration, and
+ * returning them to the system costs page faults each time. */
+#define CACHE_MIN ((size_t)64 << 10)
+#define CACHE_LIMIT ((size_t)256 << 20)
+#define CACHE_BINS 128
+typedef struct cached_block {
+  struct cached_block *next;
+} cached_block;
+static struct {
+  size_t size;
+  cached_block *head;
+} g_bins[CACHE_BINS];
+static size_t g_cached_bytes;
+static pthread_mutex_t g_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *cache_take(size_t total) {
+  if (total < CACHE_MIN) return NULL;
+  void *p = NULL;
+  pthread_mutex_lock(&g_cache_lock);
+  for (int i = 0; i < CACHE_BINS; i++)
+    if (g_bins[i].size == total && g_bins[i].head) {
+      p = g_bins[i].head;
+      g_bins[i].head = g_bins[i].head->next;
+      g_cached_bytes -= total;
+      break;
+    }
+  pthread_mutex_unlock(&g_cache_lock);
+  return p;
+}
+
+/* Keeps the block for reuse (true) or leaves it to the caller to free. */
+static bool cache_give(void *p, size_t total) {
+  if (total < CACHE_MIN) return false;
+  bool kept = false;
+  pthread_mutex_lock(&g_cache_lock);
+  if (g_cached_bytes + total <= CACHE_LIMIT) {
+    int slot = -1;
+    for (int i = 0; i < CACHE_BINS && slot < 0; i++)
+      if (g_bins[i].size == total) slot = i;
+    for (int i = 0; i < CACHE_BINS && slot < 0; i++)
+      if (!g_bins[i].head) slot = i; /* an empty bin takes the new size */
+    if (slot >= 0) {
+      cached_block *b = p;
+      g_bins[slot].size = total;
+      b->next = g_bins[slot].head;
+      g_bins[slot].head = b;
+      g_cached_bytes += total;
+      kept = true;
+    }
+  }
+  pthread_mutex_unlock(&g_cache_lock);
+  return kept;
+}
+
+void wk__storage_cache_clear(void) {
+  pthread_mutex_lock(&g_cache_lock);
+  for (int i = 0; i < CACHE_BINS; i++)
+    while (g_bins[i].head) {
+      cached_block *b = g_bins[i].head;
+      g_bins[i].head = b->next;
+      free(b);
+    }
+  g_cached_bytes = 0;
+  pthread_mutex_unlock(&g_cache_lock);
+}
+
 wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
   dev = wk__device_norm(dev);
   if (dev.type == WK_DEVICE_CPU) { /* one block: the header, then 64-byte aligned data */
     size_t head = (sizeof(wk__storage) + 63) & ~(size_t)63;
     size_t total = (head + nbytes + 63) & ~(size_t)63;
-    wk__storage *st = total >= head && total - head >= nbytes ? aligned_alloc(64, total) : NULL;
+    wk__storage *st = NULL;
+    if (total >= head && total - head >= nbytes) {
+      st = cache_take(total);
+      if (!st) st = aligned_alloc(64, total);
+    }
     if (!st) {
       wk_error(WK_ERR_NO_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
       return NULL;
@@ -49,6 +121,9 @@ void wk__storage_release(wk__storage *st) {
     if (st->deleter) st->deleter(st->deleter_ctx);
   } else if (!st->inline_data) {
     wk_device_free(st->device, st->data);
+  } else {
+    size_t head = (sizeof(wk__storage) + 63) & ~(size_t)63;
+    if (cache_give(st, (head + st->nbytes + 63) & ~(size_t)63)) return;
   }
   free(st);
 }

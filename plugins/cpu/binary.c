@@ -296,12 +296,87 @@ static wk_tensor *fast_binary(bop op, wk_tensor *a, wk_tensor *b, double alpha) 
   return r;
 }
 
+/* Fast paths on contiguous f32 operands (the autograd's relu backward is
+ * mul(grad, gt(y, 0))): a comparison with a Scalar, and a product with a bool
+ * mask of the same shape (x * (float)m, NaN and signed zeros as the general
+ * path gives them). Split over the pool in contiguous ranges. */
+typedef struct {
+  bop op;
+  const float *x;
+  const bool *m;
+  float v;
+  void *o;
+} fastf_job;
+
+static void fast_cmp_range(void *p, int64_t b, int64_t e) {
+  const fastf_job *j = p;
+  const float *x = j->x, v = j->v;
+  bool *o = j->o;
+  switch (j->op) {
+    case B_EQ: for (int64_t i = b; i < e; i++) o[i] = x[i] == v; break;
+    case B_NE: for (int64_t i = b; i < e; i++) o[i] = x[i] != v; break;
+    case B_LT: for (int64_t i = b; i < e; i++) o[i] = x[i] < v; break;
+    case B_LE: for (int64_t i = b; i < e; i++) o[i] = x[i] <= v; break;
+    case B_GT: for (int64_t i = b; i < e; i++) o[i] = x[i] > v; break;
+    default: for (int64_t i = b; i < e; i++) o[i] = x[i] >= v; break;
+  }
+}
+
+static void fast_mask_range(void *p, int64_t b, int64_t e) {
+  const fastf_job *j = p;
+  const float *x = j->x;
+  const bool *m = j->m;
+  float *o = j->o;
+  for (int64_t i = b; i < e; i++) o[i] = x[i] * (float)m[i];
+}
+
+/* 0: does not apply; 1: *out holds the result; -1: error recorded. */
+static int fast_f32(bop op, wk_tensor *a, const wk_value *other, wk_tensor **out) {
+  if (wk_tensor_dtype(a) != WK_F32 || !wk_tensor_is_contiguous(a)) return 0;
+  int64_t n = wk_tensor_numel(a);
+  fastf_job j = {op, wk_tensor_data(a), NULL, 0, NULL};
+  void (*fn)(void *, int64_t, int64_t);
+  wk_dtype rt;
+  if (is_compare(op)) {
+    if (other->tag != WK_V_INT && other->tag != WK_V_FLOAT) return 0;
+    j.v = (float)wk_value_as_f64(other);
+    fn = fast_cmp_range;
+    rt = WK_BOOL;
+  } else {
+    wk_tensor *b = other->u.t;
+    if (op != B_MUL || other->tag != WK_V_TENSOR || wk_tensor_dtype(b) != WK_BOOL || !wk_tensor_is_contiguous(b) ||
+        !cpu_same_shape(a, b))
+      return 0;
+    j.m = wk_tensor_data(b);
+    fn = fast_mask_range;
+    rt = WK_F32;
+  }
+  wk_tensor *r = cpu_empty(wk_tensor_sizes(a), wk_tensor_dim(a), rt);
+  if (!r) return -1;
+  j.o = wk_tensor_data(r);
+  if (n < WK_ITER_GRAIN)
+    fn(&j, 0, n);
+  else
+    wk_parallel_for(0, n, WK_ITER_GRAIN, fn, &j);
+  *out = r;
+  return 1;
+}
+
 static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const binfo *info = ctx->user;
   if (info->mode == CPU_FUNCTIONAL && !info->scalar && info->op <= B_DIV && !(info->has_rounding && args[2].tag == WK_V_STR)) {
     double alpha = info->has_alpha ? wk_value_as_f64(&args[2]) : 1.0;
     wk_tensor *r = fast_binary(info->op, WK_ARG_T(0), WK_ARG_T(1), alpha);
     if (r) {
+      outs[0] = WK_VT(r);
+      return WK_OK;
+    }
+  }
+  if (info->mode == CPU_FUNCTIONAL && ((is_compare(info->op) && info->scalar) || (info->op == B_MUL && !info->scalar))) {
+    wk_tensor *r = NULL;
+    int done = fast_f32(info->op, WK_ARG_T(0), &args[1], &r);
+    if (done < 0) return wk_last_error();
+    if (done) {
       outs[0] = WK_VT(r);
       return WK_OK;
     }

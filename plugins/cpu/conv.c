@@ -179,10 +179,6 @@ typedef struct {
 IM2COL(im2col_f32, float)
 IM2COL(im2col_f64, double)
 
-/* Target number of GEMM columns per call: several small images share one GEMM. */
-#define CONV_TARGET_COLS 4096
-#define CONV_COL_BYTES ((int64_t)64 << 20)
-
 /* Fills rows [0, M) of C (leading dimension ldc, n columns) with bias[i] or 0. */
 static void fill_rows(bool f64, void *C, int64_t M, int64_t n, int64_t ldc, const void *bias) {
   for (int64_t i = 0; i < M; i++) {
@@ -196,63 +192,69 @@ static void fill_rows(bool f64, void *C, int64_t M, int64_t n, int64_t ldc, cons
   }
 }
 
-/* out[N, O, P] (compute dtype, contiguous) = conv(x, w) + bias. */
-static wk_status conv_compute(bool f64, im2col_job *jb, int64_t N, int64_t O, int64_t G, const char *w,
-                              const char *bias, char *out) {
-  size_t es = f64 ? sizeof(double) : sizeof(float);
-  int64_t P = jb->P, Cg = jb->Cg, Og = O / G, K = Cg * jb->kh * jb->kw;
-  int64_t B = (CONV_TARGET_COLS + P - 1) / P;
-  if (B > N) B = N;
-  int64_t per_img = K * P * (int64_t)es;
-  if (per_img > 0 && B * per_img > CONV_COL_BYTES) B = CONV_COL_BYTES / per_img;
-  if (B < 1) B = 1;
-  /* 1x1 kernel, stride 1, no padding, dense planes: the input is the column matrix. */
-  bool direct = B == 1 && jb->kh == 1 && jb->kw == 1 && jb->sh == 1 && jb->sw == 1 && jb->ph == 0 && jb->pw == 0 &&
-                jb->sW == 1 && jb->sH == jb->W && jb->sC >= P;
-  char *col = NULL, *tmp = NULL;
-  if (!direct && K > 0) col = malloc((size_t)(K * B * P) * es);
-  if (B > 1) tmp = malloc((size_t)(Og * B * P) * es + 1);
-  if ((!direct && K > 0 && !col) || (B > 1 && !tmp)) {
-    free(col);
-    free(tmp);
-    return wk_error(WK_ERR_NO_MEMORY, "conv2d(): out of memory for the column buffer");
+/* The per-image work of conv_compute: images [b, e), each by im2col into a
+ * private column buffer and one GEMM per group straight into the output. The
+ * computation of an image does not depend on how images are split over
+ * threads, so results do not depend on the thread count. */
+typedef struct {
+  bool f64, direct;
+  const im2col_job *geo;
+  int64_t O, G, K;
+  const char *w, *bias;
+  char *out;
+  bool oom;
+} conv_fwd_job;
+
+static void conv_images(void *p, int64_t b, int64_t e) {
+  conv_fwd_job *c = p;
+  size_t es = c->f64 ? sizeof(double) : sizeof(float);
+  im2col_job jb = *c->geo;
+  int64_t P = jb.P, Cg = jb.Cg, Og = c->O / c->G, K = c->K;
+  char *col = NULL;
+  if (!c->direct && K > 0 && !(col = malloc((size_t)(K * P) * es))) {
+    c->oom = true;
+    return;
   }
-  void (*im2col)(void *, int64_t, int64_t) = f64 ? im2col_f64 : im2col_f32;
-  for (int64_t n0 = 0; n0 < N; n0 += B) {
-    int64_t nb = N - n0 < B ? N - n0 : B, ncols = nb * P;
-    for (int64_t g = 0; g < G; g++) {
-      const char *Bm = NULL;
-      int64_t ldb = ncols;
-      if (direct) {
-        Bm = jb->x + (size_t)(n0 * jb->sN + g * Cg * jb->sC) * es;
-        ldb = jb->sC;
+  void (*im2col)(void *, int64_t, int64_t) = c->f64 ? im2col_f64 : im2col_f32;
+  for (int64_t n = b; n < e; n++) {
+    for (int64_t g = 0; g < c->G; g++) {
+      const char *Bm = col;
+      int64_t ldb = P;
+      if (c->direct) {
+        Bm = jb.x + (size_t)(n * jb.sN + g * Cg * jb.sC) * es;
+        ldb = jb.sC;
       } else if (K > 0) {
-        jb->col = col;
-        jb->ldcol = ncols;
-        jb->n0 = n0;
-        jb->nb = nb;
-        jb->g = g;
-        int64_t grain = 32768 / (ncols ? ncols : 1);
-        if (grain < 1) grain = 1;
-        if (K <= grain)
-          im2col(jb, 0, K);
-        else
-          wk_parallel_for(0, K, grain, im2col, jb);
-        Bm = col;
+        jb.col = col;
+        jb.ldcol = P;
+        jb.n0 = n;
+        jb.nb = 1;
+        jb.g = g;
+        im2col(&jb, 0, K);
       }
-      char *Cm = nb == 1 ? out + (size_t)((n0 * O + g * Og) * P) * es : tmp;
-      int64_t ldc = nb == 1 ? P : ncols;
-      fill_rows(f64, Cm, Og, ncols, ldc, bias ? bias + (size_t)(g * Og) * es : NULL);
-      if (K > 0) gemm(f64, Og, ncols, K, w + (size_t)(g * Og * K) * es, K, Bm, ldb, Cm, ldc);
-      if (nb > 1)
-        for (int64_t im = 0; im < nb; im++)
-          for (int64_t i = 0; i < Og; i++)
-            memcpy(out + (size_t)(((n0 + im) * O + g * Og + i) * P) * es, tmp + (size_t)(i * ncols + im * P) * es,
-                   (size_t)P * es);
+      char *Cm = c->out + (size_t)((n * c->O + g * Og) * P) * es;
+      fill_rows(c->f64, Cm, Og, P, P, c->bias ? c->bias + (size_t)(g * Og) * es : NULL);
+      if (K > 0) gemm(c->f64, Og, P, K, c->w + (size_t)(g * Og * K) * es, K, Bm, ldb, Cm, P);
     }
   }
   free(col);
-  free(tmp);
+}
+
+/* out[N, O, P] (compute dtype, contiguous) = conv(x, w) + bias. */
+static wk_status conv_compute(bool f64, im2col_job *jb, int64_t N, int64_t O, int64_t G, const char *w,
+                              const char *bias, char *out) {
+  int64_t P = jb->P, K = jb->Cg * jb->kh * jb->kw;
+  /* 1x1 kernel, stride 1, no padding, dense planes: the input is the column matrix. */
+  bool direct = jb->kh == 1 && jb->kw == 1 && jb->sh == 1 && jb->sw == 1 && jb->ph == 0 && jb->pw == 0 &&
+                jb->sW == 1 && jb->sH == jb->W && jb->sC >= P;
+  conv_fwd_job c = {f64, direct, jb, O, G, K, w, bias, out, false};
+  int64_t per_img = O * P * (K + 1);
+  if (N > 1 && !wk_in_parallel() && N * per_img >= 65536) {
+    int64_t grain = per_img >= 65536 ? 1 : 65536 / per_img;
+    wk_parallel_for(0, N, grain, conv_images, &c);
+  } else {
+    conv_images(&c, 0, N);
+  }
+  if (c.oom) return wk_error(WK_ERR_NO_MEMORY, "conv2d(): out of memory for the column buffer");
   return WK_OK;
 }
 
@@ -451,6 +453,94 @@ MAXPOOL(maxpool_f32, float, -INFINITY, isnan)
 MAXPOOL(maxpool_f64, double, -INFINITY, isnan)
 MAXPOOL(maxpool_i64, int64_t, j->imin, NO_NAN)
 
+/* The common 2x2, stride 2, unpadded, undilated window over rows with unit
+ * stride: the same comparisons in the same order as MAXPOOL (the first
+ * element starts the max: -inf never replaces it), unrolled. */
+#define MAXPOOL22(NAME, T)                                                                        \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      int64_t *ind = j->ind + plane * j->oh * j->ow;                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        const T *r0 = src + 2 * oy * j->sH, *r1 = r0 + j->sH;                                     \
+        T *d = dst + oy * j->ow;                                                                  \
+        int64_t *id = ind + oy * j->ow, base = 2 * oy * j->W;                                     \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          T v0 = r0[2 * ox], v1 = r0[2 * ox + 1], v2 = r1[2 * ox], v3 = r1[2 * ox + 1];           \
+          T mv = v0;                                                                              \
+          int64_t mi = base + 2 * ox;                                                             \
+          if (v1 > mv || isnan(v1)) mv = v1, mi = base + 2 * ox + 1;                              \
+          if (v2 > mv || isnan(v2)) mv = v2, mi = base + j->W + 2 * ox;                           \
+          if (v3 > mv || isnan(v3)) mv = v3, mi = base + j->W + 2 * ox + 1;                       \
+          d[ox] = mv;                                                                             \
+          id[ox] = mi;                                                                            \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+MAXPOOL22(maxpool22_scalar_f32, float)
+MAXPOOL22(maxpool22_f64, double)
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* maxpool22 for f32, four outputs at a time with SSE2 selects (the max is
+ * data dependent: branches mispredict). Same comparisons, same order. */
+static void maxpool22_f32(void *p, int64_t b, int64_t e) {
+  const pool_job *j = p;
+  if (j->H * j->W > INT32_MAX) {
+    maxpool22_scalar_f32(p, b, e);
+    return;
+  }
+  for (int64_t plane = b; plane < e; plane++) {
+    PLANE_PTRS(float);
+    int64_t *ind = j->ind + plane * j->oh * j->ow;
+    for (int64_t oy = 0; oy < j->oh; oy++) {
+      const float *r0 = src + 2 * oy * j->sH, *r1 = r0 + j->sH;
+      float *d = dst + oy * j->ow;
+      int64_t *id = ind + oy * j->ow, base = 2 * oy * j->W, ox = 0;
+      __m128i step = _mm_set_epi32(6, 4, 2, 0), w = _mm_set1_epi32((int)j->W), one = _mm_set1_epi32(1);
+      for (; ox + 4 <= j->ow; ox += 4) {
+        __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+        __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+        __m128 v0 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), v1 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
+        __m128 v2 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), v3 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
+        __m128i i0 = _mm_add_epi32(_mm_set1_epi32((int)(base + 2 * ox)), step);
+        __m128i i1 = _mm_add_epi32(i0, one), i2 = _mm_add_epi32(i0, w), i3 = _mm_add_epi32(i2, one);
+        __m128 mv = v0;
+        __m128i mi = i0;
+#define MP_SEL(V, I)                                                                   \
+  do {                                                                                 \
+    __m128 c = _mm_or_ps(_mm_cmpgt_ps(V, mv), _mm_cmpunord_ps(V, V));                  \
+    __m128i ci = _mm_castps_si128(c);                                                  \
+    mv = _mm_or_ps(_mm_and_ps(c, V), _mm_andnot_ps(c, mv));                            \
+    mi = _mm_or_si128(_mm_and_si128(ci, I), _mm_andnot_si128(ci, mi));                 \
+  } while (0)
+        MP_SEL(v1, i1);
+        MP_SEL(v2, i2);
+        MP_SEL(v3, i3);
+#undef MP_SEL
+        _mm_storeu_ps(d + ox, mv);
+        __m128i z = _mm_setzero_si128();
+        _mm_storeu_si128((__m128i *)(id + ox), _mm_unpacklo_epi32(mi, z));
+        _mm_storeu_si128((__m128i *)(id + ox + 2), _mm_unpackhi_epi32(mi, z));
+      }
+      for (; ox < j->ow; ox++) {
+        float v0 = r0[2 * ox], v1 = r0[2 * ox + 1], v2 = r1[2 * ox], v3 = r1[2 * ox + 1], mv = v0;
+        int64_t mi = base + 2 * ox;
+        if (v1 > mv || isnan(v1)) mv = v1, mi = base + 2 * ox + 1;
+        if (v2 > mv || isnan(v2)) mv = v2, mi = base + j->W + 2 * ox;
+        if (v3 > mv || isnan(v3)) mv = v3, mi = base + j->W + 2 * ox + 1;
+        d[ox] = mv;
+        id[ox] = mi;
+      }
+    }
+  }
+}
+#else
+#define maxpool22_f32 maxpool22_scalar_f32
+#endif
+
 #define AVGPOOL(NAME, T)                                                                          \
   static void NAME(void *p, int64_t b, int64_t e) {                                               \
     const pool_job *j = p;                                                                        \
@@ -640,8 +730,12 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   j.out = (char *)wk_tensor_data(out);
   j.ind = (int64_t *)wk_tensor_data(ind);
   j.imin = int_min_of(dt);
-  run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1],
-             cd == WK_F32 ? maxpool_f32 : cd == WK_F64 ? maxpool_f64 : maxpool_i64);
+  bool k22 = k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && p[0] == 0 && p[1] == 0 && d[0] == 1 && d[1] == 1 &&
+             j.sW == 1 && 2 * o[0] <= j.H && 2 * o[1] <= j.W;
+  void (*fn)(void *, int64_t, int64_t) = cd == WK_F32 ? (k22 ? maxpool22_f32 : maxpool_f32)
+                                          : cd == WK_F64 ? (k22 ? maxpool22_f64 : maxpool_f64)
+                                                         : maxpool_i64;
+  run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1], fn);
   wk_release(x);
   x = NULL;
   if (cd != dt) {

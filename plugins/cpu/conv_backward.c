@@ -179,20 +179,22 @@ static void gemm_nt(bool f64, mm_job *g) {
   run_tasks(g->M * g->N, g->K, f64 ? gemm_nt_f64 : gemm_nt_f32, g);
 }
 
-/* C[M,N] += A[K,M]^T * B[K,N]. */
-static void gemm_tn(bool f64, mm_job *g) {
-  if (g->M == 0 || g->N == 0 || g->K == 0) return;
+/* C[M,N] = A[K,M]^T * B[K,N] (C contiguous, ldc == N, overwritten). */
+static void gemm_tn_set(bool f64, mm_job *g) {
+  if (g->M == 0 || g->N == 0) return;
 #ifdef CPU_HAVE_OPENBLAS
-  if (blas_ok(g)) {
+  if (blas_ok(g) && g->K > 0 && g->ldc == g->N) {
     if (f64)
       cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)g->M, (int)g->N, (int)g->K, 1.0, g->A, (int)g->lda,
-                  g->B, (int)g->ldb, 1.0, g->C, (int)g->ldc);
+                  g->B, (int)g->ldb, 0.0, g->C, (int)g->ldc);
     else
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)g->M, (int)g->N, (int)g->K, 1.0f, g->A, (int)g->lda,
-                  g->B, (int)g->ldb, 1.0f, g->C, (int)g->ldc);
+                  g->B, (int)g->ldb, 0.0f, g->C, (int)g->ldc);
     return;
   }
 #endif
+  memset(g->C, 0, (size_t)(g->M * g->ldc) * (f64 ? sizeof(double) : sizeof(float)));
+  if (g->K == 0) return;
   run_tasks((g->N + TN_JB - 1) / TN_JB, g->M * g->K * TN_JB, f64 ? gemm_tn_f64 : gemm_tn_f32, g);
 }
 
@@ -267,7 +269,10 @@ IM2COL(im2col_f64, double)
             if (iy < 0 || iy >= j->H) continue;                                        \
             T *d = dst + iy * j->W;                                                    \
             const T *s = src + oy * j->ow;                                             \
-            for (int64_t ox = lo; ox < hi; ox++) d[ox * j->sw + off] += s[ox];         \
+            if (j->sw == 1)                                                            \
+              for (int64_t ox = lo; ox < hi; ox++) d[ox + off] += s[ox];               \
+            else                                                                       \
+              for (int64_t ox = lo; ox < hi; ox++) d[ox * j->sw + off] += s[ox];       \
           }                                                                            \
         }                                                                              \
     }                                                                                  \
@@ -297,68 +302,114 @@ typedef struct {
 BIAS_SUM(bias_sum_f32, float)
 BIAS_SUM(bias_sum_f64, double)
 
-/* Target number of GEMM columns per call: several small images share one GEMM. */
-#define CONV_TARGET_COLS 4096
-#define CONV_COL_BYTES ((int64_t)64 << 20)
+/* Images of a chunk share one partial grad_weight; the chunks depend on the
+ * shapes only (never on the thread count) and their partials are added up in
+ * chunk order, so results do not depend on the number of threads. */
+#define CONV_MAX_CHUNKS 16
+#define CONV_PARTIAL_BYTES ((int64_t)64 << 20)
 
-/* The GEMM part: grad_weight (gw, [O, K], may be NULL) and grad_input (j->gi,
- * may be NULL) from grad_output g ([N, O, P], contiguous) and weight w. */
-static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, int64_t G, const char *w, const char *g,
-                                  char *gw) {
-  size_t es = f64 ? sizeof(double) : sizeof(float);
-  int64_t P = j->P, Og = O / G, K = j->Cg * j->kh * j->kw;
-  if (K == 0 || N == 0 || Og == 0 || (!gw && !j->gi)) return WK_OK;
-  int64_t B = (CONV_TARGET_COLS + P - 1) / P;
-  if (B > N) B = N;
-  int64_t per_img = K * P * (int64_t)es;
-  if (per_img > 0 && B * per_img > CONV_COL_BYTES) B = CONV_COL_BYTES / per_img;
-  if (B < 1) B = 1;
-  char *col = malloc((size_t)(K * B * P) * es);
-  char *tmp = B > 1 ? malloc((size_t)(Og * B * P) * es) : NULL;
-  if (!col || (B > 1 && !tmp)) {
-    free(col);
-    free(tmp);
-    return wk_error(WK_ERR_NO_MEMORY, "conv2d_backward(): out of memory for the column buffer");
+typedef struct {
+  bool f64;
+  const conv_geo *geo;
+  int64_t N, O, G, K, per_chunk;
+  const char *w, *g;
+  char *gw;       /* partials: [nchunks, O, K] (the first chunk writes gw itself) */
+  bool oom;
+} conv_bwd_job;
+
+/* Chunks [b, e): for each image, grad_input by one GEMM per group into a
+ * private column buffer and col2im (images are independent), and grad_weight
+ * accumulated into the chunk's partial. */
+static void conv_bwd_chunks(void *p, int64_t b, int64_t e) {
+  conv_bwd_job *c = p;
+  size_t es = c->f64 ? sizeof(double) : sizeof(float);
+  conv_geo j = *c->geo;
+  int64_t P = j.P, K = c->K, O = c->O, Og = O / c->G;
+  char *col = malloc((size_t)(K * P) * es);
+  if (!col) {
+    c->oom = true;
+    return;
   }
-  void (*im2col)(void *, int64_t, int64_t) = f64 ? im2col_f64 : im2col_f32;
-  void (*col2im)(void *, int64_t, int64_t) = f64 ? col2im_f64 : col2im_f32;
-  for (int64_t n0 = 0; n0 < N; n0 += B) {
-    int64_t nb = N - n0 < B ? N - n0 : B, ncols = nb * P;
-    j->col = col;
-    j->ldcol = ncols;
-    j->n0 = n0;
-    j->nb = nb;
-    for (int64_t grp = 0; grp < G; grp++) {
-      j->g = grp;
-      /* this group's grad_output as [Og, ncols] */
-      const char *gm;
-      int64_t ldg;
-      if (nb == 1) {
-        gm = g + (size_t)((n0 * O + grp * Og) * P) * es;
-        ldg = P;
-      } else {
-        for (int64_t im = 0; im < nb; im++)
-          for (int64_t i = 0; i < Og; i++)
-            memcpy(tmp + (size_t)(i * ncols + im * P) * es, g + (size_t)(((n0 + im) * O + grp * Og + i) * P) * es,
-                   (size_t)P * es);
-        gm = tmp;
-        ldg = ncols;
-      }
-      if (gw) {
-        run_tasks(K, ncols, im2col, j);
-        mm_job mj = {Og, K, ncols, ldg, ncols, K, gm, col, gw + (size_t)(grp * Og * K) * es};
-        gemm_nt(f64, &mj);
-      }
-      if (j->gi) {
-        memset(col, 0, (size_t)(K * ncols) * es);
-        mm_job mj = {K, ncols, Og, K, ldg, ncols, w + (size_t)(grp * Og * K) * es, gm, col};
-        gemm_tn(f64, &mj);
-        run_tasks(nb * j->Cg, j->kh * j->kw * P, col2im, j);
+  void (*im2col)(void *, int64_t, int64_t) = c->f64 ? im2col_f64 : im2col_f32;
+  void (*col2im)(void *, int64_t, int64_t) = c->f64 ? col2im_f64 : col2im_f32;
+  for (int64_t ch = b; ch < e; ch++) {
+    int64_t n0 = ch * c->per_chunk, n1 = n0 + c->per_chunk < c->N ? n0 + c->per_chunk : c->N;
+    char *gw = c->gw ? c->gw + (size_t)(ch * O * K) * es : NULL;
+    if (gw) memset(gw, 0, (size_t)(O * K) * es);
+    for (int64_t n = n0; n < n1; n++) {
+      j.col = col;
+      j.ldcol = P;
+      j.n0 = n;
+      j.nb = 1;
+      for (int64_t grp = 0; grp < c->G; grp++) {
+        j.g = grp;
+        const char *gm = c->g + (size_t)((n * O + grp * Og) * P) * es; /* [Og, P] */
+        if (gw) {
+          im2col(&j, 0, K);
+          mm_job mj = {Og, K, P, P, P, K, gm, col, gw + (size_t)(grp * Og * K) * es};
+          gemm_nt(c->f64, &mj);
+        }
+        if (j.gi) {
+          mm_job mj = {K, P, Og, K, P, P, c->w + (size_t)(grp * Og * K) * es, gm, col};
+          gemm_tn_set(c->f64, &mj);
+          col2im(&j, 0, j.Cg);
+        }
       }
     }
   }
   free(col);
-  free(tmp);
+}
+
+/* gw[i] = sum over chunks of the partials, in chunk order. */
+typedef struct {
+  bool f64;
+  const char *parts;
+  char *gw;
+  int64_t n, nchunks;
+} psum_job;
+
+static void psum_range(void *p, int64_t b, int64_t e) {
+  const psum_job *j = p;
+  if (j->f64) {
+    const double *s = (const double *)j->parts;
+    double *d = (double *)j->gw;
+    for (int64_t c = 0; c < j->nchunks; c++)
+      for (int64_t i = b; i < e; i++) d[i] = c ? d[i] + s[c * j->n + i] : s[i];
+  } else {
+    const float *s = (const float *)j->parts;
+    float *d = (float *)j->gw;
+    for (int64_t c = 0; c < j->nchunks; c++)
+      for (int64_t i = b; i < e; i++) d[i] = c ? d[i] + s[c * j->n + i] : s[i];
+  }
+}
+
+/* The GEMM part: grad_weight (gw, [O, K], may be NULL) and grad_input (j->gi,
+ * zero-filled, may be NULL) from grad_output g ([N, O, P], contiguous) and
+ * weight w. */
+static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, int64_t G, const char *w, const char *g,
+                                  char *gw) {
+  size_t es = f64 ? sizeof(double) : sizeof(float);
+  int64_t P = j->P, K = j->Cg * j->kh * j->kw;
+  if (K == 0 || N == 0 || O == 0 || (!gw && !j->gi)) return WK_OK;
+  int64_t wbytes = O * K * (int64_t)es, nchunks = N < CONV_MAX_CHUNKS ? N : CONV_MAX_CHUNKS;
+  if (gw && nchunks > 1 && nchunks * wbytes > CONV_PARTIAL_BYTES) nchunks = CONV_PARTIAL_BYTES / wbytes;
+  if (nchunks < 1) nchunks = 1;
+  int64_t per_chunk = (N + nchunks - 1) / nchunks;
+  nchunks = (N + per_chunk - 1) / per_chunk;
+  char *parts = gw && nchunks > 1 ? malloc((size_t)(nchunks * O * K) * es) : NULL;
+  if (gw && nchunks > 1 && !parts) return wk_error(WK_ERR_NO_MEMORY, "conv2d_backward(): out of memory for partial sums");
+  conv_bwd_job c = {f64, j, N, O, G, K, per_chunk, w, g, gw ? (parts ? parts : gw) : NULL, false};
+  int64_t per = per_chunk * O * P * (K + 1);
+  if (nchunks > 1 && !wk_in_parallel() && nchunks * per >= 65536)
+    wk_parallel_for(0, nchunks, 1, conv_bwd_chunks, &c);
+  else
+    conv_bwd_chunks(&c, 0, nchunks);
+  if (!c.oom && parts) {
+    psum_job pj = {f64, parts, gw, O * K, nchunks};
+    run_tasks(O * K, nchunks, psum_range, &pj);
+  }
+  free(parts);
+  if (c.oom) return wk_error(WK_ERR_NO_MEMORY, "conv2d_backward(): out of memory for the column buffer");
   return WK_OK;
 }
 

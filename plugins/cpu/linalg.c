@@ -172,6 +172,54 @@ static bool blas_layout(const mat *x, bool *trans, int64_t *ld) {
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+/* Splitting of large products over the pool (multiply-adds; rows/columns). */
+#define BLAS_SPLIT_WORK (1 << 20)
+#define BLAS_BLOCK_MIN 32
+#define BLAS_MAX_BLOCKS 8
+
+typedef struct {
+  wk_dtype cd;
+  int64_t batch, n, m, k;
+  mat x[2];
+  bool tr[2];
+  int64_t ld[2];
+  double alpha, beta;
+  char *c;
+  bool rows;            /* blocks of rows of C (else of columns) */
+  int64_t nblk, blk;    /* blocks per matrix, rows/columns per block */
+} blas_job;
+
+/* Units [b, e) = (matrix, block) pairs, one sequential cblas call each. */
+static void blas_units(void *p, int64_t b, int64_t e) {
+  const blas_job *j = p;
+  size_t es = wk_dtype_size(j->cd);
+  CBLAS_TRANSPOSE ta = j->tr[0] ? CblasTrans : CblasNoTrans, tb = j->tr[1] ? CblasTrans : CblasNoTrans;
+  int64_t ldc = j->m > 1 ? j->m : 1;
+  for (int64_t u = b; u < e; u++) {
+    int64_t bi = u / j->nblk, blk = u % j->nblk, r0 = blk * j->blk;
+    int64_t dim = j->rows ? j->n : j->m, cnt = r0 + j->blk < dim ? j->blk : dim - r0;
+    if (cnt <= 0) continue;
+    const char *pa = j->x[0].data + (size_t)(bi * j->x[0].sb) * es, *pb = j->x[1].data + (size_t)(bi * j->x[1].sb) * es;
+    char *pc = j->c + (size_t)(bi * j->n * j->m) * es;
+    int64_t rn = j->n, rm = j->m;
+    if (j->rows) { /* rows r0.. of op(A) and C */
+      pa += (size_t)(j->tr[0] ? r0 : r0 * j->ld[0]) * es;
+      pc += (size_t)(r0 * ldc) * es;
+      rn = cnt;
+    } else { /* columns r0.. of op(B) and C */
+      pb += (size_t)(j->tr[1] ? r0 * j->ld[1] : r0) * es;
+      pc += (size_t)r0 * es;
+      rm = cnt;
+    }
+    if (j->cd == WK_F32)
+      cblas_sgemm(CblasRowMajor, ta, tb, (blasint)rn, (blasint)rm, (blasint)j->k, (float)j->alpha, (const float *)pa,
+                  (blasint)j->ld[0], (const float *)pb, (blasint)j->ld[1], (float)j->beta, (float *)pc, (blasint)ldc);
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, (blasint)rn, (blasint)rm, (blasint)j->k, j->alpha, (const double *)pa,
+                  (blasint)j->ld[0], (const double *)pb, (blasint)j->ld[1], j->beta, (double *)pc, (blasint)ldc);
+  }
+}
+
 /* C (contiguous) = alpha A @ B + beta C through cblas, batch by batch. a or b
  * that BLAS cannot read directly are made contiguous. k > 0. */
 static wk_status blas_gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch, int64_t n,
@@ -196,20 +244,19 @@ static wk_status blas_gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b
       s = wk_error(WK_ERR_INTERNAL, "gemm: contiguous operand has no BLAS layout");
   }
   if (!s) {
-    size_t es = wk_dtype_size(cd);
-    CBLAS_TRANSPOSE ta = tr[0] ? CblasTrans : CblasNoTrans, tb = tr[1] ? CblasTrans : CblasNoTrans;
-    double beta = sc->use_beta ? sc->beta : 0.0;
-    for (int64_t bi = 0; bi < batch; bi++) {
-      const char *pa = x[0].data + (size_t)(bi * x[0].sb) * es, *pb = x[1].data + (size_t)(bi * x[1].sb) * es;
-      char *pc = (char *)wk_tensor_data(c) + (size_t)(bi * n * m) * es;
-      if (cd == WK_F32)
-        cblas_sgemm(CblasRowMajor, ta, tb, (blasint)n, (blasint)m, (blasint)k, (float)sc->alpha, (const float *)pa,
-                    (blasint)ld[0], (const float *)pb, (blasint)ld[1], (float)beta, (float *)pc,
-                    (blasint)(m > 1 ? m : 1));
-      else
-        cblas_dgemm(CblasRowMajor, ta, tb, (blasint)n, (blasint)m, (blasint)k, sc->alpha, (const double *)pa,
-                    (blasint)ld[0], (const double *)pb, (blasint)ld[1], beta, (double *)pc, (blasint)(m > 1 ? m : 1));
-    }
+    /* OpenBLAS runs sequentially (see plugin.c): a large product is split
+     * into blocks of rows or columns of C over the pool. The blocks depend on
+     * the shapes only, so results do not depend on the thread count. */
+    int64_t dim = n >= m ? n : m, nblk = dim / BLAS_BLOCK_MIN;
+    if (nblk > BLAS_MAX_BLOCKS) nblk = BLAS_MAX_BLOCKS;
+    if (nblk < 1 || (double)n * (double)m * (double)k < BLAS_SPLIT_WORK) nblk = 1;
+    blas_job j = {cd, batch, n, m, k, {x[0], x[1]}, {tr[0], tr[1]}, {ld[0], ld[1]}, sc->alpha,
+                  sc->use_beta ? sc->beta : 0.0, (char *)wk_tensor_data(c), n >= m, nblk, (dim + nblk - 1) / nblk};
+    int64_t units = batch * nblk;
+    if (units > 1 && !wk_in_parallel() && (double)batch * n * m * k >= BLAS_SPLIT_WORK)
+      wk_parallel_for(0, units, 1, blas_units, &j);
+    else
+      blas_units(&j, 0, units);
   }
   wk_release(ops[0]);
   wk_release(ops[1]);

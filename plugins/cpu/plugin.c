@@ -1,7 +1,20 @@
 /* cpu plugin entry: registers the reference kernels of every family. */
 #include "cpu.h"
 
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifdef CPU_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
 static wk_status cpu_init(void) {
+#ifdef CPU_HAVE_OPENBLAS
+  /* One pool owns the cores: OpenBLAS runs sequentially, called from our
+   * parallel regions (the kernels split large GEMMs over wk_parallel_for).
+   * Its own pthread pool would spin (sched_yield) next to ours. */
+  openblas_set_num_threads(1);
+#endif
   wk_status (*families[])(void) = {cpu_register_copy,        cpu_register_factory,
                                    cpu_register_unary,       cpu_register_binary,
                                    cpu_register_reduce,      cpu_register_linalg,
