@@ -718,7 +718,7 @@ START_TEST(test_backward_pool_errors) {
   pool_par bp = p;
   bp.ph = 2;
   ck_assert_ptr_null(avgpool_bwd(go, x, &bp));
-  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "pad should be smaller than or equal to half of kernel size");
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "pad should be at most half of effective kernel size, but got pad=2, kernel_size=2");
   pool_par dz = p;
   dz.divisor = 0;
   {

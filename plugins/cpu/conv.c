@@ -41,7 +41,7 @@ static const char *ints_str(const int64_t *v, int n, char *buf, size_t cap) {
 }
 
 /* Floor division (PyTorch's div_rtn) for a positive divisor. */
-static int64_t div_floor(int64_t a, int64_t b) {
+int64_t cpu_div_floor(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
   return q;
@@ -259,7 +259,7 @@ static wk_status conv_compute(bool f64, im2col_job *jb, int64_t N, int64_t O, in
 }
 
 /* Reads an int[2] argument, accepting PyTorch's single-value form. */
-static bool pair_arg(const wk_value *v, int64_t out[2]) {
+bool cpu_pool_pair_arg(const wk_value *v, int64_t out[2]) {
   if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
   out[0] = v->u.ints[0];
   out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
@@ -273,7 +273,7 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int64_t *pv[3] = {st, pd, dl};
   char a[160], b[160];
   for (int i = 0; i < 3; i++)
-    if (!pair_arg(&args[3 + i], pv[i]))
+    if (!cpu_pool_pair_arg(&args[3 + i], pv[i]))
       return wk_error(WK_ERR_INVALID_ARG,
                       "conv2d(): expected %s to be a single integer value or a list of 2 values to match the "
                       "convolution dimensions, but got %s=%s",
@@ -404,8 +404,8 @@ typedef struct {
   int64_t divisor;
 } pool_job;
 
-static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
-  int64_t o = div_floor(in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+int64_t cpu_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
+  int64_t o = cpu_div_floor(in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
   /* the last window must start inside the image (or its left padding) */
   if (ceil_mode && (o - 1) * s >= in + pad) o--;
   return o;
@@ -632,20 +632,20 @@ static void out_shape(wk_tensor *x, int64_t oh, int64_t ow, int64_t *shape) {
 
 /* Shared argument checks of max_pool2d and avg_pool2d (PyTorch's
  * pooling_output_shape and pool2d_shape_check, in their order). */
-static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv, const wk_value *pv,
+wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv, const wk_value *pv,
                             const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2], int64_t p[2],
                             int64_t o[2]) {
   char a[160];
-  if (!pair_arg(kv, k))
+  if (!cpu_pool_pair_arg(kv, k))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
   if (sv->tag == WK_V_INTS && sv->len == 0) {
     s[0] = k[0];
     s[1] = k[1];
-  } else if (!pair_arg(sv, s)) {
+  } else if (!cpu_pool_pair_arg(sv, s)) {
     return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
                     op);
   }
-  if (!pair_arg(pv, p))
+  if (!cpu_pool_pair_arg(pv, p))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
   int nd = wk_tensor_dim(x);
   if (nd != 3 && nd != 4)
@@ -683,8 +683,8 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
                     "%lld, kW = %lld, kH = %lld",
                     op, (long long)p[1], (long long)p[0], (long long)k[1], (long long)k[0]);
   int64_t H = sz[nd - 2], W = sz[nd - 1], C = sz[nd - 3];
-  o[0] = pool_out_size(H, k[0], p[0], s[0], dil[0], ceil_mode);
-  o[1] = pool_out_size(W, k[1], p[1], s[1], dil[1], ceil_mode);
+  o[0] = cpu_pool_out_size(H, k[0], p[0], s[0], dil[0], ceil_mode);
+  o[1] = cpu_pool_out_size(W, k[1], p[1], s[1], dil[1], ceil_mode);
   if (o[0] < 1 || o[1] < 1)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size "
@@ -707,10 +707,10 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_tensor *input = WK_ARG_T(0);
   bool ceil_mode = WK_ARG_B(5);
   int64_t k[2], s[2], p[2], d[2], o[2];
-  if (!pair_arg(&args[4], d))
+  if (!cpu_pool_pair_arg(&args[4], d))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints",
                     WK_OPNAME);
-  wk_status st = pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
+  wk_status st = cpu_pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
   if (st) return st;
   wk_dtype dt = wk_tensor_dtype(input);
   if (dt == WK_BOOL)
@@ -760,7 +760,7 @@ static wk_status k_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   int64_t divisor = has_div ? WK_ARG_I(6) : 0;
   int64_t k[2], s[2], p[2], o[2], d[2] = {1, 1};
   if (has_div && divisor == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", WK_OPNAME);
-  wk_status st = pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
+  wk_status st = cpu_pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
   if (st) return st;
   wk_dtype dt = wk_tensor_dtype(input);
   if (!wk_dtype_is_floating(dt) && dt != WK_I64)
@@ -800,7 +800,7 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *input = WK_ARG_T(0);
   char a[160];
   int64_t os[2];
-  if (args[1].len != 2 || !pair_arg(&args[1], os))
+  if (args[1].len != 2 || !cpu_pool_pair_arg(&args[1], os))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be 2", WK_OPNAME);
   if (os[0] < 0 || os[1] < 0)
     return wk_error(WK_ERR_INVALID_ARG,

@@ -45,21 +45,6 @@ static const char *tname(wk_dtype dt) {
   }
 }
 
-/* Floor division (PyTorch's div_rtn) for a positive divisor. */
-static int64_t div_floor(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
-
-/* Reads an int[2] argument, accepting PyTorch's single-value form. */
-static bool pair_arg(const wk_value *v, int64_t out[2]) {
-  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
-  out[0] = v->u.ints[0];
-  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
-  return true;
-}
-
 /* Reads output_mask (int[3]) into m. */
 static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
   if (v->tag != WK_V_INTS || v->len != 3)
@@ -422,7 +407,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   int64_t *pv[3] = {st, pd, dl};
   char a[160], b[160];
   for (int i = 0; i < 3; i++)
-    if (!pair_arg(&args[3 + i], pv[i]))
+    if (!cpu_pool_pair_arg(&args[3 + i], pv[i]))
       return wk_error(WK_ERR_INVALID_ARG,
                       "%s(): expected %s to be a single integer value or a list of 2 values to match the "
                       "convolution dimensions, but got %s=%s",
@@ -564,65 +549,6 @@ typedef struct {
   int64_t divisor;
 } pool_job;
 
-static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
-  int64_t o = div_floor(in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
-  /* the last window must start inside the image (or its left padding) */
-  if (ceil_mode && (o - 1) * s >= in + pad) o--;
-  return o;
-}
-
-/* The forward's argument checks (PyTorch's pool2d_shape_check), plus the
- * output size o. */
-static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv, const wk_value *pv,
-                            const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2], int64_t p[2],
-                            int64_t o[2]) {
-  char a[160];
-  if (!pair_arg(kv, k))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
-  if (sv->tag == WK_V_INTS && sv->len == 0) {
-    s[0] = k[0];
-    s[1] = k[1];
-  } else if (!pair_arg(sv, s)) {
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
-                    op);
-  }
-  if (!pair_arg(pv, p))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
-  int nd = wk_tensor_dim(x);
-  if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", op,
-                    cpu_shape_str(x, a, sizeof a));
-  if (k[0] <= 0 || k[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
-                    (long long)k[0], (long long)k[1]);
-  if (s[0] <= 0 || s[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should be greater than zero, but got dH: %lld dW: %lld", op,
-                    (long long)s[0], (long long)s[1]);
-  if (dil[0] <= 0 || dil[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
-                    (long long)dil[0], (long long)dil[1]);
-  if (p[0] < 0 || p[1] < 0 || k[1] / 2 < p[1] || k[0] / 2 < p[0])
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
-                    "%lld, kW = %lld, kH = %lld",
-                    op, (long long)p[1], (long long)p[0], (long long)k[1], (long long)k[0]);
-  const int64_t *sz = wk_tensor_sizes(x);
-  if (sz[nd - 1] == 0 || sz[nd - 2] == 0 || sz[nd - 3] == 0)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:%s",
-                    op, cpu_shape_str(x, a, sizeof a));
-  int64_t H = sz[nd - 2], W = sz[nd - 1], C = sz[nd - 3];
-  o[0] = pool_out_size(H, k[0], p[0], s[0], dil[0], ceil_mode);
-  o[1] = pool_out_size(W, k[1], p[1], s[1], dil[1], ceil_mode);
-  if (o[0] < 1 || o[1] < 1)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size "
-                    "is too small",
-                    op, (long long)C, (long long)H, (long long)W, (long long)C, (long long)o[0], (long long)o[1]);
-  return WK_OK;
-}
-
 /* Checks that t (named `what`) has the input's leading dimensions and [oh, ow]. */
 static wk_status check_out_like(const char *op, const char *what, wk_tensor *t, wk_tensor *self, int64_t oh,
                                 int64_t ow) {
@@ -750,9 +676,9 @@ static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1), *indices = WK_ARG_T(7);
   bool ceil_mode = WK_ARG_B(6);
   int64_t k[2], s[2], p[2], d[2], o[2];
-  if (!pair_arg(&args[5], d))
+  if (!cpu_pool_pair_arg(&args[5], d))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", op);
-  wk_status st = pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
+  wk_status st = cpu_pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
   if (!st) st = check_out_like(op, "grad_output", go, self, o[0], o[1]);
   if (!st) st = check_out_like(op, "indices", indices, self, o[0], o[1]);
   if (!st) st = check_grad_dtype(op, go, self);
@@ -788,7 +714,7 @@ static wk_status k_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   int64_t divisor = has_div ? WK_ARG_I(7) : 0;
   int64_t k[2], s[2], p[2], o[2], d[2] = {1, 1};
   if (has_div && divisor == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", op);
-  wk_status st = pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
+  wk_status st = cpu_pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
   if (!st) st = check_out_like(op, "grad_output", go, self, o[0], o[1]);
   if (st) return st;
   wk_dtype dt = wk_tensor_dtype(self);

@@ -117,4 +117,15 @@ static inline void cpu_copy_elem(char *d, const char *s, size_t es) {
 /* layer_norm's weight/bias check: shape normalized_shape, floating dtype (NULL passes). */
 CPU_HIDDEN wk_status cpu_check_norm_param(const char *op, const char *name, wk_tensor *t, const int64_t *ns, int k);
 
+/* Pooling arguments shared by the forward and backward kernels (conv.c):
+ * a 1- or 2-element int list into out[2]; PyTorch's output size; PyTorch's
+ * pool2d argument checks (in its order) filling kernel, stride, padding and
+ * the output size. */
+CPU_HIDDEN int64_t cpu_div_floor(int64_t a, int64_t b);
+CPU_HIDDEN bool cpu_pool_pair_arg(const wk_value *v, int64_t out[2]);
+CPU_HIDDEN int64_t cpu_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode);
+CPU_HIDDEN wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv,
+                                    const wk_value *pv, const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2],
+                                    int64_t p[2], int64_t o[2]);
+
 #endif
