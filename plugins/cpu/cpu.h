@@ -116,6 +116,8 @@ static inline void cpu_copy_elem(char *d, const char *s, size_t es) {
 
 /* layer_norm's weight/bias check: shape normalized_shape, floating dtype (NULL passes). */
 CPU_HIDDEN wk_status cpu_check_norm_param(const char *op, const char *name, wk_tensor *t, const int64_t *ns, int k);
+/* Checks an optional per-channel parameter of batch_norm: floating, C elements. */
+CPU_HIDDEN wk_status cpu_check_channel_param(const char *op, const char *name, wk_tensor *t, int64_t C);
 
 /* Pooling arguments shared by the forward and backward kernels (conv.c):
  * a 1- or 2-element int list into out[2]; PyTorch's output size; PyTorch's

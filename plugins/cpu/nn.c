@@ -239,14 +239,14 @@ typedef struct {
 DEF_BN(float, f32)
 DEF_BN(double, f64)
 
-/* Checks an optional per-channel tensor of batch_norm. */
-static wk_status bn_param(const char *name, wk_tensor *t, int64_t C) {
+/* Checks an optional per-channel tensor of batch_norm and its backward. */
+wk_status cpu_check_channel_param(const char *op, const char *name, wk_tensor *t, int64_t C) {
   if (!t) return WK_OK;
   if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
-    return wk_error(WK_ERR_DTYPE, "batch_norm(): expected %s to be floating point, got %s", name,
+    return wk_error(WK_ERR_DTYPE, "%s(): expected %s to be floating point, got %s", op, name,
                     wk_dtype_name(wk_tensor_dtype(t)));
   if (wk_tensor_numel(t) != C)
-    return wk_error(WK_ERR_SHAPE, "batch_norm(): %s should contain %lld elements not %lld", name, (long long)C,
+    return wk_error(WK_ERR_SHAPE, "%s(): %s should contain %lld elements not %lld", op, name, (long long)C,
                     (long long)wk_tensor_numel(t));
   return WK_OK;
 }
@@ -276,8 +276,9 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
                     cpu_shape_str(input, b1, sizeof b1));
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
-  if ((s = bn_param("weight", weight, C)) || (s = bn_param("bias", bias, C)) ||
-      (s = bn_param("running_mean", rmean, C)) || (s = bn_param("running_var", rvar, C)))
+  if ((s = cpu_check_channel_param(op, "weight", weight, C)) || (s = cpu_check_channel_param(op, "bias", bias, C)) ||
+      (s = cpu_check_channel_param(op, "running_mean", rmean, C)) ||
+      (s = cpu_check_channel_param(op, "running_var", rvar, C)))
     return s;
   if (!training && (!rmean || !rvar))
     return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): %s must be defined in evaluation mode",

@@ -181,18 +181,6 @@ typedef struct {
 DEF_BNB(float, f32)
 DEF_BNB(double, f64)
 
-/* Checks an optional per-channel tensor of batch_norm_backward. */
-static wk_status bnb_param(const char *name, wk_tensor *t, int64_t C) {
-  if (!t) return WK_OK;
-  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
-    return wk_error(WK_ERR_DTYPE, "batch_norm_backward(): expected %s to be floating point, got %s", name,
-                    wk_dtype_name(wk_tensor_dtype(t)));
-  if (wk_tensor_numel(t) != C)
-    return wk_error(WK_ERR_SHAPE, "batch_norm_backward(): %s should contain %lld elements not %lld", name, (long long)C,
-                    (long long)wk_tensor_numel(t));
-  return WK_OK;
-}
-
 static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "batch_norm_backward";
   wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
@@ -211,14 +199,17 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
-  if ((s = bnb_param("weight", weight, C)) || (s = bnb_param("running_mean", rmean, C)) ||
-      (s = bnb_param("running_var", rvar, C)))
+  if ((s = cpu_check_channel_param(op, "weight", weight, C)) ||
+      (s = cpu_check_channel_param(op, "running_mean", rmean, C)) ||
+      (s = cpu_check_channel_param(op, "running_var", rvar, C)))
     return s;
   if (train) {
     if (!smean || !sinv)
       return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in training mode", op,
                       smean ? "save_invstd" : "save_mean");
-    if ((s = bnb_param("save_mean", smean, C)) || (s = bnb_param("save_invstd", sinv, C))) return s;
+    if ((s = cpu_check_channel_param(op, "save_mean", smean, C)) ||
+        (s = cpu_check_channel_param(op, "save_invstd", sinv, C)))
+      return s;
   } else if (!rmean || !rvar) {
     return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in evaluation mode", op,
                     rmean ? "running_var" : "running_mean");
