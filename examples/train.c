@@ -1,17 +1,20 @@
-/* The main job: trains an image classifier on Fashion-MNIST (Debian's
- * dataset-fashion-mnist) with the nn, optim and data plugins, reporting loss,
- * accuracy and images/s per epoch and the final test accuracy. The device is a
- * run-time value (--device), never a compile-time switch.
+/* The main job: trains an image classifier (Fashion-MNIST from Debian's
+ * dataset-fashion-mnist by default) with the nn, optim and data plugins,
+ * reporting loss, accuracy and images/s per epoch and the final test accuracy.
+ * The device is a run-time value (--device), never a compile-time switch.
  *
- *   train [--model cnn|mlp] [--epochs 3] [--batch-size 64] [--lr 0.05]
- *         [--momentum 0.9] [--seed 0] [--workers 0] [--limit N]
- *         [--data DIR] [--device cpu] [--out DIR] [--resume CHECKPOINT]
+ *   train [--model cnn|mlp|resnet18] [--dataset fashion-mnist|mnist|cifar10|cifar100|imagefolder]
+ *         [--data DIR] [--epochs 3] [--batch-size 64] [--optimizer sgd|adam|adamw]
+ *         [--lr 0.05] [--momentum 0.9] [--weight-decay 0] [--scheduler cosine|step|onecycle|none]
+ *         [--seed 0] [--workers 0] [--limit N] [--device cpu|cuda:N] [--amp]
+ *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH]
  *
  * Into --out (default ./runs/fmnist) it writes last.safetensors every epoch and
  * best.safetensors when the validation accuracy improves (model, optimizer,
  * epoch, step and RNG states: --resume continues exactly where it stopped),
  * run.json (the reproducibility record), metrics.csv and a TensorBoard event
- * file. */
+ * file. --stop-after ends the run after an epoch as a preempted job would; the
+ * schedule is still the one for --epochs, so --resume continues it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +29,7 @@
 #include <wick/wick.h>
 
 #include "train.h"
+#include "train_data.h"
 #include "train_record.h"
 #include "train_tb.h"
 
@@ -43,9 +47,15 @@ static int die(const char *what) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: train [--model cnn|mlp] [--epochs N] [--batch-size N] [--lr X] [--momentum X]\n"
-                  "             [--seed N] [--workers N] [--limit N] [--data DIR] [--device cpu|cuda:N]\n"
-                  "             [--out DIR] [--resume CHECKPOINT]\n");
+  fprintf(stderr,
+          "usage: train [--model cnn|mlp|resnet18] [--dataset fashion-mnist|mnist|cifar10|cifar100|imagefolder]\n"
+          "             [--data DIR] [--epochs N] [--batch-size N] [--optimizer sgd|adam|adamw] [--lr X]\n"
+          "             [--momentum X] [--weight-decay X] [--scheduler cosine|step|onecycle|none] [--seed N]\n"
+          "             [--workers N] [--limit N] [--device cpu|cuda:N] [--amp] [--out DIR]\n"
+          "             [--resume CHECKPOINT] [--stop-after EPOCH]\n"
+          "defaults: cnn on fashion-mnist (%s), 3 epochs, batch 64, SGD lr 0.05 momentum 0.9,\n"
+          "          cosine schedule, out runs/fmnist\n",
+          TRAIN_FMNIST_DIR);
   return 2;
 }
 
@@ -53,17 +63,26 @@ static bool parse(int argc, char **argv, config *c) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return false;
+    if (!strcmp(a, "--amp")) {
+      c->amp = true;
+      continue;
+    }
     if (!v) {
       fprintf(stderr, "train: option %s needs a value\n", a);
       return false;
     }
     char *end = NULL;
     if (!strcmp(a, "--model")) c->model = v;
+    else if (!strcmp(a, "--dataset")) c->dataset = v;
+    else if (!strcmp(a, "--optimizer")) c->optimizer = v;
+    else if (!strcmp(a, "--scheduler")) c->scheduler = v;
+    else if (!strcmp(a, "--weight-decay")) c->weight_decay = strtod(v, &end);
     else if (!strcmp(a, "--data")) c->data = v;
     else if (!strcmp(a, "--device")) c->device = v;
     else if (!strcmp(a, "--out")) c->out = v;
     else if (!strcmp(a, "--resume")) c->resume = v;
     else if (!strcmp(a, "--epochs")) c->epochs = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--stop-after")) c->stop_after = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--workers")) c->workers = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--batch-size")) c->batch = strtoll(v, &end, 10);
     else if (!strcmp(a, "--limit")) c->limit = strtoll(v, &end, 10);
@@ -80,48 +99,79 @@ static bool parse(int argc, char **argv, config *c) {
     }
     i++;
   }
-  if (strcmp(c->model, "cnn") && strcmp(c->model, "mlp")) {
-    fprintf(stderr, "train: unknown model '%s' (cnn or mlp)\n", c->model);
+  if (strcmp(c->model, "cnn") && strcmp(c->model, "mlp") && strcmp(c->model, "resnet18")) {
+    fprintf(stderr, "train: unknown model '%s' (cnn, mlp or resnet18)\n", c->model);
     return false;
   }
-  if (c->epochs < 1 || c->batch < 1 || c->workers < 0 || c->lr <= 0 || c->limit < 0) {
-    fprintf(stderr, "train: epochs, batch size and lr must be positive, workers and limit not negative\n");
+  if (strcmp(c->optimizer, "sgd") && strcmp(c->optimizer, "adam") && strcmp(c->optimizer, "adamw")) {
+    fprintf(stderr, "train: unknown optimizer '%s' (sgd, adam or adamw)\n", c->optimizer);
     return false;
   }
+  if (strcmp(c->scheduler, "cosine") && strcmp(c->scheduler, "step") && strcmp(c->scheduler, "onecycle") &&
+      strcmp(c->scheduler, "none")) {
+    fprintf(stderr, "train: unknown scheduler '%s' (cosine, step, onecycle or none)\n", c->scheduler);
+    return false;
+  }
+  if (c->epochs < 1 || c->batch < 1 || c->workers < 0 || c->lr <= 0 || c->limit < 0 || c->weight_decay < 0 ||
+      c->momentum < 0 || c->stop_after < 0) {
+    fprintf(stderr, "train: epochs, batch size and lr must be positive; workers, limit, momentum and weight decay "
+                    "not negative\n");
+    return false;
+  }
+  if (c->stop_after > c->epochs) c->stop_after = 0;
   return true;
 }
 
-/* Fashion-MNIST split as normalised float images: (x / 255 - 0.2860) / 0.3530. */
-static wk_dataset *load_split(const config *c, const char *prefix) {
-  char img[1024], lab[1024];
-  snprintf(img, sizeof img, "%s/%s-images-idx3-ubyte.gz", c->data, prefix);
-  snprintf(lab, sizeof lab, "%s/%s-labels-idx1-ubyte.gz", c->data, prefix);
-  wk_dataset *raw = wk_dataset_mnist(img, lab);
-  if (!raw) return NULL;
-  double mean = 0.2860, std = 0.3530;
-  wk_transform *steps[2] = {wk_transform_to_tensor(false), wk_transform_normalize(&mean, &std, 1)};
-  wk_transform *tf = steps[0] && steps[1] ? wk_transform_compose(steps, 2) : NULL;
-  wk_dataset *ds = tf ? wk_dataset_map(raw, 0, tf) : NULL;
-  wk_transform_free(steps[0]);
-  wk_transform_free(steps[1]);
-  wk_transform_free(tf);
-  if (ds && c->limit > 0 && c->limit < wk_dataset_len(ds)) {
-    int64_t n = c->limit, *idx = malloc(sizeof(int64_t) * (size_t)n);
-    for (int64_t i = 0; idx && i < n; i++) idx[i] = i;
-    wk_dataset *sub = idx ? wk_subset(ds, idx, n) : NULL;
-    free(idx);
-    wk_dataset_free(ds);
-    ds = sub;
+/* The model for the data's geometry: cnn (LeNet-style, 1x28x28 only), an MLP
+ * over the flattened image, or torchvision's ResNet-18 (CIFAR stem below 64 px). */
+static wk_module *build_model(const config *c, const train_data *d) {
+  if (!strcmp(c->model, "cnn")) {
+    if (d->channels != 1 || d->height != 28 || d->width != 28) {
+      wk_error(WK_ERR_INVALID_ARG, "--model cnn takes 1x28x28 images, --dataset %s gives %lldx%lldx%lld (try resnet18)",
+               c->dataset, (long long)d->channels, (long long)d->height, (long long)d->width);
+      return NULL;
+    }
+    return wk_nn_lenet();
   }
-  wk_dataset_free(raw);
-  return ds;
+  if (!strcmp(c->model, "resnet18"))
+    return wk_nn_resnet18((wk_resnet_opts){.num_classes = d->classes, .cifar_stem = d->height < 64});
+  const int64_t hidden[1] = {256};
+  wk_module *mods[2] = {wk_nn_flatten(1, -1), wk_nn_mlp(d->channels * d->height * d->width, hidden, 1, d->classes)};
+  wk_module *m = mods[0] && mods[1] ? wk_nn_sequential(mods, 2) : NULL;
+  if (!m) {
+    wk_module_release(mods[0]);
+    wk_module_release(mods[1]);
+  }
+  return m;
 }
 
-static wk_module *build_model(const config *c) {
-  if (!strcmp(c->model, "cnn")) return wk_nn_lenet();
-  const int64_t hidden[1] = {256};
-  wk_module *mods[2] = {wk_nn_flatten(1, -1), wk_nn_mlp(784, hidden, 1, 10)};
-  return mods[0] && mods[1] ? wk_nn_sequential(mods, 2) : NULL;
+static wk_optimizer *build_optimizer(const config *c, wk_tensor *const *params, int np) {
+  if (!strcmp(c->optimizer, "sgd"))
+    return wk_optim_sgd(params, np, (wk_sgd_opts){.lr = c->lr, .momentum = c->momentum, .weight_decay = c->weight_decay});
+  /* AdamW's 0 means its default 1e-2; an explicit 0 must stay 0. */
+  double wd = c->weight_decay == 0 ? WK_OPTIM_ZERO : c->weight_decay;
+  wk_adam_opts o = {.lr = c->lr, .weight_decay = wd};
+  return !strcmp(c->optimizer, "adam") ? wk_optim_adam(params, np, o) : wk_optim_adamw(params, np, o);
+}
+
+/* Epoch-wise cosine annealing to 0 or step decay (x0.1 at 2/3 of the run), or
+ * OneCycle stepped per batch; NULL (and no error) for none. */
+static wk_lr_scheduler *build_scheduler(const config *c, wk_optimizer *opt, int64_t steps_per_epoch, bool *per_batch) {
+  *per_batch = false;
+  if (!strcmp(c->scheduler, "cosine")) return wk_lr_cosine_annealing(opt, (wk_cosine_annealing_lr_opts){.T_max = c->epochs});
+  if (!strcmp(c->scheduler, "step")) {
+    int64_t at = c->epochs * 2 / 3;
+    return wk_lr_step(opt, (wk_step_lr_opts){.step_size = at > 0 ? at : 1});
+  }
+  if (!strcmp(c->scheduler, "onecycle")) {
+    *per_batch = true;
+    return wk_lr_one_cycle(opt, (wk_one_cycle_lr_opts){.max_lr = c->lr, .epochs = c->epochs,
+                                                        .steps_per_epoch = steps_per_epoch,
+                                                        /* plain SGD has no momentum to cycle */
+                                                        .no_cycle_momentum = !strcmp(c->optimizer, "sgd") &&
+                                                                             c->momentum == 0});
+  }
+  return NULL;
 }
 
 /* Loss and accuracy over a loader (no_grad, eval mode). */
@@ -175,10 +225,11 @@ static bool make_dirs(const char *path) {
 
 /* Saves model + optimizer + epoch/step + the generators' states (current) +
  * the best accuracy so far to path, atomically (the io service). */
-static wk_status save_checkpoint(const char *path, const config *c, wk_module *model, wk_optimizer *opt, int epoch,
-                                 int64_t step, double best_acc, int best_epoch) {
+static wk_status save_checkpoint(const char *path, const config *c, wk_module *model, wk_optimizer *opt,
+                                 wk_lr_scheduler *sched, int epoch, int64_t step, double best_acc, int best_epoch) {
   wk_state_dict *msd = wk_module_state_dict(model), *osd = wk_optim_state_dict(opt), *meta = wk_state_dict_new();
-  wk_status s = msd && osd && meta ? WK_OK : wk_last_error();
+  wk_state_dict *ssd = sched ? wk_lr_scheduler_state_dict(sched) : NULL;
+  wk_status s = msd && osd && meta && (!sched || ssd) ? WK_OK : wk_last_error();
   char num[64];
   wk_checkpoint ck = WK_CHECKPOINT_INIT;
   if (!s) s = wk_state_dict_set_meta(meta, "model", c->model);
@@ -190,30 +241,39 @@ static wk_status save_checkpoint(const char *path, const config *c, wk_module *m
   if (!s) s = wk_state_dict_set_meta(meta, "seed", num);
   if (!s) s = wk_checkpoint_add(&ck, "model", msd);
   if (!s) s = wk_checkpoint_add(&ck, "optim", osd);
+  if (!s && ssd) s = wk_checkpoint_add(&ck, "sched", ssd);
+  if (!s) s = wk_state_dict_set_meta(meta, "scheduler", c->scheduler);
   ck.epoch = epoch;
   ck.step = step;
   ck.meta = meta;
   if (!s) s = wk_checkpoint_save(path, &ck);
   wk_state_dict_free(msd);
   wk_state_dict_free(osd);
+  wk_state_dict_free(ssd);
   wk_state_dict_free(meta);
   return s;
 }
 
 /* Restores model, optimizer and the generators from a checkpoint; returns the
  * last completed epoch (-1 on error). */
-static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt, int64_t *step, double *best_acc,
-                           int *best_epoch) {
+static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt, wk_lr_scheduler *sched,
+                           int64_t *step, double *best_acc, int *best_epoch) {
   wk_checkpoint ck = WK_CHECKPOINT_INIT;
   if (wk_checkpoint_load(c->resume, &ck, NULL) != WK_OK) return -1;
   wk_state_dict *msd = wk_checkpoint_part(&ck, "model"), *osd = wk_checkpoint_part(&ck, "optim");
+  wk_state_dict *ssd = wk_checkpoint_part(&ck, "sched");
   const char *name = ck.meta ? wk_state_dict_get_meta(ck.meta, "model") : NULL;
+  const char *sname = ck.meta ? wk_state_dict_get_meta(ck.meta, "scheduler") : NULL;
   int epoch = -1;
   if (!msd || !osd) {
     wk_error(WK_ERR_IO, "%s: not a checkpoint of examples/train (no model or optim part)", c->resume);
   } else if (name && strcmp(name, c->model)) {
     wk_error(WK_ERR_INVALID_ARG, "%s holds a '%s' model, not '%s' (see --model)", c->resume, name, c->model);
-  } else if (wk_module_load_state_dict(model, msd, true, NULL) == WK_OK && wk_optim_load_state_dict(opt, osd) == WK_OK) {
+  } else if (strcmp(sname ? sname : "none", c->scheduler)) {
+    wk_error(WK_ERR_INVALID_ARG, "%s was trained with scheduler '%s', not '%s' (see --scheduler)", c->resume,
+             sname ? sname : "none", c->scheduler);
+  } else if (wk_module_load_state_dict(model, msd, true, NULL) == WK_OK && wk_optim_load_state_dict(opt, osd) == WK_OK &&
+             (!sched || !ssd || wk_lr_scheduler_load_state_dict(sched, ssd) == WK_OK)) {
     const char *b = ck.meta ? wk_state_dict_get_meta(ck.meta, "best_acc") : NULL;
     const char *be = ck.meta ? wk_state_dict_get_meta(ck.meta, "best_epoch") : NULL;
     *best_acc = b ? strtod(b, NULL) : -1;
@@ -226,12 +286,13 @@ static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt,
 }
 
 int main(int argc, char **argv) {
-  config c = {.model = "cnn", .data = "/usr/share/datasets/fashion-mnist", .device = "cpu", .out = "runs/fmnist",
-              .epochs = 3, .batch = 64, .lr = 0.05, .momentum = 0.9};
+  config c = {.model = "cnn", .dataset = "fashion-mnist", .device = "cpu", .out = "runs/fmnist",
+              .optimizer = "sgd", .scheduler = "cosine", .epochs = 3, .batch = 64, .lr = 0.05, .momentum = 0.9};
   if (!parse(argc, argv, &c)) return usage();
   if (wk_init() != WK_OK) return die("wk_init");
   wk_device dev;
   if (wk_device_parse(c.device, &dev) != WK_OK) return die("--device");
+  if (c.amp && !wk_service_get("amp", 1)) return die("--amp (mixed precision comes with the amp plugin)");
   wk_manual_seed(c.seed);
   bool tty = isatty(STDOUT_FILENO);
   if (!make_dirs(c.out)) {
@@ -239,26 +300,34 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  wk_dataset *train = load_split(&c, "train"), *test = train ? load_split(&c, "t10k") : NULL;
-  if (!train || !test) return die("loading Fashion-MNIST (is dataset-fashion-mnist installed? see --data)");
+  train_data data;
+  if (!train_data_load(&c, &data)) {
+    if (!strcmp(c.dataset, "fashion-mnist") && !c.data)
+      return die("loading Fashion-MNIST (is dataset-fashion-mnist installed? see --data)");
+    return die("loading the data");
+  }
+  wk_dataset *train = data.train, *test = data.test;
   wk_dataloader *train_dl = wk_dataloader_new(train, WK_LOADER_OPTS(.batch_size = c.batch, .shuffle = true,
                                                                     .num_workers = c.workers, .seed = c.seed));
-  wk_dataloader *test_dl = wk_dataloader_new(test, WK_LOADER_OPTS(.batch_size = 1000, .num_workers = c.workers));
+  wk_dataloader *test_dl = wk_dataloader_new(test, WK_LOADER_OPTS(.batch_size = 500, .num_workers = c.workers));
   if (!train_dl || !test_dl) return die("creating the data loaders");
 
-  wk_module *model = build_model(&c);
+  wk_module *model = build_model(&c, &data);
   if (!model || wk_module_to(model, dev, WK_DTYPE_DEFAULT) != WK_OK) return die("building the model");
   int np = wk_module_named_parameters(model, NULL, NULL, 0);
   wk_tensor **params = calloc((size_t)np, sizeof *params);
   wk_module_named_parameters(model, NULL, params, np);
-  wk_optimizer *opt = wk_optim_sgd(params, np, (wk_sgd_opts){.lr = c.lr, .momentum = c.momentum});
+  wk_optimizer *opt = build_optimizer(&c, params, np);
   if (!opt) return die("creating the optimizer");
+  bool sched_per_batch;
+  wk_lr_scheduler *sched = build_scheduler(&c, opt, wk_dataloader_len(train_dl), &sched_per_batch);
+  if (!sched && strcmp(c.scheduler, "none")) return die("creating the scheduler");
 
   int start_epoch = 1, best_epoch = 0;
   int64_t gstep = 0;
   double best_acc = -1;
   if (c.resume) {
-    int done = load_checkpoint(&c, model, opt, &gstep, &best_acc, &best_epoch);
+    int done = load_checkpoint(&c, model, opt, sched, &gstep, &best_acc, &best_epoch);
     if (done < 0) return die("--resume");
     start_epoch = done + 1;
     printf("resumed from %s after epoch %d (step %lld, best val acc %.4f at epoch %d)\n", c.resume, done,
@@ -267,21 +336,18 @@ int main(int argc, char **argv) {
 
   char devname[32], path[1100];
   wk_device_str(dev, devname, sizeof devname);
-  printf("model %s (%lld parameters) on %s, %lld training and %lld test images, batch %lld, SGD lr %g momentum %g\n",
-         c.model, (long long)wk_module_num_parameters(model, false), devname, (long long)wk_dataset_len(train),
-         (long long)wk_dataset_len(test), (long long)c.batch, c.lr, c.momentum);
+  char optdesc[96];
+  if (!strcmp(c.optimizer, "sgd")) snprintf(optdesc, sizeof optdesc, "SGD lr %g momentum %g", c.lr, c.momentum);
+  else snprintf(optdesc, sizeof optdesc, "%s lr %g", !strcmp(c.optimizer, "adam") ? "Adam" : "AdamW", c.lr);
+  printf("model %s (%lld parameters) on %s, %s: %lld training and %lld test images, batch %lld, %s, weight decay %g, "
+         "scheduler %s\n",
+         c.model, (long long)wk_module_num_parameters(model, false), devname, c.dataset,
+         (long long)wk_dataset_len(train), (long long)wk_dataset_len(test), (long long)c.batch, optdesc,
+         c.weight_decay, c.scheduler);
 
   /* The reproducibility record, metrics.csv (appended to on resume) and the TensorBoard events. */
-  char files[4][1100];
-  const char *fileps[4];
-  const char *names[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
-                          "t10k-labels-idx1-ubyte.gz"};
-  for (int i = 0; i < 4; i++) {
-    snprintf(files[i], sizeof files[i], "%s/%s", c.data, names[i]);
-    fileps[i] = files[i];
-  }
   snprintf(path, sizeof path, "%s/run.json", c.out);
-  if (!record_write(path, &c, devname, fileps, 4, start_epoch, wk_module_num_parameters(model, false)))
+  if (!record_write(path, &c, devname, &data, start_epoch, wk_module_num_parameters(model, false)))
     fprintf(stderr, "train: warning: cannot write %s: %s\n", path, strerror(errno));
   snprintf(path, sizeof path, "%s/metrics.csv", c.out);
   bool append = c.resume && access(path, F_OK) == 0;
@@ -292,6 +358,7 @@ int main(int argc, char **argv) {
   if (!tb_open(&tb, c.out)) fprintf(stderr, "train: warning: cannot write a TensorBoard event file in %s\n", c.out);
 
   double test_acc = 0, t_all = now();
+  int last_epoch = start_epoch - 1;
   for (int epoch = start_epoch; epoch <= c.epochs; epoch++) {
     if (wk_dataloader_set_epoch(train_dl, epoch - 1) != WK_OK) return die("set_epoch");
     int64_t nbatches = wk_dataloader_len(train_dl), seen = 0, correct = 0, step = 0;
@@ -304,6 +371,7 @@ int main(int argc, char **argv) {
       wk_tensor *out = wk_module_forward(model, x);
       wk_tensor *loss = wk_cross_entropy(out, y);
       if (!loss || wk_optim_zero_grad(opt, true) || wk_backward(loss) || wk_optim_step(opt)) return die("training step");
+      if (sched_per_batch && wk_lr_scheduler_step(sched)) return die("scheduler step");
       double lv;
       int64_t hv;
       wk_no_grad_begin();
@@ -336,6 +404,7 @@ int main(int argc, char **argv) {
     test_acc = val_acc;
     double train_loss = loss_sum / (double)seen, train_acc = (double)correct / (double)seen;
     double ips = epoch_s > 0 ? (double)seen / epoch_s : 0;
+    if (sched && !sched_per_batch && wk_lr_scheduler_step(sched)) return die("scheduler step");
     printf("Epoch %d: train loss=%.4f acc=%.4f | val loss=%.4f acc=%.4f | %.0f img/s, %.1f s\n", epoch, train_loss,
            train_acc, val_loss, val_acc, ips, epoch_s);
     fflush(stdout);
@@ -346,10 +415,10 @@ int main(int argc, char **argv) {
       best_epoch = epoch;
     }
     snprintf(path, sizeof path, "%s/last.safetensors", c.out);
-    if (save_checkpoint(path, &c, model, opt, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
+    if (save_checkpoint(path, &c, model, opt, sched, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
     if (improved) {
       snprintf(path, sizeof path, "%s/best.safetensors", c.out);
-      if (save_checkpoint(path, &c, model, opt, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
+      if (save_checkpoint(path, &c, model, opt, sched, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
     }
     if (csv) {
       fprintf(csv, "%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", epoch, train_loss, train_acc, val_loss, val_acc, lr, ips);
@@ -362,24 +431,30 @@ int main(int argc, char **argv) {
     tb_scalar(&tb, "lr", epoch, lr);
     tb_scalar(&tb, "throughput/img_per_s", epoch, ips);
     tb_flush(&tb);
+    last_epoch = epoch;
+    if (epoch == c.stop_after) {
+      printf("stopping after epoch %d of %d (--stop-after): continue with --resume %s/last.safetensors\n", epoch,
+             c.epochs, c.out);
+      break;
+    }
   }
   if (start_epoch > c.epochs) {
     double val_loss;
     if (evaluate(model, test_dl, dev, &val_loss, &test_acc) != WK_OK) return die("evaluating");
   }
-  printf("final test accuracy: %.2f%% after %d epoch%s (%.1f s)\n", 100 * test_acc, c.epochs, c.epochs == 1 ? "" : "s",
-         now() - t_all);
+  printf("final test accuracy: %.2f%% after %d epoch%s (%.1f s)\n", 100 * test_acc, last_epoch,
+         last_epoch == 1 ? "" : "s", now() - t_all);
   printf("checkpoints, run.json, metrics.csv and TensorBoard events in %s (best val acc %.4f at epoch %d)\n", c.out,
          best_acc, best_epoch);
   if (csv) fclose(csv);
   tb_close(&tb);
+  wk_lr_scheduler_free(sched);
   wk_optimizer_free(opt);
   free(params);
   wk_module_release(model);
   wk_dataloader_free(train_dl);
   wk_dataloader_free(test_dl);
-  wk_dataset_free(train);
-  wk_dataset_free(test);
+  train_data_free(&data);
   wk_shutdown();
   return 0;
 }

@@ -6,11 +6,15 @@
 #include <stdint.h>
 
 typedef struct train_config {
-  const char *model, *data, *device, *out, *resume;
+  const char *model, *dataset, *data, *device, *out, *resume;
+  const char *optimizer; /* sgd | adam | adamw */
+  const char *scheduler; /* cosine | step | onecycle | none */
   int epochs, workers;
+  int stop_after; /* --stop-after N: end this run after epoch N (a preempted job), 0: run all */
   int64_t batch, limit;
-  double lr, momentum;
+  double lr, momentum, weight_decay;
   uint64_t seed;
+  bool amp; /* --amp: mixed precision (needs the amp plugin) */
 } train_config;
 
 #endif

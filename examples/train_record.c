@@ -51,8 +51,10 @@ static const char *plugin_status_str(wk_plugin_status s) {
   return s == WK_PLUGIN_LOADED ? "loaded" : s == WK_PLUGIN_SKIPPED ? "skipped" : s == WK_PLUGIN_FAILED ? "failed" : "?";
 }
 
-bool record_write(const char *path, const train_config *c, const char *device_name, const char *const *dataset_files,
-                  int nfiles, int start_epoch, int64_t nparams) {
+bool record_write(const char *path, const train_config *c, const char *device_name, const train_data *d,
+                  int start_epoch, int64_t nparams) {
+  const char *const *dataset_files = d->files;
+  int nfiles = d->nfiles;
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
@@ -95,15 +97,24 @@ bool record_write(const char *path, const train_config *c, const char *device_na
 #endif
   fprintf(f, ",\n  \"seed\": %llu,\n  \"hyperparameters\": {\"model\": ", (unsigned long long)c->seed);
   jstr(f, c->model);
-  fprintf(f,
-          ", \"parameters\": %lld, \"epochs\": %d, \"batch_size\": %lld, \"optimizer\": \"sgd\", \"lr\": %.10g, "
-          "\"momentum\": %.10g, \"weight_decay\": 0, \"scheduler\": null, \"loss\": \"cross_entropy\", "
-          "\"workers\": %d, \"limit\": %lld, \"normalize\": {\"mean\": 0.2860, \"std\": 0.3530}},\n",
-          (long long)nparams, c->epochs, (long long)c->batch, c->lr, c->momentum, c->workers, (long long)c->limit);
+  fprintf(f, ", \"parameters\": %lld, \"epochs\": %d, \"batch_size\": %lld, \"optimizer\": ", (long long)nparams,
+          c->epochs, (long long)c->batch);
+  jstr(f, c->optimizer);
+  fprintf(f, ", \"lr\": %.10g, \"momentum\": %.10g, \"weight_decay\": %.10g, \"scheduler\": ", c->lr, c->momentum,
+          c->weight_decay);
+  jstr(f, c->scheduler);
+  fprintf(f, ", \"loss\": \"cross_entropy\", \"workers\": %d, \"limit\": %lld, \"amp\": %s, \"normalize\": {\"mean\": [",
+          c->workers, (long long)c->limit, c->amp ? "true" : "false");
+  for (int i = 0; i < d->nstats; i++) fprintf(f, "%s%.6g", i ? ", " : "", d->mean[i]);
+  fputs("], \"std\": [", f);
+  for (int i = 0; i < d->nstats; i++) fprintf(f, "%s%.6g", i ? ", " : "", d->std[i]);
+  fprintf(f, "]}, \"grey_to_rgb\": %s},\n", d->rgb_from_grey ? "true" : "false");
   fprintf(f, "  \"start_epoch\": %d,\n  \"resumed_from\": ", start_epoch);
   jstr(f, c->resume);
-  fprintf(f, ",\n  \"dataset\": {\"name\": \"fashion-mnist\", \"dir\": ");
-  jstr(f, c->data);
+  fprintf(f, ",\n  \"dataset\": {\"name\": ");
+  jstr(f, c->dataset);
+  fputs(", \"dir\": ", f);
+  jstr(f, c->data ? c->data : (!strcmp(c->dataset, "fashion-mnist") ? TRAIN_FMNIST_DIR : NULL));
   fputs(", \"files\": [", f);
   for (int i = 0; i < nfiles; i++) {
     fputs(i ? ", " : "", f);

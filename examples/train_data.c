@@ -1,0 +1,166 @@
+/* The main job's datasets: --dataset NAME [--data DIR] -> train and test
+ * datasets with the transforms each one's recipe uses, the image geometry the
+ * model needs, and the files whose checksum goes into run.json. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wick/data.h>
+#include <wick/wick.h>
+
+#include "train_data.h"
+
+static const double fmnist_mean[1] = {0.2860}, fmnist_std[1] = {0.3530};
+static const double mnist_mean[1] = {0.1307}, mnist_std[1] = {0.3081};
+static const double cifar_mean[3] = {0.4914, 0.4822, 0.4465}, cifar_std[3] = {0.2470, 0.2435, 0.2616};
+static const double imagenet_mean[3] = {0.485, 0.456, 0.406}, imagenet_std[3] = {0.229, 0.224, 0.225};
+
+static bool add_file(train_data *d, const char *dir, const char *name) {
+  if (d->nfiles >= TRAIN_DATA_MAX_FILES) return false;
+  snprintf(d->filebuf[d->nfiles], sizeof d->filebuf[0], "%s/%s", dir, name);
+  d->files[d->nfiles] = d->filebuf[d->nfiles];
+  d->nfiles++;
+  return true;
+}
+
+/* Keeps the first `limit` samples (--limit; 0 keeps all). Takes ds. */
+static wk_dataset *limit_to(wk_dataset *ds, int64_t limit) {
+  if (!ds || limit <= 0 || limit >= wk_dataset_len(ds)) return ds;
+  int64_t *idx = malloc(sizeof(int64_t) * (size_t)limit);
+  for (int64_t i = 0; idx && i < limit; i++) idx[i] = i;
+  wk_dataset *sub = idx ? wk_subset(ds, idx, limit) : NULL;
+  if (!idx) wk_error(WK_ERR_NO_MEMORY, "--limit: cannot allocate %lld indices", (long long)limit);
+  free(idx);
+  wk_dataset_free(ds);
+  return sub;
+}
+
+/* Grey images repeated to 3 channels, for models with an RGB stem (resnet18). */
+static wk_tensor *grey_to_rgb(void *user, wk_tensor *x, uint64_t seed) {
+  (void)user;
+  (void)seed;
+  return wk_expand(x, WK_SHAPE(3, wk_tensor_size(x, 1), wk_tensor_size(x, 2)));
+}
+
+/* raw mapped through ToTensor, [augmentation], [grey->rgb], Normalize. Takes raw. */
+static wk_dataset *with_transforms(wk_dataset *raw, const train_config *c, const train_data *d, bool train,
+                                   bool augment_crop, int64_t crop) {
+  if (!raw) return NULL;
+  wk_transform *steps[6];
+  int ns = 0;
+  steps[ns++] = wk_transform_to_tensor(false);
+  if (train && augment_crop) {
+    steps[ns++] = wk_transform_random_crop(crop, crop, 4, 0.0, c->seed);
+    steps[ns++] = wk_transform_random_hflip(0.5, c->seed + 1);
+  }
+  if (d->rgb_from_grey) steps[ns++] = wk_transform_lambda(grey_to_rgb, NULL);
+  steps[ns++] = wk_transform_normalize(d->mean, d->std, d->nstats);
+  bool ok = true;
+  for (int i = 0; i < ns; i++) ok = ok && steps[i];
+  wk_transform *tf = ok ? wk_transform_compose(steps, ns) : NULL;
+  wk_dataset *ds = tf ? wk_dataset_map(raw, 0, tf) : NULL;
+  for (int i = 0; i < ns; i++) wk_transform_free(steps[i]);
+  wk_transform_free(tf);
+  wk_dataset_free(raw);
+  return limit_to(ds, c->limit);
+}
+
+static bool load_idx(const train_config *c, train_data *d, const char *dir, const double *mean, const double *std) {
+  const char *names[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                          "t10k-labels-idx1-ubyte.gz"};
+  for (int i = 0; i < 4; i++) {
+    char plain[1100];
+    /* Accept the uncompressed files too (torchvision's raw/ folder keeps both). */
+    snprintf(plain, sizeof plain, "%s/%.*s", dir, (int)(strlen(names[i]) - 3), names[i]);
+    if (access(plain, R_OK) == 0) {
+      snprintf(d->filebuf[d->nfiles], sizeof d->filebuf[0], "%s", plain);
+      d->files[d->nfiles] = d->filebuf[d->nfiles];
+      d->nfiles++;
+    } else {
+      add_file(d, dir, names[i]);
+    }
+  }
+  d->channels = 1;
+  d->height = d->width = 28;
+  d->classes = 10;
+  d->nstats = 1;
+  d->mean[0] = mean[0];
+  d->std[0] = std[0];
+  d->train = with_transforms(wk_dataset_mnist(d->files[0], d->files[1]), c, d, true, false, 0);
+  d->test = d->train ? with_transforms(wk_dataset_mnist(d->files[2], d->files[3]), c, d, false, false, 0) : NULL;
+  return d->train && d->test;
+}
+
+static bool load_cifar(const train_config *c, train_data *d, const char *dir, int classes) {
+  const char *ps[5];
+  int n = 0;
+  if (classes == 10) {
+    for (int i = 1; i <= 5; i++) {
+      char name[32];
+      snprintf(name, sizeof name, "data_batch_%d.bin", i);
+      char full[1100];
+      snprintf(full, sizeof full, "%s/%s", dir, name);
+      if (access(full, R_OK) == 0 && add_file(d, dir, name)) ps[n++] = d->files[d->nfiles - 1];
+    }
+  } else if (add_file(d, dir, "train.bin")) {
+    ps[n++] = d->files[d->nfiles - 1];
+  }
+  const char *test_name = classes == 10 ? "test_batch.bin" : "test.bin";
+  if (!n) {
+    wk_error(WK_ERR_IO, "--data %s: no %s in it", dir, classes == 10 ? "data_batch_*.bin" : "train.bin");
+    return false;
+  }
+  add_file(d, dir, test_name);
+  const char *test_path = d->files[d->nfiles - 1];
+  d->channels = 3;
+  d->height = d->width = 32;
+  d->classes = classes;
+  d->nstats = 3;
+  memcpy(d->mean, cifar_mean, sizeof cifar_mean);
+  memcpy(d->std, cifar_std, sizeof cifar_std);
+  d->train = with_transforms(wk_dataset_cifar(ps, n, classes), c, d, true, true, 32);
+  d->test = d->train ? with_transforms(wk_dataset_cifar(&test_path, 1, classes), c, d, false, true, 32) : NULL;
+  return d->train && d->test;
+}
+
+bool train_data_load(const train_config *c, train_data *d) {
+  memset(d, 0, sizeof *d);
+  const char *name = c->dataset;
+  bool grey = !strcmp(name, "fashion-mnist") || !strcmp(name, "mnist");
+  /* resnet18 has an RGB stem: grey images are repeated to 3 channels. */
+  d->rgb_from_grey = grey && !strcmp(c->model, "resnet18");
+  bool ok;
+  if (!strcmp(name, "fashion-mnist")) {
+    ok = load_idx(c, d, c->data ? c->data : TRAIN_FMNIST_DIR, fmnist_mean, fmnist_std);
+  } else if (!strcmp(name, "mnist")) {
+    if (!c->data) {
+      wk_error(WK_ERR_INVALID_ARG, "--dataset mnist needs --data DIR (the four IDX files; Debian ships no MNIST)");
+      return false;
+    }
+    ok = load_idx(c, d, c->data, mnist_mean, mnist_std);
+  } else if (!strcmp(name, "cifar10") || !strcmp(name, "cifar100")) {
+    if (!c->data) {
+      wk_error(WK_ERR_INVALID_ARG, "--dataset %s needs --data DIR (the binary batches)", name);
+      return false;
+    }
+    ok = load_cifar(c, d, c->data, name[5] == '1' && name[6] == '0' && name[7] == '0' ? 100 : 10);
+  } else if (!strcmp(name, "imagefolder")) {
+    (void)imagenet_mean;
+    (void)imagenet_std;
+    wk_error(WK_ERR_UNSUPPORTED, "--dataset imagefolder: this build's data plugin has no ImageFolder reader yet");
+    ok = false;
+  } else {
+    wk_error(WK_ERR_INVALID_ARG, "--dataset '%s' is not one of fashion-mnist, mnist, cifar10, cifar100, imagefolder",
+             name);
+    return false;
+  }
+  if (ok && d->rgb_from_grey) d->channels = 3;
+  if (!ok) train_data_free(d);
+  return ok;
+}
+
+void train_data_free(train_data *d) {
+  wk_dataset_free(d->train);
+  wk_dataset_free(d->test);
+  d->train = d->test = NULL;
+}

@@ -1,0 +1,62 @@
+#!/bin/sh
+# The main job's run-time choices: --dataset cifar10 with --model resnet18 on
+# CIFAR-10-format batches generated here, --model mlp with AdamW + OneCycle +
+# weight decay on a Fashion-MNIST subset (recorded in run.json), and the clean
+# errors for bad choices (unknown optimizer/scheduler/dataset, a model that does
+# not fit the data, --amp without the amp plugin).
+train="${top_builddir:-.}/examples/train"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wick-trainopt.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 not available to generate the CIFAR files"; exit 77; }
+python3 - "$tmp" <<'PY' || exit 99
+import random, sys
+rng = random.Random(3)
+def write(path, n):
+    out = bytearray()
+    for i in range(n):
+        k = rng.randrange(10)
+        out.append(k)
+        out += bytes(rng.randrange(256) for _ in range(3072))
+    open(sys.argv[1] + "/" + path, "wb").write(out)
+write("data_batch_1.bin", 48)
+write("test_batch.bin", 16)
+PY
+
+"$train" --dataset cifar10 --data "$tmp" --model resnet18 --epochs 1 --batch-size 16 --lr 0.01 --out "$tmp/c10" \
+  >"$tmp/c10.log" 2>&1 || { cat "$tmp/c10.log"; fail "cifar10 + resnet18 run"; }
+cat "$tmp/c10.log"
+grep -q "model resnet18 .* cifar10: 48 training and 16 test images" "$tmp/c10.log" || fail "cifar10 header line"
+grep -q "^Epoch 1: train loss=" "$tmp/c10.log" || fail "cifar10: no epoch line"
+grep -q '"name": "cifar10"' "$tmp/c10/run.json" || fail "run.json does not name cifar10"
+grep -q '"mean": \[0.4914, 0.4822, 0.4465\]' "$tmp/c10/run.json" || fail "run.json lacks the CIFAR normalisation"
+
+data=/usr/share/datasets/fashion-mnist
+if [ -f "$data/train-images-idx3-ubyte.gz" ]; then
+  "$train" --model mlp --optimizer adamw --scheduler onecycle --lr 0.003 --weight-decay 0.01 --epochs 2 \
+    --limit 2000 --out "$tmp/mlp" >"$tmp/mlp.log" 2>&1 || { cat "$tmp/mlp.log"; fail "mlp + adamw run"; }
+  cat "$tmp/mlp.log"
+  grep -q "AdamW lr 0.003, weight decay 0.01, scheduler onecycle" "$tmp/mlp.log" || fail "mlp header line"
+  acc=$(sed -n 's/^final test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/mlp.log")
+  awk -v a="$acc" 'BEGIN { exit !(a >= 60) }' || fail "mlp + AdamW reached only $acc%"
+  grep -q '"optimizer": "adamw", "lr": 0.003, "momentum": 0.9, "weight_decay": 0.01, "scheduler": "onecycle"' \
+    "$tmp/mlp/run.json" || { cat "$tmp/mlp/run.json"; fail "run.json hyper-parameters"; }
+fi
+
+# Bad choices: exit status 1 or 2 and a message naming what was wrong.
+expect_error() { # pattern, args...
+  pat=$1
+  shift
+  if "$train" "$@" --out "$tmp/bad" >"$tmp/bad.log" 2>&1; then fail "train $* succeeded"; fi
+  grep -q "$pat" "$tmp/bad.log" || { cat "$tmp/bad.log"; fail "train $*: no '$pat' in the error"; }
+}
+expect_error "unknown optimizer 'lbfgs'" --optimizer lbfgs
+expect_error "unknown scheduler 'warm'" --scheduler warm
+expect_error "unknown model 'vgg'" --model vgg
+expect_error "dataset 'imagenet' is not one of" --dataset imagenet
+expect_error "cnn takes 1x28x28 images, --dataset cifar10 gives 3x32x32" --dataset cifar10 --data "$tmp" --model cnn
+expect_error "needs --data DIR" --dataset cifar10
+expect_error "no data_batch_\*.bin in it" --dataset cifar10 --data "$tmp/c10"
+expect_error "service 'amp'" --amp --limit 64
+expect_error "bad value 'x' for --weight-decay" --weight-decay x
+echo "PASS: resnet18 on cifar10-format data, mlp + AdamW + OneCycle, and the errors for bad choices"
