@@ -1,0 +1,336 @@
+/* onednn plugin: conv2d forward and conv2d_backward (data, weights, bias)
+ * with oneDNN's convolution primitives. Primitives pick their own (blocked)
+ * layouts; Wick's NCHW tensors are reordered in and out around them. Every
+ * call the reference kernel would reject is declined, so its messages stay
+ * the only ones users see. */
+#include <string.h>
+
+#include "onednn.h"
+
+typedef struct {
+  int64_t N, C, H, W, O, G, kh, kw, oh, ow;
+  int64_t st[2], pl[2], pr[2], dl[2];
+  int32_t dt, bias;
+} conv_geo;
+
+static bool pair(const wk_value *v, int64_t out[2]) {
+  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
+  out[0] = v->u.ints[0];
+  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
+  return true;
+}
+
+/* Fills g from (input, weight, stride, padding, dilation, groups) when the
+ * call is one oneDNN handles and the reference kernel would accept. */
+static bool conv_parse(wk_tensor *x, wk_tensor *w, const wk_value *st, const wk_value *pd, const wk_value *dl,
+                       int64_t groups, conv_geo *g) {
+  memset(g, 0, sizeof *g);
+  if (!x || !w || !odn_usable()) return false;
+  wk_dtype dt = wk_tensor_dtype(x);
+  if ((dt != WK_F32 && dt != WK_BF16) || wk_tensor_dtype(w) != dt) return false;
+  if (wk_tensor_device(x).type != WK_DEVICE_CPU || wk_tensor_device(w).type != WK_DEVICE_CPU) return false;
+  int xd = wk_tensor_dim(x);
+  if ((xd != 3 && xd != 4) || wk_tensor_dim(w) != 4 || groups <= 0) return false;
+  int64_t pad[2];
+  if (!pair(st, g->st) || !pair(pd, pad) || !pair(dl, g->dl)) return false;
+  if (pad[0] < 0 || pad[1] < 0 || g->st[0] <= 0 || g->st[1] <= 0 || g->dl[0] <= 0 || g->dl[1] <= 0) return false;
+  const int64_t *xs = wk_tensor_sizes(x), *ws = wk_tensor_sizes(w);
+  g->N = xd == 4 ? xs[0] : 1;
+  g->C = xs[xd - 3];
+  g->H = xs[xd - 2];
+  g->W = xs[xd - 1];
+  g->O = ws[0];
+  g->G = groups;
+  g->kh = ws[2];
+  g->kw = ws[3];
+  if (g->O < groups || g->O % groups || g->C != ws[1] * groups) return false;
+  int64_t keff[2] = {g->dl[0] * (g->kh - 1) + 1, g->dl[1] * (g->kw - 1) + 1};
+  int64_t pin[2] = {g->H + 2 * pad[0], g->W + 2 * pad[1]};
+  if (pin[0] < keff[0] || pin[1] < keff[1]) return false;
+  g->oh = (pin[0] - keff[0]) / g->st[0] + 1;
+  g->ow = (pin[1] - keff[1]) / g->st[1] + 1;
+  for (int i = 0; i < 2; i++) {
+    int64_t in = i ? g->W : g->H, out = i ? g->ow : g->oh;
+    g->pl[i] = pad[i];
+    /* oneDNN wants the right padding that makes the output size exact */
+    g->pr[i] = (out - 1) * g->st[i] + keff[i] - in - pad[i];
+  }
+  g->dt = (int32_t)odn_dt(dt);
+  return g->N * g->C * g->H * g->W > 0 && g->O * ws[1] * g->kh * g->kw > 0 && g->oh > 0 && g->ow > 0;
+}
+
+/* ---- descriptors -------------------------------------------------------------------------------- */
+static void md_any(dnnl_memory_desc_t *md, int nd, const int64_t *dims, dnnl_data_type_t dt) {
+  dnnl_dims_t d;
+  for (int i = 0; i < nd; i++) d[i] = dims[i];
+  memset(md, 0, sizeof *md);
+  odn.memory_desc_init_by_tag(md, nd, d, dt, dnnl_format_tag_any);
+}
+
+typedef struct {
+  dnnl_memory_desc_t src, wei, bias, dst;
+  dnnl_dims_t st, dl, pl, pr;
+} conv_descs;
+
+static void conv_descs_init(const conv_geo *g, conv_descs *d) {
+  dnnl_data_type_t dt = (dnnl_data_type_t)g->dt;
+  int64_t xs[4] = {g->N, g->C, g->H, g->W}, ys[4] = {g->N, g->O, g->oh, g->ow};
+  int64_t w4[4] = {g->O, g->C / g->G, g->kh, g->kw}, w5[5] = {g->G, g->O / g->G, g->C / g->G, g->kh, g->kw};
+  md_any(&d->src, 4, xs, dt);
+  md_any(&d->dst, 4, ys, dt);
+  if (g->G > 1)
+    md_any(&d->wei, 5, w5, dt);
+  else
+    md_any(&d->wei, 4, w4, dt);
+  dnnl_dims_t o = {g->O};
+  memset(&d->bias, 0, sizeof d->bias);
+  odn.memory_desc_init_by_tag(&d->bias, 1, o, dt, dnnl_a); /* plain: the bias tensor is used in place */
+  for (int i = 0; i < 2; i++) {
+    d->st[i] = g->st[i];
+    d->dl[i] = g->dl[i] - 1; /* oneDNN counts dilation from 0 */
+    d->pl[i] = g->pl[i];
+    d->pr[i] = g->pr[i];
+  }
+}
+
+static dnnl_status_t fwd_desc(const conv_geo *g, dnnl_convolution_desc_t *cd, bool bias) {
+  conv_descs d;
+  conv_descs_init(g, &d);
+  return odn.dilated_convolution_forward_desc_init(cd, dnnl_forward_training, dnnl_convolution_direct, &d.src, &d.wei,
+                                                   bias ? &d.bias : NULL, &d.dst, d.st, d.dl, d.pl, d.pr);
+}
+
+enum { K_FWD = 1, K_BWD_DATA, K_BWD_WEIGHTS };
+typedef struct {
+  char tag[8];
+  int32_t kind, pad;
+  conv_geo g;
+} conv_key;
+
+static odn_prim *make_fwd(void *v) {
+  const conv_geo *g = v;
+  dnnl_convolution_desc_t cd;
+  if (odn_check(fwd_desc(g, &cd, g->bias), "conv2d", "convolution description")) return NULL;
+  dnnl_query_t q[4] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md, dnnl_query_undef};
+  return odn_prim_create("conv2d", &cd, NULL, NULL, q, 4);
+}
+
+/* The forward description a backward primitive is matched against. */
+static dnnl_primitive_desc_t fwd_hint(const conv_geo *g, const char *op) {
+  dnnl_convolution_desc_t cd;
+  if (odn_check(fwd_desc(g, &cd, g->bias), op, "convolution description")) return NULL;
+  dnnl_primitive_attr_t a = odn_attr(op);
+  if (!a) return NULL;
+  dnnl_primitive_desc_t pd = NULL;
+  dnnl_status_t st = odn.primitive_desc_create(&pd, &cd, a, odn_engine, NULL);
+  odn.primitive_attr_destroy(a);
+  return odn_check(st, op, "convolution description") ? NULL : pd;
+}
+
+static odn_prim *make_bwd_data(void *v) {
+  const conv_geo *g = v;
+  const char *op = "conv2d_backward";
+  dnnl_primitive_desc_t hint = fwd_hint(g, op);
+  if (!hint) return NULL;
+  conv_descs d;
+  conv_descs_init(g, &d);
+  dnnl_convolution_desc_t cd;
+  odn_prim *p = NULL;
+  if (!odn_check(odn.dilated_convolution_backward_data_desc_init(&cd, dnnl_convolution_direct, &d.src, &d.wei, &d.dst,
+                                                                 d.st, d.dl, d.pl, d.pr),
+                 op, "convolution description")) {
+    dnnl_query_t q[3] = {dnnl_query_diff_src_md, dnnl_query_weights_md, dnnl_query_diff_dst_md};
+    p = odn_prim_create(op, &cd, NULL, hint, q, 3);
+  }
+  odn.primitive_desc_destroy(hint);
+  return p;
+}
+
+static odn_prim *make_bwd_weights(void *v) {
+  const conv_geo *g = v;
+  const char *op = "conv2d_backward";
+  dnnl_primitive_desc_t hint = fwd_hint(g, op);
+  if (!hint) return NULL;
+  conv_descs d;
+  conv_descs_init(g, &d);
+  dnnl_convolution_desc_t cd;
+  odn_prim *p = NULL;
+  if (!odn_check(odn.dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &d.src, &d.wei,
+                                                                    g->bias ? &d.bias : NULL, &d.dst, d.st, d.dl,
+                                                                    d.pl, d.pr),
+                 op, "convolution description")) {
+    dnnl_query_t q[4] = {dnnl_query_src_md, dnnl_query_diff_weights_md, dnnl_query_diff_dst_md,
+                         dnnl_query_diff_weights_md};
+    p = odn_prim_create(op, &cd, NULL, hint, q, 3);
+  }
+  odn.primitive_desc_destroy(hint);
+  return p;
+}
+
+static odn_entry *get_prim(int kind, const conv_geo *g) {
+  conv_key k;
+  memset(&k, 0, sizeof k);
+  memcpy(k.tag, "conv2d", 7);
+  k.kind = kind;
+  k.g = *g;
+  odn_prim *(*make)(void *) = kind == K_FWD ? make_fwd : kind == K_BWD_DATA ? make_bwd_data : make_bwd_weights;
+  return odn_prim_get(&k, sizeof k, make, (void *)g);
+}
+
+/* ---- plain layouts of Wick's tensors ------------------------------------------------------------- */
+static void plain_act(dnnl_memory_desc_t *md, const wk_tensor *t, int64_t N, int64_t C, int64_t H, int64_t W,
+                      dnnl_data_type_t dt) {
+  int nd = wk_tensor_dim(t);
+  const int64_t *s = wk_tensor_strides(t);
+  int64_t dims[4] = {N, C, H, W};
+  int64_t st[4] = {nd == 4 ? s[0] : C * H * W, s[nd - 3], s[nd - 2], s[nd - 1]};
+  odn_md_strided(md, 4, dims, st, dt);
+}
+
+static void plain_wei(dnnl_memory_desc_t *md, const wk_tensor *w, const conv_geo *g) {
+  const int64_t *s = wk_tensor_strides(w), *z = wk_tensor_sizes(w);
+  if (g->G > 1) {
+    int64_t dims[5] = {g->G, g->O / g->G, z[1], z[2], z[3]}, st[5] = {s[0] * (g->O / g->G), s[0], s[1], s[2], s[3]};
+    odn_md_strided(md, 5, dims, st, (dnnl_data_type_t)g->dt);
+  } else {
+    odn_md_strided(md, 4, z, s, (dnnl_data_type_t)g->dt);
+  }
+}
+
+/* ---- conv2d --------------------------------------------------------------------------------------- */
+static bool conv2d_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
+  conv_geo g;
+  wk_tensor *b = WK_ARG_OPT_T(2);
+  if (!conv_parse(WK_ARG_T(0), WK_ARG_T(1), &args[3], &args[4], &args[5], WK_ARG_I(6), &g)) return false;
+  return !b || (wk_tensor_dim(b) == 1 && wk_tensor_size(b, 0) == g.O && odn_dense(b, true) &&
+                wk_tensor_dtype(b) == wk_tensor_dtype(WK_ARG_T(0)));
+}
+
+static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "conv2d";
+  if (!conv2d_supports(ctx, args))
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+  wk_tensor *x = WK_ARG_T(0), *w = WK_ARG_T(1), *b = WK_ARG_OPT_T(2);
+  conv_geo g;
+  conv_parse(x, w, &args[3], &args[4], &args[5], WK_ARG_I(6), &g);
+  g.bias = b != NULL;
+  int xd = wk_tensor_dim(x);
+  int64_t ys[4] = {g.N, g.O, g.oh, g.ow};
+  wk_tensor *y = wk_empty(xd == 4 ? ys : ys + 1, xd, (wk_options){.dtype = wk_tensor_dtype(x)});
+  if (!y) return wk_last_error();
+  odn_entry *e = get_prim(K_FWD, &g);
+  if (!e) {
+    wk_release(y);
+    return wk_last_error();
+  }
+  const odn_prim *p = odn_entry_val(e);
+  dnnl_data_type_t dt = (dnnl_data_type_t)g.dt;
+  dnnl_memory_desc_t hx, hw, hb, hy;
+  plain_act(&hx, x, g.N, g.C, g.H, g.W, dt);
+  plain_wei(&hw, w, &g);
+  plain_act(&hy, y, g.N, g.O, g.oh, g.ow, dt);
+  odn_arg a[4] = {{DNNL_ARG_SRC, &p->md[0], &hx, wk_tensor_data(x), false},
+                  {DNNL_ARG_WEIGHTS, &p->md[1], &hw, wk_tensor_data(w), false},
+                  {DNNL_ARG_DST, &p->md[2], &hy, wk_tensor_data(y), true},
+                  {DNNL_ARG_BIAS, NULL, &hb, NULL, false}};
+  if (b) {
+    odn_md_of(&hb, b);
+    a[3].data = wk_tensor_data(b);
+  }
+  wk_status s = odn_exec(op, p, a, b ? 4 : 3);
+  odn_cache_unpin(e);
+  if (s) {
+    wk_release(y);
+    return s;
+  }
+  outs[0] = WK_VT(y);
+  return WK_OK;
+}
+
+/* ---- conv2d_backward -------------------------------------------------------------------------------- */
+static bool bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
+  conv_geo g;
+  wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1);
+  if (!conv_parse(x, WK_ARG_T(2), &args[3], &args[4], &args[5], WK_ARG_I(6), &g)) return false;
+  if (args[7].tag != WK_V_INTS || args[7].len != 3) return false;
+  if (!go || wk_tensor_dtype(go) != wk_tensor_dtype(x) || wk_tensor_device(go).type != WK_DEVICE_CPU) return false;
+  int xd = wk_tensor_dim(x);
+  int64_t ys[4] = {g.N, g.O, g.oh, g.ow};
+  if (wk_tensor_dim(go) != xd) return false;
+  for (int i = 0; i < xd; i++)
+    if (wk_tensor_sizes(go)[i] != ys[i + 4 - xd]) return false;
+  return true;
+}
+
+static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "conv2d_backward";
+  if (!bwd_supports(ctx, args))
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+  wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1), *w = WK_ARG_T(2);
+  const int64_t *mask = args[7].u.ints;
+  conv_geo g;
+  conv_parse(x, w, &args[3], &args[4], &args[5], WK_ARG_I(6), &g);
+  dnnl_data_type_t dt = (dnnl_data_type_t)g.dt;
+  wk_options o = {.dtype = wk_tensor_dtype(x)};
+  wk_tensor *gi = NULL, *gw = NULL, *gb = NULL;
+  odn_entry *ed = NULL, *ew = NULL;
+  wk_status s = WK_OK;
+  dnnl_memory_desc_t hx, hw, hgo, hgi, hgw, hgb;
+  plain_act(&hgo, go, g.N, g.O, g.oh, g.ow, dt);
+  if (mask[0]) {
+    if (!(gi = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o)) || !(ed = get_prim(K_BWD_DATA, &g))) goto fail;
+    const odn_prim *p = odn_entry_val(ed);
+    plain_act(&hgi, gi, g.N, g.C, g.H, g.W, dt);
+    plain_wei(&hw, w, &g);
+    odn_arg a[3] = {{DNNL_ARG_DIFF_DST, &p->md[2], &hgo, wk_tensor_data(go), false},
+                    {DNNL_ARG_WEIGHTS, &p->md[1], &hw, wk_tensor_data(w), false},
+                    {DNNL_ARG_DIFF_SRC, &p->md[0], &hgi, wk_tensor_data(gi), true}};
+    if ((s = odn_exec(op, p, a, 3))) goto fail;
+  }
+  if (mask[1] || mask[2]) {
+    g.bias = mask[2] != 0;
+    /* weights' gradient is computed even when only the bias' is asked for */
+    wk_tensor *gwt = wk_empty(wk_tensor_sizes(w), 4, o);
+    if (!gwt || (mask[2] && !(gb = wk_empty(&g.O, 1, o))) || !(ew = get_prim(K_BWD_WEIGHTS, &g))) {
+      wk_release(gwt);
+      goto fail;
+    }
+    const odn_prim *p = odn_entry_val(ew);
+    plain_act(&hx, x, g.N, g.C, g.H, g.W, dt);
+    plain_wei(&hgw, gwt, &g);
+    odn_arg a[4] = {{DNNL_ARG_SRC, &p->md[0], &hx, wk_tensor_data(x), false},
+                    {DNNL_ARG_DIFF_DST, &p->md[2], &hgo, wk_tensor_data(go), false},
+                    {DNNL_ARG_DIFF_WEIGHTS, &p->md[1], &hgw, wk_tensor_data(gwt), true},
+                    {DNNL_ARG_DIFF_BIAS, NULL, &hgb, NULL, true}};
+    if (gb) {
+      odn_md_of(&hgb, gb);
+      a[3].data = wk_tensor_data(gb);
+    }
+    s = odn_exec(op, p, a, gb ? 4 : 3);
+    if (mask[1])
+      gw = gwt;
+    else
+      wk_release(gwt);
+    if (s) goto fail;
+  }
+  odn_cache_unpin(ed);
+  odn_cache_unpin(ew);
+  outs[0] = gi ? WK_VT(gi) : WK_VNONE;
+  outs[1] = gw ? WK_VT(gw) : WK_VNONE;
+  outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+  return WK_OK;
+fail:
+  if (!s) s = wk_last_error();
+  odn_cache_unpin(ed);
+  odn_cache_unpin(ew);
+  wk_release(gi);
+  wk_release(gw);
+  wk_release(gb);
+  return s;
+}
+
+wk_status odn_register_conv(void) {
+  wk_status s = odn_reg("conv2d", k_conv2d, conv2d_supports, NULL);
+  if (!s) s = odn_reg("conv2d_backward", k_conv2d_backward, bwd_supports, NULL);
+  return s;
+}

@@ -1,0 +1,136 @@
+/* onednn plugin entry: loads libdnnl at run time, owns the engine and the
+ * per-thread streams, and registers every kernel family above the cpu plugin.
+ *
+ * Threads: Debian's libdnnl runs on OpenMP (libgomp). libgomp reads its
+ * environment once, when it is loaded, so the plugin does not link libdnnl:
+ * it sets OMP_NUM_THREADS to the pool size and a short spin count first and
+ * dlopens libdnnl afterwards. oneDNN then runs on the calling thread plus
+ * (pool size - 1) OpenMP workers that sleep when idle instead of spinning
+ * next to Wick's pool (whose workers block on a condition variable). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onednn.h"
+
+odn_api odn;
+dnnl_engine_t odn_engine;
+static void *g_lib;
+static void (*g_omp_set_num_threads)(int);
+static pthread_key_t g_stream_key;
+static _Thread_local dnnl_stream_t t_stream;
+static _Thread_local int t_threads;
+
+static void stream_free(void *s) { odn.stream_destroy((dnnl_stream_t)s); }
+
+/* Spin count for idle OpenMP workers (iterations before they sleep). 0 is
+ * OMP_WAIT_POLICY=PASSIVE; libgomp's default is 300000 (~0.1-1 ms of spinning
+ * after every primitive, which steals a core from Wick's pool on 2 cores).
+ * WICK_ONEDNN_SPINCOUNT overrides; a user's own OMP_WAIT_POLICY or
+ * GOMP_SPINCOUNT is left alone. */
+#define ODN_DEFAULT_SPINCOUNT "10000"
+
+static void set_omp_env(void) {
+  char buf[32];
+  if (!getenv("OMP_NUM_THREADS")) {
+    snprintf(buf, sizeof buf, "%d", wk_num_threads());
+    setenv("OMP_NUM_THREADS", buf, 0);
+  }
+  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+    const char *sc = getenv("WICK_ONEDNN_SPINCOUNT");
+    setenv("GOMP_SPINCOUNT", sc && *sc ? sc : ODN_DEFAULT_SPINCOUNT, 0);
+  }
+}
+
+static wk_status load_dnnl(void) {
+  set_omp_env();
+  const char *names[] = {"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !g_lib; i++) g_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!g_lib)
+    return wk_error(WK_ERR_NOT_FOUND, "onednn: cannot load libdnnl.so.2 (apt-get install libdnnl2): %s", dlerror());
+#define ODN_RESOLVE(f)                                                                                            \
+  if (!(*(void **)&odn.f = dlsym(g_lib, "dnnl_" #f)))                                                             \
+    return wk_error(WK_ERR_NOT_FOUND, "onednn: libdnnl lacks dnnl_%s (oneDNN 2.6 or newer is needed)", #f);
+  ODN_FUNCS(ODN_RESOLVE)
+#undef ODN_RESOLVE
+  const dnnl_version_t *v = odn.version();
+  if (!v || v->major != 2 || v->minor < 6)
+    return wk_error(WK_ERR_UNSUPPORTED, "onednn: oneDNN %d.%d found, the plugin needs 2.x with x >= 6",
+                    v ? v->major : 0, v ? v->minor : 0);
+  *(void **)&g_omp_set_num_threads = dlsym(g_lib, "omp_set_num_threads");
+  return WK_OK;
+}
+
+static wk_status odn_init(void) {
+  wk_status s = load_dnnl();
+  if (s) return s;
+  if ((s = odn_check(odn.engine_create(&odn_engine, dnnl_cpu, 0), "onednn", "engine creation"))) return s;
+  if (pthread_key_create(&g_stream_key, stream_free) != 0)
+    return wk_error(WK_ERR_INTERNAL, "onednn: cannot create the per-thread stream key");
+  wk_status (*families[])(void) = {odn_register_conv, odn_register_norm, odn_register_pool, odn_register_eltwise,
+                                   odn_register_matmul};
+  for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+    if ((s = families[i]()) != WK_OK) return s;
+  return WK_OK;
+}
+
+static void odn_shutdown(void) {
+  odn_cache_clear();
+  /* Streams of other threads die with their threads; the library stays
+   * loaded (plugins are never unloaded, and libgomp workers may still run). */
+}
+
+WK_PLUGIN_DEFINE("onednn", "0.1.0", "oneDNN 2.x kernels for the cpu device (conv, norms, pooling, eltwise, softmax, matmul)",
+                 odn_init, odn_shutdown)
+
+wk_status odn_reg(const char *op, wk_kernel_fn fn, wk_supports_fn sup, void *user) {
+  wk_kernel_desc d = {sizeof d, op, WK_DEVICE_CPU, WK_PRIORITY_OPTIMIZED, fn, sup, user, "onednn"};
+  return wk_kernel_register(&d);
+}
+
+wk_status odn_check(dnnl_status_t st, const char *op, const char *what) {
+  if (st == dnnl_success) return WK_OK;
+  static const char *names[] = {"success", "out of memory", "invalid arguments", "unimplemented",
+                                "iterator ends", "runtime error", "not required", "invalid graph",
+                                "invalid graph op", "invalid shape", "invalid data type"};
+  const char *n = (unsigned)st < sizeof names / sizeof names[0] ? names[st] : "unknown status";
+  return wk_error(st == dnnl_out_of_memory ? WK_ERR_NO_MEMORY : WK_ERR_INTERNAL, "%s(): oneDNN %s failed: %s", op,
+                  what, n);
+}
+
+dnnl_stream_t odn_stream(const char *op) {
+  int n = wk_num_threads();
+  if (n != t_threads) {
+    /* OpenMP's thread count is per thread: follow the pool's on each caller */
+    if (g_omp_set_num_threads) g_omp_set_num_threads(n);
+    t_threads = n;
+  }
+  if (!t_stream) {
+    if (odn_check(odn.stream_create(&t_stream, odn_engine, dnnl_stream_default_flags), op, "stream creation"))
+      return NULL;
+    pthread_setspecific(g_stream_key, t_stream);
+  }
+  return t_stream;
+}
+
+bool odn_usable(void) { return !wk_in_parallel(); }
+
+dnnl_data_type_t odn_dt(wk_dtype dt) {
+  switch (dt) {
+  case WK_F32: return dnnl_f32;
+  case WK_BF16: return dnnl_bf16;
+  case WK_F16: return dnnl_f16;
+  default: return dnnl_data_type_undef;
+  }
+}
+
+bool odn_dense(const wk_tensor *t, bool allow_bf16) {
+  if (!t) return false;
+  wk_dtype dt = wk_tensor_dtype(t);
+  if (dt != WK_F32 && !(allow_bf16 && dt == WK_BF16)) return false;
+  if (wk_tensor_device(t).type != WK_DEVICE_CPU) return false;
+  return wk_tensor_numel(t) > 0 && wk_tensor_is_contiguous(t);
+}

@@ -1,0 +1,195 @@
+/* The onednn plugin against the reference cpu kernels: every kernel it
+ * registers is called directly (wk_op_call_kernel) next to the cpu one on
+ * several shapes, and the dispatcher is checked to pick it where it applies
+ * and to fall back where it declines.
+ *
+ * Tolerances (max |onednn - cpu| <= tol * max(1, max |cpu|)):
+ *   f32: 1e-4  (oneDNN sums in another order, and in blocked layouts)
+ *   bf16: 3e-2 (8-bit mantissa inputs; both sides round the result to bf16)
+ * Skips (77) when the onednn plugin is not loaded. */
+#include "testutil.h"
+
+#define TOL_F32 1e-4
+#define TOL_BF16 3e-2
+
+static int kernel_index(const char *opname, const char *plugin) {
+  wk_op *op = wk_op_find(opname);
+  if (!op) return -1;
+  for (int i = 0; i < wk_op_num_kernels(op); i++) {
+    int32_t dev, prio;
+    const char *name, *owner;
+    if (wk_op_kernel_info(op, i, &dev, &prio, &name, &owner) == WK_OK && dev == WK_DEVICE_CPU && owner &&
+        strcmp(owner, plugin) == 0)
+      return i;
+  }
+  return -1;
+}
+
+static bool onednn_loaded(void) {
+  wk_init();
+  return kernel_index("conv2d", "onednn") >= 0;
+}
+
+/* Calls op through `plugin`'s kernel (bypassing supports()). */
+static wk_status call_with(const char *opname, const char *plugin, const wk_value *args, int n, wk_value *outs) {
+  int k = kernel_index(opname, plugin);
+  ck_assert_msg(k >= 0, "%s has no %s kernel", opname, plugin);
+  return wk_op_call_kernel(wk_op_find(opname), k, args, n, outs);
+}
+
+/* Name of the kernel the dispatcher would run first for these args is not
+ * exposed; instead compare a dispatched call against the onednn kernel. */
+static void assert_close_t(wk_tensor *got, wk_tensor *ref, double tol, const char *what) {
+  ck_assert_msg(got && ref, "%s: missing result (%s)", what, wk_last_error_message());
+  ck_assert_int_eq(wk_tensor_dim(got), wk_tensor_dim(ref));
+  for (int d = 0; d < wk_tensor_dim(ref); d++) ck_assert_int_eq(wk_tensor_size(got, d), wk_tensor_size(ref, d));
+  ck_assert_int_eq(wk_tensor_dtype(got), wk_tensor_dtype(ref));
+  int64_t n = wk_tensor_numel(ref);
+  double *a = tu_values(got), *b = tu_values(ref), scale = 1, worst = 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (fabs(b[i]) > scale) scale = fabs(b[i]);
+  for (int64_t i = 0; i < n; i++) {
+    double e = fabs(a[i] - b[i]);
+    if (!(e <= worst)) {
+      worst = e;
+      at = i;
+    }
+  }
+  double ga = a[at], gb = b[at];
+  free(a);
+  free(b);
+  ck_assert_msg(worst <= tol * scale, "%s: element %lld is %.9g, cpu gives %.9g (error %.3g > %.3g)", what,
+                (long long)at, ga, gb, worst, tol * scale);
+}
+
+/* Runs op with both plugins and compares every tensor result. */
+static void compare(const char *opname, const wk_value *args, int n, double tol, const char *what) {
+  wk_value a[WK_MAX_OUTS], b[WK_MAX_OUTS];
+  wk_status s1 = call_with(opname, "onednn", args, n, a);
+  ck_assert_msg(s1 == WK_OK, "%s (%s): onednn failed: %s", opname, what, wk_last_error_message());
+  wk_status s2 = call_with(opname, "cpu", args, n, b);
+  ck_assert_msg(s2 == WK_OK, "%s (%s): cpu failed: %s", opname, what, wk_last_error_message());
+  int nouts = wk_op_num_outs(wk_op_find(opname));
+  char buf[256];
+  for (int i = 0; i < nouts; i++) {
+    ck_assert_int_eq(a[i].tag, b[i].tag);
+    if (a[i].tag != WK_V_TENSOR) continue;
+    snprintf(buf, sizeof buf, "%s (%s) result %d", opname, what, i);
+    assert_close_t(a[i].u.t, b[i].u.t, tol, buf);
+  }
+}
+
+static wk_tensor *rnd(const int64_t *sizes, int nd, wk_dtype dt, uint64_t seed) {
+  return tu_rand(sizes, nd, dt, -1, 1, seed);
+}
+
+/* ---- conv2d ------------------------------------------------------------------------------------ */
+typedef struct {
+  int64_t n, c, h, w, o, k, stride, pad, dil, groups;
+  bool bias;
+} conv_case;
+
+static const conv_case conv_cases[] = {
+    {2, 3, 8, 8, 4, 3, 1, 1, 1, 1, true},     {4, 16, 12, 10, 32, 3, 1, 1, 1, 1, false},
+    {2, 8, 9, 9, 8, 3, 2, 1, 1, 1, true},     {1, 6, 11, 7, 4, 5, 1, 2, 2, 1, true},
+    {2, 8, 10, 10, 8, 3, 1, 1, 1, 8, true},   {3, 6, 7, 9, 9, 3, 2, 0, 1, 3, false},
+    {2, 64, 8, 8, 64, 1, 1, 0, 1, 1, false},  {2, 1, 28, 28, 32, 3, 1, 1, 1, 1, true},
+    {1, 4, 5, 5, 2, 5, 1, 0, 1, 1, true},     {2, 32, 14, 14, 64, 3, 2, 1, 1, 1, false},
+};
+
+static void conv_case_run(const conv_case *c, wk_dtype dt, double tol, int idx) {
+  wk_scope_begin();
+  int64_t oh = (c->h + 2 * c->pad - c->dil * (c->k - 1) - 1) / c->stride + 1;
+  int64_t ow = (c->w + 2 * c->pad - c->dil * (c->k - 1) - 1) / c->stride + 1;
+  wk_tensor *x = rnd(WK_SHAPE(c->n, c->c, c->h, c->w), dt, 11 + idx);
+  wk_tensor *w = rnd(WK_SHAPE(c->o, c->c / c->groups, c->k, c->k), dt, 12 + idx);
+  wk_tensor *b = c->bias ? rnd(WK_SHAPE(c->o), dt, 13 + idx) : NULL;
+  wk_tensor *go = rnd(WK_SHAPE(c->n, c->o, oh, ow), dt, 14 + idx);
+  int64_t st[2] = {c->stride, c->stride}, pd[2] = {c->pad, c->pad}, dl[2] = {c->dil, c->dil};
+  char what[64];
+  snprintf(what, sizeof what, "case %d %s", idx, wk_dtype_name(dt));
+  wk_value fa[7] = {WK_VT(x), WK_VT(w), WK_VT(b), WK_VINTS(st, 2), WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VI(c->groups)};
+  compare("conv2d", fa, 7, tol, what);
+  static const int64_t masks[4][3] = {{1, 1, 1}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (int m = 0; m < 4; m++) {
+    wk_value ba[8] = {WK_VT(go), WK_VT(x), WK_VT(w), WK_VINTS(st, 2), WK_VINTS(pd, 2), WK_VINTS(dl, 2),
+                      WK_VI(c->groups), WK_VINTS(masks[m], 3)};
+    /* weight gradients sum over N*oh*ow products: scale the tolerance */
+    compare("conv2d_backward", ba, 8, tol * (m == 0 || m == 2 ? 4 : 1), what);
+  }
+  wk_scope_end();
+}
+
+START_TEST(test_onednn_conv_f32) {
+  for (int i = 0; i < (int)(sizeof conv_cases / sizeof conv_cases[0]); i++) conv_case_run(&conv_cases[i], WK_F32, TOL_F32, i);
+}
+END_TEST
+
+START_TEST(test_onednn_conv_bf16) {
+  for (int i = 0; i < 4; i++) conv_case_run(&conv_cases[i], WK_BF16, TOL_BF16, i);
+}
+END_TEST
+
+/* Strided input and unbatched (3D) input take the onednn kernel too. */
+START_TEST(test_onednn_conv_layouts) {
+  wk_scope_begin();
+  wk_tensor *x = tu_noncontig(rnd(WK_SHAPE(2, 4, 6, 6), WK_F32, 3));
+  wk_tensor *w = rnd(WK_SHAPE(5, 4, 3, 3), WK_F32, 4);
+  int64_t one[1] = {1}, zero[1] = {0};
+  wk_value a[7] = {WK_VT(x), WK_VT(w), WK_VNONE, WK_VINTS(one, 1), WK_VINTS(one, 1), WK_VINTS(one, 1), WK_VI(1)};
+  compare("conv2d", a, 7, TOL_F32, "strided input");
+  wk_tensor *x3 = rnd(WK_SHAPE(4, 7, 5), WK_F32, 5);
+  wk_value a3[7] = {WK_VT(x3), WK_VT(w), WK_VNONE, WK_VINTS(one, 1), WK_VINTS(zero, 1), WK_VINTS(one, 1), WK_VI(1)};
+  compare("conv2d", a3, 7, TOL_F32, "unbatched input");
+  wk_scope_end();
+}
+END_TEST
+
+/* Calls the kernel declines reach the cpu kernel: f64, bad shapes (the cpu
+ * message), zero-size batches. */
+START_TEST(test_onednn_conv_fallback) {
+  wk_scope_begin();
+  wk_tensor *x = rnd(WK_SHAPE(2, 3, 5, 5), WK_F64, 1), *w = rnd(WK_SHAPE(4, 3, 3, 3), WK_F64, 2);
+  TU_NOTNULL(wk_conv2d(x, w, NULL, 1, 0, 1, 1));
+  wk_tensor *xf = rnd(WK_SHAPE(2, 3, 5, 5), WK_F32, 1), *wbad = rnd(WK_SHAPE(4, 2, 3, 3), WK_F32, 2);
+  ck_assert_ptr_null(wk_conv2d(xf, wbad, NULL, 1, 0, 1, 1));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "expected input");
+  wk_tensor *x0 = rnd(WK_SHAPE(0, 3, 5, 5), WK_F32, 1), *wf = rnd(WK_SHAPE(4, 3, 3, 3), WK_F32, 2);
+  wk_tensor *y0 = wk_conv2d(x0, wf, NULL, 1, 0, 1, 1);
+  TU_NOTNULL(y0);
+  ck_assert_int_eq(wk_tensor_size(y0, 0), 0);
+  /* the kernel called directly refuses what it does not handle, with a message */
+  wk_value a[7] = {WK_VT(x), WK_VT(w), WK_VNONE, WK_VINTS((int64_t[]){1}, 1), WK_VINTS((int64_t[]){0}, 1),
+                   WK_VINTS((int64_t[]){1}, 1), WK_VI(1)};
+  wk_value o[1];
+  ck_assert_int_ne(call_with("conv2d", "onednn", a, 7, o), WK_OK);
+  TU_FAILS_WITH(WK_ERR_UNSUPPORTED, "onednn");
+  wk_scope_end();
+}
+END_TEST
+
+static Suite *onednn_suite(void) {
+  Suite *s = suite_create("onednn");
+  TCase *tc = tcase_create("conv2d");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_onednn_conv_f32);
+  tcase_add_test(tc, test_onednn_conv_bf16);
+  tcase_add_test(tc, test_onednn_conv_layouts);
+  tcase_add_test(tc, test_onednn_conv_fallback);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  if (!onednn_loaded()) {
+    printf("SKIP: the onednn plugin is not loaded (%s)\n", getenv("WICK_DISABLE_PLUGINS") ? "disabled" : "not built or failed");
+    return 77;
+  }
+  SRunner *sr = srunner_create(onednn_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
