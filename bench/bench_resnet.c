@@ -3,6 +3,7 @@
  * median of timed steps after warm-up, as images/s. Usage: bench_resnet BATCH [STEPS] */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <wick/nn.h>
 #include <wick/optim.h>
@@ -55,6 +56,9 @@ int main(int argc, char **argv) {
   double dt = now() - t0;
   wk_no_grad_end();
   printf("resnet18_infer_b%lld_img_s %.1f\n", (long long)batch, (double)batch / dt);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("resnet18_b%lld_peak_rss_mb %.1f\n", (long long)batch, ru.ru_maxrss / 1024.0);
   wk_release(out);
   wk_release(x);
   wk_release(y);

@@ -1,6 +1,7 @@
 """PyTorch side of bench/bench_resnet: the same ResNet-18 training step and
 inference, median images/s, printed in the same key/value form."""
 import os
+import resource
 import sys
 import time
 
@@ -34,3 +35,4 @@ with torch.no_grad():
     t0 = time.perf_counter()
     model(x)
     print("torch_resnet18_infer_b%d_img_s %.1f" % (batch, batch / (time.perf_counter() - t0)))
+print("torch_resnet18_b%d_peak_rss_mb %.1f" % (batch, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
