@@ -1,4 +1,47 @@
 # cuda plugin: device type `cuda`, caching allocator, cuBLAS/cuDNN and own kernels
-# (included from Makefile.am).
+# (included from Makefile.am). Builds without a GPU; `.cu` files go through
+# nvcc into libtool objects (sm_80, sm_90 and PTX for newer GPUs).
+#
+# Adding an op family `foo`: write plugins/cuda/foo_ops.c (boxed kernels and
+# `wk_status cuda_register_foo(void)`) and plugins/cuda/foo.cu (the device
+# code, extern "C" launchers declared in cuda_plugin.h), add X(foo) to
+# CUDA_OP_FAMILIES in cuda_plugin.h, then append foo_ops.c to
+# cuda_host_sources and foo.cu to cuda_kernel_sources below. (The host file
+# is foo_ops.c, not foo.c: both would make foo.lo, and make's suffix rules
+# would then compile foo.c twice instead of foo.cu.)
+
+# Device code, one file per op family (the kernel developer appends here).
+cuda_kernel_sources = plugins/cuda/copy.cu plugins/cuda/elementwise.cu
+
+# Host side of the plugin (C11).
+cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cuda/runtime.c \
+	plugins/cuda/memory.c plugins/cuda/cuda_alloc.h plugins/cuda/cuda_alloc.c \
+	plugins/cuda/copy_ops.c plugins/cuda/elementwise_ops.c
+
+# Everything a tarball needs, whether or not this machine builds the plugin.
+EXTRA_DIST += $(cuda_kernel_sources) plugins/cuda/nvcc-lt
+
+# nvcc needs a host compiler it supports (CUDA 13: gcc <= 15); override with
+# `make CUDA_CCBIN=g++-12`.
+CUDA_CCBIN = g++
+CUDA_ARCH_FLAGS = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+CUDA_NVCCFLAGS = -ccbin $(CUDA_CCBIN) -std=c++17 -O3 $(CUDA_ARCH_FLAGS) --compiler-options=-fvisibility=hidden \
+	-I$(top_builddir) -I$(top_srcdir)/plugins/cuda $(CUDA_CFLAGS)
+
 if BUILD_CUDA
+cuda_kernel_objects = $(cuda_kernel_sources:.cu=.lo)
+
+# .cu -> libtool object (a PIC .o in .libs/ plus the .lo that names it).
+.cu.lo:
+	@$(MKDIR_P) $(@D)
+	$(AM_V_GEN)$(LIBTOOL) $(AM_V_lt) --tag=CC $(AM_LIBTOOLFLAGS) $(LIBTOOLFLAGS) --mode=compile \
+	  $(SHELL) $(top_srcdir)/plugins/cuda/nvcc-lt $(NVCC) $(CUDA_NVCCFLAGS) $(NVCCFLAGS) -c -o $@ $<
+# nvcc writes no dependency files for automake: every kernel file depends on the shared header.
+$(cuda_kernel_objects): $(top_srcdir)/plugins/cuda/cuda_plugin.h
+
+plugins_LTLIBRARIES += plugins/cuda/cuda.la
+plugins_cuda_cuda_la_SOURCES = $(cuda_host_sources)
+plugins_cuda_cuda_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(CUDA_CFLAGS)
+plugins_cuda_cuda_la_LIBADD = $(cuda_kernel_objects) $(CUDA_LIBS) -lstdc++ -lm
+plugins_cuda_cuda_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 endif
