@@ -169,6 +169,70 @@ START_TEST(test_onednn_conv_fallback) {
 }
 END_TEST
 
+
+/* ---- batch_norm / layer_norm ------------------------------------------------------------------ */
+START_TEST(test_onednn_batch_norm) {
+  static const int64_t shapes[][4] = {{4, 3, 5, 5}, {8, 16, 7, 7}, {2, 64, 4, 4}, {16, 10, 1, 1}};
+  for (int i = 0; i < 4; i++) {
+    wk_scope_begin();
+    const int64_t *z = shapes[i];
+    int64_t C = z[1];
+    wk_tensor *x = tu_rand(z, 4, WK_F32, -2, 3, 21 + i), *go = rnd(z, 4, WK_F32, 22 + i);
+    wk_tensor *w = tu_rand(&C, 1, WK_F32, 0.5, 1.5, 23 + i), *b = rnd(&C, 1, WK_F32, 24 + i);
+    for (int train = 0; train < 2; train++)
+      for (int affine = 0; affine < 2; affine++) {
+        /* each kernel updates its own copy of the running statistics */
+        wk_tensor *rm1 = tu_rand(&C, 1, WK_F32, -0.5, 0.5, 25), *rv1 = tu_rand(&C, 1, WK_F32, 0.5, 2, 26);
+        wk_tensor *rm2 = wk_clone(rm1), *rv2 = wk_clone(rv1);
+        char what[64];
+        snprintf(what, sizeof what, "shape %d train %d affine %d", i, train, affine);
+        wk_value a1[8] = {WK_VT(x), WK_VT(affine ? w : NULL), WK_VT(affine ? b : NULL), WK_VT(rm1), WK_VT(rv1),
+                          WK_VB(train), WK_VF(0.1), WK_VF(1e-5)};
+        wk_value o1[3], o2[3];
+        TU_OK(call_with("batch_norm", "onednn", a1, 8, o1));
+        wk_value a2[8] = {a1[0], a1[1], a1[2], WK_VT(rm2), WK_VT(rv2), a1[5], a1[6], a1[7]};
+        TU_OK(call_with("batch_norm", "cpu", a2, 8, o2));
+        for (int k = 0; k < 3; k++) assert_close_t(o1[k].u.t, o2[k].u.t, TOL_F32, what);
+        assert_close_t(rm1, rm2, TOL_F32, "running_mean");
+        assert_close_t(rv1, rv2, TOL_F32, "running_var");
+        int64_t mask[3] = {1, affine, affine};
+        wk_value ba[10] = {WK_VT(go), WK_VT(x), a1[1], WK_VT(train ? NULL : rm1), WK_VT(train ? NULL : rv1),
+                           WK_VT(train ? o2[1].u.t : NULL), WK_VT(train ? o2[2].u.t : NULL), WK_VB(train),
+                           WK_VF(1e-5), WK_VINTS(mask, 3)};
+        compare("batch_norm_backward", ba, 10, TOL_F32 * 4, what);
+      }
+    wk_scope_end();
+  }
+}
+END_TEST
+
+START_TEST(test_onednn_layer_norm) {
+  static const int64_t shapes[][3] = {{4, 8, 16}, {2, 3, 50}, {64, 1, 128}, {5, 7, 3}};
+  for (int i = 0; i < 4; i++) {
+    wk_scope_begin();
+    const int64_t *z = shapes[i];
+    for (int k = 1; k <= 2; k++) {
+      const int64_t *ns = z + 3 - k;
+      wk_tensor *x = tu_rand(z, 3, WK_F32, -2, 3, 31 + i), *go = rnd(z, 3, WK_F32, 32 + i);
+      wk_tensor *w = tu_rand(ns, k, WK_F32, 0.5, 1.5, 33 + i), *b = rnd(ns, k, WK_F32, 34 + i);
+      for (int affine = 0; affine < 2; affine++) {
+        char what[64];
+        snprintf(what, sizeof what, "shape %d k %d affine %d", i, k, affine);
+        wk_value a[5] = {WK_VT(x), WK_VINTS(ns, k), WK_VT(affine ? w : NULL), WK_VT(affine ? b : NULL), WK_VF(1e-5)};
+        compare("layer_norm", a, 5, TOL_F32, what);
+        wk_value o[3];
+        TU_OK(call_with("layer_norm", "cpu", a, 5, o));
+        int64_t mask[3] = {1, affine, affine};
+        wk_value ba[8] = {WK_VT(go), WK_VT(x), WK_VINTS(ns, k), WK_VT(o[1].u.t), WK_VT(o[2].u.t), a[2], a[3],
+                          WK_VINTS(mask, 3)};
+        compare("layer_norm_backward", ba, 8, TOL_F32 * 4, what);
+      }
+    }
+    wk_scope_end();
+  }
+}
+END_TEST
+
 static Suite *onednn_suite(void) {
   Suite *s = suite_create("onednn");
   TCase *tc = tcase_create("conv2d");
@@ -178,6 +242,12 @@ static Suite *onednn_suite(void) {
   tcase_add_test(tc, test_onednn_conv_bf16);
   tcase_add_test(tc, test_onednn_conv_layouts);
   tcase_add_test(tc, test_onednn_conv_fallback);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("norm");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_onednn_batch_norm);
+  tcase_add_test(tc, test_onednn_layer_norm);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -7,7 +7,7 @@ plugins_onednn_onednn_la_SOURCES = plugins/onednn/onednn.h plugins/onednn/plugin
 	plugins/onednn/mem.c plugins/onednn/conv.c plugins/onednn/norm.c plugins/onednn/pool.c \
 	plugins/onednn/eltwise.c plugins/onednn/matmul.c
 plugins_onednn_onednn_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-plugins_onednn_onednn_la_LIBADD = -ldl -lpthread
+plugins_onednn_onednn_la_LIBADD = -ldl -lpthread -lm
 plugins_onednn_onednn_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 
 # Tests: the onednn kernels against the cpu ones, and the op suites once more

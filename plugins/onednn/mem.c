@@ -1,6 +1,7 @@
 /* onednn plugin: memory descriptors from tensors, scratch memory from the
  * core allocator, cached reorders, and primitive execution that moves data
  * between Wick's plain layouts and the blocked layouts oneDNN prefers. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,13 @@ wk_status odn_exec(const char *op, const odn_prim *p, const odn_arg *args, int n
     if ((st = odn_check(odn.memory_create(&mems[k], use, odn_engine, ptr), op, "memory creation"))) break;
     ea[k] = (dnnl_exec_arg_t){a->id, mems[k]};
   }
+  if (!st && getenv("ODN_DEBUG"))
+    for (int i = 0; i < n; i++) {
+      const dnnl_memory_desc_t *want = odn.primitive_desc_query_md(p->pd, dnnl_query_exec_arg_md, args[i].id);
+      const dnnl_memory_desc_t *use = args[i].want && args[i].want->ndims ? args[i].want : args[i].have;
+      fprintf(stderr, "%s arg %d: pd wants ndims %d, equal %d\n", op, args[i].id, want ? want->ndims : -1,
+              want ? odn.memory_desc_equal(want, use) : -1);
+    }
   if (!st) st = run(op, p, ea, mems, n);
   for (int i = 0; i < n && !st; i++)
     if (tmp[i] && args[i].output) st = odn_reorder(op, args[i].want, tmp[i], args[i].have, args[i].data);
