@@ -822,7 +822,7 @@ START_TEST(test_backward_softmax_errors) {
   ck_assert_ptr_null(softmax_bwd(false, g, y, 1, WK_F64));
   TU_FAILS_WITH(WK_ERR_SHAPE, "softmax_backward_data(): expected grad_output to have the shape of output [3, 4]");
   ck_assert_ptr_null(softmax_bwd(true, y, y, 2, WK_F64));
-  TU_FAILS_WITH(WK_ERR_INDEX, "dimension out of range");
+  TU_FAILS_WITH(WK_ERR_INDEX, "Dimension out of range");
   ck_assert_ptr_null(softmax_bwd(true, gi, y, 0, WK_F64));
   TU_FAILS_WITH(WK_ERR_DTYPE, "floating point grad_output");
   ck_assert_ptr_null(softmax_bwd(false, y, y, 0, WK_I32));

@@ -17,6 +17,7 @@ CPU_HIDDEN wk_status cpu_register_factory(void);
 CPU_HIDDEN wk_status cpu_register_unary(void);
 CPU_HIDDEN wk_status cpu_register_binary(void);
 CPU_HIDDEN wk_status cpu_register_reduce(void);
+CPU_HIDDEN wk_status cpu_register_scan(void);
 CPU_HIDDEN wk_status cpu_register_linalg(void);
 CPU_HIDDEN wk_status cpu_register_nn(void);
 CPU_HIDDEN wk_status cpu_register_loss(void);
@@ -89,7 +90,7 @@ CPU_HIDDEN wk_tensor *cpu_from_doubles(const double *v, int64_t n, const int64_t
  * tensor of the same shape and dtype. */
 CPU_HIDDEN wk_tensor *cpu_softmax_cd(wk_tensor *x, int d, bool log);
 
-/* ---- helpers shared by the index and sort kernels (defined in index.c) ---- */
+/* ---- helpers shared by several kernel families (defined in common.c) ---- */
 
 /* Wraps dim into [0, ndim) (a 0-dim tensor takes -1 and 0) into *out, else
  * WK_ERR_INDEX "op(): Dimension out of range ..." with *out = 0. */
@@ -97,6 +98,10 @@ CPU_HIDDEN wk_status cpu_wrap_dim(const char *op, int64_t dim, int ndim, int *ou
 
 /* wk_parallel_for grain for items that each cost work_per_item elements. */
 CPU_HIDDEN int64_t cpu_grain_for(int64_t work_per_item);
+
+/* PyTorch's ScalarType name of dt ("Float", "Long", ...), for messages that
+ * read like PyTorch's. */
+CPU_HIDDEN const char *cpu_torch_scalar_name(wk_dtype dt);
 
 /* Size and stride of dimension d with 0-dim tensors seen as [1] (PyTorch's
  * ensure_nonempty). */

@@ -9,19 +9,6 @@
 
 /* ---- shared helpers -------------------------------------------------------------- */
 
-/* Work per parallel chunk, in elements. */
-#define IDX_GRAIN 32768
-
-wk_status cpu_wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
-  int64_t n = ndim > 0 ? ndim : 1;
-  *out = 0;
-  if (dim < -n || dim >= n)
-    return wk_error(WK_ERR_INDEX, "%s(): Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
-                    op, (long long)-n, (long long)(n - 1), (long long)dim);
-  *out = (int)(dim < 0 ? dim + n : dim);
-  return WK_OK;
-}
-
 /* PyTorch's short type names, as its messages print them. */
 static const char *tname(wk_dtype dt) {
   switch (dt) {
@@ -37,10 +24,6 @@ static const char *tname(wk_dtype dt) {
     case WK_BOOL: return "bool";
     default: return "?";
   }
-}
-
-int64_t cpu_grain_for(int64_t work_per_item) {
-  return work_per_item >= IDX_GRAIN ? 1 : IDX_GRAIN / (work_per_item > 0 ? work_per_item : 1);
 }
 
 int64_t cpu_nsize(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d]; }

@@ -49,15 +49,6 @@ const char *cpu_ints_str(const int64_t *v, int n, char *buf, size_t sz) {
   return buf;
 }
 
-static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
-  int64_t n = ndim > 0 ? ndim : 1;
-  if (dim < -n || dim >= n)
-    return wk_error(WK_ERR_INDEX, "%s(): dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
-                    op, (long long)-n, (long long)(n - 1), (long long)dim);
-  *out = (int)(dim < 0 ? dim + n : dim);
-  return WK_OK;
-}
-
 wk_status cpu_need_float(const char *op, const char *what, wk_tensor *t) {
   if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
   return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
@@ -179,7 +170,7 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input or dtype, got %s", op, wk_dtype_name(dt));
   int d = 0;
-  wk_status s = wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = cpu_wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   /* with a dtype argument the input is converted first, as in PyTorch */
   wk_tensor *in = wk_kernel_cast(self, dt);

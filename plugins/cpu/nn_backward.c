@@ -22,16 +22,6 @@ static wk_tensor *zeros_of(const int64_t *sizes, int nd, wk_dtype dt) {
   return t;
 }
 
-static wk_status wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
-  int64_t n = ndim > 0 ? ndim : 1;
-  if (dim < -n || dim >= n)
-    return wk_error(WK_ERR_INDEX,
-                    "%s(): dimension out of range (expected to be in range of [%lld, %lld], but got %lld)", op,
-                    (long long)-n, (long long)(n - 1), (long long)dim);
-  *out = (int)(dim < 0 ? dim + n : dim);
-  return WK_OK;
-}
-
 /* grad (named `gname`) must have the shape of `t` (named `tname`). */
 static wk_status same_shape(const char *op, const char *gname, wk_tensor *g, const char *tname, wk_tensor *t) {
   if (cpu_same_shape(g, t)) return WK_OK;
@@ -105,7 +95,7 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
     return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input_dtype, got %s", op, wk_dtype_name(idt));
   if ((s = same_shape(op, "grad_output", go, "output", out))) return s;
   int d = 0;
-  if ((s = wrap_dim(op, WK_ARG_I(2), wk_tensor_dim(out), &d))) return s;
+  if ((s = cpu_wrap_dim(op, WK_ARG_I(2), wk_tensor_dim(out), &d))) return s;
   wk_dtype cd = wk_tensor_dtype(go) == WK_F64 || wk_tensor_dtype(out) == WK_F64 ? WK_F64 : WK_F32;
   int nd = wk_tensor_dim(out);
   const int64_t *sz = wk_tensor_sizes(out);
