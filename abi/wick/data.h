@@ -1,7 +1,8 @@
-/* Wick ABI: the data service: datasets (map-style, user-implemented in C,
- * TensorDataset, Subset, ConcatDataset, random_split, MNIST/Fashion-MNIST IDX
- * and CIFAR-10/100 readers), per-sample transforms with their own seeded
- * streams, samplers, and a DataLoader with worker threads. The data plugin
+/* Wick ABI: the data service: datasets (map-style and iterable-style,
+ * user-implemented in C, TensorDataset, Subset, ConcatDataset, random_split,
+ * MNIST/Fashion-MNIST IDX, CIFAR-10/100, CSV and ImageFolder readers, PNG/JPEG
+ * decoding), per-sample transforms with their own seeded streams, samplers,
+ * and a DataLoader with worker threads. The data plugin
  * provides the service; the inline wrappers below fetch it once and call it,
  * so user code never links the plugin.
  *
@@ -22,7 +23,11 @@
 #include <wick/wick.h>
 
 #define WK_DATA_SERVICE "data"
-#define WK_DATA_SERVICE_VERSION 1u
+/* Version 2 appended ImageFolder and image decoding, Resize,
+ * RandomResizedCrop, ColorJitter, iterable datasets, pad_sequence and the
+ * loader options persistent_workers, pin_memory, timeout and worker_init_fn.
+ * The wrappers below accept any version and check struct_size per call. */
+#define WK_DATA_SERVICE_VERSION 2u
 
 typedef struct wk_dataset wk_dataset;       /* map-style dataset */
 typedef struct wk_transform wk_transform;   /* per-sample tensor transform */
@@ -77,6 +82,36 @@ typedef struct wk_dataset_impl {
   void (*free)(void *self);
 } wk_dataset_impl;
 
+/* ---- Iterable-style datasets ----------------------------------------------------------------- */
+/* Who is reading an iterable dataset: PyTorch's get_worker_info(). */
+typedef struct wk_worker_info {
+  size_t struct_size; /* sizeof(wk_worker_info) */
+  int worker_id;      /* 0 .. num_workers-1; 0 in the caller's thread (num_workers 0) */
+  int num_workers;    /* the loader's num_workers; 1 in the caller's thread */
+  uint64_t seed;      /* this stream's seed: wk_data_sample_seed(loader seed, epoch, worker_id) */
+  int64_t epoch;
+} wk_worker_info;
+
+/* An iterable-style dataset written in C (a stream of samples, no length,
+ * no random access). A DataLoader opens one stream per worker and epoch: use
+ * info->worker_id and info->num_workers to give each worker its own share
+ * (else every worker yields every sample, as in PyTorch). open and next are
+ * required; open may be called from several threads at once, each stream is
+ * used by one thread at a time.
+ * open: sets *stream (may be NULL) and returns WK_OK, or records an error.
+ * next: fills out with the next sample (new references, 1..WK_SAMPLE_MAX
+ *   tensors) and returns WK_OK; at the end of the stream returns WK_OK with
+ *   out->n == 0; on failure records an error and returns its status.
+ * close (optional): ends a stream opened by open, also when abandoned early.
+ * free (optional): called with `self` when the last reference goes. */
+typedef struct wk_iterable_impl {
+  size_t struct_size; /* sizeof(wk_iterable_impl) */
+  wk_status (*open)(void *self, const wk_worker_info *info, void **stream);
+  wk_status (*next)(void *self, void *stream, wk_sample *out);
+  void (*close)(void *self, void *stream);
+  void (*free)(void *self);
+} wk_iterable_impl;
+
 /* ---- Loader options ------------------------------------------------------------------------ */
 /* Zero fields mean the defaults. Pass NULL for all defaults, or
  * WK_LOADER_OPTS(.batch_size = 64, .shuffle = true), which sets struct_size. */
@@ -93,6 +128,20 @@ typedef struct wk_loader_opts {
    * stack field k of every sample along a new dim 0 (same shapes/dtypes). */
   wk_status (*collate)(void *user, const wk_sample *samples, int64_t n, wk_sample *out);
   void *collate_user;
+  /* version 2 */
+  bool persistent_workers; /* keep the worker threads (and what worker_init_fn set up) across epochs;
+                              needs num_workers > 0 */
+  /* Batches in memory a device plugin can copy from asynchronously. No
+   * device plugin offers pinned host memory yet, so batches stay in pageable
+   * memory (as PyTorch's pin_memory without CUDA); the option is accepted. */
+  bool pin_memory;
+  double timeout; /* seconds to wait for a batch from the workers (0: forever); a batch not ready in
+                     time is an error naming the timeout. Ignored with num_workers 0, as in PyTorch */
+  /* Called once in each worker thread when it starts (each epoch, or once
+   * with persistent_workers), before it loads anything; an error fails the
+   * loader's next(). Not called with num_workers 0. */
+  wk_status (*worker_init_fn)(int worker_id, void *user);
+  void *worker_init_user;
 } wk_loader_opts;
 #define WK_LOADER_OPTS(...) (&(const wk_loader_opts){.struct_size = sizeof(wk_loader_opts), __VA_ARGS__})
 
@@ -141,8 +190,25 @@ typedef struct wk_data_iface {
   int64_t (*dataloader_len)(wk_dataloader *dl);
   wk_status (*dataloader_set_epoch)(wk_dataloader *dl, int64_t epoch);
   wk_status (*dataloader_next)(wk_dataloader *dl, wk_sample *batch);
+  /* version 2 */
+  wk_dataset *(*iterable_new)(const wk_iterable_impl *impl, void *self);
+  wk_tensor *(*image_decode)(const void *data, size_t n, int channels);
+  wk_tensor *(*image_read)(const char *path, int channels);
+  wk_dataset *(*image_folder)(const char *root, int channels);
+  const char *(*image_folder_class)(wk_dataset *ds, int64_t k);
+  wk_transform *(*resize)(int64_t h, int64_t w);
+  wk_transform *(*random_resized_crop)(int64_t h, int64_t w, const double *scale, const double *ratio, uint64_t seed);
+  wk_transform *(*color_jitter)(const double *brightness, const double *contrast, uint64_t seed);
+  wk_status (*collate_default)(const wk_sample *samples, int64_t n, wk_sample *out);
+  wk_tensor *(*pad_sequence)(wk_tensor *const *seqs, int64_t n, bool batch_first, double padding_value);
 } wk_data_iface;
-WK_STATIC_ASSERT(sizeof(wk_loader_opts) == 64, "wk_loader_opts is frozen at version 1");
+/* Version 1 layouts stay where they were; version 2 only appended. */
+WK_STATIC_ASSERT(offsetof(wk_data_iface, iterable_new) == 296, "wk_data_iface version 1 is frozen");
+WK_STATIC_ASSERT(offsetof(wk_loader_opts, persistent_workers) == 64, "wk_loader_opts version 1 is frozen");
+WK_STATIC_ASSERT(sizeof(wk_data_iface) == 376, "wk_data_iface is frozen at version 2");
+WK_STATIC_ASSERT(sizeof(wk_loader_opts) == 96, "wk_loader_opts is frozen at version 2");
+WK_STATIC_ASSERT(sizeof(wk_worker_info) == 32, "wk_worker_info is frozen at version 2");
+WK_STATIC_ASSERT(sizeof(wk_iterable_impl) == 40, "wk_iterable_impl is frozen at version 2");
 WK_STATIC_ASSERT(sizeof(wk_sample_ctx) == 40, "wk_sample_ctx is frozen at version 1");
 WK_STATIC_ASSERT(sizeof(wk_dataset_impl) == 32, "wk_dataset_impl is frozen at version 1");
 
@@ -150,7 +216,7 @@ WK_STATIC_ASSERT(sizeof(wk_dataset_impl) == 32, "wk_dataset_impl is frozen at ve
  * wk_service_get (naming the service and the plugin search path). */
 static inline const wk_data_iface *wk__data(size_t need) {
   static const wk_data_iface *d;
-  if (!d) d = (const wk_data_iface *)wk_service_get(WK_DATA_SERVICE, WK_DATA_SERVICE_VERSION);
+  if (!d) d = (const wk_data_iface *)wk_service_get(WK_DATA_SERVICE, 1u); /* struct_size decides per call */
   if (d && d->struct_size < need) {
     wk_error(WK_ERR_UNSUPPORTED, "the data service is too old (interface of %zu bytes, %zu needed)",
              d->struct_size, need);
@@ -217,6 +283,43 @@ static inline wk_dataset *wk_dataset_cifar(const char *const *paths, int npaths,
 static inline wk_dataset *wk_dataset_csv(const char *path, bool header, int label_col) {
   WK__DATA_CALL(csv, NULL, path, header, label_col);
 }
+/* A dataset over a user's stream of samples (see wk_iterable_impl; impl is
+ * copied; `self` is owned by the dataset when impl->free is set). It has no
+ * length and no random access: wk_dataset_len/get, Subset, Concat, map and
+ * random_split refuse it (WK_ERR_UNSUPPORTED); read it with a DataLoader
+ * (no shuffle, no sampler). New handle. */
+static inline wk_dataset *wk_iterable_dataset_new(const wk_iterable_impl *impl, void *self) {
+  WK__DATA_CALL(iterable_new, NULL, impl, self);
+}
+/* torchvision's ImageFolder: root/<class>/.../<image>.{png,jpg,jpeg} (any
+ * case). Classes are root's subfolders sorted by name (byte order), class k
+ * has label k; each class folder is walked recursively (symlinks followed),
+ * files sorted by folder path then name. Samples (image uint8 [H, W, C],
+ * label int64 []); images are decoded when asked for (wk_image_decode), and
+ * a file that fails names itself in the error. channels: 0 as stored (1 gray,
+ * 2 gray+alpha, 3 RGB, 4 RGBA), or 1, 3, 4 to convert (torchvision's default
+ * loader converts to RGB: pass 3). Errors: no class folder, a class without
+ * any image. Apply wk_transform_to_tensor(true) to get float [C, H, W]. */
+static inline wk_dataset *wk_dataset_image_folder(const char *root, int channels) {
+  WK__DATA_CALL(image_folder, NULL, root, channels);
+}
+/* The name of class k of an ImageFolder (borrowed from ds), NULL past the last
+ * class (WK_ERR_INDEX) or for another kind of dataset. */
+static inline const char *wk_image_folder_class(wk_dataset *ds, int64_t k) { WK__DATA_CALL(image_folder_class, NULL, ds, k); }
+/* Decodes a PNG or JPEG (told apart by signature) into a new uint8 tensor
+ * [H, W, C]. PNG: palette, transparency (tRNS -> alpha), 1/2/4/16-bit and
+ * interlaced images are handled (16-bit samples keep their high byte, as PIL
+ * reads 16-bit RGB); JPEG: gray and RGB/YCbCr (CMYK is refused). Channel
+ * conversion follows PIL's convert(): gray -> RGB replicates, RGB -> gray is
+ * L = R*299/1000 + G*587/1000 + B*114/1000, alpha is dropped (not composited)
+ * or set to 255. Corrupt or truncated data (including a JPEG libjpeg would
+ * pad with grey) is a WK_ERR_IO naming what was wrong; images over
+ * 178,956,970 pixels (PIL's bomb limit) are refused. Never exits or aborts. */
+static inline wk_tensor *wk_image_decode(const void *data, size_t n, int channels) {
+  WK__DATA_CALL(image_decode, NULL, data, n, channels);
+}
+/* wk_image_decode of a file; errors name the file. */
+static inline wk_tensor *wk_image_read(const char *path, int channels) { WK__DATA_CALL(image_read, NULL, path, channels); }
 /* Per-channel mean and (population) std of field `field` (a [C, ...] image;
  * uint8 values are scaled to [0, 1] as ToTensor would) over the whole dataset,
  * in float64. mean/std receive C values (cap >= C). */
@@ -256,6 +359,33 @@ static inline wk_transform *wk_transform_compose(wk_transform *const *tfs, int n
  * be thread-safe. */
 static inline wk_transform *wk_transform_lambda(wk_tensor *(*fn)(void *user, wk_tensor *x, uint64_t seed), void *user) {
   WK__DATA_CALL(lambda, NULL, fn, user);
+}
+
+/* Bilinear resize of the last two dims to h x w (w 0: the smaller edge
+ * becomes h, the other int(h * long / short), torchvision's Resize(int)),
+ * with PyTorch's F.interpolate(mode='bilinear', align_corners=False,
+ * antialias=False) numbers; uint8 is computed in float32 and rounded half
+ * to even, as torchvision does for tensors. uint8, float32, float64. */
+static inline wk_transform *wk_transform_resize(int64_t h, int64_t w) { WK__DATA_CALL(resize, NULL, h, w); }
+/* torchvision's RandomResizedCrop: a window of area scale[0..1] of the image
+ * and aspect ratio log-uniform in ratio[0..1], ten tries, then a centre crop
+ * clamped to the ratio range; the window is resized to h x w (bilinear as
+ * wk_transform_resize). scale NULL: {0.08, 1}; ratio NULL: {3/4, 4/3}. */
+static inline wk_transform *wk_transform_random_resized_crop(int64_t h, int64_t w, const double *scale, const double *ratio,
+                                                             uint64_t seed) {
+  WK__DATA_CALL(random_resized_crop, NULL, h, w, scale, ratio, seed);
+}
+/* torchvision's ColorJitter on [C, H, W] (uint8 or float in [0, 1]) with
+ * brightness and contrast factor ranges {min, max} (NULL or {1, 1}: off),
+ * applied in a random order: brightness blends with black, contrast with the
+ * mean of the grayscale image (1 or 3 channels), clamped to the dtype range. */
+static inline wk_transform *wk_transform_color_jitter_range(const double *brightness, const double *contrast, uint64_t seed) {
+  WK__DATA_CALL(color_jitter, NULL, brightness, contrast, seed);
+}
+/* ColorJitter(brightness=b, contrast=c): factors in [max(0, 1 - b), 1 + b]. */
+static inline wk_transform *wk_transform_color_jitter(double brightness, double contrast, uint64_t seed) {
+  double b[2] = {brightness > 1 ? 0 : 1 - brightness, 1 + brightness}, c[2] = {contrast > 1 ? 0 : 1 - contrast, 1 + contrast};
+  return wk_transform_color_jitter_range(b, c, seed);
 }
 
 /* ---- Samplers ------------------------------------------------------------------------------ */
@@ -300,9 +430,26 @@ static inline wk_sampler *wk_sampler_distributed(int64_t n, int world_size, int 
   WK__DATA_CALL(sampler_distributed, NULL, n, world_size, rank, shuffle, seed, drop_last);
 }
 
+/* ---- Collate building blocks ------------------------------------------------------------------ */
+/* The default collate (what a loader does without collate_fn): field k of
+ * every sample stacked along a new dim 0 into out (new references). */
+static inline wk_status wk_collate_default(const wk_sample *samples, int64_t n, wk_sample *out) {
+  WK__DATA_CALL(collate_default, wk_last_error(), samples, n, out);
+}
+/* PyTorch's pad_sequence: n tensors [L_i, *] (same dtype and * sizes,
+ * borrowed) -> a new tensor [B, max L, *] (batch_first) or [max L, B, *], the
+ * shorter ones padded with padding_value. */
+static inline wk_tensor *wk_pad_sequence(wk_tensor *const *seqs, int64_t n, bool batch_first, double padding_value) {
+  WK__DATA_CALL(pad_sequence, NULL, seqs, n, batch_first, padding_value);
+}
+
 /* ---- DataLoader ---------------------------------------------------------------------------- */
 /* A loader over ds (retained). opts may be NULL. New handle: free it with
- * wk_dataloader_free, which stops and joins every worker thread, mid-epoch too. */
+ * wk_dataloader_free, which stops and joins every worker thread, mid-epoch too
+ * (a worker stuck inside get() is joined when get() returns).
+ * Over an iterable dataset each worker batches its own stream (drop_last per
+ * worker) and the caller takes a batch from each active worker in turn, as in
+ * PyTorch: the order depends on the number of workers but not on timing. */
 static inline wk_dataloader *wk_dataloader_new(wk_dataset *ds, const wk_loader_opts *opts) {
   WK__DATA_CALL(dataloader_new, NULL, ds, opts);
 }
@@ -310,7 +457,7 @@ static inline void wk_dataloader_free(wk_dataloader *dl) {
   const wk_data_iface *d = dl ? WK__DATA(dataloader_free) : NULL;
   if (d) d->dataloader_free(dl);
 }
-/* Batches per epoch; -1 on error. */
+/* Batches per epoch; -1 on error (WK_ERR_UNSUPPORTED for an iterable dataset). */
 static inline int64_t wk_dataloader_len(wk_dataloader *dl) { WK__DATA_CALL(dataloader_len, -1, dl); }
 /* Abandons the current iteration (joining its workers); the next call to
  * wk_dataloader_next starts epoch `epoch` (also set on the sampler). */

@@ -47,9 +47,13 @@ static inline void dt_shuffle(int64_t *a, int64_t n, dt_rng *r) {
 /* ---- Handles -------------------------------------------------------------------------------- */
 struct wk_dataset {
   atomic_int rc;
-  wk_dataset_impl impl;
+  wk_dataset_impl impl; /* map-style */
   void *self;
+  bool iterable;         /* then iter is used and impl is empty */
+  wk_iterable_impl iter;
 };
+/* Records an error naming fn unless ds is map-style. */
+bool dt_need_map_style(const char *fn, wk_dataset *ds);
 wk_dataset *dt_dataset_retain(wk_dataset *ds);
 void dt_dataset_release(wk_dataset *ds);
 /* Validates index (negative wraps) against len and calls get; on failure out is
@@ -76,6 +80,12 @@ struct dt_transform_vt {
   void (*destroy)(wk_transform *tf);
 };
 wk_transform *dt_transform_retain(wk_transform *tf);
+/* Allocates a transform of `size` bytes (a struct starting with wk_transform), rc 1. */
+void *dt_tf_alloc(size_t size, const dt_transform_vt *vt);
+/* The key of a random transform's stream: (the sample's seed, the transform's own seed). */
+uint64_t dt_tf_key(uint64_t sample_seed, uint64_t own);
+/* True when x has at least `min` dims; else records a shape error naming fn and layout. */
+bool dt_need_dims(const char *fn, wk_tensor *x, int min, const char *layout);
 void dt_transform_release(wk_transform *tf);
 wk_tensor *dt_transform_apply(wk_transform *tf, wk_tensor *x, uint64_t seed);
 
@@ -131,6 +141,23 @@ wk_sampler *dt_sampler_random(int64_t n, bool replacement, int64_t num_samples, 
 wk_sampler *dt_sampler_subset_random(const int64_t *indices, int64_t n, uint64_t seed);
 wk_sampler *dt_sampler_weighted(const double *weights, int64_t n, int64_t num_samples, bool replacement, uint64_t seed);
 wk_sampler *dt_sampler_distributed(int64_t n, int world_size, int rank, bool shuffle, uint64_t seed, bool drop_last);
+
+wk_dataset *dt_iterable_new(const wk_iterable_impl *impl, void *self);
+bool dt_dataset_is_iterable(wk_dataset *ds);
+wk_status dt_collate_default(const wk_sample *samples, int64_t n, wk_sample *out);
+wk_tensor *dt_pad_sequence(wk_tensor *const *seqs, int64_t n, bool batch_first, double padding_value);
+
+wk_tensor *dt_image_decode(const void *data, size_t n, int channels);
+/* As dt_image_decode, errors naming fn and name (the file). */
+wk_tensor *dt_image_decode_named(const void *data, size_t n, int channels, const char *fn, const char *name);
+wk_tensor *dt_image_read(const char *path, int channels);
+/* Reads a file whole into a malloc'd buffer; errors name fn and path. */
+wk_status dt_read_file(const char *fn, const char *path, uint8_t **buf, size_t *n);
+wk_dataset *dt_image_folder(const char *root, int channels);
+const char *dt_image_folder_class(wk_dataset *ds, int64_t k);
+wk_transform *dt_resize(int64_t h, int64_t w);
+wk_transform *dt_random_resized_crop(int64_t h, int64_t w, const double *scale, const double *ratio, uint64_t seed);
+wk_transform *dt_color_jitter(const double *brightness, const double *contrast, uint64_t seed);
 
 wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts);
 void dt_loader_free(wk_dataloader *dl);

@@ -12,7 +12,7 @@ wk_dataset *dt_dataset_retain(wk_dataset *ds) {
 }
 void dt_dataset_release(wk_dataset *ds) {
   if (!ds || atomic_fetch_sub(&ds->rc, 1) != 1) return;
-  if (ds->impl.free) ds->impl.free(ds->self);
+  if (ds->iterable ? ds->iter.free != NULL : ds->impl.free != NULL) (ds->iterable ? ds->iter.free : ds->impl.free)(ds->self);
   free(ds);
 }
 void dt_dataset_free(wk_dataset *ds) { dt_dataset_release(ds); }
@@ -46,7 +46,37 @@ wk_dataset *dt_dataset_wrap(int64_t (*len)(void *), wk_status (*get)(void *, int
   return ds;
 }
 
-int64_t dt_dataset_len(wk_dataset *ds) { return ds->impl.len(ds->self); }
+/* ---- Iterable-style datasets --------------------------------------------------------------- */
+wk_dataset *dt_iterable_new(const wk_iterable_impl *impl, void *self) {
+  if (!impl) {
+    wk_error(WK_ERR_NULL, "iterable_dataset_new: argument 'impl' is NULL");
+    return NULL;
+  }
+  if (impl->struct_size < offsetof(wk_iterable_impl, next) + sizeof impl->next || !impl->open || !impl->next) {
+    wk_error(WK_ERR_INVALID_ARG, "iterable_dataset_new: impl needs struct_size = sizeof(wk_iterable_impl), open and next");
+    return NULL;
+  }
+  wk_dataset *ds = calloc(1, sizeof *ds);
+  if (!ds) {
+    wk_error(WK_ERR_NO_MEMORY, "iterable_dataset_new: out of memory");
+    return NULL;
+  }
+  memcpy(&ds->iter, impl, impl->struct_size < sizeof ds->iter ? impl->struct_size : sizeof ds->iter);
+  ds->iter.struct_size = sizeof ds->iter;
+  ds->iterable = true;
+  ds->self = self;
+  atomic_init(&ds->rc, 1);
+  return ds;
+}
+bool dt_dataset_is_iterable(wk_dataset *ds) { return ds && ds->iterable; }
+bool dt_need_map_style(const char *fn, wk_dataset *ds) {
+  if (!ds->iterable) return true;
+  wk_error(WK_ERR_UNSUPPORTED, "%s: the dataset is iterable-style: it has no length or random access (read it with a "
+           "DataLoader)", fn);
+  return false;
+}
+
+int64_t dt_dataset_len(wk_dataset *ds) { return dt_need_map_style("dataset_len", ds) ? ds->impl.len(ds->self) : -1; }
 
 int64_t dt_dataset_len_api(wk_dataset *ds) {
   if (!ds) {
@@ -58,6 +88,7 @@ int64_t dt_dataset_len_api(wk_dataset *ds) {
 
 wk_status dt_dataset_get(wk_dataset *ds, int64_t index, const wk_sample_ctx *ctx, wk_sample *out) {
   memset(out, 0, sizeof *out);
+  if (!dt_need_map_style("dataset_get", ds)) return wk_last_error();
   int64_t n = dt_dataset_len(ds);
   if (n < 0) return wk_error(WK_ERR_STATE, "dataset: len() failed");
   if (index < -n || index >= n)
@@ -167,6 +198,7 @@ wk_dataset *dt_subset(wk_dataset *ds, const int64_t *indices, int64_t n) {
     wk_error(WK_ERR_NULL, "subset: argument '%s' is NULL", !ds ? "ds" : "indices");
     return NULL;
   }
+  if (!dt_need_map_style("subset", ds)) return NULL;
   int64_t len = dt_dataset_len(ds);
   if (n < 0) {
     wk_error(WK_ERR_INVALID_ARG, "subset: negative number of indices %lld", (long long)n);
@@ -193,6 +225,7 @@ wk_status dt_random_split(wk_dataset *ds, const int64_t *lengths, int n, uint64_
   if (!ds || !lengths || !out)
     return wk_error(WK_ERR_NULL, "random_split: argument '%s' is NULL", !ds ? "ds" : !lengths ? "lengths" : "out");
   for (int i = 0; i < n; i++) out[i] = NULL;
+  if (!dt_need_map_style("random_split", ds)) return wk_last_error();
   int64_t len = dt_dataset_len(ds), sum = 0;
   for (int i = 0; i < n; i++) {
     if (lengths[i] < 0) return wk_error(WK_ERR_INVALID_ARG, "random_split: length %d is negative (%lld)", i, (long long)lengths[i]);
@@ -255,6 +288,8 @@ wk_dataset *dt_concat(wk_dataset *const *dss, int n) {
     if (!dss[i]) {
       wk_error(WK_ERR_NULL, "concat_dataset: dataset %d is NULL", i);
       return NULL;
+    } else if (!dt_need_map_style("concat_dataset", dss[i])) {
+      return NULL;
     }
   concat *c = calloc(1, sizeof *c);
   if (c) c->ds = calloc((size_t)n, sizeof *c->ds), c->cum = calloc((size_t)n + 1, sizeof *c->cum);
@@ -303,6 +338,7 @@ wk_dataset *dt_map(wk_dataset *ds, int field, wk_transform *tf) {
     wk_error(WK_ERR_NULL, "dataset_map: argument '%s' is NULL", !ds ? "ds" : "tf");
     return NULL;
   }
+  if (!dt_need_map_style("dataset_map", ds)) return NULL;
   if (field < 0 || field >= WK_SAMPLE_MAX) {
     wk_error(WK_ERR_INDEX, "dataset_map: field %d is out of range [0, %d)", field, WK_SAMPLE_MAX);
     return NULL;
@@ -380,6 +416,7 @@ wk_status dt_collate_stack(const wk_sample *samples, int64_t n, wk_sample *out) 
 /* ---- Per-channel statistics ------------------------------------------------------------------ */
 wk_status dt_channel_stats(wk_dataset *ds, int field, double *mean, double *std, int cap) {
   if (!ds || !mean || !std) return wk_error(WK_ERR_NULL, "channel_stats: argument '%s' is NULL", !ds ? "ds" : !mean ? "mean" : "std");
+  if (!dt_need_map_style("channel_stats", ds)) return wk_last_error();
   int64_t n = dt_dataset_len(ds);
   double *sum = NULL, *sq = NULL;
   int64_t count = 0;

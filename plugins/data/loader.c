@@ -1,196 +1,200 @@
-/* data plugin: the DataLoader. An epoch's order comes from the sampler and is
- * cut into batches; batch b is built (get of each index, then collate) either
- * in the caller's thread (num_workers 0) or by worker threads that claim
- * batches in order, at most `queue` batches ahead of the caller, and put them
- * in slot b % queue. The caller takes the slots in order, so batches arrive
- * in sampler order whatever the number of workers; sample i of epoch e draws
+/* data plugin: the DataLoader, caller's side. An epoch of a map-style dataset
+ * is the sampler's order cut into batches; batch b is built in the caller's
+ * thread (num_workers 0) or by worker threads (loader_worker.c) into slot
+ * b % queue, and the caller takes the slots in order, so batches arrive in
+ * sampler order whatever the number of workers; sample i of epoch e draws
  * from wk_data_sample_seed(seed, e, i), so the epoch is bit-identical too.
- * A failing batch stops further claims; the caller gets its error (naming the
- * sample) when it reaches that batch, after which the workers are joined. */
-#include <pthread.h>
+ * An iterable dataset is read through one stream per worker, each batching
+ * its own samples; the caller takes one batch from each active worker in
+ * turn, as PyTorch does. A failing batch ends the iteration: the caller gets
+ * its error (naming the sample) when it reaches it, and the workers stop. */
+#include <errno.h>
+#include <time.h>
 
-#include "data.h"
-
-typedef struct {
-  bool ready;
-  wk_status st;
-  char *msg;
-  wk_sample batch;
-} slot;
-
-enum { IDLE = 0, RUNNING = 1 };
-
-struct wk_dataloader {
-  wk_dataset *ds;
-  wk_sampler *sampler;
-  int64_t bs;
-  bool drop_last;
-  int nworkers, queue;
-  uint64_t seed;
-  wk_status (*collate)(void *user, const wk_sample *samples, int64_t n, wk_sample *out);
-  void *collate_user;
-  int64_t epoch;
-  int state;
-  /* the current iteration */
-  int64_t *order, norder, nbatches, next_claim, next_deliver;
-  bool stop, no_claim;
-  slot *slots;
-  pthread_t *threads;
-  int nthreads;
-  pthread_mutex_t mu;
-  pthread_cond_t cv_work, cv_done;
-};
+#include "loader.h"
 
 int64_t dt_loader_len(wk_dataloader *dl) {
   if (!dl) {
     wk_error(WK_ERR_NULL, "dataloader_len: argument 'dl' is NULL");
     return -1;
   }
+  if (!dl->sampler) {
+    wk_error(WK_ERR_UNSUPPORTED, "dataloader_len: a loader over an iterable dataset has no length");
+    return -1;
+  }
   int64_t n = dl->sampler->vt->len(dl->sampler);
   return dl->drop_last ? n / dl->bs : (n + dl->bs - 1) / dl->bs;
 }
 
-/* Builds batch b into *out; on failure returns the status with *msg (malloc'd)
- * naming the sample, and leaves this thread's error cleared. */
-static wk_status build_batch(wk_dataloader *dl, int64_t b, int worker, wk_sample *out, char **msg) {
-  memset(out, 0, sizeof *out);
-  *msg = NULL;
-  if (worker >= 0) wk_clear_error();
-  int64_t lo = b * dl->bs, hi = lo + dl->bs < dl->norder ? lo + dl->bs : dl->norder, n = hi - lo;
-  wk_sample *s = calloc((size_t)n, sizeof *s);
-  wk_status st = s ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "dataloader: out of memory");
-  int64_t k = 0;
-  for (; st == WK_OK && k < n; k++) {
-    int64_t idx = dl->order[lo + k];
-    wk_sample_ctx ctx = {.struct_size = sizeof ctx, .seed = wk_data_sample_seed(dl->seed, dl->epoch, idx),
-                         .epoch = dl->epoch, .index = idx, .worker_id = worker};
-    st = dt_dataset_get(dl->ds, idx, &ctx, &s[k]);
-    if (st != WK_OK) {
-      const char *m = wk_last_error_message();
-      size_t len = strlen(m) + 160;
-      *msg = malloc(len);
-      if (*msg)
-        snprintf(*msg, len, "dataloader: sample %lld (batch %lld of epoch %lld) failed: %s", (long long)idx, (long long)b,
-                 (long long)dl->epoch, m);
-    }
-  }
-  if (st == WK_OK) {
-    st = dl->collate ? dl->collate(dl->collate_user, s, n, out) : dt_collate_stack(s, n, out);
-    if (st == WK_OK && (out->n < 1 || out->n > WK_SAMPLE_MAX)) {
-      if (out->n < 0 || out->n > WK_SAMPLE_MAX) out->n = 0;
-      st = wk_error(WK_ERR_STATE, "collate_fn returned %d tensors (1..%d allowed)", out->n, WK_SAMPLE_MAX);
-    }
-    if (st != WK_OK) {
-      wk_sample_clear(out);
-      const char *m = wk_last_error_message();
-      size_t len = strlen(m) + 120;
-      *msg = malloc(len);
-      if (*msg) snprintf(*msg, len, "dataloader: collating batch %lld (samples %lld..%lld): %s", (long long)b, (long long)lo,
-                         (long long)hi - 1, *m ? m : "collate_fn failed without a message");
-    }
-  }
-  for (int64_t j = 0; s && j < n; j++) wk_sample_clear(&s[j]);
-  free(s);
-  if (st != WK_OK) wk_clear_error();
-  return st;
-}
+static int nslots(const wk_dataloader *dl) { return dl->sampler ? dl->queue : dl->nworkers * dl->prefetch; }
 
-static void *worker_main(void *arg) {
-  wk_dataloader *dl = ((void **)arg)[0];
-  int id = (int)(intptr_t)((void **)arg)[1];
-  free(arg);
-  wk_clear_error();
-  pthread_mutex_lock(&dl->mu);
-  for (;;) {
-    while (!dl->stop && !dl->no_claim && dl->next_claim < dl->nbatches && dl->next_claim >= dl->next_deliver + dl->queue)
-      pthread_cond_wait(&dl->cv_work, &dl->mu);
-    if (dl->stop || dl->no_claim || dl->next_claim >= dl->nbatches) break;
-    int64_t b = dl->next_claim++;
-    pthread_mutex_unlock(&dl->mu);
-    slot r = {.ready = true};
-    r.st = build_batch(dl, b, id, &r.batch, &r.msg);
+/* Asks the workers to leave the current iteration, without waiting. */
+static void request_stop(wk_dataloader *dl) {
+  if (dl->state == DT_IDLE) return;
+  if (dl->nworkers > 0) {
     pthread_mutex_lock(&dl->mu);
-    if (r.st != WK_OK) dl->no_claim = true;
-    if (dl->stop) {
-      wk_sample_clear(&r.batch);
-      free(r.msg);
-      continue;
-    }
-    dl->slots[b % dl->queue] = r;
-    pthread_cond_broadcast(&dl->cv_done);
+    dl->stop = dl->no_claim = true;
+    dl->running = false;
+    pthread_cond_broadcast(&dl->cv_work);
+    pthread_mutex_unlock(&dl->mu);
   }
-  pthread_mutex_unlock(&dl->mu);
-  return NULL;
+  dl->state = DT_STOPPING;
 }
 
-/* Stops the current iteration: joins the workers, drops undelivered batches. */
-static void stop_iteration(wk_dataloader *dl) {
-  if (dl->state != RUNNING) return;
-  pthread_mutex_lock(&dl->mu);
-  dl->stop = true;
-  pthread_cond_broadcast(&dl->cv_work);
-  pthread_cond_broadcast(&dl->cv_done);
-  pthread_mutex_unlock(&dl->mu);
-  for (int i = 0; i < dl->nthreads; i++) pthread_join(dl->threads[i], NULL);
-  for (int i = 0; dl->slots && i < dl->queue; i++) {
+/* Ends the current iteration: joins the workers (persistent ones: waits until
+ * none is inside it; after a worker_init_fn failure they are all joined and
+ * restarted next time) and drops undelivered batches. */
+static void finish_stop(wk_dataloader *dl) {
+  if (dl->state == DT_IDLE) return;
+  request_stop(dl);
+  if (dl->nworkers > 0) {
+    pthread_mutex_lock(&dl->mu);
+    bool join = !dl->persistent || dl->init_st != WK_OK;
+    while (!join && dl->busy > 0) pthread_cond_wait(&dl->cv_done, &dl->mu);
+    pthread_mutex_unlock(&dl->mu);
+    if (join) dt_workers_join(dl);
+  }
+  if (dl->stream_open && dl->ds->iter.close) dl->ds->iter.close(dl->ds->self, dl->stream);
+  dl->stream_open = false;
+  for (int i = 0; dl->slots && i < nslots(dl); i++) {
     wk_sample_clear(&dl->slots[i].batch);
     free(dl->slots[i].msg);
+    memset(&dl->slots[i], 0, sizeof dl->slots[i]);
   }
-  free(dl->slots);
-  free(dl->threads);
   free(dl->order);
-  dl->slots = NULL;
-  dl->threads = NULL;
   dl->order = NULL;
-  dl->nthreads = 0;
-  dl->state = IDLE;
+  dl->state = DT_IDLE;
 }
 
 static wk_status start_iteration(wk_dataloader *dl) {
-  dl->sampler->epoch = dl->epoch;
-  dl->order = dt_sampler_order(dl->sampler, dl->epoch, &dl->norder);
-  if (!dl->order) return wk_last_error();
-  int64_t n = dl->ds->impl.len(dl->ds->self);
-  for (int64_t i = 0; i < dl->norder; i++)
-    if (dl->order[i] < 0 || dl->order[i] >= n) {
-      wk_status st = wk_error(WK_ERR_INDEX, "dataloader: the sampler gave index %lld (position %lld) for a dataset of %lld samples",
-                              (long long)dl->order[i], (long long)i, (long long)n);
-      free(dl->order);
-      dl->order = NULL;
-      return st;
+  if (dl->sampler) {
+    dl->sampler->epoch = dl->epoch;
+    dl->order = dt_sampler_order(dl->sampler, dl->epoch, &dl->norder);
+    if (!dl->order) return wk_last_error();
+    int64_t n = dt_dataset_len(dl->ds);
+    for (int64_t i = 0; i < dl->norder; i++)
+      if (dl->order[i] < 0 || dl->order[i] >= n) {
+        wk_status st = wk_error(WK_ERR_INDEX, "dataloader: the sampler gave index %lld (position %lld) for a dataset of "
+                                "%lld samples", (long long)dl->order[i], (long long)i, (long long)n);
+        free(dl->order);
+        dl->order = NULL;
+        return st;
+      }
+    dl->nbatches = dl->drop_last ? dl->norder / dl->bs : (dl->norder + dl->bs - 1) / dl->bs;
+  } else {
+    for (int w = 0; w < dl->nworkers; w++) dl->produced[w] = dl->taken[w] = 0, dl->ended[w] = false;
+    dl->turn = 0;
+  }
+  if (dl->nworkers == 0) {
+    dl->next_claim = dl->next_deliver = 0;
+    dl->stop = dl->no_claim = false;
+    if (!dl->sampler) {
+      wk_worker_info info = {.struct_size = sizeof info, .worker_id = 0, .num_workers = 1,
+                             .seed = wk_data_sample_seed(dl->seed, dl->epoch, 0), .epoch = dl->epoch};
+      dl->stream = NULL;
+      wk_status st = dl->ds->iter.open(dl->ds->self, &info, &dl->stream);
+      if (st != WK_OK) {
+        char *m = dt_msg("dataloader: iterable dataset: open() failed: ",
+                         *wk_last_error_message() ? wk_last_error_message() : "no message");
+        wk_error_replace(st, "%s", m ? m : "dataloader: iterable dataset: open() failed");
+        free(m);
+        return st;
+      }
+      dl->stream_open = true;
+      dl->stream_ended = false;
     }
-  dl->nbatches = dl->drop_last ? dl->norder / dl->bs : (dl->norder + dl->bs - 1) / dl->bs;
+    dl->state = DT_RUNNING;
+    return WK_OK;
+  }
+  pthread_mutex_lock(&dl->mu);
   dl->next_claim = dl->next_deliver = 0;
   dl->stop = dl->no_claim = false;
-  dl->state = RUNNING;
-  if (dl->nworkers == 0) return WK_OK;
-  dl->slots = calloc((size_t)dl->queue, sizeof *dl->slots);
-  dl->threads = calloc((size_t)dl->nworkers, sizeof *dl->threads);
-  if (!dl->slots || !dl->threads) {
-    stop_iteration(dl);
-    return wk_error(WK_ERR_NO_MEMORY, "dataloader: out of memory");
+  dl->gen++;
+  dl->running = true;
+  pthread_cond_broadcast(&dl->cv_work);
+  pthread_mutex_unlock(&dl->mu);
+  dl->state = DT_RUNNING;
+  wk_status st = dt_workers_start(dl);
+  if (st != WK_OK) finish_stop(dl);
+  return st;
+}
+
+/* Waits on cv_done until the deadline (NULL: forever); false on timeout. Holds mu. */
+static bool wait_done(wk_dataloader *dl, const struct timespec *deadline) {
+  if (!deadline) {
+    pthread_cond_wait(&dl->cv_done, &dl->mu);
+    return true;
   }
-  for (int i = 0; i < dl->nworkers; i++) {
-    void **arg = malloc(2 * sizeof *arg);
-    if (!arg) break;
-    arg[0] = dl;
-    arg[1] = (void *)(intptr_t)i;
-    if (pthread_create(&dl->threads[i], NULL, worker_main, arg) != 0) {
-      free(arg);
+  return pthread_cond_timedwait(&dl->cv_done, &dl->mu, deadline) != ETIMEDOUT;
+}
+
+/* Takes the next batch from the workers into *r; *end at the end of an
+ * iterable epoch. A timeout or a dead worker is reported in r. */
+static void take_from_workers(wk_dataloader *dl, dt_slot *r, bool *end, bool *timed_out) {
+  struct timespec dl_at, *deadline = NULL;
+  if (dl->timeout > 0) {
+    clock_gettime(CLOCK_MONOTONIC, &dl_at);
+    double t = (double)dl_at.tv_sec + (double)dl_at.tv_nsec * 1e-9 + dl->timeout;
+    dl_at.tv_sec = (time_t)t;
+    dl_at.tv_nsec = (long)((t - (double)dl_at.tv_sec) * 1e9);
+    deadline = &dl_at;
+  }
+  memset(r, 0, sizeof *r);
+  *end = *timed_out = false;
+  pthread_mutex_lock(&dl->mu);
+  for (;;) {
+    dt_slot *s = NULL;
+    if (dl->sampler) {
+      s = &dl->slots[dl->next_deliver % dl->queue];
+      if (!s->ready) s = NULL;
+    } else {
+      int active = 0;
+      for (int k = 0; k < dl->nworkers && !s; k++) {
+        int w = (dl->turn + k) % dl->nworkers;
+        if (dl->produced[w] > dl->taken[w]) {
+          s = &dl->slots[w * dl->prefetch + dl->taken[w] % dl->prefetch];
+          dl->taken[w]++;
+          dl->turn = (w + 1) % dl->nworkers;
+        } else if (!dl->ended[w]) {
+          active++;
+          break; /* this worker's turn: wait for it */
+        }
+      }
+      if (!s && active == 0) {
+        *end = true;
+        break;
+      }
+    }
+    if (s) {
+      *r = *s;
+      memset(s, 0, sizeof *s);
+      dl->next_deliver++;
+      pthread_cond_broadcast(&dl->cv_work);
       break;
     }
-    dl->nthreads++;
+    if (dl->init_st != WK_OK) {
+      r->st = dl->init_st;
+      r->msg = dt_msg("", dl->init_msg ? dl->init_msg : "dataloader: worker_init_fn failed");
+      break;
+    }
+    if (*timed_out) {
+      r->st = WK_ERR_STATE;
+      char m[200];
+      snprintf(m, sizeof m, "dataloader: timed out after %g s waiting for batch %lld of epoch %lld from the workers "
+               "(the timeout option)", dl->timeout, (long long)dl->next_deliver, (long long)dl->epoch);
+      r->msg = dt_msg("", m);
+      break;
+    }
+    *timed_out = !wait_done(dl, deadline);
   }
-  if (dl->nthreads == 0) {
-    stop_iteration(dl);
-    return wk_error(WK_ERR_STATE, "dataloader: could not start any of %d worker threads", dl->nworkers);
-  }
-  return WK_OK;
+  pthread_mutex_unlock(&dl->mu);
 }
 
 /* Hands a batch to the caller: fresh handles made in the caller's thread, so
- * a scope open there owns them. */
-static wk_status deliver(wk_sample *from, wk_sample *to) {
+ * a scope open there owns them. Batches stay in pageable memory: no device
+ * plugin offers pinned host memory yet (PyTorch without CUDA does the same). */
+static wk_status deliver(wk_dataloader *dl, wk_sample *from, wk_sample *to) {
+  (void)dl;
   memset(to, 0, sizeof *to);
   for (int i = 0; i < from->n; i++) {
     wk_tensor *d = wk_detach(from->t[i]);
@@ -208,56 +212,83 @@ static wk_status deliver(wk_sample *from, wk_sample *to) {
 wk_status dt_loader_next(wk_dataloader *dl, wk_sample *batch) {
   if (!dl || !batch) return wk_error(WK_ERR_NULL, "dataloader_next: argument '%s' is NULL", !dl ? "dl" : "batch");
   memset(batch, 0, sizeof *batch);
-  if (dl->state == IDLE) {
+  if (dl->state == DT_STOPPING) { /* after a timeout: the workers are joined now */
+    finish_stop(dl);
+    dl->epoch++;
+  }
+  if (dl->state == DT_IDLE) {
     wk_status st = start_iteration(dl);
     if (st != WK_OK) return st;
   }
-  if (dl->next_deliver >= dl->nbatches) { /* the end: the next call starts the next epoch */
-    stop_iteration(dl);
+  dt_slot r;
+  bool end = false, timed_out = false;
+  if (dl->sampler && dl->next_deliver >= dl->nbatches) {
+    end = true;
+  } else if (dl->nworkers > 0) {
+    take_from_workers(dl, &r, &end, &timed_out);
+  } else if (dl->sampler) {
+    dt_build_batch(dl, dl->next_deliver++, -1, &r);
+  } else {
+    end = dl->stream_ended;
+    if (!end) dt_build_stream_batch(dl, dl->stream, -1, &r, &end);
+    dl->stream_ended = end || r.st != WK_OK;
+  }
+  if (end) { /* the next call starts the next epoch */
+    finish_stop(dl);
     dl->epoch++;
     return WK_OK;
   }
-  slot r;
-  if (dl->nworkers == 0) {
-    r.st = build_batch(dl, dl->next_deliver, -1, &r.batch, &r.msg);
-    dl->next_deliver++;
-  } else {
-    pthread_mutex_lock(&dl->mu);
-    slot *s = &dl->slots[dl->next_deliver % dl->queue];
-    while (!s->ready) pthread_cond_wait(&dl->cv_done, &dl->mu);
-    r = *s;
-    memset(s, 0, sizeof *s);
-    dl->next_deliver++;
-    pthread_cond_broadcast(&dl->cv_work);
-    pthread_mutex_unlock(&dl->mu);
-  }
   if (r.st != WK_OK) {
-    stop_iteration(dl);
-    dl->epoch++;
+    if (timed_out) request_stop(dl); /* joined at the next call: a stuck get() must not block us now */
+    else {
+      finish_stop(dl);
+      dl->epoch++;
+    }
     wk_error_replace(r.st, "%s", r.msg ? r.msg : "dataloader: a batch failed (out of memory for its message)");
     free(r.msg);
     return r.st;
   }
-  return deliver(&r.batch, batch);
+  return deliver(dl, &r.batch, batch);
 }
 
 wk_status dt_loader_set_epoch(wk_dataloader *dl, int64_t epoch) {
   if (!dl) return wk_error(WK_ERR_NULL, "dataloader_set_epoch: argument 'dl' is NULL");
-  stop_iteration(dl);
+  finish_stop(dl);
   dl->epoch = epoch;
-  dl->sampler->epoch = epoch;
+  if (dl->sampler) dl->sampler->epoch = epoch;
   return WK_OK;
 }
 
 void dt_loader_free(wk_dataloader *dl) {
   if (!dl) return;
-  stop_iteration(dl);
+  finish_stop(dl);
+  if (dl->nthreads > 0) dt_workers_join(dl);
+  free(dl->threads);
+  free(dl->slots);
+  free(dl->produced);
+  free(dl->taken);
+  free(dl->ended);
   pthread_mutex_destroy(&dl->mu);
   pthread_cond_destroy(&dl->cv_work);
   pthread_cond_destroy(&dl->cv_done);
   dt_dataset_release(dl->ds);
   dt_sampler_release(dl->sampler);
   free(dl);
+}
+
+static bool check_opts(const wk_loader_opts *o, bool iterable) {
+  const char *bad = NULL;
+  if (o->batch_size < 0 || o->num_workers < 0 || o->num_workers > 1024 || o->prefetch_factor < 0)
+    return wk_error(WK_ERR_INVALID_ARG, "dataloader_new: batch_size (%lld), num_workers (%d) and prefetch_factor (%d) "
+                    "must be non-negative (num_workers at most 1024)", (long long)o->batch_size, o->num_workers,
+                    o->prefetch_factor) == WK_OK;
+  if (o->shuffle && o->sampler) bad = "sampler option is mutually exclusive with shuffle";
+  else if (iterable && (o->shuffle || o->sampler))
+    bad = "an iterable dataset is read in its own order: shuffle and sampler must be unset";
+  else if (o->persistent_workers && o->num_workers == 0) bad = "persistent_workers option needs num_workers > 0";
+  else if (!(o->timeout >= 0)) bad = "timeout option should be non-negative";
+  if (bad) wk_error(WK_ERR_INVALID_ARG, "dataloader_new: %s", bad);
+  return !bad;
 }
 
 wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
@@ -274,16 +305,9 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
     }
     memcpy(&o, opts_in, opts_in->struct_size < sizeof o ? opts_in->struct_size : sizeof o);
   }
-  if (o.batch_size < 0 || o.num_workers < 0 || o.num_workers > 1024 || o.prefetch_factor < 0) {
-    wk_error(WK_ERR_INVALID_ARG, "dataloader_new: batch_size (%lld), num_workers (%d) and prefetch_factor (%d) must be "
-             "non-negative (num_workers at most 1024)", (long long)o.batch_size, o.num_workers, o.prefetch_factor);
-    return NULL;
-  }
-  if (o.shuffle && o.sampler) {
-    wk_error(WK_ERR_INVALID_ARG, "dataloader_new: sampler option is mutually exclusive with shuffle");
-    return NULL;
-  }
-  int64_t n = dt_dataset_len(ds);
+  bool iterable = ds->iterable;
+  if (!check_opts(&o, iterable)) return NULL;
+  int64_t n = iterable ? 0 : dt_dataset_len(ds);
   if (n < 0) {
     if (wk_last_error() == WK_OK) wk_error(WK_ERR_STATE, "dataloader_new: the dataset's len() is negative");
     return NULL;
@@ -293,21 +317,45 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
     wk_error(WK_ERR_NO_MEMORY, "dataloader_new: out of memory");
     return NULL;
   }
-  dl->sampler = o.sampler ? dt_sampler_retain(o.sampler) : o.shuffle ? dt_sampler_random(n, false, 0, o.seed) : dt_sampler_sequential(n);
-  if (!dl->sampler) {
-    free(dl);
-    return NULL;
+  if (!iterable) {
+    dl->sampler = o.sampler ? dt_sampler_retain(o.sampler) : o.shuffle ? dt_sampler_random(n, false, 0, o.seed)
+                                                                       : dt_sampler_sequential(n);
+    if (!dl->sampler) {
+      free(dl);
+      return NULL;
+    }
   }
   dl->ds = dt_dataset_retain(ds);
   dl->bs = o.batch_size ? o.batch_size : 1;
   dl->drop_last = o.drop_last;
   dl->nworkers = o.num_workers;
-  dl->queue = o.num_workers * (o.prefetch_factor ? o.prefetch_factor : 2);
+  dl->prefetch = o.prefetch_factor ? o.prefetch_factor : 2;
+  dl->queue = o.num_workers * dl->prefetch;
   dl->seed = o.seed;
   dl->collate = o.collate;
   dl->collate_user = o.collate_user;
+  dl->persistent = o.persistent_workers;
+  dl->pin_memory = o.pin_memory;
+  dl->timeout = o.timeout;
+  dl->worker_init = o.worker_init_fn;
+  dl->worker_init_user = o.worker_init_user;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_mutex_init(&dl->mu, NULL);
   pthread_cond_init(&dl->cv_work, NULL);
-  pthread_cond_init(&dl->cv_done, NULL);
+  pthread_cond_init(&dl->cv_done, &ca);
+  pthread_condattr_destroy(&ca);
+  if (dl->nworkers > 0) {
+    dl->slots = calloc((size_t)dl->nworkers * (size_t)dl->prefetch, sizeof *dl->slots);
+    dl->produced = calloc((size_t)dl->nworkers, sizeof *dl->produced);
+    dl->taken = calloc((size_t)dl->nworkers, sizeof *dl->taken);
+    dl->ended = calloc((size_t)dl->nworkers, sizeof *dl->ended);
+    if (!dl->slots || !dl->produced || !dl->taken || !dl->ended) {
+      dt_loader_free(dl);
+      wk_error(WK_ERR_NO_MEMORY, "dataloader_new: out of memory");
+      return NULL;
+    }
+  }
   return dl;
 }

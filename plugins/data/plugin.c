@@ -1,5 +1,5 @@
-/* data plugin entry: registers the "data" service (datasets, readers,
- * transforms, samplers, the DataLoader). */
+/* data plugin entry: registers the "data" service (datasets, readers, image
+ * decoding, transforms, samplers, collate helpers, the DataLoader). */
 #include "data.h"
 
 static const wk_data_iface g_data = {
@@ -40,6 +40,16 @@ static const wk_data_iface g_data = {
     .dataloader_len = dt_loader_len,
     .dataloader_set_epoch = dt_loader_set_epoch,
     .dataloader_next = dt_loader_next,
+    .iterable_new = dt_iterable_new,
+    .image_decode = dt_image_decode,
+    .image_read = dt_image_read,
+    .image_folder = dt_image_folder,
+    .image_folder_class = dt_image_folder_class,
+    .resize = dt_resize,
+    .random_resized_crop = dt_random_resized_crop,
+    .color_jitter = dt_color_jitter,
+    .collate_default = dt_collate_default,
+    .pad_sequence = dt_pad_sequence,
 };
 
 const char *dt_shape_str(const int64_t *sizes, int n, char *buf, size_t cap) {

@@ -33,8 +33,7 @@ wk_tensor *dt_transform_apply_api(wk_transform *tf, wk_tensor *x, uint64_t seed)
   return dt_transform_apply(tf, x, seed);
 }
 
-/* Allocates a transform of `size` bytes (struct starting with wk_transform). */
-static void *tf_alloc(size_t size, const dt_transform_vt *vt) {
+void *dt_tf_alloc(size_t size, const dt_transform_vt *vt) {
   wk_transform *tf = calloc(1, size);
   if (!tf) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", vt->name);
@@ -44,9 +43,9 @@ static void *tf_alloc(size_t size, const dt_transform_vt *vt) {
   tf->vt = vt;
   return tf;
 }
-static uint64_t tf_key(uint64_t sample_seed, uint64_t own) { return wk_data_mix(sample_seed ^ wk_data_mix(own ^ 0x7f4a7c15ull)); }
+uint64_t dt_tf_key(uint64_t sample_seed, uint64_t own) { return wk_data_mix(sample_seed ^ wk_data_mix(own ^ 0x7f4a7c15ull)); }
 
-static bool need_dims(const char *fn, wk_tensor *x, int min, const char *layout) {
+bool dt_need_dims(const char *fn, wk_tensor *x, int min, const char *layout) {
   if (wk_tensor_dim(x) >= min) return true;
   char b[128];
   wk_error(WK_ERR_SHAPE, "%s: expects a %s image, got shape %s", fn, layout,
@@ -96,7 +95,7 @@ static wk_tensor *to_tensor_apply(wk_transform *tf, wk_tensor *x, uint64_t seed)
 }
 static const dt_transform_vt to_tensor_vt = {"to_tensor", to_tensor_apply, NULL};
 wk_transform *dt_to_tensor(bool hwc) {
-  to_tensor_tf *t = tf_alloc(sizeof *t, &to_tensor_vt);
+  to_tensor_tf *t = dt_tf_alloc(sizeof *t, &to_tensor_vt);
   if (t) t->hwc = hwc;
   return t ? &t->base : NULL;
 }
@@ -109,7 +108,7 @@ typedef struct {
 } normalize_tf;
 static wk_tensor *normalize_apply(wk_transform *tf, wk_tensor *x, uint64_t seed) {
   normalize_tf *t = (normalize_tf *)tf;
-  if (!need_dims("normalize", x, 1, "[C, ...]")) return NULL;
+  if (!dt_need_dims("normalize", x, 1, "[C, ...]")) return NULL;
   wk_dtype dt = wk_tensor_dtype(x);
   if (dt != WK_F32 && dt != WK_F64) {
     wk_error(WK_ERR_DTYPE, "normalize: expects a float32 or float64 tensor (apply to_tensor first), got %s", wk_dtype_name(dt));
@@ -162,7 +161,7 @@ wk_transform *dt_normalize(const double *mean, const double *std, int n) {
                "leading to division by zero", i, mean[i], std[i]);
       return NULL;
     }
-  normalize_tf *t = tf_alloc(sizeof *t, &normalize_vt);
+  normalize_tf *t = dt_tf_alloc(sizeof *t, &normalize_vt);
   if (!t) return NULL;
   t->mean = malloc(sizeof(double) * (size_t)n);
   t->std = malloc(sizeof(double) * (size_t)n);
@@ -222,7 +221,7 @@ typedef struct {
 } crop_tf;
 static wk_tensor *random_crop_apply(wk_transform *tf, wk_tensor *x, uint64_t seed) {
   crop_tf *t = (crop_tf *)tf;
-  if (!need_dims("random_crop", x, 2, "[..., H, W]")) return NULL;
+  if (!dt_need_dims("random_crop", x, 2, "[..., H, W]")) return NULL;
   int nd = wk_tensor_dim(x);
   int64_t H = wk_tensor_size(x, nd - 2) + 2 * t->padding, W = wk_tensor_size(x, nd - 1) + 2 * t->padding;
   if (H < t->h || W < t->w) {
@@ -231,7 +230,7 @@ static wk_tensor *random_crop_apply(wk_transform *tf, wk_tensor *x, uint64_t see
     return NULL;
   }
   dt_rng r;
-  dt_rng_init(&r, tf_key(seed, t->seed));
+  dt_rng_init(&r, dt_tf_key(seed, t->seed));
   int64_t top = (int64_t)dt_below(&r, (uint64_t)(H - t->h + 1)), left = (int64_t)dt_below(&r, (uint64_t)(W - t->w + 1));
   return crop_window("random_crop", x, top - t->padding, left - t->padding, t->h, t->w, t->fill);
 }
@@ -242,7 +241,7 @@ wk_transform *dt_random_crop(int64_t h, int64_t w, int64_t padding, double fill,
              (long long)h, (long long)w, (long long)padding);
     return NULL;
   }
-  crop_tf *t = tf_alloc(sizeof *t, &random_crop_vt);
+  crop_tf *t = dt_tf_alloc(sizeof *t, &random_crop_vt);
   if (t) *t = (crop_tf){t->base, h, w, padding, fill, seed};
   return t ? &t->base : NULL;
 }
@@ -252,7 +251,7 @@ static int64_t center_start(int64_t n, int64_t c) {
 }
 static wk_tensor *center_crop_apply(wk_transform *tf, wk_tensor *x, uint64_t seed) {
   crop_tf *t = (crop_tf *)tf;
-  if (!need_dims("center_crop", x, 2, "[..., H, W]")) return NULL;
+  if (!dt_need_dims("center_crop", x, 2, "[..., H, W]")) return NULL;
   int nd = wk_tensor_dim(x);
   return crop_window("center_crop", x, center_start(wk_tensor_size(x, nd - 2), t->h), center_start(wk_tensor_size(x, nd - 1), t->w),
                      t->h, t->w, 0);
@@ -263,7 +262,7 @@ wk_transform *dt_center_crop(int64_t h, int64_t w) {
     wk_error(WK_ERR_INVALID_ARG, "center_crop: size (%lld, %lld) must be positive", (long long)h, (long long)w);
     return NULL;
   }
-  crop_tf *t = tf_alloc(sizeof *t, &center_crop_vt);
+  crop_tf *t = dt_tf_alloc(sizeof *t, &center_crop_vt);
   if (t) *t = (crop_tf){t->base, h, w, 0, 0, 0};
   return t ? &t->base : NULL;
 }
@@ -276,9 +275,9 @@ typedef struct {
 } flip_tf;
 static wk_tensor *hflip_apply(wk_transform *tf, wk_tensor *x, uint64_t seed) {
   flip_tf *t = (flip_tf *)tf;
-  if (!need_dims("random_hflip", x, 1, "[..., W]")) return NULL;
+  if (!dt_need_dims("random_hflip", x, 1, "[..., W]")) return NULL;
   dt_rng r;
-  dt_rng_init(&r, tf_key(seed, t->seed));
+  dt_rng_init(&r, dt_tf_key(seed, t->seed));
   if (!(dt_unit(&r) < t->p)) return wk_retain(x);
   int nd = wk_tensor_dim(x);
   int64_t W = wk_tensor_size(x, nd - 1), rows = W ? wk_tensor_numel(x) / W : 0;
@@ -302,7 +301,7 @@ wk_transform *dt_random_hflip(double p, uint64_t seed) {
     wk_error(WK_ERR_INVALID_ARG, "random_hflip: probability %g is not in [0, 1]", p);
     return NULL;
   }
-  flip_tf *t = tf_alloc(sizeof *t, &hflip_vt);
+  flip_tf *t = dt_tf_alloc(sizeof *t, &hflip_vt);
   if (t) *t = (flip_tf){t->base, p, seed};
   return t ? &t->base : NULL;
 }
@@ -339,7 +338,7 @@ wk_transform *dt_compose(wk_transform *const *tfs, int n) {
       wk_error(WK_ERR_NULL, "compose: transform %d is NULL", i);
       return NULL;
     }
-  compose_tf *t = tf_alloc(sizeof *t, &compose_vt);
+  compose_tf *t = dt_tf_alloc(sizeof *t, &compose_vt);
   if (!t) return NULL;
   t->tfs = calloc((size_t)n + 1, sizeof *t->tfs);
   if (!t->tfs) {
@@ -369,7 +368,7 @@ wk_transform *dt_lambda(wk_tensor *(*fn)(void *user, wk_tensor *x, uint64_t seed
     wk_error(WK_ERR_NULL, "lambda: argument 'fn' is NULL");
     return NULL;
   }
-  lambda_tf *t = tf_alloc(sizeof *t, &lambda_vt);
+  lambda_tf *t = dt_tf_alloc(sizeof *t, &lambda_vt);
   if (t) t->fn = fn, t->user = user;
   return t ? &t->base : NULL;
 }
