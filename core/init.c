@@ -17,6 +17,7 @@ static const wk_host_api g_host = {
     sizeof(wk_host_api), ((uint32_t)WK_ABI_MAJOR << 16) | WK_ABI_MINOR,
 #define WK__FILL(fn) fn,
     WK_HOST_API_1_0(WK__FILL)
+    WK_HOST_API_1_1(WK__FILL)
 #undef WK__FILL
 };
 

@@ -107,8 +107,8 @@ START_TEST(test_core_device_parse) {
   wk_device d;
   TU_OK(wk_device_parse("cpu", &d));
   ck_assert_int_eq(d.type, WK_DEVICE_CPU);
-  ck_assert_int_eq(wk_device_parse("cuda:1", &d), WK_ERR_DEVICE);
-  TU_FAILS_WITH(WK_ERR_DEVICE, "unknown device type 'cuda' in 'cuda:1' (known types: cpu");
+  ck_assert_int_eq(wk_device_parse("npu:1", &d), WK_ERR_DEVICE); /* (cuda may be a plugin in the build tree) */
+  TU_FAILS_WITH(WK_ERR_DEVICE, "unknown device type 'npu' in 'npu:1' (known types: cpu");
   int32_t ty = register_fake();
   ck_assert_int_ge(ty, WK_DEVICE_FIRST_PLUGIN);
   TU_OK(wk_device_parse("fake:1", &d));
@@ -152,7 +152,7 @@ START_TEST(test_core_cross_device) {
   wk_free(s);
   /* no kernels on the fake device: the error lists who has one */
   ck_assert_ptr_null(wk_add(y, y));
-  TU_FAILS_WITH(WK_ERR_NO_KERNEL, "add(): no kernel for device 'fake' (kernels exist for: cpu)");
+  TU_FAILS_WITH(WK_ERR_NO_KERNEL, "add(): no kernel for device 'fake' (kernels exist for: "); /* cpu, and cuda when built */
   /* mixing devices names both */
   ck_assert_ptr_null(wk_add(x, y));
   TU_FAILS_WITH(WK_ERR_DEVICE, "expected all tensors to be on the same device, but found at least two devices, cpu (argument 'self') and fake:0 (argument 'other')");

@@ -65,11 +65,26 @@
   X(wk_module_zero_grad) X(wk_module_to) X(wk_module_state_dict) X(wk_load_report_clear)         \
   X(wk_module_load_state_dict) X(wk_module_to_string) X(wk_unref)
 
+/* ABI 1.1: devices (current device, properties, streams, events, async copies,
+ * pinned memory, memory statistics) */
+#define WK_HOST_API_1_1(X)                                                            \
+  X(wk_device_current) X(wk_device_set_current) X(wk_device_get_properties)           \
+  X(wk_stream_create) X(wk_stream_destroy) X(wk_current_stream) X(wk_set_current_stream) \
+  X(wk_stream_synchronize) X(wk_stream_query) X(wk_stream_wait_event)                  \
+  X(wk_event_create) X(wk_event_destroy) X(wk_event_record) X(wk_event_synchronize)    \
+  X(wk_event_query) X(wk_event_elapsed_time) X(wk_device_copy_async)                   \
+  X(wk_pin_memory) X(wk_tensor_is_pinned) X(wk_to_non_blocking)                        \
+  X(wk_device_memory_stats) X(wk_device_memory_allocated)                              \
+  X(wk_device_max_memory_allocated) X(wk_device_memory_reserved)                       \
+  X(wk_device_max_memory_reserved) X(wk_device_reset_peak_memory_stats)                \
+  X(wk_device_empty_cache) X(wk_device_memory_summary)
+
 typedef struct wk_host_api {
   size_t struct_size;
   uint32_t abi_version;
 #define WK__HOST_SLOT(fn) __typeof__(fn) *fn;
   WK_HOST_API_1_0(WK__HOST_SLOT)
+  WK_HOST_API_1_1(WK__HOST_SLOT)
 #undef WK__HOST_SLOT
 } wk_host_api;
 

@@ -106,7 +106,7 @@ static inline wk_device cuda_device(int index) {
 /* Op families: each provides `wk_status cuda_register_<family>(void)`
  * (registering its kernels with cuda_reg) in plugins/cuda/<family>_ops.c,
  * and its device code in <family>.cu. plugin.c calls them in this order. */
-#define CUDA_OP_FAMILIES(X) X(copy) X(elementwise)
+#define CUDA_OP_FAMILIES(X) X(copy) X(elementwise) X(unary)
 #define CUDA__DECLARE_FAMILY(f) wk_status cuda_register_##f(void);
 CUDA_OP_FAMILIES(CUDA__DECLARE_FAMILY)
 #undef CUDA__DECLARE_FAMILY
@@ -134,11 +134,30 @@ wk_status cuda_set_current_stream(int device, cudaStream_t s);
 wk_status cuda_copy_bytes(void *dst, wk_device dd, const void *src, wk_device sd, size_t n, cudaStream_t stream,
                           bool blocking);
 
+wk_status cuda_get_properties(int index, wk_device_props *out);
+wk_status cuda_stream_create(int index, int priority, void **out);
+void cuda_stream_destroy(int index, void *stream);
+wk_status cuda_stream_synchronize(int index, void *stream);
+wk_status cuda_stream_query(int index, void *stream, bool *done);
+wk_status cuda_stream_wait_event(int index, void *stream, void *event);
+wk_status cuda_event_create(int index, unsigned flags, void **out);
+void cuda_event_destroy(int index, void *event);
+wk_status cuda_event_record(int index, void *event, void *stream);
+wk_status cuda_event_synchronize(int index, void *event);
+wk_status cuda_event_query(int index, void *event, bool *done);
+wk_status cuda_event_elapsed_ms(int index, void *start, void *end, float *ms);
+
 /* ---- memory.c: the caching allocator and pinned host memory ---- */
 wk_status cuda_memory_init(int num_devices);
 void cuda_memory_shutdown(void);
 void *cuda_malloc(int device, size_t nbytes);
 void cuda_free(int device, void *ptr);
+wk_status cuda_memory_stats(int device, wk_memory_stats *out);
+wk_status cuda_reset_peak(int device);
+wk_status cuda_empty_cache(int device);
+size_t cuda_memory_summary(int device, char *buf, size_t n);
+void *cuda_host_alloc_pinned(size_t nbytes);
+void cuda_host_free_pinned(void *ptr);
 
 #endif
 

@@ -45,3 +45,12 @@ plugins_cuda_cuda_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(CUDA_CFLAGS)
 plugins_cuda_cuda_la_LIBADD = $(cuda_kernel_objects) $(CUDA_LIBS) -lstdc++ -lm
 plugins_cuda_cuda_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 endif
+
+# ---- tests ----------------------------------------------------------------------------
+if HAVE_CHECK
+# The core's ABI 1.1 device calls, with fake device types (no CUDA needed).
+TEST_SUITES += tests/check_device
+tests_check_device_SOURCES = tests/check_device.c tests/testutil.h
+tests_check_device_CFLAGS = $(TEST_CFLAGS)
+tests_check_device_LDADD = $(TEST_LDADD)
+endif

@@ -74,3 +74,47 @@ void cuda_free(int device, void *ptr) {
   if (ptr && !ca_free(g_cache, ptr))
     wk_error(WK_ERR_INTERNAL, "cuda free: %p is not a live block of the caching allocator (double free?)", ptr);
 }
+
+/* ---- statistics (the core's memory calls) ------------------------------------------------ */
+wk_status cuda_memory_stats(int device, wk_memory_stats *out) {
+  ca_stats s;
+  ca_get_stats(g_cache, device, &s);
+  out->allocated = s.allocated;
+  out->max_allocated = s.max_allocated;
+  out->reserved = s.reserved;
+  out->max_reserved = s.max_reserved;
+  out->requested = s.requested;
+  out->active_blocks = s.active_blocks;
+  out->segments = s.segments;
+  out->inactive_split = s.inactive_split;
+  out->alloc_count = s.alloc_count;
+  out->free_count = s.free_count;
+  out->num_alloc_retries = s.num_alloc_retries;
+  out->num_ooms = s.num_ooms;
+  return WK_OK;
+}
+
+wk_status cuda_reset_peak(int device) {
+  ca_reset_peak(g_cache, device);
+  return WK_OK;
+}
+
+wk_status cuda_empty_cache(int device) {
+  ca_empty_cache(g_cache, device);
+  return WK_OK;
+}
+
+size_t cuda_memory_summary(int device, char *buf, size_t n) { return ca_summary(g_cache, device, buf, n); }
+
+/* ---- pinned host memory ---------------------------------------------------------------------- */
+void *cuda_host_alloc_pinned(size_t nbytes) {
+  void *p = NULL;
+  /* portable: usable from every device's streams */
+  if (CUDA_CHECK("pin_memory", cudaHostAlloc(&p, nbytes, cudaHostAllocPortable))) return NULL;
+  return p;
+}
+
+void cuda_host_free_pinned(void *ptr) {
+  /* cudaFreeHost waits for the device, so a pending async copy from the block finishes first */
+  if (ptr) cudaFreeHost(ptr);
+}

@@ -144,3 +144,95 @@ wk_status cuda_copy_bytes(void *dst, wk_device dd, const void *src, wk_device sd
   if (!s) s = CUDA_CHECK("copy", cudaStreamSynchronize(stream));
   return s;
 }
+
+/* ---- properties, streams and events (the core's ABI 1.1 device calls) ----------------- */
+wk_status cuda_get_properties(int index, wk_device_props *out) {
+  struct cudaDeviceProp p;
+  wk_status s = CUDA_CHECK("get_device_properties", cudaGetDeviceProperties(&p, index));
+  if (s) return s;
+  snprintf(out->name, sizeof out->name, "%s", p.name);
+  out->total_memory = p.totalGlobalMem;
+  out->major = p.major;
+  out->minor = p.minor;
+  out->multi_processor_count = p.multiProcessorCount;
+  out->warp_size = p.warpSize;
+  return WK_OK;
+}
+
+wk_status cuda_stream_create(int index, int priority, void **out) {
+  wk_status s = cuda_set_device("stream_create", index);
+  if (s) return s;
+  int lo = 0, hi = 0; /* CUDA: lower numbers are higher priorities; clamp like PyTorch */
+  cudaDeviceGetStreamPriorityRange(&lo, &hi);
+  if (priority > lo) priority = lo;
+  if (priority < hi) priority = hi;
+  cudaStream_t st = NULL;
+  /* non-blocking: no implicit sync with the legacy default stream, as PyTorch's streams */
+  s = CUDA_CHECK("stream_create", cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, priority));
+  *out = s ? NULL : (void *)st;
+  return s;
+}
+
+void cuda_stream_destroy(int index, void *stream) {
+  if (cuda_set_device("stream_destroy", index) == WK_OK) cudaStreamDestroy((cudaStream_t)stream);
+}
+
+wk_status cuda_stream_synchronize(int index, void *stream) {
+  wk_status s = cuda_set_device("stream_synchronize", index);
+  return s ? s : CUDA_CHECK("stream_synchronize", cudaStreamSynchronize((cudaStream_t)stream));
+}
+
+/* cudaErrorNotReady is an answer, not an error. */
+static wk_status query_result(cudaError_t e, const char *op, const char *call, bool *done) {
+  *done = e == cudaSuccess;
+  if (e == cudaSuccess || e == cudaErrorNotReady) {
+    cudaGetLastError();
+    return WK_OK;
+  }
+  return cuda_check_error(e, op, call);
+}
+
+wk_status cuda_stream_query(int index, void *stream, bool *done) {
+  wk_status s = cuda_set_device("stream_query", index);
+  return s ? s : query_result(cudaStreamQuery((cudaStream_t)stream), "stream_query", "cudaStreamQuery", done);
+}
+
+wk_status cuda_stream_wait_event(int index, void *stream, void *event) {
+  wk_status s = cuda_set_device("stream_wait_event", index);
+  return s ? s : CUDA_CHECK("stream_wait_event", cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
+}
+
+wk_status cuda_event_create(int index, unsigned flags, void **out) {
+  wk_status s = cuda_set_device("event_create", index);
+  if (s) return s;
+  unsigned cf = (flags & WK_EVENT_ENABLE_TIMING) ? 0u : cudaEventDisableTiming;
+  if (flags & WK_EVENT_BLOCKING) cf |= cudaEventBlockingSync;
+  cudaEvent_t e = NULL;
+  s = CUDA_CHECK("event_create", cudaEventCreateWithFlags(&e, cf));
+  *out = s ? NULL : (void *)e;
+  return s;
+}
+
+void cuda_event_destroy(int index, void *event) {
+  if (cuda_set_device("event_destroy", index) == WK_OK) cudaEventDestroy((cudaEvent_t)event);
+}
+
+wk_status cuda_event_record(int index, void *event, void *stream) {
+  wk_status s = cuda_set_device("event_record", index);
+  return s ? s : CUDA_CHECK("event_record", cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
+}
+
+wk_status cuda_event_synchronize(int index, void *event) {
+  wk_status s = cuda_set_device("event_synchronize", index);
+  return s ? s : CUDA_CHECK("event_synchronize", cudaEventSynchronize((cudaEvent_t)event));
+}
+
+wk_status cuda_event_query(int index, void *event, bool *done) {
+  wk_status s = cuda_set_device("event_query", index);
+  return s ? s : query_result(cudaEventQuery((cudaEvent_t)event), "event_query", "cudaEventQuery", done);
+}
+
+wk_status cuda_event_elapsed_ms(int index, void *start, void *end, float *ms) {
+  wk_status s = cuda_set_device("elapsed_time", index);
+  return s ? s : CUDA_CHECK("elapsed_time", cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+}
