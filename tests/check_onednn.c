@@ -96,6 +96,7 @@ static const conv_case conv_cases[] = {
     {2, 8, 10, 10, 8, 3, 1, 1, 1, 8, true},   {3, 6, 7, 9, 9, 3, 2, 0, 1, 3, false},
     {2, 64, 8, 8, 64, 1, 1, 0, 1, 1, false},  {2, 1, 28, 28, 32, 3, 1, 1, 1, 1, true},
     {1, 4, 5, 5, 2, 5, 1, 0, 1, 1, true},     {2, 32, 14, 14, 64, 3, 2, 1, 1, 1, false},
+    {1, 2, 10, 10, 2, 2, 3, 0, 1, 1, true}, /* right padding -2: the last row and column are unused */
 };
 
 static void conv_case_run(const conv_case *c, wk_dtype dt, double tol, int idx) {
@@ -233,6 +234,116 @@ START_TEST(test_onednn_layer_norm) {
 }
 END_TEST
 
+/* ---- pooling ------------------------------------------------------------------------------------ */
+START_TEST(test_onednn_avg_pool) {
+  /* kernel, stride (0: default), padding, ceil_mode, count_include_pad */
+  static const int64_t cases[][5] = {{2, 0, 0, 0, 1}, {3, 2, 1, 0, 1}, {3, 2, 1, 0, 0}, {3, 2, 1, 1, 0},
+                                     {2, 2, 1, 1, 1}, {4, 3, 2, 0, 0}, {3, 3, 0, 1, 0}};
+  for (int i = 0; i < 7; i++) {
+    wk_scope_begin();
+    const int64_t *c = cases[i];
+    wk_tensor *x = rnd(WK_SHAPE(3, 5, 11, 9), WK_F32, 41 + i);
+    int64_t k[1] = {c[0]}, st[1] = {c[1]}, pd[1] = {c[2]};
+    wk_value a[7] = {WK_VT(x), WK_VINTS(k, 1), WK_VINTS(st, c[1] ? 1 : 0), WK_VINTS(pd, 1), WK_VB(c[3]), WK_VB(c[4]),
+                     WK_VNONE};
+    char what[32];
+    snprintf(what, sizeof what, "case %d", i);
+    wk_value o[1];
+    if (call_with("avg_pool2d", "onednn", a, 7, o) != WK_OK) { /* declined (ceil overhang with padding counted) */
+      ck_assert_msg(c[3] && c[4], "%s: onednn refused: %s", what, wk_last_error_message());
+      wk_clear_error();
+      wk_scope_end();
+      continue;
+    }
+    compare("avg_pool2d", a, 7, TOL_F32, what);
+    TU_OK(call_with("avg_pool2d", "cpu", a, 7, o));
+    wk_tensor *go = rnd(wk_tensor_sizes(o[0].u.t), 4, WK_F32, 51 + i);
+    wk_value b[8] = {WK_VT(go), a[0], a[1], a[2], a[3], a[4], a[5], a[6]};
+    compare("avg_pool2d_backward", b, 8, TOL_F32, what);
+    wk_scope_end();
+  }
+}
+END_TEST
+
+START_TEST(test_onednn_adaptive_avg_pool) {
+  static const int64_t cases[][4] = {{8, 8, 1, 1}, {8, 6, 4, 3}, {7, 7, 7, 7}, {4, 4, 2, 2}};
+  for (int i = 0; i < 4; i++) {
+    wk_scope_begin();
+    const int64_t *c = cases[i];
+    wk_tensor *x = rnd(WK_SHAPE(2, 16, c[0], c[1]), WK_F32, 61 + i), *go = rnd(WK_SHAPE(2, 16, c[2], c[3]), WK_F32, 62);
+    wk_value a[2] = {WK_VT(x), WK_VINTS(c + 2, 2)};
+    compare("adaptive_avg_pool2d", a, 2, TOL_F32, "adaptive");
+    wk_value b[2] = {WK_VT(go), WK_VT(x)};
+    compare("adaptive_avg_pool2d_backward", b, 2, TOL_F32, "adaptive");
+    wk_scope_end();
+  }
+  /* uneven windows are the cpu kernel's */
+  wk_scope_begin();
+  wk_tensor *x = rnd(WK_SHAPE(1, 2, 7, 5), WK_F32, 1);
+  wk_value a[2] = {WK_VT(x), WK_VINTS(((int64_t[]){3, 2}), 2)}, o[1];
+  ck_assert_int_ne(call_with("adaptive_avg_pool2d", "onednn", a, 2, o), WK_OK);
+  wk_clear_error();
+  TU_NOTNULL(wk_adaptive_avg_pool2d(x, 3, 2));
+  wk_scope_end();
+}
+END_TEST
+
+/* ---- activations and softmax ----------------------------------------------------------------------- */
+START_TEST(test_onednn_activations) {
+  static const char *ops[] = {"sigmoid", "tanh", "silu"};
+  for (int dt = 0; dt < 2; dt++) {
+    wk_dtype t = dt ? WK_BF16 : WK_F32;
+    double tol = dt ? TOL_BF16 : TOL_F32;
+    wk_scope_begin();
+    wk_tensor *x = tu_rand(WK_SHAPE(3, 7, 33), t, -4, 4, 71), *go = rnd(WK_SHAPE(3, 7, 33), t, 72);
+    for (int i = 0; i < 3; i++) {
+      wk_value a[1] = {WK_VT(x)};
+      compare(ops[i], a, 1, tol, wk_dtype_name(t));
+      /* in place: the argument is written, returned and its version bumped */
+      wk_tensor *c1 = wk_clone(x), *c2 = wk_clone(x);
+      char name[16];
+      snprintf(name, sizeof name, "%s_", ops[i]);
+      uint64_t v = wk_tensor_version(c1);
+      wk_value i1[1] = {WK_VT(c1)}, i2[1] = {WK_VT(c2)}, o[1];
+      TU_OK(call_with(name, "onednn", i1, 1, o));
+      ck_assert_ptr_eq(o[0].u.t, c1);
+      ck_assert_uint_gt(wk_tensor_version(c1), v);
+      TU_OK(call_with(name, "cpu", i2, 1, o));
+      assert_close_t(c1, c2, tol, name);
+    }
+    static const char *approx[] = {"none", "tanh"};
+    for (int g = 0; g < 2; g++) {
+      wk_value a[2] = {WK_VT(x), WK_VS(approx[g])};
+      compare("gelu", a, 2, tol, approx[g]);
+      wk_value b[3] = {WK_VT(go), WK_VT(x), WK_VS(approx[g])};
+      compare("gelu_backward", b, 3, tol * 2, approx[g]);
+    }
+    wk_scope_end();
+  }
+}
+END_TEST
+
+START_TEST(test_onednn_softmax) {
+  static const int64_t shapes[][3] = {{4, 10, 1}, {2, 3, 50}, {64, 1000, 1}, {3, 5, 7}};
+  for (int i = 0; i < 4; i++) {
+    wk_scope_begin();
+    wk_tensor *x = tu_rand(shapes[i], 3, WK_F32, -5, 5, 81 + i), *go = rnd(shapes[i], 3, WK_F32, 82 + i);
+    for (int log = 0; log < 2; log++)
+      for (int dim = -1; dim < 3; dim++) {
+        const char *op = log ? "log_softmax" : "softmax";
+        char what[32];
+        snprintf(what, sizeof what, "shape %d dim %d", i, dim);
+        wk_value a[3] = {WK_VT(x), WK_VI(dim), WK_VNONE}, o[1];
+        compare(op, a, 3, TOL_F32, what);
+        TU_OK(call_with(op, "cpu", a, 3, o));
+        wk_value b[4] = {WK_VT(go), WK_VT(o[0].u.t), WK_VI(dim), WK_VDT(WK_F32)};
+        compare(log ? "log_softmax_backward_data" : "softmax_backward_data", b, 4, TOL_F32, what);
+      }
+    wk_scope_end();
+  }
+}
+END_TEST
+
 static Suite *onednn_suite(void) {
   Suite *s = suite_create("onednn");
   TCase *tc = tcase_create("conv2d");
@@ -248,6 +359,16 @@ static Suite *onednn_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_onednn_batch_norm);
   tcase_add_test(tc, test_onednn_layer_norm);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("pool");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_add_test(tc, test_onednn_avg_pool);
+  tcase_add_test(tc, test_onednn_adaptive_avg_pool);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("eltwise");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_add_test(tc, test_onednn_activations);
+  tcase_add_test(tc, test_onednn_softmax);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -8,20 +8,44 @@
 
 #include "onednn.h"
 
-/* A per-channel parameter: None, or f32 contiguous cpu with n elements in `nd` dims. */
+/* A per-channel parameter: None, or a 1-D floating cpu tensor of n elements
+ * (any dtype and stride: it is converted on the way in and out). */
 static bool param_ok(const wk_tensor *t, int64_t n) {
+  return !t || (wk_dtype_is_floating(wk_tensor_dtype(t)) && wk_tensor_device(t).type == WK_DEVICE_CPU &&
+                wk_tensor_dim(t) <= 1 && wk_tensor_numel(t) == n);
+}
+
+/* layer_norm's weight, bias, mean and rstd: f32, contiguous, n elements in any shape. */
+static bool flat_ok(const wk_tensor *t, int64_t n) {
   return !t || (wk_tensor_dtype(t) == WK_F32 && wk_tensor_device(t).type == WK_DEVICE_CPU &&
                 wk_tensor_is_contiguous(t) && wk_tensor_numel(t) == n);
 }
 
-/* f32 data of t, or a scratch array filled with `fill` when t is None. */
+static char *elem(wk_tensor *t, int64_t i) {
+  int64_t st = wk_tensor_dim(t) ? wk_tensor_stride(t, 0) : 0;
+  return (char *)wk_tensor_data(t) + i * st * (int64_t)wk_dtype_size(wk_tensor_dtype(t));
+}
+
+/* f32 values of t (its own data when it is f32 and contiguous), or a scratch
+ * array filled with `fill` when t is None. NULL when out of memory. */
 static float *param_data(wk_tensor *t, int64_t n, float fill, void **tmp) {
-  if (t) return wk_tensor_data(t);
+  if (t && wk_tensor_dtype(t) == WK_F32 && wk_tensor_is_contiguous(t)) return wk_tensor_data(t);
   float *p = odn_alloc(sizeof(float) * (size_t)n);
   *tmp = p;
   if (p)
-    for (int64_t i = 0; i < n; i++) p[i] = fill;
+    for (int64_t i = 0; i < n; i++) p[i] = t ? (float)wk_load_f64(elem(t, i), wk_tensor_dtype(t)) : fill;
   return p;
+}
+
+/* running = (1 - momentum) * running + momentum * v[c] * factor, in running's dtype */
+static void update_running(wk_tensor *r, const double *v, int64_t n, double momentum, double factor) {
+  if (!r) return;
+  wk_dtype dt = wk_tensor_dtype(r);
+  for (int64_t c = 0; c < n; c++) {
+    char *p = elem(r, c);
+    wk_store_f64(p, dt, (1 - momentum) * wk_load_f64(p, dt) + momentum * v[c] * factor);
+  }
+  wk_tensor_bump_version(r);
 }
 
 static void md_plain(dnnl_memory_desc_t *md, int nd, const int64_t *dims) {
@@ -29,6 +53,39 @@ static void md_plain(dnnl_memory_desc_t *md, int nd, const int64_t *dims) {
   st[nd - 1] = 1;
   for (int i = nd - 2; i >= 0; i--) st[i] = st[i + 1] * dims[i + 1];
   odn_md_strided(md, nd, dims, st, dnnl_f32);
+}
+
+/* Batch statistics in double, one channel per task: thread-count independent
+ * and as precise as the reference kernel (running statistics may be f64). */
+typedef struct {
+  const float *x;
+  int64_t N, C, S;
+  double *mean, *var;
+} stats_job;
+
+static void stats_range(void *p, int64_t c0, int64_t c1) {
+  const stats_job *j = p;
+  for (int64_t c = c0; c < c1; c++) {
+    double sum = 0, sq = 0;
+    for (int64_t n = 0; n < j->N; n++) {
+      const float *r = j->x + (n * j->C + c) * j->S;
+      double part = 0;
+      for (int64_t i = 0; i < j->S; i++) part += r[i];
+      sum += part;
+    }
+    double m = sum / (double)(j->N * j->S);
+    for (int64_t n = 0; n < j->N; n++) {
+      const float *r = j->x + (n * j->C + c) * j->S;
+      double part = 0;
+      for (int64_t i = 0; i < j->S; i++) {
+        double d = r[i] - m;
+        part += d * d;
+      }
+      sq += part;
+    }
+    j->mean[c] = m;
+    j->var[c] = sq / (double)(j->N * j->S);
+  }
 }
 
 /* ---- batch_norm --------------------------------------------------------------------------------- */
@@ -104,17 +161,32 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   bool train = WK_ARG_B(5);
   double momentum = WK_ARG_F(6), eps = WK_ARG_F(7);
   bn_key k;
-  bn_key_of(&k, 1, !train, x, eps);
+  /* training too normalises with given statistics: the kernel computes them (in double) */
+  bn_key_of(&k, 1, true, x, eps);
   int64_t C = k.C, zero = 0;
   wk_options o = {.dtype = WK_F32};
   wk_tensor *y = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o);
   wk_tensor *sm = wk_empty(train ? &C : &zero, 1, o), *si = wk_empty(train ? &C : &zero, 1, o);
-  void *t1 = NULL, *t2 = NULL, *var = NULL;
+  void *t1 = NULL, *t2 = NULL, *t3 = NULL, *t4 = NULL, *var = NULL;
   odn_entry *e = NULL;
   wk_status s = WK_OK;
   float *scale = param_data(w, C, 1, &t1), *shift = param_data(b, C, 0, &t2);
-  if (!y || !sm || !si || !scale || !shift || !(e = odn_prim_get(&k, sizeof k, bn_make, &k))) goto fail;
-  if (train && !(var = odn_alloc(sizeof(float) * (size_t)C))) goto fail;
+  float *gmean = train ? NULL : param_data(rm, C, 0, &t3), *gvar = train ? NULL : param_data(rv, C, 1, &t4);
+  if (!y || !sm || !si || !scale || !shift || (!train && (!gmean || !gvar)) ||
+      !(e = odn_prim_get(&k, sizeof k, bn_make, &k)))
+    goto fail;
+  double *dstat = NULL;
+  if (train) {
+    if (!(var = odn_alloc(sizeof(float) * (size_t)C)) || !(dstat = odn_alloc(sizeof(double) * (size_t)(2 * C))))
+      goto fail;
+    stats_job sj = {wk_tensor_data(x), k.N, C, k.S, dstat, dstat + C};
+    wk_parallel_for(0, C, 1, stats_range, &sj);
+    float *mf = wk_tensor_data(sm), *vf = var;
+    for (int64_t c = 0; c < C; c++) {
+      mf[c] = (float)dstat[c];
+      vf[c] = (float)dstat[C + c];
+    }
+  }
   const odn_prim *p = odn_entry_val(e);
   dnnl_memory_desc_t data, stat;
   bn_mds(&k, &data, &stat);
@@ -122,24 +194,25 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
                   {DNNL_ARG_DST, NULL, &data, wk_tensor_data(y), true},
                   {DNNL_ARG_SCALE, NULL, &stat, scale, false},
                   {DNNL_ARG_SHIFT, NULL, &stat, shift, false},
-                  {DNNL_ARG_MEAN, NULL, &stat, train ? wk_tensor_data(sm) : wk_tensor_data(rm), train},
-                  {DNNL_ARG_VARIANCE, NULL, &stat, train ? var : wk_tensor_data(rv), false}};
-  if ((s = odn_exec(op, p, a, 6))) goto fail;
+                  {DNNL_ARG_MEAN, NULL, &stat, train ? wk_tensor_data(sm) : gmean, false},
+                  {DNNL_ARG_VARIANCE, NULL, &stat, train ? var : gvar, false}};
+  if ((s = odn_exec(op, p, a, 6))) {
+    odn_free(dstat);
+    goto fail;
+  }
   if (train) {
-    float *mean = wk_tensor_data(sm), *v = var, *inv = wk_tensor_data(si);
+    float *inv = wk_tensor_data(si);
     double cnt = (double)(k.N * k.S);
-    float *rmd = rm ? wk_tensor_data(rm) : NULL, *rvd = rv ? wk_tensor_data(rv) : NULL;
-    for (int64_t c = 0; c < C; c++) {
-      inv[c] = (float)(1.0 / sqrt((double)v[c] + eps));
-      if (rmd) rmd[c] = (float)((1 - momentum) * rmd[c] + momentum * mean[c]);
-      if (rvd) rvd[c] = (float)((1 - momentum) * rvd[c] + momentum * v[c] * cnt / (cnt - 1));
-    }
-    if (rm) wk_tensor_bump_version(rm);
-    if (rv) wk_tensor_bump_version(rv);
+    for (int64_t c = 0; c < C; c++) inv[c] = (float)(1.0 / sqrt(dstat[C + c] + eps));
+    update_running(rm, dstat, C, momentum, 1);
+    update_running(rv, dstat + C, C, momentum, cnt / (cnt - 1)); /* unbiased, as PyTorch */
+    odn_free(dstat);
   }
   odn_cache_unpin(e);
   odn_free(t1);
   odn_free(t2);
+  odn_free(t3);
+  odn_free(t4);
   odn_free(var);
   outs[0] = WK_VT(y);
   outs[1] = WK_VT(sm);
@@ -150,6 +223,8 @@ fail:
   odn_cache_unpin(e);
   odn_free(t1);
   odn_free(t2);
+  odn_free(t3);
+  odn_free(t4);
   odn_free(var);
   wk_release(y);
   wk_release(sm);
@@ -185,14 +260,13 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_options o = {.dtype = WK_F32};
   wk_tensor *gi = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o);
   wk_tensor *gw = wk_empty(&C, 1, o), *gb = wk_empty(&C, 1, o);
-  void *t1 = NULL, *var = NULL;
+  void *t1 = NULL, *t2 = NULL, *t3 = NULL, *var = NULL;
   odn_entry *e = NULL;
   wk_status s = WK_OK;
-  float *scale = param_data(w, C, 1, &t1);
-  if (!gi || !gw || !gb || !scale || !(var = odn_alloc(sizeof(float) * (size_t)C)) ||
+  float *scale = param_data(w, C, 1, &t1), *md = param_data(mean, C, 0, &t2), *sd = param_data(second, C, 1, &t3);
+  if (!gi || !gw || !gb || !scale || !md || !sd || !(var = odn_alloc(sizeof(float) * (size_t)C)) ||
       !(e = odn_prim_get(&k, sizeof k, bn_make, &k)))
     goto fail;
-  const float *sd = wk_tensor_data(second);
   float *vd = var;
   for (int64_t c = 0; c < C; c++) vd[c] = train ? (float)(1.0 / ((double)sd[c] * sd[c])) : (float)(sd[c] + eps);
   const odn_prim *p = odn_entry_val(e);
@@ -200,7 +274,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   bn_mds(&k, &data, &stat);
   odn_arg a[7] = {{DNNL_ARG_SRC, NULL, &data, wk_tensor_data(x), false},
                   {DNNL_ARG_DIFF_DST, NULL, &data, wk_tensor_data(go), false},
-                  {DNNL_ARG_MEAN, NULL, &stat, wk_tensor_data(mean), false},
+                  {DNNL_ARG_MEAN, NULL, &stat, md, false},
                   {DNNL_ARG_VARIANCE, NULL, &stat, var, false},
                   {DNNL_ARG_SCALE, NULL, &stat, scale, false},
                   {DNNL_ARG_DIFF_SRC, NULL, &data, wk_tensor_data(gi), true},
@@ -213,6 +287,8 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if ((s = odn_exec(op, p, all, 9))) goto fail;
   odn_cache_unpin(e);
   odn_free(t1);
+  odn_free(t2);
+  odn_free(t3);
   odn_free(var);
   if (!mask[0]) wk_release(gi);
   if (!mask[1]) wk_release(gw);
@@ -225,6 +301,8 @@ fail:
   if (!s) s = wk_last_error() ? wk_last_error() : wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   odn_cache_unpin(e);
   odn_free(t1);
+  odn_free(t2);
+  odn_free(t3);
   odn_free(var);
   wk_release(gi);
   wk_release(gw);
@@ -288,7 +366,7 @@ static bool ln_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   wk_tensor *x = WK_ARG_T(0);
   int64_t M, D;
   if (!odn_usable() || !odn_dense(x, false) || !ln_shape(x, &args[1], &M, &D)) return false;
-  return param_ok(WK_ARG_OPT_T(2), D) && param_ok(WK_ARG_OPT_T(3), D);
+  return flat_ok(WK_ARG_OPT_T(2), D) && flat_ok(WK_ARG_OPT_T(3), D);
 }
 
 static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -355,7 +433,7 @@ static bool lnb_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
     return false;
   for (int d = 0; d < wk_tensor_dim(x); d++)
     if (wk_tensor_size(go, d) != wk_tensor_size(x, d)) return false;
-  return param_ok(mean, M) && param_ok(rstd, M) && param_ok(WK_ARG_OPT_T(5), D) && param_ok(WK_ARG_OPT_T(6), D) &&
+  return flat_ok(mean, M) && flat_ok(rstd, M) && flat_ok(WK_ARG_OPT_T(5), D) && flat_ok(WK_ARG_OPT_T(6), D) &&
          mean && rstd;
 }
 

@@ -121,6 +121,7 @@ wk_status odn_register_conv(void);
 wk_status odn_register_norm(void);
 wk_status odn_register_pool(void);
 wk_status odn_register_eltwise(void);
+wk_status odn_register_softmax(void);
 wk_status odn_register_matmul(void);
 
 #endif
