@@ -1,58 +1,238 @@
-// Device code of the elementwise family (f32 add, mul, relu): the first op
-// family, proving the .cu -> plugin path end to end. Inputs may broadcast or
-// be strided; the output is contiguous.
-#include "cuda_plugin.h"
+// Device code of the pointwise binary family: arithmetic (add ... pow) in
+// f32/f64/i64, comparisons and logical ops writing bool, where, and
+// gelu_backward. Operands arrive in the compute dtype (the host converts),
+// may broadcast or be strided; the output is contiguous. The op is a run-time
+// switch inside one kernel per compute type, to keep the number of template
+// instances (and nvcc time) small.
+#include <math.h>
 
-__device__ __forceinline__ int64_t ew_offset(int64_t i, const cuda_strided &l) {
-  int64_t off = 0;
-  for (int d = l.ndim - 1; d >= 0; d--) {
-    int64_t s = l.sizes[d], q = i / s;
-    off += (i - q * s) * l.strides[d];
-    i = q;
-  }
-  return off;
+#include "cuda_device.h"
+#include "cuda_kernels.h"
+
+// PyTorch's div_floor_floating (same steps as the cpu plugin).
+template <typename T>
+__device__ T floor_div(T a, T b) {
+  if (b == 0) return a / b;
+  T mod = fmod(a, b), div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysign((T)0, a / b);
+  T fl = floor(div);
+  if (div - fl > (T)0.5) fl += 1;
+  return fl;
 }
 
-template <int OP>
-__global__ void binary_f32(float *out, const float *a, cuda_strided la, const float *b, cuda_strided lb, float alpha,
-                           int64_t n, bool contig) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    float x = a[contig ? i : ew_offset(i, la)], y = b[contig ? i : ew_offset(i, lb)];
-    out[i] = OP == CUDA_EW_ADD ? x + alpha * y : x * y;
+// Integer power with wrap-around (unsigned arithmetic stays defined).
+__device__ int64_t ipow(int64_t base, int64_t exp) {
+  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, b = (uint64_t)base;
+  while (exp > 0) {
+    if (exp & 1) r *= b;
+    b *= b;
+    exp >>= 1;
+  }
+  return (int64_t)r;
+}
+
+template <typename T>
+__device__ __forceinline__ T arith(int op, T x, T y, T al) {
+  switch (op) {
+    case CUDA_B_ADD: return x + al * y;
+    case CUDA_B_SUB: return x - al * y;
+    case CUDA_B_MUL: return x * y;
+    case CUDA_B_DIV: return x / y;
+    case CUDA_B_DIV_TRUNC: return trunc(x / y);
+    case CUDA_B_DIV_FLOOR: return floor_div(x, y);
+    case CUDA_B_MAX: return (x != x || y != y) ? (T)NAN : (x > y ? x : y);
+    case CUDA_B_MIN: return (x != x || y != y) ? (T)NAN : (x < y ? x : y);
+    case CUDA_B_POW: return pow(x, y);
+    default: return 0;
+  }
+}
+template <>
+__device__ __forceinline__ float arith<float>(int op, float x, float y, float al) {
+  switch (op) {
+    case CUDA_B_ADD: return x + al * y;
+    case CUDA_B_SUB: return x - al * y;
+    case CUDA_B_MUL: return x * y;
+    case CUDA_B_DIV: return x / y;
+    case CUDA_B_DIV_TRUNC: return (float)trunc((double)(x / y));
+    case CUDA_B_DIV_FLOOR: return floor_div(x, y);
+    case CUDA_B_MAX: return (x != x || y != y) ? NAN : (x > y ? x : y);
+    case CUDA_B_MIN: return (x != x || y != y) ? NAN : (x < y ? x : y);
+    case CUDA_B_POW: return powf(x, y);
+    default: return 0;
+  }
+}
+template <>
+__device__ __forceinline__ int64_t arith<int64_t>(int op, int64_t x, int64_t y, int64_t al) {
+  uint64_t ux = (uint64_t)x, uy = (uint64_t)y, ua = (uint64_t)al;
+  switch (op) {
+    case CUDA_B_ADD: return (int64_t)(ux + ua * uy);
+    case CUDA_B_SUB: return (int64_t)(ux - ua * uy);
+    case CUDA_B_MUL: return (int64_t)(ux * uy);
+    case CUDA_B_DIV_TRUNC:
+    case CUDA_B_DIV_FLOOR: {
+      if (y == 0) return 0; // the host refuses zero divisors before launching
+      if (x == INT64_MIN && y == -1) return INT64_MIN;
+      int64_t r = x / y;
+      if (op == CUDA_B_DIV_FLOOR && (x % y != 0) && ((x < 0) != (y < 0))) r--;
+      return r;
+    }
+    case CUDA_B_MAX: return x > y ? x : y;
+    case CUDA_B_MIN: return x < y ? x : y;
+    case CUDA_B_POW: return ipow(x, y);
+    default: return 0;
   }
 }
 
-__global__ void relu_f32(float *out, const float *a, cuda_strided la, int64_t n, bool contig) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    float x = a[contig ? i : ew_offset(i, la)];
-    out[i] = x > 0.f ? x : (x != x ? x : 0.f); // NaN propagates, like PyTorch
+// bool arithmetic is never launched (the host computes bools in i64), but the
+// kernel template still needs an arith<bool> to compile.
+template <>
+__device__ __forceinline__ bool arith<bool>(int op, bool x, bool y, bool al) {
+  (void)op; (void)al;
+  return x || y;
+}
+
+template <typename T>
+__device__ __forceinline__ bool compare(int op, T x, T y) {
+  switch (op) {
+    case CUDA_B_EQ: return x == y;
+    case CUDA_B_NE: return x != y;
+    case CUDA_B_LT: return x < y;
+    case CUDA_B_LE: return x <= y;
+    case CUDA_B_GT: return x > y;
+    case CUDA_B_GE: return x >= y;
+    case CUDA_B_AND: return x != 0 && y != 0;
+    case CUDA_B_OR: return x != 0 || y != 0;
+    default: return false;
   }
 }
 
-static bool dense(const cuda_strided &l) {
-  int64_t expect = 1;
-  for (int d = l.ndim - 1; d >= 0; d--) {
-    if (l.sizes[d] != 1 && l.strides[d] != expect) return false;
-    expect *= l.sizes[d];
+template <typename T>
+__global__ void binary_kernel(int op, T *out, const T *a, cuda_strided la, const T *b, cuda_strided lb, T bs, T al,
+                              int64_t n, bool contig) {
+  CUDA_GRID_LOOP(i, n) {
+    T x = a[contig ? i : cd_offset(i, la)];
+    T y = b ? b[contig ? i : cd_offset(i, lb)] : bs;
+    out[i] = arith<T>(op, x, y, al);
   }
-  return true;
 }
 
+template <typename T>
+__global__ void compare_kernel(int op, bool *out, const T *a, cuda_strided la, const T *b, cuda_strided lb, T bs,
+                               int64_t n, bool contig) {
+  CUDA_GRID_LOOP(i, n) {
+    T x = a[contig ? i : cd_offset(i, la)];
+    T y = b ? b[contig ? i : cd_offset(i, lb)] : bs;
+    out[i] = compare<T>(op, x, y);
+  }
+}
+
+template <typename T>
+static void launch_binary(int op, void *out, const void *a, cuda_strided la, const void *b, cuda_strided lb, T bs,
+                          T al, int64_t n, cudaStream_t st) {
+  bool contig = cd_dense(la) && (!b || cd_dense(lb));
+  if (op >= CUDA_B_AND)
+    compare_kernel<T><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(op, (bool *)out, (const T *)a, la, (const T *)b, lb,
+                                                                bs, n, contig);
+  else
+    binary_kernel<T><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(op, (T *)out, (const T *)a, la, (const T *)b, lb, bs,
+                                                               al, n, contig);
+}
+
+extern "C" int cuda_launch_binary(int op, int ct, void *out, const void *a, cuda_strided la, const void *b,
+                                  cuda_strided lb, double bf, int64_t bi, double alpha, int64_t alpha_i, int64_t n,
+                                  cudaStream_t st) {
+  if (n <= 0) return 0;
+  switch (ct) {
+    case CUDA_F32: launch_binary<float>(op, out, a, la, b, lb, (float)bf, (float)alpha, n, st); break;
+    case CUDA_F64: launch_binary<double>(op, out, a, la, b, lb, bf, alpha, n, st); break;
+    case CUDA_I64: launch_binary<int64_t>(op, out, a, la, b, lb, bi, alpha_i, n, st); break;
+    default: // bool: comparisons and logical ops only
+      launch_binary<bool>(op, out, a, la, b, lb, bi != 0, true, n, st);
+      break;
+  }
+  return CUDA_CHECK_LAUNCH("binary", "binary_kernel");
+}
+
+template <typename E>
+__global__ void where_kernel(E *out, const bool *c, cuda_strided lc, const E *a, cuda_strided la, E av, const E *b,
+                             cuda_strided lb, E bv, int64_t n) {
+  CUDA_GRID_LOOP(i, n) {
+    bool k = c[cd_offset(i, lc)];
+    out[i] = k ? (a ? a[cd_offset(i, la)] : av) : (b ? b[cd_offset(i, lb)] : bv);
+  }
+}
+
+extern "C" int cuda_launch_where(int es, void *out, const void *cond, cuda_strided lc, const void *a, cuda_strided la,
+                                 uint64_t abits, const void *b, cuda_strided lb, uint64_t bbits, int64_t n,
+                                 cudaStream_t st) {
+  if (n <= 0) return 0;
+  unsigned g = cuda_blocks(n);
+  const bool *c = (const bool *)cond;
+  switch (es) {
+    case 8:
+      where_kernel<uint64_t><<<g, CUDA_THREADS, 0, st>>>((uint64_t *)out, c, lc, (const uint64_t *)a, la, abits,
+                                                         (const uint64_t *)b, lb, bbits, n);
+      break;
+    case 4:
+      where_kernel<uint32_t><<<g, CUDA_THREADS, 0, st>>>((uint32_t *)out, c, lc, (const uint32_t *)a, la,
+                                                         (uint32_t)abits, (const uint32_t *)b, lb, (uint32_t)bbits, n);
+      break;
+    case 2:
+      where_kernel<uint16_t><<<g, CUDA_THREADS, 0, st>>>((uint16_t *)out, c, lc, (const uint16_t *)a, la,
+                                                         (uint16_t)abits, (const uint16_t *)b, lb, (uint16_t)bbits, n);
+      break;
+    default:
+      where_kernel<uint8_t><<<g, CUDA_THREADS, 0, st>>>((uint8_t *)out, c, lc, (const uint8_t *)a, la,
+                                                        (uint8_t)abits, (const uint8_t *)b, lb, (uint8_t)bbits, n);
+      break;
+  }
+  return CUDA_CHECK_LAUNCH("where", "where_kernel");
+}
+
+// d/dx gelu: exact (erf) form or the tanh approximation, as PyTorch's GeluBackward.
+template <typename T>
+__global__ void gelu_backward_kernel(T *out, const T *g, cuda_strided lg, const T *x, cuda_strided lx, bool tanh_approx,
+                                     int64_t n) {
+  CUDA_GRID_LOOP(i, n) {
+    T v = x[cd_offset(i, lx)], gv = g[cd_offset(i, lg)];
+    T r;
+    if (tanh_approx) {
+      const T beta = (T)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = (T)0.044715;
+      T x2 = v * v, inner = beta * (v + kappa * x2 * v), t = tanh(inner);
+      T left = (T)0.5 * v, right = (T)1 + t;
+      T left_d = (T)0.5 * right, tanh_d = (T)1 - t * t, inner_d = beta * ((T)1 + (T)3 * kappa * x2);
+      r = gv * (left_d + left * tanh_d * inner_d);
+    } else {
+      const T alpha = (T)M_SQRT1_2, beta = (T)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+      T cdf = (T)0.5 * ((T)1 + erf(v * alpha)), pdf = beta * exp(v * v * (T)-0.5);
+      r = gv * (cdf + v * pdf);
+    }
+    out[i] = r;
+  }
+}
+
+extern "C" int cuda_launch_gelu_backward(int ct, void *out, const void *g, cuda_strided lg, const void *x,
+                                         cuda_strided lx, int tanh_approx, int64_t n, cudaStream_t st) {
+  if (n <= 0) return 0;
+  if (ct == CUDA_F64)
+    gelu_backward_kernel<double><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>((double *)out, (const double *)g, lg,
+                                                                          (const double *)x, lx, tanh_approx != 0, n);
+  else
+    gelu_backward_kernel<float><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>((float *)out, (const float *)g, lg,
+                                                                         (const float *)x, lx, tanh_approx != 0, n);
+  return CUDA_CHECK_LAUNCH("gelu_backward", "gelu_backward_kernel");
+}
+
+// The first launchers of the plugin (cuda_plugin.h), kept as f32 wrappers.
 extern "C" int cuda_launch_binary_f32(int op, float *out, const float *a, cuda_strided la, const float *b,
                                       cuda_strided lb, float alpha, int64_t n, cudaStream_t stream) {
-  if (n <= 0) return 0;
-  bool c = dense(la) && dense(lb);
-  if (op == CUDA_EW_ADD)
-    binary_f32<CUDA_EW_ADD><<<cuda_blocks(n), CUDA_THREADS, 0, stream>>>(out, a, la, b, lb, alpha, n, c);
-  else
-    binary_f32<CUDA_EW_MUL><<<cuda_blocks(n), CUDA_THREADS, 0, stream>>>(out, a, la, b, lb, alpha, n, c);
-  return CUDA_CHECK_LAUNCH(op == CUDA_EW_ADD ? "add" : "mul", "binary_f32");
+  return cuda_launch_binary(op == CUDA_EW_ADD ? CUDA_B_ADD : CUDA_B_MUL, CUDA_F32, out, a, la, b, lb, 0, 0, alpha, 1,
+                            n, stream);
 }
-
 extern "C" int cuda_launch_unary_f32(int op, float *out, const float *a, cuda_strided la, int64_t n,
                                      cudaStream_t stream) {
-  (void)op; // CUDA_EW_RELU only, for now
-  if (n <= 0) return 0;
-  relu_f32<<<cuda_blocks(n), CUDA_THREADS, 0, stream>>>(out, a, la, n, dense(la));
-  return CUDA_CHECK_LAUNCH("relu", "relu_f32");
+  (void)op; // CUDA_EW_RELU
+  return cuda_launch_unary(CUDA_U_RELU, CUDA_F32, out, a, la, 0, 0, 0, 0, 0, n, stream);
 }

@@ -1,81 +1,300 @@
-/* cuda elementwise family (f32 add, mul, relu): argument checks, the
- * broadcast output shape and the launch on the current stream. Other dtypes
- * are declined in supports(), so the dispatcher reports no kernel for them. */
+/* cuda pointwise binary family: add/sub (alpha), mul, div (rounding modes),
+ * maximum, minimum, pow, logical and/or, comparisons, where and
+ * gelu_backward, each in the forms the cpu plugin registers (functional, in
+ * place, out=, Scalar), with PyTorch's type promotion done exactly as the
+ * cpu plugin does it: operands are converted to a compute dtype (f32, f64,
+ * i64 or bool) on the device, the kernel runs, the result is converted to
+ * the result dtype and delivered. */
 #include <stdio.h>
+#include <string.h>
 
-#include "cuda_plugin.h"
+#include "cuda_kernels.h"
 
-static bool all_f32(const wk_value *args, int n) {
-  for (int i = 0; i < n; i++)
-    if (wk_tensor_dtype(args[i].u.t) != WK_F32) return false;
-  return true;
-}
-static bool binary_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
-  (void)ctx;
-  return all_f32(args, 2);
-}
-static bool unary_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
-  (void)ctx;
-  return all_f32(args, 1);
+typedef struct {
+  int op;
+  cuda_mode mode;
+  bool scalar, has_alpha, has_rounding;
+} binfo;
+
+static bool is_compare(int op) { return op >= CUDA_B_EQ; }
+static bool is_logical(int op) { return op == CUDA_B_AND || op == CUDA_B_OR; }
+
+static const char *op_label(int op) {
+  static const char *names[] = {"add", "sub", "mul", "div", "div", "div", "maximum", "minimum", "pow",
+                                "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge"};
+  return names[op];
 }
 
-static wk_status binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs, int op, float alpha) {
-  wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  if (wk_tensor_dtype(a) != WK_F32 || wk_tensor_dtype(b) != WK_F32)
-    return wk_error(WK_ERR_DTYPE, "%s(): the cuda kernel takes float32 tensors, got %s and %s", WK_OPNAME,
-                    wk_dtype_name(wk_tensor_dtype(a)), wk_dtype_name(wk_tensor_dtype(b)));
+/* True when some element of the i64 tensor b is 0 (integer division check). */
+static wk_status has_zero(wk_tensor *b, bool *out) {
+  wk_tensor *z = wk_eq_scalar(b, 0);
+  wk_tensor *a = wk_any(z);
+  wk_release(z);
+  double v = 0;
+  wk_status s = a ? wk_item(a, &v) : wk_last_error();
+  wk_release(a);
+  *out = v != 0;
+  return s;
+}
+
+/* op(self, other) into a new tensor of the result dtype (the cpu plugin's
+ * compute(), on the device). */
+static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t alpha_i, bool alpha_bool,
+                          wk_tensor *self, const wk_value *other, wk_device dev) {
+  wk_value tv[2] = {WK_VT(self), *other};
+  wk_dtype rt = wk_result_type(tv, 2);
+  bool self_bool = wk_tensor_dtype(self) == WK_BOOL;
+  bool other_bool = other->tag == WK_V_TENSOR ? wk_tensor_dtype(other->u.t) == WK_BOOL : other->tag == WK_V_BOOL;
+  if (op == CUDA_B_SUB && (self_bool || other_bool)) { /* PyTorch's sub_check */
+    if (self_bool && other_bool)
+      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
+               "Use the `^` or `logical_xor()` operator instead.", opname);
+    else
+      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
+               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.", opname);
+    return NULL;
+  }
+  if (rt == WK_BOOL && (op == CUDA_B_POW || op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR)) {
+    wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", opname,
+             op == CUDA_B_POW ? "pow" : op == CUDA_B_DIV_TRUNC ? "div_trunc" : "div_floor");
+    return NULL;
+  }
+  if (op == CUDA_B_POW && (wk_dtype_is_integral(wk_tensor_dtype(self)) || self_bool) && other->tag == WK_V_INT &&
+      other->u.i < 0) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.", opname);
+    return NULL;
+  }
+  if (op == CUDA_B_DIV && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division of integers */
+  wk_dtype cd = is_logical(op) ? WK_F64 : wk_compute_dtype(rt);
+  if (cd == WK_BOOL && !is_compare(op)) cd = WK_I64;
+  if (!is_compare(op) && !is_logical(op) && !wk_dtype_is_floating(cd) &&
+      (op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR))
+    cd = WK_I64;
+  if ((op == CUDA_B_ADD || op == CUDA_B_SUB) && !wk_dtype_is_floating(rt) && alpha_f != (double)alpha_i) {
+    wk_error(WK_ERR_DTYPE, "%s: for integral input tensors, argument alpha must not be a floating point number", opname);
+    return NULL;
+  }
+  if ((op == CUDA_B_ADD || op == CUDA_B_SUB) && alpha_bool && rt != WK_BOOL) {
+    wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", opname);
+    return NULL;
+  }
+  wk_tensor *a = cuda_operand(self, cd, dev), *b = NULL, *res = NULL;
+  double bf = 0;
+  int64_t bi = 0;
+  bool scalar = other->tag != WK_V_TENSOR;
+  if (!scalar) {
+    b = cuda_operand(other->u.t, cd, dev);
+  } else if (other->tag == WK_V_INT && !wk_dtype_is_floating(cd)) {
+    bi = other->u.i;
+  } else {
+    bf = wk_value_as_f64(other);
+    /* the scalar rounded to the compute dtype, as the cpu's 0-dim tensor is */
+    unsigned char buf[8];
+    wk_store_f64(buf, cd, bf);
+    bf = wk_load_f64(buf, cd);
+    bi = wk_load_i64(buf, cd);
+  }
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
-  char opname[64];
-  snprintf(opname, sizeof opname, "%s()", WK_OPNAME);
-  wk_tensor *ts[2] = {a, b};
-  wk_status s = wk_broadcast_shapes(opname, ts, 2, shape, &nd);
+  if (!a || (!scalar && !b)) goto done;
+  if (scalar) {
+    nd = wk_tensor_dim(a);
+    memcpy(shape, wk_tensor_sizes(a), sizeof(int64_t) * (size_t)nd);
+  } else {
+    wk_tensor *ts[2] = {a, b};
+    if (wk_broadcast_shapes(opname, ts, 2, shape, &nd)) goto done;
+  }
+  if (cd == WK_I64 && (op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR)) {
+    bool zero = scalar && bi == 0;
+    if (!scalar && has_zero(b, &zero)) goto done;
+    if (zero) {
+      wk_error(WK_ERR_INVALID_ARG, "%s: ZeroDivisionError (integer division by zero)", opname);
+      goto done;
+    }
+  }
+  res = cuda_new(shape, nd, is_compare(op) || is_logical(op) ? WK_BOOL : cd, dev);
+  if (!res) goto done;
+  cuda_strided la = cuda_layout(a, shape, nd), lb = b ? cuda_layout(b, shape, nd) : la;
+  if (cuda_launch_binary(op, cuda_dt(cd), wk_tensor_data(res), wk_tensor_data(a), la, b ? wk_tensor_data(b) : NULL,
+                         lb, bf, bi, alpha_f, alpha_i, wk_tensor_numel(res), cuda_stream(dev))) {
+    wk_release(res);
+    res = NULL;
+    goto done;
+  }
+  if (!is_compare(op) && !is_logical(op) && rt != cd) res = cuda_cast_own(res, rt);
+done:
+  wk_release(a);
+  wk_release(b);
+  return res;
+}
+
+static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const binfo *info = ctx->user;
+  int op = info->op, next = 2;
+  double alpha_f = 1.0;
+  int64_t alpha_i = 1;
+  bool alpha_bool = false;
+  wk_status s = cuda_enter(WK_OPNAME, ctx->device);
   if (s) return s;
+  if (info->has_alpha) {
+    alpha_f = wk_value_as_f64(&args[2]);
+    alpha_i = args[2].tag == WK_V_INT ? args[2].u.i : wk_f64_to_i64_sat(alpha_f);
+    alpha_bool = args[2].tag == WK_V_BOOL;
+    next = 3;
+  }
+  if (info->has_rounding) {
+    if (args[2].tag == WK_V_STR) {
+      if (strcmp(args[2].u.s, "trunc") == 0)
+        op = CUDA_B_DIV_TRUNC;
+      else if (strcmp(args[2].u.s, "floor") == 0)
+        op = CUDA_B_DIV_FLOOR;
+      else
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
+                        args[2].u.s);
+    }
+    next = 3;
+  }
+  wk_tensor *target = info->mode == CUDA_INPLACE ? WK_ARG_T(0) : info->mode == CUDA_OUT ? WK_ARG_T(next) : NULL;
+  wk_tensor *r = compute(op_label(op), op, alpha_f, alpha_i, alpha_bool, WK_ARG_T(0), &args[1], ctx->device);
+  return cuda_deliver(WK_OPNAME, info->mode, r, target, outs);
+}
+
+/* where(cond, a, b): promoted dtype of a and b, broadcast over all three. */
+static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *cond = WK_ARG_T(0);
+  wk_dtype ct = wk_tensor_dtype(cond);
+  if (ct != WK_BOOL && ct != WK_U8) /* uint8 masks: PyTorch's deprecated legacy form */
+    return wk_error(WK_ERR_DTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                    wk_dtype_name(ct));
   wk_device dev = ctx->device;
-  if ((s = cuda_enter(WK_OPNAME, dev))) return s;
-  wk_tensor *out = wk_empty(shape, nd, (wk_options){.dtype = WK_F32, .device = dev});
-  if (!out) return wk_last_error();
-  s = (wk_status)cuda_launch_binary_f32(op, wk_tensor_data(out), wk_tensor_data(a), cuda_layout(a, shape, nd),
-                                        wk_tensor_data(b), cuda_layout(b, shape, nd), alpha, wk_tensor_numel(out),
-                                        cuda_current_stream(dev.index));
+  wk_status s = cuda_enter("where", dev);
+  if (s) return s;
+  wk_dtype rt = wk_result_type(args + 1, 2);
+  wk_tensor *cb = cuda_operand(cond, WK_BOOL, dev), *a = cuda_operand(WK_ARG_T(1), rt, dev),
+            *b = cuda_operand(WK_ARG_T(2), rt, dev), *res = NULL;
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  if (!cb || !a || !b) s = wk_last_error();
+  wk_tensor *ts[3] = {cb, a, b};
+  if (!s) s = wk_broadcast_shapes("where", ts, 3, shape, &nd);
+  if (!s && !(res = cuda_new(shape, nd, rt, dev))) s = wk_last_error();
+  if (!s)
+    s = (wk_status)cuda_launch_where((int)wk_dtype_size(rt), wk_tensor_data(res), wk_tensor_data(cb),
+                                     cuda_layout(cb, shape, nd), wk_tensor_data(a), cuda_layout(a, shape, nd), 0,
+                                     wk_tensor_data(b), cuda_layout(b, shape, nd), 0, wk_tensor_numel(res),
+                                     cuda_stream(dev));
+  wk_release(cb);
+  wk_release(a);
+  wk_release(b);
   if (s) {
-    wk_release(out);
+    wk_release(res);
     return s;
   }
-  outs[0] = WK_VT(out);
+  outs[0] = WK_VT(res);
   return WK_OK;
 }
 
-static wk_status k_add(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return binary(ctx, args, outs, CUDA_EW_ADD, (float)wk_value_as_f64(&args[2]));
-}
-static wk_status k_mul(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return binary(ctx, args, outs, CUDA_EW_MUL, 1.0f);
-}
-
-static wk_status k_relu(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  wk_tensor *a = WK_ARG_T(0);
-  if (wk_tensor_dtype(a) != WK_F32)
-    return wk_error(WK_ERR_DTYPE, "relu(): the cuda kernel takes a float32 tensor, got %s",
-                    wk_dtype_name(wk_tensor_dtype(a)));
+/* gelu_backward(grad_output, self, approximate): computed in f32 (f64 for
+ * f64), result in the promoted floating dtype. */
+static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
+  const char *ap = args[2].u.s;
+  bool tanh_approx = strcmp(ap, "tanh") == 0;
+  if (!tanh_approx && strcmp(ap, "none") != 0)
+    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, not '%s'",
+                    ap);
+  wk_dtype rt = wk_result_type(args, 2);
+  if (!wk_dtype_is_floating(rt))
+    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating point tensors, got %s",
+                    wk_dtype_name(rt));
   wk_device dev = ctx->device;
-  wk_status s = cuda_enter("relu", dev);
+  wk_status s = cuda_enter("gelu_backward", dev);
   if (s) return s;
-  wk_tensor *out = wk_empty(wk_tensor_sizes(a), wk_tensor_dim(a), (wk_options){.dtype = WK_F32, .device = dev});
-  if (!out) return wk_last_error();
-  s = (wk_status)cuda_launch_unary_f32(CUDA_EW_RELU, wk_tensor_data(out), wk_tensor_data(a), cuda_layout(a, NULL, 0),
-                                       wk_tensor_numel(out), cuda_current_stream(dev.index));
+  wk_dtype cd = rt == WK_F64 ? WK_F64 : WK_F32;
+  wk_tensor *gg = cuda_operand(g, cd, dev), *xx = cuda_operand(x, cd, dev), *res = NULL;
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  wk_tensor *ts[2] = {gg, xx};
+  if (!gg || !xx) s = wk_last_error();
+  if (!s) s = wk_broadcast_shapes("gelu_backward()", ts, 2, shape, &nd);
+  if (!s && !(res = cuda_new(shape, nd, cd, dev))) s = wk_last_error();
+  if (!s)
+    s = (wk_status)cuda_launch_gelu_backward(cuda_dt(cd), wk_tensor_data(res), wk_tensor_data(gg),
+                                             cuda_layout(gg, shape, nd), wk_tensor_data(xx),
+                                             cuda_layout(xx, shape, nd), tanh_approx, wk_tensor_numel(res),
+                                             cuda_stream(dev));
+  wk_release(gg);
+  wk_release(xx);
   if (s) {
-    wk_release(out);
+    wk_release(res);
     return s;
   }
-  outs[0] = WK_VT(out);
+  res = cuda_cast_own(res, rt);
+  if (!res) return wk_last_error();
+  outs[0] = WK_VT(res);
   return WK_OK;
+}
+
+#define N_BINFO 64
+static binfo g_infos[N_BINFO];
+static int g_ninfos;
+
+static wk_status reg(const char *name, int op, cuda_mode mode, bool scalar, bool alpha, bool rounding) {
+  if (g_ninfos == N_BINFO) return wk_error(WK_ERR_INTERNAL, "cuda: too many binary registrations");
+  binfo *b = &g_infos[g_ninfos++];
+  *b = (binfo){op, mode, scalar, alpha, rounding};
+  return cuda_reg(name, k_binary, NULL, b, "cuda.binary");
 }
 
 wk_status cuda_register_elementwise(void) {
-  wk_status s = cuda_reg("add", k_add, binary_supports, NULL, "cuda.add_f32");
-  if (!s) s = cuda_reg("mul", k_mul, binary_supports, NULL, "cuda.mul_f32");
-  if (!s) s = cuda_reg("relu", k_relu, unary_supports, NULL, "cuda.relu_f32");
+  static const struct {
+    const char *name;
+    int op;
+  } fam[] = {{"mul", CUDA_B_MUL}, {"maximum", CUDA_B_MAX}, {"minimum", CUDA_B_MIN}, {"pow", CUDA_B_POW},
+             {"logical_and", CUDA_B_AND}, {"logical_or", CUDA_B_OR}};
+  g_ninfos = 0;
+  wk_status s = WK_OK;
+  char n[64];
+  for (size_t i = 0; i < sizeof fam / sizeof fam[0] && !s; i++) {
+    s = reg(fam[i].name, fam[i].op, CUDA_FUNCTIONAL, false, false, false);
+    snprintf(n, sizeof n, "%s_", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CUDA_INPLACE, false, false, false);
+    snprintf(n, sizeof n, "%s.out", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CUDA_OUT, false, false, false);
+    snprintf(n, sizeof n, "%s.Scalar", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CUDA_FUNCTIONAL, true, false, false);
+    snprintf(n, sizeof n, "%s_.Scalar", fam[i].name);
+    if (!s) s = reg(n, fam[i].op, CUDA_INPLACE, true, false, false);
+  }
+  static const struct {
+    const char *name;
+    int op;
+  } cmp[] = {{"eq", CUDA_B_EQ}, {"ne", CUDA_B_NE}, {"lt", CUDA_B_LT}, {"le", CUDA_B_LE}, {"gt", CUDA_B_GT}, {"ge", CUDA_B_GE}};
+  for (size_t i = 0; i < sizeof cmp / sizeof cmp[0] && !s; i++) {
+    s = reg(cmp[i].name, cmp[i].op, CUDA_FUNCTIONAL, false, false, false);
+    snprintf(n, sizeof n, "%s.Scalar", cmp[i].name);
+    if (!s) s = reg(n, cmp[i].op, CUDA_FUNCTIONAL, true, false, false);
+    snprintf(n, sizeof n, "%s.out", cmp[i].name);
+    if (!s) s = reg(n, cmp[i].op, CUDA_OUT, false, false, false);
+  }
+  static const struct {
+    const char *name;
+    int op;
+    cuda_mode mode;
+    bool scalar, alpha, rounding;
+  } other[] = {{"add", CUDA_B_ADD, CUDA_FUNCTIONAL, false, true, false}, {"add_", CUDA_B_ADD, CUDA_INPLACE, false, true, false},
+               {"add.out", CUDA_B_ADD, CUDA_OUT, false, true, false}, {"add.Scalar", CUDA_B_ADD, CUDA_FUNCTIONAL, true, true, false},
+               {"add_.Scalar", CUDA_B_ADD, CUDA_INPLACE, true, true, false},
+               {"sub", CUDA_B_SUB, CUDA_FUNCTIONAL, false, true, false}, {"sub_", CUDA_B_SUB, CUDA_INPLACE, false, true, false},
+               {"sub.out", CUDA_B_SUB, CUDA_OUT, false, true, false}, {"sub.Scalar", CUDA_B_SUB, CUDA_FUNCTIONAL, true, true, false},
+               {"sub_.Scalar", CUDA_B_SUB, CUDA_INPLACE, true, true, false},
+               {"div", CUDA_B_DIV, CUDA_FUNCTIONAL, false, false, true}, {"div_", CUDA_B_DIV, CUDA_INPLACE, false, false, true},
+               {"div.out", CUDA_B_DIV, CUDA_OUT, false, false, true}, {"div.Scalar", CUDA_B_DIV, CUDA_FUNCTIONAL, true, false, true},
+               {"div_.Scalar", CUDA_B_DIV, CUDA_INPLACE, true, false, true}};
+  for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++)
+    s = reg(other[i].name, other[i].op, other[i].mode, other[i].scalar, other[i].alpha, other[i].rounding);
+  if (!s) s = cuda_reg("where.self", k_where, NULL, NULL, "cuda.where");
+  if (!s) s = cuda_reg("gelu_backward", k_gelu_backward, NULL, NULL, "cuda.gelu_backward");
   return s;
 }

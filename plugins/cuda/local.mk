@@ -11,12 +11,15 @@
 # would then compile foo.c twice instead of foo.cu.)
 
 # Device code, one file per op family (the kernel developer appends here).
-cuda_kernel_sources = plugins/cuda/copy.cu plugins/cuda/elementwise.cu
+cuda_kernel_sources = plugins/cuda/copy.cu plugins/cuda/elementwise.cu \
+	plugins/cuda/unary.cu plugins/cuda/reduce.cu
 
 # Host side of the plugin (C11).
 cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cuda/runtime.c \
 	plugins/cuda/memory.c plugins/cuda/cuda_alloc.h plugins/cuda/cuda_alloc.c \
-	plugins/cuda/copy_ops.c plugins/cuda/elementwise_ops.c
+	plugins/cuda/copy_ops.c plugins/cuda/elementwise_ops.c \
+	plugins/cuda/cuda_kernels.h plugins/cuda/cuda_device.h plugins/cuda/kernel_util.c plugins/cuda/unary_ops.c \
+	plugins/cuda/reduce_ops.c
 
 # Everything a tarball needs, whether or not this machine builds the plugin.
 EXTRA_DIST += $(cuda_kernel_sources) plugins/cuda/nvcc-lt
@@ -37,7 +40,8 @@ cuda_kernel_objects = $(cuda_kernel_sources:.cu=.lo)
 	$(AM_V_GEN)$(LIBTOOL) $(AM_V_lt) --tag=CC $(AM_LIBTOOLFLAGS) $(LIBTOOLFLAGS) --mode=compile \
 	  $(SHELL) $(top_srcdir)/plugins/cuda/nvcc-lt $(NVCC) $(CUDA_NVCCFLAGS) $(NVCCFLAGS) -c -o $@ $<
 # nvcc writes no dependency files for automake: every kernel file depends on the shared header.
-$(cuda_kernel_objects): $(top_srcdir)/plugins/cuda/cuda_plugin.h
+$(cuda_kernel_objects): $(top_srcdir)/plugins/cuda/cuda_plugin.h $(top_srcdir)/plugins/cuda/cuda_kernels.h \
+	$(top_srcdir)/plugins/cuda/cuda_device.h
 
 plugins_LTLIBRARIES += plugins/cuda/cuda.la
 plugins_cuda_cuda_la_SOURCES = $(cuda_host_sources)

@@ -1,0 +1,150 @@
+/* cuda plugin: launchers of the pointwise, reduction, softmax, indexing, RNG
+ * and optimizer-update families (extern "C", defined in the .cu files, called
+ * from the matching *_ops.c). Each returns 0 or the wk_status of an error
+ * already recorded; n == 0 launches nothing. Outputs are contiguous unless a
+ * layout is given. Compute dtypes are CUDA_F32, CUDA_F64, CUDA_I64 or
+ * CUDA_BOOL: the host converts operands first, as the cpu plugin does. */
+#ifndef WICK_CUDA_KERNELS_H
+#define WICK_CUDA_KERNELS_H
+
+#include "cuda_plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- elementwise.cu: binary ops ---- */
+enum {
+  CUDA_B_ADD, CUDA_B_SUB, CUDA_B_MUL, CUDA_B_DIV, CUDA_B_DIV_TRUNC, CUDA_B_DIV_FLOOR, CUDA_B_MAX, CUDA_B_MIN,
+  CUDA_B_POW, CUDA_B_AND, CUDA_B_OR, CUDA_B_EQ, CUDA_B_NE, CUDA_B_LT, CUDA_B_LE, CUDA_B_GT, CUDA_B_GE
+};
+/* out = a op b over n elements; a and b of dtype ct laid out over out's shape;
+ * b == NULL takes the scalar (bf for floating ct, bi otherwise). Arithmetic
+ * writes ct (F32, F64 or I64), comparisons and logical ops write bool. */
+int cuda_launch_binary(int op, int ct, void *out, const void *a, cuda_strided la, const void *b, cuda_strided lb,
+                       double bf, int64_t bi, double alpha, int64_t alpha_i, int64_t n, cudaStream_t st);
+/* out (element size es) = cond ? a : b; cond bool; a or b NULL take the
+ * bit patterns abits / bbits (already in the result dtype). */
+int cuda_launch_where(int es, void *out, const void *cond, cuda_strided lc, const void *a, cuda_strided la,
+                      uint64_t abits, const void *b, cuda_strided lb, uint64_t bbits, int64_t n, cudaStream_t st);
+/* gelu_backward: out = g * d gelu(x)/dx (ct F32 or F64); tanh_approx selects the tanh form. */
+int cuda_launch_gelu_backward(int ct, void *out, const void *g, cuda_strided lg, const void *x, cuda_strided lx,
+                              int tanh_approx, int64_t n, cudaStream_t st);
+
+/* ---- unary.cu ---- */
+enum {
+  CUDA_U_NEG, CUDA_U_ABS, CUDA_U_EXP, CUDA_U_LOG, CUDA_U_LOG1P, CUDA_U_SQRT, CUDA_U_RSQRT, CUDA_U_SIN, CUDA_U_COS,
+  CUDA_U_TANH, CUDA_U_SIGMOID, CUDA_U_RELU, CUDA_U_SILU, CUDA_U_SIGN, CUDA_U_FLOOR, CUDA_U_CEIL, CUDA_U_ROUND,
+  CUDA_U_LOGICAL_NOT, CUDA_U_LEAKY_RELU, CUDA_U_GELU, CUDA_U_CLAMP, CUDA_U_ISNAN, CUDA_U_ISINF, CUDA_U_NAN_TO_NUM,
+  CUDA_U_GELU_TANH, CUDA_U_FILL
+};
+/* out = op(a): ct F32/F64/I64; predicates (logical_not, isnan, isinf) write
+ * bool. p, q, r: leaky slope | clamp bounds | nan_to_num values | fill;
+ * ilo, ihi: integer clamp bounds. */
+int cuda_launch_unary(int op, int ct, void *out, const void *a, cuda_strided la, double p, double q, double r,
+                      int64_t ilo, int64_t ihi, int64_t n, cudaStream_t st);
+
+/* ---- reduce.cu: rows of a contiguous [rows, len] matrix ---- */
+enum {
+  CUDA_R_SUM, CUDA_R_PROD, CUDA_R_MAX, CUDA_R_MIN, CUDA_R_ARGMAX, CUDA_R_ARGMIN, CUDA_R_MEAN, CUDA_R_VAR,
+  CUDA_R_NORM, CUDA_R_LOGSUMEXP, CUDA_R_ALL, CUDA_R_ANY
+};
+/* x of dtype ct (F32, F64, I64 or BOOL); one block per row, a fixed-shape
+ * tree (deterministic, no atomics). Floating results go to fout (double per
+ * row: sum, prod, max/min values, mean, var with `p` = correction and q = 1
+ * for std, norm of order p, logsumexp); integer results (sums and products
+ * of I64, max/min of I64, all/any as 0/1) to iout (int64 per row); argmax/
+ * argmin and the index of max/min to idx (may be NULL). */
+int cuda_launch_reduce(int op, int ct, const void *x, int64_t rows, int64_t len, double p, double q, double *fout,
+                       int64_t *iout, int64_t *idx, cudaStream_t st);
+
+/* ---- softmax.cu: x contiguous [outer, C, inner], ct F32 or F64 ---- */
+int cuda_launch_softmax(int ct, bool log, void *y, const void *x, int64_t outer, int64_t C, int64_t inner,
+                        cudaStream_t st);
+/* grad_in from grad_out g and output y (softmax: y*(g - sum g*y); log: g - exp(y)*sum g). */
+int cuda_launch_softmax_backward(int ct, bool log, void *gi, const void *g, const void *y, int64_t outer, int64_t C,
+                                 int64_t inner, cudaStream_t st);
+
+/* ---- index.cu ---- */
+/* out[o, k, i] = x[o, index[k], i] for x contiguous [outer, S, inner] with
+ * element size es, index int64 [K]; an index outside [-S, S) sets *bad to
+ * 1 + its position (first one seen; device int64). */
+int cuda_launch_index_select(int es, void *out, const void *x, const int64_t *index, int64_t outer, int64_t S,
+                             int64_t K, int64_t inner, int64_t *bad, cudaStream_t st);
+/* gather: out (contiguous, index's shape) = self[..., index[...], ...] along dim. */
+int cuda_launch_gather(int es, void *out, const void *self, cuda_strided ls, const int64_t *index, cuda_strided li,
+                       int dim, int64_t *bad, int64_t n, cudaStream_t st);
+/* scatter / scatter_add into self (strided, ct for add: F32/F64/I64; any es
+ * for plain scatter) from src along dim for every element of index. One
+ * thread per line of index along dim walks the line in order: deterministic,
+ * no atomics. */
+int cuda_launch_scatter(bool add, int ct, int es, void *self, cuda_strided lself, const int64_t *index,
+                        cuda_strided li, const void *src, cuda_strided lsrc, int dim, int64_t *bad,
+                        cudaStream_t st);
+/* embedding backward: out [num_weights, D] (ct F32/F64, zeroed here) += g[n, :]
+ * for each n with idx[n] != padding_idx; one thread per (column, ...) walks n in
+ * order: deterministic. */
+int cuda_launch_embedding_backward(int ct, void *out, const void *g, const int64_t *idx, int64_t N, int64_t D,
+                                   int64_t num_weights, int64_t padding_idx, int64_t *bad, cudaStream_t st);
+
+/* ---- rng.cu: Philox 4x32-10, element i uses counter offset + i, as the cpu ---- */
+enum { CUDA_RNG_UNIFORM, CUDA_RNG_NORMAL, CUDA_RNG_RANDINT, CUDA_RNG_BERN_T, CUDA_RNG_BERN_P };
+/* Fills contiguous out (dtype dt) of n elements. a, b: from/to | mean/std |
+ * p; low, range: randint; probs (dtype pdt, contiguous): bernoulli. */
+int cuda_launch_random(int kind, int dt, void *out, int64_t n, uint64_t seed, uint64_t offset, double a, double b,
+                       int64_t low, uint64_t range, const void *probs, int pdt, cudaStream_t st);
+/* dropout: mask (bool) = uniform(f64 from r[0], r[1]) >= p, y = x * mask / (1 - p) (x, y of ct F32/F64). */
+int cuda_launch_dropout(int ct, void *y, bool *mask, const void *x, int64_t n, double p, uint64_t seed,
+                        uint64_t offset, cudaStream_t st);
+
+/* ---- optim_update.cu: fused per-parameter updates (layouts share param's shape) ---- */
+typedef struct cuda_optim_args {
+  int kind; /* 0 sgd, 1 adam, 2 rmsprop, 3 adagrad */
+  void *t[5];          /* param, grad, then the op's state buffers (NULL: absent) */
+  int dt[5];
+  cuda_strided l[5];
+  double f[10];        /* the op's float arguments in schema order */
+  bool b[4];           /* the op's bool arguments in schema order */
+} cuda_optim_args;
+int cuda_launch_optim(const cuda_optim_args *a, int64_t n, cudaStream_t st);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ==== host helpers of the kernel families (kernel_util.c; .c files only) ==== */
+#ifndef __CUDACC__
+/* How an op delivers its result: functional, in place (self), out=. */
+typedef enum { CUDA_FUNCTIONAL = 0, CUDA_INPLACE = 1, CUDA_OUT = 2 } cuda_mode;
+
+/* New contiguous tensor on dev (not scope-owned); NULL with an error. */
+wk_tensor *cuda_new(const int64_t *sizes, int ndim, wk_dtype dt, wk_device dev);
+/* t (borrowed) on dev in dtype dt: a new reference (t itself when it is
+ * already there; cpu 0-dim tensors, which the dispatcher lets through, are
+ * copied over). NULL with an error. */
+wk_tensor *cuda_operand(wk_tensor *t, wk_dtype dt, wk_device dev);
+/* Same, and contiguous. */
+wk_tensor *cuda_dense(wk_tensor *t, wk_dtype dt, wk_device dev);
+/* Consumes t; returns it converted to dt (NULL for NULL). */
+wk_tensor *cuda_cast_own(wk_tensor *t, wk_dtype dt);
+/* PyTorch's canCast: floating -> integral and non-bool -> bool are refused. */
+bool cuda_can_cast(wk_dtype from, wk_dtype to);
+/* Delivers result (a new reference, consumed) like the cpu plugin's
+ * cpu_deliver: functional returns it; in place / out= copy it into target
+ * (shape must match, cast allowed by cuda_can_cast) and return target. */
+wk_status cuda_deliver(const char *op, cuda_mode mode, wk_tensor *result, wk_tensor *target, wk_value *outs);
+/* "[2, 3]" into buf. */
+const char *cuda_shape_str(const wk_tensor *t, char *buf, size_t n);
+/* Wraps dim into [0, ndim) (0-dim tensors take -1 and 0), else
+ * WK_ERR_INDEX "op(): Dimension out of range ...". */
+wk_status cuda_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
+/* The current stream of dev. */
+static inline cudaStream_t cuda_stream(wk_device dev) { return cuda_current_stream(dev.index); }
+/* CUDA_* dtype code of a Wick dtype (the numbers are the ABI's). */
+static inline int cuda_dt(wk_dtype dt) { return (int)dt; }
+/* A device int64 error slot set to 0 (read back with cuda_read_slot). */
+wk_tensor *cuda_slot_new(wk_device dev);
+/* Reads the slot's value (synchronises the stream); consumes the slot. */
+wk_status cuda_slot_take(wk_tensor *slot, int64_t *value);
+#endif
+#endif
