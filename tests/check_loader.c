@@ -180,7 +180,8 @@ END_TEST
 
 /* ---- A map-style dataset that records its threads and may sleep ----------------------------------------------- */
 typedef struct {
-  int64_t n, slow_index;
+  int64_t n;
+  atomic_llong slow_index; /* changed while a stuck worker may still read it */
   double slow_s;
   pthread_mutex_t mu;
   pthread_t seen[64];
@@ -194,7 +195,7 @@ static wk_status probe_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_samp
   for (int k = 0; k < d->nseen; k++) known = known || pthread_equal(d->seen[k], pthread_self());
   if (!known && d->nseen < 64) d->seen[d->nseen++] = pthread_self();
   pthread_mutex_unlock(&d->mu);
-  if (i == d->slow_index) usleep((useconds_t)(d->slow_s * 1e6));
+  if (i == atomic_load(&d->slow_index)) usleep((useconds_t)(d->slow_s * 1e6));
   /* the value depends on the sample's stream: batches are equal only if the streams are */
   out->t[out->n++] = wk_scalar_tensor((double)i + (double)(ctx->seed % 1000) / 1000.0, WK_F64);
   return WK_OK;
