@@ -411,13 +411,15 @@ static wk_status pick_device(const wk_op *op, const wk_value *args, wk_device *d
   wk_device d = {WK_DEVICE_CPU, 0};
   const char *first = NULL;
   bool any = (op->tags & WK_TAG_ANY_DEVICE) != 0;
-  for (int i = 0; i < s->nargs; i++) {
+  const int nargs = s->nargs;
+  for (int i = 0; i < nargs; i++) {
     const wk_value *v = &args[i];
     int n = v->tag == WK_V_TENSOR ? 1 : v->tag == WK_V_TENSORS ? v->len : 0;
     for (int k = 0; k < n; k++) {
       const wk_tensor *t = v->tag == WK_V_TENSOR ? v->u.t : v->u.tensors[k];
       if (!t) continue;
-      wk_device td = wk__device_norm(t->storage->device);
+      wk_device td = t->storage->device; /* wk__device_norm, inlined: this runs for every tensor of every op */
+      if (td.type == WK_DEVICE_DEFAULT) td.type = WK_DEVICE_CPU;
       if (any) {
         *dev = td;
         return WK_OK;

@@ -103,13 +103,13 @@ static void small_key_make(void) {
 }
 
 /* Registers this thread's caches with the key so they are freed when it exits. */
-static bool small_register(void) {
-  if (tl_small.registered) return true;
+static bool small_register_slow(void) {
   pthread_once(&g_small_once, small_key_make);
   if (!g_small_key_ok || pthread_setspecific(g_small_key, &tl_small) != 0) return false;
   tl_small.registered = true;
   return true;
 }
+static inline bool small_register(void) { return tl_small.registered || small_register_slow(); }
 
 static void *small_take(size_t total) {
   if (total > SMALL_MAX) return NULL;
@@ -544,6 +544,7 @@ bool wk_tensor_is_contiguous(const wk_tensor *t) {
 }
 void *wk_tensor_data(const wk_tensor *t) {
   if (!t || !t->storage->data) return NULL;
+  if (!t->offset) return t->storage->data;
   return (char *)t->storage->data + t->offset * (int64_t)wk_dtype_size(t->dtype);
 }
 uint64_t wk_tensor_version(const wk_tensor *t) { return t ? atomic_load(&t->storage->version) : 0; }
