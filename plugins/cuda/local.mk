@@ -22,7 +22,7 @@ cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cud
 	plugins/cuda/reduce_ops.c
 
 # Everything a tarball needs, whether or not this machine builds the plugin.
-EXTRA_DIST += $(cuda_kernel_sources) plugins/cuda/nvcc-lt
+EXTRA_DIST += $(cuda_kernel_sources) plugins/cuda/nvcc-lt tests/gpu/run
 
 # nvcc needs a host compiler it supports (CUDA 13: gcc <= 15); override with
 # `make CUDA_CCBIN=g++-12`.
@@ -57,4 +57,16 @@ TEST_SUITES += tests/check_device
 tests_check_device_SOURCES = tests/check_device.c tests/testutil.h
 tests_check_device_CFLAGS = $(TEST_CFLAGS)
 tests_check_device_LDADD = $(TEST_LDADD)
+# The caching allocator's bookkeeping over a fake backing allocator (no CUDA needed).
+TEST_SUITES += tests/check_cuda_alloc
+tests_check_cuda_alloc_SOURCES = tests/check_cuda_alloc.c plugins/cuda/cuda_alloc.c plugins/cuda/cuda_alloc.h
+tests_check_cuda_alloc_CFLAGS = $(TEST_CFLAGS)
+tests_check_cuda_alloc_LDADD = $(CHECK_LIBS) -lpthread
+if BUILD_CUDA
+# Runtime tests through the public API; exit 77 (skip) with the driver's reason without a GPU.
+TEST_SUITES += tests/check_cuda
+tests_check_cuda_SOURCES = tests/check_cuda.c tests/testutil.h
+tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
+tests_check_cuda_LDADD = $(TEST_LDADD)
+endif
 endif
