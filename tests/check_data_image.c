@@ -74,6 +74,7 @@ static void write_png(const char *path, const png_spec *s) {
   png_destroy_write_struct(&png, &info);
   fclose(f);
 }
+/* comps 1 (gray), 3 (RGB) or 4 (CMYK); quality < 0: progressive at -quality. */
 static void write_jpeg(const char *path, int w, int h, int comps, const uint8_t *px, int quality) {
   FILE *f = fopen(path, "wb");
   ck_assert_ptr_nonnull(f);
@@ -85,9 +86,10 @@ static void write_jpeg(const char *path, int w, int h, int comps, const uint8_t 
   c.image_width = (JDIMENSION)w;
   c.image_height = (JDIMENSION)h;
   c.input_components = comps;
-  c.in_color_space = comps == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  c.in_color_space = comps == 1 ? JCS_GRAYSCALE : comps == 3 ? JCS_RGB : JCS_CMYK;
   jpeg_set_defaults(&c);
-  jpeg_set_quality(&c, quality, TRUE);
+  jpeg_set_quality(&c, quality < 0 ? -quality : quality, TRUE);
+  if (quality < 0) jpeg_simple_progression(&c);
   jpeg_start_compress(&c, TRUE);
   while (c.next_scanline < c.image_height) {
     JSAMPROW r = (JSAMPROW)px + (size_t)c.next_scanline * (size_t)w * (size_t)comps;
@@ -279,6 +281,18 @@ START_TEST(test_image_jpeg) {
   wk_release(t);
   free(ref3);
   free(ref);
+  /* progressive */
+  write_jpeg(path_of("prog.jpg"), JW, JH, 3, rgb, -90);
+  ref = ref_jpeg(path_of("prog.jpg"), &comps);
+  t = wk_image_read(path_of("prog.jpg"), 0);
+  assert_image(t, JH, JW, 3, ref, __LINE__);
+  wk_release(t);
+  free(ref);
+  /* CMYK is refused by name */
+  uint8_t cmyk[4 * 4 * 4] = {0};
+  write_jpeg(path_of("cmyk.jpg"), 4, 4, 4, cmyk, 90);
+  ck_assert_ptr_null(wk_image_read(path_of("cmyk.jpg"), 0));
+  TU_FAILS_WITH(WK_ERR_IO, "cmyk.jpg': unsupported JPEG: CMYK colour space (4 components)");
 }
 END_TEST
 

@@ -22,6 +22,7 @@ typedef struct {
   uint8_t *px;
   uint32_t h, w;
   int nc;
+  bool unsupported; /* a valid file we do not decode (not corrupt) */
   char msg[JMSG_LENGTH_MAX + 64];
 } dec;
 
@@ -101,7 +102,8 @@ static bool png_decode(const uint8_t *p, size_t n, dec *d) {
     int nc = png_get_channels(png, info);
     size_t rowbytes = png_get_rowbytes(png, info);
     if (nc < 1 || nc > 4 || png_get_bit_depth(png, info) != 8 || rowbytes != (size_t)w * (size_t)nc) {
-      snprintf(d->msg, sizeof d->msg, "unsupported PNG layout (color type %d, bit depth %d)", ct, bits);
+      snprintf(d->msg, sizeof d->msg, "colour type %d with bit depth %d", ct, bits);
+      d->unsupported = true;
       png_longjmp(png, 1);
     }
     d->px = malloc((size_t)w * h * (size_t)nc);
@@ -171,8 +173,9 @@ static bool jpeg_decode(const uint8_t *p, size_t n, dec *d) {
     } else if (ci->num_components == 3 && (ci->jpeg_color_space == JCS_YCbCr || ci->jpeg_color_space == JCS_RGB)) {
       ci->out_color_space = JCS_RGB;
     } else {
-      snprintf(d->msg, sizeof d->msg, "unsupported JPEG colour space (%d components%s); gray and RGB/YCbCr are supported",
-               ci->num_components, ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK ? ", CMYK" : "");
+      snprintf(d->msg, sizeof d->msg, "%s colour space (%d components); gray and RGB/YCbCr are supported",
+               ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK ? "CMYK" : "unknown", ci->num_components);
+      d->unsupported = true;
       longjmp(e->jb, 1);
     }
     if (!size_ok(d, ci->image_width, ci->image_height)) longjmp(e->jb, 1);
@@ -251,7 +254,8 @@ wk_tensor *dt_image_decode_named(const void *data, size_t n, int channels, const
     return NULL;
   }
   if (!(is_png ? png_decode(p, n, &d) : jpeg_decode(p, n, &d))) {
-    wk_error(WK_ERR_IO, "%s: '%s': corrupt %s: %s", fn, name, is_png ? "PNG" : "JPEG", d.msg[0] ? d.msg : "unknown error");
+    wk_error(WK_ERR_IO, "%s: '%s': %s %s: %s", fn, name, d.unsupported ? "unsupported" : "corrupt", is_png ? "PNG" : "JPEG",
+             d.msg[0] ? d.msg : "unknown error");
     return NULL;
   }
   wk_tensor *t = to_tensor_hwc(&d, channels);
