@@ -6,7 +6,7 @@
  *   train [--model cnn|mlp|resnet18] [--dataset fashion-mnist|mnist|cifar10|cifar100|imagefolder]
  *         [--data DIR] [--epochs 3] [--batch-size 64] [--optimizer sgd|adam|adamw]
  *         [--lr 0.05] [--momentum 0.9] [--weight-decay 0] [--scheduler cosine|step|onecycle|none]
- *         [--seed 0] [--workers 0] [--limit N] [--device cpu|cuda:N] [--amp]
+ *         [--seed 0] [--workers 0] [--limit N] [--image-size 64] [--device cpu|cuda:N] [--amp]
  *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH]
  *
  * Into --out (default ./runs/fmnist) it writes last.safetensors every epoch and
@@ -51,7 +51,7 @@ static int usage(void) {
           "usage: train [--model cnn|mlp|resnet18] [--dataset fashion-mnist|mnist|cifar10|cifar100|imagefolder]\n"
           "             [--data DIR] [--epochs N] [--batch-size N] [--optimizer sgd|adam|adamw] [--lr X]\n"
           "             [--momentum X] [--weight-decay X] [--scheduler cosine|step|onecycle|none] [--seed N]\n"
-          "             [--workers N] [--limit N] [--device cpu|cuda:N] [--amp] [--out DIR]\n"
+          "             [--workers N] [--limit N] [--image-size N] [--device cpu|cuda:N] [--amp] [--out DIR]\n"
           "             [--resume CHECKPOINT] [--stop-after EPOCH]\n"
           "defaults: cnn on fashion-mnist (%s), 3 epochs, batch 64, SGD lr 0.05 momentum 0.9,\n"
           "          cosine schedule, out runs/fmnist\n",
@@ -86,6 +86,7 @@ static bool parse(int argc, char **argv, config *c) {
     else if (!strcmp(a, "--workers")) c->workers = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--batch-size")) c->batch = strtoll(v, &end, 10);
     else if (!strcmp(a, "--limit")) c->limit = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--image-size")) c->image_size = strtoll(v, &end, 10);
     else if (!strcmp(a, "--lr")) c->lr = strtod(v, &end);
     else if (!strcmp(a, "--momentum")) c->momentum = strtod(v, &end);
     else if (!strcmp(a, "--seed")) c->seed = strtoull(v, &end, 10);
@@ -113,9 +114,9 @@ static bool parse(int argc, char **argv, config *c) {
     return false;
   }
   if (c->epochs < 1 || c->batch < 1 || c->workers < 0 || c->lr <= 0 || c->limit < 0 || c->weight_decay < 0 ||
-      c->momentum < 0 || c->stop_after < 0) {
+      c->momentum < 0 || c->stop_after < 0 || c->image_size < 8 || c->image_size > 4096) {
     fprintf(stderr, "train: epochs, batch size and lr must be positive; workers, limit, momentum and weight decay "
-                    "not negative\n");
+                    "not negative; --image-size in [8, 4096]\n");
     return false;
   }
   if (c->stop_after > c->epochs) c->stop_after = 0;
@@ -287,7 +288,8 @@ static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt,
 
 int main(int argc, char **argv) {
   config c = {.model = "cnn", .dataset = "fashion-mnist", .device = "cpu", .out = "runs/fmnist",
-              .optimizer = "sgd", .scheduler = "cosine", .epochs = 3, .batch = 64, .lr = 0.05, .momentum = 0.9};
+              .optimizer = "sgd", .scheduler = "cosine", .epochs = 3, .batch = 64, .lr = 0.05, .momentum = 0.9,
+              .image_size = 64};
   if (!parse(argc, argv, &c)) return usage();
   if (wk_init() != WK_OK) return die("wk_init");
   wk_device dev;

@@ -12,6 +12,7 @@ typedef struct train_config {
   int epochs, workers;
   int stop_after; /* --stop-after N: end this run after epoch N (a preempted job), 0: run all */
   int64_t batch, limit;
+  int64_t image_size; /* --image-size: side of the images the model sees (imagefolder) */
   double lr, momentum, weight_decay;
   uint64_t seed;
   bool amp; /* --amp: mixed precision (needs the amp plugin) */

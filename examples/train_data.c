@@ -123,6 +123,69 @@ static bool load_cifar(const train_config *c, train_data *d, const char *dir, in
   return d->train && d->test;
 }
 
+/* torchvision's ImageFolder recipe at --image-size S: RandomResizedCrop(S) and
+ * a flip for training, Resize(S * 8 / 7) + CenterCrop(S) for validation (the
+ * 256/224 ratio), ImageNet statistics. DIR/train and DIR/val (or DIR/test). */
+static bool load_imagefolder(const train_config *c, train_data *d) {
+  if (!c->data) {
+    wk_error(WK_ERR_INVALID_ARG, "--dataset imagefolder needs --data DIR (with train/ and val/ class folders)");
+    return false;
+  }
+  char tr[1100], va[1100];
+  snprintf(tr, sizeof tr, "%s/train", c->data);
+  snprintf(va, sizeof va, "%s/val", c->data);
+  if (access(va, R_OK) != 0) snprintf(va, sizeof va, "%s/test", c->data);
+  if (access(tr, R_OK) != 0 || access(va, R_OK) != 0) {
+    wk_error(WK_ERR_IO, "--data %s: an ImageFolder root needs train/ and val/ (or test/) subfolders of class folders",
+             c->data);
+    return false;
+  }
+  int64_t s = c->image_size;
+  d->channels = 3;
+  d->height = d->width = s;
+  d->nstats = 3;
+  memcpy(d->mean, imagenet_mean, sizeof imagenet_mean);
+  memcpy(d->std, imagenet_std, sizeof imagenet_std);
+  wk_dataset *raw_tr = wk_dataset_image_folder(tr, 3), *raw_va = raw_tr ? wk_dataset_image_folder(va, 3) : NULL;
+  if (!raw_tr || !raw_va) {
+    wk_dataset_free(raw_tr);
+    return false;
+  }
+  int64_t k = 0;
+  while (wk_image_folder_class(raw_tr, k)) k++;
+  wk_clear_error();
+  d->classes = k;
+  for (int64_t j = 0; j < k; j++) { /* labels must mean the same classes in both splits */
+    const char *a = wk_image_folder_class(raw_tr, j), *b = wk_image_folder_class(raw_va, j);
+    if (!b || strcmp(a, b)) {
+      wk_error(WK_ERR_INVALID_ARG, "--data %s: class %lld is '%s' in train/ but '%s' in %s", c->data, (long long)j, a,
+               b ? b : "(missing)", va);
+      wk_dataset_free(raw_tr);
+      wk_dataset_free(raw_va);
+      return false;
+    }
+  }
+  wk_transform *t_steps[4] = {wk_transform_to_tensor(true), wk_transform_random_resized_crop(s, s, NULL, NULL, c->seed),
+                              wk_transform_random_hflip(0.5, c->seed + 1),
+                              wk_transform_normalize(d->mean, d->std, 3)};
+  wk_transform *v_steps[4] = {wk_transform_to_tensor(true), wk_transform_resize(s * 8 / 7, 0),
+                              wk_transform_center_crop(s, s), wk_transform_normalize(d->mean, d->std, 3)};
+  bool ok = true;
+  for (int i = 0; i < 4; i++) ok = ok && t_steps[i] && v_steps[i];
+  wk_transform *tt = ok ? wk_transform_compose(t_steps, 4) : NULL, *vt = ok ? wk_transform_compose(v_steps, 4) : NULL;
+  d->train = tt && vt ? limit_to(wk_dataset_map(raw_tr, 0, tt), c->limit) : NULL;
+  d->test = d->train ? limit_to(wk_dataset_map(raw_va, 0, vt), c->limit) : NULL;
+  for (int i = 0; i < 4; i++) {
+    wk_transform_free(t_steps[i]);
+    wk_transform_free(v_steps[i]);
+  }
+  wk_transform_free(tt);
+  wk_transform_free(vt);
+  wk_dataset_free(raw_tr);
+  wk_dataset_free(raw_va);
+  return d->train && d->test;
+}
+
 bool train_data_load(const train_config *c, train_data *d) {
   memset(d, 0, sizeof *d);
   const char *name = c->dataset;
@@ -145,10 +208,7 @@ bool train_data_load(const train_config *c, train_data *d) {
     }
     ok = load_cifar(c, d, c->data, name[5] == '1' && name[6] == '0' && name[7] == '0' ? 100 : 10);
   } else if (!strcmp(name, "imagefolder")) {
-    (void)imagenet_mean;
-    (void)imagenet_std;
-    wk_error(WK_ERR_UNSUPPORTED, "--dataset imagefolder: this build's data plugin has no ImageFolder reader yet");
-    ok = false;
+    ok = load_imagefolder(c, d);
   } else {
     wk_error(WK_ERR_INVALID_ARG, "--dataset '%s' is not one of fashion-mnist, mnist, cifar10, cifar100, imagefolder",
              name);

@@ -103,8 +103,11 @@ bool record_write(const char *path, const train_config *c, const char *device_na
   fprintf(f, ", \"lr\": %.10g, \"momentum\": %.10g, \"weight_decay\": %.10g, \"scheduler\": ", c->lr, c->momentum,
           c->weight_decay);
   jstr(f, c->scheduler);
-  fprintf(f, ", \"loss\": \"cross_entropy\", \"workers\": %d, \"limit\": %lld, \"amp\": %s, \"normalize\": {\"mean\": [",
-          c->workers, (long long)c->limit, c->amp ? "true" : "false");
+  fprintf(f,
+          ", \"loss\": \"cross_entropy\", \"workers\": %d, \"limit\": %lld, \"amp\": %s, \"image\": [%lld, %lld, %lld], "
+          "\"classes\": %lld, \"normalize\": {\"mean\": [",
+          c->workers, (long long)c->limit, c->amp ? "true" : "false", (long long)d->channels, (long long)d->height,
+          (long long)d->width, (long long)d->classes);
   for (int i = 0; i < d->nstats; i++) fprintf(f, "%s%.6g", i ? ", " : "", d->mean[i]);
   fputs("], \"std\": [", f);
   for (int i = 0; i < d->nstats; i++) fprintf(f, "%s%.6g", i ? ", " : "", d->std[i]);

@@ -1,9 +1,11 @@
 #!/bin/sh
 # The main job's run-time choices: --dataset cifar10 with --model resnet18 on
-# CIFAR-10-format batches generated here, --model mlp with AdamW + OneCycle +
-# weight decay on a Fashion-MNIST subset (recorded in run.json), and the clean
-# errors for bad choices (unknown optimizer/scheduler/dataset, a model that does
-# not fit the data, --amp without the amp plugin).
+# CIFAR-10-format batches generated here, --dataset imagefolder on PNG class
+# folders generated here (3 colours, any sizes: must be learnt), --model mlp with
+# AdamW + OneCycle + weight decay on a Fashion-MNIST subset (recorded in
+# run.json), and the clean errors for bad choices (unknown optimizer/scheduler/
+# dataset, a model that does not fit the data, --amp without the amp plugin,
+# train/ and val/ folders whose classes differ).
 train="${top_builddir:-.}/examples/train"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wick-trainopt.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -21,6 +23,26 @@ def write(path, n):
     open(sys.argv[1] + "/" + path, "wb").write(out)
 write("data_batch_1.bin", 48)
 write("test_batch.bin", 16)
+
+# ImageFolder: root/{train,val}/{cat,dog,fox}/*.png, RGB of random sizes, one noisy colour per class.
+import os, struct, zlib
+def png(path, w, h, px):
+    raw = b"".join(b"\x00" + b"".join(bytes(px()) for x in range(w)) for y in range(h))
+    chunk = lambda t, d: struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    open(path, "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+                           chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+colours = {"cat": (200, 40, 40), "dog": (40, 200, 40), "fox": (40, 40, 200)}
+for split, n in (("train", 12), ("val", 4)):
+    for name, c in colours.items():
+        d = "%s/images/%s/%s" % (sys.argv[1], split, name)
+        os.makedirs(d)
+        for i in range(n):
+            png("%s/%03d.png" % (d, i), rng.randrange(20, 50), rng.randrange(20, 50),
+                lambda: tuple(max(0, min(255, v + rng.randrange(-30, 31))) for v in c))
+os.makedirs(sys.argv[1] + "/badimages/train/cat")
+os.makedirs(sys.argv[1] + "/badimages/val/dog")
+png(sys.argv[1] + "/badimages/train/cat/a.png", 8, 8, lambda: (1, 2, 3))
+png(sys.argv[1] + "/badimages/val/dog/a.png", 8, 8, lambda: (1, 2, 3))
 PY
 
 "$train" --dataset cifar10 --data "$tmp" --model resnet18 --epochs 1 --batch-size 16 --lr 0.01 --out "$tmp/c10" \
@@ -30,6 +52,14 @@ grep -q "model resnet18 .* cifar10: 48 training and 16 test images" "$tmp/c10.lo
 grep -q "^Epoch 1: train loss=" "$tmp/c10.log" || fail "cifar10: no epoch line"
 grep -q '"name": "cifar10"' "$tmp/c10/run.json" || fail "run.json does not name cifar10"
 grep -q '"mean": \[0.4914, 0.4822, 0.4465\]' "$tmp/c10/run.json" || fail "run.json lacks the CIFAR normalisation"
+
+"$train" --dataset imagefolder --data "$tmp/images" --model mlp --image-size 16 --epochs 4 --batch-size 12 \
+  --lr 0.01 --out "$tmp/imf" >"$tmp/imf.log" 2>&1 || { cat "$tmp/imf.log"; fail "imagefolder run"; }
+cat "$tmp/imf.log"
+grep -q "imagefolder: 36 training and 12 test images" "$tmp/imf.log" || fail "imagefolder header line"
+grep -q '"image": \[3, 16, 16\], "classes": 3' "$tmp/imf/run.json" || fail "run.json lacks the image geometry"
+acc=$(sed -n 's/^final test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/imf.log")
+awk -v a="$acc" 'BEGIN { exit !(a >= 66) }' || fail "imagefolder: only $acc% on three colours"
 
 data=/usr/share/datasets/fashion-mnist
 if [ -f "$data/train-images-idx3-ubyte.gz" ]; then
@@ -59,4 +89,6 @@ expect_error "needs --data DIR" --dataset cifar10
 expect_error "no data_batch_\*.bin in it" --dataset cifar10 --data "$tmp/c10"
 expect_error "service 'amp'" --amp --limit 64
 expect_error "bad value 'x' for --weight-decay" --weight-decay x
-echo "PASS: resnet18 on cifar10-format data, mlp + AdamW + OneCycle, and the errors for bad choices"
+expect_error "needs train/ and val/" --dataset imagefolder --data "$tmp"
+expect_error "class 0 is 'cat' in train/ but 'dog'" --dataset imagefolder --data "$tmp/badimages" --model mlp
+echo "PASS: resnet18 on cifar10-format data, mlp on an ImageFolder, mlp + AdamW + OneCycle, and the errors for bad choices"
