@@ -344,6 +344,48 @@ START_TEST(test_onednn_softmax) {
 }
 END_TEST
 
+/* ---- mm / addmm ------------------------------------------------------------------------------------ */
+START_TEST(test_onednn_matmul) {
+  static const int64_t shapes[][3] = {{64, 784, 256}, {128, 512, 64}, {33, 65, 97}, {256, 256, 256}};
+  for (int dt = 0; dt < 2; dt++) {
+    wk_dtype t = dt ? WK_BF16 : WK_F32;
+    double tol = dt ? TOL_BF16 : TOL_F32 * 10; /* sums of up to 784 products */
+    for (int i = 0; i < 4; i++) {
+      wk_scope_begin();
+      int64_t M = shapes[i][0], K = shapes[i][1], N = shapes[i][2];
+      wk_tensor *x = rnd(WK_SHAPE(M, K), t, 91 + i), *w = rnd(WK_SHAPE(N, K), t, 92 + i), *g = rnd(WK_SHAPE(M, N), t, 93);
+      wk_tensor *wt = wk_t(w), *xt = wk_t(x), *xn = rnd(WK_SHAPE(K, M), t, 94);
+      char what[32];
+      snprintf(what, sizeof what, "shape %d %s", i, wk_dtype_name(t));
+      wk_value a[2] = {WK_VT(x), WK_VT(wt)};
+      compare("mm", a, 2, tol, what); /* linear's forward: weight transposed */
+      wk_value b[2] = {WK_VT(g), WK_VT(w)};
+      compare("mm", b, 2, tol, what);
+      wk_value c[2] = {WK_VT(xt), WK_VT(g)};
+      compare("mm", c, 2, tol, what); /* grad of the weight: input transposed */
+      wk_value d[2] = {WK_VT(wk_t(xn)), WK_VT(wt)};
+      compare("mm", d, 2, tol, what);
+      /* addmm with every bias broadcast */
+      wk_tensor *biases[4] = {rnd(WK_SHAPE(N), t, 95), rnd(WK_SHAPE(1, N), t, 96), rnd(WK_SHAPE(M, 1), t, 97),
+                              rnd(WK_SHAPE(M, N), t, 98)};
+      for (int j = 0; j < 4; j++) {
+        wk_value e[5] = {WK_VT(biases[j]), WK_VT(x), WK_VT(wt), WK_VF(1), WK_VF(1)};
+        compare("addmm", e, 5, tol, what);
+      }
+      wk_scope_end();
+    }
+  }
+  /* beta != 1 and tiny products are the cpu kernel's */
+  wk_scope_begin();
+  wk_tensor *x = rnd(WK_SHAPE(64, 128), WK_F32, 1), *w = rnd(WK_SHAPE(128, 64), WK_F32, 2), *b = rnd(WK_SHAPE(64), WK_F32, 3);
+  wk_value e[5] = {WK_VT(b), WK_VT(x), WK_VT(w), WK_VF(0.5), WK_VF(1)}, o[1];
+  ck_assert_int_ne(call_with("addmm", "onednn", e, 5, o), WK_OK);
+  wk_clear_error();
+  TU_NOTNULL(wk_addmm(b, x, w, 0.5, 1));
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *onednn_suite(void) {
   Suite *s = suite_create("onednn");
   TCase *tc = tcase_create("conv2d");
@@ -370,10 +412,17 @@ static Suite *onednn_suite(void) {
   tcase_add_test(tc, test_onednn_activations);
   tcase_add_test(tc, test_onednn_softmax);
   suite_add_tcase(s, tc);
+  tc = tcase_create("matmul");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_onednn_matmul);
+  suite_add_tcase(s, tc);
   return s;
 }
 
 int main(void) {
+  /* also the kernels that stay unregistered by default (measured slower) */
+  setenv("WICK_ONEDNN_ALL_KERNELS", "1", 1);
   if (!onednn_loaded()) {
     printf("SKIP: the onednn plugin is not loaded (%s)\n", getenv("WICK_DISABLE_PLUGINS") ? "disabled" : "not built or failed");
     return 77;

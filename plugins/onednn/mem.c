@@ -46,8 +46,9 @@ static odn_prim *make_reorder(void *v) {
   return odn_prim_from_pd(c->op, pd, NULL, 0);
 }
 
-static wk_status run(const char *op, const odn_prim *p, dnnl_exec_arg_t *ea, dnnl_memory_t *mems, int n) {
-  dnnl_stream_t s = odn_stream(op);
+static wk_status run(const char *op, const odn_prim *p, dnnl_exec_arg_t *ea, dnnl_memory_t *mems, int n,
+                     size_t bytes) {
+  dnnl_stream_t s = odn_stream(op, bytes);
   if (!s) return wk_last_error();
   void *sp = NULL;
   wk_status st = WK_OK;
@@ -83,7 +84,7 @@ wk_status odn_reorder(const char *op, const dnnl_memory_desc_t *from, const void
   if (!st) st = odn_check(odn.memory_create(&m[1], to, odn_engine, dst), op, "memory creation");
   if (!st) {
     dnnl_exec_arg_t ea[3] = {{DNNL_ARG_FROM, m[0]}, {DNNL_ARG_TO, m[1]}};
-    st = run(op, p, ea, m, 2);
+    st = run(op, p, ea, m, 2, 2 * odn.memory_desc_get_size(from));
   }
   if (m[0]) odn.memory_destroy(m[0]);
   if (m[1]) odn.memory_destroy(m[1]);
@@ -99,6 +100,7 @@ wk_status odn_exec(const char *op, const odn_prim *p, const odn_arg *args, int n
   void *tmp[ODN_MAX_ARGS] = {0};
   wk_status st = WK_OK;
   int k = 0;
+  size_t bytes = 0;
   for (; k < n && !st; k++) {
     const odn_arg *a = &args[k];
     bool same = !a->want || a->want->ndims == 0 || odn.memory_desc_equal(a->want, a->have);
@@ -112,6 +114,7 @@ wk_status odn_exec(const char *op, const odn_prim *p, const odn_arg *args, int n
       if (!a->output && (st = odn_reorder(op, a->have, a->data, a->want, tmp[k]))) break;
       ptr = tmp[k];
     }
+    bytes += odn.memory_desc_get_size(use);
     if ((st = odn_check(odn.memory_create(&mems[k], use, odn_engine, ptr), op, "memory creation"))) break;
     ea[k] = (dnnl_exec_arg_t){a->id, mems[k]};
   }
@@ -122,7 +125,7 @@ wk_status odn_exec(const char *op, const odn_prim *p, const odn_arg *args, int n
       fprintf(stderr, "%s arg %d: pd wants ndims %d, equal %d\n", op, args[i].id, want ? want->ndims : -1,
               want ? odn.memory_desc_equal(want, use) : -1);
     }
-  if (!st) st = run(op, p, ea, mems, n);
+  if (!st) st = run(op, p, ea, mems, n, bytes);
   for (int i = 0; i < n && !st; i++)
     if (tmp[i] && args[i].output) st = odn_reorder(op, args[i].want, tmp[i], args[i].have, args[i].data);
   for (int i = 0; i < n; i++) {

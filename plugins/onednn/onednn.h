@@ -40,14 +40,18 @@ extern dnnl_engine_t odn_engine; /* the one cpu engine */
 /* ---- plugin.c ------------------------------------------------------------------------- */
 /* Registers a boxed kernel for the cpu device above the reference plugin. */
 wk_status odn_reg(const char *op, wk_kernel_fn fn, wk_supports_fn sup, void *user);
-/* The calling thread's stream; also keeps oneDNN's thread count equal to the
- * pool's. NULL with an error recorded on failure. */
-dnnl_stream_t odn_stream(const char *op);
+/* The calling thread's stream, for a primitive touching `bytes` of memory;
+ * also sets oneDNN's thread count: the pool's, or 1 for small primitives.
+ * NULL with an error recorded on failure. */
+dnnl_stream_t odn_stream(const char *op, size_t bytes);
 /* WK_OK for dnnl_success, else records "op(): oneDNN <what> failed (status)". */
 wk_status odn_check(dnnl_status_t st, const char *op, const char *what);
 /* True when the call may run in oneDNN at all: not inside a pool chunk (its
  * OpenMP team would oversubscribe the cores). */
 bool odn_usable(void);
+/* True when WICK_ONEDNN_ALL_KERNELS is set: register also the kernels that
+ * were measured slower than the cpu plugin's here (for tests and re-measuring). */
+bool odn_all_kernels(void);
 /* f32 (or bf16 when allow_bf16) dense row-major tensor with at least one element. */
 bool odn_dense(const wk_tensor *t, bool allow_bf16);
 dnnl_data_type_t odn_dt(wk_dtype dt);

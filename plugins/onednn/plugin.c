@@ -28,10 +28,14 @@ static void stream_free(void *s) { odn.stream_destroy((dnnl_stream_t)s); }
 
 /* Spin count for idle OpenMP workers (iterations before they sleep). 0 is
  * OMP_WAIT_POLICY=PASSIVE; libgomp's default is 300000 (~0.1-1 ms of spinning
- * after every primitive, which steals a core from Wick's pool on 2 cores).
+ * after every primitive, which steals a core from Wick's pool on 2 cores;
+ * measured: ACTIVE made a conv training step 5-10x slower on this loaded
+ * 2-core machine, a short spin gained nothing over passive).
  * WICK_ONEDNN_SPINCOUNT overrides; a user's own OMP_WAIT_POLICY or
  * GOMP_SPINCOUNT is left alone. */
-#define ODN_DEFAULT_SPINCOUNT "10000"
+#define ODN_DEFAULT_SPINCOUNT "0"
+/* Below this many bytes of arguments a primitive runs single-threaded. */
+#define ODN_SERIAL_BYTES (256u << 10)
 
 static void set_omp_env(void) {
   char buf[32];
@@ -101,8 +105,11 @@ wk_status odn_check(dnnl_status_t st, const char *op, const char *what) {
                   what, n);
 }
 
-dnnl_stream_t odn_stream(const char *op) {
-  int n = wk_num_threads();
+dnnl_stream_t odn_stream(const char *op, size_t bytes) {
+  /* Small primitives run on the calling thread alone: waking the OpenMP
+   * team costs more than it saves (tens of microseconds, far more when the
+   * cores are busy). */
+  int n = bytes < ODN_SERIAL_BYTES ? 1 : wk_num_threads();
   if (n != t_threads) {
     /* OpenMP's thread count is per thread: follow the pool's on each caller */
     if (g_omp_set_num_threads) g_omp_set_num_threads(n);
@@ -117,6 +124,11 @@ dnnl_stream_t odn_stream(const char *op) {
 }
 
 bool odn_usable(void) { return !wk_in_parallel(); }
+
+bool odn_all_kernels(void) {
+  const char *e = getenv("WICK_ONEDNN_ALL_KERNELS");
+  return e && *e && strcmp(e, "0") != 0;
+}
 
 dnnl_data_type_t odn_dt(wk_dtype dt) {
   switch (dt) {
