@@ -21,6 +21,12 @@ cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cud
 	plugins/cuda/cuda_kernels.h plugins/cuda/cuda_device.h plugins/cuda/kernel_util.c plugins/cuda/unary_ops.c \
 	plugins/cuda/reduce_ops.c
 
+# Library-backed kernels (cuBLAS, cuDNN) and their pooling/batch-norm helpers.
+cuda_kernel_sources += plugins/cuda/pool.cu plugins/cuda/bn.cu
+cuda_host_sources += plugins/cuda/cuda_libs.h plugins/cuda/handles.c plugins/cuda/blas_ops.c \
+	plugins/cuda/dnn_ops.c plugins/cuda/bn_ops.c plugins/cuda/pool_ops.c
+plugins/cuda/pool.lo plugins/cuda/bn.lo: $(top_srcdir)/plugins/cuda/cuda_libs.h
+
 # Everything a tarball needs, whether or not this machine builds the plugin.
 EXTRA_DIST += $(cuda_kernel_sources) plugins/cuda/nvcc-lt tests/gpu/run
 

@@ -1,0 +1,285 @@
+/* cuda blas family: mm, bmm, addmm and dot through cuBLAS for f32, f64, f16
+ * and bf16 (f16/bf16 accumulate in f32). Transposed and strided operands are
+ * passed by flag and leading dimension, never copied, when cuBLAS can read
+ * them; f32 uses TF32 only when WICK_CUDA_ALLOW_TF32=1. matmul and linear
+ * are the core's composites over these. */
+#include <limits.h>
+#include <string.h>
+
+#include "cuda_libs.h"
+
+static bool blas_dtype(wk_dtype dt) { return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16; }
+
+static bool supports_floats(const wk_kernel_ctx *ctx, const wk_value *args) {
+  /* every tensor argument (mm/bmm/dot: 2, addmm: 3) of a cuBLAS dtype */
+  int n = wk_op_num_args(ctx->op);
+  for (int i = 0; i < n; i++)
+    if (args[i].tag == WK_V_TENSOR && args[i].u.t && !blas_dtype(wk_tensor_dtype(args[i].u.t))) return false;
+  return true;
+}
+
+static cudaDataType_t data_type(wk_dtype dt) {
+  switch (dt) {
+    case WK_F64: return CUDA_R_64F;
+    case WK_F16: return CUDA_R_16F;
+    case WK_BF16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+static cublasComputeType_t compute_type(wk_dtype dt) {
+  if (dt == WK_F64) return CUBLAS_COMPUTE_64F;
+  if (dt == WK_F32 && cuda_allow_tf32_matmul()) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  return CUBLAS_COMPUTE_32F;
+}
+
+/* A batch of row-major matrices [batch, rows, cols] seen through element strides. */
+typedef struct {
+  const char *data;
+  int64_t rows, cols, sb, s0, s1; /* sb: 0 for a single matrix */
+} mat;
+
+static mat mat_of(wk_tensor *t) {
+  int nd = wk_tensor_dim(t);
+  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
+  mat m = {(const char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
+  return m;
+}
+
+/* How cuBLAS (column-major) reads row-major x: with unit column stride x is
+ * the column-major x^T with ld = row stride (op N on x^T); with unit row
+ * stride it is column-major x itself, ld = column stride (op T gives x^T).
+ * Strides of size-1 dimensions do not matter. */
+static bool blas_layout(const mat *x, bool *trans, int64_t *ld) {
+  int64_t r = x->rows, c = x->cols;
+  if ((c <= 1 || x->s1 == 1) && (r <= 1 || x->s0 >= (c > 1 ? c : 1))) {
+    *trans = false;
+    *ld = r <= 1 ? (c > 1 ? c : 1) : x->s0;
+  } else if ((r <= 1 || x->s0 == 1) && (c <= 1 || x->s1 >= (r > 1 ? r : 1))) {
+    *trans = true;
+    *ld = c <= 1 ? (r > 1 ? r : 1) : x->s1;
+  } else {
+    return false;
+  }
+  return *ld <= INT_MAX;
+}
+
+static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+/* c (contiguous [batch, n, m] of a's dtype) = alpha a @ b + beta c. */
+static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch,
+                      int64_t n, int64_t k, int64_t m, double alpha, double beta) {
+  wk_dtype dt = wk_tensor_dtype(c);
+  int dix = dev.index;
+  cudaStream_t stream = cuda_current_stream(dix);
+  size_t es = wk_dtype_size(dt);
+  if (batch * n * m == 0) return WK_OK;
+  if (!fits_int(n) || !fits_int(m) || !fits_int(k) || !fits_int(batch))
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): sizes [%lld, %lld] x [%lld, %lld] (batch %lld) exceed cuBLAS's int range",
+                    op, (long long)n, (long long)k, (long long)k, (long long)m, (long long)batch);
+  cublasHandle_t h;
+  wk_status s = cuda_cublas(op, dix, &h);
+  if (s) return s;
+  float af = (float)alpha, bf = (float)beta;
+  const void *pa = dt == WK_F64 ? (const void *)&alpha : (const void *)&af;
+  const void *pb = dt == WK_F64 ? (const void *)&beta : (const void *)&bf;
+  if (k == 0) { /* an empty sum: C = beta C (cuBLAS is not asked to scale) */
+    size_t bytes = (size_t)(batch * n * m) * es;
+    if (beta == 0) return CUDA_CHECK(op, cudaMemsetAsync(wk_tensor_data(c), 0, bytes, stream));
+    return CUBLAS_CHECK(op, cublasScalEx(h, (int)(batch * n * m), pa, dt == WK_F64 ? CUDA_R_64F : CUDA_R_32F,
+                                         wk_tensor_data(c), data_type(dt), 1,
+                                         dt == WK_F64 ? CUDA_R_64F : CUDA_R_32F));
+  }
+  wk_tensor *ops[2] = {wk_retain(a), wk_retain(b)};
+  mat x[2];
+  bool tr[2];
+  int64_t ld[2];
+  for (int i = 0; i < 2 && !s; i++) {
+    x[i] = mat_of(ops[i]);
+    if (blas_layout(&x[i], &tr[i], &ld[i])) continue;
+    wk_tensor *cc = wk_contiguous(ops[i]); /* e.g. a view with both strides > 1 */
+    wk_release(ops[i]);
+    ops[i] = cc;
+    if (!cc) {
+      s = wk_last_error();
+      break;
+    }
+    x[i] = mat_of(cc);
+    if (!blas_layout(&x[i], &tr[i], &ld[i]))
+      s = wk_error(WK_ERR_INTERNAL, "%s(): a contiguous operand has no cuBLAS layout", op);
+  }
+  if (!s) {
+    /* row-major C = A B is column-major C^T = B^T A^T: B comes first */
+    cublasOperation_t ob = tr[1] ? CUBLAS_OP_T : CUBLAS_OP_N, oa = tr[0] ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cudaDataType_t ty = data_type(dt);
+    cublasComputeType_t ct = compute_type(dt);
+    if (batch == 1)
+      s = CUBLAS_CHECK(op, cublasGemmEx(h, ob, oa, (int)m, (int)n, (int)k, pa, x[1].data, ty, (int)ld[1], x[0].data, ty,
+                                        (int)ld[0], pb, wk_tensor_data(c), ty, (int)m, ct, CUBLAS_GEMM_DEFAULT));
+    else
+      s = CUBLAS_CHECK(op, cublasGemmStridedBatchedEx(h, ob, oa, (int)m, (int)n, (int)k, pa, x[1].data, ty, (int)ld[1],
+                                                      (long long)x[1].sb, x[0].data, ty, (int)ld[0], (long long)x[0].sb,
+                                                      pb, wk_tensor_data(c), ty, (int)m, (long long)(n * m), (int)batch,
+                                                      ct, CUBLAS_GEMM_DEFAULT));
+  }
+  wk_release(ops[0]);
+  wk_release(ops[1]);
+  return s;
+}
+
+static const char *scalar_name(wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return "Float";
+    case WK_F64: return "Double";
+    case WK_F16: return "Half";
+    case WK_BF16: return "BFloat16";
+    default: return wk_dtype_name(dt);
+  }
+}
+
+static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char *na, const char *nb) {
+  if (wk_tensor_dim(a) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, na, wk_tensor_dim(a));
+  if (wk_tensor_dim(b) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, nb, wk_tensor_dim(b));
+  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
+  if (x[1] != y[0])
+    return wk_error(WK_ERR_SHAPE, "%s(): mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
+                    (long long)x[0], (long long)x[1], (long long)y[0], (long long)y[1]);
+  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected m1 and m2 to have the same dtype, but got: %s != %s", op,
+                    scalar_name(wk_tensor_dtype(a)), scalar_name(wk_tensor_dtype(b)));
+  return WK_OK;
+}
+
+/* A new contiguous result of a's dtype; on error releases it and returns the status. */
+static wk_status run(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, wk_tensor *a, wk_tensor *b,
+                     const int64_t *sz, int nd, int64_t k, double alpha, double beta, wk_value *outs) {
+  wk_device dev = ctx->device;
+  wk_status s = cuda_enter(op, dev);
+  if (s) return s;
+  wk_tensor *c = wk_empty(sz, nd, (wk_options){.dtype = wk_tensor_dtype(a), .device = dev});
+  if (!c) return wk_last_error();
+  int64_t batch = nd == 3 ? sz[0] : 1, n = sz[nd - 2], m = sz[nd - 1];
+  if (self && beta != 0 && batch * n * m > 0) /* beta's operand, broadcast into C */
+    s = (wk_status)cuda_launch_copy(wk_tensor_data(c), wk_tensor_dtype(c), cuda_layout(c, NULL, 0), wk_tensor_data(self),
+                                    wk_tensor_dtype(self), cuda_layout(self, sz, nd), batch * n * m,
+                                    cuda_current_stream(dev.index));
+  if (!s) s = gemm(op, dev, c, a, b, batch, n, k, m, alpha, self ? beta : 0.0);
+  if (s) {
+    wk_release(c);
+    return s;
+  }
+  outs[0] = WK_VT(c);
+  return WK_OK;
+}
+
+static wk_status k_mm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
+  wk_status s = check_mm("mm", a, b, "self", "mat2");
+  if (s) return s;
+  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
+  return run("mm", ctx, NULL, a, b, sz, 2, wk_tensor_size(a, 1), 1.0, 0.0, outs);
+}
+
+static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0), *a = WK_ARG_T(1), *b = WK_ARG_T(2);
+  wk_status s = check_mm("addmm", a, b, "mat1", "mat2");
+  if (s) return s;
+  if (wk_tensor_dtype(self) != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "addmm(): self and mat2 must have the same dtype, but got %s and %s",
+                    scalar_name(wk_tensor_dtype(self)), scalar_name(wk_tensor_dtype(b)));
+  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
+  int snd = wk_tensor_dim(self);
+  const int64_t *ss = wk_tensor_sizes(self);
+  bool ok = snd <= 2;
+  for (int d = 0; ok && d < snd; d++) ok = ss[d] == 1 || ss[d] == sz[2 - snd + d];
+  if (!ok) {
+    char buf[160];
+    return wk_error(WK_ERR_SHAPE, "addmm(): self of shape %s cannot be broadcast to the result shape [%lld, %lld]",
+                    cuda_lib_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
+  }
+  /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
+  return run("addmm", ctx, self, a, b, sz, 2, wk_tensor_size(a, 1), wk_value_as_f64(&args[4]),
+             wk_value_as_f64(&args[3]), outs);
+}
+
+static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
+  if (wk_tensor_dim(a) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch1 must be a 3D tensor, got %dD", wk_tensor_dim(a));
+  if (wk_tensor_dim(b) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch2 must be a 3D tensor, got %dD", wk_tensor_dim(b));
+  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
+  if (y[0] != x[0] || y[1] != x[2])
+    return wk_error(WK_ERR_SHAPE,
+                    "bmm(): Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: "
+                    "[%lld, %lld].",
+                    (long long)x[0], (long long)x[2], (long long)y[0], (long long)y[1]);
+  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "bmm(): expected batch1 and batch2 to have the same dtype, but got: %s != %s",
+                    scalar_name(wk_tensor_dtype(a)), scalar_name(wk_tensor_dtype(b)));
+  int64_t sz[3] = {x[0], x[1], y[2]};
+  return run("bmm", ctx, NULL, a, b, sz, 3, x[2], 1.0, 0.0, outs);
+}
+
+/* dot: cublasDotEx writing the 0-dim result on the device (no host sync). */
+static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
+  if (wk_tensor_dim(a) != 1 || wk_tensor_dim(b) != 1)
+    return wk_error(WK_ERR_SHAPE, "dot(): 1D tensors expected, but got %dD and %dD tensors", wk_tensor_dim(a),
+                    wk_tensor_dim(b));
+  int64_t n = wk_tensor_numel(a);
+  if (n != wk_tensor_numel(b))
+    return wk_error(WK_ERR_SHAPE,
+                    "dot(): inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same number of "
+                    "elements, but got %lld and %lld elements respectively",
+                    (long long)n, (long long)wk_tensor_numel(b), (long long)n, (long long)wk_tensor_numel(b));
+  wk_dtype dt = wk_tensor_dtype(a);
+  if (dt != wk_tensor_dtype(b))
+    return wk_error(WK_ERR_DTYPE, "dot(): expected both vectors to have same dtype, but found %s and %s",
+                    scalar_name(dt), scalar_name(wk_tensor_dtype(b)));
+  if (!fits_int(n)) return wk_error(WK_ERR_UNSUPPORTED, "dot(): %lld elements exceed cuBLAS's int range", (long long)n);
+  wk_device dev = ctx->device;
+  wk_status s = cuda_enter("dot", dev);
+  if (s) return s;
+  wk_tensor *r = cuda_lib_zeros("dot", NULL, 0, dt, dev);
+  if (!r) return wk_last_error();
+  if (n == 0) {
+    outs[0] = WK_VT(r);
+    return WK_OK;
+  }
+  wk_tensor *x = wk_retain(a), *y = wk_retain(b);
+  for (int i = 0; i < 2 && !s; i++) { /* cuBLAS wants positive increments */
+    wk_tensor **t = i ? &y : &x;
+    int64_t st = wk_tensor_stride(*t, 0);
+    if (n > 1 && (st <= 0 || st > INT_MAX)) {
+      wk_tensor *c = wk_contiguous(*t);
+      wk_release(*t);
+      *t = c;
+      if (!c) s = wk_last_error();
+    }
+  }
+  cublasHandle_t h = NULL;
+  if (!s) s = cuda_cublas("dot", dev.index, &h);
+  if (!s) s = CUBLAS_CHECK("dot", cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
+  if (!s) {
+    int ix = n > 1 ? (int)wk_tensor_stride(x, 0) : 1, iy = n > 1 ? (int)wk_tensor_stride(y, 0) : 1;
+    cudaDataType_t ty = data_type(dt);
+    s = CUBLAS_CHECK("dot", cublasDotEx(h, (int)n, wk_tensor_data(x), ty, ix, wk_tensor_data(y), ty, iy,
+                                        wk_tensor_data(r), ty, dt == WK_F64 ? CUDA_R_64F : CUDA_R_32F));
+    cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST); /* the gemms pass host scalars */
+  }
+  wk_release(x);
+  wk_release(y);
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  outs[0] = WK_VT(r);
+  return WK_OK;
+}
+
+wk_status cuda_register_blas(void) {
+  wk_status s = cuda_reg("mm", k_mm, supports_floats, NULL, "cuda.mm_cublas");
+  if (!s) s = cuda_reg("bmm", k_bmm, supports_floats, NULL, "cuda.bmm_cublas");
+  if (!s) s = cuda_reg("addmm", k_addmm, supports_floats, NULL, "cuda.addmm_cublas");
+  if (!s) s = cuda_reg("dot", k_dot, supports_floats, NULL, "cuda.dot_cublas");
+  return s;
+}
