@@ -30,8 +30,8 @@ static bool axis_init(axis *a, int64_t in, int64_t out, bool f64) {
       i0 = (int64_t)src;
       lam = src - (double)i0;
       a->w0[d] = 1.0 - lam;
-    } else { /* PyTorch's opmath for float is float */
-      float scale = (float)in / (float)out, s = scale * ((float)d + 0.5f) - 0.5f;
+    } else { /* PyTorch's opmath for float is float; the source index is computed in double, then stored as float */
+      float scale = (float)in / (float)out, s = (float)((double)scale * ((double)d + 0.5) - 0.5);
       if (s < 0) s = 0;
       i0 = (int64_t)s;
       float l = s - (float)i0;
