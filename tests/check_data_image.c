@@ -557,6 +557,26 @@ START_TEST(test_image_resize) {
   wk_release(y);
   wk_release(x44);
   wk_release(x);
+  /* values printed by PyTorch 1.13 (F.interpolate(x, size, mode='bilinear', align_corners=False); uint8 as
+   * torchvision: float32, round, cast) for x[i] = (i * 37 % 101) / 101 and u[i] = i * 37 % 256, 5 x 7 */
+  float xv[35];
+  uint8_t uv[35];
+  for (int i = 0; i < 35; i++) xv[i] = (float)(i * 37 % 101) / 101.0f, uv[i] = (uint8_t)(i * 37 % 256);
+  x = wk_tensor_from_data(xv, WK_F32, WK_SHAPE(5, 7));
+  wk_transform *r34 = wk_transform_resize(3, 4), *r49 = wk_transform_resize(4, 9);
+  y = apply(r34, x, 0);
+  TU_CLOSE(y, ((double[]){0.325495034, 0.549917519, 0.316006631, 0.498762369, 0.266089141, 0.782178164, 0.548267305,
+                          0.564356446, 0.415016502, 0.764438927, 0.530528009, 0.463283867}), 12, 6e-7, 0);
+  wk_release(y);
+  wk_release(x);
+  x = wk_tensor_from_data(uv, WK_U8, WK_SHAPE(5, 7));
+  y = apply(r49, x, 0);
+  TU_EQ_VALS(y, 0, 25, 54, 83, 111, 140, 169, 198, 222, 4, 29, 58, 86, 115, 144, 173, 201, 226, 8, 33, 61, 90, 119, 148,
+             176, 205, 230, 12, 36, 65, 94, 123, 151, 180, 209, 234);
+  wk_release(y);
+  wk_release(x);
+  wk_transform_free(r34);
+  wk_transform_free(r49);
   /* odd ratios, up and down, several planes, against the float64 reference */
   const int sizes[][2] = {{3, 4}, {9, 11}, {5, 2}, {1, 1}, {13, 7}};
   for (int k = 0; k < 5; k++) {
