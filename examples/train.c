@@ -294,6 +294,13 @@ int main(int argc, char **argv) {
   if (wk_init() != WK_OK) return die("wk_init");
   wk_device dev;
   if (wk_device_parse(c.device, &dev) != WK_OK) return die("--device");
+  if (dev.type != WK_DEVICE_CPU && dev.index >= wk_device_count(dev.type)) {
+    const char *why = wk_device_type_status(dev.type);
+    fprintf(stderr, "train: --device %s: not available (%d %s device%s%s%s)\n", c.device, wk_device_count(dev.type),
+            wk_device_type_name(dev.type), wk_device_count(dev.type) == 1 ? "" : "s", why && *why ? ": " : "",
+            why ? why : "");
+    return 1;
+  }
   if (c.amp && !wk_service_get("amp", 1)) return die("--amp (mixed precision comes with the amp plugin)");
   wk_manual_seed(c.seed);
   bool tty = isatty(STDOUT_FILENO);

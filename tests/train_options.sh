@@ -89,6 +89,7 @@ expect_error "needs --data DIR" --dataset cifar10
 expect_error "no data_batch_\*.bin in it" --dataset cifar10 --data "$tmp/c10"
 expect_error "service 'amp'" --amp --limit 64
 expect_error "bad value 'x' for --weight-decay" --weight-decay x
+expect_error "unknown device type 'npu'" --device npu:0
 expect_error "needs train/ and val/" --dataset imagefolder --data "$tmp"
 expect_error "class 0 is 'cat' in train/ but 'dog'" --dataset imagefolder --data "$tmp/badimages" --model mlp
 echo "PASS: resnet18 on cifar10-format data, mlp on an ImageFolder, mlp + AdamW + OneCycle, and the errors for bad choices"
