@@ -74,5 +74,10 @@ TEST_SUITES += tests/check_cuda
 tests_check_cuda_SOURCES = tests/check_cuda.c tests/testutil.h
 tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_LDADD = $(TEST_LDADD)
+# cuBLAS/cuDNN/pooling kernels against the cpu ones, forward and gradients; skips (77) without a GPU.
+TEST_SUITES += tests/check_cuda_nn
+tests_check_cuda_nn_SOURCES = tests/check_cuda_nn.c tests/testutil.h
+tests_check_cuda_nn_CFLAGS = $(TEST_CFLAGS)
+tests_check_cuda_nn_LDADD = $(TEST_LDADD)
 endif
 endif
