@@ -1,0 +1,285 @@
+/* Derivative formulas: neural-network ops (softmax, convolution, pooling, normalisation, losses). */
+#include "derivatives.h"
+
+/* ---- neural-network ops ---------------------------------------------------------------------------- */
+static wk_status d_softmax(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *y = Y(0);
+  CHECK(y);
+  wk_value a[4] = {WK_VT(G(0)), WK_VT(y), WK_VI(IARG(1)), WK_VDT(N->in_dtype[0])};
+  GIN(0, wk__call1("softmax_backward_data", a, 4));
+  END
+}
+static wk_status d_log_softmax(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *y = Y(0);
+  CHECK(y);
+  wk_value a[4] = {WK_VT(G(0)), WK_VT(y), WK_VI(IARG(1)), WK_VDT(N->in_dtype[0])};
+  GIN(0, wk__call1("log_softmax_backward_data", a, 4));
+  END
+}
+/* Second derivatives of the softmax backward helpers (double backward through
+ * softmax, log_softmax and the losses built on them). */
+static wk_status d_softmax_bd(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(2);
+  wk_tensor *g = X(0), *y = X(1), *h = G(0);
+  CHECK(g);
+  CHECK(y);
+  wk_tensor *s = wk_sum_dim(wk_mul(g, y), &d, 1, true), *hy = wk_sum_dim(wk_mul(h, y), &d, 1, true);
+  if (NEEDS(0)) GIN(0, wk_mul(y, wk_sub(h, hy)));
+  if (NEEDS(1)) GIN(1, wk_sub(wk_mul(h, wk_sub(g, s)), wk_mul(g, hy)));
+  END
+}
+static wk_status d_log_softmax_bd(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(2);
+  wk_tensor *g = X(0), *y = X(1), *h = G(0);
+  CHECK(g);
+  CHECK(y);
+  wk_tensor *ey = wk_exp(y);
+  if (NEEDS(0)) GIN(0, wk_sub(h, wk_sum_dim(wk_mul(h, ey), &d, 1, true)));
+  if (NEEDS(1)) GIN(1, wk_neg(wk_mul(wk_mul(h, ey), wk_sum_dim(g, &d, 1, true))));
+  END
+}
+static wk_status d_conv2d(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t mask[3] = {NEEDS(0), NEEDS(1), NEEDS(2)};
+  wk_value a[8] = {WK_VT(G(0)), WK_VT(X(0)), WK_VT(X(1)), N->args[3], N->args[4], N->args[5], N->args[6], WK_VINTS(mask, 3)};
+  CHECK(a[1].u.t);
+  CHECK(a[2].u.t);
+  wk_value o[3];
+  if (wk_call("conv2d_backward", a, 8, o) != WK_OK) {
+    st__ = wk_last_error();
+    goto done;
+  }
+  for (int i = 0; i < 3; i++)
+    if (o[i].tag == WK_V_TENSOR) wk__scope_adopt(o[i].u.t);
+  for (int i = 0; i < 3; i++)
+    if (o[i].tag == WK_V_TENSOR) GIN(i, o[i].u.t);
+  END
+}
+static wk_status d_max_pool(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_value a[8] = {WK_VT(G(0)), WK_VT(X(0)), N->args[1], N->args[2], N->args[3], N->args[4], N->args[5], WK_VT(Y(1))};
+  CHECK(a[1].u.t);
+  CHECK(a[7].u.t);
+  GIN(0, wk__call1("max_pool2d_with_indices_backward", a, 8));
+  END
+}
+static wk_status d_avg_pool(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_value a[8] = {WK_VT(G(0)), WK_VT(X(0)), N->args[1], N->args[2], N->args[3], N->args[4], N->args[5], N->args[6]};
+  CHECK(a[1].u.t);
+  GIN(0, wk__call1("avg_pool2d_backward", a, 8));
+  END
+}
+static wk_status d_adaptive_avg_pool(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_value a[2] = {WK_VT(G(0)), WK_VT(X(0))};
+  CHECK(a[1].u.t);
+  GIN(0, wk__call1("adaptive_avg_pool2d_backward", a, 2));
+  END
+}
+static wk_status d_batch_norm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t mask[3] = {NEEDS(0), NEEDS(1), NEEDS(2)};
+  bool train = BARG(5);
+  wk_tensor *w = NONE(1) ? NULL : X(1);
+  wk_tensor *rm = NONE(3) ? NULL : X(3), *rv = NONE(4) ? NULL : X(4);
+  wk_value a[10] = {WK_VT(G(0)), WK_VT(X(0)), WK_VT(w), WK_VT(train ? NULL : rm), WK_VT(train ? NULL : rv),
+                    WK_VT(train ? Y(1) : NULL), WK_VT(train ? Y(2) : NULL), WK_VB(train), N->args[7], WK_VINTS(mask, 3)};
+  CHECK(a[1].u.t);
+  wk_value o[3];
+  if (wk_call("batch_norm_backward", a, 10, o) != WK_OK) {
+    st__ = wk_last_error();
+    goto done;
+  }
+  for (int i = 0; i < 3; i++)
+    if (o[i].tag == WK_V_TENSOR) wk__scope_adopt(o[i].u.t);
+  for (int i = 0; i < 3; i++)
+    if (o[i].tag == WK_V_TENSOR) GIN(i, o[i].u.t);
+  END
+}
+static wk_status d_layer_norm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t mask[3] = {NEEDS(0), NEEDS(2), NEEDS(3)};
+  wk_value a[8] = {WK_VT(G(0)), WK_VT(X(0)), N->args[1], WK_VT(Y(1)), WK_VT(Y(2)),
+                   WK_VT(NONE(2) ? NULL : X(2)), WK_VT(NONE(3) ? NULL : X(3)), WK_VINTS(mask, 3)};
+  CHECK(a[1].u.t);
+  wk_value o[3];
+  if (wk_call("layer_norm_backward", a, 8, o) != WK_OK) {
+    st__ = wk_last_error();
+    goto done;
+  }
+  for (int i = 0; i < 3; i++)
+    if (o[i].tag == WK_V_TENSOR) wk__scope_adopt(o[i].u.t);
+  if (o[0].tag == WK_V_TENSOR) GIN(0, o[0].u.t);
+  if (o[1].tag == WK_V_TENSOR) GIN(2, o[1].u.t);
+  if (o[2].tag == WK_V_TENSOR) GIN(3, o[2].u.t);
+  END
+}
+static wk_status d_dropout(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN double p = FARG(1);
+  bool train = BARG(2);
+  if (!train || p == 0) {
+    GIN(0, G(0));
+  } else if (p >= 1) {
+    GIN(0, wk_zeros_like(G(0), OPT0));
+  } else {
+    GIN(0, wk_mul_scalar(wk_mul(G(0), Y(1)), 1.0 / (1.0 - p)));
+  }
+  END
+}
+static wk_status d_embedding(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_value a[4] = {WK_VT(G(0)), WK_VT(X(1)), WK_VI(N->in_sizes[0][0]), N->args[2]};
+  CHECK(a[1].u.t);
+  GIN(0, wk__call1("embedding_dense_backward", a, 4));
+  END
+}
+static wk_status d_pad(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_value a[4] = {WK_VT(G(0)), WK_VT(X(0)), N->args[1], N->args[2]};
+  CHECK(a[1].u.t);
+  GIN(0, wk__call1("pad_backward", a, 4));
+  END
+}
+
+/* Losses are differentiated with forward ops (so double backward works):
+ * G = dloss/dlogp for class targets, then through log_softmax. */
+static wk_tensor *class_index_grad(wk_tensor *logp_like, wk_tensor *target, wk_tensor *weight, int64_t reduction,
+                                   int64_t ignore_index, double smoothing, wk_tensor *g, int cdim) {
+  int nd = wk_tensor_dim(logp_like);
+  int64_t C = wk_tensor_size(logp_like, cdim);
+  wk_options fo = {.dtype = wk_tensor_dtype(logp_like), .device = wk_tensor_device(logp_like)};
+  wk_tensor *valid = wk_ne_scalar(target, (double)ignore_index);
+  wk_tensor *safe_t = wk_where(valid, target, wk_zeros_like(target, OPT0));
+  /* one-hot over classes, moved to the class dim: [N, C, d...] */
+  wk_tensor *oh = wk_to_dtype(wk_one_hot(safe_t, C), fo.dtype);
+  if (nd > 1) {
+    int64_t perm[WK_MAX_DIMS];
+    int k = 0;
+    perm[k++] = 0;
+    perm[k++] = nd - 1;
+    for (int d = 1; d < nd - 1; d++) perm[k++] = d;
+    oh = wk_permute(oh, perm, nd);
+  }
+  int64_t wshape[WK_MAX_DIMS];
+  for (int d = 0; d < nd; d++) wshape[d] = d == cdim ? C : 1;
+  wk_tensor *w = weight ? wk_reshape(weight, wshape, nd) : wk_ones(wshape, nd, fo);
+  wk_tensor *validf = wk_unsqueeze(wk_to_dtype(valid, fo.dtype), cdim);
+  /* per-element weight of the target class, and the mean denominator */
+  wk_tensor *wt = wk_sum_dim(wk_mul(oh, w), (int64_t[]){cdim}, 1, true);
+  wk_tensor *wtv = wk_mul(wt, validf);
+  wk_tensor *G = wk_neg(wk_mul(wk_mul_scalar(oh, 1.0 - smoothing), wk_mul(w, validf)));
+  if (smoothing > 0) G = wk_sub(G, wk_mul_scalar(wk_mul(w, validf), smoothing / (double)C));
+  wk_tensor *scale;
+  if (reduction == 0) {
+    scale = wk_unsqueeze(g, cdim);
+  } else {
+    scale = g;
+    if (reduction == 1) scale = wk_div(g, wk_sum(wtv));
+  }
+  return wk_mul(G, scale);
+}
+static wk_status d_nll_loss(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0);
+  CHECK(x);
+  int cdim = wk_tensor_dim(x) == 1 ? 0 : 1;
+  wk_tensor *t = X(1);
+  if (wk_tensor_dim(x) == 1) {
+    x = wk_unsqueeze(x, 0);
+    t = wk_unsqueeze(t, 0);
+    cdim = 1;
+  }
+  wk_tensor *g = IARG(3) == 0 && wk_tensor_dim(X(0)) == 1 ? wk_unsqueeze(G(0), 0) : G(0);
+  wk_tensor *gl = class_index_grad(x, t, NONE(2) ? NULL : X(2), IARG(3), IARG(4), 0, g, cdim);
+  GIN(0, wk_tensor_dim(X(0)) == 1 ? wk_squeeze_dim(gl, 0) : gl);
+  END
+}
+static wk_status d_cross_entropy(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *t = X(1);
+  CHECK(x);
+  CHECK(t);
+  bool one_d = wk_tensor_dim(x) == 1;
+  if (one_d) {
+    x = wk_unsqueeze(x, 0);
+    t = wk_unsqueeze(t, 0);
+  }
+  int64_t red = IARG(3);
+  double eps = FARG(5);
+  wk_tensor *w = NONE(2) ? NULL : X(2);
+  wk_tensor *logp = wk_log_softmax(x, 1);
+  wk_tensor *Gl;
+  if (wk_dtype_is_floating(wk_tensor_dtype(t))) { /* class probabilities */
+    int nd = wk_tensor_dim(x);
+    int64_t C = wk_tensor_size(x, 1), wshape[WK_MAX_DIMS];
+    for (int d = 0; d < nd; d++) wshape[d] = d == 1 ? C : 1;
+    wk_tensor *pt = eps > 0 ? wk_add_scalar(wk_mul_scalar(t, 1 - eps), eps / (double)C) : t;
+    wk_tensor *ww = w ? wk_reshape(w, wshape, nd) : NULL;
+    Gl = wk_neg(ww ? wk_mul(pt, ww) : pt);
+    wk_tensor *g = G(0);
+    if (red == 0)
+      g = wk_unsqueeze(one_d ? wk_unsqueeze(g, 0) : g, 1);
+    else if (red == 1)
+      g = wk_div_scalar(g, (double)(wk_tensor_numel(x) / C));
+    Gl = wk_mul(Gl, g);
+  } else {
+    wk_tensor *g = red == 0 && one_d ? wk_unsqueeze(G(0), 0) : G(0);
+    Gl = class_index_grad(x, t, w, red, IARG(4), eps, g, 1);
+  }
+  CHECK(Gl);
+  /* through log_softmax: G - softmax * sum(G) */
+  wk_tensor *gx = wk_sub(Gl, wk_mul(wk_exp(logp), wk_sum_dim(Gl, (int64_t[]){1}, 1, true)));
+  GIN(0, one_d ? wk_squeeze_dim(gx, 0) : gx);
+  END
+}
+static double reduce_scale(int64_t red, wk_tensor *x) { return red == 1 ? 1.0 / (double)wk_tensor_numel(x) : 1.0; }
+static wk_status d_mse(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *y = X(1);
+  CHECK(x);
+  CHECK(y);
+  wk_tensor *d = wk_mul(wk_sub(x, y), G(0));
+  d = wk_mul_scalar(d, 2.0 * reduce_scale(IARG(2), x));
+  if (NEEDS(0)) GIN(0, d);
+  if (NEEDS(1)) GIN(1, wk_neg(d));
+  END
+}
+static wk_status d_bce_logits(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *y = X(1);
+  CHECK(x);
+  CHECK(y);
+  wk_tensor *w = NONE(2) ? NULL : X(2), *pw = NONE(3) ? NULL : X(3);
+  wk_tensor *g = wk_mul_scalar(G(0), reduce_scale(IARG(4), x));
+  if (w) g = wk_mul(g, w);
+  wk_tensor *s = wk_sigmoid(x);
+  if (NEEDS(0)) {
+    wk_tensor *r;
+    if (pw) {
+      wk_tensor *py = wk_mul(pw, y);
+      r = wk_sub(wk_mul(wk_add(wk_sub(py, y), wk_ones_like(y, OPT0)), s), py);
+    } else {
+      r = wk_sub(s, y);
+    }
+    GIN(0, wk_mul(r, g));
+  }
+  if (NEEDS(1)) {
+    /* d/dy = -x + (pw - 1) * softplus(-x) */
+    wk_tensor *r = wk_neg(x);
+    if (pw) {
+      wk_tensor *sp = wk_add(wk_relu(wk_neg(x)), wk_log1p(wk_exp(wk_neg(wk_abs(x)))));
+      r = wk_add(r, wk_mul(wk_sub_scalar(pw, 1), sp));
+    }
+    GIN(1, wk_mul(r, g));
+  }
+  END
+}
+
+static const wk__formula rows[] = {
+    {"softmax", "SoftmaxBackward0", d_softmax, 0, A(0)}, {"log_softmax", "LogSoftmaxBackward0", d_log_softmax, 0, A(0)},
+    {"softmax_backward_data", "SoftmaxBackwardDataBackward0", d_softmax_bd, A(0) | A(1), 0},
+    {"log_softmax_backward_data", "LogSoftmaxBackwardDataBackward0", d_log_softmax_bd, A(0) | A(1), 0},
+    {"conv2d", "ConvolutionBackward0", d_conv2d, A(0) | A(1), 0},
+    {"max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0", d_max_pool, A(0), A(1)},
+    {"avg_pool2d", "AvgPool2DBackward0", d_avg_pool, A(0), 0},
+    {"adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", d_adaptive_avg_pool, A(0), 0},
+    {"batch_norm", "NativeBatchNormBackward0", d_batch_norm, A(0) | A(1) | A(3) | A(4), A(1) | A(2)},
+    {"layer_norm", "NativeLayerNormBackward0", d_layer_norm, A(0) | A(2) | A(3), A(1) | A(2)},
+    {"dropout", "NativeDropoutBackward0", d_dropout, 0, A(1)},
+    {"embedding", "EmbeddingBackward0", d_embedding, A(1), 0},
+    {"pad", "ConstantPadNdBackward0", d_pad, A(0), 0},
+    {"cross_entropy", "CrossEntropyLossBackward0", d_cross_entropy, A(0) | A(1) | A(2), 0},
+    {"nll_loss", "NllLossBackward0", d_nll_loss, A(0) | A(1) | A(2), 0},
+    {"mse_loss", "MseLossBackward0", d_mse, A(0) | A(1), 0},
+    {"binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0", d_bce_logits, A(0) | A(1) | A(2) | A(3), 0},
+};
+const wk__formula_family wk__formulas_nn = {rows, sizeof rows / sizeof rows[0]};

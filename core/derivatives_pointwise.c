@@ -1,0 +1,224 @@
+/* Derivative formulas: unary and binary pointwise ops. */
+#include "derivatives.h"
+
+/* ---- pointwise ------------------------------------------------------------------------------ */
+static wk_status d_neg(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_neg(G(0)));
+  END
+}
+static wk_status d_abs(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_mul(G(0), wk_sign(X(0))));
+  END
+}
+static wk_status d_exp(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_mul(G(0), Y(0)));
+  END
+}
+static wk_status d_log(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_div(G(0), X(0)));
+  END
+}
+static wk_status d_log1p(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_div(G(0), wk_add_scalar(X(0), 1)));
+  END
+}
+static wk_status d_sqrt(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_div(G(0), wk_mul_scalar(Y(0), 2)));
+  END
+}
+static wk_status d_rsqrt(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *y = Y(0);
+  GIN(0, wk_mul_scalar(wk_mul(G(0), wk_mul(y, wk_mul(y, y))), -0.5));
+  END
+}
+static wk_status d_sin(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_mul(G(0), wk_cos(X(0))));
+  END
+}
+static wk_status d_cos(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_neg(wk_mul(G(0), wk_sin(X(0)))));
+  END
+}
+static wk_status d_tanh(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *y = Y(0);
+  GIN(0, wk_mul(G(0), wk_sub(wk_ones_like(y, OPT0), wk_mul(y, y))));
+  END
+}
+static wk_status d_sigmoid(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *y = Y(0);
+  GIN(0, wk_mul(G(0), wk_mul(y, wk_sub(wk_ones_like(y, OPT0), y))));
+  END
+}
+static wk_status d_relu(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_mul(G(0), wk_gt_scalar(Y(0), 0)));
+  END
+}
+static wk_status d_silu(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *s = wk_sigmoid(x);
+  /* s * (1 + x * (1 - s)) */
+  GIN(0, wk_mul(G(0), wk_mul(s, wk_add_scalar(wk_mul(x, wk_sub(wk_ones_like(s, OPT0), s)), 1))));
+  END
+}
+static wk_status d_leaky_relu(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0);
+  wk_tensor *pos = wk_gt_scalar(x, 0);
+  wk_tensor *slope = wk_full_like(x, FARG(1), OPT0);
+  GIN(0, wk_mul(G(0), wk_where(pos, wk_ones_like(x, OPT0), slope)));
+  END
+}
+static wk_status d_gelu(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_value a[3] = {WK_VT(G(0)), WK_VT(X(0)), N->args[1]};
+  wk_value o[1];
+  CHECK(a[1].u.t);
+  if (wk_call("gelu_backward", a, 3, o) != WK_OK) {
+    st__ = wk_last_error();
+    goto done;
+  }
+  wk__scope_adopt(o[0].u.t);
+  GIN(0, o[0].u.t);
+  END
+}
+static wk_status d_clamp(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *m = wk_ones_like(x, (wk_options){.dtype = WK_BOOL});
+  if (!NONE(1)) m = wk_logical_and(m, wk_ge_scalar(x, FARG(1)));
+  if (!NONE(2)) m = wk_logical_and(m, wk_le_scalar(x, FARG(2)));
+  GIN(0, wk_mul(G(0), m));
+  END
+}
+static wk_status d_nan_to_num(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0);
+  GIN(0, wk_mul(G(0), wk_logical_not(wk_logical_or(wk_isnan(x), wk_isinf(x)))));
+  END
+}
+static wk_status d_where(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *cond = X(0), *z = wk_zeros_like(G(0), OPT0);
+  GIN(1, wk_where(cond, G(0), z));
+  GIN(2, wk_where(cond, z, G(0)));
+  END
+}
+static wk_status d_zero(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  (void)c, (void)gout, (void)gin;
+  return WK_OK; /* fill_, zero_, uniform_, normal_: the old values do not matter */
+}
+
+/* ---- binary -------------------------------------------------------------------------------- */
+static double alpha_of(const wk__node *n, int i) {
+  if (i >= n->nargs || n->args[i].tag == WK_V_NONE) return 1;
+  const wk_value *v = &n->args[i];
+  return v->tag == WK_V_INT ? (double)v->u.i : v->tag == WK_V_BOOL ? v->u.b : v->u.f;
+}
+static wk_status d_add(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN double al = alpha_of(N, 2);
+  GIN(0, G(0));
+  GIN(1, al == 1 ? G(0) : wk_mul_scalar(G(0), al));
+  END
+}
+static wk_status d_sub(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN double al = alpha_of(N, 2);
+  GIN(0, G(0));
+  GIN(1, wk_mul_scalar(G(0), -al));
+  END
+}
+static wk_status d_add_scalar(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, G(0));
+  END
+}
+static wk_status d_mul(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (NEEDS(0)) GIN(0, wk_mul(G(0), X(1)));
+  if (NEEDS(1)) GIN(1, wk_mul(G(0), X(0)));
+  END
+}
+static wk_status d_mul_scalar(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_mul_scalar(G(0), FARG(1)));
+  END
+}
+static bool has_rounding(const wk__node *n) { return n->nargs > 2 && n->args[2].tag == WK_V_STR; }
+static wk_status d_div(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (has_rounding(N)) goto done; /* piecewise constant */
+  wk_tensor *b = X(1);
+  if (NEEDS(0)) GIN(0, wk_div(G(0), b));
+  if (NEEDS(1)) GIN(1, wk_neg(wk_div(wk_mul(G(0), X(0)), wk_mul(b, b))));
+  END
+}
+static wk_status d_div_scalar(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (has_rounding(N)) goto done;
+  GIN(0, wk_div_scalar(G(0), FARG(1)));
+  END
+}
+/* maximum/minimum: gradient to the larger (smaller) input, split on ties. */
+static wk_status minmax(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin, bool is_max) {
+  BEGIN wk_tensor *a = X(0), *b = X(1);
+  CHECK(a);
+  CHECK(b);
+  wk_tensor *win = is_max ? wk_gt(a, b) : wk_lt(a, b);
+  wk_tensor *w = wk_add(wk_to_dtype(win, wk_tensor_dtype(G(0))), wk_mul_scalar(wk_to_dtype(wk_eq(a, b), wk_tensor_dtype(G(0))), 0.5));
+  GIN(0, wk_mul(G(0), w));
+  GIN(1, wk_mul(G(0), wk_sub(wk_ones_like(w, OPT0), w)));
+  END
+}
+static wk_status d_maximum(const wk__bctx *c, wk_tensor *const *g, wk_tensor **gi) { return minmax(c, g, gi, true); }
+static wk_status d_minimum(const wk__bctx *c, wk_tensor *const *g, wk_tensor **gi) { return minmax(c, g, gi, false); }
+static wk_status minmax_scalar(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin, bool is_max) {
+  BEGIN wk_tensor *a = X(0);
+  double s = FARG(1);
+  wk_tensor *win = is_max ? wk_gt_scalar(a, s) : wk_lt_scalar(a, s);
+  wk_tensor *w = wk_add(wk_to_dtype(win, wk_tensor_dtype(G(0))), wk_mul_scalar(wk_to_dtype(wk_eq_scalar(a, s), wk_tensor_dtype(G(0))), 0.5));
+  GIN(0, wk_mul(G(0), w));
+  END
+}
+static wk_status d_maximum_s(const wk__bctx *c, wk_tensor *const *g, wk_tensor **gi) { return minmax_scalar(c, g, gi, true); }
+static wk_status d_minimum_s(const wk__bctx *c, wk_tensor *const *g, wk_tensor **gi) { return minmax_scalar(c, g, gi, false); }
+static wk_status d_pow(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *a = X(0), *b = X(1);
+  CHECK(a);
+  CHECK(b);
+  if (NEEDS(0)) GIN(0, wk_mul(G(0), wk_mul(b, wk_pow(a, wk_sub_scalar(b, 1)))));
+  if (NEEDS(1)) {
+    /* where a == 0 and b >= 0 the derivative is 0 (PyTorch's masking) */
+    wk_tensor *term = wk_mul(wk_pow(a, b), wk_log(a));
+    wk_tensor *mask = wk_logical_and(wk_eq_scalar(a, 0), wk_ge_scalar(b, 0));
+    GIN(1, wk_mul(G(0), wk_where(mask, wk_zeros_like(term, OPT0), term)));
+  }
+  END
+}
+static wk_status d_pow_scalar(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN double e = FARG(1);
+  if (e == 0) {
+    GIN(0, wk_zeros_like(G(0), OPT0));
+  } else {
+    GIN(0, wk_mul(G(0), wk_mul_scalar(wk_pow_scalar(X(0), e - 1), e)));
+  }
+  END
+}
+
+static const wk__formula rows[] = {
+    {"neg", "NegBackward0", d_neg, 0, 0}, {"neg_", "NegBackward0", d_neg, 0, 0},
+    UNARY_SAVE_X("abs", "AbsBackward0", d_abs), UNARY_SAVE_Y("exp", "ExpBackward0", d_exp),
+    UNARY_SAVE_X("log", "LogBackward0", d_log), UNARY_SAVE_X("log1p", "Log1PBackward0", d_log1p),
+    UNARY_SAVE_Y("sqrt", "SqrtBackward0", d_sqrt), UNARY_SAVE_Y("rsqrt", "RsqrtBackward0", d_rsqrt),
+    UNARY_SAVE_X("sin", "SinBackward0", d_sin), UNARY_SAVE_X("cos", "CosBackward0", d_cos),
+    UNARY_SAVE_Y("tanh", "TanhBackward0", d_tanh), UNARY_SAVE_Y("sigmoid", "SigmoidBackward0", d_sigmoid),
+    UNARY_SAVE_Y("relu", "ReluBackward0", d_relu), UNARY_SAVE_X("silu", "SiluBackward0", d_silu),
+    UNARY_SAVE_X("leaky_relu", "LeakyReluBackward0", d_leaky_relu),
+    {"gelu", "GeluBackward0", d_gelu, A(0), 0},
+    UNARY_SAVE_X("clamp", "ClampBackward1", d_clamp),
+    {"nan_to_num", "NanToNumBackward0", d_nan_to_num, A(0), 0},
+    {"where.self", "WhereBackward0", d_where, A(0), 0},
+    {"fill_", "FillBackward0", d_zero, 0, 0}, {"zero_", "ZeroBackward0", d_zero, 0, 0},
+    {"uniform_", "UniformBackward0", d_zero, 0, 0}, {"normal_", "NormalBackward0", d_zero, 0, 0},
+    {"add", "AddBackward0", d_add, 0, 0}, {"add_", "AddBackward0", d_add, 0, 0},
+    {"add.Scalar", "AddBackward1", d_add_scalar, 0, 0}, {"add_.Scalar", "AddBackward1", d_add_scalar, 0, 0},
+    {"sub", "SubBackward0", d_sub, 0, 0}, {"sub_", "SubBackward0", d_sub, 0, 0},
+    {"sub.Scalar", "SubBackward1", d_add_scalar, 0, 0}, {"sub_.Scalar", "SubBackward1", d_add_scalar, 0, 0},
+    {"mul", "MulBackward0", d_mul, A(0) | A(1), 0}, {"mul_", "MulBackward0", d_mul, A(0) | A(1), 0},
+    {"mul.Scalar", "MulBackward1", d_mul_scalar, 0, 0}, {"mul_.Scalar", "MulBackward1", d_mul_scalar, 0, 0},
+    {"div", "DivBackward0", d_div, A(0) | A(1), 0}, {"div_", "DivBackward0", d_div, A(0) | A(1), 0},
+    {"div.Scalar", "DivBackward1", d_div_scalar, 0, 0}, {"div_.Scalar", "DivBackward1", d_div_scalar, 0, 0},
+    {"maximum", "MaximumBackward0", d_maximum, A(0) | A(1), 0}, {"maximum_", "MaximumBackward0", d_maximum, A(0) | A(1), 0},
+    {"maximum.Scalar", "MaximumBackward1", d_maximum_s, A(0), 0}, {"maximum_.Scalar", "MaximumBackward1", d_maximum_s, A(0), 0},
+    {"minimum", "MinimumBackward0", d_minimum, A(0) | A(1), 0}, {"minimum_", "MinimumBackward0", d_minimum, A(0) | A(1), 0},
+    {"minimum.Scalar", "MinimumBackward1", d_minimum_s, A(0), 0}, {"minimum_.Scalar", "MinimumBackward1", d_minimum_s, A(0), 0},
+    {"pow", "PowBackward1", d_pow, A(0) | A(1), 0}, {"pow_", "PowBackward1", d_pow, A(0) | A(1), 0},
+    {"pow.Scalar", "PowBackward0", d_pow_scalar, A(0), 0}, {"pow_.Scalar", "PowBackward0", d_pow_scalar, A(0), 0},
+};
+const wk__formula_family wk__formulas_pointwise = {rows, sizeof rows / sizeof rows[0]};

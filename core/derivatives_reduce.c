@@ -1,0 +1,168 @@
+/* Derivative formulas: reductions and linear algebra. */
+#include "derivatives.h"
+
+/* ---- reductions --------------------------------------------------------------------------------- */
+static wk_status d_sum(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, wk_expand(G(0), IN_SHAPE(0)));
+  END
+}
+static wk_status d_sum_dim(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int nd = NONE(1) ? 0 : N->args[1].len;
+  const int64_t *dims = NONE(1) ? NULL : N->args[1].u.ints;
+  wk_tensor *g = BARG(2) ? G(0) : wk__unsqueeze_dims(G(0), dims, nd, N->in_ndim[0]);
+  GIN(0, wk_expand(g, IN_SHAPE(0)));
+  END
+}
+static wk_status d_mean(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t n = wk__count_of(IN_SHAPE(0), NULL, 0);
+  GIN(0, wk_div_scalar(wk_expand(G(0), IN_SHAPE(0)), (double)n));
+  END
+}
+static wk_status d_mean_dim(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int nd = NONE(1) ? 0 : N->args[1].len;
+  const int64_t *dims = NONE(1) ? NULL : N->args[1].u.ints;
+  wk_tensor *g = BARG(2) ? G(0) : wk__unsqueeze_dims(G(0), dims, nd, N->in_ndim[0]);
+  GIN(0, wk_div_scalar(wk_expand(g, IN_SHAPE(0)), (double)wk__count_of(IN_SHAPE(0), dims, nd)));
+  END
+}
+static wk_status d_prod(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN /* prod / x; correct when no element is zero */
+      GIN(0, wk_div(wk_mul(wk_expand(G(0), IN_SHAPE(0)), Y(0)), X(0)));
+  END
+}
+static wk_status d_prod_dim(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(1);
+  wk_tensor *g = BARG(2) ? G(0) : wk_unsqueeze(G(0), d);
+  wk_tensor *y = BARG(2) ? Y(0) : wk_unsqueeze(Y(0), d);
+  GIN(0, wk_div(wk_mul(g, y), X(0)));
+  END
+}
+/* max()/min() over everything: the gradient is shared by the tied extrema. */
+static wk_status d_extreme_all(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *m = wk_to_dtype(wk_eq(x, Y(0)), wk_tensor_dtype(G(0)));
+  GIN(0, wk_div(wk_mul(m, G(0)), wk_sum(m)));
+  END
+}
+/* Scatters g (a reduced result) back to the positions named by indices. */
+static wk_status d_values_indices(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(1);
+  bool keep = BARG(2);
+  wk_tensor *g = keep ? G(0) : wk_unsqueeze(G(0), d);
+  wk_tensor *ix = keep ? Y(1) : wk_unsqueeze(Y(1), d);
+  GIN(0, wk_scatter(wk_zeros(IN_SHAPE(0), (wk_options){.dtype = wk_tensor_dtype(g), .device = wk_tensor_device(g)}), d, ix, g));
+  END
+}
+static wk_status d_sorted(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(N->op && strcmp(wk_op_name(N->op), "topk") == 0 ? 2 : 1);
+  wk_tensor *g = G(0);
+  GIN(0, wk_scatter(wk_zeros(IN_SHAPE(0), (wk_options){.dtype = wk_tensor_dtype(g), .device = wk_tensor_device(g)}), d, Y(1), g));
+  END
+}
+static wk_status var_like(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin, bool is_std) {
+  BEGIN int nd = NONE(1) ? 0 : N->args[1].len;
+  const int64_t *dims = NONE(1) ? NULL : N->args[1].u.ints;
+  int64_t n = wk__count_of(IN_SHAPE(0), dims, nd), corr = IARG(2);
+  bool keep = BARG(3);
+  wk_tensor *x = X(0);
+  CHECK(x);
+  int64_t all[WK_MAX_DIMS];
+  int na = nd;
+  if (nd == 0)
+    for (na = 0; na < wk_tensor_dim(x); na++) all[na] = na;
+  else
+    memcpy(all, dims, sizeof(int64_t) * (size_t)nd);
+  wk_tensor *centered = wk_sub(x, wk_mean_dim(x, all, na, true));
+  wk_tensor *g = keep ? G(0) : wk__unsqueeze_dims(G(0), dims, nd, wk_tensor_dim(x));
+  double denom = (double)(n - corr);
+  if (is_std) {
+    wk_tensor *y = keep ? Y(0) : wk__unsqueeze_dims(Y(0), dims, nd, wk_tensor_dim(x));
+    GIN(0, wk_div(wk_mul(g, centered), wk_mul_scalar(y, denom)));
+  } else {
+    GIN(0, wk_mul(g, wk_mul_scalar(centered, 2.0 / denom)));
+  }
+  END
+}
+static wk_status d_var(const wk__bctx *c, wk_tensor *const *g, wk_tensor **gi) { return var_like(c, g, gi, false); }
+static wk_status d_std(const wk__bctx *c, wk_tensor *const *g, wk_tensor **gi) { return var_like(c, g, gi, true); }
+static wk_status d_norm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN double p = FARG(1);
+  int nd = NONE(2) ? 0 : N->args[2].len;
+  const int64_t *dims = NONE(2) ? NULL : N->args[2].u.ints;
+  bool keep = BARG(3);
+  wk_tensor *x = X(0);
+  CHECK(x);
+  wk_tensor *g = keep ? G(0) : wk__unsqueeze_dims(G(0), dims, nd, wk_tensor_dim(x));
+  wk_tensor *y = keep ? Y(0) : wk__unsqueeze_dims(Y(0), dims, nd, wk_tensor_dim(x));
+  wk_tensor *r;
+  if (p == 0) {
+    r = wk_zeros_like(x, OPT0);
+  } else if (p == 1) {
+    r = wk_mul(g, wk_sign(x));
+  } else if (isinf(p)) {
+    wk_tensor *m = wk_to_dtype(wk_eq(wk_abs(x), y), wk_tensor_dtype(x));
+    r = wk_div(wk_mul(wk_mul(g, wk_sign(x)), m), wk_sum_dim(m, dims, nd, true));
+  } else if (p == 2) {
+    /* x / norm, with 0 where the norm is 0 */
+    wk_tensor *q = wk_div(x, y);
+    r = wk_mul(g, wk_masked_fill(q, wk_eq_scalar(y, 0), 0));
+  } else {
+    wk_tensor *q = wk_div(wk_mul(x, wk_pow_scalar(wk_abs(x), p - 2)), wk_pow_scalar(y, p - 1));
+    r = wk_mul(g, wk_masked_fill(q, wk_eq_scalar(y, 0), 0));
+  }
+  GIN(0, r);
+  END
+}
+static wk_status d_logsumexp(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0);
+  CHECK(x);
+  bool keep = BARG(2);
+  wk_tensor *g = keep ? G(0) : wk__unsqueeze_dims(G(0), N->args[1].u.ints, N->args[1].len, wk_tensor_dim(x));
+  wk_tensor *y = keep ? Y(0) : wk__unsqueeze_dims(Y(0), N->args[1].u.ints, N->args[1].len, wk_tensor_dim(x));
+  GIN(0, wk_mul(g, wk_exp(wk_sub(x, y))));
+  END
+}
+static wk_status d_cumsum(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t d = IARG(1);
+  GIN(0, wk_flip(wk_cumsum(wk_flip(G(0), &d, 1), d), &d, 1));
+  END
+}
+
+/* ---- linear algebra ------------------------------------------------------------------------------- */
+static wk_status d_mm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (NEEDS(0)) GIN(0, wk_mm(G(0), wk_t(X(1))));
+  if (NEEDS(1)) GIN(1, wk_mm(wk_t(X(0)), G(0)));
+  END
+}
+static wk_status d_bmm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (NEEDS(0)) GIN(0, wk_bmm(G(0), wk_transpose(X(1), 1, 2)));
+  if (NEEDS(1)) GIN(1, wk_bmm(wk_transpose(X(0), 1, 2), G(0)));
+  END
+}
+static wk_status d_addmm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN double beta = FARG(3), alpha = FARG(4);
+  GIN(0, beta == 1 ? G(0) : wk_mul_scalar(G(0), beta));
+  if (NEEDS(1)) GIN(1, wk_mul_scalar(wk_mm(G(0), wk_t(X(2))), alpha));
+  if (NEEDS(2)) GIN(2, wk_mul_scalar(wk_mm(wk_t(X(1)), G(0)), alpha));
+  END
+}
+static wk_status d_dot(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (NEEDS(0)) GIN(0, wk_mul(G(0), X(1)));
+  if (NEEDS(1)) GIN(1, wk_mul(G(0), X(0)));
+  END
+}
+
+static const wk__formula rows[] = {
+    {"sum", "SumBackward0", d_sum, 0, 0}, {"sum.dim_IntList", "SumBackward1", d_sum_dim, 0, 0},
+    {"mean", "MeanBackward0", d_mean, 0, 0}, {"mean.dim", "MeanBackward1", d_mean_dim, 0, 0},
+    {"prod", "ProdBackward0", d_prod, A(0), A(0)}, {"prod.dim_int", "ProdBackward1", d_prod_dim, A(0), A(0)},
+    {"max", "MaxBackward1", d_extreme_all, A(0), A(0)}, {"min", "MinBackward1", d_extreme_all, A(0), A(0)},
+    {"max.dim", "MaxBackward0", d_values_indices, 0, A(1)}, {"min.dim", "MinBackward0", d_values_indices, 0, A(1)},
+    {"topk", "TopkBackward0", d_sorted, 0, A(1)}, {"sort", "SortBackward0", d_sorted, 0, A(1)},
+    {"var.correction", "VarBackward0", d_var, A(0), 0}, {"std.correction", "StdBackward0", d_std, A(0), A(0)},
+    {"norm", "NormBackward1", d_norm, A(0), A(0)}, {"logsumexp", "LogsumexpBackward0", d_logsumexp, A(0), A(0)},
+    {"cumsum", "CumsumBackward0", d_cumsum, 0, 0},
+    /* linear algebra */
+    {"mm", "MmBackward0", d_mm, A(0) | A(1), 0}, {"bmm", "BmmBackward0", d_bmm, A(0) | A(1), 0},
+    {"addmm", "AddmmBackward0", d_addmm, A(1) | A(2), 0}, {"dot", "DotBackward0", d_dot, A(0) | A(1), 0},
+};
+const wk__formula_family wk__formulas_reduce = {rows, sizeof rows / sizeof rows[0]};
