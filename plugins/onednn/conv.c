@@ -284,24 +284,42 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   wk_options o = {.dtype = wk_tensor_dtype(x)};
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL;
   odn_entry *ed = NULL, *ew = NULL;
+  void *go_tmp = NULL;
   wk_status s = WK_OK;
   dnnl_memory_desc_t hx, hw, hgo, hgi, hgw, hgb;
   plain_act(&hgo, go, g.N, g.O, g.oh, g.ow, dt);
+  if (mask[0] && !(ed = get_prim(K_BWD_DATA, &g))) goto fail;
+  g.bias = mask[2] != 0;
+  if ((mask[1] || mask[2]) && !(ew = get_prim(K_BWD_WEIGHTS, &g))) goto fail;
+  /* Both gradients want grad_output in the same blocked layout (the usual
+   * case): reorder it once for the two. */
+  const dnnl_memory_desc_t *go_want[2] = {ed ? &((odn_prim *)odn_entry_val(ed))->md[2] : NULL,
+                                          ew ? &((odn_prim *)odn_entry_val(ew))->md[2] : NULL};
+  const dnnl_memory_desc_t *go_have = &hgo;
+  void *go_data = wk_tensor_data(go);
+  if (ed && ew && odn.memory_desc_equal(go_want[0], go_want[1]) && !odn.memory_desc_equal(go_want[0], &hgo)) {
+    if (!(go_tmp = odn_alloc(odn.memory_desc_get_size(go_want[0])))) {
+      s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a layout copy", op);
+      goto fail;
+    }
+    if ((s = odn_reorder(op, &hgo, go_data, go_want[0], go_tmp))) goto fail;
+    go_have = go_want[0];
+    go_data = go_tmp;
+  }
   if (mask[0]) {
-    if (!(gi = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o)) || !(ed = get_prim(K_BWD_DATA, &g))) goto fail;
+    if (!(gi = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o))) goto fail;
     const odn_prim *p = odn_entry_val(ed);
     plain_act(&hgi, gi, g.N, g.C, g.H, g.W, dt);
     plain_wei(&hw, w, &g);
-    odn_arg a[3] = {{DNNL_ARG_DIFF_DST, &p->md[2], &hgo, wk_tensor_data(go), false},
+    odn_arg a[3] = {{DNNL_ARG_DIFF_DST, go_want[0], go_have, go_data, false},
                     {DNNL_ARG_WEIGHTS, &p->md[1], &hw, wk_tensor_data(w), false},
                     {DNNL_ARG_DIFF_SRC, &p->md[0], &hgi, wk_tensor_data(gi), true}};
     if ((s = odn_exec(op, p, a, 3))) goto fail;
   }
-  if (mask[1] || mask[2]) {
-    g.bias = mask[2] != 0;
+  if (ew) {
     /* weights' gradient is computed even when only the bias' is asked for */
     wk_tensor *gwt = wk_empty(wk_tensor_sizes(w), 4, o);
-    if (!gwt || (mask[2] && !(gb = wk_empty(&g.O, 1, o))) || !(ew = get_prim(K_BWD_WEIGHTS, &g))) {
+    if (!gwt || (mask[2] && !(gb = wk_empty(&g.O, 1, o)))) {
       wk_release(gwt);
       goto fail;
     }
@@ -309,7 +327,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     plain_act(&hx, x, g.N, g.C, g.H, g.W, dt);
     plain_wei(&hgw, gwt, &g);
     odn_arg a[4] = {{DNNL_ARG_SRC, &p->md[0], &hx, wk_tensor_data(x), false},
-                    {DNNL_ARG_DIFF_DST, &p->md[2], &hgo, wk_tensor_data(go), false},
+                    {DNNL_ARG_DIFF_DST, go_want[1], go_have, go_data, false},
                     {DNNL_ARG_DIFF_WEIGHTS, &p->md[1], &hgw, wk_tensor_data(gwt), true},
                     {DNNL_ARG_DIFF_BIAS, NULL, &hgb, NULL, true}};
     if (gb) {
@@ -323,6 +341,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
       wk_release(gwt);
     if (s) goto fail;
   }
+  odn_free(go_tmp);
   odn_cache_unpin(ed);
   odn_cache_unpin(ew);
   outs[0] = gi ? WK_VT(gi) : WK_VNONE;
@@ -331,6 +350,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   return WK_OK;
 fail:
   if (!s) s = wk_last_error();
+  odn_free(go_tmp);
   odn_cache_unpin(ed);
   odn_cache_unpin(ew);
   wk_release(gi);

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,12 @@ static wk_status load_dnnl(void) {
   return WK_OK;
 }
 
+static void print_stats(void);
+static bool g_count;
+
 static wk_status odn_init(void) {
+  const char *st = getenv("WICK_ONEDNN_STATS");
+  g_count = st && *st && strcmp(st, "0") != 0;
   wk_status s = load_dnnl();
   if (s) return s;
   if ((s = odn_check(odn.engine_create(&odn_engine, dnnl_cpu, 0), "onednn", "engine creation"))) return s;
@@ -82,6 +88,7 @@ static wk_status odn_init(void) {
 }
 
 static void odn_shutdown(void) {
+  print_stats();
   odn_cache_clear();
   /* Streams of other threads die with their threads; the library stays
    * loaded (plugins are never unloaded, and libgomp workers may still run). */
@@ -90,9 +97,62 @@ static void odn_shutdown(void) {
 WK_PLUGIN_DEFINE("onednn", "0.1.0", "oneDNN 2.x kernels for the cpu device (conv, norms, pooling, eltwise, softmax, matmul)",
                  odn_init, odn_shutdown)
 
+/* ---- registration, with optional counts of taken and declined calls --------------------------- */
+/* WICK_ONEDNN_STATS=1: every registration goes through a counting supports()
+ * wrapper and shutdown prints, per op, how many calls oneDNN took and how
+ * many it left to the cpu plugin (`wick info` shows only who is registered). */
+#define ODN_MAX_REG 64
+typedef struct {
+  const char *op;
+  wk_supports_fn sup;
+  void *user;
+  atomic_long taken, declined;
+} reg_stat;
+static reg_stat g_stats[ODN_MAX_REG];
+static int g_nstats;
+
+static bool counting_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
+  reg_stat *r = ctx->user;
+  wk_kernel_ctx c = *ctx;
+  c.user = r->user;
+  bool ok = !r->sup || r->sup(&c, args);
+  atomic_fetch_add(ok ? &r->taken : &r->declined, 1);
+  return ok;
+}
+
+static wk_kernel_fn g_fns[ODN_MAX_REG];
+
+static wk_status counting_kernel(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  reg_stat *r = ctx->user;
+  wk_kernel_ctx c = *ctx;
+  c.user = r->user;
+  return g_fns[r - g_stats](&c, args, outs);
+}
+
 wk_status odn_reg(const char *op, wk_kernel_fn fn, wk_supports_fn sup, void *user) {
+  if (g_count && g_nstats < ODN_MAX_REG) {
+    reg_stat *r = &g_stats[g_nstats];
+    r->op = op;
+    r->sup = sup;
+    r->user = user;
+    g_fns[g_nstats++] = fn;
+    wk_kernel_desc d = {sizeof d, op, WK_DEVICE_CPU, WK_PRIORITY_OPTIMIZED, counting_kernel, counting_supports, r, "onednn"};
+    return wk_kernel_register(&d);
+  }
   wk_kernel_desc d = {sizeof d, op, WK_DEVICE_CPU, WK_PRIORITY_OPTIMIZED, fn, sup, user, "onednn"};
   return wk_kernel_register(&d);
+}
+
+static void print_stats(void) {
+  if (!g_count) return;
+  uint64_t hits, misses;
+  odn_cache_stats(&hits, &misses);
+  fprintf(stderr, "onednn: primitive cache %llu hits, %llu misses\n", (unsigned long long)hits,
+          (unsigned long long)misses);
+  for (int i = 0; i < g_nstats; i++)
+    if (g_stats[i].taken || g_stats[i].declined)
+      fprintf(stderr, "onednn: %-30s %8ld calls taken, %8ld left to the cpu plugin\n", g_stats[i].op,
+              (long)g_stats[i].taken, (long)g_stats[i].declined);
 }
 
 wk_status odn_check(dnnl_status_t st, const char *op, const char *what) {
