@@ -43,8 +43,8 @@ static int epoch_values(wk_dataloader *dl, double *vals, int cap, int *sizes, in
 /* ---- An iterable dataset: the numbers [0, n), worker w taking those = w mod num_workers ------------------- */
 typedef struct {
   int64_t n;
-  int64_t fail_at;   /* next() fails on this number (-1: never) */
-  int fail_open;     /* open() fails for this worker (-1: never) */
+  int64_t fail_at; /* next() fails on this number (-1: never) */
+  int fail_open;   /* open() fails for this worker (-1: never) */
   atomic_int opens, closes;
   atomic_llong last_epoch;
 } range_ds;
@@ -98,8 +98,8 @@ START_TEST(test_loader_iterable) {
   const double want[] = {0, 3, 1, 4, 2, 5, 6, 9, 7, 8};
   const int want_sizes[] = {2, 2, 2, 2, 1, 1};
   for (int persistent = 0; persistent < 2; persistent++) {
-    wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 2, .num_workers = 3,
-                                                             .persistent_workers = persistent, .prefetch_factor = 1));
+    wk_dataloader *dl = wk_dataloader_new(
+        ds, WK_LOADER_OPTS(.batch_size = 2, .num_workers = 3, .persistent_workers = persistent, .prefetch_factor = 1));
     TU_NOTNULL(dl);
     for (int epoch = 0; epoch < 2; epoch++) {
       ck_assert_int_eq(epoch_values(dl, v, 64, sizes, &nb), 10);
@@ -132,7 +132,8 @@ START_TEST(test_loader_iterable) {
     wk_sample_clear(&b);
   }
   ck_assert_int_eq(st, WK_ERR_IO);
-  TU_FAILS_WITH(WK_ERR_IO, "iterable dataset, worker 1, sample 0 of its next batch (epoch 0) failed: record 7 is damaged");
+  TU_FAILS_WITH(WK_ERR_IO,
+                "iterable dataset, worker 1, sample 0 of its next batch (epoch 0) failed: record 7 is damaged");
   TU_OK(wk_dataloader_next(dl, &b)); /* epoch 1 starts */
   TU_EQ_VALS(b.t[0], 0, 3);
   wk_sample_clear(&b);
@@ -187,7 +188,9 @@ typedef struct {
   pthread_t seen[64];
   int nseen;
 } probe_ds;
-static int64_t probe_len(void *p) { return ((probe_ds *)p)->n; }
+static int64_t probe_len(void *p) {
+  return ((probe_ds *)p)->n;
+}
 static wk_status probe_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample *out) {
   probe_ds *d = p;
   pthread_mutex_lock(&d->mu);
@@ -204,7 +207,8 @@ static const wk_dataset_impl probe_impl = {sizeof(wk_dataset_impl), probe_len, p
 
 static atomic_int g_inits;
 static wk_status count_init(int worker_id, void *user) {
-  if (user != &g_inits || worker_id < 0 || worker_id >= 3) return wk_error(WK_ERR_STATE, "bad worker_init_fn arguments");
+  if (user != &g_inits || worker_id < 0 || worker_id >= 3)
+    return wk_error(WK_ERR_STATE, "bad worker_init_fn arguments");
   atomic_fetch_add(&g_inits, 1);
   return WK_OK;
 }
@@ -225,9 +229,10 @@ START_TEST(test_loader_persistent) {
   for (int persistent = 0; persistent < 2; persistent++) {
     atomic_store(&g_inits, 0);
     d.nseen = 0;
-    wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 5, .shuffle = true, .seed = 11, .num_workers = 3,
-                                                             .persistent_workers = persistent, .worker_init_fn = count_init,
-                                                             .worker_init_user = &g_inits));
+    wk_dataloader *dl =
+        wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 5, .shuffle = true, .seed = 11, .num_workers = 3,
+                                             .persistent_workers = persistent, .worker_init_fn = count_init,
+                                             .worker_init_user = &g_inits));
     for (int e = 0; e < 3; e++) {
       ck_assert_int_eq(epoch_values(dl, v, 64, sizes, &nb), 23);
       for (int i = 0; i < 23; i++) ck_assert_double_eq(v[i], ref[e][i]); /* bit-identical to 0 workers */
@@ -246,8 +251,9 @@ START_TEST(test_loader_persistent) {
   }
   /* a failing worker_init_fn fails the next() that starts the workers, naming the worker; each call retries it */
   for (int persistent = 0; persistent < 2; persistent++) {
-    wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 2, .num_workers = 3,
-                                                             .persistent_workers = persistent, .worker_init_fn = failing_init));
+    wk_dataloader *dl =
+        wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 2, .num_workers = 3, .persistent_workers = persistent,
+                                             .worker_init_fn = failing_init));
     for (int e = 0; e < 2; e++) {
       wk_sample b;
       ck_assert_int_eq(wk_dataloader_next(dl, &b), WK_ERR_IO);
@@ -330,8 +336,13 @@ START_TEST(test_loader_prefetch_pin) {
     wk_dataloader_free(dl);
   }
   /* a version-1 options struct (64 bytes): the new options keep their defaults */
-  wk_loader_opts old = {.struct_size = 64, .batch_size = 4, .shuffle = true, .seed = 5, .num_workers = 2,
-                        .persistent_workers = true, .timeout = -1};
+  wk_loader_opts old = {.struct_size = 64,
+                        .batch_size = 4,
+                        .shuffle = true,
+                        .seed = 5,
+                        .num_workers = 2,
+                        .persistent_workers = true,
+                        .timeout = -1};
   dl = wk_dataloader_new(ds, &old);
   TU_NOTNULL(dl);
   ck_assert_int_eq(epoch_values(dl, v, 64, sizes, &nb), 37);
@@ -346,7 +357,8 @@ END_TEST
 /* ---- pad_sequence and a padding collate ------------------------------------------------------------------------- */
 START_TEST(test_loader_pad_sequence) {
   int64_t live = wk_live_tensors();
-  wk_tensor *a = TU_T(WK_F32, (3, 2), 1, 2, 3, 4, 5, 6), *b = TU_T(WK_F32, (1, 2), 7, 8), *c = TU_T(WK_F32, (2, 2), 9, 10, 11, 12);
+  wk_tensor *a = TU_T(WK_F32, (3, 2), 1, 2, 3, 4, 5, 6), *b = TU_T(WK_F32, (1, 2), 7, 8),
+            *c = TU_T(WK_F32, (2, 2), 9, 10, 11, 12);
   wk_tensor *seqs[] = {a, b, c};
   wk_tensor *p = wk_pad_sequence(seqs, 3, true, -1);
   TU_NOTNULL(p);
@@ -390,7 +402,9 @@ START_TEST(test_loader_pad_sequence) {
 END_TEST
 
 /* Variable-length sequences: sample i is (arange(i % 4 + 1) + 10 i, label i). */
-static int64_t seq_len(void *p) { return 10; }
+static int64_t seq_len(void *p) {
+  return 10;
+}
 static wk_status seq_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample *out) {
   out->t[out->n++] = wk_arange(10.0 * (double)i, 10.0 * (double)i + (double)(i % 4 + 1), 1, WK_OPTS(.dtype = WK_F32));
   out->t[out->n++] = wk_scalar_tensor((double)i, WK_I64);
@@ -421,8 +435,8 @@ START_TEST(test_loader_pad_collate) {
   wk_dataset *ds = wk_dataset_new(&(wk_dataset_impl){sizeof(wk_dataset_impl), seq_len, seq_get, NULL}, NULL);
   double pad = -1;
   for (int w = 0; w < 3; w += 2) {
-    wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 3, .num_workers = w, .collate = pad_collate,
-                                                             .collate_user = &pad));
+    wk_dataloader *dl = wk_dataloader_new(
+        ds, WK_LOADER_OPTS(.batch_size = 3, .num_workers = w, .collate = pad_collate, .collate_user = &pad));
     wk_sample b;
     TU_OK(wk_dataloader_next(dl, &b)); /* samples 0, 1, 2: lengths 1, 2, 3 */
     ck_assert_int_eq(b.n, 2);
@@ -451,8 +465,8 @@ static Suite *make_suite(void) {
   struct {
     const char *name;
     const TTest *t;
-  } tests[] = {{"iterable", test_loader_iterable},  {"options", test_loader_persistent},
-               {"options", test_loader_timeout},    {"options", test_loader_prefetch_pin},
+  } tests[] = {{"iterable", test_loader_iterable},    {"options", test_loader_persistent},
+               {"options", test_loader_timeout},      {"options", test_loader_prefetch_pin},
                {"collate", test_loader_pad_sequence}, {"collate", test_loader_pad_collate}};
   TCase *tc = NULL;
   const char *cur = "";

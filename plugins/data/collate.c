@@ -3,7 +3,8 @@
 #include "data.h"
 
 wk_status dt_collate_default(const wk_sample *samples, int64_t n, wk_sample *out) {
-  if (!samples || !out) return wk_error(WK_ERR_NULL, "collate_default: argument '%s' is NULL", !samples ? "samples" : "out");
+  if (!samples || !out)
+    return wk_error(WK_ERR_NULL, "collate_default: argument '%s' is NULL", !samples ? "samples" : "out");
   return dt_collate_stack(samples, n, out);
 }
 
@@ -27,7 +28,8 @@ wk_tensor *dt_pad_sequence(wk_tensor *const *seqs, int64_t n, bool batch_first, 
   int nd = wk_tensor_dim(s0);
   wk_dtype dt = wk_tensor_dtype(s0);
   if (nd < 1 || nd >= WK_MAX_DIMS) {
-    wk_error(WK_ERR_SHAPE, "pad_sequence: sequences must have 1 to %d dims ([L, *]), sequence 0 has %d", WK_MAX_DIMS - 1, nd);
+    wk_error(WK_ERR_SHAPE, "pad_sequence: sequences must have 1 to %d dims ([L, *]), sequence 0 has %d",
+             WK_MAX_DIMS - 1, nd);
     return NULL;
   }
   int64_t maxlen = 0;
@@ -36,8 +38,10 @@ wk_tensor *dt_pad_sequence(wk_tensor *const *seqs, int64_t n, bool batch_first, 
     if (wk_tensor_dtype(s) != dt || wk_tensor_dim(s) != nd ||
         memcmp(wk_tensor_sizes(s) + 1, wk_tensor_sizes(s0) + 1, sizeof(int64_t) * (size_t)(nd - 1)) != 0) {
       char a[160], b[160];
-      wk_error(WK_ERR_SHAPE, "pad_sequence: sequence %lld is %s %s but sequence 0 is %s %s: the dtype and the sizes after "
-               "dim 0 must match", (long long)i, wk_dtype_name(wk_tensor_dtype(s)),
+      wk_error(WK_ERR_SHAPE,
+               "pad_sequence: sequence %lld is %s %s but sequence 0 is %s %s: the dtype and the sizes after "
+               "dim 0 must match",
+               (long long)i, wk_dtype_name(wk_tensor_dtype(s)),
                dt_shape_str(wk_tensor_sizes(s), wk_tensor_dim(s), a, sizeof a), wk_dtype_name(dt),
                dt_shape_str(wk_tensor_sizes(s0), nd, b, sizeof b));
       return NULL;
@@ -68,7 +72,8 @@ wk_tensor *dt_pad_sequence(wk_tensor *const *seqs, int64_t n, bool batch_first, 
     if (batch_first) {
       if (L && row) memcpy(dst + (size_t)i * (size_t)maxlen * row, src, (size_t)L * row);
     } else {
-      for (int64_t t = 0; t < L && row; t++) memcpy(dst + ((size_t)t * (size_t)n + (size_t)i) * row, src + (size_t)t * row, row);
+      for (int64_t t = 0; t < L && row; t++)
+        memcpy(dst + ((size_t)t * (size_t)n + (size_t)i) * row, src + (size_t)t * row, row);
     }
     wk_release(c);
   }

@@ -42,7 +42,9 @@ static char *join(const char *a, const char *b) {
   }
   return p;
 }
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
 static int cmp_entry(const void *a, const void *b) {
   const entry *x = a, *y = b;
   int c = strcmp(x->dir, y->dir);
@@ -67,8 +69,10 @@ static wk_status list_dir(const char *path, char ***names, int64_t *n) {
       }
       *names = nn;
     }
-    if (!((*names)[*n] = strdup(de->d_name))) st = wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
-    else (*n)++;
+    if (!((*names)[*n] = strdup(de->d_name)))
+      st = wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
+    else
+      (*n)++;
   }
   closedir(d);
   if (st != WK_OK) {
@@ -106,8 +110,10 @@ static wk_status walk(folder *f, char *dir, int64_t label, int depth) {
       break;
     }
     if (is_dir(full)) {
-      if (depth < DT_MAX_DEPTH) st = walk(f, full, label, depth + 1);
-      else free(full);
+      if (depth < DT_MAX_DEPTH)
+        st = walk(f, full, label, depth + 1);
+      else
+        free(full);
       continue;
     }
     free(full);
@@ -135,7 +141,9 @@ static void folder_free(void *p) {
   free_names(f->classes, f->nclasses);
   free(f);
 }
-static int64_t folder_len(void *p) { return ((folder *)p)->n; }
+static int64_t folder_len(void *p) {
+  return ((folder *)p)->n;
+}
 static wk_status folder_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample *out) {
   folder *f = p;
   (void)ctx;
@@ -187,8 +195,10 @@ wk_dataset *dt_image_folder(const char *root, int channels) {
     char *full = join(root, names[i]);
     bool dir = full && is_dir(full);
     free(full);
-    if (dir) names[k++] = names[i];
-    else free(names[i]);
+    if (dir)
+      names[k++] = names[i];
+    else
+      free(names[i]);
   }
   f->classes = names;
   f->nclasses = k;
@@ -199,8 +209,10 @@ wk_dataset *dt_image_folder(const char *root, int channels) {
     char *dir = join(root, f->classes[c]);
     st = dir ? walk(f, dir, c, 1) : wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
     if (st == WK_OK && f->n == before)
-      st = wk_error(WK_ERR_IO, "image_folder: found no valid file for the class '%s' in '%s'. Supported extensions are: "
-                    ".png, .jpg, .jpeg", f->classes[c], root);
+      st = wk_error(WK_ERR_IO,
+                    "image_folder: found no valid file for the class '%s' in '%s'. Supported extensions are: "
+                    ".png, .jpg, .jpeg",
+                    f->classes[c], root);
     if (st == WK_OK) qsort(f->e + before, (size_t)(f->n - before), sizeof *f->e, cmp_entry);
   }
   if (st != WK_OK) {

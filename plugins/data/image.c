@@ -32,8 +32,10 @@ static bool size_ok(dec *d, uint64_t w, uint64_t h) {
     return false;
   }
   if (w * h > DT_MAX_PIXELS) {
-    snprintf(d->msg, sizeof d->msg, "image size %llu x %llu exceeds the limit of %llu pixels (corrupt header or a "
-             "decompression bomb)", (unsigned long long)w, (unsigned long long)h, (unsigned long long)DT_MAX_PIXELS);
+    snprintf(d->msg, sizeof d->msg,
+             "image size %llu x %llu exceeds the limit of %llu pixels (corrupt header or a "
+             "decompression bomb)",
+             (unsigned long long)w, (unsigned long long)h, (unsigned long long)DT_MAX_PIXELS);
     return false;
   }
   return true;
@@ -147,7 +149,9 @@ static void jpeg_fail(j_common_ptr ci) {
 static void jpeg_emit(j_common_ptr ci, int level) {
   if (level < 0) jpeg_fail(ci);
 }
-static void jpeg_silent(j_common_ptr ci) { (void)ci; }
+static void jpeg_silent(j_common_ptr ci) {
+  (void)ci;
+}
 
 static bool jpeg_decode(const uint8_t *p, size_t n, dec *d) {
   struct jpeg_decompress_struct *ci = calloc(1, sizeof *ci);
@@ -174,7 +178,8 @@ static bool jpeg_decode(const uint8_t *p, size_t n, dec *d) {
       ci->out_color_space = JCS_RGB;
     } else {
       snprintf(d->msg, sizeof d->msg, "%s colour space (%d components); gray and RGB/YCbCr are supported",
-               ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK ? "CMYK" : "unknown", ci->num_components);
+               ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK ? "CMYK" : "unknown",
+               ci->num_components);
       d->unsupported = true;
       longjmp(e->jb, 1);
     }
@@ -211,7 +216,9 @@ static bool jpeg_decode(const uint8_t *p, size_t n, dec *d) {
 
 /* ---- Channel conversion (PIL's Image.convert) ---------------------------------------------------- */
 /* L = R * 299/1000 + G * 587/1000 + B * 114/1000, with PIL's rounding. */
-static uint8_t luma(const uint8_t *s) { return (uint8_t)((s[0] * 19595 + s[1] * 38470 + s[2] * 7471 + 0x8000) >> 16); }
+static uint8_t luma(const uint8_t *s) {
+  return (uint8_t)((s[0] * 19595 + s[1] * 38470 + s[2] * 7471 + 0x8000) >> 16);
+}
 
 static wk_tensor *to_tensor_hwc(const dec *d, int want) {
   int C = want ? want : d->nc;
@@ -240,7 +247,8 @@ static wk_tensor *to_tensor_hwc(const dec *d, int want) {
 /* ---- Entry points --------------------------------------------------------------------------------- */
 wk_tensor *dt_image_decode_named(const void *data, size_t n, int channels, const char *fn, const char *name) {
   if (channels != 0 && channels != 1 && channels != 3 && channels != 4) {
-    wk_error(WK_ERR_INVALID_ARG, "%s: channels must be 0 (as stored), 1 (gray), 3 (RGB) or 4 (RGBA), got %d", fn, channels);
+    wk_error(WK_ERR_INVALID_ARG, "%s: channels must be 0 (as stored), 1 (gray), 3 (RGB) or 4 (RGBA), got %d", fn,
+             channels);
     return NULL;
   }
   static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
@@ -249,13 +257,14 @@ wk_tensor *dt_image_decode_named(const void *data, size_t n, int channels, const
   bool is_png = n >= 8 && memcmp(p, png_sig, 8) == 0, is_jpeg = n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF;
   if (!is_png && !is_jpeg) {
     char head[3 * 8 + 1] = "";
-    for (size_t i = 0, k = 0; i < n && i < 8; i++) k += (size_t)snprintf(head + k, sizeof head - k, "%s%02x", i ? " " : "", p[i]);
+    for (size_t i = 0, k = 0; i < n && i < 8; i++)
+      k += (size_t)snprintf(head + k, sizeof head - k, "%s%02x", i ? " " : "", p[i]);
     wk_error(WK_ERR_IO, "%s: '%s': not a PNG or JPEG file (%zu bytes%s%s)", fn, name, n, n ? ", starting " : "", head);
     return NULL;
   }
   if (!(is_png ? png_decode(p, n, &d) : jpeg_decode(p, n, &d))) {
-    wk_error(WK_ERR_IO, "%s: '%s': %s %s: %s", fn, name, d.unsupported ? "unsupported" : "corrupt", is_png ? "PNG" : "JPEG",
-             d.msg[0] ? d.msg : "unknown error");
+    wk_error(WK_ERR_IO, "%s: '%s': %s %s: %s", fn, name, d.unsupported ? "unsupported" : "corrupt",
+             is_png ? "PNG" : "JPEG", d.msg[0] ? d.msg : "unknown error");
     return NULL;
   }
   wk_tensor *t = to_tensor_hwc(&d, channels);
@@ -284,8 +293,9 @@ wk_status dt_read_file(const char *fn, const char *path, uint8_t **buf, size_t *
     if (len == cap) {
       uint8_t *nb = cap < DT_MAX_IMAGE_FILE ? realloc(b, cap * 2) : NULL;
       if (!nb) {
-        st = cap < DT_MAX_IMAGE_FILE ? wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", fn, path)
-                                     : wk_error(WK_ERR_IO, "%s: '%s' is larger than %zu bytes", fn, path, DT_MAX_IMAGE_FILE);
+        st = cap < DT_MAX_IMAGE_FILE
+                 ? wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", fn, path)
+                 : wk_error(WK_ERR_IO, "%s: '%s' is larger than %zu bytes", fn, path, DT_MAX_IMAGE_FILE);
         break;
       }
       b = nb;
@@ -294,7 +304,8 @@ wk_status dt_read_file(const char *fn, const char *path, uint8_t **buf, size_t *
     size_t got = fread(b + len, 1, cap - len, f);
     len += got;
     if (got == 0) {
-      if (ferror(f)) st = wk_error(WK_ERR_IO, "%s: reading '%s' failed after %zu bytes: %s", fn, path, len, strerror(errno));
+      if (ferror(f))
+        st = wk_error(WK_ERR_IO, "%s: reading '%s' failed after %zu bytes: %s", fn, path, len, strerror(errno));
       break;
     }
   }

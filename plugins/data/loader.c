@@ -26,7 +26,9 @@ int64_t dt_loader_len(wk_dataloader *dl) {
   return dl->drop_last ? n / dl->bs : (n + dl->bs - 1) / dl->bs;
 }
 
-static int nslots(const wk_dataloader *dl) { return dl->sampler ? dl->queue : dl->nworkers * dl->prefetch; }
+static int nslots(const wk_dataloader *dl) {
+  return dl->sampler ? dl->queue : dl->nworkers * dl->prefetch;
+}
 
 /* Asks the workers to leave the current iteration, without waiting. */
 static void request_stop(wk_dataloader *dl) {
@@ -74,8 +76,10 @@ static wk_status start_iteration(wk_dataloader *dl) {
     int64_t n = dt_dataset_len(dl->ds);
     for (int64_t i = 0; i < dl->norder; i++)
       if (dl->order[i] < 0 || dl->order[i] >= n) {
-        wk_status st = wk_error(WK_ERR_INDEX, "dataloader: the sampler gave index %lld (position %lld) for a dataset of "
-                                "%lld samples", (long long)dl->order[i], (long long)i, (long long)n);
+        wk_status st = wk_error(WK_ERR_INDEX,
+                                "dataloader: the sampler gave index %lld (position %lld) for a dataset of "
+                                "%lld samples",
+                                (long long)dl->order[i], (long long)i, (long long)n);
         free(dl->order);
         dl->order = NULL;
         return st;
@@ -89,8 +93,11 @@ static wk_status start_iteration(wk_dataloader *dl) {
     dl->next_claim = dl->next_deliver = 0;
     dl->stop = dl->no_claim = false;
     if (!dl->sampler) {
-      wk_worker_info info = {.struct_size = sizeof info, .worker_id = 0, .num_workers = 1,
-                             .seed = wk_data_sample_seed(dl->seed, dl->epoch, 0), .epoch = dl->epoch};
+      wk_worker_info info = {.struct_size = sizeof info,
+                             .worker_id = 0,
+                             .num_workers = 1,
+                             .seed = wk_data_sample_seed(dl->seed, dl->epoch, 0),
+                             .epoch = dl->epoch};
       dl->stream = NULL;
       wk_status st = dl->ds->iter.open(dl->ds->self, &info, &dl->stream);
       if (st != WK_OK) {
@@ -180,8 +187,10 @@ static void take_from_workers(wk_dataloader *dl, dt_slot *r, bool *end, bool *ti
     if (*timed_out) {
       r->st = WK_ERR_STATE;
       char m[200];
-      snprintf(m, sizeof m, "dataloader: timed out after %g s waiting for batch %lld of epoch %lld from the workers "
-               "(the timeout option)", dl->timeout, (long long)dl->next_deliver, (long long)dl->epoch);
+      snprintf(m, sizeof m,
+               "dataloader: timed out after %g s waiting for batch %lld of epoch %lld from the workers "
+               "(the timeout option)",
+               dl->timeout, (long long)dl->next_deliver, (long long)dl->epoch);
       r->msg = dt_msg("", m);
       break;
     }
@@ -239,7 +248,8 @@ wk_status dt_loader_next(wk_dataloader *dl, wk_sample *batch) {
     return WK_OK;
   }
   if (r.st != WK_OK) {
-    if (timed_out) request_stop(dl); /* joined at the next call: a stuck get() must not block us now */
+    if (timed_out)
+      request_stop(dl); /* joined at the next call: a stuck get() must not block us now */
     else {
       finish_stop(dl);
       dl->epoch++;
@@ -279,14 +289,18 @@ void dt_loader_free(wk_dataloader *dl) {
 static bool check_opts(const wk_loader_opts *o, bool iterable) {
   const char *bad = NULL;
   if (o->batch_size < 0 || o->num_workers < 0 || o->num_workers > 1024 || o->prefetch_factor < 0)
-    return wk_error(WK_ERR_INVALID_ARG, "dataloader_new: batch_size (%lld), num_workers (%d) and prefetch_factor (%d) "
-                    "must be non-negative (num_workers at most 1024)", (long long)o->batch_size, o->num_workers,
-                    o->prefetch_factor) == WK_OK;
-  if (o->shuffle && o->sampler) bad = "sampler option is mutually exclusive with shuffle";
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "dataloader_new: batch_size (%lld), num_workers (%d) and prefetch_factor (%d) "
+                    "must be non-negative (num_workers at most 1024)",
+                    (long long)o->batch_size, o->num_workers, o->prefetch_factor) == WK_OK;
+  if (o->shuffle && o->sampler)
+    bad = "sampler option is mutually exclusive with shuffle";
   else if (iterable && (o->shuffle || o->sampler))
     bad = "an iterable dataset is read in its own order: shuffle and sampler must be unset";
-  else if (o->persistent_workers && o->num_workers == 0) bad = "persistent_workers option needs num_workers > 0";
-  else if (!(o->timeout >= 0)) bad = "timeout option should be non-negative";
+  else if (o->persistent_workers && o->num_workers == 0)
+    bad = "persistent_workers option needs num_workers > 0";
+  else if (!(o->timeout >= 0))
+    bad = "timeout option should be non-negative";
   if (bad) wk_error(WK_ERR_INVALID_ARG, "dataloader_new: %s", bad);
   return !bad;
 }
@@ -299,8 +313,10 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
   wk_loader_opts o = {.struct_size = sizeof o};
   if (opts_in) {
     if (opts_in->struct_size < offsetof(wk_loader_opts, batch_size) + sizeof o.batch_size) {
-      wk_error(WK_ERR_INVALID_ARG, "dataloader_new: opts->struct_size is %zu; set it to sizeof(wk_loader_opts) "
-               "(WK_LOADER_OPTS does)", opts_in->struct_size);
+      wk_error(WK_ERR_INVALID_ARG,
+               "dataloader_new: opts->struct_size is %zu; set it to sizeof(wk_loader_opts) "
+               "(WK_LOADER_OPTS does)",
+               opts_in->struct_size);
       return NULL;
     }
     memcpy(&o, opts_in, opts_in->struct_size < sizeof o ? opts_in->struct_size : sizeof o);
@@ -318,8 +334,9 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
     return NULL;
   }
   if (!iterable) {
-    dl->sampler = o.sampler ? dt_sampler_retain(o.sampler) : o.shuffle ? dt_sampler_random(n, false, 0, o.seed)
-                                                                       : dt_sampler_sequential(n);
+    dl->sampler = o.sampler   ? dt_sampler_retain(o.sampler)
+                  : o.shuffle ? dt_sampler_random(n, false, 0, o.seed)
+                              : dt_sampler_sequential(n);
     if (!dl->sampler) {
       free(dl);
       return NULL;

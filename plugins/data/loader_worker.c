@@ -40,8 +40,11 @@ void dt_build_batch(wk_dataloader *dl, int64_t b, int worker, dt_slot *r) {
   r->st = s ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "dataloader: out of memory");
   for (int64_t k = 0; r->st == WK_OK && k < n; k++) {
     int64_t idx = dl->order[lo + k];
-    wk_sample_ctx ctx = {.struct_size = sizeof ctx, .seed = wk_data_sample_seed(dl->seed, dl->epoch, idx),
-                         .epoch = dl->epoch, .index = idx, .worker_id = worker};
+    wk_sample_ctx ctx = {.struct_size = sizeof ctx,
+                         .seed = wk_data_sample_seed(dl->seed, dl->epoch, idx),
+                         .epoch = dl->epoch,
+                         .index = idx,
+                         .worker_id = worker};
     r->st = dt_dataset_get(dl->ds, idx, &ctx, &s[k]);
     if (r->st != WK_OK) {
       char prefix[160];
@@ -72,7 +75,8 @@ void dt_build_stream_batch(wk_dataloader *dl, void *stream, int worker, dt_slot 
   while (r->st == WK_OK && n < dl->bs) {
     r->st = it->next(dl->ds->self, stream, &s[n]);
     if (r->st == WK_OK && (s[n].n < 0 || s[n].n > WK_SAMPLE_MAX)) {
-      r->st = wk_error(WK_ERR_STATE, "iterable dataset: next() returned %d tensors (0..%d allowed)", s[n].n, WK_SAMPLE_MAX);
+      r->st =
+          wk_error(WK_ERR_STATE, "iterable dataset: next() returned %d tensors (0..%d allowed)", s[n].n, WK_SAMPLE_MAX);
       s[n].n = 0;
     }
     for (int i = 0; r->st == WK_OK && i < s[n].n; i++)
@@ -82,8 +86,10 @@ void dt_build_stream_batch(wk_dataloader *dl, void *stream, int worker, dt_slot 
       wk_sample_clear(&s[n]);
       if (wk_last_error() == WK_OK) wk_error(r->st, "next() failed without a message");
       char prefix[160];
-      snprintf(prefix, sizeof prefix, "dataloader: iterable dataset, worker %d, sample %lld of its next batch (epoch %lld) "
-               "failed: ", worker < 0 ? 0 : worker, (long long)n, (long long)dl->epoch);
+      snprintf(prefix, sizeof prefix,
+               "dataloader: iterable dataset, worker %d, sample %lld of its next batch (epoch %lld) "
+               "failed: ",
+               worker < 0 ? 0 : worker, (long long)n, (long long)dl->epoch);
       r->msg = dt_msg(prefix, wk_last_error_message());
       break;
     }
@@ -106,7 +112,8 @@ void dt_build_stream_batch(wk_dataloader *dl, void *stream, int worker, dt_slot 
 /* Map-style: claims batches until none is left or the iteration stops. Holds mu. */
 static void run_map(wk_dataloader *dl, int id) {
   for (;;) {
-    while (!dl->stop && !dl->no_claim && dl->next_claim < dl->nbatches && dl->next_claim >= dl->next_deliver + dl->queue)
+    while (!dl->stop && !dl->no_claim && dl->next_claim < dl->nbatches &&
+           dl->next_claim >= dl->next_deliver + dl->queue)
       pthread_cond_wait(&dl->cv_work, &dl->mu);
     if (dl->stop || dl->no_claim || dl->next_claim >= dl->nbatches) return;
     int64_t b = dl->next_claim++;
@@ -129,8 +136,11 @@ static void run_map(wk_dataloader *dl, int id) {
  * stream ends, fails or the iteration stops. Holds mu. */
 static void run_stream(wk_dataloader *dl, int id) {
   const wk_iterable_impl *it = &dl->ds->iter;
-  wk_worker_info info = {.struct_size = sizeof info, .worker_id = id, .num_workers = dl->nworkers,
-                         .seed = wk_data_sample_seed(dl->seed, dl->epoch, id), .epoch = dl->epoch};
+  wk_worker_info info = {.struct_size = sizeof info,
+                         .worker_id = id,
+                         .num_workers = dl->nworkers,
+                         .seed = wk_data_sample_seed(dl->seed, dl->epoch, id),
+                         .epoch = dl->epoch};
   pthread_mutex_unlock(&dl->mu);
   void *stream = NULL;
   dt_slot r = {.ready = true};
@@ -204,8 +214,10 @@ static void *worker_main(void *arg) {
     }
     done = dl->gen;
     dl->busy++;
-    if (dl->sampler) run_map(dl, id);
-    else run_stream(dl, id);
+    if (dl->sampler)
+      run_map(dl, id);
+    else
+      run_stream(dl, id);
     dl->busy--;
     pthread_cond_broadcast(&dl->cv_done);
     if (!dl->persistent) break;

@@ -15,7 +15,9 @@ typedef struct {
   uint64_t seed;
 } jitter_tf;
 
-static bool is_off(const double *r) { return r[0] == 1 && r[1] == 1; }
+static bool is_off(const double *r) {
+  return r[0] == 1 && r[1] == 1;
+}
 
 /* img = clamp(f * img + (1 - f) * other, 0, bound) in place over n values. */
 static void blend(void *data, wk_dtype dt, int64_t n, double f, double other) {
@@ -110,8 +112,10 @@ wk_transform *dt_color_jitter(const double *brightness, const double *contrast, 
   if (brightness) b[0] = brightness[0], b[1] = brightness[1];
   if (contrast) c[0] = contrast[0], c[1] = contrast[1];
   if (!(b[0] >= 0 && b[0] <= b[1] && isfinite(b[1])) || !(c[0] >= 0 && c[0] <= c[1] && isfinite(c[1]))) {
-    wk_error(WK_ERR_INVALID_ARG, "color_jitter: brightness (%g, %g) and contrast (%g, %g) factor ranges must be "
-             "non-negative, finite and ordered (min, max)", b[0], b[1], c[0], c[1]);
+    wk_error(WK_ERR_INVALID_ARG,
+             "color_jitter: brightness (%g, %g) and contrast (%g, %g) factor ranges must be "
+             "non-negative, finite and ordered (min, max)",
+             b[0], b[1], c[0], c[1]);
     return NULL;
   }
   jitter_tf *t = dt_tf_alloc(sizeof *t, &jitter_vt);

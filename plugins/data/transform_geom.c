@@ -77,7 +77,8 @@ static wk_tensor *resample(const char *fn, wk_tensor *x, int64_t top, int64_t le
     int64_t planes = wk_tensor_numel(y) / (oh * ow);
     for (int64_t p = 0; p < planes; p++)
       for (int64_t r = 0; r < oh; r++) {
-        int64_t r0 = (p * H + top + ah.i0[r]) * W + left, r1 = (p * H + top + ah.i1[r]) * W + left, o = (p * oh + r) * ow;
+        int64_t r0 = (p * H + top + ah.i0[r]) * W + left, r1 = (p * H + top + ah.i1[r]) * W + left,
+                o = (p * oh + r) * ow;
         for (int64_t q = 0; q < ow; q++) {
           int64_t c0 = aw.i0[q], c1 = aw.i1[q];
           if (dt == WK_F64) {
@@ -137,8 +138,8 @@ static wk_tensor *resize_apply(wk_transform *tf, wk_tensor *x, uint64_t seed) {
 static const dt_transform_vt resize_vt = {"resize", resize_apply, NULL};
 wk_transform *dt_resize(int64_t h, int64_t w) {
   if (h < 1 || w < 0) {
-    wk_error(WK_ERR_INVALID_ARG, "resize: size (%lld, %lld) must be positive (w 0: h is the smaller edge)", (long long)h,
-             (long long)w);
+    wk_error(WK_ERR_INVALID_ARG, "resize: size (%lld, %lld) must be positive (w 0: h is the smaller edge)",
+             (long long)h, (long long)w);
     return NULL;
   }
   resize_tf *t = dt_tf_alloc(sizeof *t, &resize_vt);
@@ -157,7 +158,8 @@ typedef struct {
 /* torchvision's RandomResizedCrop.get_params: ten tries at a window of a
  * random area fraction and log-uniform aspect ratio, then a centre crop
  * clamped to the ratio range. Python's round() is half to even: nearbyint. */
-static void rrc_params(const rrc_tf *t, int64_t H, int64_t W, dt_rng *r, int64_t *top, int64_t *left, int64_t *h, int64_t *w) {
+static void rrc_params(const rrc_tf *t, int64_t H, int64_t W, dt_rng *r, int64_t *top, int64_t *left, int64_t *h,
+                       int64_t *w) {
   double area = (double)H * (double)W, lr0 = log(t->ratio[0]), lr1 = log(t->ratio[1]);
   for (int k = 0; k < 10; k++) {
     double target = area * (t->scale[0] + (t->scale[1] - t->scale[0]) * dt_unit(r));
@@ -211,8 +213,10 @@ wk_transform *dt_random_resized_crop(int64_t h, int64_t w, const double *scale, 
     return NULL;
   }
   if (!(s[0] > 0 && s[0] <= s[1] && isfinite(s[1])) || !(q[0] > 0 && q[0] <= q[1] && isfinite(q[1]))) {
-    wk_error(WK_ERR_INVALID_ARG, "random_resized_crop: scale (%g, %g) and ratio (%g, %g) must be positive, finite and "
-             "ordered (min, max)", s[0], s[1], q[0], q[1]);
+    wk_error(WK_ERR_INVALID_ARG,
+             "random_resized_crop: scale (%g, %g) and ratio (%g, %g) must be positive, finite and "
+             "ordered (min, max)",
+             s[0], s[1], q[0], q[1]);
     return NULL;
   }
   rrc_tf *t = dt_tf_alloc(sizeof *t, &rrc_vt);
