@@ -56,6 +56,12 @@ plugins_cuda_cuda_la_LIBADD = $(cuda_kernel_objects) $(CUDA_LIBS) -lstdc++ -lm
 plugins_cuda_cuda_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 endif
 
+# ResNet-18 training step on cuda next to PyTorch (bench/resnet_cuda.py); `make bench/bench_resnet_cuda`.
+EXTRA_PROGRAMS += bench/bench_resnet_cuda
+bench_bench_resnet_cuda_SOURCES = bench/bench_resnet_cuda.c
+bench_bench_resnet_cuda_LDADD = libwick.la
+EXTRA_DIST += bench/resnet_cuda.py
+
 # ---- tests ----------------------------------------------------------------------------
 if HAVE_CHECK
 # The core's ABI 1.1 device calls, with fake device types (no CUDA needed).
