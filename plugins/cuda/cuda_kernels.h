@@ -98,13 +98,22 @@ int cuda_launch_dropout(int ct, void *y, bool *mask, const void *x, int64_t n, d
                         uint64_t offset, cudaStream_t st);
 
 /* ---- optim_update.cu: fused per-parameter updates (layouts share param's shape) ---- */
+enum { CUDA_OPT_SGD, CUDA_OPT_ADAM, CUDA_OPT_RMSPROP, CUDA_OPT_ADAGRAD };
+/* The constants are computed on the host exactly as the optim plugin's cpu
+ * kernels compute them (rounded to param's dtype); the device repeats the
+ * cpu's per-element steps with the same roundings (no FMA contraction).
+ *   sgd:     f = wd, momentum, 1 - dampening, -lr;   b = has_wd, has_momentum, nesterov, maximize, is_new
+ *   adam:    f = wd, 1 - lr*wd, beta1, beta2, 1 - beta1, 1 - beta2, sqrt(bias2), eps, -step_size;
+ *            b = maximize, decoupled, has_wd, amsgrad
+ *   rmsprop: f = wd, alpha, 1 - alpha, eps, momentum, -lr; b = maximize, has_wd, centered, has_momentum
+ *   adagrad: f = wd, eps, -clr;                    b = maximize, has_wd */
 typedef struct cuda_optim_args {
-  int kind; /* 0 sgd, 1 adam, 2 rmsprop, 3 adagrad */
-  void *t[5];          /* param, grad, then the op's state buffers (NULL: absent) */
+  int kind;
+  void *t[5]; /* param, grad, then the op's state buffers in schema order (NULL: absent) */
   int dt[5];
   cuda_strided l[5];
-  double f[10];        /* the op's float arguments in schema order */
-  bool b[4];           /* the op's bool arguments in schema order */
+  double f[10];
+  bool b[6];
 } cuda_optim_args;
 int cuda_launch_optim(const cuda_optim_args *a, int64_t n, cudaStream_t st);
 

@@ -1,0 +1,534 @@
+/* cuda indexing family: index_select, gather, scatter / scatter_add (all
+ * forms), masked_fill, embedding and embedding_dense_backward, cat and
+ * one_hot, with the cpu plugin's checks and messages. Index bounds are
+ * checked on the device (index.cu records the first bad position); reading
+ * that slot back waits for the kernel, as PyTorch's device-side asserts
+ * would fail the next synchronisation instead. Scatters and embedding's
+ * backward are deterministic (no atomics on the data). */
+#include <string.h>
+
+#include "cuda_kernels.h"
+
+static const char *tname(wk_dtype dt) {
+  switch (dt) {
+    case WK_F32: return "float";
+    case WK_F64: return "double";
+    case WK_F16: return "half";
+    case WK_BF16: return "bfloat16";
+    case WK_I8: return "char";
+    case WK_U8: return "byte";
+    case WK_I16: return "short";
+    case WK_I32: return "int";
+    case WK_I64: return "long";
+    case WK_BOOL: return "bool";
+    default: return "?";
+  }
+}
+
+static int64_t nsize(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d]; }
+
+/* Reads the bad-index slot of a launch over n indices (contiguous i64 idx):
+ * *found and the offending value. Consumes slot. */
+static wk_status bad_index(wk_tensor *slot, wk_tensor *idx, int64_t n, bool *found, int64_t *value) {
+  int64_t v = 0;
+  *found = false;
+  wk_status s = cuda_slot_take(slot, &v);
+  if (s || v == 0) return s;
+  *found = true;
+  wk_tensor *flat = wk_reshape(idx, &n, 1);
+  wk_tensor *e = flat ? wk_narrow(flat, 0, n - v, 1) : NULL;
+  s = e ? wk_item_i64(e, value) : wk_last_error();
+  wk_release(e);
+  wk_release(flat);
+  return s;
+}
+
+static wk_status out1(wk_value *outs, wk_tensor *t) {
+  if (!t) return wk_last_error();
+  outs[0] = WK_VT(t);
+  return WK_OK;
+}
+
+/* ---- index_select ---- */
+static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
+  int nd = wk_tensor_dim(self), d = 0;
+  wk_status s = cuda_wrap_dim("index_select", WK_ARG_I(1), nd, &d);
+  if (s) return s;
+  int64_t n = wk_tensor_numel(index);
+  if (wk_tensor_dim(index) > 1)
+    return wk_error(WK_ERR_INDEX, "index_select(): Index is supposed to be a vector, got a %dD index",
+                    wk_tensor_dim(index));
+  if (nd == 0 && n != 1)
+    return wk_error(WK_ERR_INDEX, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                    (long long)n);
+  wk_dtype idt = wk_tensor_dtype(index);
+  if (idt != WK_I64 && idt != WK_I32)
+    return wk_error(WK_ERR_DTYPE, "index_select(): Expected dtype int32 or int64 for index, got %s",
+                    wk_dtype_name(idt));
+  wk_device dev = ctx->device;
+  if ((s = cuda_enter("index_select", dev))) return s;
+  wk_dtype dt = wk_tensor_dtype(self);
+  int64_t osz[WK_MAX_DIMS], S = nsize(self, d), outer = 1, inner = 1;
+  for (int k = 0; k < nd; k++) osz[k] = nsize(self, k);
+  if (nd) osz[d] = n;
+  for (int k = 0; k < d; k++) outer *= osz[k];
+  for (int k = d + 1; k < nd; k++) inner *= osz[k];
+  wk_tensor *x = cuda_dense(self, dt, dev), *ix = cuda_dense(index, WK_I64, dev), *slot = cuda_slot_new(dev);
+  wk_tensor *r = x && ix && slot ? cuda_new(osz, nd, dt, dev) : NULL;
+  if (r)
+    s = (wk_status)cuda_launch_index_select((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(x),
+                                            wk_tensor_data(ix), outer, S, n, inner, wk_tensor_data(slot),
+                                            cuda_stream(dev));
+  else
+    s = wk_last_error();
+  bool bad = false;
+  int64_t bv = 0;
+  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
+  else wk_release(slot);
+  if (!s && bad)
+    s = wk_error(WK_ERR_INDEX,
+                 "index_select(): index %lld is out of bounds for dimension %d with size %lld (index out of range in "
+                 "self)",
+                 (long long)bv, d, (long long)S);
+  wk_release(x);
+  wk_release(ix);
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  return out1(outs, r);
+}
+
+/* ---- gather / scatter ---- */
+static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_tensor *index, wk_tensor *src) {
+  int nd = wk_tensor_dim(self) > 0 ? wk_tensor_dim(self) : 1;
+  int ni = wk_tensor_dim(index) > 0 ? wk_tensor_dim(index) : 1;
+  char a[160], b[160], c[160];
+  if (nd != ni)
+    return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as %s tensor (%d vs %d)",
+                    op, src ? "self" : "input", ni, nd);
+  if (src) {
+    int ns = wk_tensor_dim(src) > 0 ? wk_tensor_dim(src) : 1;
+    if (ns != ni)
+      return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as src tensor (%d vs %d)",
+                      op, ni, ns);
+  }
+  int bad = -1;
+  for (int d = 0; d < nd && bad < 0; d++)
+    if (d != dim && nsize(index, d) > nsize(self, d)) bad = d;
+  for (int d = 0; src && d < nd && bad < 0; d++)
+    if (nsize(index, d) > nsize(src, d)) bad = d;
+  if (bad < 0) return WK_OK;
+  if (!src)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Size does not match at dimension %d expected index %s to be smaller than self %s apart "
+                    "for dimension %d",
+                    op, bad, cuda_shape_str(index, a, sizeof a), cuda_shape_str(self, b, sizeof b), dim);
+  return wk_error(WK_ERR_SHAPE,
+                  "%s(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
+                  "size than src %s",
+                  op, cuda_shape_str(index, a, sizeof a), cuda_shape_str(self, b, sizeof b), dim,
+                  cuda_shape_str(src, c, sizeof c));
+}
+
+/* Layout of t seen with index's number of dims (0-dim tensors as [1]). */
+static cuda_strided sg_layout(const wk_tensor *t, int nd) {
+  cuda_strided l = cuda_layout(t, NULL, 0);
+  if (l.ndim == 0 && nd > 0) {
+    l.ndim = 1;
+    l.sizes[0] = 1;
+    l.strides[0] = 0;
+  }
+  return l;
+}
+
+static wk_status bounds_error(const char *op, int64_t v, int d, int64_t size) {
+  return wk_error(WK_ERR_INDEX, "%s(): index %lld is out of bounds for dimension %d with size %lld", op, (long long)v,
+                  d, (long long)size);
+}
+
+static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
+  int d = 0;
+  wk_status s = cuda_wrap_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  if (s) return s;
+  int64_t n = wk_tensor_numel(index);
+  if (n != 0) {
+    if (wk_tensor_dtype(index) != WK_I64)
+      return wk_error(WK_ERR_DTYPE, "gather(): Expected dtype int64 for index, got %s",
+                      wk_dtype_name(wk_tensor_dtype(index)));
+    if ((s = sg_shape_check("gather", self, d, index, NULL))) return s;
+  }
+  wk_device dev = ctx->device;
+  if ((s = cuda_enter("gather", dev))) return s;
+  wk_dtype dt = wk_tensor_dtype(self);
+  wk_tensor *r = cuda_new(wk_tensor_sizes(index), wk_tensor_dim(index), dt, dev);
+  if (!r || n == 0) return out1(outs, r);
+  wk_tensor *x = cuda_operand(self, dt, dev), *ix = cuda_dense(index, WK_I64, dev), *slot = cuda_slot_new(dev);
+  int ind = wk_tensor_dim(ix) > 0 ? wk_tensor_dim(ix) : 1;
+  if (x && ix && slot)
+    s = (wk_status)cuda_launch_gather((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(x), sg_layout(x, ind),
+                                      wk_tensor_data(ix), sg_layout(ix, ind), d, wk_tensor_data(slot), n,
+                                      cuda_stream(dev));
+  else
+    s = wk_last_error();
+  bool bad = false;
+  int64_t bv = 0;
+  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
+  else wk_release(slot);
+  if (!s && bad) s = bounds_error("gather", bv, d, nsize(self, d));
+  wk_release(x);
+  wk_release(ix);
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  return out1(outs, r);
+}
+
+typedef struct {
+  bool add;
+  cuda_mode mode;
+  const char *label;
+} scatter_info;
+
+static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const scatter_info *info = ctx->user;
+  const char *op = info->label;
+  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
+  int d = 0;
+  wk_status s = cuda_wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  if (s) return s;
+  int64_t n = wk_tensor_numel(index);
+  wk_dtype dt = wk_tensor_dtype(self);
+  if (n != 0 && wk_tensor_dtype(index) != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op,
+                    wk_dtype_name(wk_tensor_dtype(index)));
+  if (wk_tensor_dtype(src) != dt)
+    return wk_error(WK_ERR_DTYPE, "%s(): Expected self.dtype to be equal to src.dtype (got %s and %s)", op,
+                    wk_dtype_name(dt), wk_dtype_name(wk_tensor_dtype(src)));
+  if (n != 0 && (s = sg_shape_check(op, self, d, index, src))) return s;
+  if (info->mode == CUDA_INPLACE)
+    for (int k = 0; k < wk_tensor_dim(self); k++)
+      if (wk_tensor_strides(self)[k] == 0 && wk_tensor_sizes(self)[k] > 1)
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
+                        "single memory location. Please clone() the tensor before performing the operation.",
+                        op);
+  wk_device dev = ctx->device;
+  if ((s = cuda_enter(op, dev))) return s;
+  /* the work copy: self in the compute dtype (sums of f16/bf16/narrow ints in f32/i64) */
+  wk_dtype cd = info->add ? (wk_dtype_is_floating(dt) ? (dt == WK_F64 ? WK_F64 : WK_F32) : WK_I64) : dt;
+  wk_tensor *w = cuda_operand(self, cd, dev);
+  if (w && w == self) { /* never write the caller's tensor before the checks pass */
+    wk_release(w);
+    w = wk_clone(self);
+  }
+  if (w && !wk_tensor_is_contiguous(w)) {
+    wk_tensor *c = wk_contiguous(w);
+    wk_release(w);
+    w = c;
+  }
+  wk_tensor *sv = NULL, *ix = NULL, *slot = NULL;
+  if (w && n) {
+    sv = cuda_operand(src, cd, dev);
+    ix = cuda_dense(index, WK_I64, dev);
+    slot = cuda_slot_new(dev);
+  }
+  if (!w || (n && (!sv || !ix || !slot))) s = wk_last_error();
+  if (!s && n) {
+    int ind = wk_tensor_dim(ix) > 0 ? wk_tensor_dim(ix) : 1;
+    s = (wk_status)cuda_launch_scatter(info->add, cuda_dt(cd), (int)wk_dtype_size(cd), wk_tensor_data(w),
+                                       sg_layout(w, ind), wk_tensor_data(ix), sg_layout(ix, ind), wk_tensor_data(sv),
+                                       sg_layout(sv, ind), d, wk_tensor_data(slot), cuda_stream(dev));
+    bool bad = false;
+    int64_t bv = 0;
+    if (!s) {
+      s = bad_index(slot, ix, n, &bad, &bv);
+      slot = NULL;
+    }
+    if (!s && bad) s = bounds_error(op, bv, d, nsize(self, d));
+  }
+  wk_release(slot);
+  wk_release(sv);
+  wk_release(ix);
+  if (s) {
+    wk_release(w);
+    return s;
+  }
+  if (info->mode == CUDA_INPLACE) return cuda_deliver(op, CUDA_INPLACE, w, self, outs);
+  return out1(outs, cuda_cast_own(w, dt));
+}
+
+/* ---- masked_fill ---- */
+static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  bool inplace = ctx->user != NULL;
+  const char *op = inplace ? "masked_fill_" : "masked_fill";
+  wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
+  if (wk_tensor_dtype(mask) != WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "%s(): masked_fill_ only supports boolean masks, but got mask with dtype %s", op,
+                    tname(wk_tensor_dtype(mask)));
+  wk_dtype dt = wk_tensor_dtype(self);
+  uint64_t bits = 0;
+  if (args[2].tag == WK_V_INT && !wk_dtype_is_floating(dt))
+    wk_store_i64(&bits, dt, args[2].u.i);
+  else
+    wk_store_f64(&bits, dt, wk_value_as_f64(&args[2]));
+  wk_tensor *pair[2] = {self, mask};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  wk_status s = wk_broadcast_shapes(op, pair, 2, shape, &nd);
+  if (s) return s;
+  if (inplace) {
+    char a[160], b[160];
+    if (nd != wk_tensor_dim(self) || memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
+      return wk_error(WK_ERR_SHAPE, "%s(): mask of shape %s cannot be broadcast to self of shape %s", op,
+                      cuda_shape_str(mask, a, sizeof a), cuda_shape_str(self, b, sizeof b));
+  }
+  wk_device dev = ctx->device;
+  if ((s = cuda_enter(op, dev))) return s;
+  wk_tensor *m = cuda_operand(mask, WK_BOOL, dev), *x = cuda_operand(self, dt, dev);
+  wk_tensor *r = m && x ? cuda_new(shape, nd, dt, dev) : NULL;
+  if (r)
+    s = (wk_status)cuda_launch_where((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(m),
+                                     cuda_layout(m, shape, nd), NULL, cuda_layout(r, NULL, 0), bits,
+                                     wk_tensor_data(x), cuda_layout(x, shape, nd), 0, wk_tensor_numel(r),
+                                     cuda_stream(dev));
+  else
+    s = wk_last_error();
+  wk_release(m);
+  wk_release(x);
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  return cuda_deliver(op, inplace ? CUDA_INPLACE : CUDA_FUNCTIONAL, r, self, outs);
+}
+
+/* ---- embedding ---- */
+static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *weight = WK_ARG_T(0), *indices = WK_ARG_T(1);
+  char a[160];
+  if (wk_tensor_dim(weight) != 2)
+    return wk_error(WK_ERR_SHAPE, "embedding(): 'weight' must be 2-D, got shape %s", cuda_shape_str(weight, a, sizeof a));
+  wk_dtype it = wk_tensor_dtype(indices);
+  if (!wk_dtype_is_integral(it))
+    return wk_error(WK_ERR_DTYPE,
+                    "embedding(): Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                    "Long, Int; but got %s instead",
+                    wk_dtype_name(it));
+  int nd = wk_tensor_dim(indices);
+  if (nd + 1 > WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "embedding(): indices have %d dimensions, at most %d supported", nd, WK_MAX_DIMS - 1);
+  wk_device dev = ctx->device;
+  wk_status s = cuda_enter("embedding", dev);
+  if (s) return s;
+  int64_t V = wk_tensor_size(weight, 0), D = wk_tensor_size(weight, 1), n = wk_tensor_numel(indices), osz[WK_MAX_DIMS];
+  memcpy(osz, wk_tensor_sizes(indices), sizeof(int64_t) * (size_t)nd);
+  osz[nd] = D;
+  wk_dtype dt = wk_tensor_dtype(weight);
+  wk_tensor *w = cuda_dense(weight, dt, dev), *ix = cuda_dense(indices, WK_I64, dev), *slot = cuda_slot_new(dev);
+  wk_tensor *r = w && ix && slot ? cuda_new(osz, nd + 1, dt, dev) : NULL;
+  if (r)
+    s = (wk_status)cuda_launch_index_select((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(w),
+                                            wk_tensor_data(ix), 1, V, n, D, wk_tensor_data(slot), cuda_stream(dev));
+  else
+    s = wk_last_error();
+  bool bad = false;
+  int64_t bv = 0;
+  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
+  else wk_release(slot);
+  if (!s && bad)
+    s = wk_error(WK_ERR_INDEX, "embedding(): index out of range in self (index %lld, num_embeddings %lld)",
+                 (long long)bv, (long long)V);
+  wk_release(w);
+  wk_release(ix);
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  return out1(outs, r);
+}
+
+static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "embedding_dense_backward";
+  wk_tensor *go = WK_ARG_T(0), *indices = WK_ARG_T(1);
+  int64_t V = WK_ARG_I(2), pidx = WK_ARG_I(3);
+  char a[160], b[160];
+  if (!wk_dtype_is_floating(wk_tensor_dtype(go)))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point grad_output, got %s", op,
+                    wk_dtype_name(wk_tensor_dtype(go)));
+  if (!wk_dtype_is_integral(wk_tensor_dtype(indices)))
+    return wk_error(WK_ERR_DTYPE,
+                    "%s(): Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+                    "Int; but got %s instead",
+                    op, wk_dtype_name(wk_tensor_dtype(indices)));
+  if (V < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): num_weights must be non-negative, got %lld", op, (long long)V);
+  int nd = wk_tensor_dim(indices);
+  bool ok = wk_tensor_dim(go) == nd + 1;
+  for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(go)[i] == wk_tensor_sizes(indices)[i];
+  if (!ok)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s", op,
+                    cuda_shape_str(indices, a, sizeof a), cuda_shape_str(go, b, sizeof b));
+  wk_device dev = ctx->device;
+  wk_status s = cuda_enter(op, dev);
+  if (s) return s;
+  int64_t D = wk_tensor_size(go, nd), osz[2] = {V, D}, n = wk_tensor_numel(indices);
+  wk_dtype dt = wk_tensor_dtype(go), cd = dt == WK_F64 ? WK_F64 : WK_F32;
+  wk_tensor *g = cuda_dense(go, cd, dev), *ix = cuda_dense(indices, WK_I64, dev), *slot = cuda_slot_new(dev);
+  wk_tensor *r = g && ix && slot ? cuda_new(osz, 2, cd, dev) : NULL;
+  if (r)
+    s = (wk_status)cuda_launch_embedding_backward(cuda_dt(cd), wk_tensor_data(r), wk_tensor_data(g),
+                                                  wk_tensor_data(ix), n, D, V, pidx, wk_tensor_data(slot),
+                                                  cuda_stream(dev));
+  else
+    s = wk_last_error();
+  bool bad = false;
+  int64_t bv = 0;
+  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
+  else wk_release(slot);
+  if (!s && bad)
+    s = wk_error(WK_ERR_INDEX, "%s(): index out of range in self (index %lld, num_weights %lld)", op, (long long)bv,
+                 (long long)V);
+  wk_release(g);
+  wk_release(ix);
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  return out1(outs, cuda_cast_own(r, dt));
+}
+
+/* ---- cat (copies into narrowed views of the result: copy_ does the work) ---- */
+static bool cat_skip(const wk_tensor *t) { return wk_tensor_dim(t) == 1 && wk_tensor_sizes(t)[0] == 0; }
+
+static wk_status k_cat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  int n = args[0].len;
+  wk_tensor *const *ts = args[0].u.tensors;
+  wk_device dev = ctx->device;
+  if (n == 0) return wk_error(WK_ERR_INVALID_ARG, "cat(): expected a non-empty list of Tensors");
+  for (int i = 0; i < n; i++)
+    if (wk_tensor_dim(ts[i]) == 0)
+      return wk_error(WK_ERR_SHAPE, "cat(): zero-dimensional tensor (at position %d) cannot be concatenated", i);
+  wk_status s = cuda_enter("cat", dev);
+  if (s) return s;
+  wk_dtype rt = wk_result_type(&args[0], 1);
+  int valid = n;
+  for (int i = 0; i < n && valid == n; i++)
+    if (!cat_skip(ts[i])) valid = i;
+  if (valid == n) {
+    int64_t z = 0;
+    return out1(outs, cuda_new(&z, 1, rt, dev));
+  }
+  const wk_tensor *ref = ts[valid];
+  int nd = wk_tensor_dim(ref), d;
+  if ((s = cuda_wrap_dim("cat", WK_ARG_I(1), nd, &d))) return s;
+  int64_t shape[WK_MAX_DIMS];
+  memcpy(shape, wk_tensor_sizes(ref), sizeof(int64_t) * (size_t)nd);
+  shape[d] = 0;
+  for (int i = 0; i < n; i++) {
+    if (cat_skip(ts[i])) continue;
+    if (wk_tensor_dim(ts[i]) != nd)
+      return wk_error(WK_ERR_SHAPE, "cat(): Tensors must have same number of dimensions: got %d and %d", nd,
+                      wk_tensor_dim(ts[i]));
+    const int64_t *sz = wk_tensor_sizes(ts[i]);
+    for (int k = 0; k < nd; k++)
+      if (k != d && sz[k] != wk_tensor_sizes(ref)[k])
+        return wk_error(WK_ERR_SHAPE,
+                        "cat(): Sizes of tensors must match except in dimension %d. Expected size %lld but got size "
+                        "%lld for tensor number %d in the list.",
+                        d, (long long)wk_tensor_sizes(ref)[k], (long long)sz[k], i);
+    shape[d] += sz[d];
+  }
+  wk_tensor *r = cuda_new(shape, nd, rt, dev);
+  if (!r) return wk_last_error();
+  int64_t off = 0;
+  for (int i = 0; i < n && !s; i++) {
+    if (cat_skip(ts[i])) continue;
+    int64_t len = wk_tensor_sizes(ts[i])[d];
+    if (len == 0 || wk_tensor_numel(ts[i]) == 0) {
+      off += len;
+      continue;
+    }
+    wk_tensor *v = wk_narrow(r, d, off, len);
+    s = v && wk_copy_(v, ts[i]) ? WK_OK : wk_last_error();
+    wk_release(v);
+    off += len;
+  }
+  if (s) {
+    wk_release(r);
+    return s;
+  }
+  return out1(outs, r);
+}
+
+/* ---- one_hot: eq(self[..., None], arange(C)) as int64 ---- */
+static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0);
+  int64_t nc = WK_ARG_I(1);
+  int nd = wk_tensor_dim(self);
+  if (wk_tensor_dtype(self) != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "one_hot(): one_hot is only applicable to index tensor (int64), got %s",
+                    wk_dtype_name(wk_tensor_dtype(self)));
+  if (nd == WK_MAX_DIMS) return wk_error(WK_ERR_SHAPE, "one_hot(): input already has %d dimensions", WK_MAX_DIMS);
+  int64_t n = wk_tensor_numel(self);
+  if (n == 0 && nc <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Can not infer total number of classes from empty tensor.");
+  wk_device dev = ctx->device;
+  wk_status s = cuda_enter("one_hot", dev);
+  if (s) return s;
+  if (n > 0) {
+    wk_tensor *tmn = wk_min(self), *tmx = tmn ? wk_max(self) : NULL;
+    int64_t mn = 0, mx = 0;
+    s = tmn && tmx ? wk_item_i64(tmn, &mn) : wk_last_error();
+    if (!s) s = wk_item_i64(tmx, &mx);
+    wk_release(tmn);
+    wk_release(tmx);
+    if (s) return s;
+    if (mn < 0)
+      return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Class values must be non-negative. (got %lld)", (long long)mn);
+    if (nc == -1)
+      nc = mx + 1;
+    else if (nc <= mx)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "one_hot(): Class values must be smaller than num_classes. (got class %lld, num_classes %lld)",
+                      (long long)mx, (long long)nc);
+  }
+  wk_tensor *ar = wk_arange_int(0, nc, 1, (wk_options){.dtype = WK_I64, .device = dev});
+  wk_tensor *u = ar ? wk_unsqueeze(self, nd) : NULL;
+  wk_tensor *e = u ? wk_eq(u, ar) : NULL;
+  wk_tensor *r = e ? wk_to_dtype(e, WK_I64) : NULL;
+  wk_release(ar);
+  wk_release(u);
+  wk_release(e);
+  return out1(outs, r);
+}
+
+wk_status cuda_register_index(void) {
+  static const scatter_info sc[4] = {{false, CUDA_FUNCTIONAL, "scatter"},
+                                     {false, CUDA_INPLACE, "scatter_"},
+                                     {true, CUDA_FUNCTIONAL, "scatter_add"},
+                                     {true, CUDA_INPLACE, "scatter_add_"}};
+  static int inplace_tag = 1;
+  static const struct {
+    const char *name;
+    wk_kernel_fn fn;
+    void *user;
+  } ks[] = {{"cat", k_cat, NULL},
+            {"index_select", k_index_select, NULL},
+            {"gather", k_gather, NULL},
+            {"scatter.src", k_scatter, (void *)&sc[0]},
+            {"scatter_.src", k_scatter, (void *)&sc[1]},
+            {"scatter_add", k_scatter, (void *)&sc[2]},
+            {"scatter_add_", k_scatter, (void *)&sc[3]},
+            {"masked_fill.Scalar", k_masked_fill, NULL},
+            {"masked_fill_.Scalar", k_masked_fill, &inplace_tag},
+            {"embedding", k_embedding, NULL},
+            {"embedding_dense_backward", k_embedding_dense_backward, NULL},
+            {"one_hot", k_one_hot, NULL}};
+  wk_status s = WK_OK;
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cuda_reg(ks[i].name, ks[i].fn, NULL, ks[i].user, "cuda.index");
+  return s;
+}

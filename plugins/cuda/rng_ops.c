@@ -1,0 +1,389 @@
+/* cuda random and factory family: rand, randn, randint, rand_like,
+ * randn_like, bernoulli (tensor and p), uniform_, normal_, dropout and
+ * randperm draw from the cuda device's Philox stream with the core's
+ * counter scheme (wk_rng_reserve, one counter per element, as the cpu
+ * plugin), so manual_seed reproduces them. zeros/ones/full and their *_like
+ * forms fill on the device; arange, linspace and eye are computed by the
+ * cpu kernel and copied over (identical values, one host-to-device copy).
+ * Argument checks are the cpu kernel's: it is called with an empty size
+ * first where the message must match. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_kernels.h"
+
+static wk_dtype opt_dtype(const wk_value *v, wk_dtype def) { return v->tag == WK_V_DTYPE ? v->u.dtype : def; }
+
+static wk_status out1(wk_value *outs, wk_tensor *t) {
+  if (!t) return wk_last_error();
+  outs[0] = WK_VT(t);
+  return WK_OK;
+}
+
+static wk_status check_sizes(const char *op, const int64_t *sizes, int nd) {
+  if (nd > WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "%s(): %d dimensions requested, at most %d supported", op, nd, WK_MAX_DIMS);
+  for (int i = 0; i < nd; i++)
+    if (sizes[i] < 0) {
+      char b[256];
+      size_t k = (size_t)snprintf(b, sizeof b, "[");
+      for (int j = 0; j < nd && k < sizeof b; j++)
+        k += (size_t)snprintf(b + k, sizeof b - k, "%s%lld", j ? ", " : "", (long long)sizes[j]);
+      if (k < sizeof b) snprintf(b + k, sizeof b - k, "]");
+      return wk_error(WK_ERR_SHAPE, "%s(): Trying to create tensor with negative dimension %lld: %s", op,
+                      (long long)sizes[i], b);
+    }
+  return WK_OK;
+}
+
+/* Calls this op's cpu kernel with the device argument set to cpu and, when
+ * size_arg >= 0, that int[] argument replaced by [0] (a validation-only
+ * call). Returns the cpu result (a new reference) or NULL with its error. */
+static wk_tensor *call_cpu(const wk_kernel_ctx *ctx, const wk_value *args, int size_arg) {
+  wk_op *op = ctx->op;
+  int n = wk_op_num_args(op), dev_arg = wk_op_arg_index(op, "device");
+  wk_value a[WK_MAX_ARGS], o[WK_MAX_OUTS];
+  memcpy(a, args, sizeof(wk_value) * (size_t)n);
+  static const int64_t zero = 0;
+  if (dev_arg >= 0) a[dev_arg] = WK_VDEV(wk_cpu());
+  if (size_arg >= 0) a[size_arg] = WK_VINTS(&zero, 1);
+  if (wk_op_call(op, a, n, o) != WK_OK) return NULL;
+  return o[0].u.t;
+}
+
+/* cpu result moved to the device (consumed). */
+static wk_tensor *to_dev(wk_tensor *t, wk_device dev) {
+  if (!t) return NULL;
+  wk_tensor *r = wk_to_device(t, dev);
+  wk_release(t);
+  return r;
+}
+
+static wk_status k_via_cpu(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_status s = cuda_enter(WK_OPNAME, ctx->device);
+  if (s) return s;
+  return out1(outs, to_dev(call_cpu(ctx, args, -1), ctx->device));
+}
+
+/* New tensor of shape sizes on dev filled with the Scalar v (checked by the
+ * cpu kernel through a 0-dim call). */
+static wk_tensor *filled(const wk_kernel_ctx *ctx, const int64_t *sizes, int nd, wk_dtype dt, const wk_value *v) {
+  const char *op = wk_op_name(ctx->op);
+  if (check_sizes(op, sizes, nd)) return NULL;
+  wk_value fa[4] = {WK_VINTS(NULL, 0), *v, WK_VDT(dt), WK_VDEV(wk_cpu())}, fo[1];
+  if (wk_call("full", fa, 4, fo) != WK_OK) return NULL;
+  wk_tensor *probe = fo[0].u.t;
+  wk_value pv = *v;
+  if (v->tag == WK_V_INT && !wk_dtype_is_floating(dt)) { /* exact int64 through item_i64 */
+    int64_t x = 0;
+    if (wk_item_i64(probe, &x)) pv.tag = WK_V_NONE;
+    else pv = WK_VI(x);
+  }
+  wk_release(probe);
+  if (pv.tag == WK_V_NONE) return NULL;
+  if (cuda_enter(op, ctx->device)) return NULL;
+  wk_tensor *t = cuda_new(sizes, nd, dt, ctx->device);
+  wk_value a[2] = {WK_VT(t), pv}, o[1];
+  if (t && wk_call("fill_", a, 2, o) != WK_OK) {
+    wk_release(t);
+    return NULL;
+  }
+  return t;
+}
+
+static wk_status k_zeros(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_value z = WK_VI(0);
+  return out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[1], WK_F32), &z));
+}
+static wk_status k_ones(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_value one = WK_VI(1);
+  return out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[1], WK_F32), &one));
+}
+static wk_status k_full(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_dtype def = args[1].tag == WK_V_INT ? WK_I64 : args[1].tag == WK_V_BOOL ? WK_BOOL : WK_F32;
+  return out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[2], def), &args[1]));
+}
+static wk_status k_zeros_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *x = WK_ARG_T(0);
+  wk_value z = WK_VI(0);
+  return out1(outs, filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[1], wk_tensor_dtype(x)), &z));
+}
+static wk_status k_ones_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *x = WK_ARG_T(0);
+  wk_value one = WK_VI(1);
+  return out1(outs, filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[1], wk_tensor_dtype(x)), &one));
+}
+static wk_status k_full_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *x = WK_ARG_T(0);
+  return out1(outs,
+              filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[2], wk_tensor_dtype(x)), &args[1]));
+}
+
+/* ---- random ---- */
+typedef struct {
+  int kind;
+  double a, b;
+  int64_t low;
+  uint64_t range;
+  wk_tensor *probs; /* bernoulli: contiguous on the device */
+} rjob;
+
+/* Reserves numel counters of dev's generator and fills the contiguous t. */
+static wk_status run_random(const rjob *j, wk_device dev, wk_tensor *t) {
+  int64_t n = wk_tensor_numel(t);
+  uint64_t seed = 0, offset = 0;
+  wk_status s = wk_rng_reserve(dev, (uint64_t)n, &seed, &offset);
+  if (s) return s;
+  return (wk_status)cuda_launch_random(j->kind, cuda_dt(wk_tensor_dtype(t)), wk_tensor_data(t), n, seed, offset, j->a,
+                                       j->b, j->low, j->range, j->probs ? wk_tensor_data(j->probs) : NULL,
+                                       j->probs ? cuda_dt(wk_tensor_dtype(j->probs)) : 0, cuda_stream(dev));
+}
+
+static wk_tensor *random_new(const char *op, wk_device dev, const rjob *j, const int64_t *sizes, int nd, wk_dtype dt) {
+  if (check_sizes(op, sizes, nd) || cuda_enter(op, dev)) return NULL;
+  wk_tensor *t = cuda_new(sizes, nd, dt, dev);
+  if (t && run_random(j, dev, t)) {
+    wk_release(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* rand/randn/randint: the cpu kernel validates with size [0] (it draws nothing). */
+static wk_status k_rand_factory(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = WK_OPNAME;
+  bool randint = strcmp(op, "randint") == 0;
+  int size_arg = randint ? 2 : 0;
+  wk_tensor *probe = call_cpu(ctx, args, size_arg);
+  if (!probe) return wk_last_error();
+  wk_dtype dt = wk_tensor_dtype(probe);
+  wk_release(probe);
+  rjob j = {strcmp(op, "randn") == 0 ? CUDA_RNG_NORMAL : CUDA_RNG_UNIFORM, 0, 1, 0, 0, NULL};
+  if (randint) {
+    j.kind = CUDA_RNG_RANDINT;
+    j.low = args[0].u.i;
+    j.range = (uint64_t)args[1].u.i - (uint64_t)args[0].u.i;
+  }
+  return out1(outs, random_new(op, ctx->device, &j, args[size_arg].u.ints, args[size_arg].len, dt));
+}
+
+static wk_status k_rand_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = WK_OPNAME;
+  wk_tensor *x = WK_ARG_T(0);
+  wk_dtype dt = opt_dtype(&args[1], wk_tensor_dtype(x));
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point dtype, but got %s", op, wk_dtype_name(dt));
+  rjob j = {strcmp(op, "randn_like") == 0 ? CUDA_RNG_NORMAL : CUDA_RNG_UNIFORM, 0, 1, 0, 0, NULL};
+  return out1(outs, random_new(op, ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), dt));
+}
+
+/* randperm: the cpu's Fisher-Yates on the host, drawing from the cuda
+ * generator's counters (a sequential algorithm), then copied over. */
+static wk_status k_randperm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  int64_t n = args[0].u.i;
+  if (n < 0) return wk_error(WK_ERR_INVALID_ARG, "randperm(): n must be non-negative, got %lld", (long long)n);
+  /* the cpu kernel checks dtype and n against it; n = 0 draws nothing */
+  wk_tensor *probe = call_cpu(ctx, (wk_value[]){WK_VI(0), args[1], args[2]}, -1);
+  if (!probe) return wk_last_error();
+  wk_release(probe);
+  wk_dtype dt = opt_dtype(&args[1], WK_I64);
+  wk_tensor *h = wk_empty(&n, 1, (wk_options){.dtype = WK_I64});
+  if (!h) return wk_last_error();
+  uint64_t seed, off;
+  wk_status s = wk_rng_reserve(ctx->device, (uint64_t)n, &seed, &off);
+  if (s) {
+    wk_release(h);
+    return s;
+  }
+  int64_t *perm = wk_tensor_data(h);
+  for (int64_t i = 0; i < n; i++) perm[i] = i;
+  for (int64_t i = 0; i + 1 < n; i++) {
+    uint32_t r[4];
+    wk_philox_at(seed, off + (uint64_t)i, r);
+    uint64_t span = (uint64_t)(n - i);
+    uint64_t x = span <= ((uint64_t)1 << 32) ? (uint64_t)r[0] % span : ((((uint64_t)r[0] << 32) | r[1]) % span);
+    int64_t k = i + (int64_t)x, tmp = perm[i];
+    perm[i] = perm[k];
+    perm[k] = tmp;
+  }
+  if ((s = cuda_enter("randperm", ctx->device))) {
+    wk_release(h);
+    return s;
+  }
+  wk_tensor *d = to_dev(h, ctx->device);
+  return out1(outs, cuda_cast_own(d, dt));
+}
+
+static wk_status k_bernoulli(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *x = WK_ARG_T(0);
+  wk_dtype dt = wk_tensor_dtype(x);
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "bernoulli(): expected a floating point tensor of probabilities, but got %s",
+                    wk_dtype_name(dt));
+  wk_status s = cuda_enter("bernoulli", ctx->device);
+  if (s) return s;
+  /* probabilities outside [0, 1] (or NaN): the first one, as the cpu reports it */
+  wk_tensor *ge = wk_ge_scalar(x, 0), *le = ge ? wk_le_scalar(x, 1) : NULL, *ok = le ? wk_logical_and(ge, le) : NULL;
+  wk_tensor *bad = ok ? wk_logical_not(ok) : NULL, *any = bad ? wk_any(bad) : NULL;
+  double anyv = 0;
+  s = any ? wk_item(any, &anyv) : wk_last_error();
+  wk_release(ge);
+  wk_release(le);
+  wk_release(ok);
+  wk_release(bad);
+  wk_release(any);
+  if (s) return s;
+  if (anyv != 0) {
+    wk_tensor *h = wk_to_device(x, wk_cpu()), *hc = h ? wk_contiguous(h) : NULL;
+    wk_release(h);
+    if (!hc) return wk_last_error();
+    int64_t n = wk_tensor_numel(hc);
+    const char *p = wk_tensor_data(hc);
+    for (int64_t i = 0; i < n; i++) {
+      double v = wk_load_f64(p + i * (int64_t)wk_dtype_size(dt), dt);
+      if (!(v >= 0 && v <= 1)) {
+        wk_release(hc);
+        return wk_error(WK_ERR_INVALID_ARG,
+                        "bernoulli(): expected all probabilities to be in [0, 1], but got %g at flat index %lld", v,
+                        (long long)i);
+      }
+    }
+    wk_release(hc);
+  }
+  rjob j = {CUDA_RNG_BERN_T, 0, 0, 0, 0, cuda_dense(x, dt, ctx->device)};
+  if (!j.probs) return wk_last_error();
+  wk_tensor *r = random_new("bernoulli", ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), dt);
+  wk_release(j.probs);
+  return out1(outs, r);
+}
+
+static wk_status k_bernoulli_p(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *x = WK_ARG_T(0);
+  double p = args[1].u.f;
+  if (!(p >= 0 && p <= 1))
+    return wk_error(WK_ERR_INVALID_ARG, "bernoulli.p(): bernoulli_ expects p to be in [0, 1], but got p=%g", p);
+  rjob j = {CUDA_RNG_BERN_P, p, 0, 0, 0, NULL};
+  return out1(outs, random_new("bernoulli", ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), wk_tensor_dtype(x)));
+}
+
+/* In-place fills draw in logical row-major order into a contiguous buffer. */
+static wk_status random_inplace(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, const rjob *j,
+                                wk_value *outs) {
+  int nd = wk_tensor_dim(self);
+  const int64_t *sz = wk_tensor_sizes(self), *st = wk_tensor_strides(self);
+  for (int d = 0; d < nd; d++)
+    if (sz[d] > 1 && st[d] == 0)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
+                      "single memory location. Please clone() the tensor before performing the operation.",
+                      op);
+  wk_status s = cuda_enter(op, ctx->device);
+  if (s) return s;
+  bool contig = wk_tensor_is_contiguous(self);
+  wk_tensor *buf = contig ? wk_retain(self) : cuda_new(sz, nd, wk_tensor_dtype(self), ctx->device);
+  if (!buf) return wk_last_error();
+  s = run_random(j, wk_tensor_device(self), buf);
+  if (!s && !contig && !wk_copy_(self, buf)) s = wk_last_error();
+  wk_release(buf);
+  if (s) return s;
+  wk_tensor_bump_version(self);
+  outs[0] = WK_VT(self);
+  return WK_OK;
+}
+
+/* uniform_/normal_: the cpu kernel checks the arguments on a 0-element tensor. */
+static wk_status probe_inplace(const wk_kernel_ctx *ctx, const wk_value *args, wk_tensor *self) {
+  int64_t z = 0;
+  wk_tensor *e = wk_empty(&z, 1, (wk_options){.dtype = wk_tensor_dtype(self)});
+  if (!e) return wk_last_error();
+  wk_value a[3] = {WK_VT(e), args[1], args[2]}, o[1];
+  wk_status s = wk_op_call(ctx->op, a, 3, o);
+  wk_release(e);
+  return s;
+}
+
+static wk_status k_uniform_(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0);
+  wk_status s = probe_inplace(ctx, args, self);
+  if (s) return s;
+  rjob j = {CUDA_RNG_UNIFORM, args[1].u.f, args[2].u.f, 0, 0, NULL};
+  return random_inplace("uniform_", ctx, self, &j, outs);
+}
+static wk_status k_normal_(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0);
+  wk_status s = probe_inplace(ctx, args, self);
+  if (s) return s;
+  rjob j = {CUDA_RNG_NORMAL, args[1].u.f, args[2].u.f, 0, 0, NULL};
+  return random_inplace("normal_", ctx, self, &j, outs);
+}
+
+/* ---- dropout: (y, mask), the cpu's arithmetic and counters ---- */
+static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  double p = WK_ARG_F(1);
+  bool train = WK_ARG_B(2);
+  if (!(p >= 0 && p <= 1))
+    return wk_error(WK_ERR_INVALID_ARG, "dropout(): dropout probability has to be between 0 and 1, but got %g", p);
+  wk_dtype dt = wk_tensor_dtype(input);
+  int nd = wk_tensor_dim(input);
+  const int64_t *sz = wk_tensor_sizes(input);
+  int64_t n = wk_tensor_numel(input);
+  bool active = train && p > 0;
+  if (active && !wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "dropout(): expected a floating point input when training, got %s", wk_dtype_name(dt));
+  wk_device dev = ctx->device;
+  wk_status s = cuda_enter("dropout", dev);
+  if (s) return s;
+  wk_tensor *mask = cuda_new(sz, nd, WK_BOOL, dev), *y = NULL, *x = NULL;
+  if (!mask) return wk_last_error();
+  if (!active || p == 1) {
+    wk_value a[2] = {WK_VT(mask), WK_VB(!active)}, o[1];
+    if (wk_call("fill_", a, 2, o)) goto fail;
+    y = !active ? wk_clone(input) : cuda_new(sz, nd, dt, dev);
+    if (!y) goto fail;
+    if (active && !wk_zero_(y)) goto fail;
+  } else {
+    wk_dtype cd = dt == WK_F64 ? WK_F64 : WK_F32;
+    uint64_t seed = 0, offset = 0;
+    if (wk_rng_reserve(dev, (uint64_t)n, &seed, &offset)) goto fail;
+    if (!(x = cuda_dense(input, cd, dev)) || !(y = cuda_new(sz, nd, cd, dev))) goto fail;
+    if (cuda_launch_dropout(cuda_dt(cd), wk_tensor_data(y), wk_tensor_data(mask), wk_tensor_data(x), n, p, seed,
+                            offset, cuda_stream(dev)))
+      goto fail;
+    wk_release(x);
+    x = NULL;
+    if (!(y = cuda_cast_own(y, dt))) goto fail;
+  }
+  outs[0] = WK_VT(y);
+  outs[1] = WK_VT(mask);
+  return WK_OK;
+fail:
+  s = wk_last_error();
+  wk_release(x);
+  wk_release(y);
+  wk_release(mask);
+  return s;
+}
+
+wk_status cuda_register_rng(void) {
+  static const struct {
+    const char *op;
+    wk_kernel_fn fn;
+  } regs[] = {
+      {"zeros", k_zeros},           {"ones", k_ones},
+      {"full", k_full},             {"zeros_like", k_zeros_like},
+      {"ones_like", k_ones_like},   {"full_like", k_full_like},
+      {"arange", k_via_cpu},        {"linspace", k_via_cpu},
+      {"eye", k_via_cpu},           {"rand", k_rand_factory},
+      {"randn", k_rand_factory},    {"randint", k_rand_factory},
+      {"randperm", k_randperm},     {"rand_like", k_rand_like},
+      {"randn_like", k_rand_like},  {"bernoulli", k_bernoulli},
+      {"bernoulli.p", k_bernoulli_p}, {"uniform_", k_uniform_},
+      {"normal_", k_normal_},       {"dropout", k_dropout},
+  };
+  for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
+    wk_status s = cuda_reg(regs[i].op, regs[i].fn, NULL, NULL, "cuda.rng");
+    if (s) return s;
+  }
+  return WK_OK;
+}
