@@ -1,7 +1,8 @@
 /* check_loader: the DataLoader's version-2 options and iterable datasets:
  * iterable streams sharded by worker (PyTorch's round-robin order, drop_last
  * per worker, errors, early close), persistent workers and worker_init_fn,
- * timeout, prefetch_factor and pin_memory, an old (version 1) options struct,
+ * timeout, prefetch_factor and pin_memory (pageable without a device plugin
+ * offering pinned memory, pinned with a fake one), an old (version 1) options struct,
  * and pad_sequence / the default collate as collate building blocks. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -335,6 +336,21 @@ START_TEST(test_loader_prefetch_pin) {
     for (int i = 0; i < 37; i++) ck_assert_double_eq(v[i], ref[i]);
     wk_dataloader_free(dl);
   }
+  /* pinned batches when a device plugin offers pinned memory; pageable (and no error) otherwise */
+  wk_tensor *probe = wk_pin_memory(x);
+  bool can_pin = probe != NULL;
+  if (!can_pin) TU_FAILS_WITH(WK_ERR_UNSUPPORTED, "pinned");
+  wk_release(probe);
+  for (int w = 0; w < 3; w += 2) {
+    dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = w, .pin_memory = true));
+    for (int k = 0; k < 3; k++) {
+      wk_sample b;
+      TU_OK(wk_dataloader_next(dl, &b));
+      ck_assert_int_eq(wk_tensor_is_pinned(b.t[0]), can_pin);
+      wk_sample_clear(&b);
+    }
+    wk_dataloader_free(dl);
+  }
   /* a version-1 options struct (64 bytes): the new options keep their defaults */
   wk_loader_opts old = {.struct_size = 64,
                         .batch_size = 4,
@@ -350,6 +366,70 @@ START_TEST(test_loader_prefetch_pin) {
   wk_dataloader_free(dl);
   wk_dataset_free(ds);
   wk_release(x);
+  ck_assert_int_eq(wk_live_tensors(), live);
+}
+END_TEST
+
+/* A device type whose plugin offers pinned host memory (what the cuda plugin
+ * does with cudaHostAlloc): the loader's pin_memory must then pin every batch. */
+static atomic_int g_pinned_live;
+static int pin_count(void *u) {
+  return 1;
+}
+static void *pin_alloc(void *u, int index, size_t n) {
+  return malloc(n ? n : 1);
+}
+static void pin_free(void *u, int index, void *p) {
+  free(p);
+}
+static wk_status pin_copy(void *u, void *dst, wk_device dd, const void *src, wk_device sd, size_t n) {
+  memcpy(dst, src, n);
+  return WK_OK;
+}
+static void *pin_host(void *u, size_t n) {
+  atomic_fetch_add(&g_pinned_live, 1);
+  return malloc(n ? n : 1);
+}
+static void unpin_host(void *u, void *p) {
+  atomic_fetch_sub(&g_pinned_live, 1);
+  free(p);
+}
+START_TEST(test_loader_pinned_device) {
+  int64_t live = wk_live_tensors();
+  wk_device_iface f = {.struct_size = sizeof f,
+                       .abi_version = wk_abi_version(),
+                       .name = "pinhost",
+                       .device_count = pin_count,
+                       .alloc = pin_alloc,
+                       .free = pin_free,
+                       .copy = pin_copy,
+                       .host_alloc_pinned = pin_host,
+                       .host_free_pinned = unpin_host};
+  int32_t ty = -1;
+  TU_OK(wk_device_type_register(&f, &ty));
+  wk_tensor *x = wk_arange(0, 10, 1, WK_OPTS(.dtype = WK_F32)), *y = wk_arange_int(0, 10, 1, WK_OPTS(.dtype = WK_I64));
+  wk_dataset *ds = wk_tensor_dataset((wk_tensor *[]){x, y}, 2);
+  for (int w = 0; w < 3; w += 2) {
+    wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = w, .pin_memory = true));
+    wk_sample b;
+    TU_OK(wk_dataloader_next(dl, &b));
+    ck_assert(wk_tensor_is_pinned(b.t[0]) && wk_tensor_is_pinned(b.t[1]));
+    TU_EQ_VALS(b.t[0], 0, 1, 2, 3);
+    TU_EQ_VALS(b.t[1], 0, 1, 2, 3);
+    ck_assert_int_ge(atomic_load(&g_pinned_live), 2);
+    wk_sample_clear(&b);
+    wk_dataloader_free(dl);
+  }
+  ck_assert_int_eq(atomic_load(&g_pinned_live), 0); /* every pinned batch went back to its plugin */
+  wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4)); /* without the option: pageable */
+  wk_sample b;
+  TU_OK(wk_dataloader_next(dl, &b));
+  ck_assert(!wk_tensor_is_pinned(b.t[0]));
+  wk_sample_clear(&b);
+  wk_dataloader_free(dl);
+  wk_dataset_free(ds);
+  wk_release(x);
+  wk_release(y);
   ck_assert_int_eq(wk_live_tensors(), live);
 }
 END_TEST
@@ -467,7 +547,8 @@ static Suite *make_suite(void) {
     const TTest *t;
   } tests[] = {{"iterable", test_loader_iterable},    {"options", test_loader_persistent},
                {"options", test_loader_timeout},      {"options", test_loader_prefetch_pin},
-               {"collate", test_loader_pad_sequence}, {"collate", test_loader_pad_collate}};
+               {"collate", test_loader_pad_sequence}, {"collate", test_loader_pad_collate},
+               {"pinned", test_loader_pinned_device}};
   TCase *tc = NULL;
   const char *cur = "";
   for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {

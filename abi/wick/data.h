@@ -131,9 +131,10 @@ typedef struct wk_loader_opts {
   /* version 2 */
   bool persistent_workers; /* keep the worker threads (and what worker_init_fn set up) across epochs;
                               needs num_workers > 0 */
-  /* Batches in memory a device plugin can copy from asynchronously. No
-   * device plugin offers pinned host memory yet, so batches stay in pageable
-   * memory (as PyTorch's pin_memory without CUDA); the option is accepted. */
+  /* Batches in page-locked host memory (wk_pin_memory, done in the workers),
+   * which a device plugin copies from asynchronously (wk_to_non_blocking).
+   * When no loaded device plugin offers pinned memory, batches stay in
+   * pageable memory, as PyTorch's pin_memory without CUDA. */
   bool pin_memory;
   double timeout; /* seconds to wait for a batch from the workers (0: forever); a batch not ready in
                      time is an error naming the timeout. Ignored with num_workers 0, as in PyTorch */

@@ -200,8 +200,7 @@ static void take_from_workers(wk_dataloader *dl, dt_slot *r, bool *end, bool *ti
 }
 
 /* Hands a batch to the caller: fresh handles made in the caller's thread, so
- * a scope open there owns them. Batches stay in pageable memory: no device
- * plugin offers pinned host memory yet (PyTorch without CUDA does the same). */
+ * a scope open there owns them (views: pinned storage stays pinned). */
 static wk_status deliver(wk_dataloader *dl, wk_sample *from, wk_sample *to) {
   (void)dl;
   memset(to, 0, sizeof *to);
@@ -353,6 +352,7 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
   dl->collate_user = o.collate_user;
   dl->persistent = o.persistent_workers;
   dl->pin_memory = o.pin_memory;
+  atomic_init(&dl->pin_off, false);
   dl->timeout = o.timeout;
   dl->worker_init = o.worker_init_fn;
   dl->worker_init_user = o.worker_init_user;

@@ -22,6 +22,7 @@ struct wk_dataloader {
   wk_sampler *sampler; /* NULL for an iterable dataset */
   int64_t bs;
   bool drop_last, persistent, pin_memory;
+  atomic_bool pin_off; /* set once wk_pin_memory said no plugin offers pinned memory */
   int nworkers, prefetch, queue;
   double timeout;
   uint64_t seed;

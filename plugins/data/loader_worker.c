@@ -15,7 +15,30 @@ char *dt_msg(const char *prefix, const char *m) {
   return s;
 }
 
-/* Collates n samples into r->batch; on failure r->st/r->msg describe it. */
+/* pin_memory: moves the batch's tensors to page-locked memory. No plugin
+ * offering it is not an error (batches stay pageable, as PyTorch without
+ * CUDA); any other failure fails the batch. */
+static void pin_batch(wk_dataloader *dl, const char *what, dt_slot *r) {
+  for (int i = 0; i < r->batch.n && !atomic_load(&dl->pin_off); i++) {
+    wk_tensor *p = wk_pin_memory(r->batch.t[i]);
+    if (p) {
+      wk_release(r->batch.t[i]);
+      r->batch.t[i] = p;
+    } else if (wk_last_error() == WK_ERR_UNSUPPORTED) {
+      atomic_store(&dl->pin_off, true);
+      wk_clear_error();
+    } else {
+      char prefix[160];
+      snprintf(prefix, sizeof prefix, "dataloader: pin_memory of %s, field %d: ", what, i);
+      r->st = wk_last_error();
+      r->msg = dt_msg(prefix, wk_last_error_message());
+      wk_sample_clear(&r->batch);
+      return;
+    }
+  }
+}
+
+/* Collates n samples into r->batch (then pins it); on failure r->st/r->msg describe it. */
 static void collate_into(wk_dataloader *dl, wk_sample *s, int64_t n, const char *what, dt_slot *r) {
   r->st = dl->collate ? dl->collate(dl->collate_user, s, n, &r->batch) : dt_collate_stack(s, n, &r->batch);
   if (r->st == WK_OK && (r->batch.n < 1 || r->batch.n > WK_SAMPLE_MAX)) {
@@ -28,7 +51,9 @@ static void collate_into(wk_dataloader *dl, wk_sample *s, int64_t n, const char 
     char prefix[160];
     snprintf(prefix, sizeof prefix, "dataloader: collating %s: ", what);
     r->msg = dt_msg(prefix, *m ? m : "collate_fn failed without a message");
+    return;
   }
+  if (dl->pin_memory) pin_batch(dl, what, r);
 }
 
 void dt_build_batch(wk_dataloader *dl, int64_t b, int worker, dt_slot *r) {
