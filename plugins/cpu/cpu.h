@@ -22,6 +22,7 @@ CPU_HIDDEN wk_status cpu_register_linalg(void);
 CPU_HIDDEN wk_status cpu_register_nn(void);
 CPU_HIDDEN wk_status cpu_register_loss(void);
 CPU_HIDDEN wk_status cpu_register_conv(void);
+CPU_HIDDEN wk_status cpu_register_pool(void);
 CPU_HIDDEN wk_status cpu_register_index(void);
 CPU_HIDDEN wk_status cpu_register_sort(void);
 CPU_HIDDEN wk_status cpu_register_conv_backward(void);
@@ -124,7 +125,7 @@ CPU_HIDDEN wk_status cpu_check_norm_param(const char *op, const char *name, wk_t
 /* Checks an optional per-channel parameter of batch_norm: floating, C elements. */
 CPU_HIDDEN wk_status cpu_check_channel_param(const char *op, const char *name, wk_tensor *t, int64_t C);
 
-/* Pooling arguments shared by the forward and backward kernels (conv.c):
+/* Pooling arguments shared by the forward and backward kernels (pool.c):
  * a 1- or 2-element int list into out[2]; PyTorch's output size; PyTorch's
  * pool2d argument checks (in its order) filling kernel, stride, padding and
  * the output size. */

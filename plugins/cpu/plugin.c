@@ -15,11 +15,11 @@ static wk_status cpu_init(void) {
    * Its own pthread pool would spin (sched_yield) next to ours. */
   openblas_set_num_threads(1);
 #endif
-  wk_status (*families[])(void) = {cpu_register_copy,      cpu_register_factory,       cpu_register_unary,
-                                   cpu_register_binary,    cpu_register_reduce,        cpu_register_scan,
-                                   cpu_register_linalg,    cpu_register_nn,            cpu_register_loss,
-                                   cpu_register_conv,      cpu_register_index,         cpu_register_sort,
-                                   cpu_register_conv_backward, cpu_register_nn_backward,
+  wk_status (*families[])(void) = {cpu_register_copy,          cpu_register_factory,     cpu_register_unary,
+                                   cpu_register_binary,        cpu_register_reduce,      cpu_register_scan,
+                                   cpu_register_linalg,        cpu_register_nn,          cpu_register_loss,
+                                   cpu_register_conv,          cpu_register_pool,        cpu_register_index,
+                                   cpu_register_sort,          cpu_register_conv_backward, cpu_register_nn_backward,
                                    cpu_register_pointwise_backward};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
     wk_status s = families[i]();

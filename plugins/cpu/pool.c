@@ -1,0 +1,488 @@
+/* cpu plugin: 2-D pooling forward kernels — max_pool2d_with_indices,
+ * avg_pool2d and adaptive_avg_pool2d, batched [N,C,H,W] or unbatched [C,H,W],
+ * with PyTorch's shape rules and messages — and the argument checks their
+ * backward kernels (conv_backward.c) share. f16/bf16 compute in f32. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu.h"
+
+/* Floor division (PyTorch's div_rtn) for a positive divisor. */
+int64_t cpu_div_floor(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
+  return q;
+}
+
+/* Reads an int[2] argument, accepting PyTorch's single-value form. */
+bool cpu_pool_pair_arg(const wk_value *v, int64_t out[2]) {
+  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
+  out[0] = v->u.ints[0];
+  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
+  return true;
+}
+
+typedef struct {
+  const char *x;
+  int64_t sN, sC, sH, sW; /* input strides (elements) */
+  int64_t C, H, W, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+  char *out;
+  int64_t *ind;
+  int64_t imin;         /* max pool on integers: the dtype's lowest value */
+  bool count_include_pad;
+  bool has_div;
+  int64_t divisor;
+} pool_job;
+
+int64_t cpu_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
+  int64_t o = cpu_div_floor(in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
+  /* the last window must start inside the image (or its left padding) */
+  if (ceil_mode && (o - 1) * s >= in + pad) o--;
+  return o;
+}
+
+#define PLANE_PTRS(T)                                                       \
+  int64_t n_ = plane / j->C, c_ = plane % j->C;                             \
+  const T *src = (const T *)j->x + n_ * j->sN + c_ * j->sC;                 \
+  T *dst = (T *)j->out + plane * j->oh * j->ow
+
+/* PyTorch's loop: the first valid position is the initial argmax, a value
+ * replaces the running max when greater or NaN. */
+#define MAXPOOL(NAME, T, INIT, ISNAN)                                                             \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      int64_t *ind = j->ind + plane * j->oh * j->ow;                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        int64_t h0 = oy * j->sh - j->ph, h1 = h0 + (j->kh - 1) * j->dh + 1;                       \
+        if (h1 > j->H) h1 = j->H;                                                                 \
+        while (h0 < 0) h0 += j->dh;                                                               \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          int64_t w0 = ox * j->sw - j->pw, w1 = w0 + (j->kw - 1) * j->dw + 1;                     \
+          if (w1 > j->W) w1 = j->W;                                                               \
+          while (w0 < 0) w0 += j->dw;                                                             \
+          int64_t mi = h0 * j->W + w0;                                                            \
+          T mv = INIT;                                                                            \
+          for (int64_t y = h0; y < h1; y += j->dh)                                                \
+            for (int64_t x = w0; x < w1; x += j->dw) {                                            \
+              T v = src[y * j->sH + x * j->sW];                                                   \
+              if (v > mv || ISNAN(v)) {                                                           \
+                mv = v;                                                                           \
+                mi = y * j->W + x;                                                                \
+              }                                                                                   \
+            }                                                                                     \
+          dst[oy * j->ow + ox] = mv;                                                              \
+          ind[oy * j->ow + ox] = mi;                                                              \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+#define NO_NAN(v) false
+MAXPOOL(maxpool_f32, float, -INFINITY, isnan)
+MAXPOOL(maxpool_f64, double, -INFINITY, isnan)
+MAXPOOL(maxpool_i64, int64_t, j->imin, NO_NAN)
+
+/* The common 2x2, stride 2, unpadded, undilated window over rows with unit
+ * stride: the same comparisons in the same order as MAXPOOL (the first
+ * element starts the max: -inf never replaces it), unrolled. */
+#define MAXPOOL22(NAME, T)                                                                        \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      int64_t *ind = j->ind + plane * j->oh * j->ow;                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        const T *r0 = src + 2 * oy * j->sH, *r1 = r0 + j->sH;                                     \
+        T *d = dst + oy * j->ow;                                                                  \
+        int64_t *id = ind + oy * j->ow, base = 2 * oy * j->W;                                     \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          T v0 = r0[2 * ox], v1 = r0[2 * ox + 1], v2 = r1[2 * ox], v3 = r1[2 * ox + 1];           \
+          T mv = v0;                                                                              \
+          int64_t mi = base + 2 * ox;                                                             \
+          if (v1 > mv || isnan(v1)) mv = v1, mi = base + 2 * ox + 1;                              \
+          if (v2 > mv || isnan(v2)) mv = v2, mi = base + j->W + 2 * ox;                           \
+          if (v3 > mv || isnan(v3)) mv = v3, mi = base + j->W + 2 * ox + 1;                       \
+          d[ox] = mv;                                                                             \
+          id[ox] = mi;                                                                            \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+MAXPOOL22(maxpool22_scalar_f32, float)
+MAXPOOL22(maxpool22_f64, double)
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+/* maxpool22 for f32, four outputs at a time with SSE2 selects (the max is
+ * data dependent: branches mispredict). Same comparisons, same order. */
+static void maxpool22_f32(void *p, int64_t b, int64_t e) {
+  const pool_job *j = p;
+  if (j->H * j->W > INT32_MAX) {
+    maxpool22_scalar_f32(p, b, e);
+    return;
+  }
+  for (int64_t plane = b; plane < e; plane++) {
+    PLANE_PTRS(float);
+    int64_t *ind = j->ind + plane * j->oh * j->ow;
+    for (int64_t oy = 0; oy < j->oh; oy++) {
+      const float *r0 = src + 2 * oy * j->sH, *r1 = r0 + j->sH;
+      float *d = dst + oy * j->ow;
+      int64_t *id = ind + oy * j->ow, base = 2 * oy * j->W, ox = 0;
+      __m128i step = _mm_set_epi32(6, 4, 2, 0), w = _mm_set1_epi32((int)j->W), one = _mm_set1_epi32(1);
+      for (; ox + 4 <= j->ow; ox += 4) {
+        __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+        __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+        __m128 v0 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), v1 = _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
+        __m128 v2 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), v3 = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
+        __m128i i0 = _mm_add_epi32(_mm_set1_epi32((int)(base + 2 * ox)), step);
+        __m128i i1 = _mm_add_epi32(i0, one), i2 = _mm_add_epi32(i0, w), i3 = _mm_add_epi32(i2, one);
+        __m128 mv = v0;
+        __m128i mi = i0;
+#define MP_SEL(V, I)                                                                   \
+  do {                                                                                 \
+    __m128 c = _mm_or_ps(_mm_cmpgt_ps(V, mv), _mm_cmpunord_ps(V, V));                  \
+    __m128i ci = _mm_castps_si128(c);                                                  \
+    mv = _mm_or_ps(_mm_and_ps(c, V), _mm_andnot_ps(c, mv));                            \
+    mi = _mm_or_si128(_mm_and_si128(ci, I), _mm_andnot_si128(ci, mi));                 \
+  } while (0)
+        MP_SEL(v1, i1);
+        MP_SEL(v2, i2);
+        MP_SEL(v3, i3);
+#undef MP_SEL
+        _mm_storeu_ps(d + ox, mv);
+        __m128i z = _mm_setzero_si128();
+        _mm_storeu_si128((__m128i *)(id + ox), _mm_unpacklo_epi32(mi, z));
+        _mm_storeu_si128((__m128i *)(id + ox + 2), _mm_unpackhi_epi32(mi, z));
+      }
+      for (; ox < j->ow; ox++) {
+        float v0 = r0[2 * ox], v1 = r0[2 * ox + 1], v2 = r1[2 * ox], v3 = r1[2 * ox + 1], mv = v0;
+        int64_t mi = base + 2 * ox;
+        if (v1 > mv || isnan(v1)) mv = v1, mi = base + 2 * ox + 1;
+        if (v2 > mv || isnan(v2)) mv = v2, mi = base + j->W + 2 * ox;
+        if (v3 > mv || isnan(v3)) mv = v3, mi = base + j->W + 2 * ox + 1;
+        d[ox] = mv;
+        id[ox] = mi;
+      }
+    }
+  }
+}
+#else
+#define maxpool22_f32 maxpool22_scalar_f32
+#endif
+
+#define AVGPOOL(NAME, T)                                                                          \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          int64_t h0 = oy * j->sh - j->ph, w0 = ox * j->sw - j->pw;                               \
+          int64_t h1 = h0 + j->kh, w1 = w0 + j->kw;                                               \
+          if (h1 > j->H + j->ph) h1 = j->H + j->ph;                                               \
+          if (w1 > j->W + j->pw) w1 = j->W + j->pw;                                               \
+          int64_t pool = (h1 - h0) * (w1 - w0);                                                   \
+          if (h0 < 0) h0 = 0;                                                                     \
+          if (w0 < 0) w0 = 0;                                                                     \
+          if (h1 > j->H) h1 = j->H;                                                               \
+          if (w1 > j->W) w1 = j->W;                                                               \
+          if (h0 >= h1 || w0 >= w1) {                                                             \
+            dst[oy * j->ow + ox] = 0;                                                             \
+            continue;                                                                             \
+          }                                                                                       \
+          T sum = 0;                                                                              \
+          for (int64_t y = h0; y < h1; y++)                                                       \
+            for (int64_t x = w0; x < w1; x++) sum += src[y * j->sH + x * j->sW];                  \
+          int64_t div = j->has_div ? j->divisor : j->count_include_pad ? pool : (h1 - h0) * (w1 - w0); \
+          dst[oy * j->ow + ox] = sum / (T)div;                                                    \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+AVGPOOL(avgpool_f32, float)
+AVGPOOL(avgpool_f64, double)
+AVGPOOL(avgpool_i64, int64_t)
+
+/* Windows [floor(i*in/out), ceil((i+1)*in/out)). */
+#define ADAPTIVE(NAME, T)                                                                         \
+  static void NAME(void *p, int64_t b, int64_t e) {                                               \
+    const pool_job *j = p;                                                                        \
+    for (int64_t plane = b; plane < e; plane++) {                                                 \
+      PLANE_PTRS(T);                                                                              \
+      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
+        int64_t h0 = oy * j->H / j->oh, h1 = ((oy + 1) * j->H + j->oh - 1) / j->oh;               \
+        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
+          int64_t w0 = ox * j->W / j->ow, w1 = ((ox + 1) * j->W + j->ow - 1) / j->ow;             \
+          T sum = 0;                                                                              \
+          for (int64_t y = h0; y < h1; y++)                                                       \
+            for (int64_t x = w0; x < w1; x++) sum += src[y * j->sH + x * j->sW];                  \
+          dst[oy * j->ow + ox] = sum / (T)((h1 - h0) * (w1 - w0));                                \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+  }
+ADAPTIVE(adaptive_f32, float)
+ADAPTIVE(adaptive_f64, double)
+
+/* Fills the input geometry of j (as [N, C, H, W]) from x. */
+static void pool_geometry(pool_job *j, wk_tensor *x, int64_t *N) {
+  int nd = wk_tensor_dim(x);
+  const int64_t *s = wk_tensor_sizes(x), *st = wk_tensor_strides(x);
+  int o = nd - 3;
+  *N = nd == 4 ? s[0] : 1;
+  j->sN = nd == 4 ? st[0] : 0;
+  j->C = s[o];
+  j->sC = st[o];
+  j->H = s[o + 1];
+  j->sH = st[o + 1];
+  j->W = s[o + 2];
+  j->sW = st[o + 2];
+  j->x = (const char *)wk_tensor_data(x);
+}
+
+/* Runs fn over the N*C planes, in parallel when the work is large. */
+static void run_planes(pool_job *j, int64_t planes, int64_t per_plane, void (*fn)(void *, int64_t, int64_t)) {
+  if (planes <= 0) return;
+  if (per_plane < 1) per_plane = 1;
+  int64_t grain = per_plane >= 32768 ? 1 : 32768 / per_plane;
+  if (planes <= grain)
+    fn(j, 0, planes);
+  else
+    wk_parallel_for(0, planes, grain, fn, j);
+}
+
+/* The output shape of a pooling op: [N, C, oh, ow] or [C, oh, ow]. */
+static void out_shape(wk_tensor *x, int64_t oh, int64_t ow, int64_t *shape) {
+  int nd = wk_tensor_dim(x);
+  for (int i = 0; i < nd - 2; i++) shape[i] = wk_tensor_size(x, i);
+  shape[nd - 2] = oh;
+  shape[nd - 1] = ow;
+}
+
+/* Shared argument checks of max_pool2d and avg_pool2d (PyTorch's
+ * pooling_output_shape and pool2d_shape_check, in their order). */
+wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv, const wk_value *pv,
+                            const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2], int64_t p[2],
+                            int64_t o[2]) {
+  char a[160];
+  if (!cpu_pool_pair_arg(kv, k))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
+  if (sv->tag == WK_V_INTS && sv->len == 0) {
+    s[0] = k[0];
+    s[1] = k[1];
+  } else if (!cpu_pool_pair_arg(sv, s)) {
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
+                    op);
+  }
+  if (!cpu_pool_pair_arg(pv, p))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
+  int nd = wk_tensor_dim(x);
+  if (nd != 3 && nd != 4)
+    return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", op,
+                    cpu_shape_str(x, a, sizeof a));
+  for (int i = 0; i < 2; i++) {
+    if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", op);
+    if (p[i] < 0)
+      return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", op, (long long)p[i]);
+    if (p[i] > ((k[i] - 1) * dil[i] + 1) / 2)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld "
+                      "and dilation=%lld",
+                      op, (long long)p[i], (long long)k[i], (long long)dil[i]);
+  }
+  if (k[0] <= 0 || k[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
+                    (long long)k[0], (long long)k[1]);
+  if (s[0] <= 0 || s[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should be greater than zero, but got dH: %lld dW: %lld", op,
+                    (long long)s[0], (long long)s[1]);
+  if (dil[0] <= 0 || dil[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
+                    (long long)dil[0], (long long)dil[1]);
+  const int64_t *sz = wk_tensor_sizes(x);
+  bool valid = nd == 3 ? sz[0] != 0 && sz[1] != 0 && sz[2] != 0 : sz[1] != 0 && sz[2] != 0 && sz[3] != 0;
+  if (!valid)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:%s",
+                    op, cpu_shape_str(x, a, sizeof a));
+  if (k[1] / 2 < p[1] || k[0] / 2 < p[0])
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
+                    "%lld, kW = %lld, kH = %lld",
+                    op, (long long)p[1], (long long)p[0], (long long)k[1], (long long)k[0]);
+  int64_t H = sz[nd - 2], W = sz[nd - 1], C = sz[nd - 3];
+  o[0] = cpu_pool_out_size(H, k[0], p[0], s[0], dil[0], ceil_mode);
+  o[1] = cpu_pool_out_size(W, k[1], p[1], s[1], dil[1], ceil_mode);
+  if (o[0] < 1 || o[1] < 1)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size "
+                    "is too small",
+                    op, (long long)C, (long long)H, (long long)W, (long long)C, (long long)o[0], (long long)o[1]);
+  return WK_OK;
+}
+
+static int64_t int_min_of(wk_dtype dt) {
+  switch (dt) {
+    case WK_I8: return INT8_MIN;
+    case WK_U8: return 0;
+    case WK_I16: return INT16_MIN;
+    case WK_I32: return INT32_MIN;
+    default: return INT64_MIN;
+  }
+}
+
+static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  bool ceil_mode = WK_ARG_B(5);
+  int64_t k[2], s[2], p[2], d[2], o[2];
+  if (!cpu_pool_pair_arg(&args[4], d))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints",
+                    WK_OPNAME);
+  wk_status st = cpu_pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
+  if (st) return st;
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (dt == WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "%s(): \"max_pool2d\" not implemented for '%s'", WK_OPNAME, cpu_torch_scalar_name(dt));
+  wk_dtype cd = wk_compute_dtype(dt);
+  int64_t shape[4];
+  out_shape(input, o[0], o[1], shape);
+  int nd = wk_tensor_dim(input);
+  wk_tensor *x = wk_kernel_cast(input, cd);
+  wk_tensor *out = cpu_empty(shape, nd, cd), *ind = cpu_empty(shape, nd, WK_I64);
+  if (!x || !out || !ind) goto fail;
+  pool_job j = {0};
+  int64_t N;
+  pool_geometry(&j, x, &N);
+  j.oh = o[0], j.ow = o[1], j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1], j.ph = p[0], j.pw = p[1];
+  j.dh = d[0], j.dw = d[1];
+  j.out = (char *)wk_tensor_data(out);
+  j.ind = (int64_t *)wk_tensor_data(ind);
+  j.imin = int_min_of(dt);
+  bool k22 = k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && p[0] == 0 && p[1] == 0 && d[0] == 1 && d[1] == 1 &&
+             j.sW == 1 && 2 * o[0] <= j.H && 2 * o[1] <= j.W;
+  void (*fn)(void *, int64_t, int64_t) = cd == WK_F32 ? (k22 ? maxpool22_f32 : maxpool_f32)
+                                          : cd == WK_F64 ? (k22 ? maxpool22_f64 : maxpool_f64)
+                                                         : maxpool_i64;
+  run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1], fn);
+  wk_release(x);
+  x = NULL;
+  if (cd != dt) {
+    wk_tensor *r = wk_to_dtype(out, dt);
+    wk_release(out);
+    out = r;
+    if (!out) goto fail;
+  }
+  outs[0] = WK_VT(out);
+  outs[1] = WK_VT(ind);
+  return WK_OK;
+fail:
+  wk_release(x);
+  wk_release(out);
+  wk_release(ind);
+  return wk_last_error();
+}
+
+static wk_status k_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  bool ceil_mode = WK_ARG_B(4), include_pad = WK_ARG_B(5), has_div = !WK_ARG_IS_NONE(6);
+  int64_t divisor = has_div ? WK_ARG_I(6) : 0;
+  int64_t k[2], s[2], p[2], o[2], d[2] = {1, 1};
+  if (has_div && divisor == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", WK_OPNAME);
+  wk_status st = cpu_pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
+  if (st) return st;
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (!wk_dtype_is_floating(dt) && dt != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d\" not implemented for '%s'", WK_OPNAME, cpu_torch_scalar_name(dt));
+  wk_dtype cd = wk_compute_dtype(dt);
+  int64_t shape[4];
+  out_shape(input, o[0], o[1], shape);
+  wk_tensor *x = wk_kernel_cast(input, cd);
+  wk_tensor *out = cpu_empty(shape, wk_tensor_dim(input), cd);
+  if (!x || !out) {
+    wk_release(x);
+    wk_release(out);
+    return wk_last_error();
+  }
+  pool_job j = {0};
+  int64_t N;
+  pool_geometry(&j, x, &N);
+  j.oh = o[0], j.ow = o[1], j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1], j.ph = p[0], j.pw = p[1];
+  j.out = (char *)wk_tensor_data(out);
+  j.count_include_pad = include_pad;
+  j.has_div = has_div;
+  j.divisor = divisor;
+  run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1],
+             cd == WK_F32 ? avgpool_f32 : cd == WK_F64 ? avgpool_f64 : avgpool_i64);
+  wk_release(x);
+  if (cd != dt) {
+    wk_tensor *r = wk_to_dtype(out, dt);
+    wk_release(out);
+    out = r;
+    if (!out) return wk_last_error();
+  }
+  outs[0] = WK_VT(out);
+  return WK_OK;
+}
+
+static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *input = WK_ARG_T(0);
+  char a[160];
+  int64_t os[2];
+  if (args[1].len != 2 || !cpu_pool_pair_arg(&args[1], os))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be 2", WK_OPNAME);
+  if (os[0] < 0 || os[1] < 0)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): elements of output_size must be greater than or equal to 0 but received {%lld, %lld}",
+                    WK_OPNAME, (long long)os[0], (long long)os[1]);
+  int nd = wk_tensor_dim(input);
+  if (nd != 3 && nd != 4)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", WK_OPNAME,
+                    cpu_shape_str(input, a, sizeof a));
+  for (int i = nd - 2; i < nd; i++)
+    if (wk_tensor_size(input, i) <= 0)
+      return wk_error(WK_ERR_SHAPE,
+                      "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
+                      "with dimension %d being empty",
+                      WK_OPNAME, cpu_shape_str(input, a, sizeof a), i);
+  wk_dtype dt = wk_tensor_dtype(input);
+  if (!wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "%s(): \"adaptive_avg_pool2d\" not implemented for '%s'", WK_OPNAME, cpu_torch_scalar_name(dt));
+  wk_dtype cd = wk_compute_dtype(dt);
+  int64_t shape[4];
+  out_shape(input, os[0], os[1], shape);
+  wk_tensor *x = wk_kernel_cast(input, cd);
+  wk_tensor *out = cpu_empty(shape, nd, cd);
+  if (!x || !out) {
+    wk_release(x);
+    wk_release(out);
+    return wk_last_error();
+  }
+  pool_job j = {0};
+  int64_t N;
+  pool_geometry(&j, x, &N);
+  j.oh = os[0], j.ow = os[1];
+  j.out = (char *)wk_tensor_data(out);
+  if (os[0] > 0 && os[1] > 0) {
+    int64_t win = ((j.H + os[0] - 1) / os[0] + 1) * ((j.W + os[1] - 1) / os[1] + 1);
+    run_planes(&j, N * j.C, os[0] * os[1] * win, cd == WK_F32 ? adaptive_f32 : adaptive_f64);
+  }
+  wk_release(x);
+  if (cd != dt) {
+    wk_tensor *r = wk_to_dtype(out, dt);
+    wk_release(out);
+    out = r;
+    if (!out) return wk_last_error();
+  }
+  outs[0] = WK_VT(out);
+  return WK_OK;
+}
+
+wk_status cpu_register_pool(void) {
+  wk_status s = cpu_reg("max_pool2d_with_indices", k_max_pool2d, NULL);
+  if (!s) s = cpu_reg("avg_pool2d", k_avg_pool2d, NULL);
+  if (!s) s = cpu_reg("adaptive_avg_pool2d", k_adaptive_avg_pool2d, NULL);
+  return s;
+}
