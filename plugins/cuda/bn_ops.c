@@ -145,6 +145,10 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     goto fail_err;
   if (training) {
     if ((rmean && !(rm = running_buf(rmean, pdt))) || (rvar && !(rv = running_buf(rvar, pdt)))) goto fail_err;
+    /* cuDNN takes both running statistics or neither: a scratch one for the missing half */
+    if ((rm && !rv && !(rv = wk_full(&C, 1, 1.0, (wk_options){.dtype = pdt, .device = dev}))) ||
+        (rv && !rm && !(rm = wk_full(&C, 1, 0.0, (wk_options){.dtype = pdt, .device = dev}))))
+      goto fail_err;
   } else if (!(rm = cuda_lib_prep(rmean, pdt)) || !(rv = cuda_lib_prep(rvar, pdt))) {
     goto fail_err;
   }
@@ -161,8 +165,8 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
                             wk_tensor_data(w), wk_tensor_data(b), momentum, rm ? wk_tensor_data(rm) : NULL,
                             rv ? wk_tensor_data(rv) : NULL, eps, wk_tensor_data(sm), wk_tensor_data(si)));
     if (s) goto fail;
-    if (rm && rm != rmean && !wk_copy_(rmean, rm)) goto fail_err;
-    if (rv && rv != rvar && !wk_copy_(rvar, rv)) goto fail_err;
+    if (rmean && rm != rmean && !wk_copy_(rmean, rm)) goto fail_err;
+    if (rvar && rv != rvar && !wk_copy_(rvar, rv)) goto fail_err;
     if (rmean) wk_tensor_bump_version(rmean);
     if (rvar) wk_tensor_bump_version(rvar);
     if ((s = to_dtype_own(&sm, sdt)) || (s = to_dtype_own(&si, sdt))) goto fail;
