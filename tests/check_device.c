@@ -306,6 +306,7 @@ START_TEST(test_device_events) {
   TU_FAILS_WITH(WK_ERR_DEVICE, "the stream is on gpu:0 but the event on gpu:1");
   ck_assert_int_eq(wk_event_record(other, s), WK_ERR_DEVICE);
   wk_clear_error();
+  wk_event_destroy(a);
   ck_assert_int_eq(wk_event_create(g0, 0x100, &a), WK_ERR_INVALID_ARG);
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "unknown flags 0x100");
   ck_assert_int_eq(wk_event_synchronize((wk_event){g0, NULL}), WK_ERR_NULL);
@@ -338,6 +339,7 @@ START_TEST(test_device_copy_async) {
   TU_FAILS_WITH(WK_ERR_DEVICE, "the stream is on gpu:1 but the copy runs on gpu:0");
   ck_assert_int_eq(wk_device_copy_async(NULL, g0, host, wk_cpu(), 4, s), WK_ERR_NULL);
   wk_clear_error();
+  wk_stream_destroy(s);
   /* a 1.0 plugin has no copy_async: a synchronous copy */
   wk_device o0 = {old, 0};
   void *odev = wk_device_alloc(o0, sizeof host);
@@ -499,6 +501,7 @@ static Suite *make_suite(void) {
   Suite *s = suite_create("device");
   TCase *tc = tcase_create("abi_1_1");
   tcase_add_checked_fixture(tc, setup, NULL);
+  tcase_set_timeout(tc, 60); /* generous for valgrind and sanitizer runs */
   tcase_add_test(tc, test_device_abi_version);
   tcase_add_test(tc, test_device_current);
   tcase_add_test(tc, test_device_properties);
