@@ -136,11 +136,16 @@ typedef struct wk_loader_opts {
    * When no loaded device plugin offers pinned memory, batches stay in
    * pageable memory, as PyTorch's pin_memory without CUDA. */
   bool pin_memory;
-  double timeout; /* seconds to wait for a batch from the workers (0: forever); a batch not ready in
-                     time is an error naming the timeout. Ignored with num_workers 0, as in PyTorch */
+  /* Seconds to wait for a batch from the workers (0: forever). A batch not
+   * ready in time is a WK_ERR_STATE naming the timeout, returned at once; the
+   * iteration is over, and its workers are joined by the next call (or free)
+   * once a stuck get() returns. Ignored with num_workers 0, as in PyTorch. */
+  double timeout;
   /* Called once in each worker thread when it starts (each epoch, or once
-   * with persistent_workers), before it loads anything; an error fails the
-   * loader's next(). Not called with num_workers 0. */
+   * with persistent_workers), before it loads anything. The workers' start
+   * waits for every call, so an error fails the next() that starts them,
+   * naming the worker (and each later epoch tries again). Not called with
+   * num_workers 0. */
   wk_status (*worker_init_fn)(int worker_id, void *user);
   void *worker_init_user;
 } wk_loader_opts;
