@@ -2,7 +2,7 @@
  * unary ops (type promotion, broadcast, strided, empty, 0-dim cpu operands,
  * Scalar, in-place and out= forms), comparisons, where, reductions over dims
  * with keepdim, softmax, indexing (index_select, gather, scatter, embedding,
- * masked_fill, cat, one_hot), losses, the Philox RNG (the same streams as the
+ * masked_fill, cat, one_hot, flip, roll, repeat, masked_select, cumsum), losses, the Philox RNG (the same streams as the
  * cpu for one seed), dropout and the fused optimizer updates; forward and
  * gradients through autograd; then every op with a cuda kernel against the
  * cpu on schema-sampled arguments (the device step of the SDK's opcheck).
@@ -412,6 +412,19 @@ START_TEST(test_cuda_ops_index) {
     wk_tensor *lc[2] = {c1.c, c2.c}, *lg[2] = {c1.g, c2.g};
     run_both("cat", V2(WK_VTS(lc, 2), WK_VI(0)), V2(WK_VTS(lg, 2), WK_VI(0)), 2, 1e-12, 0, NULL, 0, "cat");
     run_both("one_hot", V2(WK_VT(ic), WK_VI(-1)), V2(WK_VT(ig), WK_VI(-1)), 2, 0, 0, NULL, 0, "one_hot");
+    /* flip, roll, repeat, masked_select, cumsum (with gradients where the op has them) */
+    int64_t fd[2] = {0, 2}, sh[2] = {2, -1};
+    run_both("flip", V2(WK_VT(x.c), WK_VINTS(fd, 2)), V2(WK_VT(x.g), WK_VINTS(fd, 2)), 2, 0, 0, &x, 1, "flip");
+    run_both("roll", (wk_value[]){WK_VT(x.c), WK_VINTS(sh, 2), WK_VINTS(fd, 2)},
+             (wk_value[]){WK_VT(x.g), WK_VINTS(sh, 2), WK_VINTS(fd, 2)}, 3, 0, 0, &x, 1, "roll");
+    int64_t rp[4] = {2, 1, 3, 1};
+    run_both("repeat", V2(WK_VT(x.c), WK_VINTS(rp, 4)), V2(WK_VT(x.g), WK_VINTS(rp, 4)), 2, tol_of(dt) * 10, 0, &x, 1,
+             "repeat");
+    twin mk = rnd(SHAPE(4, 1), WK_BOOL, 0, 2, 126);
+    run_both("masked_select", V2(WK_VT(x.c), WK_VT(mk.c)), V2(WK_VT(x.g), WK_VT(mk.g)), 2, 0, 0, NULL, 0, "masked_select");
+    run_both("cumsum", V2(WK_VT(x.c), WK_VI(1)), V2(WK_VT(x.g), WK_VI(1)), 2, tol_of(dt) * 10, 0, &x, 1, "cumsum");
+    twin ci = rnd(SHAPE(3, 5), WK_I16, -9, 9, 127);
+    run_both("cumsum", V2(WK_VT(ci.c), WK_VI(-1)), V2(WK_VT(ci.g), WK_VI(-1)), 2, 0, 0, NULL, 0, "int cumsum");
     /* out-of-range indices: the cpu's messages */
     wk_tensor *bad = cu(TU_T(WK_I64, (3), 0, 7, 1));
     ck_assert_ptr_null(wk_index_select(x.g, 0, bad));

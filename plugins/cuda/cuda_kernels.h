@@ -65,6 +65,11 @@ int cuda_launch_softmax(int ct, bool log, void *y, const void *x, int64_t outer,
 int cuda_launch_softmax_backward(int ct, bool log, void *gi, const void *g, const void *y, int64_t outer, int64_t C,
                                  int64_t inner, cudaStream_t st);
 
+/* ---- scan.cu: cumsum over the middle dim of contiguous [outer, len, inner] x
+ * (I64, or any floating dtype summed in double) into out of dtype odt ---- */
+int cuda_launch_cumsum(void *out, int odt, const void *x, int xdt, int64_t outer, int64_t len, int64_t inner,
+                       cudaStream_t st);
+
 /* ---- index.cu ---- */
 /* out[o, k, i] = x[o, index[k], i] for x contiguous [outer, S, inner] with
  * element size es, index int64 [K]; an index outside [-S, S) sets *bad to

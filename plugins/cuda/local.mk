@@ -13,7 +13,7 @@
 # Device code, one file per op family (the kernel developer appends here).
 cuda_kernel_sources = plugins/cuda/copy.cu plugins/cuda/elementwise.cu \
 	plugins/cuda/unary.cu plugins/cuda/reduce.cu plugins/cuda/softmax.cu plugins/cuda/index.cu plugins/cuda/rng.cu \
-	plugins/cuda/optim_update.cu
+	plugins/cuda/optim_update.cu plugins/cuda/scan.cu
 
 # Host side of the plugin (C11).
 cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cuda/runtime.c \
@@ -21,7 +21,7 @@ cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cud
 	plugins/cuda/copy_ops.c plugins/cuda/elementwise_ops.c \
 	plugins/cuda/cuda_kernels.h plugins/cuda/cuda_device.h plugins/cuda/kernel_util.c plugins/cuda/unary_ops.c \
 	plugins/cuda/reduce_ops.c plugins/cuda/softmax_ops.c plugins/cuda/index_ops.c plugins/cuda/rng_ops.c \
-	plugins/cuda/loss_ops.c plugins/cuda/optim_update_ops.c
+	plugins/cuda/loss_ops.c plugins/cuda/optim_update_ops.c plugins/cuda/scan_ops.c plugins/cuda/remap_ops.c
 
 # Library-backed kernels (cuBLAS, cuDNN) and their pooling/batch-norm helpers.
 cuda_kernel_sources += plugins/cuda/pool.cu plugins/cuda/bn.cu
@@ -88,7 +88,7 @@ tests_check_cuda_nn_SOURCES = tests/check_cuda_nn.c tests/testutil.h
 tests_check_cuda_nn_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_nn_LDADD = $(TEST_LDADD)
 # The plugin's own kernels (pointwise, reductions, indexing, RNG, losses, optim) against the cpu ones,
-# forward and gradients, and opcheck over every cuda op; skips (77) without a GPU.
+# forward and gradients, and every cuda op vs cpu on sampled arguments; skips (77) without a GPU.
 TEST_SUITES += tests/check_cuda_ops
 tests_check_cuda_ops_SOURCES = tests/check_cuda_ops.c tests/testutil.h
 tests_check_cuda_ops_CFLAGS = $(TEST_CFLAGS)
