@@ -1,7 +1,7 @@
 /* The cuda plugin's own kernels against the cpu ones: pointwise binary and
  * unary ops (type promotion, broadcast, strided, empty, 0-dim cpu operands,
  * Scalar, in-place and out= forms), comparisons, where, reductions over dims
- * with keepdim, softmax, indexing (index_select, gather, scatter, embedding,
+ * with keepdim, softmax, layer_norm, indexing (index_select, gather, scatter, embedding,
  * masked_fill, cat, one_hot, flip, roll, repeat, masked_select, cumsum), losses, the Philox RNG (the same streams as the
  * cpu for one seed), dropout and the fused optimizer updates; forward and
  * gradients through autograd; then every op with a cuda kernel against the
@@ -375,6 +375,13 @@ START_TEST(test_cuda_ops_softmax_losses) {
     twin t01 = rnd(SHAPE(4, 3), dt, 0, 1, 109), pw = rnd(SHAPE(3), dt, 0.5, 2, 110);
     run_both("binary_cross_entropy_with_logits", (wk_value[]){WK_VT(a.c), WK_VT(t01.c), WK_VNONE, WK_VT(pw.c), WK_VI(2)},
              (wk_value[]){WK_VT(a.g), WK_VT(t01.g), WK_VNONE, WK_VT(pw.g), WK_VI(2)}, 5, tol, 0, &a, 1, "bce pos_weight");
+    /* layer_norm over the last two dims, with weight and bias gradients */
+    twin lx = leaf(rnd(SHAPE(3, 4, 5), dt, -2, 2, 111)), lw = leaf(rnd(SHAPE(4, 5), dt, 0.5, 1.5, 112));
+    twin lb = leaf(rnd(SHAPE(4, 5), dt, -1, 1, 113));
+    twin l3[3] = {lx, lw, lb};
+    int64_t nsh[2] = {4, 5};
+    run_both("layer_norm", (wk_value[]){WK_VT(lx.c), WK_VINTS(nsh, 2), WK_VT(lw.c), WK_VT(lb.c)},
+             (wk_value[]){WK_VT(lx.g), WK_VINTS(nsh, 2), WK_VT(lw.g), WK_VT(lb.g)}, 4, tol, 0, l3, 3, "layer_norm");
     /* a target out of range is an error naming it */
     wk_tensor *bad = cu(TU_T(WK_I64, (6), 0, 5, 0, 0, 0, 0));
     ck_assert_ptr_null(wk_cross_entropy(logits.g, bad));

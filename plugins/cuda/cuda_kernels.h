@@ -70,6 +70,15 @@ int cuda_launch_softmax_backward(int ct, bool log, void *gi, const void *g, cons
 int cuda_launch_cumsum(void *out, int odt, const void *x, int xdt, int64_t outer, int64_t len, int64_t inner,
                        cudaStream_t st);
 
+/* ---- layernorm.cu: rows of contiguous [M, N] (ct F32/F64; w, b may be NULL) ---- */
+/* y = (x - mean) * rstd * w + b; mean and rstd (double, [M]) are saved. */
+int cuda_launch_layer_norm(int ct, void *y, const void *x, const void *w, const void *b, int64_t M, int64_t N,
+                           double eps, double *mean, double *rstd, cudaStream_t st);
+/* gi (ct, may be NULL), gw and gb (double [N], may be NULL) from g, x, w and the saved statistics. */
+int cuda_launch_layer_norm_backward(int ct, void *gi, double *gw, double *gb, const void *g, const void *x,
+                                    const void *w, const double *mean, const double *rstd, int64_t M, int64_t N,
+                                    cudaStream_t st);
+
 /* ---- index.cu ---- */
 /* out[o, k, i] = x[o, index[k], i] for x contiguous [outer, S, inner] with
  * element size es, index int64 [K]; an index outside [-S, S) sets *bad to
