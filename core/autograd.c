@@ -16,7 +16,8 @@ static wk_layer *g_layer;
 
 /* ---- metadata ---- */
 wk__ameta *wk__ameta_get(wk_tensor *t) {
-  if (!t->autograd) t->autograd = calloc(1, sizeof(wk__ameta));
+  if (!t->autograd && (t->autograd = wk__block_alloc(sizeof(wk__ameta))))
+    memset(t->autograd, 0, sizeof(wk__ameta));
   if (!t->autograd) wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
   return t->autograd;
 }
@@ -38,7 +39,7 @@ void wk__ameta_free(wk_tensor *t) {
   wk_release(m->grad);
   free_hooks(m->hooks);
   free_hooks(m->post_hooks);
-  free(m);
+  wk__block_free(m, sizeof *m);
 }
 
 bool wk__requires_grad(const wk_tensor *t) {
@@ -78,8 +79,8 @@ void wk__node_release_saved(wk__node *n) {
  * stack so a 100k-node chain cannot overflow the C stack. */
 void wk__node_release(wk__node *first) {
   if (!first) return;
-  wk__node **stack = NULL;
-  size_t n = 0, cap = 0;
+  wk__node *local[32], **stack = local; /* the heap only for deep graphs */
+  size_t n = 0, cap = sizeof local / sizeof local[0];
   wk__node *cur = first;
   for (;;) {
     if (cur && atomic_fetch_sub(&cur->refcount, 1) == 1) {
@@ -87,12 +88,13 @@ void wk__node_release(wk__node *first) {
         wk__node *nx = cur->next[i].node;
         if (!nx) continue;
         if (n == cap) {
-          size_t nc = cap ? cap * 2 : 64;
-          wk__node **p = realloc(stack, nc * sizeof *p);
+          size_t nc = cap * 2;
+          wk__node **p = stack == local ? malloc(nc * sizeof *p) : realloc(stack, nc * sizeof *p);
           if (!p) { /* cannot defer: release recursively as a last resort */
             wk__node_release(nx);
             continue;
           }
+          if (stack == local) memcpy(p, local, sizeof local);
           stack = p;
           cap = nc;
         }
@@ -115,12 +117,12 @@ void wk__node_release(wk__node *first) {
       }
       free(cur->forward_trace); /* the arrays live inside the node's block */
       free(cur->buffer);
-      free(cur);
+      wk__block_free(cur, cur->alloc_size);
     }
     if (n == 0) break;
     cur = stack[--n];
   }
-  free(stack);
+  if (stack != local) free(stack);
 }
 
 /* One allocation per node: the per-input/argument/output arrays live right
@@ -133,9 +135,11 @@ static wk__node *node_new(int nin, int nargs, int nout) {
           FIELD_SIZE(wk__saved, nargs) + FIELD_SIZE(wk__saved *, nargs) + FIELD_SIZE(int64_t[WK_MAX_DIMS], nout) +
           FIELD_SIZE(int, nout) + FIELD_SIZE(wk_dtype, nout) + FIELD_SIZE(wk_device, nout) + FIELD_SIZE(bool, nout) +
           FIELD_SIZE(wk__saved, nout) + FIELD_SIZE(wk__hook *, nout);
-  char *mem = calloc(1, total);
+  char *mem = wk__block_alloc(total);
   if (!mem) return NULL;
+  memset(mem, 0, total);
   wk__node *n = (wk__node *)mem;
+  n->alloc_size = total;
 #define CARVE(field, type, count)                     \
   if ((count) > 0) n->field = (void *)(mem + off);    \
   off += FIELD_SIZE(type, count)

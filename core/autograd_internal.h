@@ -55,6 +55,7 @@ enum { WK__MAX_NODE_INPUTS = 64 };
 
 struct wk__node {
   atomic_int refcount;
+  size_t alloc_size; /* bytes of the node's block (wk__block_alloc) */
   const char *name;
   const wk__formula *f; /* NULL for AccumulateGrad */
   wk_op *op;

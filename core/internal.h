@@ -71,6 +71,15 @@ WK__HIDDEN void wk__null_arg(const char *fn, const char *arg);
 /* Formats a shape as "[2, 3]" into buf. */
 WK__HIDDEN const char *wk__shape_str(const int64_t *sizes, int ndim, char *buf, size_t n);
 
+/* ---- small blocks ------------------------------------------------------------------- */
+/* n bytes (64-byte aligned) from the calling thread's cache of small blocks
+ * (up to 4 KiB; larger ones come from aligned_alloc), uninitialised; NULL
+ * when memory is exhausted (no error recorded). Free with the same n, from
+ * any thread. For the per-op allocations of the core: storages, autograd
+ * nodes and metadata. */
+WK__HIDDEN void *wk__block_alloc(size_t n);
+WK__HIDDEN void wk__block_free(void *p, size_t n);
+
 /* ---- devices ----------------------------------------------------------------------- */
 WK__HIDDEN void wk__device_init(void);
 WK__HIDDEN const wk_device_iface *wk__device_iface(int32_t type);

@@ -134,6 +134,20 @@ static bool small_give(void *p, size_t total) {
   return true;
 }
 
+void *wk__block_alloc(size_t n) {
+  size_t total = n ? (n + 63) & ~(size_t)63 : 64;
+  if (total < n) return NULL;
+  void *p = total <= SMALL_MAX ? small_take(total) : NULL;
+  return p ? p : aligned_alloc(64, total);
+}
+
+void wk__block_free(void *p, size_t n) {
+  if (!p) return;
+  size_t total = n ? (n + 63) & ~(size_t)63 : 64;
+  if (total <= SMALL_MAX && small_give(p, total)) return;
+  free(p);
+}
+
 /* Tensor handles are recycled the same way (malloc/free of a ~330-byte
  * handle cost ~130 instructions per op); they share the thread's key. */
 #define HANDLE_KEEP 64
