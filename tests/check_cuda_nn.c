@@ -21,10 +21,14 @@ static const wk_device g_cpu = {WK_DEVICE_CPU, 0};
 
 static double tol_of(wk_dtype dt) {
   switch (dt) {
-    case WK_F64: return 1e-9;
-    case WK_F16: return 1e-2;
-    case WK_BF16: return 4e-2;
-    default: return 1e-4;
+    case WK_F64:
+      return 1e-9;
+    case WK_F16:
+      return 1e-2;
+    case WK_BF16:
+      return 4e-2;
+    default:
+      return 1e-4;
   }
 }
 
@@ -155,8 +159,8 @@ START_TEST(test_cuda_nn_addmm_linear_bmm) {
     /* linear: addmm with a transposed weight (no copy on cuda) */
     twin x = leaf(rnd(SHAPE(2, 5, 9), dt, 4)), w = leaf(rnd(SHAPE(7, 9), dt, 5)), b = leaf(rnd(SHAPE(7), dt, 6));
     twin l3b[3] = {x, w, b};
-    run_both("linear", (wk_value[]){WK_VT(x.c), WK_VT(w.c), WK_VT(b.c)}, (wk_value[]){WK_VT(x.g), WK_VT(w.g), WK_VT(b.g)},
-             3, tol, 0, l3b, 3, "linear 3D input");
+    run_both("linear", (wk_value[]){WK_VT(x.c), WK_VT(w.c), WK_VT(b.c)},
+             (wk_value[]){WK_VT(x.g), WK_VT(w.g), WK_VT(b.g)}, 3, tol, 0, l3b, 3, "linear 3D input");
     /* bmm with the second operand transposed per batch */
     twin p = leaf(rnd(SHAPE(3, 4, 8), dt, 7)), q = leaf(rnd(SHAPE(3, 5, 8), dt, 8));
     twin l2[2] = {p, q};
@@ -191,9 +195,9 @@ static void conv_run(const conv_case *k, wk_dtype dt, uint64_t seed) {
   if (k->bias) leaf(b);
   twin leaves[3] = {x, w, b};
   int64_t st[2] = {k->st, k->st}, pd[2] = {k->pd, k->pd}, dl[2] = {k->dl, k->dl};
-  wk_value ca[7] = {WK_VT(x.c), WK_VT(w.c), b.c ? WK_VT(b.c) : WK_VNONE, WK_VINTS(st, 2), WK_VINTS(pd, 2),
+  wk_value ca[7] = {WK_VT(x.c),      WK_VT(w.c),      b.c ? WK_VT(b.c) : WK_VNONE, WK_VINTS(st, 2), WK_VINTS(pd, 2),
                     WK_VINTS(dl, 2), WK_VI(k->groups)};
-  wk_value ga[7] = {WK_VT(x.g), WK_VT(w.g), b.g ? WK_VT(b.g) : WK_VNONE, WK_VINTS(st, 2), WK_VINTS(pd, 2),
+  wk_value ga[7] = {WK_VT(x.g),      WK_VT(w.g),      b.g ? WK_VT(b.g) : WK_VNONE, WK_VINTS(st, 2), WK_VINTS(pd, 2),
                     WK_VINTS(dl, 2), WK_VI(k->groups)};
   char what[160];
   snprintf(what, sizeof what, "%s x[%lld,%lld,%lld,%lld] O=%lld k=%lldx%lld s=%lld p=%lld d=%lld g=%lld%s%s",
@@ -242,8 +246,11 @@ START_TEST(test_cuda_nn_max_pool) {
   static const struct {
     int64_t H, W, k, s, p, d;
     bool ceil;
-  } cases[] = {{9, 9, 3, 2, 1, 1, false}, {8, 8, 2, 2, 0, 1, false}, {11, 10, 3, 1, 1, 2, false},
-               {8, 8, 3, 2, 0, 1, true},  {7, 9, 2, 3, 1, 1, true}};
+  } cases[] = {{9, 9, 3, 2, 1, 1, false},
+               {8, 8, 2, 2, 0, 1, false},
+               {11, 10, 3, 1, 1, 2, false},
+               {8, 8, 3, 2, 0, 1, true},
+               {7, 9, 2, 3, 1, 1, true}};
   static const wk_dtype dts[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
   for (size_t t = 0; t < 4; t++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -255,8 +262,10 @@ START_TEST(test_cuda_nn_max_pool) {
       char what[64];
       snprintf(what, sizeof what, "%s case %zu", wk_dtype_name(dts[t]), i);
       run_both("max_pool2d_with_indices",
-               (wk_value[]){WK_VT(x.c), WK_VINTS(k, 2), WK_VINTS(s, 2), WK_VINTS(p, 2), WK_VINTS(d, 2), WK_VB(cases[i].ceil)},
-               (wk_value[]){WK_VT(x.g), WK_VINTS(k, 2), WK_VINTS(s, 2), WK_VINTS(p, 2), WK_VINTS(d, 2), WK_VB(cases[i].ceil)},
+               (wk_value[]){WK_VT(x.c), WK_VINTS(k, 2), WK_VINTS(s, 2), WK_VINTS(p, 2), WK_VINTS(d, 2),
+                            WK_VB(cases[i].ceil)},
+               (wk_value[]){WK_VT(x.g), WK_VINTS(k, 2), WK_VINTS(s, 2), WK_VINTS(p, 2), WK_VINTS(d, 2),
+                            WK_VB(cases[i].ceil)},
                6, tol_of(dts[t]), 0, &x, 1, what);
       wk_scope_end();
     }
@@ -318,14 +327,26 @@ static void bn_run(const int64_t *shape, int nd, wk_dtype dt, wk_dtype pdt, bool
   twin m = {wk_clone(rm), cu(rm)}, v = {wk_clone(rv), cu(rv)};
   twin leaves[3] = {x, w, b};
   char what[96];
-  snprintf(what, sizeof what, "%s/%s %dD %s%s", wk_dtype_name(dt), wk_dtype_name(pdt), nd,
-           training ? "train" : "eval", affine ? " affine" : "");
-  wk_value ca[8] = {WK_VT(x.c), w.c ? WK_VT(w.c) : WK_VNONE, b.c ? WK_VT(b.c) : WK_VNONE, WK_VT(m.c), WK_VT(v.c),
-                    WK_VB(training), WK_VF(0.1), WK_VF(1e-5)};
-  wk_value ga[8] = {WK_VT(x.g), w.g ? WK_VT(w.g) : WK_VNONE, b.g ? WK_VT(b.g) : WK_VNONE, WK_VT(m.g), WK_VT(v.g),
-                    WK_VB(training), WK_VF(0.1), WK_VF(1e-5)};
+  snprintf(what, sizeof what, "%s/%s %dD %s%s", wk_dtype_name(dt), wk_dtype_name(pdt), nd, training ? "train" : "eval",
+           affine ? " affine" : "");
+  wk_value ca[8] = {WK_VT(x.c),
+                    w.c ? WK_VT(w.c) : WK_VNONE,
+                    b.c ? WK_VT(b.c) : WK_VNONE,
+                    WK_VT(m.c),
+                    WK_VT(v.c),
+                    WK_VB(training),
+                    WK_VF(0.1),
+                    WK_VF(1e-5)};
+  wk_value ga[8] = {WK_VT(x.g),
+                    w.g ? WK_VT(w.g) : WK_VNONE,
+                    b.g ? WK_VT(b.g) : WK_VNONE,
+                    WK_VT(m.g),
+                    WK_VT(v.g),
+                    WK_VB(training),
+                    WK_VF(0.1),
+                    WK_VF(1e-5)};
   run_both("batch_norm", ca, ga, 8, 2 * tol_of(dt), 0, leaves, affine ? 3 : 1, what);
-  /* the running statistics were updated alike (the forward above ran twice) */
+  /* the running statistics were updated alike (training) or left alone (evaluation) */
   close_t(m.g, m.c, 2 * tol_of(pdt == WK_F64 ? WK_F64 : dt), "running_mean");
   close_t(v.g, v.c, 2 * tol_of(pdt == WK_F64 ? WK_F64 : dt), "running_var");
   wk_scope_end();
@@ -352,7 +373,8 @@ START_TEST(test_cuda_nn_errors) {
   wk_tensor *a = cu(tu_rand(SHAPE(3, 4), WK_F32, -1, 1, 1)), *b = cu(tu_rand(SHAPE(5, 2), WK_F32, -1, 1, 2));
   ck_assert_ptr_null(wk_mm(a, b));
   TU_FAILS_WITH(WK_ERR_SHAPE, "cannot be multiplied");
-  wk_tensor *x = cu(tu_rand(SHAPE(1, 4, 5, 5), WK_F32, -1, 1, 3)), *w = cu(tu_rand(SHAPE(6, 3, 3, 3), WK_F32, -1, 1, 4));
+  wk_tensor *x = cu(tu_rand(SHAPE(1, 4, 5, 5), WK_F32, -1, 1, 3)),
+            *w = cu(tu_rand(SHAPE(6, 3, 3, 3), WK_F32, -1, 1, 4));
   ck_assert_int_ne(wk_call("conv2d", (wk_value[]){WK_VT(x), WK_VT(w)}, 2, outs), WK_OK);
   TU_FAILS_WITH(WK_ERR_SHAPE, "channels");
   int64_t k[2] = {7, 7};

@@ -8,7 +8,9 @@
 
 #include "cuda_libs.h"
 
-static bool blas_dtype(wk_dtype dt) { return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16; }
+static bool blas_dtype(wk_dtype dt) {
+  return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16;
+}
 
 static bool supports_floats(const wk_kernel_ctx *ctx, const wk_value *args) {
   /* every tensor argument (mm/bmm/dot: 2, addmm: 3) of a cuBLAS dtype */
@@ -20,10 +22,14 @@ static bool supports_floats(const wk_kernel_ctx *ctx, const wk_value *args) {
 
 static cudaDataType_t data_type(wk_dtype dt) {
   switch (dt) {
-    case WK_F64: return CUDA_R_64F;
-    case WK_F16: return CUDA_R_16F;
-    case WK_BF16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
+    case WK_F64:
+      return CUDA_R_64F;
+    case WK_F16:
+      return CUDA_R_16F;
+    case WK_BF16:
+      return CUDA_R_16BF;
+    default:
+      return CUDA_R_32F;
   }
 }
 
@@ -64,19 +70,22 @@ static bool blas_layout(const mat *x, bool *trans, int64_t *ld) {
   return *ld <= INT_MAX;
 }
 
-static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+static bool fits_int(int64_t v) {
+  return v >= 0 && v <= INT_MAX;
+}
 
 /* c (contiguous [batch, n, m] of a's dtype) = alpha a @ b + beta c. */
-static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch,
-                      int64_t n, int64_t k, int64_t m, double alpha, double beta) {
+static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch, int64_t n,
+                      int64_t k, int64_t m, double alpha, double beta) {
   wk_dtype dt = wk_tensor_dtype(c);
   int dix = dev.index;
   cudaStream_t stream = cuda_current_stream(dix);
   size_t es = wk_dtype_size(dt);
   if (batch * n * m == 0) return WK_OK;
   if (!fits_int(n) || !fits_int(m) || !fits_int(k) || !fits_int(batch))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): sizes [%lld, %lld] x [%lld, %lld] (batch %lld) exceed cuBLAS's int range",
-                    op, (long long)n, (long long)k, (long long)k, (long long)m, (long long)batch);
+    return wk_error(WK_ERR_UNSUPPORTED,
+                    "%s(): sizes [%lld, %lld] x [%lld, %lld] (batch %lld) exceed cuBLAS's int range", op, (long long)n,
+                    (long long)k, (long long)k, (long long)m, (long long)batch);
   cublasHandle_t h;
   wk_status s = cuda_cublas(op, dix, &h);
   if (s) return s;
@@ -87,8 +96,7 @@ static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a,
     size_t bytes = (size_t)(batch * n * m) * es;
     if (beta == 0) return CUDA_CHECK(op, cudaMemsetAsync(wk_tensor_data(c), 0, bytes, stream));
     return CUBLAS_CHECK(op, cublasScalEx(h, (int)(batch * n * m), pa, dt == WK_F64 ? CUDA_R_64F : CUDA_R_32F,
-                                         wk_tensor_data(c), data_type(dt), 1,
-                                         dt == WK_F64 ? CUDA_R_64F : CUDA_R_32F));
+                                         wk_tensor_data(c), data_type(dt), 1, dt == WK_F64 ? CUDA_R_64F : CUDA_R_32F));
   }
   wk_tensor *ops[2] = {wk_retain(a), wk_retain(b)};
   mat x[2];
@@ -129,17 +137,24 @@ static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a,
 
 static const char *scalar_name(wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return "Float";
-    case WK_F64: return "Double";
-    case WK_F16: return "Half";
-    case WK_BF16: return "BFloat16";
-    default: return wk_dtype_name(dt);
+    case WK_F32:
+      return "Float";
+    case WK_F64:
+      return "Double";
+    case WK_F16:
+      return "Half";
+    case WK_BF16:
+      return "BFloat16";
+    default:
+      return wk_dtype_name(dt);
   }
 }
 
 static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char *na, const char *nb) {
-  if (wk_tensor_dim(a) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, na, wk_tensor_dim(a));
-  if (wk_tensor_dim(b) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, nb, wk_tensor_dim(b));
+  if (wk_tensor_dim(a) != 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, na, wk_tensor_dim(a));
+  if (wk_tensor_dim(b) != 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, nb, wk_tensor_dim(b));
   const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
   if (x[1] != y[0])
     return wk_error(WK_ERR_SHAPE, "%s(): mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
@@ -160,9 +175,9 @@ static wk_status run(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, 
   if (!c) return wk_last_error();
   int64_t batch = nd == 3 ? sz[0] : 1, n = sz[nd - 2], m = sz[nd - 1];
   if (self && beta != 0 && batch * n * m > 0) /* beta's operand, broadcast into C */
-    s = (wk_status)cuda_launch_copy(wk_tensor_data(c), wk_tensor_dtype(c), cuda_layout(c, NULL, 0), wk_tensor_data(self),
-                                    wk_tensor_dtype(self), cuda_layout(self, sz, nd), batch * n * m,
-                                    cuda_current_stream(dev.index));
+    s = (wk_status)cuda_launch_copy(wk_tensor_data(c), wk_tensor_dtype(c), cuda_layout(c, NULL, 0),
+                                    wk_tensor_data(self), wk_tensor_dtype(self), cuda_layout(self, sz, nd),
+                                    batch * n * m, cuda_current_stream(dev.index));
   if (!s) s = gemm(op, dev, c, a, b, batch, n, k, m, alpha, self ? beta : 0.0);
   if (s) {
     wk_release(c);
@@ -204,8 +219,10 @@ static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
 
 static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  if (wk_tensor_dim(a) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch1 must be a 3D tensor, got %dD", wk_tensor_dim(a));
-  if (wk_tensor_dim(b) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch2 must be a 3D tensor, got %dD", wk_tensor_dim(b));
+  if (wk_tensor_dim(a) != 3)
+    return wk_error(WK_ERR_SHAPE, "bmm(): batch1 must be a 3D tensor, got %dD", wk_tensor_dim(a));
+  if (wk_tensor_dim(b) != 3)
+    return wk_error(WK_ERR_SHAPE, "bmm(): batch2 must be a 3D tensor, got %dD", wk_tensor_dim(b));
   const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
   if (y[0] != x[0] || y[1] != x[2])
     return wk_error(WK_ERR_SHAPE,

@@ -11,7 +11,9 @@
 
 #include "cuda_libs.h"
 
-static bool bn_dtype(wk_dtype dt) { return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16; }
+static bool bn_dtype(wk_dtype dt) {
+  return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16;
+}
 
 static bool supports_floats(const wk_kernel_ctx *ctx, const wk_value *args) {
   int n = wk_op_num_args(ctx->op);
@@ -47,8 +49,8 @@ static wk_status bn_descs_make(const char *op, wk_dtype dt, int64_t N, int64_t C
   if (N > INT_MAX || C > INT_MAX || S > INT_MAX || N * C * S > INT_MAX)
     return wk_error(WK_ERR_UNSUPPORTED, "%s(): inputs of more than %d elements are not supported by cuDNN's batch norm",
                     op, INT_MAX);
-  cudnnDataType_t ty = dt == WK_F64 ? CUDNN_DATA_DOUBLE
-                       : dt == WK_F16 ? CUDNN_DATA_HALF
+  cudnnDataType_t ty = dt == WK_F64    ? CUDNN_DATA_DOUBLE
+                       : dt == WK_F16  ? CUDNN_DATA_HALF
                        : dt == WK_BF16 ? CUDNN_DATA_BFLOAT16
                                        : CUDNN_DATA_FLOAT;
   wk_status s = CUDNN_CHECK(op, cudnnCreateTensorDescriptor(&d->x));
@@ -161,8 +163,8 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (training) {
     /* cuDNN blends the running statistics with factor momentum, the variance unbiased as in PyTorch */
     s = CUDNN_CHECK(op, cudnnBatchNormalizationForwardTraining(
-                            h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, d.x, wk_tensor_data(x), d.x, wk_tensor_data(y), d.p,
-                            wk_tensor_data(w), wk_tensor_data(b), momentum, rm ? wk_tensor_data(rm) : NULL,
+                            h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, d.x, wk_tensor_data(x), d.x, wk_tensor_data(y),
+                            d.p, wk_tensor_data(w), wk_tensor_data(b), momentum, rm ? wk_tensor_data(rm) : NULL,
                             rv ? wk_tensor_data(rv) : NULL, eps, wk_tensor_data(sm), wk_tensor_data(si)));
     if (s) goto fail;
     if (rmean && rm != rmean && !wk_copy_(rmean, rm)) goto fail_err;
@@ -172,8 +174,8 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     if ((s = to_dtype_own(&sm, sdt)) || (s = to_dtype_own(&si, sdt))) goto fail;
   } else {
     s = CUDNN_CHECK(op, cudnnBatchNormalizationForwardInference(
-                            h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, d.x, wk_tensor_data(x), d.x, wk_tensor_data(y), d.p,
-                            wk_tensor_data(w), wk_tensor_data(b), wk_tensor_data(rm), wk_tensor_data(rv), eps));
+                            h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, d.x, wk_tensor_data(x), d.x, wk_tensor_data(y),
+                            d.p, wk_tensor_data(w), wk_tensor_data(b), wk_tensor_data(rm), wk_tensor_data(rv), eps));
     if (s) goto fail;
   }
 out:
@@ -244,8 +246,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_dtype pdt = dt == WK_F64 ? WK_F64 : WK_F32, gdt = weight ? wk_tensor_dtype(weight) : dt;
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
-  wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *dy = NULL, *w = NULL, *mean = NULL, *inv = NULL,
-            *dx = NULL;
+  wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *dy = NULL, *w = NULL, *mean = NULL, *inv = NULL, *dx = NULL;
   bn_descs d = {0};
   if (mask[0] && !(gi = cuda_lib_zeros(op, sz, nd, dt, dev))) goto fail_err;
   if (mask[1] && !(gw = cuda_lib_zeros(op, &C, 1, pdt, dev))) goto fail_err;
@@ -286,11 +287,10 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
     if (!dx || !dw || !db)
       s = wk_last_error();
     else
-      s = CUDNN_CHECK(op, cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, pone, pzero, d.x,
-                                                          wk_tensor_data(x), d.x, wk_tensor_data(dy), d.x,
-                                                          wk_tensor_data(dx), d.p, wk_tensor_data(w),
-                                                          wk_tensor_data(dw), wk_tensor_data(db), eps,
-                                                          wk_tensor_data(mean), wk_tensor_data(inv)));
+      s = CUDNN_CHECK(op, cudnnBatchNormalizationBackward(
+                              h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, pone, pzero, d.x, wk_tensor_data(x), d.x,
+                              wk_tensor_data(dy), d.x, wk_tensor_data(dx), d.p, wk_tensor_data(w), wk_tensor_data(dw),
+                              wk_tensor_data(db), eps, wk_tensor_data(mean), wk_tensor_data(inv)));
     wk_release(dw);
     wk_release(db);
     if (s) goto fail;
@@ -330,7 +330,7 @@ fail:
 
 wk_status cuda_register_bn(void) {
   wk_status s = cuda_reg("batch_norm", k_batch_norm, supports_floats, NULL, "cuda.batch_norm_cudnn");
-  if (!s) s = cuda_reg("batch_norm_backward", k_batch_norm_backward, supports_floats, NULL,
-                       "cuda.batch_norm_backward_cudnn");
+  if (!s)
+    s = cuda_reg("batch_norm_backward", k_batch_norm_backward, supports_floats, NULL, "cuda.batch_norm_backward_cudnn");
   return s;
 }

@@ -21,8 +21,7 @@ typedef struct cuda_pool_geo {
 
 /* dtype: CUDA_F32, CUDA_F64, CUDA_F16 or CUDA_BF16 (x, y, gy, gx share it). */
 int cuda_launch_max_pool_fwd(int dtype, const void *x, void *y, int64_t *ind, cuda_pool_geo g, cudaStream_t st);
-int cuda_launch_max_pool_bwd(int dtype, const void *gy, const int64_t *ind, void *gx, cuda_pool_geo g,
-                             cudaStream_t st);
+int cuda_launch_max_pool_bwd(int dtype, const void *gy, const int64_t *ind, void *gx, cuda_pool_geo g, cudaStream_t st);
 int cuda_launch_avg_pool_fwd(int dtype, const void *x, void *y, cuda_pool_geo g, cudaStream_t st);
 int cuda_launch_avg_pool_bwd(int dtype, const void *gy, void *gx, cuda_pool_geo g, cudaStream_t st);
 int cuda_launch_adaptive_pool_fwd(int dtype, const void *x, void *y, cuda_pool_geo g, cudaStream_t st);
@@ -78,7 +77,9 @@ bool cuda_lib_pair_arg(const wk_value *v, int64_t out[2]);
 /* "[2, 3]" for messages. */
 const char *cuda_lib_shape_str(const wk_tensor *t, char *buf, size_t cap);
 /* The CUDA_* code of a Wick dtype (same numbers). */
-static inline int cuda_dtype_code(wk_dtype dt) { return (int)dt; }
+static inline int cuda_dtype_code(wk_dtype dt) {
+  return (int)dt;
+}
 #endif
 
 #endif

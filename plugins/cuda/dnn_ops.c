@@ -14,15 +14,22 @@
 
 static const char *tname(wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return "Float";
-    case WK_F64: return "Double";
-    case WK_F16: return "Half";
-    case WK_BF16: return "BFloat16";
-    default: return wk_dtype_name(dt);
+    case WK_F32:
+      return "Float";
+    case WK_F64:
+      return "Double";
+    case WK_F16:
+      return "Half";
+    case WK_BF16:
+      return "BFloat16";
+    default:
+      return wk_dtype_name(dt);
   }
 }
 
-static bool dnn_dtype(wk_dtype dt) { return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16; }
+static bool dnn_dtype(wk_dtype dt) {
+  return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16;
+}
 
 static bool supports_floats(const wk_kernel_ctx *ctx, const wk_value *args) {
   int n = wk_op_num_args(ctx->op);
@@ -82,13 +89,14 @@ static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight,
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld "
                     "channels instead",
-                    op, (long long)groups, cuda_lib_shape_str(weight, a, sizeof a), cuda_lib_shape_str(input, b, sizeof b),
-                    (long long)(g->Cg * groups), (long long)sz[1]);
+                    op, (long long)groups, cuda_lib_shape_str(weight, a, sizeof a),
+                    cuda_lib_shape_str(input, b, sizeof b), (long long)(g->Cg * groups), (long long)sz[1]);
   if (bias && (wk_tensor_dim(bias) != 1 || wk_tensor_size(bias, 0) != g->O))
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got bias "
                     "of size %s instead",
-                    op, cuda_lib_shape_str(weight, a, sizeof a), (long long)g->O, cuda_lib_shape_str(bias, b, sizeof b));
+                    op, cuda_lib_shape_str(weight, a, sizeof a), (long long)g->O,
+                    cuda_lib_shape_str(bias, b, sizeof b));
   int64_t pin[2] = {sz[2] + 2 * g->pd[0], sz[3] + 2 * g->pd[1]};
   int64_t keff[2] = {g->dl[0] * (g->kh - 1) + 1, g->dl[1] * (g->kw - 1) + 1};
   if (pin[0] < keff[0] || pin[1] < keff[1])
@@ -103,16 +111,17 @@ static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight,
   if (bias && wk_tensor_dtype(bias) != dt)
     return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and bias type (%s) should be the same", op, tname(dt),
                     tname(wk_tensor_dtype(bias)));
-  if (!dnn_dtype(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cuda\" not implemented for '%s'", op, op, tname(dt));
+  if (!dnn_dtype(dt)) return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cuda\" not implemented for '%s'", op, op, tname(dt));
   g->N = sz[0], g->C = sz[1], g->H = sz[2], g->W = sz[3], g->groups = groups, g->xd = xd, g->dt = dt;
   g->oh = (pin[0] - keff[0]) / g->st[0] + 1;
   g->ow = (pin[1] - keff[1]) / g->st[1] + 1;
   int64_t lim[] = {g->N, g->C, g->H, g->W, g->O, g->oh, g->ow, g->N * g->C * g->H * g->W, g->N * g->O * g->oh * g->ow};
   for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
     if (lim[i] > INT_MAX)
-      return wk_error(WK_ERR_UNSUPPORTED, "%s(): tensors of more than %d elements per dimension or in all are not "
-                      "supported by cuDNN's convolution", op, INT_MAX);
+      return wk_error(WK_ERR_UNSUPPORTED,
+                      "%s(): tensors of more than %d elements per dimension or in all are not "
+                      "supported by cuDNN's convolution",
+                      op, INT_MAX);
   return WK_OK;
 }
 
@@ -126,10 +135,14 @@ typedef struct {
 
 static cudnnDataType_t dnn_type(wk_dtype dt) {
   switch (dt) {
-    case WK_F64: return CUDNN_DATA_DOUBLE;
-    case WK_F16: return CUDNN_DATA_HALF;
-    case WK_BF16: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_FLOAT;
+    case WK_F64:
+      return CUDNN_DATA_DOUBLE;
+    case WK_F16:
+      return CUDNN_DATA_HALF;
+    case WK_BF16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      return CUDNN_DATA_FLOAT;
   }
 }
 
@@ -147,7 +160,7 @@ static wk_status descs_make(const char *op, const conv_geo *g, descs *d) {
   cudnnDataType_t ty = dnn_type(g->dt);
   /* f16/bf16 accumulate in f32 (PyTorch's choice); f32 uses TF32 unless switched off */
   cudnnDataType_t ct = g->dt == WK_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-  d->math = g->dt == WK_F16 || g->dt == WK_BF16 ? CUDNN_TENSOR_OP_MATH
+  d->math = g->dt == WK_F16 || g->dt == WK_BF16           ? CUDNN_TENSOR_OP_MATH
             : g->dt == WK_F32 && !cuda_allow_tf32_cudnn() ? CUDNN_FMA_MATH
                                                           : CUDNN_DEFAULT_MATH;
   wk_status s = CUDNN_CHECK(op, cudnnCreateTensorDescriptor(&d->x));
@@ -156,19 +169,19 @@ static wk_status descs_make(const char *op, const conv_geo *g, descs *d) {
   if (!s) s = CUDNN_CHECK(op, cudnnCreateFilterDescriptor(&d->w));
   if (!s) s = CUDNN_CHECK(op, cudnnCreateConvolutionDescriptor(&d->conv));
   if (!s)
-    s = CUDNN_CHECK(op, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ty, (int)g->N, (int)g->C, (int)g->H,
-                                                   (int)g->W));
+    s = CUDNN_CHECK(
+        op, cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, ty, (int)g->N, (int)g->C, (int)g->H, (int)g->W));
   if (!s)
-    s = CUDNN_CHECK(op, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ty, (int)g->N, (int)g->O, (int)g->oh,
-                                                   (int)g->ow));
+    s = CUDNN_CHECK(
+        op, cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, ty, (int)g->N, (int)g->O, (int)g->oh, (int)g->ow));
   if (!s) s = CUDNN_CHECK(op, cudnnSetTensor4dDescriptor(d->b, CUDNN_TENSOR_NCHW, ty, 1, (int)g->O, 1, 1));
   if (!s)
-    s = CUDNN_CHECK(op, cudnnSetFilter4dDescriptor(d->w, ty, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->Cg, (int)g->kh,
-                                                   (int)g->kw));
+    s = CUDNN_CHECK(
+        op, cudnnSetFilter4dDescriptor(d->w, ty, CUDNN_TENSOR_NCHW, (int)g->O, (int)g->Cg, (int)g->kh, (int)g->kw));
   if (!s)
-    s = CUDNN_CHECK(op, cudnnSetConvolution2dDescriptor(d->conv, (int)g->pd[0], (int)g->pd[1], (int)g->st[0],
-                                                        (int)g->st[1], (int)g->dl[0], (int)g->dl[1],
-                                                        CUDNN_CROSS_CORRELATION, ct));
+    s = CUDNN_CHECK(op,
+                    cudnnSetConvolution2dDescriptor(d->conv, (int)g->pd[0], (int)g->pd[1], (int)g->st[0], (int)g->st[1],
+                                                    (int)g->dl[0], (int)g->dl[1], CUDNN_CROSS_CORRELATION, ct));
   if (!s) s = CUDNN_CHECK(op, cudnnSetConvolutionGroupCount(d->conv, (int)g->groups));
   if (!s) s = CUDNN_CHECK(op, cudnnSetConvolutionMathType(d->conv, d->math));
   if (s) descs_free(d);
@@ -241,31 +254,32 @@ static wk_status list_algos(const char *op, cudnnHandle_t h, int kind, const des
   int got = 0;
   wk_status s;
   *n = 0;
-#define TAKE(arr)                                                                                           \
-  for (int i = 0; i < got; i++)                                                                             \
+#define TAKE(arr)               \
+  for (int i = 0; i < got; i++) \
     out[i] = (perf){(int)arr[i].algo, arr[i].status, arr[i].memory, arr[i].determinism, arr[i].mathType};
   if (kind == FWD) {
     cudnnConvolutionFwdAlgoPerf_t p[MAX_ALGOS];
-    s = bench ? CUDNN_CHECK(op, cudnnFindConvolutionForwardAlgorithmEx(h, d->x, b->x, d->w, b->w, d->conv, d->y,
-                                                                       (void *)b->y, MAX_ALGOS, &got, p, ws, wsn))
-              : CUDNN_CHECK(op, cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y, MAX_ALGOS, &got, p));
+    s = bench
+            ? CUDNN_CHECK(op, cudnnFindConvolutionForwardAlgorithmEx(h, d->x, b->x, d->w, b->w, d->conv, d->y,
+                                                                     (void *)b->y, MAX_ALGOS, &got, p, ws, wsn))
+            : CUDNN_CHECK(op, cudnnGetConvolutionForwardAlgorithm_v7(h, d->x, d->w, d->conv, d->y, MAX_ALGOS, &got, p));
     if (s) return s;
     TAKE(p)
   } else if (kind == BWD_DATA) {
     cudnnConvolutionBwdDataAlgoPerf_t p[MAX_ALGOS];
     s = bench ? CUDNN_CHECK(op, cudnnFindConvolutionBackwardDataAlgorithmEx(h, d->w, b->w, d->y, b->y, d->conv, d->x,
                                                                             (void *)b->x, MAX_ALGOS, &got, p, ws, wsn))
-              : CUDNN_CHECK(op, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->w, d->y, d->conv, d->x, MAX_ALGOS,
-                                                                            &got, p));
+              : CUDNN_CHECK(
+                    op, cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d->w, d->y, d->conv, d->x, MAX_ALGOS, &got, p));
     if (s) return s;
     TAKE(p)
   } else {
     cudnnConvolutionBwdFilterAlgoPerf_t p[MAX_ALGOS];
-    s = bench ? CUDNN_CHECK(op, cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d->x, b->x, d->y, b->y, d->conv, d->w,
-                                                                              (void *)b->w, MAX_ALGOS, &got, p, ws,
-                                                                              wsn))
-              : CUDNN_CHECK(op, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv, d->w, MAX_ALGOS,
-                                                                              &got, p));
+    s = bench
+            ? CUDNN_CHECK(op, cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d->x, b->x, d->y, b->y, d->conv, d->w,
+                                                                            (void *)b->w, MAX_ALGOS, &got, p, ws, wsn))
+            : CUDNN_CHECK(
+                  op, cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->x, d->y, d->conv, d->w, MAX_ALGOS, &got, p));
     if (s) return s;
     TAKE(p)
   }
@@ -276,8 +290,8 @@ static wk_status list_algos(const char *op, cudnnHandle_t h, int kind, const des
 
 static wk_status ws_size(const char *op, cudnnHandle_t h, int kind, const descs *d, int algo, size_t *n) {
   if (kind == FWD)
-    return CUDNN_CHECK(op, cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y,
-                                                                   (cudnnConvolutionFwdAlgo_t)algo, n));
+    return CUDNN_CHECK(
+        op, cudnnGetConvolutionForwardWorkspaceSize(h, d->x, d->w, d->conv, d->y, (cudnnConvolutionFwdAlgo_t)algo, n));
   if (kind == BWD_DATA)
     return CUDNN_CHECK(op, cudnnGetConvolutionBackwardDataWorkspaceSize(h, d->w, d->y, d->conv, d->x,
                                                                         (cudnnConvolutionBwdDataAlgo_t)algo, n));
@@ -288,7 +302,7 @@ static wk_status ws_size(const char *op, cudnnHandle_t h, int kind, const descs 
 /* Benchmarking gets the largest workspace any algorithm asks for (up to
  * 1 GiB), halved while the allocator cannot give it. */
 static void *bench_workspace(cudnnHandle_t h, int kind, const descs *d, int device, size_t *n) {
-  int count = kind == FWD ? CUDNN_CONVOLUTION_FWD_ALGO_COUNT
+  int count = kind == FWD        ? CUDNN_CONVOLUTION_FWD_ALGO_COUNT
               : kind == BWD_DATA ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
                                  : CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
   size_t want = 0;
@@ -401,23 +415,23 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   float onef = 1.0f, zerof = 0.0f;
   const void *pone = g.dt == WK_F64 ? (const void *)&one : (const void *)&onef;
   const void *pzero = g.dt == WK_F64 ? (const void *)&zero : (const void *)&zerof;
-  if (!(x = cuda_lib_prep(input, g.dt)) || !(w = cuda_lib_prep(weight, g.dt)) || (bias && !(bc = cuda_lib_prep(bias, g.dt)))) {
+  if (!(x = cuda_lib_prep(input, g.dt)) || !(w = cuda_lib_prep(weight, g.dt)) ||
+      (bias && !(bc = cuda_lib_prep(bias, g.dt)))) {
     s = wk_last_error();
     goto done;
   }
   if ((s = cuda_cudnn(op, dev.index, &h)) || (s = descs_make(op, &g, &d))) goto done;
   if (g.C == 0) { /* an empty sum: the bias alone */
-    s = CUDA_CHECK(op, cudaMemsetAsync(wk_tensor_data(out), 0,
-                                       (size_t)wk_tensor_numel(out) * wk_dtype_size(g.dt),
+    s = CUDA_CHECK(op, cudaMemsetAsync(wk_tensor_data(out), 0, (size_t)wk_tensor_numel(out) * wk_dtype_size(g.dt),
                                        cuda_current_stream(dev.index)));
   } else {
     int algo = 0;
     size_t wsn = 0;
     bufs b = {wk_tensor_data(x), wk_tensor_data(w), wk_tensor_data(out)};
     if (!(s = choose(op, h, FWD, &g, &d, dev.index, &b, &algo, &ws, &wsn)))
-      s = CUDNN_CHECK(op, cudnnConvolutionForward(h, pone, d.x, wk_tensor_data(x), d.w, wk_tensor_data(w), d.conv,
-                                                  (cudnnConvolutionFwdAlgo_t)algo, ws, wsn, pzero, d.y,
-                                                  wk_tensor_data(out)));
+      s = CUDNN_CHECK(
+          op, cudnnConvolutionForward(h, pone, d.x, wk_tensor_data(x), d.w, wk_tensor_data(w), d.conv,
+                                      (cudnnConvolutionFwdAlgo_t)algo, ws, wsn, pzero, d.y, wk_tensor_data(out)));
   }
   if (!s && bc) s = CUDNN_CHECK(op, cudnnAddTensor(h, pone, d.b, wk_tensor_data(bc), pone, d.y, wk_tensor_data(out)));
 done:
@@ -448,9 +462,11 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   for (int i = 0; ok && i < g.xd; i++) ok = wk_tensor_size(go, i) == osz[i + 4 - g.xd];
   char a[160];
   if (!ok)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size [%lld, %lld, %lld, %lld] (without the first "
-                    "dimension for an unbatched input), but got %s", op, (long long)osz[0], (long long)osz[1],
-                    (long long)osz[2], (long long)osz[3], cuda_lib_shape_str(go, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): expected grad_output of size [%lld, %lld, %lld, %lld] (without the first "
+                    "dimension for an unbatched input), but got %s",
+                    op, (long long)osz[0], (long long)osz[1], (long long)osz[2], (long long)osz[3],
+                    cuda_lib_shape_str(go, a, sizeof a));
   if (wk_tensor_dtype(go) != g.dt)
     return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and grad_output type (%s) should be the same", op, tname(g.dt),
                     tname(wk_tensor_dtype(go)));
@@ -477,8 +493,8 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     goto done;
   }
   if ((s = cuda_cudnn(op, dev.index, &h)) || (s = descs_make(op, &g, &d))) goto done;
-  if (gb) s = CUDNN_CHECK(op, cudnnConvolutionBackwardBias(h, pone, d.y, wk_tensor_data(dy), pzero, d.b,
-                                                           wk_tensor_data(gb)));
+  if (gb)
+    s = CUDNN_CHECK(op, cudnnConvolutionBackwardBias(h, pone, d.y, wk_tensor_data(dy), pzero, d.b, wk_tensor_data(gb)));
   for (int kind = BWD_DATA; kind <= BWD_FILTER && !s; kind++) {
     if (!(kind == BWD_DATA ? gi : gw)) continue;
     int algo = 0;

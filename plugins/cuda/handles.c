@@ -16,10 +16,18 @@ static bool env_flag(const char *name, bool dflt) {
   if (!v || !*v) return dflt;
   return !(strcmp(v, "0") == 0 || strcmp(v, "false") == 0 || strcmp(v, "off") == 0 || strcmp(v, "no") == 0);
 }
-bool cuda_allow_tf32_matmul(void) { return env_flag("WICK_CUDA_ALLOW_TF32", false); }
-bool cuda_allow_tf32_cudnn(void) { return env_flag("WICK_CUDNN_ALLOW_TF32", true); }
-bool cuda_cudnn_benchmark(void) { return env_flag("WICK_CUDNN_BENCHMARK", false); }
-bool cuda_deterministic(void) { return env_flag("WICK_DETERMINISTIC", false); }
+bool cuda_allow_tf32_matmul(void) {
+  return env_flag("WICK_CUDA_ALLOW_TF32", false);
+}
+bool cuda_allow_tf32_cudnn(void) {
+  return env_flag("WICK_CUDNN_ALLOW_TF32", true);
+}
+bool cuda_cudnn_benchmark(void) {
+  return env_flag("WICK_CUDNN_BENCHMARK", false);
+}
+bool cuda_deterministic(void) {
+  return env_flag("WICK_DETERMINISTIC", false);
+}
 
 /* ---- errors ------------------------------------------------------------------------------ */
 wk_status cuda_cublas_error(cublasStatus_t st, const char *op, const char *call) {
@@ -30,7 +38,7 @@ wk_status cuda_cublas_error(cublasStatus_t st, const char *op, const char *call)
   if (n >= sizeof name) n = sizeof name - 1;
   memcpy(name, call, n);
   name[n] = 0;
-  wk_status code = st == CUBLAS_STATUS_ALLOC_FAILED ? WK_ERR_NO_MEMORY
+  wk_status code = st == CUBLAS_STATUS_ALLOC_FAILED                                         ? WK_ERR_NO_MEMORY
                    : st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_ARCH_MISMATCH ? WK_ERR_UNSUPPORTED
                                                                                             : WK_ERR_DEVICE;
   return wk_error(code, "%s: %s failed: %s", op, name, cublasGetStatusString(st));
@@ -45,7 +53,7 @@ wk_status cuda_cudnn_error(cudnnStatus_t st, const char *op, const char *call) {
   memcpy(name, call, n);
   name[n] = 0;
   cudnnGetLastErrorString(detail, sizeof detail);
-  wk_status code = st == CUDNN_STATUS_ALLOC_FAILED ? WK_ERR_NO_MEMORY
+  wk_status code = st == CUDNN_STATUS_ALLOC_FAILED    ? WK_ERR_NO_MEMORY
                    : st == CUDNN_STATUS_NOT_SUPPORTED ? WK_ERR_UNSUPPORTED
                                                       : WK_ERR_DEVICE;
   return wk_error(code, "%s: %s failed: %s%s%s", op, name, cudnnGetErrorString(st), *detail ? ": " : "", detail);

@@ -7,7 +7,9 @@
 
 #include "cuda_libs.h"
 
-static bool pool_dtype(wk_dtype dt) { return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16; }
+static bool pool_dtype(wk_dtype dt) {
+  return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16;
+}
 
 /* The input decides (user: 1 for the backward ops, whose input is args[1]
  * beside grad_output); indices are int64 whatever the dtype. */
@@ -39,7 +41,8 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
   if (sv->tag == WK_V_INTS && sv->len == 0) {
     s[0] = k[0], s[1] = k[1];
   } else if (!cuda_lib_pair_arg(sv, s)) {
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints", op);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
+                    op);
   }
   if (!cuda_lib_pair_arg(pv, p))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
@@ -49,7 +52,8 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
                     cuda_lib_shape_str(x, a, sizeof a));
   for (int i = 0; i < 2; i++) {
     if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", op);
-    if (p[i] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", op, (long long)p[i]);
+    if (p[i] < 0)
+      return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", op, (long long)p[i]);
     if (p[i] > ((k[i] - 1) * dil[i] + 1) / 2)
       return wk_error(WK_ERR_INVALID_ARG,
                       "%s(): pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld "
@@ -112,8 +116,8 @@ static wk_status check_out_like(const char *op, const char *what, wk_tensor *t, 
   for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(t)[i] == want[i];
   if (ok) return WK_OK;
   char b[160];
-  return wk_error(WK_ERR_SHAPE, "%s(): expected %s with the input's leading dimensions and [%lld, %lld], but got %s", op,
-                  what, (long long)oh, (long long)ow, cuda_lib_shape_str(t, b, sizeof b));
+  return wk_error(WK_ERR_SHAPE, "%s(): expected %s with the input's leading dimensions and [%lld, %lld], but got %s",
+                  op, what, (long long)oh, (long long)ow, cuda_lib_shape_str(t, b, sizeof b));
 }
 
 static wk_status check_float(const char *op, wk_tensor *go, wk_tensor *self) {
@@ -209,7 +213,8 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
                     (long long)os[0], (long long)os[1]);
   int nd = wk_tensor_dim(input);
   if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op, cuda_lib_shape_str(input, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op,
+                    cuda_lib_shape_str(input, a, sizeof a));
   for (int i = nd - 2; i < nd; i++)
     if (wk_tensor_size(input, i) <= 0)
       return wk_error(WK_ERR_SHAPE,
@@ -301,7 +306,8 @@ static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const 
   char a[160];
   int nd = wk_tensor_dim(self);
   if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op, cuda_lib_shape_str(self, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op,
+                    cuda_lib_shape_str(self, a, sizeof a));
   for (int i = nd - 2; i < nd; i++)
     if (wk_tensor_size(self, i) <= 0)
       return wk_error(WK_ERR_SHAPE,
@@ -326,12 +332,13 @@ wk_status cuda_register_pool(void) {
     const char *op, *name;
     wk_kernel_fn fn;
     bool bwd;
-  } ks[] = {{"max_pool2d_with_indices", "cuda.max_pool2d", k_max_pool2d, false},
-            {"avg_pool2d", "cuda.avg_pool2d", k_avg_pool2d, false},
-            {"adaptive_avg_pool2d", "cuda.adaptive_avg_pool2d", k_adaptive_avg_pool2d, false},
-            {"max_pool2d_with_indices_backward", "cuda.max_pool2d_backward", k_max_pool2d_backward, true},
-            {"avg_pool2d_backward", "cuda.avg_pool2d_backward", k_avg_pool2d_backward, true},
-            {"adaptive_avg_pool2d_backward", "cuda.adaptive_avg_pool2d_backward", k_adaptive_avg_pool2d_backward, true}};
+  } ks[] = {
+      {"max_pool2d_with_indices", "cuda.max_pool2d", k_max_pool2d, false},
+      {"avg_pool2d", "cuda.avg_pool2d", k_avg_pool2d, false},
+      {"adaptive_avg_pool2d", "cuda.adaptive_avg_pool2d", k_adaptive_avg_pool2d, false},
+      {"max_pool2d_with_indices_backward", "cuda.max_pool2d_backward", k_max_pool2d_backward, true},
+      {"avg_pool2d_backward", "cuda.avg_pool2d_backward", k_avg_pool2d_backward, true},
+      {"adaptive_avg_pool2d_backward", "cuda.adaptive_avg_pool2d_backward", k_adaptive_avg_pool2d_backward, true}};
   wk_status s = WK_OK;
   for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++)
     s = cuda_reg(ks[i].op, ks[i].fn, supports_self, ks[i].bwd ? (void *)1 : NULL, ks[i].name);
