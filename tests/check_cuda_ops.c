@@ -432,6 +432,14 @@ START_TEST(test_cuda_ops_index) {
     run_both("cumsum", V2(WK_VT(x.c), WK_VI(1)), V2(WK_VT(x.g), WK_VI(1)), 2, tol_of(dt) * 10, 0, &x, 1, "cumsum");
     twin ci = rnd(SHAPE(3, 5), WK_I16, -9, 9, 127);
     run_both("cumsum", V2(WK_VT(ci.c), WK_VI(-1)), V2(WK_VT(ci.g), WK_VI(-1)), 2, 0, 0, NULL, 0, "int cumsum");
+    /* sort, topk, pad (through the host for now) */
+    run_both("sort", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VB(true)}, (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VB(true)}, 3,
+             0, 0, &x, 1, "sort");
+    run_both("topk", (wk_value[]){WK_VT(x.c), WK_VI(2)}, (wk_value[]){WK_VT(x.g), WK_VI(2)}, 2, 0, 0, &x, 1, "topk");
+    int64_t pd[4] = {1, 2, 0, 1};
+    wk_value refl = {.tag = WK_V_STR, .u.s = "reflect"};
+    run_both("pad", (wk_value[]){WK_VT(x.c), WK_VINTS(pd, 4), refl}, (wk_value[]){WK_VT(x.g), WK_VINTS(pd, 4), refl}, 3,
+             tol_of(dt) * 10, 0, &x, 1, "pad reflect");
     /* out-of-range indices: the cpu's messages */
     wk_tensor *bad = cu(TU_T(WK_I64, (3), 0, 7, 1));
     ck_assert_ptr_null(wk_index_select(x.g, 0, bad));
