@@ -9,6 +9,7 @@
  * Tolerance: max |cuda - cpu| <= tol * max(1, max |cpu|), with f32 1e-4
  * (TF32 off for both cuBLAS and cuDNN here), f64 1e-9, f16 1e-2, bf16 4e-2.
  * Skips (77) with the plugin's reason when there is no CUDA device. */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <wick/nn.h>
@@ -384,6 +385,64 @@ START_TEST(test_cuda_nn_errors) {
 }
 END_TEST
 
+/* ---- handles per thread and stream, the TF32 switch ----------------------------------------- */
+typedef struct {
+  int64_t n;
+  double err; /* max |cuda - cpu| / max(1, max |cpu|) of one mm, or -1 on a failed call */
+} mm_job;
+
+static void *mm_thread(void *p) {
+  mm_job *j = p;
+  wk_scope_begin();
+  wk_tensor *a = tu_rand(SHAPE(j->n, 40), WK_F32, -1, 1, (uint64_t)j->n);
+  wk_tensor *b = tu_rand(SHAPE(40, j->n), WK_F32, -1, 1, (uint64_t)j->n + 1);
+  wk_tensor *r = wk_mm(a, b), *g = wk_to_device(wk_mm(cu(a), cu(b)), g_cpu);
+  j->err = -1;
+  if (r && g) {
+    double *x = tu_values(g), *y = tu_values(r), scale = 1, worst = 0;
+    for (int64_t i = 0; i < wk_tensor_numel(r); i++) scale = fmax(scale, fabs(y[i]));
+    for (int64_t i = 0; i < wk_tensor_numel(r); i++) worst = fmax(worst, fabs(x[i] - y[i]));
+    j->err = worst / scale;
+    free(x);
+    free(y);
+  }
+  wk_scope_end();
+  return NULL;
+}
+
+START_TEST(test_cuda_nn_threads_streams_tf32) {
+  /* two threads at once: each gets its own cuBLAS handle */
+  mm_job jobs[2] = {{33, 0}, {130, 0}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, mm_thread, &jobs[i]), 0);
+  for (int i = 0; i < 2; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_msg(jobs[i].err >= 0 && jobs[i].err <= 1e-4, "thread %d: mm error %g", i, jobs[i].err);
+  }
+  /* a stream of our own: handles bound to it, results as on the default stream
+   * (not in the cpu self-check: the cpu has no streams) */
+  wk_stream st;
+  if (g_cuda.type != WK_DEVICE_CPU) {
+    TU_OK(wk_stream_create(g_cuda, 0, &st));
+    TU_OK(wk_set_current_stream(st));
+    mm_case(WK_F32, 64, 48, 32, 1, 0, 400);
+    static const conv_case c = {2, 4, 9, 9, 8, 3, 3, 1, 1, 1, 1, true, false};
+    conv_run(&c, WK_F32, 401);
+    TU_OK(wk_stream_synchronize(st));
+    TU_OK(wk_set_current_stream((wk_stream){g_cuda, NULL}));
+    wk_stream_destroy(st);
+  }
+  /* TF32 matmuls: about 1e-3 relative, so only a loose bound holds */
+  setenv("WICK_CUDA_ALLOW_TF32", "1", 1);
+  wk_scope_begin();
+  twin a = rnd(SHAPE(256, 512), WK_F32, 402), b = rnd(SHAPE(512, 128), WK_F32, 403);
+  run_both("mm", (wk_value[]){WK_VT(a.c), WK_VT(b.c)}, (wk_value[]){WK_VT(a.g), WK_VT(b.g)}, 2, 1e-2, 0, NULL, 0,
+           "mm with TF32");
+  wk_scope_end();
+  unsetenv("WICK_CUDA_ALLOW_TF32");
+}
+END_TEST
+
 /* ---- LeNet: one training step on each device ------------------------------------------------ */
 START_TEST(test_cuda_nn_lenet_step) {
   int64_t live = wk_live_tensors();
@@ -449,6 +508,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_cuda_nn_adaptive_avg_pool);
   tcase_add_test(tc, test_cuda_nn_batch_norm);
   tcase_add_test(tc, test_cuda_nn_errors);
+  tcase_add_test(tc, test_cuda_nn_threads_streams_tf32);
   tcase_add_test(tc, test_cuda_nn_lenet_step);
   suite_add_tcase(s, tc);
   return s;
