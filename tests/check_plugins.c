@@ -6,6 +6,11 @@
 
 #include "testutil.h"
 
+/* "1.1": the core's ABI as the loader prints it (follows WK_ABI_MINOR bumps). */
+#define WK__STR2(x) #x
+#define WK__STR(x) WK__STR2(x)
+#define WK__ABI_TEXT WK__STR(WK_ABI_MAJOR) "." WK__STR(WK_ABI_MINOR)
+
 static char g_dir[256];
 
 /* A fresh directory with links to the named test plugins plus junk files. */
@@ -62,7 +67,7 @@ START_TEST(test_plugins_broken_ones_are_listed_with_reasons) {
   wk_plugin *p = find_any("badabi");
   TU_NOTNULL(p);
   ck_assert_int_eq(wk_plugin_get_status(p), WK_PLUGIN_FAILED);
-  ck_assert_str_eq(wk_plugin_reason(p), "ABI mismatch: plugin built for ABI 99.0, core implements 1.0");
+  ck_assert_str_eq(wk_plugin_reason(p), "ABI mismatch: plugin built for ABI 99.0, core implements " WK__ABI_TEXT);
   p = find_any("missingsym");
   ck_assert_int_eq(wk_plugin_get_status(p), WK_PLUGIN_FAILED);
   ck_assert_msg(strstr(wk_plugin_reason(p), "dlopen failed") &&
@@ -169,7 +174,7 @@ START_TEST(test_plugins_duplicates_and_explicit_load) {
   TU_FAILS_WITH(WK_ERR_PLUGIN, "a plugin named 'goodop' is already loaded");
   snprintf(path, sizeof path, "%s/badabi.so", TEST_PLUGIN_DIR);
   ck_assert_int_eq(wk_plugin_load(path), WK_ERR_PLUGIN);
-  TU_FAILS_WITH(WK_ERR_PLUGIN, "ABI mismatch: plugin built for ABI 99.0, core implements 1.0");
+  TU_FAILS_WITH(WK_ERR_PLUGIN, "ABI mismatch: plugin built for ABI 99.0, core implements " WK__ABI_TEXT);
   ck_assert_int_eq(wk_plugin_load("/nonexistent/x.so"), WK_ERR_PLUGIN);
   TU_FAILS_WITH(WK_ERR_PLUGIN, "dlopen failed");
   ck_assert_int_eq(wk_plugin_load(NULL), WK_ERR_NULL);
