@@ -386,9 +386,33 @@ START_TEST(test_onednn_matmul) {
 }
 END_TEST
 
+/* ---- registration --------------------------------------------------------------------------------- */
+/* The onednn kernels outrank the cpu ones; relu (NaN handling) and max
+ * pooling (PyTorch indices) are left to the cpu plugin. */
+START_TEST(test_onednn_registration) {
+  static const char *ours[] = {"conv2d", "conv2d_backward", "mm", "addmm", "softmax", "log_softmax",
+                               "softmax_backward_data", "layer_norm", "layer_norm_backward", "avg_pool2d",
+                               "adaptive_avg_pool2d", "sigmoid", "tanh_", "silu", "gelu", "gelu_backward"};
+  for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
+    int32_t dev, prio;
+    const char *name, *owner;
+    TU_OK(wk_op_kernel_info(wk_op_find(ours[i]), 0, &dev, &prio, &name, &owner));
+    ck_assert_msg(strcmp(owner, "onednn") == 0, "%s: first kernel is %s's", ours[i], owner);
+    ck_assert_int_gt(prio, WK_PRIORITY_REFERENCE);
+    ck_assert_int_ge(kernel_index(ours[i], "cpu"), 0); /* the fallback stays */
+  }
+  ck_assert_int_lt(kernel_index("relu", "onednn"), 0);
+  ck_assert_int_lt(kernel_index("max_pool2d_with_indices", "onednn"), 0);
+}
+END_TEST
+
 static Suite *onednn_suite(void) {
   Suite *s = suite_create("onednn");
-  TCase *tc = tcase_create("conv2d");
+  TCase *tc = tcase_create("registration");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_add_test(tc, test_onednn_registration);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("conv2d");
   tcase_add_checked_fixture(tc, tu_setup, NULL);
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_onednn_conv_f32);

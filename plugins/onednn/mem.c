@@ -118,7 +118,7 @@ wk_status odn_exec(const char *op, const odn_prim *p, const odn_arg *args, int n
     if ((st = odn_check(odn.memory_create(&mems[k], use, odn_engine, ptr), op, "memory creation"))) break;
     ea[k] = (dnnl_exec_arg_t){a->id, mems[k]};
   }
-  if (!st && getenv("ODN_DEBUG"))
+  if (!st && getenv("WICK_ONEDNN_DEBUG"))
     for (int i = 0; i < n; i++) {
       const dnnl_memory_desc_t *want = odn.primitive_desc_query_md(p->pd, dnnl_query_exec_arg_md, args[i].id);
       const dnnl_memory_desc_t *use = args[i].want && args[i].want->ndims ? args[i].want : args[i].have;

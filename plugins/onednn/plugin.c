@@ -6,7 +6,13 @@
  * it sets OMP_NUM_THREADS to the pool size and a short spin count first and
  * dlopens libdnnl afterwards. oneDNN then runs on the calling thread plus
  * (pool size - 1) OpenMP workers that sleep when idle instead of spinning
- * next to Wick's pool (whose workers block on a condition variable). */
+ * next to Wick's pool (whose workers block on a condition variable).
+ *
+ * Environment: WICK_ONEDNN_SPINCOUNT (OpenMP spin before sleeping, default 0),
+ * WICK_ONEDNN_CACHE (primitive cache entries, default 1024),
+ * WICK_ONEDNN_ALL_KERNELS=1 (also the kernels measured slower than the cpu
+ * plugin), WICK_ONEDNN_STATS=1 (per-op taken/declined counts at shutdown),
+ * WICK_ONEDNN_DEBUG=1 (argument layouts checked against each primitive). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
