@@ -2,10 +2,9 @@
  * unary ops (type promotion, broadcast, strided, empty, 0-dim cpu operands,
  * Scalar, in-place and out= forms), comparisons, where, reductions over dims
  * with keepdim, softmax, layer_norm, indexing (index_select, gather, scatter, embedding,
- * masked_fill, cat, one_hot, flip, roll, repeat, masked_select, cumsum), losses, the Philox RNG (the same streams as the
- * cpu for one seed), dropout and the fused optimizer updates; forward and
- * gradients through autograd; then every op with a cuda kernel against the
- * cpu on schema-sampled arguments (the device step of the SDK's opcheck).
+ * masked_fill, cat, one_hot, flip, roll, repeat, masked_select, cumsum), losses, the Philox RNG (the same streams as
+ * the cpu for one seed), dropout and the fused optimizer updates; forward and gradients through autograd; then every op
+ * with a cuda kernel against the cpu on schema-sampled arguments (the device step of the SDK's opcheck).
  *
  * Tolerance: max |cuda - cpu| <= tol * max(1, max |cpu|): f32 1e-5, f64 1e-12,
  * f16 1e-2, bf16 4e-2; integer and bool results exactly. Skips (77) with the
@@ -23,11 +22,16 @@ static const wk_device g_cpu = {WK_DEVICE_CPU, 0};
 
 static double tol_of(wk_dtype dt) {
   switch (dt) {
-    case WK_F64: return 1e-12;
-    case WK_F16: return 1e-2;
-    case WK_BF16: return 4e-2;
-    case WK_F32: return 1e-5;
-    default: return 0;
+    case WK_F64:
+      return 1e-12;
+    case WK_F16:
+      return 1e-2;
+    case WK_BF16:
+      return 4e-2;
+    case WK_F32:
+      return 1e-5;
+    default:
+      return 0;
   }
 }
 
@@ -118,7 +122,10 @@ static void run_both(const char *op, const wk_value *ca, const wk_value *ga, int
 }
 
 #define SHAPE(...) (const int64_t[]){__VA_ARGS__}, (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
-#define V2(a, b) (wk_value[]){a, b}
+#define V2(a, b) \
+  (wk_value[]) { \
+    a, b         \
+  }
 
 static const wk_dtype g_float_dts[] = {WK_F32, WK_F64, WK_F16, WK_BF16};
 
@@ -161,7 +168,7 @@ END_TEST
 START_TEST(test_cuda_ops_binary_int_promotion) {
   static const wk_dtype dts[] = {WK_I8, WK_U8, WK_I16, WK_I32, WK_I64, WK_BOOL};
   static const char *ops[] = {"add", "mul", "maximum", "minimum", "div", "logical_and", "logical_or",
-                              "eq", "ne", "lt", "le", "gt", "ge"};
+                              "eq",  "ne",  "lt",      "le",      "gt",  "ge"};
   for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++)
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
       wk_scope_begin();
@@ -213,7 +220,8 @@ START_TEST(test_cuda_ops_inplace_out_where) {
   ck_assert_ptr_null(wk_add_(ig, a.g));
   TU_FAILS_WITH(WK_ERR_DTYPE, "can't be cast");
   /* where with promotion and broadcast; masked_fill */
-  twin cond = rnd(SHAPE(3, 1), WK_BOOL, 0, 2, 3), x = rnd(SHAPE(3, 4), WK_F16, -1, 1, 4), y = rnd(SHAPE(4), WK_F32, -1, 1, 5);
+  twin cond = rnd(SHAPE(3, 1), WK_BOOL, 0, 2, 3), x = rnd(SHAPE(3, 4), WK_F16, -1, 1, 4),
+       y = rnd(SHAPE(4), WK_F32, -1, 1, 5);
   run_both("where.self", (wk_value[]){WK_VT(cond.c), WK_VT(x.c), WK_VT(y.c)},
            (wk_value[]){WK_VT(cond.g), WK_VT(x.g), WK_VT(y.g)}, 3, 1e-6, 0, NULL, 0, "where");
   twin m = rnd(SHAPE(4), WK_BOOL, 0, 2, 6);
@@ -225,15 +233,16 @@ END_TEST
 
 /* ---- unary ----------------------------------------------------------------------------------- */
 START_TEST(test_cuda_ops_unary) {
-  static const char *ops[] = {"neg", "abs", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                              "sigmoid", "relu", "silu", "sign", "floor", "ceil", "round", "logical_not",
-                              "isnan", "isinf", "gelu", "leaky_relu"};
+  static const char *ops[] = {"neg",   "abs",         "exp",     "log",   "log1p", "sqrt",      "rsqrt", "sin",
+                              "cos",   "tanh",        "sigmoid", "relu",  "silu",  "sign",      "floor", "ceil",
+                              "round", "logical_not", "isnan",   "isinf", "gelu",  "leaky_relu"};
   static const bool diff[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1};
   for (int k = 0; k < 4; k++) {
     wk_dtype dt = g_float_dts[k];
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
       wk_scope_begin();
-      bool pos = !strcmp(ops[o], "log") || !strcmp(ops[o], "sqrt") || !strcmp(ops[o], "rsqrt") || !strcmp(ops[o], "log1p");
+      bool pos =
+          !strcmp(ops[o], "log") || !strcmp(ops[o], "sqrt") || !strcmp(ops[o], "rsqrt") || !strcmp(ops[o], "log1p");
       twin a = rnd(SHAPE(4, 6), dt, pos ? 0.1 : -3, 3, 50 + o);
       if (diff[o]) leaf(a);
       char what[64];
@@ -252,7 +261,8 @@ START_TEST(test_cuda_ops_unary) {
     for (size_t o = 0; o < sizeof iops / sizeof iops[0]; o++) {
       wk_scope_begin();
       twin a = rnd(SHAPE(7), idts[i], 0, 9, 70);
-      run_both(iops[o], (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, 1e-6, 0, NULL, 0, wk_dtype_name(idts[i]));
+      run_both(iops[o], (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, 1e-6, 0, NULL, 0,
+               wk_dtype_name(idts[i]));
       wk_scope_end();
     }
   /* clamp (float and int bounds), nan_to_num, in place and out= forms */
@@ -261,8 +271,8 @@ START_TEST(test_cuda_ops_unary) {
   run_both("clamp", (wk_value[]){WK_VT(a.c), WK_VF(-1), WK_VF(0.5)}, (wk_value[]){WK_VT(a.g), WK_VF(-1), WK_VF(0.5)}, 3,
            1e-6, 0, &a, 1, "clamp");
   twin ia = rnd(SHAPE(9), WK_I16, -100, 100, 81);
-  run_both("clamp", (wk_value[]){WK_VT(ia.c), WK_VI(-5), WK_VNONE}, (wk_value[]){WK_VT(ia.g), WK_VI(-5), WK_VNONE}, 3, 0,
-           0, NULL, 0, "int clamp");
+  run_both("clamp", (wk_value[]){WK_VT(ia.c), WK_VI(-5), WK_VNONE}, (wk_value[]){WK_VT(ia.g), WK_VI(-5), WK_VNONE}, 3,
+           0, 0, NULL, 0, "int clamp");
   twin gl = leaf(rnd(SHAPE(8), WK_F64, -3, 3, 82));
   wk_value tanh_s = {.tag = WK_V_STR, .u.s = "tanh"};
   run_both("gelu", V2(WK_VT(gl.c), tanh_s), V2(WK_VT(gl.g), tanh_s), 2, 1e-12, 0, &gl, 1, "gelu tanh");
@@ -287,28 +297,29 @@ START_TEST(test_cuda_ops_reduce) {
     twin a = leaf(rnd(SHAPE(4, 3, 5), dt, -2, 2, 90));
     int64_t d02[2] = {0, 2}, d1[1] = {-2};
     wk_value dims02 = WK_VINTS(d02, 2), dims1 = WK_VINTS(d1, 1);
-    run_both("sum.dim_IntList", (wk_value[]){WK_VT(a.c), dims02, WK_VB(true)}, (wk_value[]){WK_VT(a.g), dims02, WK_VB(true)},
-             3, tol, 0, &a, 1, "sum dims 0,2 keepdim");
-    run_both("mean.dim", (wk_value[]){WK_VT(a.c), dims1, WK_VB(false)}, (wk_value[]){WK_VT(a.g), dims1, WK_VB(false)}, 3,
-             tol, 0, &a, 1, "mean dim -2");
+    run_both("sum.dim_IntList", (wk_value[]){WK_VT(a.c), dims02, WK_VB(true)},
+             (wk_value[]){WK_VT(a.g), dims02, WK_VB(true)}, 3, tol, 0, &a, 1, "sum dims 0,2 keepdim");
+    run_both("mean.dim", (wk_value[]){WK_VT(a.c), dims1, WK_VB(false)}, (wk_value[]){WK_VT(a.g), dims1, WK_VB(false)},
+             3, tol, 0, &a, 1, "mean dim -2");
     run_both("sum", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, tol, 0, &a, 1, "sum all");
     run_both("prod.dim_int", (wk_value[]){WK_VT(a.c), WK_VI(1)}, (wk_value[]){WK_VT(a.g), WK_VI(1)}, 2, tol, 0, NULL, 0,
              "prod dim 1");
-    run_both("max.dim", (wk_value[]){WK_VT(a.c), WK_VI(2), WK_VB(true)}, (wk_value[]){WK_VT(a.g), WK_VI(2), WK_VB(true)},
-             3, tol, 0, &a, 1, "max.dim");
+    run_both("max.dim", (wk_value[]){WK_VT(a.c), WK_VI(2), WK_VB(true)},
+             (wk_value[]){WK_VT(a.g), WK_VI(2), WK_VB(true)}, 3, tol, 0, &a, 1, "max.dim");
     run_both("min.dim", (wk_value[]){WK_VT(a.c), WK_VI(0)}, (wk_value[]){WK_VT(a.g), WK_VI(0)}, 2, tol, 0, NULL, 0,
              "min.dim");
     run_both("max", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, tol, 0, NULL, 0, "max");
-    run_both("argmax", (wk_value[]){WK_VT(a.c), WK_VI(1), WK_VB(false)}, (wk_value[]){WK_VT(a.g), WK_VI(1), WK_VB(false)},
-             3, 0, 0, NULL, 0, "argmax");
+    run_both("argmax", (wk_value[]){WK_VT(a.c), WK_VI(1), WK_VB(false)},
+             (wk_value[]){WK_VT(a.g), WK_VI(1), WK_VB(false)}, 3, 0, 0, NULL, 0, "argmax");
     run_both("argmin", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, 0, 0, NULL, 0, "argmin flat");
-    run_both("var.correction", (wk_value[]){WK_VT(a.c), dims1}, (wk_value[]){WK_VT(a.g), dims1}, 2, tol, 0, &a, 1, "var");
+    run_both("var.correction", (wk_value[]){WK_VT(a.c), dims1}, (wk_value[]){WK_VT(a.g), dims1}, 2, tol, 0, &a, 1,
+             "var");
     run_both("std.correction", (wk_value[]){WK_VT(a.c), WK_VNONE, WK_VI(0), WK_VB(true)},
              (wk_value[]){WK_VT(a.g), WK_VNONE, WK_VI(0), WK_VB(true)}, 4, tol, 0, NULL, 0, "std all");
     const double ps[] = {2, 1, 3, INFINITY, -INFINITY, 0};
     for (int i = 0; i < 6; i++)
-      run_both("norm", (wk_value[]){WK_VT(a.c), WK_VF(ps[i]), dims02}, (wk_value[]){WK_VT(a.g), WK_VF(ps[i]), dims02}, 3,
-               tol, 0, NULL, 0, "norm");
+      run_both("norm", (wk_value[]){WK_VT(a.c), WK_VF(ps[i]), dims02}, (wk_value[]){WK_VT(a.g), WK_VF(ps[i]), dims02},
+               3, tol, 0, NULL, 0, "norm");
     run_both("logsumexp", (wk_value[]){WK_VT(a.c), dims1, WK_VB(true)}, (wk_value[]){WK_VT(a.g), dims1, WK_VB(true)}, 3,
              tol, 0, &a, 1, "logsumexp");
     /* strided input, a long row (many blocks' worth of tree), empty rows */
@@ -317,8 +328,8 @@ START_TEST(test_cuda_ops_reduce) {
              "strided");
     twin big = rnd(SHAPE(3, 5000), dt, -1, 1, 92);
     int64_t dl[1] = {1};
-    run_both("sum.dim_IntList", (wk_value[]){WK_VT(big.c), WK_VINTS(dl, 1)}, (wk_value[]){WK_VT(big.g), WK_VINTS(dl, 1)},
-             2, tol * 10, 0, NULL, 0, "long rows");
+    run_both("sum.dim_IntList", (wk_value[]){WK_VT(big.c), WK_VINTS(dl, 1)},
+             (wk_value[]){WK_VT(big.g), WK_VINTS(dl, 1)}, 2, tol * 10, 0, NULL, 0, "long rows");
     twin e = rnd(SHAPE(3, 0), dt, -1, 1, 93);
     run_both("sum.dim_IntList", (wk_value[]){WK_VT(e.c), WK_VINTS(dl, 1)}, (wk_value[]){WK_VT(e.g), WK_VINTS(dl, 1)}, 2,
              tol, 0, NULL, 0, "empty rows");
@@ -329,7 +340,8 @@ START_TEST(test_cuda_ops_reduce) {
   twin i = rnd(SHAPE(5, 6), WK_I32, -100, 100, 94), b = rnd(SHAPE(5, 6), WK_BOOL, 0, 2, 95);
   run_both("sum", (wk_value[]){WK_VT(i.c)}, (wk_value[]){WK_VT(i.g)}, 1, 0, 0, NULL, 0, "int sum");
   run_both("prod", (wk_value[]){WK_VT(b.c)}, (wk_value[]){WK_VT(b.g)}, 1, 0, 0, NULL, 0, "bool prod");
-  run_both("max.dim", (wk_value[]){WK_VT(i.c), WK_VI(1)}, (wk_value[]){WK_VT(i.g), WK_VI(1)}, 2, 0, 0, NULL, 0, "int max");
+  run_both("max.dim", (wk_value[]){WK_VT(i.c), WK_VI(1)}, (wk_value[]){WK_VT(i.g), WK_VI(1)}, 2, 0, 0, NULL, 0,
+           "int max");
   run_both("all.dim", (wk_value[]){WK_VT(b.c), WK_VI(0)}, (wk_value[]){WK_VT(b.g), WK_VI(0)}, 2, 0, 0, NULL, 0, "all");
   run_both("any", (wk_value[]){WK_VT(i.c)}, (wk_value[]){WK_VT(i.g)}, 1, 0, 0, NULL, 0, "any");
   ck_assert_ptr_null(wk_mean(i.g));
@@ -373,8 +385,9 @@ START_TEST(test_cuda_ops_softmax_losses) {
     twin a = leaf(rnd(SHAPE(4, 3), dt, -1, 1, 107)), b = rnd(SHAPE(3), dt, -1, 1, 108);
     run_both("mse_loss", V2(WK_VT(a.c), WK_VT(b.c)), V2(WK_VT(a.g), WK_VT(b.g)), 2, tol, 0, &a, 1, "mse broadcast");
     twin t01 = rnd(SHAPE(4, 3), dt, 0, 1, 109), pw = rnd(SHAPE(3), dt, 0.5, 2, 110);
-    run_both("binary_cross_entropy_with_logits", (wk_value[]){WK_VT(a.c), WK_VT(t01.c), WK_VNONE, WK_VT(pw.c), WK_VI(2)},
-             (wk_value[]){WK_VT(a.g), WK_VT(t01.g), WK_VNONE, WK_VT(pw.g), WK_VI(2)}, 5, tol, 0, &a, 1, "bce pos_weight");
+    run_both(
+        "binary_cross_entropy_with_logits", (wk_value[]){WK_VT(a.c), WK_VT(t01.c), WK_VNONE, WK_VT(pw.c), WK_VI(2)},
+        (wk_value[]){WK_VT(a.g), WK_VT(t01.g), WK_VNONE, WK_VT(pw.g), WK_VI(2)}, 5, tol, 0, &a, 1, "bce pos_weight");
     /* layer_norm over the last two dims, with weight and bias gradients */
     twin lx = leaf(rnd(SHAPE(3, 4, 5), dt, -2, 2, 111)), lw = leaf(rnd(SHAPE(4, 5), dt, 0.5, 1.5, 112));
     twin lb = leaf(rnd(SHAPE(4, 5), dt, -1, 1, 113));
@@ -399,21 +412,23 @@ START_TEST(test_cuda_ops_index) {
     twin x = leaf(rnd(SHAPE(5, 4, 3), dt, -1, 1, 120));
     wk_tensor *ic = TU_T(WK_I64, (4), 2, 0, 2, 1), *ig = cu(ic);
     for (int d = 0; d < 3; d++)
-      run_both("index_select", (wk_value[]){WK_VT(x.c), WK_VI(d), WK_VT(ic)}, (wk_value[]){WK_VT(x.g), WK_VI(d), WK_VT(ig)},
-               3, 0, 0, &x, 1, "index_select");
+      run_both("index_select", (wk_value[]){WK_VT(x.c), WK_VI(d), WK_VT(ic)},
+               (wk_value[]){WK_VT(x.g), WK_VI(d), WK_VT(ig)}, 3, 0, 0, &x, 1, "index_select");
     twin gi = rnd(SHAPE(5, 2, 3), WK_I64, 0, 4, 121);
-    run_both("gather", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VT(gi.c)}, (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g)}, 3,
-             0, 0, &x, 1, "gather");
+    run_both("gather", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VT(gi.c)}, (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g)},
+             3, 0, 0, &x, 1, "gather");
     twin src = leaf(rnd(SHAPE(5, 2, 3), dt, -1, 1, 122));
     twin l2[2] = {x, src};
     run_both("scatter_add", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VT(gi.c), WK_VT(src.c)},
-             (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g), WK_VT(src.g)}, 4, tol_of(dt) * 10, 0, l2, 2, "scatter_add");
+             (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g), WK_VT(src.g)}, 4, tol_of(dt) * 10, 0, l2, 2,
+             "scatter_add");
     run_both("scatter.src", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VT(gi.c), WK_VT(src.c)},
              (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g), WK_VT(src.g)}, 4, 0, 0, NULL, 0, "scatter");
     /* embedding forward and its dense backward (repeated indices sum) */
     twin w = leaf(rnd(SHAPE(6, 4), dt, -1, 1, 123));
     wk_tensor *ec = TU_T(WK_I64, (2, 3), 5, 0, 5, 2, 2, 5), *eg = cu(ec);
-    run_both("embedding", V2(WK_VT(w.c), WK_VT(ec)), V2(WK_VT(w.g), WK_VT(eg)), 2, tol_of(dt) * 10, 0, &w, 1, "embedding");
+    run_both("embedding", V2(WK_VT(w.c), WK_VT(ec)), V2(WK_VT(w.g), WK_VT(eg)), 2, tol_of(dt) * 10, 0, &w, 1,
+             "embedding");
     /* cat with promotion and a strided part; one_hot */
     twin c1 = rnd(SHAPE(2, 3), dt, -1, 1, 124), c2 = strided(SHAPE(4, 3), WK_F64, -1, 1, 125);
     wk_tensor *lc[2] = {c1.c, c2.c}, *lg[2] = {c1.g, c2.g};
@@ -428,13 +443,14 @@ START_TEST(test_cuda_ops_index) {
     run_both("repeat", V2(WK_VT(x.c), WK_VINTS(rp, 4)), V2(WK_VT(x.g), WK_VINTS(rp, 4)), 2, tol_of(dt) * 10, 0, &x, 1,
              "repeat");
     twin mk = rnd(SHAPE(4, 1), WK_BOOL, 0, 2, 126);
-    run_both("masked_select", V2(WK_VT(x.c), WK_VT(mk.c)), V2(WK_VT(x.g), WK_VT(mk.g)), 2, 0, 0, NULL, 0, "masked_select");
+    run_both("masked_select", V2(WK_VT(x.c), WK_VT(mk.c)), V2(WK_VT(x.g), WK_VT(mk.g)), 2, 0, 0, NULL, 0,
+             "masked_select");
     run_both("cumsum", V2(WK_VT(x.c), WK_VI(1)), V2(WK_VT(x.g), WK_VI(1)), 2, tol_of(dt) * 10, 0, &x, 1, "cumsum");
     twin ci = rnd(SHAPE(3, 5), WK_I16, -9, 9, 127);
     run_both("cumsum", V2(WK_VT(ci.c), WK_VI(-1)), V2(WK_VT(ci.g), WK_VI(-1)), 2, 0, 0, NULL, 0, "int cumsum");
     /* sort, topk, pad (through the host for now) */
-    run_both("sort", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VB(true)}, (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VB(true)}, 3,
-             0, 0, &x, 1, "sort");
+    run_both("sort", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VB(true)}, (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VB(true)},
+             3, 0, 0, &x, 1, "sort");
     run_both("topk", (wk_value[]){WK_VT(x.c), WK_VI(2)}, (wk_value[]){WK_VT(x.g), WK_VI(2)}, 2, 0, 0, &x, 1, "topk");
     int64_t pd[4] = {1, 2, 0, 1};
     wk_value refl = {.tag = WK_V_STR, .u.s = "reflect"};
@@ -526,12 +542,13 @@ START_TEST(test_cuda_ops_optim) {
     twin p = rnd(SHAPE(7, 5), dt, -1, 1, 140), g = rnd(SHAPE(7, 5), dt, -1, 1, 141);
     twin m = rnd(SHAPE(7, 5), dt, -1, 1, 142), v = rnd(SHAPE(7, 5), dt, 0, 1, 143), x = rnd(SHAPE(7, 5), dt, 0, 1, 144);
     for (int step = 1; step <= 3; step++) {
-      optim_case("optim.adam_step_",
-                 (wk_value[]){WK_VT(p.c), WK_VT(g.c), WK_VT(m.c), WK_VT(v.c), WK_VT(x.c), WK_VF(step), WK_VF(1e-2),
-                              WK_VF(0.9), WK_VF(0.999), WK_VF(1e-8), WK_VF(0.01), WK_VB(true), WK_VB(false), WK_VB(true)},
-                 (wk_value[]){WK_VT(p.g), WK_VT(g.g), WK_VT(m.g), WK_VT(v.g), WK_VT(x.g), WK_VF(step), WK_VF(1e-2),
-                              WK_VF(0.9), WK_VF(0.999), WK_VF(1e-8), WK_VF(0.01), WK_VB(true), WK_VB(false), WK_VB(true)},
-                 14, 5, dt);
+      optim_case(
+          "optim.adam_step_",
+          (wk_value[]){WK_VT(p.c), WK_VT(g.c), WK_VT(m.c), WK_VT(v.c), WK_VT(x.c), WK_VF(step), WK_VF(1e-2), WK_VF(0.9),
+                       WK_VF(0.999), WK_VF(1e-8), WK_VF(0.01), WK_VB(true), WK_VB(false), WK_VB(true)},
+          (wk_value[]){WK_VT(p.g), WK_VT(g.g), WK_VT(m.g), WK_VT(v.g), WK_VT(x.g), WK_VF(step), WK_VF(1e-2), WK_VF(0.9),
+                       WK_VF(0.999), WK_VF(1e-8), WK_VF(0.01), WK_VB(true), WK_VB(false), WK_VB(true)},
+          14, 5, dt);
       optim_case("optim.sgd_step_",
                  (wk_value[]){WK_VT(p.c), WK_VT(g.c), WK_VT(m.c), WK_VF(0.1), WK_VF(0.9), WK_VF(0.1), WK_VF(1e-4),
                               WK_VB(true), WK_VB(false), WK_VB(step == 1)},
@@ -628,8 +645,8 @@ START_TEST(test_cuda_ops_every_op_vs_cpu) {
     for (int k = 0; k < nt; k++) wk_release(ts[k]);
     wk_scope_end();
   }
-  printf("every cuda op vs cpu: %d ops checked, %d skipped (sample arguments refused by the cpu), %d failed\n",
-         checked, skipped, failed);
+  printf("every cuda op vs cpu: %d ops checked, %d skipped (sample arguments refused by the cpu), %d failed\n", checked,
+         skipped, failed);
   ck_assert_msg(failed == 0, "ops where cuda and cpu disagree:%s", failures);
 }
 END_TEST

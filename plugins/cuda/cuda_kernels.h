@@ -15,8 +15,23 @@ extern "C" {
 
 /* ---- elementwise.cu: binary ops ---- */
 enum {
-  CUDA_B_ADD, CUDA_B_SUB, CUDA_B_MUL, CUDA_B_DIV, CUDA_B_DIV_TRUNC, CUDA_B_DIV_FLOOR, CUDA_B_MAX, CUDA_B_MIN,
-  CUDA_B_POW, CUDA_B_AND, CUDA_B_OR, CUDA_B_EQ, CUDA_B_NE, CUDA_B_LT, CUDA_B_LE, CUDA_B_GT, CUDA_B_GE
+  CUDA_B_ADD,
+  CUDA_B_SUB,
+  CUDA_B_MUL,
+  CUDA_B_DIV,
+  CUDA_B_DIV_TRUNC,
+  CUDA_B_DIV_FLOOR,
+  CUDA_B_MAX,
+  CUDA_B_MIN,
+  CUDA_B_POW,
+  CUDA_B_AND,
+  CUDA_B_OR,
+  CUDA_B_EQ,
+  CUDA_B_NE,
+  CUDA_B_LT,
+  CUDA_B_LE,
+  CUDA_B_GT,
+  CUDA_B_GE
 };
 /* out = a op b over n elements; a and b of dtype ct laid out over out's shape;
  * b == NULL takes the scalar (bf for floating ct, bi otherwise). Arithmetic
@@ -33,10 +48,32 @@ int cuda_launch_gelu_backward(int ct, void *out, const void *g, cuda_strided lg,
 
 /* ---- unary.cu ---- */
 enum {
-  CUDA_U_NEG, CUDA_U_ABS, CUDA_U_EXP, CUDA_U_LOG, CUDA_U_LOG1P, CUDA_U_SQRT, CUDA_U_RSQRT, CUDA_U_SIN, CUDA_U_COS,
-  CUDA_U_TANH, CUDA_U_SIGMOID, CUDA_U_RELU, CUDA_U_SILU, CUDA_U_SIGN, CUDA_U_FLOOR, CUDA_U_CEIL, CUDA_U_ROUND,
-  CUDA_U_LOGICAL_NOT, CUDA_U_LEAKY_RELU, CUDA_U_GELU, CUDA_U_CLAMP, CUDA_U_ISNAN, CUDA_U_ISINF, CUDA_U_NAN_TO_NUM,
-  CUDA_U_GELU_TANH, CUDA_U_FILL
+  CUDA_U_NEG,
+  CUDA_U_ABS,
+  CUDA_U_EXP,
+  CUDA_U_LOG,
+  CUDA_U_LOG1P,
+  CUDA_U_SQRT,
+  CUDA_U_RSQRT,
+  CUDA_U_SIN,
+  CUDA_U_COS,
+  CUDA_U_TANH,
+  CUDA_U_SIGMOID,
+  CUDA_U_RELU,
+  CUDA_U_SILU,
+  CUDA_U_SIGN,
+  CUDA_U_FLOOR,
+  CUDA_U_CEIL,
+  CUDA_U_ROUND,
+  CUDA_U_LOGICAL_NOT,
+  CUDA_U_LEAKY_RELU,
+  CUDA_U_GELU,
+  CUDA_U_CLAMP,
+  CUDA_U_ISNAN,
+  CUDA_U_ISINF,
+  CUDA_U_NAN_TO_NUM,
+  CUDA_U_GELU_TANH,
+  CUDA_U_FILL
 };
 /* out = op(a): ct F32/F64/I64; predicates (logical_not, isnan, isinf) write
  * bool. p, q, r: leaky slope | clamp bounds | nan_to_num values | fill;
@@ -46,8 +83,18 @@ int cuda_launch_unary(int op, int ct, void *out, const void *a, cuda_strided la,
 
 /* ---- reduce.cu: rows of a contiguous [rows, len] matrix ---- */
 enum {
-  CUDA_R_SUM, CUDA_R_PROD, CUDA_R_MAX, CUDA_R_MIN, CUDA_R_ARGMAX, CUDA_R_ARGMIN, CUDA_R_MEAN, CUDA_R_VAR,
-  CUDA_R_NORM, CUDA_R_LOGSUMEXP, CUDA_R_ALL, CUDA_R_ANY
+  CUDA_R_SUM,
+  CUDA_R_PROD,
+  CUDA_R_MAX,
+  CUDA_R_MIN,
+  CUDA_R_ARGMAX,
+  CUDA_R_ARGMIN,
+  CUDA_R_MEAN,
+  CUDA_R_VAR,
+  CUDA_R_NORM,
+  CUDA_R_LOGSUMEXP,
+  CUDA_R_ALL,
+  CUDA_R_ANY
 };
 /* x of dtype ct (F32, F64, I64 or BOOL); one block per row, a fixed-shape
  * tree (deterministic, no atomics). Floating results go to fout (double per
@@ -92,9 +139,8 @@ int cuda_launch_gather(int es, void *out, const void *self, cuda_strided ls, con
  * for plain scatter) from src along dim for every element of index. One
  * thread per line of index along dim walks the line in order: deterministic,
  * no atomics. */
-int cuda_launch_scatter(bool add, int ct, int es, void *self, cuda_strided lself, const int64_t *index,
-                        cuda_strided li, const void *src, cuda_strided lsrc, int dim, int64_t *bad,
-                        cudaStream_t st);
+int cuda_launch_scatter(bool add, int ct, int es, void *self, cuda_strided lself, const int64_t *index, cuda_strided li,
+                        const void *src, cuda_strided lsrc, int dim, int64_t *bad, cudaStream_t st);
 /* embedding backward: out [num_weights, D] (ct F32/F64, zeroed here) += g[n, :]
  * for each n with idx[n] != padding_idx; one thread per (column, ...) walks n in
  * order: deterministic. */
@@ -108,8 +154,8 @@ enum { CUDA_RNG_UNIFORM, CUDA_RNG_NORMAL, CUDA_RNG_RANDINT, CUDA_RNG_BERN_T, CUD
 int cuda_launch_random(int kind, int dt, void *out, int64_t n, uint64_t seed, uint64_t offset, double a, double b,
                        int64_t low, uint64_t range, const void *probs, int pdt, cudaStream_t st);
 /* dropout: mask (bool) = uniform(f64 from r[0], r[1]) >= p, y = x * mask / (1 - p) (x, y of ct F32/F64). */
-int cuda_launch_dropout(int ct, void *y, bool *mask, const void *x, int64_t n, double p, uint64_t seed,
-                        uint64_t offset, cudaStream_t st);
+int cuda_launch_dropout(int ct, void *y, bool *mask, const void *x, int64_t n, double p, uint64_t seed, uint64_t offset,
+                        cudaStream_t st);
 
 /* ---- optim_update.cu: fused per-parameter updates (layouts share param's shape) ---- */
 enum { CUDA_OPT_SGD, CUDA_OPT_ADAM, CUDA_OPT_RMSPROP, CUDA_OPT_ADAGRAD };
@@ -162,9 +208,13 @@ const char *cuda_shape_str(const wk_tensor *t, char *buf, size_t n);
  * WK_ERR_INDEX "op(): Dimension out of range ...". */
 wk_status cuda_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
 /* The current stream of dev. */
-static inline cudaStream_t cuda_stream(wk_device dev) { return cuda_current_stream(dev.index); }
+static inline cudaStream_t cuda_stream(wk_device dev) {
+  return cuda_current_stream(dev.index);
+}
 /* CUDA_* dtype code of a Wick dtype (the numbers are the ABI's). */
-static inline int cuda_dt(wk_dtype dt) { return (int)dt; }
+static inline int cuda_dt(wk_dtype dt) {
+  return (int)dt;
+}
 /* A device int64 error slot set to 0 (read back with cuda_read_slot). */
 wk_tensor *cuda_slot_new(wk_device dev);
 /* Reads the slot's value (synchronises the stream); consumes the slot. */

@@ -111,9 +111,10 @@ static inline wk_device cuda_device(int index) {
 CUDA_OP_FAMILIES(CUDA__DECLARE_FAMILY)
 #undef CUDA__DECLARE_FAMILY
 
-/* Registers a boxed kernel for `op` on cuda at WK_PRIORITY_OPTIMIZED (so it
- * beats device-agnostic composites); `supports` may be NULL; `name` is shown
- * by `wick info` ("cuda.add_f32"). */
+/* Registers a boxed kernel for `op` on cuda at WK_PRIORITY_REFERENCE (above
+ * the core's device-agnostic composites, below a third party's OPTIMIZED
+ * override); `supports` may be NULL; `name` is shown by `wick info`
+ * ("cuda.add_f32"). */
 wk_status cuda_reg(const char *op, wk_kernel_fn fn, wk_supports_fn supports, void *user, const char *name);
 
 /* Layout of t for device code, optionally broadcast to `shape` (ndim dims;

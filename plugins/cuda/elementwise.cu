@@ -36,52 +36,79 @@ __device__ int64_t ipow(int64_t base, int64_t exp) {
 template <typename T>
 __device__ __forceinline__ T arith(int op, T x, T y, T al) {
   switch (op) {
-    case CUDA_B_ADD: return x + al * y;
-    case CUDA_B_SUB: return x - al * y;
-    case CUDA_B_MUL: return x * y;
-    case CUDA_B_DIV: return x / y;
-    case CUDA_B_DIV_TRUNC: return trunc(x / y);
-    case CUDA_B_DIV_FLOOR: return floor_div(x, y);
-    case CUDA_B_MAX: return (x != x || y != y) ? (T)NAN : (x > y ? x : y);
-    case CUDA_B_MIN: return (x != x || y != y) ? (T)NAN : (x < y ? x : y);
-    case CUDA_B_POW: return pow(x, y);
-    default: return 0;
+    case CUDA_B_ADD:
+      return x + al * y;
+    case CUDA_B_SUB:
+      return x - al * y;
+    case CUDA_B_MUL:
+      return x * y;
+    case CUDA_B_DIV:
+      return x / y;
+    case CUDA_B_DIV_TRUNC:
+      return trunc(x / y);
+    case CUDA_B_DIV_FLOOR:
+      return floor_div(x, y);
+    case CUDA_B_MAX:
+      return (x != x || y != y) ? (T)NAN : (x > y ? x : y);
+    case CUDA_B_MIN:
+      return (x != x || y != y) ? (T)NAN : (x < y ? x : y);
+    case CUDA_B_POW:
+      return pow(x, y);
+    default:
+      return 0;
   }
 }
 template <>
 __device__ __forceinline__ float arith<float>(int op, float x, float y, float al) {
   switch (op) {
-    case CUDA_B_ADD: return x + al * y;
-    case CUDA_B_SUB: return x - al * y;
-    case CUDA_B_MUL: return x * y;
-    case CUDA_B_DIV: return x / y;
-    case CUDA_B_DIV_TRUNC: return (float)trunc((double)(x / y));
-    case CUDA_B_DIV_FLOOR: return floor_div(x, y);
-    case CUDA_B_MAX: return (x != x || y != y) ? NAN : (x > y ? x : y);
-    case CUDA_B_MIN: return (x != x || y != y) ? NAN : (x < y ? x : y);
-    case CUDA_B_POW: return powf(x, y);
-    default: return 0;
+    case CUDA_B_ADD:
+      return x + al * y;
+    case CUDA_B_SUB:
+      return x - al * y;
+    case CUDA_B_MUL:
+      return x * y;
+    case CUDA_B_DIV:
+      return x / y;
+    case CUDA_B_DIV_TRUNC:
+      return (float)trunc((double)(x / y));
+    case CUDA_B_DIV_FLOOR:
+      return floor_div(x, y);
+    case CUDA_B_MAX:
+      return (x != x || y != y) ? NAN : (x > y ? x : y);
+    case CUDA_B_MIN:
+      return (x != x || y != y) ? NAN : (x < y ? x : y);
+    case CUDA_B_POW:
+      return powf(x, y);
+    default:
+      return 0;
   }
 }
 template <>
 __device__ __forceinline__ int64_t arith<int64_t>(int op, int64_t x, int64_t y, int64_t al) {
   uint64_t ux = (uint64_t)x, uy = (uint64_t)y, ua = (uint64_t)al;
   switch (op) {
-    case CUDA_B_ADD: return (int64_t)(ux + ua * uy);
-    case CUDA_B_SUB: return (int64_t)(ux - ua * uy);
-    case CUDA_B_MUL: return (int64_t)(ux * uy);
+    case CUDA_B_ADD:
+      return (int64_t)(ux + ua * uy);
+    case CUDA_B_SUB:
+      return (int64_t)(ux - ua * uy);
+    case CUDA_B_MUL:
+      return (int64_t)(ux * uy);
     case CUDA_B_DIV_TRUNC:
     case CUDA_B_DIV_FLOOR: {
-      if (y == 0) return 0; // the host refuses zero divisors before launching
+      if (y == 0) return 0;  // the host refuses zero divisors before launching
       if (x == INT64_MIN && y == -1) return INT64_MIN;
       int64_t r = x / y;
       if (op == CUDA_B_DIV_FLOOR && (x % y != 0) && ((x < 0) != (y < 0))) r--;
       return r;
     }
-    case CUDA_B_MAX: return x > y ? x : y;
-    case CUDA_B_MIN: return x < y ? x : y;
-    case CUDA_B_POW: return ipow(x, y);
-    default: return 0;
+    case CUDA_B_MAX:
+      return x > y ? x : y;
+    case CUDA_B_MIN:
+      return x < y ? x : y;
+    case CUDA_B_POW:
+      return ipow(x, y);
+    default:
+      return 0;
   }
 }
 
@@ -89,22 +116,32 @@ __device__ __forceinline__ int64_t arith<int64_t>(int op, int64_t x, int64_t y, 
 // kernel template still needs an arith<bool> to compile.
 template <>
 __device__ __forceinline__ bool arith<bool>(int op, bool x, bool y, bool al) {
-  (void)op; (void)al;
+  (void)op;
+  (void)al;
   return x || y;
 }
 
 template <typename T>
 __device__ __forceinline__ bool compare(int op, T x, T y) {
   switch (op) {
-    case CUDA_B_EQ: return x == y;
-    case CUDA_B_NE: return x != y;
-    case CUDA_B_LT: return x < y;
-    case CUDA_B_LE: return x <= y;
-    case CUDA_B_GT: return x > y;
-    case CUDA_B_GE: return x >= y;
-    case CUDA_B_AND: return x != 0 && y != 0;
-    case CUDA_B_OR: return x != 0 || y != 0;
-    default: return false;
+    case CUDA_B_EQ:
+      return x == y;
+    case CUDA_B_NE:
+      return x != y;
+    case CUDA_B_LT:
+      return x < y;
+    case CUDA_B_LE:
+      return x <= y;
+    case CUDA_B_GT:
+      return x > y;
+    case CUDA_B_GE:
+      return x >= y;
+    case CUDA_B_AND:
+      return x != 0 && y != 0;
+    case CUDA_B_OR:
+      return x != 0 || y != 0;
+    default:
+      return false;
   }
 }
 
@@ -129,15 +166,15 @@ __global__ void compare_kernel(int op, bool *out, const T *a, cuda_strided la, c
 }
 
 template <typename T>
-static void launch_binary(int op, void *out, const void *a, cuda_strided la, const void *b, cuda_strided lb, T bs,
-                          T al, int64_t n, cudaStream_t st) {
+static void launch_binary(int op, void *out, const void *a, cuda_strided la, const void *b, cuda_strided lb, T bs, T al,
+                          int64_t n, cudaStream_t st) {
   bool contig = cd_dense(la) && (!b || cd_dense(lb));
   if (op >= CUDA_B_AND)
-    compare_kernel<T><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(op, (bool *)out, (const T *)a, la, (const T *)b, lb,
-                                                                bs, n, contig);
+    compare_kernel<T>
+        <<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(op, (bool *)out, (const T *)a, la, (const T *)b, lb, bs, n, contig);
   else
-    binary_kernel<T><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(op, (T *)out, (const T *)a, la, (const T *)b, lb, bs,
-                                                               al, n, contig);
+    binary_kernel<T>
+        <<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(op, (T *)out, (const T *)a, la, (const T *)b, lb, bs, al, n, contig);
 }
 
 extern "C" int cuda_launch_binary(int op, int ct, void *out, const void *a, cuda_strided la, const void *b,
@@ -145,10 +182,16 @@ extern "C" int cuda_launch_binary(int op, int ct, void *out, const void *a, cuda
                                   cudaStream_t st) {
   if (n <= 0) return 0;
   switch (ct) {
-    case CUDA_F32: launch_binary<float>(op, out, a, la, b, lb, (float)bf, (float)alpha, n, st); break;
-    case CUDA_F64: launch_binary<double>(op, out, a, la, b, lb, bf, alpha, n, st); break;
-    case CUDA_I64: launch_binary<int64_t>(op, out, a, la, b, lb, bi, alpha_i, n, st); break;
-    default: // bool: comparisons and logical ops only
+    case CUDA_F32:
+      launch_binary<float>(op, out, a, la, b, lb, (float)bf, (float)alpha, n, st);
+      break;
+    case CUDA_F64:
+      launch_binary<double>(op, out, a, la, b, lb, bf, alpha, n, st);
+      break;
+    case CUDA_I64:
+      launch_binary<int64_t>(op, out, a, la, b, lb, bi, alpha_i, n, st);
+      break;
+    default:  // bool: comparisons and logical ops only
       launch_binary<bool>(op, out, a, la, b, lb, bi != 0, true, n, st);
       break;
   }
@@ -184,8 +227,8 @@ extern "C" int cuda_launch_where(int es, void *out, const void *cond, cuda_strid
                                                          (uint16_t)abits, (const uint16_t *)b, lb, (uint16_t)bbits, n);
       break;
     default:
-      where_kernel<uint8_t><<<g, CUDA_THREADS, 0, st>>>((uint8_t *)out, c, lc, (const uint8_t *)a, la,
-                                                        (uint8_t)abits, (const uint8_t *)b, lb, (uint8_t)bbits, n);
+      where_kernel<uint8_t><<<g, CUDA_THREADS, 0, st>>>((uint8_t *)out, c, lc, (const uint8_t *)a, la, (uint8_t)abits,
+                                                        (const uint8_t *)b, lb, (uint8_t)bbits, n);
       break;
   }
   return CUDA_CHECK_LAUNCH("where", "where_kernel");
@@ -228,11 +271,11 @@ extern "C" int cuda_launch_gelu_backward(int ct, void *out, const void *g, cuda_
 // The first launchers of the plugin (cuda_plugin.h), kept as f32 wrappers.
 extern "C" int cuda_launch_binary_f32(int op, float *out, const float *a, cuda_strided la, const float *b,
                                       cuda_strided lb, float alpha, int64_t n, cudaStream_t stream) {
-  return cuda_launch_binary(op == CUDA_EW_ADD ? CUDA_B_ADD : CUDA_B_MUL, CUDA_F32, out, a, la, b, lb, 0, 0, alpha, 1,
-                            n, stream);
+  return cuda_launch_binary(op == CUDA_EW_ADD ? CUDA_B_ADD : CUDA_B_MUL, CUDA_F32, out, a, la, b, lb, 0, 0, alpha, 1, n,
+                            stream);
 }
 extern "C" int cuda_launch_unary_f32(int op, float *out, const float *a, cuda_strided la, int64_t n,
                                      cudaStream_t stream) {
-  (void)op; // CUDA_EW_RELU
+  (void)op;  // CUDA_EW_RELU
   return cuda_launch_unary(CUDA_U_RELU, CUDA_F32, out, a, la, 0, 0, 0, 0, 0, n, stream);
 }

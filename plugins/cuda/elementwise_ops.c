@@ -16,12 +16,16 @@ typedef struct {
   bool scalar, has_alpha, has_rounding;
 } binfo;
 
-static bool is_compare(int op) { return op >= CUDA_B_EQ; }
-static bool is_logical(int op) { return op == CUDA_B_AND || op == CUDA_B_OR; }
+static bool is_compare(int op) {
+  return op >= CUDA_B_EQ;
+}
+static bool is_logical(int op) {
+  return op == CUDA_B_AND || op == CUDA_B_OR;
+}
 
 static const char *op_label(int op) {
-  static const char *names[] = {"add", "sub", "mul", "div", "div", "div", "maximum", "minimum", "pow",
-                                "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge"};
+  static const char *names[] = {"add",         "sub",        "mul", "div", "div", "div", "maximum", "minimum", "pow",
+                                "logical_and", "logical_or", "eq",  "ne",  "lt",  "le",  "gt",      "ge"};
   return names[op];
 }
 
@@ -39,24 +43,30 @@ static wk_status has_zero(wk_tensor *b, bool *out) {
 
 /* op(self, other) into a new tensor of the result dtype (the cpu plugin's
  * compute(), on the device). */
-static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t alpha_i, bool alpha_bool,
-                          wk_tensor *self, const wk_value *other, wk_device dev) {
+static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t alpha_i, bool alpha_bool, wk_tensor *self,
+                          const wk_value *other, wk_device dev) {
   wk_value tv[2] = {WK_VT(self), *other};
   wk_dtype rt = wk_result_type(tv, 2);
   bool self_bool = wk_tensor_dtype(self) == WK_BOOL;
   bool other_bool = other->tag == WK_V_TENSOR ? wk_tensor_dtype(other->u.t) == WK_BOOL : other->tag == WK_V_BOOL;
   if (op == CUDA_B_SUB && (self_bool || other_bool)) { /* PyTorch's sub_check */
     if (self_bool && other_bool)
-      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
-               "Use the `^` or `logical_xor()` operator instead.", opname);
+      wk_error(WK_ERR_DTYPE,
+               "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
+               "Use the `^` or `logical_xor()` operator instead.",
+               opname);
     else
-      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
-               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.", opname);
+      wk_error(WK_ERR_DTYPE,
+               "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
+               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+               opname);
     return NULL;
   }
   if (rt == WK_BOOL && (op == CUDA_B_POW || op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR)) {
     wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", opname,
-             op == CUDA_B_POW ? "pow" : op == CUDA_B_DIV_TRUNC ? "div_trunc" : "div_floor");
+             op == CUDA_B_POW         ? "pow"
+             : op == CUDA_B_DIV_TRUNC ? "div_trunc"
+                                      : "div_floor");
     return NULL;
   }
   if (op == CUDA_B_POW && (wk_dtype_is_integral(wk_tensor_dtype(self)) || self_bool) && other->tag == WK_V_INT &&
@@ -71,7 +81,8 @@ static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t al
       (op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR))
     cd = WK_I64;
   if ((op == CUDA_B_ADD || op == CUDA_B_SUB) && !wk_dtype_is_floating(rt) && alpha_f != (double)alpha_i) {
-    wk_error(WK_ERR_DTYPE, "%s: for integral input tensors, argument alpha must not be a floating point number", opname);
+    wk_error(WK_ERR_DTYPE, "%s: for integral input tensors, argument alpha must not be a floating point number",
+             opname);
     return NULL;
   }
   if ((op == CUDA_B_ADD || op == CUDA_B_SUB) && alpha_bool && rt != WK_BOOL) {
@@ -115,8 +126,8 @@ static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t al
   res = cuda_new(shape, nd, is_compare(op) || is_logical(op) ? WK_BOOL : cd, dev);
   if (!res) goto done;
   cuda_strided la = cuda_layout(a, shape, nd), lb = b ? cuda_layout(b, shape, nd) : la;
-  if (cuda_launch_binary(op, cuda_dt(cd), wk_tensor_data(res), wk_tensor_data(a), la, b ? wk_tensor_data(b) : NULL,
-                         lb, bf, bi, alpha_f, alpha_i, wk_tensor_numel(res), cuda_stream(dev))) {
+  if (cuda_launch_binary(op, cuda_dt(cd), wk_tensor_data(res), wk_tensor_data(a), la, b ? wk_tensor_data(b) : NULL, lb,
+                         bf, bi, alpha_f, alpha_i, wk_tensor_numel(res), cuda_stream(dev))) {
     wk_release(res);
     res = NULL;
     goto done;
@@ -206,8 +217,7 @@ static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args,
                     ap);
   wk_dtype rt = wk_result_type(args, 2);
   if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating point tensors, got %s",
-                    wk_dtype_name(rt));
+    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating point tensors, got %s", wk_dtype_name(rt));
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("gelu_backward", dev);
   if (s) return s;
@@ -221,9 +231,8 @@ static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args,
   if (!s && !(res = cuda_new(shape, nd, cd, dev))) s = wk_last_error();
   if (!s)
     s = (wk_status)cuda_launch_gelu_backward(cuda_dt(cd), wk_tensor_data(res), wk_tensor_data(gg),
-                                             cuda_layout(gg, shape, nd), wk_tensor_data(xx),
-                                             cuda_layout(xx, shape, nd), tanh_approx, wk_tensor_numel(res),
-                                             cuda_stream(dev));
+                                             cuda_layout(gg, shape, nd), wk_tensor_data(xx), cuda_layout(xx, shape, nd),
+                                             tanh_approx, wk_tensor_numel(res), cuda_stream(dev));
   wk_release(gg);
   wk_release(xx);
   if (s) {
@@ -251,8 +260,8 @@ wk_status cuda_register_elementwise(void) {
   static const struct {
     const char *name;
     int op;
-  } fam[] = {{"mul", CUDA_B_MUL}, {"maximum", CUDA_B_MAX}, {"minimum", CUDA_B_MIN}, {"pow", CUDA_B_POW},
-             {"logical_and", CUDA_B_AND}, {"logical_or", CUDA_B_OR}};
+  } fam[] = {{"mul", CUDA_B_MUL}, {"maximum", CUDA_B_MAX},     {"minimum", CUDA_B_MIN},
+             {"pow", CUDA_B_POW}, {"logical_and", CUDA_B_AND}, {"logical_or", CUDA_B_OR}};
   g_ninfos = 0;
   wk_status s = WK_OK;
   char n[64];
@@ -270,7 +279,8 @@ wk_status cuda_register_elementwise(void) {
   static const struct {
     const char *name;
     int op;
-  } cmp[] = {{"eq", CUDA_B_EQ}, {"ne", CUDA_B_NE}, {"lt", CUDA_B_LT}, {"le", CUDA_B_LE}, {"gt", CUDA_B_GT}, {"ge", CUDA_B_GE}};
+  } cmp[] = {{"eq", CUDA_B_EQ}, {"ne", CUDA_B_NE}, {"lt", CUDA_B_LT},
+             {"le", CUDA_B_LE}, {"gt", CUDA_B_GT}, {"ge", CUDA_B_GE}};
   for (size_t i = 0; i < sizeof cmp / sizeof cmp[0] && !s; i++) {
     s = reg(cmp[i].name, cmp[i].op, CUDA_FUNCTIONAL, false, false, false);
     snprintf(n, sizeof n, "%s.Scalar", cmp[i].name);
@@ -283,14 +293,20 @@ wk_status cuda_register_elementwise(void) {
     int op;
     cuda_mode mode;
     bool scalar, alpha, rounding;
-  } other[] = {{"add", CUDA_B_ADD, CUDA_FUNCTIONAL, false, true, false}, {"add_", CUDA_B_ADD, CUDA_INPLACE, false, true, false},
-               {"add.out", CUDA_B_ADD, CUDA_OUT, false, true, false}, {"add.Scalar", CUDA_B_ADD, CUDA_FUNCTIONAL, true, true, false},
+  } other[] = {{"add", CUDA_B_ADD, CUDA_FUNCTIONAL, false, true, false},
+               {"add_", CUDA_B_ADD, CUDA_INPLACE, false, true, false},
+               {"add.out", CUDA_B_ADD, CUDA_OUT, false, true, false},
+               {"add.Scalar", CUDA_B_ADD, CUDA_FUNCTIONAL, true, true, false},
                {"add_.Scalar", CUDA_B_ADD, CUDA_INPLACE, true, true, false},
-               {"sub", CUDA_B_SUB, CUDA_FUNCTIONAL, false, true, false}, {"sub_", CUDA_B_SUB, CUDA_INPLACE, false, true, false},
-               {"sub.out", CUDA_B_SUB, CUDA_OUT, false, true, false}, {"sub.Scalar", CUDA_B_SUB, CUDA_FUNCTIONAL, true, true, false},
+               {"sub", CUDA_B_SUB, CUDA_FUNCTIONAL, false, true, false},
+               {"sub_", CUDA_B_SUB, CUDA_INPLACE, false, true, false},
+               {"sub.out", CUDA_B_SUB, CUDA_OUT, false, true, false},
+               {"sub.Scalar", CUDA_B_SUB, CUDA_FUNCTIONAL, true, true, false},
                {"sub_.Scalar", CUDA_B_SUB, CUDA_INPLACE, true, true, false},
-               {"div", CUDA_B_DIV, CUDA_FUNCTIONAL, false, false, true}, {"div_", CUDA_B_DIV, CUDA_INPLACE, false, false, true},
-               {"div.out", CUDA_B_DIV, CUDA_OUT, false, false, true}, {"div.Scalar", CUDA_B_DIV, CUDA_FUNCTIONAL, true, false, true},
+               {"div", CUDA_B_DIV, CUDA_FUNCTIONAL, false, false, true},
+               {"div_", CUDA_B_DIV, CUDA_INPLACE, false, false, true},
+               {"div.out", CUDA_B_DIV, CUDA_OUT, false, false, true},
+               {"div.Scalar", CUDA_B_DIV, CUDA_FUNCTIONAL, true, false, true},
                {"div_.Scalar", CUDA_B_DIV, CUDA_INPLACE, true, false, true}};
   for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++)
     s = reg(other[i].name, other[i].op, other[i].mode, other[i].scalar, other[i].alpha, other[i].rounding);

@@ -63,7 +63,7 @@ __global__ void scatter_kernel(bool add, E *self, cuda_strided lself, const int6
   for (int d = dim + 1; d < li.ndim; d++) inner *= li.sizes[d];
   int64_t n = lines * len;
   CUDA_GRID_LOOP(l, lines) {
-    int64_t first = (l / inner) * len * inner + l % inner; // flat index of the line's element 0
+    int64_t first = (l / inner) * len * inner + l % inner;  // flat index of the line's element 0
     for (int64_t k = 0; k < len; k++) {
       int64_t t = first + k * inner;
       int64_t v = index[t];
@@ -82,7 +82,7 @@ template <typename T>
 __global__ void embedding_bw_kernel(T *out, const T *g, const int64_t *idx, int64_t N, int64_t D, int64_t V,
                                     int64_t pad, int64_t *bad) {
   CUDA_GRID_LOOP(d, D) {
-    for (int64_t k = 0; k < N; k++) { // in order: the same sums on every run
+    for (int64_t k = 0; k < N; k++) {  // in order: the same sums on every run
       int64_t v = idx[k];
       if (v == pad) continue;
       if (v < 0 || v >= V) {
@@ -100,10 +100,22 @@ extern "C" int cuda_launch_index_select(int es, void *out, const void *x, const 
   if (n <= 0) return 0;
   unsigned g = cuda_blocks(n);
   switch (es) {
-    case 8: index_select_kernel<uint64_t><<<g, CUDA_THREADS, 0, st>>>((uint64_t *)out, (const uint64_t *)x, index, outer, S, K, inner, bad); break;
-    case 4: index_select_kernel<uint32_t><<<g, CUDA_THREADS, 0, st>>>((uint32_t *)out, (const uint32_t *)x, index, outer, S, K, inner, bad); break;
-    case 2: index_select_kernel<uint16_t><<<g, CUDA_THREADS, 0, st>>>((uint16_t *)out, (const uint16_t *)x, index, outer, S, K, inner, bad); break;
-    default: index_select_kernel<uint8_t><<<g, CUDA_THREADS, 0, st>>>((uint8_t *)out, (const uint8_t *)x, index, outer, S, K, inner, bad); break;
+    case 8:
+      index_select_kernel<uint64_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint64_t *)out, (const uint64_t *)x, index, outer, S, K, inner, bad);
+      break;
+    case 4:
+      index_select_kernel<uint32_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint32_t *)out, (const uint32_t *)x, index, outer, S, K, inner, bad);
+      break;
+    case 2:
+      index_select_kernel<uint16_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint16_t *)out, (const uint16_t *)x, index, outer, S, K, inner, bad);
+      break;
+    default:
+      index_select_kernel<uint8_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint8_t *)out, (const uint8_t *)x, index, outer, S, K, inner, bad);
+      break;
   }
   return CUDA_CHECK_LAUNCH("index_select", "index_select_kernel");
 }
@@ -113,10 +125,22 @@ extern "C" int cuda_launch_gather(int es, void *out, const void *self, cuda_stri
   if (n <= 0) return 0;
   unsigned g = cuda_blocks(n);
   switch (es) {
-    case 8: gather_kernel<uint64_t><<<g, CUDA_THREADS, 0, st>>>((uint64_t *)out, (const uint64_t *)self, ls, index, li, dim, bad, n); break;
-    case 4: gather_kernel<uint32_t><<<g, CUDA_THREADS, 0, st>>>((uint32_t *)out, (const uint32_t *)self, ls, index, li, dim, bad, n); break;
-    case 2: gather_kernel<uint16_t><<<g, CUDA_THREADS, 0, st>>>((uint16_t *)out, (const uint16_t *)self, ls, index, li, dim, bad, n); break;
-    default: gather_kernel<uint8_t><<<g, CUDA_THREADS, 0, st>>>((uint8_t *)out, (const uint8_t *)self, ls, index, li, dim, bad, n); break;
+    case 8:
+      gather_kernel<uint64_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint64_t *)out, (const uint64_t *)self, ls, index, li, dim, bad, n);
+      break;
+    case 4:
+      gather_kernel<uint32_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint32_t *)out, (const uint32_t *)self, ls, index, li, dim, bad, n);
+      break;
+    case 2:
+      gather_kernel<uint16_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint16_t *)out, (const uint16_t *)self, ls, index, li, dim, bad, n);
+      break;
+    default:
+      gather_kernel<uint8_t>
+          <<<g, CUDA_THREADS, 0, st>>>((uint8_t *)out, (const uint8_t *)self, ls, index, li, dim, bad, n);
+      break;
   }
   return CUDA_CHECK_LAUNCH("gather", "gather_kernel");
 }
@@ -132,17 +156,32 @@ extern "C" int cuda_launch_scatter(bool add, int ct, int es, void *self, cuda_st
   unsigned g = cuda_blocks(lines);
   if (add) {
     if (ct == CUDA_F64)
-      scatter_kernel<double><<<g, CUDA_THREADS, 0, st>>>(true, (double *)self, lself, index, li, (const double *)src, lsrc, dim, bad, lines);
+      scatter_kernel<double><<<g, CUDA_THREADS, 0, st>>>(true, (double *)self, lself, index, li, (const double *)src,
+                                                         lsrc, dim, bad, lines);
     else if (ct == CUDA_I64)
-      scatter_kernel<int64_t><<<g, CUDA_THREADS, 0, st>>>(true, (int64_t *)self, lself, index, li, (const int64_t *)src, lsrc, dim, bad, lines);
+      scatter_kernel<int64_t><<<g, CUDA_THREADS, 0, st>>>(true, (int64_t *)self, lself, index, li, (const int64_t *)src,
+                                                          lsrc, dim, bad, lines);
     else
-      scatter_kernel<float><<<g, CUDA_THREADS, 0, st>>>(true, (float *)self, lself, index, li, (const float *)src, lsrc, dim, bad, lines);
+      scatter_kernel<float><<<g, CUDA_THREADS, 0, st>>>(true, (float *)self, lself, index, li, (const float *)src, lsrc,
+                                                        dim, bad, lines);
   } else {
     switch (es) {
-      case 8: scatter_kernel<uint64_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint64_t *)self, lself, index, li, (const uint64_t *)src, lsrc, dim, bad, lines); break;
-      case 4: scatter_kernel<uint32_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint32_t *)self, lself, index, li, (const uint32_t *)src, lsrc, dim, bad, lines); break;
-      case 2: scatter_kernel<uint16_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint16_t *)self, lself, index, li, (const uint16_t *)src, lsrc, dim, bad, lines); break;
-      default: scatter_kernel<uint8_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint8_t *)self, lself, index, li, (const uint8_t *)src, lsrc, dim, bad, lines); break;
+      case 8:
+        scatter_kernel<uint64_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint64_t *)self, lself, index, li,
+                                                             (const uint64_t *)src, lsrc, dim, bad, lines);
+        break;
+      case 4:
+        scatter_kernel<uint32_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint32_t *)self, lself, index, li,
+                                                             (const uint32_t *)src, lsrc, dim, bad, lines);
+        break;
+      case 2:
+        scatter_kernel<uint16_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint16_t *)self, lself, index, li,
+                                                             (const uint16_t *)src, lsrc, dim, bad, lines);
+        break;
+      default:
+        scatter_kernel<uint8_t><<<g, CUDA_THREADS, 0, st>>>(false, (uint8_t *)self, lself, index, li,
+                                                            (const uint8_t *)src, lsrc, dim, bad, lines);
+        break;
     }
   }
   return CUDA_CHECK_LAUNCH(add ? "scatter_add" : "scatter", "scatter_kernel");
@@ -158,8 +197,10 @@ extern "C" int cuda_launch_embedding_backward(int ct, void *out, const void *g, 
   }
   if (N <= 0 || D <= 0) return 0;
   if (ct == CUDA_F64)
-    embedding_bw_kernel<double><<<cuda_blocks(D), CUDA_THREADS, 0, st>>>((double *)out, (const double *)g, idx, N, D, num_weights, padding_idx, bad);
+    embedding_bw_kernel<double><<<cuda_blocks(D), CUDA_THREADS, 0, st>>>((double *)out, (const double *)g, idx, N, D,
+                                                                         num_weights, padding_idx, bad);
   else
-    embedding_bw_kernel<float><<<cuda_blocks(D), CUDA_THREADS, 0, st>>>((float *)out, (const float *)g, idx, N, D, num_weights, padding_idx, bad);
+    embedding_bw_kernel<float><<<cuda_blocks(D), CUDA_THREADS, 0, st>>>((float *)out, (const float *)g, idx, N, D,
+                                                                        num_weights, padding_idx, bad);
   return CUDA_CHECK_LAUNCH("embedding_dense_backward", "embedding_bw_kernel");
 }

@@ -11,21 +11,34 @@
 
 static const char *tname(wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return "float";
-    case WK_F64: return "double";
-    case WK_F16: return "half";
-    case WK_BF16: return "bfloat16";
-    case WK_I8: return "char";
-    case WK_U8: return "byte";
-    case WK_I16: return "short";
-    case WK_I32: return "int";
-    case WK_I64: return "long";
-    case WK_BOOL: return "bool";
-    default: return "?";
+    case WK_F32:
+      return "float";
+    case WK_F64:
+      return "double";
+    case WK_F16:
+      return "half";
+    case WK_BF16:
+      return "bfloat16";
+    case WK_I8:
+      return "char";
+    case WK_U8:
+      return "byte";
+    case WK_I16:
+      return "short";
+    case WK_I32:
+      return "int";
+    case WK_I64:
+      return "long";
+    case WK_BOOL:
+      return "bool";
+    default:
+      return "?";
   }
 }
 
-static int64_t nsize(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d]; }
+static int64_t nsize(const wk_tensor *t, int d) {
+  return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d];
+}
 
 /* Reads the bad-index slot of a launch over n indices (contiguous i64 idx):
  * *found and the offending value. Consumes slot. */
@@ -84,8 +97,10 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
     s = wk_last_error();
   bool bad = false;
   int64_t bv = 0;
-  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
-  else wk_release(slot);
+  if (!s)
+    s = bad_index(slot, ix, n, &bad, &bv);
+  else
+    wk_release(slot);
   if (!s && bad)
     s = wk_error(WK_ERR_INDEX,
                  "index_select(): index %lld is out of bounds for dimension %d with size %lld (index out of range in "
@@ -111,8 +126,9 @@ static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_ten
   if (src) {
     int ns = wk_tensor_dim(src) > 0 ? wk_tensor_dim(src) : 1;
     if (ns != ni)
-      return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as src tensor (%d vs %d)",
-                      op, ni, ns);
+      return wk_error(WK_ERR_SHAPE,
+                      "%s(): Index tensor must have the same number of dimensions as src tensor (%d vs %d)", op, ni,
+                      ns);
   }
   int bad = -1;
   for (int d = 0; d < nd && bad < 0; d++)
@@ -175,8 +191,10 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     s = wk_last_error();
   bool bad = false;
   int64_t bv = 0;
-  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
-  else wk_release(slot);
+  if (!s)
+    s = bad_index(slot, ix, n, &bad, &bv);
+  else
+    wk_release(slot);
   if (!s && bad) s = bounds_error("gather", bv, d, nsize(self, d));
   wk_release(x);
   wk_release(ix);
@@ -292,9 +310,8 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
   wk_tensor *r = m && x ? cuda_new(shape, nd, dt, dev) : NULL;
   if (r)
     s = (wk_status)cuda_launch_where((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(m),
-                                     cuda_layout(m, shape, nd), NULL, cuda_layout(r, NULL, 0), bits,
-                                     wk_tensor_data(x), cuda_layout(x, shape, nd), 0, wk_tensor_numel(r),
-                                     cuda_stream(dev));
+                                     cuda_layout(m, shape, nd), NULL, cuda_layout(r, NULL, 0), bits, wk_tensor_data(x),
+                                     cuda_layout(x, shape, nd), 0, wk_tensor_numel(r), cuda_stream(dev));
   else
     s = wk_last_error();
   wk_release(m);
@@ -311,7 +328,8 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   wk_tensor *weight = WK_ARG_T(0), *indices = WK_ARG_T(1);
   char a[160];
   if (wk_tensor_dim(weight) != 2)
-    return wk_error(WK_ERR_SHAPE, "embedding(): 'weight' must be 2-D, got shape %s", cuda_shape_str(weight, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE, "embedding(): 'weight' must be 2-D, got shape %s",
+                    cuda_shape_str(weight, a, sizeof a));
   wk_dtype it = wk_tensor_dtype(indices);
   if (!wk_dtype_is_integral(it))
     return wk_error(WK_ERR_DTYPE,
@@ -337,8 +355,10 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
     s = wk_last_error();
   bool bad = false;
   int64_t bv = 0;
-  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
-  else wk_release(slot);
+  if (!s)
+    s = bad_index(slot, ix, n, &bad, &bv);
+  else
+    wk_release(slot);
   if (!s && bad)
     s = wk_error(WK_ERR_INDEX, "embedding(): index out of range in self (index %lld, num_embeddings %lld)",
                  (long long)bv, (long long)V);
@@ -380,15 +400,16 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   wk_tensor *g = cuda_dense(go, cd, dev), *ix = cuda_dense(indices, WK_I64, dev), *slot = cuda_slot_new(dev);
   wk_tensor *r = g && ix && slot ? cuda_new(osz, 2, cd, dev) : NULL;
   if (r)
-    s = (wk_status)cuda_launch_embedding_backward(cuda_dt(cd), wk_tensor_data(r), wk_tensor_data(g),
-                                                  wk_tensor_data(ix), n, D, V, pidx, wk_tensor_data(slot),
-                                                  cuda_stream(dev));
+    s = (wk_status)cuda_launch_embedding_backward(cuda_dt(cd), wk_tensor_data(r), wk_tensor_data(g), wk_tensor_data(ix),
+                                                  n, D, V, pidx, wk_tensor_data(slot), cuda_stream(dev));
   else
     s = wk_last_error();
   bool bad = false;
   int64_t bv = 0;
-  if (!s) s = bad_index(slot, ix, n, &bad, &bv);
-  else wk_release(slot);
+  if (!s)
+    s = bad_index(slot, ix, n, &bad, &bv);
+  else
+    wk_release(slot);
   if (!s && bad)
     s = wk_error(WK_ERR_INDEX, "%s(): index out of range in self (index %lld, num_weights %lld)", op, (long long)bv,
                  (long long)V);
@@ -402,7 +423,9 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
 }
 
 /* ---- cat (copies into narrowed views of the result: copy_ does the work) ---- */
-static bool cat_skip(const wk_tensor *t) { return wk_tensor_dim(t) == 1 && wk_tensor_sizes(t)[0] == 0; }
+static bool cat_skip(const wk_tensor *t) {
+  return wk_tensor_dim(t) == 1 && wk_tensor_sizes(t)[0] == 0;
+}
 
 static wk_status k_cat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   int n = args[0].len;
@@ -529,6 +552,7 @@ wk_status cuda_register_index(void) {
             {"embedding_dense_backward", k_embedding_dense_backward, NULL},
             {"one_hot", k_one_hot, NULL}};
   wk_status s = WK_OK;
-  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cuda_reg(ks[i].name, ks[i].fn, NULL, ks[i].user, "cuda.index");
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++)
+    s = cuda_reg(ks[i].name, ks[i].fn, NULL, ks[i].user, "cuda.index");
   return s;
 }

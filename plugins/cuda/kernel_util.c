@@ -87,8 +87,9 @@ wk_status cuda_wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
   int64_t lo = ndim > 0 ? -ndim : -1, hi = ndim > 0 ? ndim - 1 : 0;
   *out = 0;
   if (dim < lo || dim > hi)
-    return wk_error(WK_ERR_INDEX, "%s(): Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
-                    op, (long long)lo, (long long)hi, (long long)dim);
+    return wk_error(WK_ERR_INDEX,
+                    "%s(): Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)", op,
+                    (long long)lo, (long long)hi, (long long)dim);
   *out = (int)(dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim);
   return WK_OK;
 }

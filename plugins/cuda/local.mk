@@ -16,7 +16,7 @@ cuda_kernel_sources = plugins/cuda/copy.cu plugins/cuda/elementwise.cu \
 	plugins/cuda/optim_update.cu plugins/cuda/scan.cu plugins/cuda/layernorm.cu
 
 # Host side of the plugin (C11).
-cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cuda/runtime.c \
+cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cuda/runtime.c plugins/cuda/cublas_lazy.c \
 	plugins/cuda/memory.c plugins/cuda/cuda_alloc.h plugins/cuda/cuda_alloc.c \
 	plugins/cuda/copy_ops.c plugins/cuda/elementwise_ops.c \
 	plugins/cuda/cuda_kernels.h plugins/cuda/cuda_device.h plugins/cuda/kernel_util.c plugins/cuda/unary_ops.c \

@@ -32,8 +32,10 @@ static void arena_free(arena *a) {
 }
 /* The final result: retained out of the arena, which is then freed. */
 static wk_status finish(arena *a, wk_tensor *r, wk_value *outs) {
-  if (r && !a->failed) r = wk_retain(r);
-  else r = NULL;
+  if (r && !a->failed)
+    r = wk_retain(r);
+  else
+    r = NULL;
   wk_status s = r ? WK_OK : wk_last_error();
   arena_free(a);
   if (r) outs[0] = WK_VT(r);
@@ -76,7 +78,8 @@ static wk_status check_index_target(const char *op, wk_tensor *self, wk_tensor *
   for (int i = 0; same && i < en; i++) same = exp[i] == tsz[i];
   if (!same) {
     size_t k = (size_t)snprintf(a, sizeof a, "[");
-    for (int i = 0; i < en && k < sizeof a; i++) k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", i ? ", " : "", (long long)exp[i]);
+    for (int i = 0; i < en && k < sizeof a; i++)
+      k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", i ? ", " : "", (long long)exp[i]);
     if (k < sizeof a) snprintf(a + k, sizeof a - k, "]");
     return wk_error(WK_ERR_SHAPE, "%s(): Expected target size %s, got %s (input of shape %s)", op, a,
                     cuda_shape_str(target, b, sizeof b), cuda_shape_str(self, c, sizeof c));
@@ -118,8 +121,9 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
     wk_tensor *t1 = K(&ar, wk_reshape(tg, s1, 3));
     wk_tensor *valid = K(&ar, wk_ne_scalar(t1, (double)ignore));
     /* bounds: a valid target outside [0, C) is an error naming its value */
-    wk_tensor *oob = K(&ar, wk_logical_and(valid, K(&ar, wk_logical_or(K(&ar, wk_lt_scalar(t1, 0)),
-                                                                      K(&ar, wk_ge_scalar(t1, (double)C))))));
+    wk_tensor *oob = K(
+        &ar,
+        wk_logical_and(valid, K(&ar, wk_logical_or(K(&ar, wk_lt_scalar(t1, 0)), K(&ar, wk_ge_scalar(t1, (double)C))))));
     wk_tensor *anyb = K(&ar, wk_any(oob));
     double bad = 0;
     if (!ar.failed && wk_item(anyb, &bad)) ar.failed = true;
@@ -298,7 +302,8 @@ static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk
   arena ar = {{0}, 0, false};
   wk_tensor *x = K(&ar, cuda_operand(self, cd, dev)), *t = K(&ar, cuda_operand(target, cd, dev));
   /* loss = (1 - t) x - (1 + (pw - 1) t) logsigmoid(x), logsigmoid(x) = min(x, 0) - log1p(exp(-|x|)) */
-  wk_tensor *lsig = K(&ar, wk_sub(K(&ar, wk_clamp(x, -INFINITY, 0)), K(&ar, wk_log1p(K(&ar, wk_exp(K(&ar, wk_neg(K(&ar, wk_abs(x))))))))));
+  wk_tensor *lsig = K(&ar, wk_sub(K(&ar, wk_clamp(x, -INFINITY, 0)),
+                                  K(&ar, wk_log1p(K(&ar, wk_exp(K(&ar, wk_neg(K(&ar, wk_abs(x))))))))));
   wk_tensor *lw = NULL;
   if (pw) lw = K(&ar, wk_add_scalar(K(&ar, wk_mul(K(&ar, wk_sub_scalar(K(&ar, cuda_operand(pw, cd, dev)), 1)), t)), 1));
   wk_tensor *omt = K(&ar, wk_neg(K(&ar, wk_sub_scalar(t, 1)))); /* 1 - t */

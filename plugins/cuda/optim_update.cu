@@ -24,7 +24,8 @@ __global__ void optim_kernel(cuda_optim_args a, int64_t n) {
         if (b[3]) g = -g;
         if (b[0]) g = cd_round(ADD(g, MUL(f[0], p)), dp);
         if (b[1]) {
-          double m = b[4] ? g : cd_round(ADD(cd_round(MUL(cd_load(a.t[2], o[2], a.dt[2]), f[1]), dp), MUL(f[2], g)), dp);
+          double m =
+              b[4] ? g : cd_round(ADD(cd_round(MUL(cd_load(a.t[2], o[2], a.dt[2]), f[1]), dp), MUL(f[2], g)), dp);
           cd_store(a.t[2], o[2], a.dt[2], m);
           m = cd_load(a.t[2], o[2], a.dt[2]);
           g = b[2] ? cd_round(ADD(g, MUL(f[1], m)), dp) : m;
@@ -39,16 +40,16 @@ __global__ void optim_kernel(cuda_optim_args a, int64_t n) {
         else if (b[2])
           g = cd_round(ADD(g, MUL(f[0], p)), dp);
         double m = cd_round(ADD(cd_round(MUL(cd_load(a.t[2], o[2], a.dt[2]), f[2]), dp), MUL(f[4], g)), dp);
-        double v = cd_round(
-            ADD(cd_round(MUL(cd_load(a.t[3], o[3], a.dt[3]), f[3]), dp), cd_round(MUL(cd_round(MUL(f[5], g), dp), g), dp)),
-            dp);
+        double v = cd_round(ADD(cd_round(MUL(cd_load(a.t[3], o[3], a.dt[3]), f[3]), dp),
+                                cd_round(MUL(cd_round(MUL(f[5], g), dp), g), dp)),
+                            dp);
         cd_store(a.t[2], o[2], a.dt[2], m);
         cd_store(a.t[3], o[3], a.dt[3], v);
         m = cd_load(a.t[2], o[2], a.dt[2]);
         v = cd_load(a.t[3], o[3], a.dt[3]);
         if (b[3]) {
           double x = cd_load(a.t[4], o[4], a.dt[4]);
-          x = (v != v || x != x) ? NAN : v > x ? v : x; // torch.maximum propagates NaN
+          x = (v != v || x != x) ? NAN : v > x ? v : x;  // torch.maximum propagates NaN
           cd_store(a.t[4], o[4], a.dt[4], x);
           v = cd_load(a.t[4], o[4], a.dt[4]);
         }
@@ -59,9 +60,9 @@ __global__ void optim_kernel(cuda_optim_args a, int64_t n) {
       case CUDA_OPT_RMSPROP: {
         if (b[0]) g = -g;
         if (b[1]) g = cd_round(ADD(g, MUL(f[0], p)), dp);
-        double sq = cd_round(
-            ADD(cd_round(MUL(cd_load(a.t[2], o[2], a.dt[2]), f[1]), dp), cd_round(MUL(cd_round(MUL(f[2], g), dp), g), dp)),
-            dp);
+        double sq = cd_round(ADD(cd_round(MUL(cd_load(a.t[2], o[2], a.dt[2]), f[1]), dp),
+                                 cd_round(MUL(cd_round(MUL(f[2], g), dp), g), dp)),
+                             dp);
         cd_store(a.t[2], o[2], a.dt[2], sq);
         sq = cd_load(a.t[2], o[2], a.dt[2]);
         double avg;
@@ -84,7 +85,7 @@ __global__ void optim_kernel(cuda_optim_args a, int64_t n) {
         }
         break;
       }
-      default: { // adagrad
+      default: {  // adagrad
         if (b[0]) g = -g;
         if (b[1]) g = cd_round(ADD(g, MUL(f[0], p)), dp);
         double sum = cd_round(ADD(cd_load(a.t[2], o[2], a.dt[2]), cd_round(MUL(g, g), dp)), dp);

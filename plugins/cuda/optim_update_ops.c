@@ -32,10 +32,14 @@
 /* x rounded to the parameter's dtype (the cpu kernels' rnd). */
 static double rnd(double x, wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return (double)(float)x;
-    case WK_F16: return wk_f16_to_f32(wk_f32_to_f16((float)x));
-    case WK_BF16: return wk_bf16_to_f32(wk_f32_to_bf16((float)x));
-    default: return x;
+    case WK_F32:
+      return (double)(float)x;
+    case WK_F16:
+      return wk_f16_to_f32(wk_f32_to_f16((float)x));
+    case WK_BF16:
+      return wk_bf16_to_f32(wk_f32_to_bf16((float)x));
+    default:
+      return x;
   }
 }
 

@@ -8,7 +8,7 @@
 #include "cuda_device.h"
 #include "cuda_kernels.h"
 
-#define RT 256 // threads per block: a power of two for the tree
+#define RT 256  // threads per block: a power of two for the tree
 
 struct acc {
   double d;
@@ -17,7 +17,9 @@ struct acc {
 };
 
 // NaN-propagating max/min; an index comparison keeps the first occurrence.
-__device__ __forceinline__ bool isnan_d(double v) { return v != v; }
+__device__ __forceinline__ bool isnan_d(double v) {
+  return v != v;
+}
 __device__ __forceinline__ void fold_ext(acc &a, double v, int64_t iv, int64_t j, bool is_max, bool isint) {
   if (a.idx < 0) {
     a.d = v;
@@ -130,7 +132,8 @@ __global__ void __launch_bounds__(RT) reduce_rows(int op, const T *x, int64_t ro
     if (isint && (op == CUDA_R_SUM || op == CUDA_R_PROD)) {
       // wrap-around integer arithmetic, computed unsigned to stay defined
       uint64_t a = op == CUDA_R_PROD ? 1 : 0;
-      for (int64_t j = t; j < len; j += RT) a = op == CUDA_R_PROD ? a * (uint64_t)(int64_t)r[j] : a + (uint64_t)(int64_t)r[j];
+      for (int64_t j = t; j < len; j += RT)
+        a = op == CUDA_R_PROD ? a * (uint64_t)(int64_t)r[j] : a + (uint64_t)(int64_t)r[j];
       si[t] = (int64_t)a;
       __syncthreads();
       for (int s = RT / 2; s > 0; s >>= 1) {
@@ -189,7 +192,7 @@ __global__ void __launch_bounds__(RT) reduce_rows(int op, const T *x, int64_t ro
       }
       double ss = block_sum(dev, sd);
       double dof = (double)len - p;
-      if (dof < 0) dof = 0; // PyTorch: max(0, N - correction)
+      if (dof < 0) dof = 0;  // PyTorch: max(0, N - correction)
       if (t == 0) fout[row] = q != 0 ? sqrt(ss / dof) : ss / dof;
     } else if (t == 0) {
       if (op == CUDA_R_MEAN)

@@ -17,17 +17,28 @@ typedef struct {
 
 static const char *torch_name(wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return "Float";
-    case WK_F64: return "Double";
-    case WK_F16: return "Half";
-    case WK_BF16: return "BFloat16";
-    case WK_I8: return "Char";
-    case WK_U8: return "Byte";
-    case WK_I16: return "Short";
-    case WK_I32: return "Int";
-    case WK_I64: return "Long";
-    case WK_BOOL: return "Bool";
-    default: return "?";
+    case WK_F32:
+      return "Float";
+    case WK_F64:
+      return "Double";
+    case WK_F16:
+      return "Half";
+    case WK_BF16:
+      return "BFloat16";
+    case WK_I8:
+      return "Char";
+    case WK_U8:
+      return "Byte";
+    case WK_I16:
+      return "Short";
+    case WK_I32:
+      return "Int";
+    case WK_I64:
+      return "Long";
+    case WK_BOOL:
+      return "Bool";
+    default:
+      return "?";
   }
 }
 
@@ -38,8 +49,8 @@ static wk_dtype reduce_cd(wk_dtype dt) {
 }
 
 /* Plans a reduction of x over dims (ndims == 0: every dim), as the cpu plugin's plan. */
-static wk_status plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dims, int ndims, bool keepdim,
-                      wk_dtype cd, wk_device dev) {
+static wk_status plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dims, int ndims, bool keepdim, wk_dtype cd,
+                      wk_device dev) {
   memset(p, 0, sizeof *p);
   int nd = wk_tensor_dim(x);
   const int64_t *sz = wk_tensor_sizes(x);
@@ -82,8 +93,8 @@ static wk_status plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dim
 
 /* Runs the row kernel; *f (double) / *i (int64) / *ix (int64 indices) are
  * [rows] tensors made when the pointer is not NULL. */
-static wk_status run(rplan *p, int rop, double pp, double q, wk_tensor **f, wk_tensor **i,
-                     wk_tensor **ix, wk_device dev) {
+static wk_status run(rplan *p, int rop, double pp, double q, wk_tensor **f, wk_tensor **i, wk_tensor **ix,
+                     wk_device dev) {
   int64_t r = p->rows;
   wk_status s = WK_OK;
   if (f && !(*f = cuda_new(&r, 1, WK_F64, dev))) s = wk_last_error();
@@ -129,18 +140,24 @@ static const int64_t *opt_dims(const wk_value *v, int *n) {
   *n = v->tag == WK_V_INTS ? v->len : 0;
   return v->tag == WK_V_INTS ? v->u.ints : NULL;
 }
-static wk_dtype opt_dtype(const wk_value *v) { return v->tag == WK_V_DTYPE ? v->u.dtype : WK_DTYPE_DEFAULT; }
+static wk_dtype opt_dtype(const wk_value *v) {
+  return v->tag == WK_V_DTYPE ? v->u.dtype : WK_DTYPE_DEFAULT;
+}
 
 /* ---- sum, prod, mean ---- */
 static wk_status sum_prod(const wk_kernel_ctx *ctx, const char *op, bool prod, bool is_mean, wk_tensor *x,
                           const int64_t *dims, int ndims, bool keepdim, wk_dtype dtype, wk_value *outs) {
   if (is_mean) {
     if (dtype && !wk_dtype_is_floating(dtype))
-      return wk_error(WK_ERR_DTYPE, "mean(): could not infer output dtype. Optional dtype must be either a floating "
-                      "point or complex dtype. Got: %s", torch_name(dtype));
+      return wk_error(WK_ERR_DTYPE,
+                      "mean(): could not infer output dtype. Optional dtype must be either a floating "
+                      "point or complex dtype. Got: %s",
+                      torch_name(dtype));
     if (!dtype && !wk_dtype_is_floating(wk_tensor_dtype(x)))
-      return wk_error(WK_ERR_DTYPE, "mean(): could not infer output dtype. Input dtype must be either a floating "
-                      "point or complex dtype. Got: %s", torch_name(wk_tensor_dtype(x)));
+      return wk_error(WK_ERR_DTYPE,
+                      "mean(): could not infer output dtype. Input dtype must be either a floating "
+                      "point or complex dtype. Got: %s",
+                      torch_name(wk_tensor_dtype(x)));
   }
   wk_dtype dt = dtype ? dtype : wk_tensor_dtype(x); /* a given dtype converts the input first */
   bool isint = !wk_dtype_is_floating(dt);
@@ -199,8 +216,10 @@ static wk_status extreme(const wk_kernel_ctx *ctx, const char *op, bool is_max, 
   } else if (wk_tensor_numel(x) == 0) {
     if (want == WANT_INDICES)
       return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0.", op);
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): Expected reduction dim to be specified for input.numel() == 0. "
-                    "Specify the reduction dim with the 'dim' argument.", op);
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "%s(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument.",
+                    op);
   }
   bool isint = !wk_dtype_is_floating(dt);
   int64_t dd = d;
@@ -257,16 +276,17 @@ static wk_status float_red(const wk_kernel_ctx *ctx, const char *op, int rop, wk
   if (s) return s;
   if (rop == CUDA_R_NORM && p.len == 0 && (pp < 0 || isinf(pp))) {
     wk_release(p.c);
-    return wk_error(WK_ERR_INVALID_ARG, "norm(): cannot compute the %g norm on an empty tensor because the "
-                    "operation does not have an identity", pp);
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "norm(): cannot compute the %g norm on an empty tensor because the "
+                    "operation does not have an identity",
+                    pp);
   }
   wk_tensor *f = NULL;
   if ((s = run(&p, rop, pp, q, &f, NULL, NULL, ctx->device))) return s;
   return out1(outs, shaped(&p, f, rt));
 }
 
-static wk_status var_std(const wk_kernel_ctx *ctx, const char *op, bool is_std, const wk_value *args,
-                         wk_value *outs) {
+static wk_status var_std(const wk_kernel_ctx *ctx, const char *op, bool is_std, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
   int nd;
   const int64_t *dims = opt_dims(&args[1], &nd);
@@ -302,18 +322,18 @@ static wk_status k_logsumexp(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   wk_dtype rt = wk_dtype_is_floating(wk_tensor_dtype(x)) ? wk_tensor_dtype(x) : WK_F32;
   wk_tensor *in = wk_kernel_cast(x, rt);
   if (!in) return wk_last_error();
-  wk_status s = float_red(ctx, "logsumexp", CUDA_R_LOGSUMEXP, in, args[1].u.ints, args[1].len, WK_ARG_B(2), 0, 0,
-                          rt, outs);
+  wk_status s =
+      float_red(ctx, "logsumexp", CUDA_R_LOGSUMEXP, in, args[1].u.ints, args[1].len, WK_ARG_B(2), 0, 0, rt, outs);
   wk_release(in);
   return s;
 }
 
 /* ---- all, any (bool results; uint8 inputs keep uint8) ---- */
-static wk_status all_any(const wk_kernel_ctx *ctx, const char *op, bool is_all, wk_tensor *x, bool has_dim,
-                         int64_t dim, bool keepdim, wk_value *outs) {
+static wk_status all_any(const wk_kernel_ctx *ctx, const char *op, bool is_all, wk_tensor *x, bool has_dim, int64_t dim,
+                         bool keepdim, wk_value *outs) {
   rplan p;
-  wk_status s = plan(&p, op, x, has_dim ? &dim : NULL, has_dim ? 1 : 0, keepdim, reduce_cd(wk_tensor_dtype(x)),
-                     ctx->device);
+  wk_status s =
+      plan(&p, op, x, has_dim ? &dim : NULL, has_dim ? 1 : 0, keepdim, reduce_cd(wk_tensor_dtype(x)), ctx->device);
   if (s) return s;
   wk_tensor *i = NULL;
   if ((s = run(&p, is_all ? CUDA_R_ALL : CUDA_R_ANY, 0, 0, NULL, &i, NULL, ctx->device))) return s;
@@ -337,13 +357,26 @@ wk_status cuda_register_reduce(void) {
     const char *op;
     wk_kernel_fn fn;
   } table[] = {
-      {"sum", k_sum},           {"sum.dim_IntList", k_sum_dim}, {"mean", k_mean},
-      {"mean.dim", k_mean_dim}, {"prod", k_prod},               {"prod.dim_int", k_prod_dim},
-      {"max", k_max},           {"max.dim", k_max_dim},         {"min", k_min},
-      {"min.dim", k_min_dim},   {"argmax", k_argmax},           {"argmin", k_argmin},
-      {"var.correction", k_var}, {"std.correction", k_std},     {"norm", k_norm},
-      {"logsumexp", k_logsumexp}, {"all", k_all},               {"all.dim", k_all_dim},
-      {"any", k_any},           {"any.dim", k_any_dim},
+      {"sum", k_sum},
+      {"sum.dim_IntList", k_sum_dim},
+      {"mean", k_mean},
+      {"mean.dim", k_mean_dim},
+      {"prod", k_prod},
+      {"prod.dim_int", k_prod_dim},
+      {"max", k_max},
+      {"max.dim", k_max_dim},
+      {"min", k_min},
+      {"min.dim", k_min_dim},
+      {"argmax", k_argmax},
+      {"argmin", k_argmin},
+      {"var.correction", k_var},
+      {"std.correction", k_std},
+      {"norm", k_norm},
+      {"logsumexp", k_logsumexp},
+      {"all", k_all},
+      {"all.dim", k_all_dim},
+      {"any", k_any},
+      {"any.dim", k_any_dim},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
     wk_status s = cuda_reg(table[i].op, table[i].fn, NULL, NULL, "cuda.reduce");

@@ -29,7 +29,9 @@ __device__ __forceinline__ void philox_at(uint64_t seed, uint64_t i, uint32_t ou
   out[3] = c3;
 }
 
-__device__ __forceinline__ float unit_f32(uint32_t x) { return __fmul_rn((float)(x >> 8), 1.0f / 16777216.0f); }
+__device__ __forceinline__ float unit_f32(uint32_t x) {
+  return __fmul_rn((float)(x >> 8), 1.0f / 16777216.0f);
+}
 __device__ __forceinline__ double unit_f64(uint32_t hi, uint32_t lo) {
   return __dmul_rn((double)((((uint64_t)hi << 32) | lo) >> 11), 1.0 / 9007199254740992.0);
 }
@@ -37,10 +39,14 @@ __device__ __forceinline__ double unit_f64(uint32_t hi, uint32_t lo) {
 // Uniform [0, 1) with as many bits as the dtype's significand (the cpu's unit_for).
 __device__ __forceinline__ double unit_for(int dt, const uint32_t r[4]) {
   switch (dt) {
-    case CUDA_F32: return unit_f32(r[0]);
-    case CUDA_F16: return (double)(r[0] >> 21) * (1.0 / 2048.0);
-    case CUDA_BF16: return (double)(r[0] >> 24) * (1.0 / 256.0);
-    default: return unit_f64(r[0], r[1]);
+    case CUDA_F32:
+      return unit_f32(r[0]);
+    case CUDA_F16:
+      return (double)(r[0] >> 21) * (1.0 / 2048.0);
+    case CUDA_BF16:
+      return (double)(r[0] >> 24) * (1.0 / 256.0);
+    default:
+      return unit_f64(r[0], r[1]);
   }
 }
 
@@ -73,18 +79,24 @@ __global__ void random_kernel(int kind, int dt, void *out, int64_t n, uint64_t s
         }
         break;
       }
-      case CUDA_RNG_NORMAL: cd_store(out, i, dt, __dadd_rn(a, __dmul_rn(b, normal_for(dt, r)))); break;
+      case CUDA_RNG_NORMAL:
+        cd_store(out, i, dt, __dadd_rn(a, __dmul_rn(b, normal_for(dt, r))));
+        break;
       case CUDA_RNG_RANDINT: {
         uint64_t x = range <= ((uint64_t)1 << 32) ? (uint64_t)r[0] % range : ((((uint64_t)r[0] << 32) | r[1]) % range);
         int64_t v = (int64_t)((uint64_t)low + x);
         if (dt == CUDA_I64)
           ((int64_t *)out)[i] = v;
         else
-          cd_store(out, i, dt, (double)v); // |v| < 2^53: the host checked the bounds for the dtype
+          cd_store(out, i, dt, (double)v);  // |v| < 2^53: the host checked the bounds for the dtype
         break;
       }
-      case CUDA_RNG_BERN_T: cd_store(out, i, dt, unit_f64(r[0], r[1]) < cd_load(probs, i, pdt) ? 1.0 : 0.0); break;
-      default: cd_store(out, i, dt, unit_f64(r[0], r[1]) < a ? 1.0 : 0.0); break;
+      case CUDA_RNG_BERN_T:
+        cd_store(out, i, dt, unit_f64(r[0], r[1]) < cd_load(probs, i, pdt) ? 1.0 : 0.0);
+        break;
+      default:
+        cd_store(out, i, dt, unit_f64(r[0], r[1]) < a ? 1.0 : 0.0);
+        break;
     }
   }
 }
@@ -113,10 +125,10 @@ extern "C" int cuda_launch_dropout(int ct, void *y, bool *mask, const void *x, i
   if (n <= 0) return 0;
   double q = 1 - p, scale = 1 / (1 - p);
   if (ct == CUDA_F64)
-    dropout_kernel<double><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>((double *)y, mask, (const double *)x, n, q, scale,
-                                                                    seed, offset);
+    dropout_kernel<double>
+        <<<cuda_blocks(n), CUDA_THREADS, 0, st>>>((double *)y, mask, (const double *)x, n, q, scale, seed, offset);
   else
-    dropout_kernel<float><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>((float *)y, mask, (const float *)x, n, q, scale,
-                                                                   seed, offset);
+    dropout_kernel<float>
+        <<<cuda_blocks(n), CUDA_THREADS, 0, st>>>((float *)y, mask, (const float *)x, n, q, scale, seed, offset);
   return CUDA_CHECK_LAUNCH("dropout", "dropout_kernel");
 }

@@ -12,7 +12,9 @@
 
 #include "cuda_kernels.h"
 
-static wk_dtype opt_dtype(const wk_value *v, wk_dtype def) { return v->tag == WK_V_DTYPE ? v->u.dtype : def; }
+static wk_dtype opt_dtype(const wk_value *v, wk_dtype def) {
+  return v->tag == WK_V_DTYPE ? v->u.dtype : def;
+}
 
 static wk_status out1(wk_value *outs, wk_tensor *t) {
   if (!t) return wk_last_error();
@@ -76,8 +78,10 @@ static wk_tensor *filled(const wk_kernel_ctx *ctx, const int64_t *sizes, int nd,
   wk_value pv = *v;
   if (v->tag == WK_V_INT && !wk_dtype_is_floating(dt)) { /* exact int64 through item_i64 */
     int64_t x = 0;
-    if (wk_item_i64(probe, &x)) pv.tag = WK_V_NONE;
-    else pv = WK_VI(x);
+    if (wk_item_i64(probe, &x))
+      pv.tag = WK_V_NONE;
+    else
+      pv = WK_VI(x);
   }
   wk_release(probe);
   if (pv.tag == WK_V_NONE) return NULL;
@@ -330,7 +334,8 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   int64_t n = wk_tensor_numel(input);
   bool active = train && p > 0;
   if (active && !wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "dropout(): expected a floating point input when training, got %s", wk_dtype_name(dt));
+    return wk_error(WK_ERR_DTYPE, "dropout(): expected a floating point input when training, got %s",
+                    wk_dtype_name(dt));
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("dropout", dev);
   if (s) return s;
@@ -347,8 +352,8 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     uint64_t seed = 0, offset = 0;
     if (wk_rng_reserve(dev, (uint64_t)n, &seed, &offset)) goto fail;
     if (!(x = cuda_dense(input, cd, dev)) || !(y = cuda_new(sz, nd, cd, dev))) goto fail;
-    if (cuda_launch_dropout(cuda_dt(cd), wk_tensor_data(y), wk_tensor_data(mask), wk_tensor_data(x), n, p, seed,
-                            offset, cuda_stream(dev)))
+    if (cuda_launch_dropout(cuda_dt(cd), wk_tensor_data(y), wk_tensor_data(mask), wk_tensor_data(x), n, p, seed, offset,
+                            cuda_stream(dev)))
       goto fail;
     wk_release(x);
     x = NULL;
@@ -370,16 +375,26 @@ wk_status cuda_register_rng(void) {
     const char *op;
     wk_kernel_fn fn;
   } regs[] = {
-      {"zeros", k_zeros},           {"ones", k_ones},
-      {"full", k_full},             {"zeros_like", k_zeros_like},
-      {"ones_like", k_ones_like},   {"full_like", k_full_like},
-      {"arange", k_via_cpu},        {"linspace", k_via_cpu},
-      {"eye", k_via_cpu},           {"rand", k_rand_factory},
-      {"randn", k_rand_factory},    {"randint", k_rand_factory},
-      {"randperm", k_randperm},     {"rand_like", k_rand_like},
-      {"randn_like", k_rand_like},  {"bernoulli", k_bernoulli},
-      {"bernoulli.p", k_bernoulli_p}, {"uniform_", k_uniform_},
-      {"normal_", k_normal_},       {"dropout", k_dropout},
+      {"zeros", k_zeros},
+      {"ones", k_ones},
+      {"full", k_full},
+      {"zeros_like", k_zeros_like},
+      {"ones_like", k_ones_like},
+      {"full_like", k_full_like},
+      {"arange", k_via_cpu},
+      {"linspace", k_via_cpu},
+      {"eye", k_via_cpu},
+      {"rand", k_rand_factory},
+      {"randn", k_rand_factory},
+      {"randint", k_rand_factory},
+      {"randperm", k_randperm},
+      {"rand_like", k_rand_like},
+      {"randn_like", k_rand_like},
+      {"bernoulli", k_bernoulli},
+      {"bernoulli.p", k_bernoulli_p},
+      {"uniform_", k_uniform_},
+      {"normal_", k_normal_},
+      {"dropout", k_dropout},
   };
   for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
     wk_status s = cuda_reg(regs[i].op, regs[i].fn, NULL, NULL, "cuda.rng");

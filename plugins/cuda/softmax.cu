@@ -14,7 +14,8 @@ __device__ double tree(double v, double *sh, bool is_max) {
   sh[threadIdx.x] = v;
   __syncthreads();
   for (int s = ST / 2; s > 0; s >>= 1) {
-    if ((int)threadIdx.x < s) sh[threadIdx.x] = is_max ? fmax(sh[threadIdx.x], sh[threadIdx.x + s]) : sh[threadIdx.x] + sh[threadIdx.x + s];
+    if ((int)threadIdx.x < s)
+      sh[threadIdx.x] = is_max ? fmax(sh[threadIdx.x], sh[threadIdx.x + s]) : sh[threadIdx.x] + sh[threadIdx.x + s];
     __syncthreads();
   }
   double r = sh[0];
@@ -87,7 +88,9 @@ __global__ void softmax_bw_slots(bool lg, T *gi, const T *g, const T *y, int64_t
   }
 }
 
-static unsigned row_blocks(int64_t rows) { return (unsigned)(rows < CUDA_MAX_BLOCKS ? rows : CUDA_MAX_BLOCKS); }
+static unsigned row_blocks(int64_t rows) {
+  return (unsigned)(rows < CUDA_MAX_BLOCKS ? rows : CUDA_MAX_BLOCKS);
+}
 
 template <typename T>
 static void fwd(bool lg, void *y, const void *x, int64_t outer, int64_t C, int64_t inner, cudaStream_t st) {
@@ -103,8 +106,8 @@ static void bwd(bool lg, void *gi, const void *g, const void *y, int64_t outer, 
   if (inner == 1)
     softmax_bw_rows<T><<<row_blocks(outer), ST, 0, st>>>(lg, (T *)gi, (const T *)g, (const T *)y, outer, C);
   else
-    softmax_bw_slots<T><<<cuda_blocks(outer * inner), CUDA_THREADS, 0, st>>>(lg, (T *)gi, (const T *)g, (const T *)y,
-                                                                             outer, C, inner);
+    softmax_bw_slots<T>
+        <<<cuda_blocks(outer * inner), CUDA_THREADS, 0, st>>>(lg, (T *)gi, (const T *)g, (const T *)y, outer, C, inner);
 }
 
 extern "C" int cuda_launch_softmax(int ct, bool log, void *y, const void *x, int64_t outer, int64_t C, int64_t inner,

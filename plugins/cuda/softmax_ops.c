@@ -74,8 +74,8 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
   if (gi) {
     int64_t o, c, i;
     split3(out, d, &o, &c, &i);
-    if (cuda_launch_softmax_backward(cuda_dt(cd), lg, wk_tensor_data(gi), wk_tensor_data(g), wk_tensor_data(y), o, c,
-                                     i, cuda_stream(ctx->device))) {
+    if (cuda_launch_softmax_backward(cuda_dt(cd), lg, wk_tensor_data(gi), wk_tensor_data(g), wk_tensor_data(y), o, c, i,
+                                     cuda_stream(ctx->device))) {
       wk_release(gi);
       gi = NULL;
     }

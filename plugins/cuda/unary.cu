@@ -10,25 +10,44 @@ template <typename T>
 __device__ __forceinline__ T ufloat(int op, T x, T p, T q, T r) {
   const T one = 1, half = (T)0.5;
   switch (op) {
-    case CUDA_U_NEG: return -x;
-    case CUDA_U_ABS: return fabs(x);
-    case CUDA_U_EXP: return exp(x);
-    case CUDA_U_LOG: return log(x);
-    case CUDA_U_LOG1P: return log1p(x);
-    case CUDA_U_SQRT: return sqrt(x);
-    case CUDA_U_RSQRT: return one / sqrt(x);
-    case CUDA_U_SIN: return sin(x);
-    case CUDA_U_COS: return cos(x);
-    case CUDA_U_TANH: return tanh(x);
-    case CUDA_U_SIGMOID: return one / (one + exp(-x));
-    case CUDA_U_RELU: return x < 0 ? (T)0 : x; // NaN propagates
-    case CUDA_U_SILU: return x / (one + exp(-x));
-    case CUDA_U_SIGN: return (T)((x > 0) - (x < 0));
-    case CUDA_U_FLOOR: return floor(x);
-    case CUDA_U_CEIL: return ceil(x);
-    case CUDA_U_ROUND: return rint(x); // half to even
-    case CUDA_U_LEAKY_RELU: return x > 0 ? x : x * p;
-    case CUDA_U_GELU: return half * x * (one + erf(x * (T)M_SQRT1_2));
+    case CUDA_U_NEG:
+      return -x;
+    case CUDA_U_ABS:
+      return fabs(x);
+    case CUDA_U_EXP:
+      return exp(x);
+    case CUDA_U_LOG:
+      return log(x);
+    case CUDA_U_LOG1P:
+      return log1p(x);
+    case CUDA_U_SQRT:
+      return sqrt(x);
+    case CUDA_U_RSQRT:
+      return one / sqrt(x);
+    case CUDA_U_SIN:
+      return sin(x);
+    case CUDA_U_COS:
+      return cos(x);
+    case CUDA_U_TANH:
+      return tanh(x);
+    case CUDA_U_SIGMOID:
+      return one / (one + exp(-x));
+    case CUDA_U_RELU:
+      return x < 0 ? (T)0 : x;  // NaN propagates
+    case CUDA_U_SILU:
+      return x / (one + exp(-x));
+    case CUDA_U_SIGN:
+      return (T)((x > 0) - (x < 0));
+    case CUDA_U_FLOOR:
+      return floor(x);
+    case CUDA_U_CEIL:
+      return ceil(x);
+    case CUDA_U_ROUND:
+      return rint(x);  // half to even
+    case CUDA_U_LEAKY_RELU:
+      return x > 0 ? x : x * p;
+    case CUDA_U_GELU:
+      return half * x * (one + erf(x * (T)M_SQRT1_2));
     case CUDA_U_GELU_TANH: {
       const T beta = (T)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = (T)0.044715;
       return half * x * (one + tanh(beta * (x + kappa * x * x * x)));
@@ -37,23 +56,31 @@ __device__ __forceinline__ T ufloat(int op, T x, T p, T q, T r) {
       T m = x < p ? p : x;
       return m > q ? q : m;
     }
-    case CUDA_U_FILL: return p + x * 0;
-    case CUDA_U_NAN_TO_NUM: return x != x ? p : isinf(x) ? (x > 0 ? q : r) : x;
-    default: return x;
+    case CUDA_U_FILL:
+      return p + x * 0;
+    case CUDA_U_NAN_TO_NUM:
+      return x != x ? p : isinf(x) ? (x > 0 ? q : r) : x;
+    default:
+      return x;
   }
 }
 
 __device__ __forceinline__ int64_t uint64op(int op, int64_t x, int64_t lo, int64_t hi) {
   switch (op) {
-    case CUDA_U_NEG: return (int64_t)(0 - (uint64_t)x); // wraps like PyTorch's
-    case CUDA_U_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case CUDA_U_SIGN: return (x > 0) - (x < 0);
-    case CUDA_U_RELU: return x < 0 ? 0 : x;
+    case CUDA_U_NEG:
+      return (int64_t)(0 - (uint64_t)x);  // wraps like PyTorch's
+    case CUDA_U_ABS:
+      return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case CUDA_U_SIGN:
+      return (x > 0) - (x < 0);
+    case CUDA_U_RELU:
+      return x < 0 ? 0 : x;
     case CUDA_U_CLAMP: {
       int64_t m = x < lo ? lo : x;
       return m > hi ? hi : m;
     }
-    default: return x;
+    default:
+      return x;
   }
 }
 
@@ -90,8 +117,8 @@ extern "C" int cuda_launch_unary(int op, int ct, void *out, const void *a, cuda_
     else
       unary_pred<int64_t><<<g, CUDA_THREADS, 0, st>>>(op, (bool *)out, (const int64_t *)a, la, n, c);
   } else if (ct == CUDA_F32) {
-    unary_float<float><<<g, CUDA_THREADS, 0, st>>>(op, (float *)out, (const float *)a, la, (float)p, (float)q,
-                                                   (float)r, n, c);
+    unary_float<float>
+        <<<g, CUDA_THREADS, 0, st>>>(op, (float *)out, (const float *)a, la, (float)p, (float)q, (float)r, n, c);
   } else if (ct == CUDA_F64) {
     unary_float<double><<<g, CUDA_THREADS, 0, st>>>(op, (double *)out, (const double *)a, la, p, q, r, n, c);
   } else {

@@ -10,23 +10,38 @@
 
 #include "cuda_kernels.h"
 
-static const char *const g_names[] = {"neg",   "abs",  "exp",  "log",   "log1p", "sqrt",  "rsqrt", "sin",
-                                      "cos",   "tanh", "sigmoid", "relu", "silu", "sign", "floor", "ceil",
-                                      "round", "logical_not", "leaky_relu", "gelu", "clamp", "isnan", "isinf",
-                                      "nan_to_num", "gelu", "clamp"};
+static const char *const g_names[] = {"neg",   "abs",   "exp",        "log",         "log1p",      "sqrt", "rsqrt",
+                                      "sin",   "cos",   "tanh",       "sigmoid",     "relu",       "silu", "sign",
+                                      "floor", "ceil",  "round",      "logical_not", "leaky_relu", "gelu", "clamp",
+                                      "isnan", "isinf", "nan_to_num", "gelu",        "clamp"};
 
 typedef enum { K_FLOAT, K_FLOAT_ONLY, K_KEEP, K_ROUNDING, K_PRED } ukind;
 
 static ukind kind_of(int op) {
   switch (op) {
-    case CUDA_U_EXP: case CUDA_U_LOG: case CUDA_U_LOG1P: case CUDA_U_SQRT: case CUDA_U_RSQRT: case CUDA_U_SIN:
-    case CUDA_U_COS: case CUDA_U_TANH: case CUDA_U_SIGMOID:
+    case CUDA_U_EXP:
+    case CUDA_U_LOG:
+    case CUDA_U_LOG1P:
+    case CUDA_U_SQRT:
+    case CUDA_U_RSQRT:
+    case CUDA_U_SIN:
+    case CUDA_U_COS:
+    case CUDA_U_TANH:
+    case CUDA_U_SIGMOID:
       return K_FLOAT;
-    case CUDA_U_SILU: case CUDA_U_LEAKY_RELU: case CUDA_U_GELU: case CUDA_U_GELU_TANH:
+    case CUDA_U_SILU:
+    case CUDA_U_LEAKY_RELU:
+    case CUDA_U_GELU:
+    case CUDA_U_GELU_TANH:
       return K_FLOAT_ONLY;
-    case CUDA_U_FLOOR: case CUDA_U_CEIL: case CUDA_U_ROUND: case CUDA_U_NAN_TO_NUM:
+    case CUDA_U_FLOOR:
+    case CUDA_U_CEIL:
+    case CUDA_U_ROUND:
+    case CUDA_U_NAN_TO_NUM:
       return K_ROUNDING;
-    case CUDA_U_LOGICAL_NOT: case CUDA_U_ISNAN: case CUDA_U_ISINF:
+    case CUDA_U_LOGICAL_NOT:
+    case CUDA_U_ISNAN:
+    case CUDA_U_ISINF:
       return K_PRED;
     default:
       return K_KEEP;
@@ -46,26 +61,41 @@ typedef struct {
 
 static const char *pt_name(wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return "Float";
-    case WK_F64: return "Double";
-    case WK_F16: return "Half";
-    case WK_BF16: return "BFloat16";
-    case WK_I8: return "Char";
-    case WK_U8: return "Byte";
-    case WK_I16: return "Short";
-    case WK_I32: return "Int";
-    case WK_I64: return "Long";
-    case WK_BOOL: return "Bool";
-    default: return "?";
+    case WK_F32:
+      return "Float";
+    case WK_F64:
+      return "Double";
+    case WK_F16:
+      return "Half";
+    case WK_BF16:
+      return "BFloat16";
+    case WK_I8:
+      return "Char";
+    case WK_U8:
+      return "Byte";
+    case WK_I16:
+      return "Short";
+    case WK_I32:
+      return "Int";
+    case WK_I64:
+      return "Long";
+    case WK_BOOL:
+      return "Bool";
+    default:
+      return "?";
   }
 }
 
 static double dtype_max(wk_dtype dt) {
   switch (dt) {
-    case WK_F64: return DBL_MAX;
-    case WK_F16: return 65504.0;
-    case WK_BF16: return 3.3895313892515355e38;
-    default: return FLT_MAX;
+    case WK_F64:
+      return DBL_MAX;
+    case WK_F16:
+      return 65504.0;
+    case WK_BF16:
+      return 3.3895313892515355e38;
+    default:
+      return FLT_MAX;
   }
 }
 
@@ -73,11 +103,24 @@ static wk_status int_bound(const char *name, const wk_value *v, wk_dtype rt, int
   int64_t x = v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
   int64_t lo = INT64_MIN, hi = INT64_MAX;
   switch (rt) {
-    case WK_I8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case WK_U8: lo = 0; hi = UINT8_MAX; break;
-    case WK_I16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case WK_I32: lo = INT32_MIN; hi = INT32_MAX; break;
-    default: break;
+    case WK_I8:
+      lo = INT8_MIN;
+      hi = INT8_MAX;
+      break;
+    case WK_U8:
+      lo = 0;
+      hi = UINT8_MAX;
+      break;
+    case WK_I16:
+      lo = INT16_MIN;
+      hi = INT16_MAX;
+      break;
+    case WK_I32:
+      lo = INT32_MIN;
+      hi = INT32_MAX;
+      break;
+    default:
+      break;
   }
   if (x < lo || x > hi)
     return wk_error(WK_ERR_INVALID_ARG, "%s: value %lld cannot be converted to type %s without overflow", name,
@@ -92,7 +135,9 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
   bool fl = wk_dtype_is_floating(dt);
   *rt = dt;
   switch (c->op) {
-    case CUDA_U_LEAKY_RELU: c->p = wk_value_as_f64(&args[1]); break;
+    case CUDA_U_LEAKY_RELU:
+      c->p = wk_value_as_f64(&args[1]);
+      break;
     case CUDA_U_GELU:
       if (strcmp(args[1].u.s, "tanh") == 0)
         c->op = CUDA_U_GELU_TANH;
@@ -127,13 +172,17 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
       }
       return WK_OK;
     }
-    default: break;
+    default:
+      break;
   }
   if (kind_of(c->op) == K_PRED) *rt = WK_BOOL;
   if (fl) return WK_OK;
   switch (kind_of(c->op)) {
-    case K_FLOAT: *rt = WK_F32; break;
-    case K_PRED: break;
+    case K_FLOAT:
+      *rt = WK_F32;
+      break;
+    case K_PRED:
+      break;
     case K_FLOAT_ONLY:
       return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], pt_name(dt));
     case K_ROUNDING:
@@ -142,8 +191,10 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
       break;
     case K_KEEP:
       if (dt == WK_BOOL && c->op == CUDA_U_NEG)
-        return wk_error(WK_ERR_DTYPE, "%s: Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                        "trying to invert a mask, use the `~` or `logical_not()` operator instead.", name);
+        return wk_error(WK_ERR_DTYPE,
+                        "%s: Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                        "trying to invert a mask, use the `~` or `logical_not()` operator instead.",
+                        name);
       if (dt == WK_BOOL && c->op == CUDA_U_RELU)
         return wk_error(WK_ERR_DTYPE, "%s: Boolean inputs not supported for relu", name);
       break;
@@ -182,8 +233,9 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   /* cd: the dtype the kernel reads; integers compute in int64. */
   wk_dtype sd = wk_tensor_dtype(self);
   bool pred = kind_of(c.op) == K_PRED;
-  wk_dtype cd = pred ? (wk_dtype_is_floating(sd) ? wk_compute_dtype(sd) : WK_I64)
-                     : wk_dtype_is_floating(rt) ? wk_compute_dtype(rt) : WK_I64;
+  wk_dtype cd = pred                       ? (wk_dtype_is_floating(sd) ? wk_compute_dtype(sd) : WK_I64)
+                : wk_dtype_is_floating(rt) ? wk_compute_dtype(rt)
+                                           : WK_I64;
   wk_tensor *x = cuda_operand(self, cd, dev), *dst = NULL;
   if (x) dst = cuda_new(wk_tensor_sizes(self), wk_tensor_dim(self), pred ? WK_BOOL : cd, dev);
   if (!dst) {
@@ -230,10 +282,14 @@ wk_status cuda_register_unary(void) {
     const char *name;
     int op;
     cuda_mode mode;
-  } other[] = {{"leaky_relu", CUDA_U_LEAKY_RELU, CUDA_FUNCTIONAL}, {"leaky_relu_", CUDA_U_LEAKY_RELU, CUDA_INPLACE},
-               {"gelu", CUDA_U_GELU, CUDA_FUNCTIONAL},             {"clamp", CUDA_U_CLAMP, CUDA_FUNCTIONAL},
-               {"clamp_", CUDA_U_CLAMP, CUDA_INPLACE},             {"isnan", CUDA_U_ISNAN, CUDA_FUNCTIONAL},
-               {"isinf", CUDA_U_ISINF, CUDA_FUNCTIONAL},           {"nan_to_num", CUDA_U_NAN_TO_NUM, CUDA_FUNCTIONAL}};
+  } other[] = {{"leaky_relu", CUDA_U_LEAKY_RELU, CUDA_FUNCTIONAL},
+               {"leaky_relu_", CUDA_U_LEAKY_RELU, CUDA_INPLACE},
+               {"gelu", CUDA_U_GELU, CUDA_FUNCTIONAL},
+               {"clamp", CUDA_U_CLAMP, CUDA_FUNCTIONAL},
+               {"clamp_", CUDA_U_CLAMP, CUDA_INPLACE},
+               {"isnan", CUDA_U_ISNAN, CUDA_FUNCTIONAL},
+               {"isinf", CUDA_U_ISINF, CUDA_FUNCTIONAL},
+               {"nan_to_num", CUDA_U_NAN_TO_NUM, CUDA_FUNCTIONAL}};
   for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++) s = reg(other[i].name, other[i].op, other[i].mode);
   return s;
 }
