@@ -91,11 +91,11 @@ typedef struct {
 } conv_case;
 
 static const conv_case conv_cases[] = {
-    {2, 3, 8, 8, 4, 3, 1, 1, 1, 1, true},     {4, 16, 12, 10, 32, 3, 1, 1, 1, 1, false},
-    {2, 8, 9, 9, 8, 3, 2, 1, 1, 1, true},     {1, 6, 11, 7, 4, 5, 1, 2, 2, 1, true},
-    {2, 8, 10, 10, 8, 3, 1, 1, 1, 8, true},   {3, 6, 7, 9, 9, 3, 2, 0, 1, 3, false},
-    {2, 64, 8, 8, 64, 1, 1, 0, 1, 1, false},  {2, 1, 28, 28, 32, 3, 1, 1, 1, 1, true},
-    {1, 4, 5, 5, 2, 5, 1, 0, 1, 1, true},     {2, 32, 14, 14, 64, 3, 2, 1, 1, 1, false},
+    {2, 3, 8, 8, 4, 3, 1, 1, 1, 1, true},    {4, 16, 12, 10, 32, 3, 1, 1, 1, 1, false},
+    {2, 8, 9, 9, 8, 3, 2, 1, 1, 1, true},    {1, 6, 11, 7, 4, 5, 1, 2, 2, 1, true},
+    {2, 8, 10, 10, 8, 3, 1, 1, 1, 8, true},  {3, 6, 7, 9, 9, 3, 2, 0, 1, 3, false},
+    {2, 64, 8, 8, 64, 1, 1, 0, 1, 1, false}, {2, 1, 28, 28, 32, 3, 1, 1, 1, 1, true},
+    {1, 4, 5, 5, 2, 5, 1, 0, 1, 1, true},    {2, 32, 14, 14, 64, 3, 2, 1, 1, 1, false},
     {1, 2, 10, 10, 2, 2, 3, 0, 1, 1, true}, /* right padding -2: the last row and column are unused */
 };
 
@@ -114,8 +114,8 @@ static void conv_case_run(const conv_case *c, wk_dtype dt, double tol, int idx) 
   compare("conv2d", fa, 7, tol, what);
   static const int64_t masks[4][3] = {{1, 1, 1}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
   for (int m = 0; m < 4; m++) {
-    wk_value ba[8] = {WK_VT(go), WK_VT(x), WK_VT(w), WK_VINTS(st, 2), WK_VINTS(pd, 2), WK_VINTS(dl, 2),
-                      WK_VI(c->groups), WK_VINTS(masks[m], 3)};
+    wk_value ba[8] = {WK_VT(go),       WK_VT(x),        WK_VT(w),         WK_VINTS(st, 2),
+                      WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VI(c->groups), WK_VINTS(masks[m], 3)};
     /* weight gradients sum over N*oh*ow products: scale the tolerance */
     compare("conv2d_backward", ba, 8, tol * (m == 0 || m == 2 ? 4 : 1), what);
   }
@@ -123,7 +123,8 @@ static void conv_case_run(const conv_case *c, wk_dtype dt, double tol, int idx) 
 }
 
 START_TEST(test_onednn_conv_f32) {
-  for (int i = 0; i < (int)(sizeof conv_cases / sizeof conv_cases[0]); i++) conv_case_run(&conv_cases[i], WK_F32, TOL_F32, i);
+  for (int i = 0; i < (int)(sizeof conv_cases / sizeof conv_cases[0]); i++)
+    conv_case_run(&conv_cases[i], WK_F32, TOL_F32, i);
 }
 END_TEST
 
@@ -161,15 +162,19 @@ START_TEST(test_onednn_conv_fallback) {
   TU_NOTNULL(y0);
   ck_assert_int_eq(wk_tensor_size(y0, 0), 0);
   /* the kernel called directly refuses what it does not handle, with a message */
-  wk_value a[7] = {WK_VT(x), WK_VT(w), WK_VNONE, WK_VINTS((int64_t[]){1}, 1), WK_VINTS((int64_t[]){0}, 1),
-                   WK_VINTS((int64_t[]){1}, 1), WK_VI(1)};
+  wk_value a[7] = {WK_VT(x),
+                   WK_VT(w),
+                   WK_VNONE,
+                   WK_VINTS((int64_t[]){1}, 1),
+                   WK_VINTS((int64_t[]){0}, 1),
+                   WK_VINTS((int64_t[]){1}, 1),
+                   WK_VI(1)};
   wk_value o[1];
   ck_assert_int_ne(call_with("conv2d", "onednn", a, 7, o), WK_OK);
   TU_FAILS_WITH(WK_ERR_UNSUPPORTED, "onednn");
   wk_scope_end();
 }
 END_TEST
-
 
 /* ---- batch_norm / layer_norm ------------------------------------------------------------------ */
 START_TEST(test_onednn_batch_norm) {
@@ -187,8 +192,14 @@ START_TEST(test_onednn_batch_norm) {
         wk_tensor *rm2 = wk_clone(rm1), *rv2 = wk_clone(rv1);
         char what[64];
         snprintf(what, sizeof what, "shape %d train %d affine %d", i, train, affine);
-        wk_value a1[8] = {WK_VT(x), WK_VT(affine ? w : NULL), WK_VT(affine ? b : NULL), WK_VT(rm1), WK_VT(rv1),
-                          WK_VB(train), WK_VF(0.1), WK_VF(1e-5)};
+        wk_value a1[8] = {WK_VT(x),
+                          WK_VT(affine ? w : NULL),
+                          WK_VT(affine ? b : NULL),
+                          WK_VT(rm1),
+                          WK_VT(rv1),
+                          WK_VB(train),
+                          WK_VF(0.1),
+                          WK_VF(1e-5)};
         wk_value o1[3], o2[3];
         TU_OK(call_with("batch_norm", "onednn", a1, 8, o1));
         wk_value a2[8] = {a1[0], a1[1], a1[2], WK_VT(rm2), WK_VT(rv2), a1[5], a1[6], a1[7]};
@@ -197,9 +208,16 @@ START_TEST(test_onednn_batch_norm) {
         assert_close_t(rm1, rm2, TOL_F32, "running_mean");
         assert_close_t(rv1, rv2, TOL_F32, "running_var");
         int64_t mask[3] = {1, affine, affine};
-        wk_value ba[10] = {WK_VT(go), WK_VT(x), a1[1], WK_VT(train ? NULL : rm1), WK_VT(train ? NULL : rv1),
-                           WK_VT(train ? o2[1].u.t : NULL), WK_VT(train ? o2[2].u.t : NULL), WK_VB(train),
-                           WK_VF(1e-5), WK_VINTS(mask, 3)};
+        wk_value ba[10] = {WK_VT(go),
+                           WK_VT(x),
+                           a1[1],
+                           WK_VT(train ? NULL : rm1),
+                           WK_VT(train ? NULL : rv1),
+                           WK_VT(train ? o2[1].u.t : NULL),
+                           WK_VT(train ? o2[2].u.t : NULL),
+                           WK_VB(train),
+                           WK_VF(1e-5),
+                           WK_VINTS(mask, 3)};
         compare("batch_norm_backward", ba, 10, TOL_F32 * 4, what);
       }
     wk_scope_end();
@@ -224,8 +242,8 @@ START_TEST(test_onednn_layer_norm) {
         wk_value o[3];
         TU_OK(call_with("layer_norm", "cpu", a, 5, o));
         int64_t mask[3] = {1, affine, affine};
-        wk_value ba[8] = {WK_VT(go), WK_VT(x), WK_VINTS(ns, k), WK_VT(o[1].u.t), WK_VT(o[2].u.t), a[2], a[3],
-                          WK_VINTS(mask, 3)};
+        wk_value ba[8] = {WK_VT(go), WK_VT(x), WK_VINTS(ns, k),  WK_VT(o[1].u.t), WK_VT(o[2].u.t),
+                          a[2],      a[3],     WK_VINTS(mask, 3)};
         compare("layer_norm_backward", ba, 8, TOL_F32 * 4, what);
       }
     }
@@ -244,8 +262,8 @@ START_TEST(test_onednn_avg_pool) {
     const int64_t *c = cases[i];
     wk_tensor *x = rnd(WK_SHAPE(3, 5, 11, 9), WK_F32, 41 + i);
     int64_t k[1] = {c[0]}, st[1] = {c[1]}, pd[1] = {c[2]};
-    wk_value a[7] = {WK_VT(x), WK_VINTS(k, 1), WK_VINTS(st, c[1] ? 1 : 0), WK_VINTS(pd, 1), WK_VB(c[3]), WK_VB(c[4]),
-                     WK_VNONE};
+    wk_value a[7] = {WK_VT(x),    WK_VINTS(k, 1), WK_VINTS(st, c[1] ? 1 : 0), WK_VINTS(pd, 1), WK_VB(c[3]),
+                     WK_VB(c[4]), WK_VNONE};
     char what[32];
     snprintf(what, sizeof what, "case %d", i);
     wk_value o[1];
@@ -353,7 +371,8 @@ START_TEST(test_onednn_matmul) {
     for (int i = 0; i < 4; i++) {
       wk_scope_begin();
       int64_t M = shapes[i][0], K = shapes[i][1], N = shapes[i][2];
-      wk_tensor *x = rnd(WK_SHAPE(M, K), t, 91 + i), *w = rnd(WK_SHAPE(N, K), t, 92 + i), *g = rnd(WK_SHAPE(M, N), t, 93);
+      wk_tensor *x = rnd(WK_SHAPE(M, K), t, 91 + i), *w = rnd(WK_SHAPE(N, K), t, 92 + i),
+                *g = rnd(WK_SHAPE(M, N), t, 93);
       wk_tensor *wt = wk_t(w), *xt = wk_t(x), *xn = rnd(WK_SHAPE(K, M), t, 94);
       char what[32];
       snprintf(what, sizeof what, "shape %d %s", i, wk_dtype_name(t));
@@ -377,7 +396,8 @@ START_TEST(test_onednn_matmul) {
   }
   /* beta != 1 and tiny products are the cpu kernel's */
   wk_scope_begin();
-  wk_tensor *x = rnd(WK_SHAPE(64, 128), WK_F32, 1), *w = rnd(WK_SHAPE(128, 64), WK_F32, 2), *b = rnd(WK_SHAPE(64), WK_F32, 3);
+  wk_tensor *x = rnd(WK_SHAPE(64, 128), WK_F32, 1), *w = rnd(WK_SHAPE(128, 64), WK_F32, 2),
+            *b = rnd(WK_SHAPE(64), WK_F32, 3);
   wk_value e[5] = {WK_VT(b), WK_VT(x), WK_VT(w), WK_VF(0.5), WK_VF(1)}, o[1];
   ck_assert_int_ne(call_with("addmm", "onednn", e, 5, o), WK_OK);
   wk_clear_error();
@@ -390,9 +410,22 @@ END_TEST
 /* The onednn kernels outrank the cpu ones; relu (NaN handling) and max
  * pooling (PyTorch indices) are left to the cpu plugin. */
 START_TEST(test_onednn_registration) {
-  static const char *ours[] = {"conv2d", "conv2d_backward", "mm", "addmm", "softmax", "log_softmax",
-                               "softmax_backward_data", "layer_norm", "layer_norm_backward", "avg_pool2d",
-                               "adaptive_avg_pool2d", "sigmoid", "tanh_", "silu", "gelu", "gelu_backward"};
+  static const char *ours[] = {"conv2d",
+                               "conv2d_backward",
+                               "mm",
+                               "addmm",
+                               "softmax",
+                               "log_softmax",
+                               "softmax_backward_data",
+                               "layer_norm",
+                               "layer_norm_backward",
+                               "avg_pool2d",
+                               "adaptive_avg_pool2d",
+                               "sigmoid",
+                               "tanh_",
+                               "silu",
+                               "gelu",
+                               "gelu_backward"};
   for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
     int32_t dev, prio;
     const char *name, *owner;
@@ -448,7 +481,8 @@ int main(void) {
   /* also the kernels that stay unregistered by default (measured slower) */
   setenv("WICK_ONEDNN_ALL_KERNELS", "1", 1);
   if (!onednn_loaded()) {
-    printf("SKIP: the onednn plugin is not loaded (%s)\n", getenv("WICK_DISABLE_PLUGINS") ? "disabled" : "not built or failed");
+    printf("SKIP: the onednn plugin is not loaded (%s)\n",
+           getenv("WICK_DISABLE_PLUGINS") ? "disabled" : "not built or failed");
     return 77;
   }
   SRunner *sr = srunner_create(onednn_suite());

@@ -121,7 +121,9 @@ odn_entry *odn_cache_add(const void *key, size_t n, void *val, void (*destroy)(v
   return e;
 }
 
-void *odn_entry_val(odn_entry *e) { return e ? e->val : NULL; }
+void *odn_entry_val(odn_entry *e) {
+  return e ? e->val : NULL;
+}
 
 void odn_cache_unpin(odn_entry *e) {
   if (!e) return;

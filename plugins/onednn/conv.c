@@ -155,10 +155,10 @@ static odn_prim *make_bwd_weights(void *v) {
   conv_descs_init(g, &d);
   dnnl_convolution_desc_t cd;
   odn_prim *p = NULL;
-  if (!odn_check(odn.dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &d.src, &d.wei,
-                                                                    g->bias ? &d.bias : NULL, &d.dst, d.st, d.dl,
-                                                                    d.pl, d.pr),
-                 op, "convolution description")) {
+  if (!odn_check(
+          odn.dilated_convolution_backward_weights_desc_init(&cd, dnnl_convolution_direct, &d.src, &d.wei,
+                                                             g->bias ? &d.bias : NULL, &d.dst, d.st, d.dl, d.pl, d.pr),
+          op, "convolution description")) {
     dnnl_query_t q[4] = {dnnl_query_src_md, dnnl_query_diff_weights_md, dnnl_query_diff_dst_md,
                          dnnl_query_diff_weights_md};
     p = odn_prim_create(op, &cd, NULL, hint, q, 3);
@@ -209,7 +209,8 @@ static bool conv2d_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "conv2d";
   if (!conv2d_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   wk_tensor *x = WK_ARG_T(0), *w = WK_ARG_T(1), *b = WK_ARG_OPT_T(2);
   conv_geo g;
   conv_parse(x, w, &args[3], &args[4], &args[5], WK_ARG_I(6), &g);
@@ -275,7 +276,8 @@ static bool bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "conv2d_backward";
   if (!bwd_ok(args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1), *w = WK_ARG_T(2);
   const int64_t *mask = args[7].u.ints;
   conv_geo g;

@@ -15,9 +15,9 @@ typedef struct {
 } act;
 
 static const act g_acts[] = {
-    {"sigmoid", dnnl_eltwise_logistic, 0, false},  {"sigmoid_", dnnl_eltwise_logistic, 0, true},
-    {"tanh", dnnl_eltwise_tanh, 0, false},         {"tanh_", dnnl_eltwise_tanh, 0, true},
-    {"silu", dnnl_eltwise_swish, 1, false},        {"silu_", dnnl_eltwise_swish, 1, true},
+    {"sigmoid", dnnl_eltwise_logistic, 0, false}, {"sigmoid_", dnnl_eltwise_logistic, 0, true},
+    {"tanh", dnnl_eltwise_tanh, 0, false},        {"tanh_", dnnl_eltwise_tanh, 0, true},
+    {"silu", dnnl_eltwise_swish, 1, false},       {"silu_", dnnl_eltwise_swish, 1, true},
     {"gelu", dnnl_eltwise_gelu_erf, 0, false},
 };
 
@@ -36,8 +36,8 @@ static odn_prim *elt_make(void *v) {
   int64_t one = 1;
   odn_md_strided(&md, 1, &k->n, &one, (dnnl_data_type_t)k->dt);
   dnnl_eltwise_desc_t fd, bd;
-  if (odn_check(odn.eltwise_forward_desc_init(&fd, dnnl_forward_training, (dnnl_alg_kind_t)k->alg, &md, k->alpha, 0), op,
-                "eltwise description"))
+  if (odn_check(odn.eltwise_forward_desc_init(&fd, dnnl_forward_training, (dnnl_alg_kind_t)k->alg, &md, k->alpha, 0),
+                op, "eltwise description"))
     return NULL;
   dnnl_query_t q[1] = {dnnl_query_undef};
   if (!k->bwd) return odn_prim_create(op, &fd, NULL, NULL, q, 0);
@@ -102,7 +102,8 @@ static wk_status k_act(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
     dnnl_memory_desc_t md;
     int64_t one = 1;
     odn_md_strided(&md, 1, &k.n, &one, (dnnl_data_type_t)k.dt);
-    odn_arg ar[2] = {{DNNL_ARG_SRC, NULL, &md, wk_tensor_data(x), false}, {DNNL_ARG_DST, NULL, &md, wk_tensor_data(y), true}};
+    odn_arg ar[2] = {{DNNL_ARG_SRC, NULL, &md, wk_tensor_data(x), false},
+                     {DNNL_ARG_DST, NULL, &md, wk_tensor_data(y), true}};
     s = odn_exec(a->name, odn_entry_val(e), ar, 2);
   }
   odn_cache_unpin(e);
@@ -129,7 +130,8 @@ static bool gelu_bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "gelu_backward";
   if (!gelu_bwd_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1);
   dnnl_alg_kind_t alg = dnnl_eltwise_gelu_erf;
   gelu_alg(&args[2], &alg);

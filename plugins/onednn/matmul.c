@@ -18,7 +18,8 @@ typedef struct {
 
 /* A 2-D operand oneDNN's fast paths read: one of its strides is 1. */
 static bool mat_ok(const wk_tensor *t, wk_dtype dt) {
-  if (!t || wk_tensor_dim(t) != 2 || wk_tensor_dtype(t) != dt || wk_tensor_device(t).type != WK_DEVICE_CPU) return false;
+  if (!t || wk_tensor_dim(t) != 2 || wk_tensor_dtype(t) != dt || wk_tensor_device(t).type != WK_DEVICE_CPU)
+    return false;
   const int64_t *s = wk_tensor_strides(t), *z = wk_tensor_sizes(t);
   if (z[0] <= 0 || z[1] <= 0) return false;
   return (s[1] == 1 && s[0] >= z[1]) || (s[0] == 1 && s[1] >= z[0]);
@@ -39,7 +40,8 @@ static bool mm_parse(wk_tensor *a, wk_tensor *b, wk_tensor *bias, mm_key *k) {
   memcpy(k->sb, wk_tensor_strides(b), sizeof k->sb);
   if (!bias) return true;
   /* bias broadcast to [M, N] from [N], [1, N], [M, 1], [M, N] or a scalar */
-  if (wk_tensor_dtype(bias) != dt || wk_tensor_device(bias).type != WK_DEVICE_CPU || wk_tensor_dim(bias) > 2) return false;
+  if (wk_tensor_dtype(bias) != dt || wk_tensor_device(bias).type != WK_DEVICE_CPU || wk_tensor_dim(bias) > 2)
+    return false;
   int nd = wk_tensor_dim(bias);
   int64_t d[2] = {1, 1}, s[2] = {0, 0};
   for (int i = 0; i < nd; i++) {
@@ -80,7 +82,8 @@ static odn_prim *mm_make(void *v) {
 static wk_status run_mm(const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *bias, wk_value *outs) {
   mm_key k;
   if (!mm_parse(a, b, bias, &k))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   int64_t sz[2] = {k.M, k.N};
   wk_tensor *c = wk_empty(sz, 2, (wk_options){.dtype = wk_tensor_dtype(a)});
   if (!c) return wk_last_error();
@@ -106,7 +109,9 @@ static wk_status run_mm(const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *b
 
 /* Tiny products (a classifier head) run as fast through OpenBLAS, without
  * the primitive's fixed cost: left to the cpu kernel. */
-static bool big_enough(const mm_key *k) { return k->M * k->N * k->K >= ODN_MM_MIN; }
+static bool big_enough(const mm_key *k) {
+  return k->M * k->N * k->K >= ODN_MM_MIN;
+}
 
 static bool mm_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   mm_key k;
@@ -131,7 +136,8 @@ static bool addmm_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   mm_key k;
   if (!addmm_ok(args, &k))
-    return wk_error(WK_ERR_UNSUPPORTED, "addmm(): the onednn kernel does not handle these arguments (the cpu kernel does)");
+    return wk_error(WK_ERR_UNSUPPORTED,
+                    "addmm(): the onednn kernel does not handle these arguments (the cpu kernel does)");
   return run_mm("addmm", WK_ARG_T(1), WK_ARG_T(2), WK_ARG_T(0), outs);
 }
 

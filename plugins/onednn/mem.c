@@ -9,8 +9,7 @@
 
 #define ODN_MAX_ARGS 12
 
-void odn_md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides,
-                    dnnl_data_type_t dt) {
+void odn_md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides, dnnl_data_type_t dt) {
   dnnl_dims_t d, s;
   for (int i = 0; i < nd; i++) {
     d[i] = dims[i];
@@ -24,7 +23,9 @@ void odn_md_of(dnnl_memory_desc_t *md, const wk_tensor *t) {
   odn_md_strided(md, wk_tensor_dim(t), wk_tensor_sizes(t), wk_tensor_strides(t), odn_dt(wk_tensor_dtype(t)));
 }
 
-void *odn_alloc(size_t n) { return wk_device_alloc(wk_cpu(), n ? n : 1); }
+void *odn_alloc(size_t n) {
+  return wk_device_alloc(wk_cpu(), n ? n : 1);
+}
 void odn_free(void *p) {
   if (p) wk_device_free(wk_cpu(), p);
 }
@@ -46,8 +47,7 @@ static odn_prim *make_reorder(void *v) {
   return odn_prim_from_pd(c->op, pd, NULL, 0);
 }
 
-static wk_status run(const char *op, const odn_prim *p, dnnl_exec_arg_t *ea, dnnl_memory_t *mems, int n,
-                     size_t bytes) {
+static wk_status run(const char *op, const odn_prim *p, dnnl_exec_arg_t *ea, dnnl_memory_t *mems, int n, size_t bytes) {
   dnnl_stream_t s = odn_stream(op, bytes);
   if (!s) return wk_last_error();
   void *sp = NULL;

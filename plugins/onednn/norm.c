@@ -156,7 +156,8 @@ static void bn_key_of(bn_key *k, int kind, bool global, wk_tensor *x, double eps
 static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "batch_norm";
   if (!bn_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   wk_tensor *x = WK_ARG_T(0), *w = WK_ARG_OPT_T(1), *b = WK_ARG_OPT_T(2), *rm = WK_ARG_OPT_T(3), *rv = WK_ARG_OPT_T(4);
   bool train = WK_ARG_B(5);
   double momentum = WK_ARG_F(6), eps = WK_ARG_F(7);
@@ -247,7 +248,8 @@ static bool bnb_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "batch_norm_backward";
   if (!bnb_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1), *w = WK_ARG_OPT_T(2);
   bool train = WK_ARG_B(7);
   wk_tensor *mean = train ? WK_ARG_T(5) : WK_ARG_T(3), *second = train ? WK_ARG_T(6) : WK_ARG_T(4);
@@ -372,7 +374,8 @@ static bool ln_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "layer_norm";
   if (!ln_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   wk_tensor *x = WK_ARG_T(0), *w = WK_ARG_OPT_T(2), *b = WK_ARG_OPT_T(3);
   double eps = WK_ARG_F(4);
   ln_key k;
@@ -433,14 +436,15 @@ static bool lnb_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
     return false;
   for (int d = 0; d < wk_tensor_dim(x); d++)
     if (wk_tensor_size(go, d) != wk_tensor_size(x, d)) return false;
-  return flat_ok(mean, M) && flat_ok(rstd, M) && flat_ok(WK_ARG_OPT_T(5), D) && flat_ok(WK_ARG_OPT_T(6), D) &&
-         mean && rstd;
+  return flat_ok(mean, M) && flat_ok(rstd, M) && flat_ok(WK_ARG_OPT_T(5), D) && flat_ok(WK_ARG_OPT_T(6), D) && mean &&
+         rstd;
 }
 
 static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "layer_norm_backward";
   if (!lnb_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1), *mean = WK_ARG_T(3), *rstd = WK_ARG_T(4), *w = WK_ARG_OPT_T(5);
   const int64_t *mask = args[7].u.ints;
   ln_key k;

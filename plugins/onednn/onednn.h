@@ -11,22 +11,25 @@
 #include <wick/sdk/kernel.h>
 
 /* Every oneDNN function the plugin calls (resolved with dlsym at init). */
-#define ODN_FUNCS(X)                                                                                      \
-  X(engine_create) X(engine_destroy) X(stream_create) X(stream_destroy) X(stream_wait)                   \
-  X(memory_desc_init_by_tag) X(memory_desc_init_by_strides) X(memory_desc_equal)                          \
-  X(memory_desc_get_size) X(memory_create) X(memory_destroy) X(primitive_desc_create)                     \
-  X(primitive_desc_destroy) X(primitive_desc_query_md) X(primitive_create) X(primitive_destroy)           \
-  X(primitive_execute) X(primitive_attr_create) X(primitive_attr_destroy)                                 \
-  X(primitive_attr_set_scratchpad_mode) X(primitive_attr_set_post_ops)                                    \
-  X(primitive_attr_set_output_scales) X(primitive_attr_set_fpmath_mode) X(post_ops_create)                \
-  X(post_ops_destroy) X(post_ops_append_eltwise) X(reorder_primitive_desc_create)                         \
-  X(dilated_convolution_forward_desc_init) X(dilated_convolution_backward_data_desc_init)                 \
-  X(dilated_convolution_backward_weights_desc_init) X(matmul_desc_init)                                   \
-  X(batch_normalization_forward_desc_init) X(batch_normalization_backward_desc_init)                      \
-  X(layer_normalization_forward_desc_init) X(layer_normalization_backward_desc_init)                      \
-  X(pooling_v2_forward_desc_init) X(pooling_v2_backward_desc_init) X(eltwise_forward_desc_init)           \
-  X(eltwise_backward_desc_init) X(softmax_v2_forward_desc_init) X(softmax_v2_backward_desc_init)          \
-  X(version)
+#define ODN_FUNCS(X)                                                                                                   \
+  X(engine_create)                                                                                                     \
+  X(engine_destroy) X(stream_create) X(stream_destroy) X(stream_wait) X(memory_desc_init_by_tag)                       \
+      X(memory_desc_init_by_strides) X(memory_desc_equal) X(memory_desc_get_size) X(memory_create) X(memory_destroy)   \
+          X(primitive_desc_create) X(primitive_desc_destroy) X(primitive_desc_query_md) X(primitive_create)            \
+              X(primitive_destroy) X(primitive_execute) X(primitive_attr_create) X(primitive_attr_destroy)             \
+                  X(primitive_attr_set_scratchpad_mode) X(primitive_attr_set_post_ops)                                 \
+                      X(primitive_attr_set_output_scales) X(primitive_attr_set_fpmath_mode) X(post_ops_create)         \
+                          X(post_ops_destroy) X(post_ops_append_eltwise) X(reorder_primitive_desc_create)              \
+                              X(dilated_convolution_forward_desc_init) X(dilated_convolution_backward_data_desc_init)  \
+                                  X(dilated_convolution_backward_weights_desc_init) X(matmul_desc_init)                \
+                                      X(batch_normalization_forward_desc_init)                                         \
+                                          X(batch_normalization_backward_desc_init)                                    \
+                                              X(layer_normalization_forward_desc_init)                                 \
+                                                  X(layer_normalization_backward_desc_init)                            \
+                                                      X(pooling_v2_forward_desc_init) X(pooling_v2_backward_desc_init) \
+                                                          X(eltwise_forward_desc_init) X(eltwise_backward_desc_init)   \
+                                                              X(softmax_v2_forward_desc_init)                          \
+                                                                  X(softmax_v2_backward_desc_init) X(version)
 
 #define ODN_FIELD(f) __typeof__(dnnl_##f) *f;
 typedef struct odn_api {
@@ -34,7 +37,7 @@ typedef struct odn_api {
 } odn_api;
 #undef ODN_FIELD
 
-extern odn_api odn;            /* filled by plugin.c before any kernel registers */
+extern odn_api odn;              /* filled by plugin.c before any kernel registers */
 extern dnnl_engine_t odn_engine; /* the one cpu engine */
 
 /* ---- plugin.c ------------------------------------------------------------------------- */
@@ -98,8 +101,7 @@ odn_entry *odn_prim_get(const void *key, size_t n, odn_prim *(*make)(void *ctx),
 /* A plain descriptor with the tensor's sizes and strides (optionally viewed
  * with other dims: nd/dims/strides given explicitly). */
 void odn_md_of(dnnl_memory_desc_t *md, const wk_tensor *t);
-void odn_md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides,
-                    dnnl_data_type_t dt);
+void odn_md_strided(dnnl_memory_desc_t *md, int nd, const int64_t *dims, const int64_t *strides, dnnl_data_type_t dt);
 /* Scratch memory from the core allocator (64-byte aligned), or NULL. */
 void *odn_alloc(size_t n);
 void odn_free(void *p);
@@ -117,8 +119,8 @@ typedef struct odn_arg {
 /* Runs prim with args (reordering as described) and its scratchpad. */
 wk_status odn_exec(const char *op, const odn_prim *p, const odn_arg *args, int n);
 /* Reorders data between two layouts of the same tensor (cached primitive). */
-wk_status odn_reorder(const char *op, const dnnl_memory_desc_t *from, const void *src,
-                      const dnnl_memory_desc_t *to, void *dst);
+wk_status odn_reorder(const char *op, const dnnl_memory_desc_t *from, const void *src, const dnnl_memory_desc_t *to,
+                      void *dst);
 
 /* ---- kernel families ------------------------------------------------------------------------ */
 wk_status odn_register_conv(void);

@@ -31,7 +31,9 @@ static pthread_key_t g_stream_key;
 static _Thread_local dnnl_stream_t t_stream;
 static _Thread_local int t_threads;
 
-static void stream_free(void *s) { odn.stream_destroy((dnnl_stream_t)s); }
+static void stream_free(void *s) {
+  odn.stream_destroy((dnnl_stream_t)s);
+}
 
 /* Spin count for idle OpenMP workers (iterations before they sleep). 0 is
  * OMP_WAIT_POLICY=PASSIVE; libgomp's default is 300000 (~0.1-1 ms of spinning
@@ -62,8 +64,8 @@ static wk_status load_dnnl(void) {
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !g_lib; i++) g_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
   if (!g_lib)
     return wk_error(WK_ERR_NOT_FOUND, "onednn: cannot load libdnnl.so.2 (apt-get install libdnnl2): %s", dlerror());
-#define ODN_RESOLVE(f)                                                                                            \
-  if (!(*(void **)&odn.f = dlsym(g_lib, "dnnl_" #f)))                                                             \
+#define ODN_RESOLVE(f)                                \
+  if (!(*(void **)&odn.f = dlsym(g_lib, "dnnl_" #f))) \
     return wk_error(WK_ERR_NOT_FOUND, "onednn: libdnnl lacks dnnl_%s (oneDNN 2.6 or newer is needed)", #f);
   ODN_FUNCS(ODN_RESOLVE)
 #undef ODN_RESOLVE
@@ -100,8 +102,9 @@ static void odn_shutdown(void) {
    * loaded (plugins are never unloaded, and libgomp workers may still run). */
 }
 
-WK_PLUGIN_DEFINE("onednn", "0.1.0", "oneDNN 2.x kernels for the cpu device (conv, norms, pooling, eltwise, softmax, matmul)",
-                 odn_init, odn_shutdown)
+WK_PLUGIN_DEFINE("onednn", "0.1.0",
+                 "oneDNN 2.x kernels for the cpu device (conv, norms, pooling, eltwise, softmax, matmul)", odn_init,
+                 odn_shutdown)
 
 /* ---- registration, with optional counts of taken and declined calls --------------------------- */
 /* WICK_ONEDNN_STATS=1: every registration goes through a counting supports()
@@ -142,7 +145,8 @@ wk_status odn_reg(const char *op, wk_kernel_fn fn, wk_supports_fn sup, void *use
     r->sup = sup;
     r->user = user;
     g_fns[g_nstats++] = fn;
-    wk_kernel_desc d = {sizeof d, op, WK_DEVICE_CPU, WK_PRIORITY_OPTIMIZED, counting_kernel, counting_supports, r, "onednn"};
+    wk_kernel_desc d = {sizeof d,          op, WK_DEVICE_CPU, WK_PRIORITY_OPTIMIZED, counting_kernel,
+                        counting_supports, r,  "onednn"};
     return wk_kernel_register(&d);
   }
   wk_kernel_desc d = {sizeof d, op, WK_DEVICE_CPU, WK_PRIORITY_OPTIMIZED, fn, sup, user, "onednn"};
@@ -163,12 +167,12 @@ static void print_stats(void) {
 
 wk_status odn_check(dnnl_status_t st, const char *op, const char *what) {
   if (st == dnnl_success) return WK_OK;
-  static const char *names[] = {"success", "out of memory", "invalid arguments", "unimplemented",
-                                "iterator ends", "runtime error", "not required", "invalid graph",
+  static const char *names[] = {"success",          "out of memory", "invalid arguments", "unimplemented",
+                                "iterator ends",    "runtime error", "not required",      "invalid graph",
                                 "invalid graph op", "invalid shape", "invalid data type"};
   const char *n = (unsigned)st < sizeof names / sizeof names[0] ? names[st] : "unknown status";
-  return wk_error(st == dnnl_out_of_memory ? WK_ERR_NO_MEMORY : WK_ERR_INTERNAL, "%s(): oneDNN %s failed: %s", op,
-                  what, n);
+  return wk_error(st == dnnl_out_of_memory ? WK_ERR_NO_MEMORY : WK_ERR_INTERNAL, "%s(): oneDNN %s failed: %s", op, what,
+                  n);
 }
 
 dnnl_stream_t odn_stream(const char *op, size_t bytes) {
@@ -189,7 +193,9 @@ dnnl_stream_t odn_stream(const char *op, size_t bytes) {
   return t_stream;
 }
 
-bool odn_usable(void) { return !wk_in_parallel(); }
+bool odn_usable(void) {
+  return !wk_in_parallel();
+}
 
 bool odn_all_kernels(void) {
   const char *e = getenv("WICK_ONEDNN_ALL_KERNELS");
@@ -198,10 +204,14 @@ bool odn_all_kernels(void) {
 
 dnnl_data_type_t odn_dt(wk_dtype dt) {
   switch (dt) {
-  case WK_F32: return dnnl_f32;
-  case WK_BF16: return dnnl_bf16;
-  case WK_F16: return dnnl_f16;
-  default: return dnnl_data_type_undef;
+    case WK_F32:
+      return dnnl_f32;
+    case WK_BF16:
+      return dnnl_bf16;
+    case WK_F16:
+      return dnnl_f16;
+    default:
+      return dnnl_data_type_undef;
   }
 }
 

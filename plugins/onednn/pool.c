@@ -192,7 +192,8 @@ static bool adaptive_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 
 static wk_status k_adaptive(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   pool_key k;
-  if (!adaptive_parse(WK_ARG_T(0), &args[1], &k)) return wk_error(WK_ERR_UNSUPPORTED, unsupported, "adaptive_avg_pool2d");
+  if (!adaptive_parse(WK_ARG_T(0), &args[1], &k))
+    return wk_error(WK_ERR_UNSUPPORTED, unsupported, "adaptive_avg_pool2d");
   return pool_run("adaptive_avg_pool2d", &k, WK_ARG_T(0), WK_ARG_T(0), outs);
 }
 

@@ -20,8 +20,8 @@ static void md_of_key(const sm_key *k, dnnl_memory_desc_t *md) {
 
 static odn_prim *sm_make(void *v) {
   const sm_key *k = v;
-  const char *op = k->bwd ? (k->log ? "log_softmax_backward_data" : "softmax_backward_data")
-                          : (k->log ? "log_softmax" : "softmax");
+  const char *op =
+      k->bwd ? (k->log ? "log_softmax_backward_data" : "softmax_backward_data") : (k->log ? "log_softmax" : "softmax");
   dnnl_alg_kind_t alg = k->log ? dnnl_softmax_log : dnnl_softmax_accurate;
   dnnl_memory_desc_t md;
   md_of_key(k, &md);
@@ -82,7 +82,8 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   bool log = ctx->user != NULL, bwd = wk_op_tags(ctx->op) & WK_TAG_BACKWARD;
   const char *op = wk_op_name(ctx->op);
   if (!(bwd ? bwd_supports(ctx, args) : fwd_supports(ctx, args)))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)", op);
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   sm_key k;
   wk_tensor *t = bwd ? WK_ARG_T(1) : WK_ARG_T(0);
   sm_parse(t, bwd ? WK_ARG_I(2) : WK_ARG_I(1), log, bwd, &k);
@@ -93,7 +94,8 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   if (!s) {
     dnnl_memory_desc_t md;
     md_of_key(&k, &md);
-    odn_arg fa[2] = {{DNNL_ARG_SRC, NULL, &md, wk_tensor_data(t), false}, {DNNL_ARG_DST, NULL, &md, wk_tensor_data(r), true}};
+    odn_arg fa[2] = {{DNNL_ARG_SRC, NULL, &md, wk_tensor_data(t), false},
+                     {DNNL_ARG_DST, NULL, &md, wk_tensor_data(r), true}};
     odn_arg ba[3] = {{DNNL_ARG_DST, NULL, &md, wk_tensor_data(t), false},
                      {DNNL_ARG_DIFF_DST, NULL, &md, wk_tensor_data(WK_ARG_T(0)), false},
                      {DNNL_ARG_DIFF_SRC, NULL, &md, wk_tensor_data(r), true}};
