@@ -339,7 +339,11 @@ START_TEST(test_loader_prefetch_pin) {
   /* pinned batches when a device plugin offers pinned memory; pageable (and no error) otherwise */
   wk_tensor *probe = wk_pin_memory(x);
   bool can_pin = probe != NULL;
-  if (!can_pin) TU_FAILS_WITH(WK_ERR_UNSUPPORTED, "pinned");
+  if (!can_pin) { /* no plugin offering pinned memory, or no usable device behind it */
+    ck_assert_msg(wk_last_error() == WK_ERR_UNSUPPORTED || wk_last_error() == WK_ERR_DEVICE, "%s",
+                  wk_last_error_message());
+    wk_clear_error();
+  }
   wk_release(probe);
   for (int w = 0; w < 3; w += 2) {
     dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = w, .pin_memory = true));
@@ -371,8 +375,18 @@ START_TEST(test_loader_prefetch_pin) {
 END_TEST
 
 /* A device type whose plugin offers pinned host memory (what the cuda plugin
- * does with cudaHostAlloc): the loader's pin_memory must then pin every batch. */
-static atomic_int g_pinned_live;
+ * does with cudaHostAlloc): the loader's pin_memory must then pin every batch.
+ * Before it, "pinbroken" offers pinned memory but fails: with a device error
+ * (a missing driver: batches stay pageable) or out of memory (the batch fails). */
+static atomic_int g_pinned_live, g_broken_mode = 1; /* 1: device error, 2: out of memory, 0: no devices */
+static int broken_count(void *u) {
+  return atomic_load(&g_broken_mode) ? 1 : 0;
+}
+static void *broken_pin(void *u, size_t n) {
+  if (atomic_load(&g_broken_mode) == 1) wk_error(WK_ERR_DEVICE, "pinbroken: driver version is insufficient");
+  return NULL;
+}
+static void broken_unpin(void *u, void *p) {}
 static int pin_count(void *u) {
   return 1;
 }
@@ -405,10 +419,33 @@ START_TEST(test_loader_pinned_device) {
                        .copy = pin_copy,
                        .host_alloc_pinned = pin_host,
                        .host_free_pinned = unpin_host};
+  wk_device_iface fb = f;
+  fb.name = "pinbroken";
+  fb.device_count = broken_count;
+  fb.host_alloc_pinned = broken_pin;
+  fb.host_free_pinned = broken_unpin;
   int32_t ty = -1;
+  TU_OK(wk_device_type_register(&fb, &ty)); /* first: wk_pin_memory prefers it while it has a device */
   TU_OK(wk_device_type_register(&f, &ty));
   wk_tensor *x = wk_arange(0, 10, 1, WK_OPTS(.dtype = WK_F32)), *y = wk_arange_int(0, 10, 1, WK_OPTS(.dtype = WK_I64));
   wk_dataset *ds = wk_tensor_dataset((wk_tensor *[]){x, y}, 2);
+  for (int w = 0; w < 3; w += 2) { /* an unusable device: pageable batches, no error */
+    wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = w, .pin_memory = true));
+    for (int k = 0; k < 3; k++) {
+      wk_sample b;
+      TU_OK(wk_dataloader_next(dl, &b));
+      ck_assert(!wk_tensor_is_pinned(b.t[0]));
+      wk_sample_clear(&b);
+    }
+    wk_dataloader_free(dl);
+  }
+  atomic_store(&g_broken_mode, 2); /* out of pinned memory: the batch fails, naming the option */
+  wk_dataloader *bad = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = 2, .pin_memory = true));
+  wk_sample bb;
+  ck_assert_int_eq(wk_dataloader_next(bad, &bb), WK_ERR_NO_MEMORY);
+  TU_FAILS_WITH(WK_ERR_NO_MEMORY, "dataloader: pin_memory of batch 0 (samples 0..3), field 0: pin_memory: pinbroken");
+  wk_dataloader_free(bad);
+  atomic_store(&g_broken_mode, 0); /* no devices left there: the working plugin pins */
   for (int w = 0; w < 3; w += 2) {
     wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = w, .pin_memory = true));
     wk_sample b;

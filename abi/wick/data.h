@@ -133,8 +133,9 @@ typedef struct wk_loader_opts {
                               needs num_workers > 0 */
   /* Batches in page-locked host memory (wk_pin_memory, done in the workers),
    * which a device plugin copies from asynchronously (wk_to_non_blocking).
-   * When no loaded device plugin offers pinned memory, batches stay in
-   * pageable memory, as PyTorch's pin_memory without CUDA. */
+   * When no loaded device plugin offers pinned memory, or its device is
+   * unusable (no driver), batches stay in pageable memory, as PyTorch's
+   * pin_memory without CUDA; running out of pinned memory fails the batch. */
   bool pin_memory;
   /* Seconds to wait for a batch from the workers (0: forever). A batch not
    * ready in time is a WK_ERR_STATE naming the timeout, returned at once; the

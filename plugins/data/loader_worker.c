@@ -16,15 +16,16 @@ char *dt_msg(const char *prefix, const char *m) {
 }
 
 /* pin_memory: moves the batch's tensors to page-locked memory. No plugin
- * offering it is not an error (batches stay pageable, as PyTorch without
- * CUDA); any other failure fails the batch. */
+ * offering it, or no usable device behind it (WK_ERR_DEVICE: no driver),
+ * is not an error: batches stay pageable from then on, as PyTorch does when
+ * CUDA is unavailable. Any other failure (out of pinned memory) fails the batch. */
 static void pin_batch(wk_dataloader *dl, const char *what, dt_slot *r) {
   for (int i = 0; i < r->batch.n && !atomic_load(&dl->pin_off); i++) {
     wk_tensor *p = wk_pin_memory(r->batch.t[i]);
     if (p) {
       wk_release(r->batch.t[i]);
       r->batch.t[i] = p;
-    } else if (wk_last_error() == WK_ERR_UNSUPPORTED) {
+    } else if (wk_last_error() == WK_ERR_UNSUPPORTED || wk_last_error() == WK_ERR_DEVICE) {
       atomic_store(&dl->pin_off, true);
       wk_clear_error();
     } else {
