@@ -62,10 +62,10 @@ wk_status cuda_cublas(const char *op, int device, cublasHandle_t *out);
 wk_status cuda_cudnn(const char *op, int device, cudnnHandle_t *out);
 
 /* Library statuses as Wick errors: "mm: cublasGemmEx failed: CUBLAS_STATUS_...". */
-wk_status cuda_cublas_error(cublasStatus_t st, const char *op, const char *call);
-wk_status cuda_cudnn_error(cudnnStatus_t st, const char *op, const char *call);
-#define CUBLAS_CHECK(op, call) cuda_cublas_error((call), (op), #call)
-#define CUDNN_CHECK(op, call) cuda_cudnn_error((call), (op), #call)
+wk_status cuda_lib_cublas_error(cublasStatus_t st, const char *op, const char *call);
+wk_status cuda_lib_cudnn_error(cudnnStatus_t st, const char *op, const char *call);
+#define CUBLAS_CHECK(op, call) cuda_lib_cublas_error((call), (op), #call)
+#define CUDNN_CHECK(op, call) cuda_lib_cudnn_error((call), (op), #call)
 
 /* ---- small helpers shared by the op families ---- */
 /* A new zero tensor on dev (cudaMemsetAsync on the current stream). */

@@ -300,7 +300,7 @@ static wk_status ws_size(const char *op, cudnnHandle_t h, int kind, const descs 
 }
 
 /* Benchmarking gets the largest workspace any algorithm asks for (up to
- * 1 GiB), halved while the allocator cannot give it. */
+ * 1 GiB), halved while the allocator cannot give it (down to 1 MiB, then none). */
 static void *bench_workspace(cudnnHandle_t h, int kind, const descs *d, int device, size_t *n) {
   int count = kind == FWD        ? CUDNN_CONVOLUTION_FWD_ALGO_COUNT
               : kind == BWD_DATA ? CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
@@ -312,7 +312,7 @@ static void *bench_workspace(cudnnHandle_t h, int kind, const descs *d, int devi
     wk_clear_error(); /* algorithms that do not apply */
   }
   if (want > ((size_t)1 << 30)) want = (size_t)1 << 30;
-  for (; want >= ((size_t)1 << 20); want /= 2) {
+  for (; want > 0; want = want > ((size_t)1 << 20) ? want / 2 : 0) {
     void *p = cuda_malloc(device, want);
     if (p) {
       *n = want;
@@ -392,6 +392,19 @@ static wk_status choose(const char *op, cudnnHandle_t h, int kind, const conv_ge
 }
 
 /* ---- kernels ------------------------------------------------------------------------------------ */
+/* conv2d of an empty input with a non-empty output (no input channels, or
+ * an empty image with padding): out = bias broadcast over the channels, or 0. */
+static wk_status empty_input_out(const char *op, wk_tensor *out, wk_tensor *bias, const conv_geo *g, wk_device dev) {
+  cudaStream_t st = cuda_current_stream(dev.index);
+  if (!bias)
+    return CUDA_CHECK(op,
+                      cudaMemsetAsync(wk_tensor_data(out), 0, (size_t)wk_tensor_numel(out) * wk_dtype_size(g->dt), st));
+  cuda_strided lb = cuda_layout(out, NULL, 0);
+  for (int d = 0; d < lb.ndim; d++) lb.strides[d] = d == lb.ndim - 3 ? 1 : 0; /* bias[c] along the channels */
+  return (wk_status)cuda_launch_copy(wk_tensor_data(out), (int)g->dt, cuda_layout(out, NULL, 0), wk_tensor_data(bias),
+                                     (int)g->dt, lb, wk_tensor_numel(out), st);
+}
+
 static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "conv2d";
   wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_T(1), *bias = WK_ARG_OPT_T(2);
@@ -420,11 +433,12 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     s = wk_last_error();
     goto done;
   }
+  if (wk_tensor_numel(x) == 0) { /* an empty sum (no channels, or only padding): the bias alone */
+    s = empty_input_out(op, out, bc, &g, dev);
+    goto done;
+  }
   if ((s = cuda_cudnn(op, dev.index, &h)) || (s = descs_make(op, &g, &d))) goto done;
-  if (g.C == 0) { /* an empty sum: the bias alone */
-    s = CUDA_CHECK(op, cudaMemsetAsync(wk_tensor_data(out), 0, (size_t)wk_tensor_numel(out) * wk_dtype_size(g.dt),
-                                       cuda_current_stream(dev.index)));
-  } else {
+  {
     int algo = 0;
     size_t wsn = 0;
     bufs b = {wk_tensor_data(x), wk_tensor_data(w), wk_tensor_data(out)};
@@ -486,7 +500,16 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     s = wk_last_error();
     goto done;
   }
-  if (wk_tensor_numel(go) == 0 || g.C == 0 || !(mask[0] || mask[1] || mask[2])) goto done;
+  if (wk_tensor_numel(go) == 0 || !(mask[0] || mask[1] || mask[2])) goto done;
+  if (wk_tensor_numel(input) == 0) { /* only the bias saw grad_output */
+    if (gb) {
+      int64_t dims4[3] = {0, 2, 3}, dims3[2] = {1, 2};
+      wk_tensor *sum = wk_sum_dim(go, g.xd == 4 ? dims4 : dims3, g.xd == 4 ? 3 : 2, false);
+      if (!sum || !wk_copy_(gb, sum)) s = wk_last_error();
+      wk_release(sum);
+    }
+    goto done;
+  }
   if (!(dy = cuda_lib_prep(go, g.dt)) || (mask[1] && !(x = cuda_lib_prep(input, g.dt))) ||
       (mask[0] && !(w = cuda_lib_prep(weight, g.dt)))) {
     s = wk_last_error();

@@ -30,7 +30,7 @@ bool cuda_deterministic(void) {
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */
-wk_status cuda_cublas_error(cublasStatus_t st, const char *op, const char *call) {
+wk_status cuda_lib_cublas_error(cublasStatus_t st, const char *op, const char *call) {
   if (st == CUBLAS_STATUS_SUCCESS) return WK_OK;
   char name[64];
   const char *paren = strchr(call, '(');
@@ -44,7 +44,7 @@ wk_status cuda_cublas_error(cublasStatus_t st, const char *op, const char *call)
   return wk_error(code, "%s: %s failed: %s", op, name, cublasGetStatusString(st));
 }
 
-wk_status cuda_cudnn_error(cudnnStatus_t st, const char *op, const char *call) {
+wk_status cuda_lib_cudnn_error(cudnnStatus_t st, const char *op, const char *call) {
   if (st == CUDNN_STATUS_SUCCESS) return WK_OK;
   char name[64], detail[256] = "";
   const char *paren = strchr(call, '(');
