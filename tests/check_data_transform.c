@@ -154,6 +154,12 @@ START_TEST(test_transform_random_resized_crop) {
   wk_tensor *y = apply(fb2, x48, 3); /* window 4 x 4 at column (8 - 4) / 2 = 2 */
   TU_EQ_VALS(y, 2, 3, 4, 5, 10, 11, 12, 13, 18, 19, 20, 21, 26, 27, 28, 29);
   wk_release(y);
+  /* the image's own ratio in range: the whole image, resized (4 x 8 -> 2 x 4 takes 2 x 2 block means) */
+  wk_transform *fb3 = wk_transform_random_resized_crop(2, 4, (const double[]){4, 4}, (const double[]){1, 3}, 7);
+  y = apply(fb3, x48, 3);
+  TU_EQ_VALS(y, 4.5, 6.5, 8.5, 10.5, 20.5, 22.5, 24.5, 26.5);
+  wk_release(y);
+  wk_transform_free(fb3);
   wk_release(x48);
   wk_release(x84);
   wk_release(x);
