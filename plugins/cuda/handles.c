@@ -4,6 +4,7 @@
  * Handles are per thread because neither library lets two threads drive one
  * handle at once, and per stream so a handle's workspace is only ever used
  * in its own stream's order. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +70,28 @@ typedef struct entry {
   void *ws; /* cuBLAS workspace, from the caching allocator; lives as long as the thread */
 } entry;
 
-/* Not freed at thread exit: like PyTorch's handle pools, a thread's handles
- * live for the process (a few per thread and stream). */
+/* A thread's handles live until it exits (a few per thread and stream); the
+ * key's destructor then returns them. The main thread's live for the process. */
 static _Thread_local entry *tl_entries;
+static pthread_key_t g_key;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static bool g_key_ok;
+
+static void free_entries(void *head) {
+  for (entry *e = head, *next; e; e = next) {
+    next = e->next;
+    if (cudaSetDevice(e->device) == cudaSuccess) { /* destroying waits for the handle's work */
+      if (e->blas) cublasDestroy(e->blas);
+      if (e->dnn) cudnnDestroy(e->dnn);
+      if (e->ws) cuda_free(e->device, e->ws);
+    }
+    cudaGetLastError();
+    free(e);
+  }
+}
+static void make_key(void) {
+  g_key_ok = pthread_key_create(&g_key, free_entries) == 0;
+}
 
 static entry *find_entry(const char *op, int device) {
   cudaStream_t s = cuda_current_stream(device);
@@ -86,6 +106,8 @@ static entry *find_entry(const char *op, int device) {
   e->stream = s;
   e->next = tl_entries;
   tl_entries = e;
+  pthread_once(&g_key_once, make_key);
+  if (g_key_ok) pthread_setspecific(g_key, tl_entries);
   return e;
 }
 
