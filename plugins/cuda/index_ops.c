@@ -164,6 +164,43 @@ static wk_status bounds_error(const char *op, int64_t v, int d, int64_t size) {
                   d, (long long)size);
 }
 
+/* gather of checked arguments on dev; with check, out-of-range indices are
+ * an error (read back from the device: a synchronisation), without it the
+ * caller guarantees them in range (they are skipped if not). */
+static wk_tensor *gather_run(wk_tensor *self, int d, wk_tensor *index, wk_device dev, bool check) {
+  int64_t n = wk_tensor_numel(index);
+  wk_dtype dt = wk_tensor_dtype(self);
+  wk_tensor *r = cuda_new(wk_tensor_sizes(index), wk_tensor_dim(index), dt, dev);
+  if (!r || n == 0) return r;
+  wk_tensor *x = cuda_operand(self, dt, dev), *ix = cuda_dense(index, WK_I64, dev), *slot = cuda_slot_new(dev);
+  int ind = wk_tensor_dim(ix) > 0 ? wk_tensor_dim(ix) : 1;
+  wk_status s;
+  if (x && ix && slot)
+    s = (wk_status)cuda_launch_gather((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(x), sg_layout(x, ind),
+                                      wk_tensor_data(ix), sg_layout(ix, ind), d, wk_tensor_data(slot), n,
+                                      cuda_stream(dev));
+  else
+    s = wk_last_error();
+  bool bad = false;
+  int64_t bv = 0;
+  if (!s && check)
+    s = bad_index(slot, ix, n, &bad, &bv);
+  else
+    wk_release(slot);
+  if (!s && bad) s = bounds_error("gather", bv, d, nsize(self, d));
+  wk_release(x);
+  wk_release(ix);
+  if (s) {
+    wk_release(r);
+    return NULL;
+  }
+  return r;
+}
+
+wk_tensor *cuda_gather_nocheck(wk_tensor *self, int dim, wk_tensor *index) {
+  return gather_run(self, dim, index, wk_tensor_device(self), false);
+}
+
 static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int d = 0;
@@ -176,33 +213,8 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
                       wk_dtype_name(wk_tensor_dtype(index)));
     if ((s = sg_shape_check("gather", self, d, index, NULL))) return s;
   }
-  wk_device dev = ctx->device;
-  if ((s = cuda_enter("gather", dev))) return s;
-  wk_dtype dt = wk_tensor_dtype(self);
-  wk_tensor *r = cuda_new(wk_tensor_sizes(index), wk_tensor_dim(index), dt, dev);
-  if (!r || n == 0) return out1(outs, r);
-  wk_tensor *x = cuda_operand(self, dt, dev), *ix = cuda_dense(index, WK_I64, dev), *slot = cuda_slot_new(dev);
-  int ind = wk_tensor_dim(ix) > 0 ? wk_tensor_dim(ix) : 1;
-  if (x && ix && slot)
-    s = (wk_status)cuda_launch_gather((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(x), sg_layout(x, ind),
-                                      wk_tensor_data(ix), sg_layout(ix, ind), d, wk_tensor_data(slot), n,
-                                      cuda_stream(dev));
-  else
-    s = wk_last_error();
-  bool bad = false;
-  int64_t bv = 0;
-  if (!s)
-    s = bad_index(slot, ix, n, &bad, &bv);
-  else
-    wk_release(slot);
-  if (!s && bad) s = bounds_error("gather", bv, d, nsize(self, d));
-  wk_release(x);
-  wk_release(ix);
-  if (s) {
-    wk_release(r);
-    return s;
-  }
-  return out1(outs, r);
+  if ((s = cuda_enter("gather", ctx->device))) return s;
+  return out1(outs, gather_run(self, d, index, ctx->device, true));
 }
 
 typedef struct {
@@ -502,6 +514,18 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("one_hot", dev);
   if (s) return s;
+  if (n > 0 && nc > 0) { /* one read-back: are all classes in [0, nc)? */
+    wk_tensor *lo = cuda_cmp_int("lt.Scalar", self, 0), *hi = lo ? cuda_cmp_int("ge.Scalar", self, nc) : NULL;
+    wk_tensor *bad = hi ? wk_logical_or(lo, hi) : NULL, *any = bad ? wk_any(bad) : NULL;
+    double v = 0;
+    s = any ? wk_item(any, &v) : wk_last_error();
+    wk_release(lo);
+    wk_release(hi);
+    wk_release(bad);
+    wk_release(any);
+    if (s) return s;
+    if (v == 0) n = 0; /* valid: skip the min/max below */
+  }
   if (n > 0) {
     wk_tensor *tmn = wk_min(self), *tmx = tmn ? wk_max(self) : NULL;
     int64_t mn = 0, mx = 0;

@@ -119,11 +119,10 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
   } else {
     wk_tensor *tg = K(&ar, cuda_operand(target, WK_I64, dev));
     wk_tensor *t1 = K(&ar, wk_reshape(tg, s1, 3));
-    wk_tensor *valid = K(&ar, wk_ne_scalar(t1, (double)ignore));
+    wk_tensor *valid = K(&ar, cuda_cmp_int("ne.Scalar", t1, ignore));
     /* bounds: a valid target outside [0, C) is an error naming its value */
-    wk_tensor *oob = K(
-        &ar,
-        wk_logical_and(valid, K(&ar, wk_logical_or(K(&ar, wk_lt_scalar(t1, 0)), K(&ar, wk_ge_scalar(t1, (double)C))))));
+    wk_tensor *oob = K(&ar, wk_logical_and(valid, K(&ar, wk_logical_or(K(&ar, cuda_cmp_int("lt.Scalar", t1, 0)),
+                                                                       K(&ar, cuda_cmp_int("ge.Scalar", t1, C))))));
     wk_tensor *anyb = K(&ar, wk_any(oob));
     double bad = 0;
     if (!ar.failed && wk_item(anyb, &bad)) ar.failed = true;
@@ -143,7 +142,7 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
     wk_tensor *zero = K(&ar, wk_zeros_like(t1, (wk_options){.dtype = WK_I64, .device = dev}));
     wk_tensor *safe = K(&ar, wk_where(valid, t1, zero));
     wk_tensor *validf = K(&ar, wk_to_dtype(valid, cd));
-    wk_tensor *picked = K(&ar, wk_gather(lp3, 1, safe)); /* [N, 1, S] */
+    wk_tensor *picked = K(&ar, cuda_gather_nocheck(lp3, 1, safe)); /* [N, 1, S] */
     wk_tensor *wsel = NULL;
     if (w3) {
       int64_t flat = N * S;
