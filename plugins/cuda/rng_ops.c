@@ -72,19 +72,22 @@ static wk_status k_via_cpu(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
 static wk_tensor *filled(const wk_kernel_ctx *ctx, const int64_t *sizes, int nd, wk_dtype dt, const wk_value *v) {
   const char *op = wk_op_name(ctx->op);
   if (check_sizes(op, sizes, nd)) return NULL;
-  wk_value fa[4] = {WK_VINTS(NULL, 0), *v, WK_VDT(dt), WK_VDEV(wk_cpu())}, fo[1];
-  if (wk_call("full", fa, 4, fo) != WK_OK) return NULL;
-  wk_tensor *probe = fo[0].u.t;
   wk_value pv = *v;
-  if (v->tag == WK_V_INT && !wk_dtype_is_floating(dt)) { /* exact int64 through item_i64 */
-    int64_t x = 0;
-    if (wk_item_i64(probe, &x))
-      pv.tag = WK_V_NONE;
-    else
-      pv = WK_VI(x);
+  /* 0 and 1 (zeros, ones: autograd makes many) fit every dtype: no cpu check */
+  if (!(v->tag == WK_V_INT && (v->u.i == 0 || v->u.i == 1)) || !(dt >= WK_F32 && dt <= WK_BOOL)) {
+    wk_value fa[4] = {WK_VINTS(NULL, 0), *v, WK_VDT(dt), WK_VDEV(wk_cpu())}, fo[1];
+    if (wk_call("full", fa, 4, fo) != WK_OK) return NULL;
+    wk_tensor *probe = fo[0].u.t;
+    if (v->tag == WK_V_INT && !wk_dtype_is_floating(dt)) { /* exact int64 through item_i64 */
+      int64_t x = 0;
+      if (wk_item_i64(probe, &x))
+        pv.tag = WK_V_NONE;
+      else
+        pv = WK_VI(x);
+    }
+    wk_release(probe);
+    if (pv.tag == WK_V_NONE) return NULL;
   }
-  wk_release(probe);
-  if (pv.tag == WK_V_NONE) return NULL;
   if (cuda_enter(op, ctx->device)) return NULL;
   wk_tensor *t = cuda_new(sizes, nd, dt, ctx->device);
   wk_value a[2] = {WK_VT(t), pv}, o[1];
