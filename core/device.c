@@ -532,6 +532,13 @@ wk_tensor *wk_pin_memory(wk_tensor *t) {
              types);
     return NULL;
   }
+  const wk_device_iface *d = &g_devs[type].iface;
+  if (d->device_count(d->user) == 0) { /* like PyTorch without a GPU: callers may go on unpinned */
+    const char *why = d->status_message ? d->status_message(d->user) : NULL;
+    wk_error(WK_ERR_UNSUPPORTED, "pin_memory: pinned memory needs a device, and %s has none%s%s", d->name,
+             why && *why ? ": " : "", why ? why : "");
+    return NULL;
+  }
   wk_tensor *r = pinned_empty("pin_memory", type, t->sizes, t->ndim, t->dtype);
   if (r && !wk_copy_(r, t)) {
     wk_release(r);

@@ -178,7 +178,8 @@ static const char *none_status(void *u) { return "no driver here"; }
 static int32_t register_none(void) {
   wk_device_iface f = {.struct_size = sizeof f, .abi_version = wk_abi_version(), .name = "none",
                        .device_count = none_count, .alloc = gpu_alloc, .free = gpu_free, .copy = gpu_copy,
-                       .status_message = none_status, .memory_stats = gpu_stats};
+                       .status_message = none_status, .memory_stats = gpu_stats,
+                       .host_alloc_pinned = gpu_pin, .host_free_pinned = gpu_unpin};
   int32_t ty = -1;
   TU_OK(wk_device_type_register(&f, &ty));
   return ty;
@@ -478,6 +479,12 @@ START_TEST(test_device_absent) {
   ck_assert_ptr_null(wk_current_stream(n0).handle);
   ck_assert_int_eq(wk_device_set_current(n0), WK_ERR_DEVICE);
   wk_clear_error();
+  /* pinned memory offered but no device: UNSUPPORTED with the reason (a loader goes on unpinned) */
+  wk_tensor *x = TU_T(WK_F32, (2), 1, 2);
+  ck_assert_ptr_null(wk_pin_memory(x));
+  TU_FAILS_WITH(WK_ERR_UNSUPPORTED, "pin_memory: pinned memory needs a device, and none has none: no driver here");
+  ck_assert_int_eq(g_pinned_live, 0);
+  wk_release(x);
   /* the default summary, built from memory_stats, for a plugin without its own */
   wk_device_iface f = {.struct_size = sizeof f, .abi_version = wk_abi_version(), .name = "plain",
                        .device_count = old_count, .alloc = gpu_alloc, .free = gpu_free, .copy = gpu_copy,

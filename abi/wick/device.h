@@ -215,7 +215,9 @@ WK_API wk_status wk_device_copy_async(void *dst, wk_device dst_dev, const void *
 /* A copy of cpu tensor t in page-locked host memory (tensor.pin_memory()),
  * from the first device plugin that offers pinned memory. Returns a new
  * reference (t itself, as a new handle, when already pinned); NULL with
- * WK_ERR_UNSUPPORTED when no loaded plugin offers pinned memory. */
+ * WK_ERR_UNSUPPORTED when no loaded plugin offers pinned memory or its
+ * plugin has no device (the message says why), so callers such as a data
+ * loader may go on with pageable memory, as PyTorch does without a GPU. */
 WK_API wk_tensor *wk_pin_memory(wk_tensor *t);
 /* True when t's storage is page-locked host memory from wk_pin_memory. */
 WK_API bool wk_tensor_is_pinned(const wk_tensor *t);

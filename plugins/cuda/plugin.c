@@ -129,7 +129,9 @@ static size_t dev_summary(void *u, int index, char *buf, size_t n) {
 }
 
 wk_status cuda_reg(const char *op, wk_kernel_fn fn, wk_supports_fn supports, void *user, const char *name) {
-  wk_kernel_desc d = {sizeof d, op, cuda_device_type, WK_PRIORITY_OPTIMIZED, fn, supports, user, name};
+  /* REFERENCE: these are cuda's base kernels (above the core's device-agnostic
+   * composites); a third party's faster cuda kernel wins at OPTIMIZED. */
+  wk_kernel_desc d = {sizeof d, op, cuda_device_type, WK_PRIORITY_REFERENCE, fn, supports, user, name};
   return wk_kernel_register(&d);
 }
 
