@@ -78,6 +78,12 @@ static void range_close(void *self, void *stream) {
   free(stream);
 }
 static const wk_iterable_impl range_impl = {sizeof(wk_iterable_impl), range_open, range_next, range_close, NULL};
+/* A transform that keeps the value and records its stream seed in the fraction. */
+static wk_tensor *seed_tag(void *user, wk_tensor *x, uint64_t seed) {
+  double v;
+  if (wk_item(x, &v) != WK_OK) return NULL;
+  return wk_scalar_tensor(v + (double)(seed % 100000) / 100000.0, WK_F64);
+}
 
 START_TEST(test_loader_iterable) {
   int64_t live = wk_live_tensors();
@@ -162,6 +168,40 @@ START_TEST(test_loader_iterable) {
   TU_FAILS_WITH(WK_ERR_IO, "iterable dataset: open() failed: cannot open shard 0");
   wk_dataloader_free(dl);
   ck_assert_int_eq(atomic_load(&d.opens), atomic_load(&d.closes));
+  d.fail_open = -1;
+  /* a transform over the stream: each sample draws from (stream seed, position); same per epoch and seed */
+  wk_transform *tag = wk_transform_lambda(seed_tag, NULL);
+  wk_dataset *tagged = wk_dataset_map(ds, 0, tag);
+  TU_NOTNULL(tagged);
+  for (int w = 0; w < 3; w += 2) {
+    double t1[16], t2[16], t3[16];
+    wk_dataloader *a = wk_dataloader_new(tagged, WK_LOADER_OPTS(.batch_size = 3, .num_workers = w, .seed = 4));
+    wk_dataloader *c = wk_dataloader_new(tagged, WK_LOADER_OPTS(.batch_size = 3, .num_workers = w, .seed = 4));
+    ck_assert_int_eq(epoch_values(a, t1, 16, sizes, &nb), 10);
+    ck_assert_int_eq(epoch_values(c, t2, 16, sizes, &nb), 10);
+    ck_assert_int_eq(epoch_values(a, t3, 16, sizes, &nb), 10); /* epoch 1 */
+    int differ = 0;
+    double sum = 0;
+    for (int i = 0; i < 10; i++) {
+      ck_assert_double_eq(t1[i], t2[i]);
+      sum += floor(t1[i]); /* the value is kept in the integer part */
+      differ += t1[i] != t3[i];
+      for (int j = 0; j < i; j++) ck_assert(t1[i] - floor(t1[i]) != t1[j] - floor(t1[j])); /* distinct streams */
+    }
+    ck_assert_int_gt(differ, 0);
+    ck_assert_double_eq(sum, 45);
+    wk_dataloader_free(a);
+    wk_dataloader_free(c);
+  }
+  ck_assert_int_eq(atomic_load(&d.opens), atomic_load(&d.closes));
+  wk_dataset_free(tagged);
+  tagged = wk_dataset_map(ds, 3, tag); /* a field the samples lack: the stream's next() fails */
+  dl = wk_dataloader_new(tagged, WK_LOADER_OPTS(.batch_size = 2));
+  ck_assert_int_eq(wk_dataloader_next(dl, &b), WK_ERR_INDEX);
+  TU_FAILS_WITH(WK_ERR_INDEX, "dataset_map: sample 0 of the stream has 1 fields, the transform applies to field 3");
+  wk_dataloader_free(dl);
+  wk_dataset_free(tagged);
+  wk_transform_free(tag);
   /* what an iterable dataset cannot do */
   ck_assert_int_eq(wk_dataset_len(ds), -1);
   TU_FAILS_WITH(WK_ERR_UNSUPPORTED, "iterable-style");

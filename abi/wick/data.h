@@ -268,7 +268,7 @@ static inline wk_status wk_random_split(wk_dataset *ds, const int64_t *lengths, 
   WK__DATA_CALL(random_split, wk_last_error(), ds, lengths, n, seed, out);
 }
 /* A dataset whose samples are ds's with `tf` applied to field `field`, drawing
- * from the sample's stream. Retains ds and tf. New handle. */
+ * from the sample's stream. Retains ds and tf. New handle (iterable when ds is). */
 static inline wk_dataset *wk_dataset_map(wk_dataset *ds, int field, wk_transform *tf) { WK__DATA_CALL(map, NULL, ds, field, tf); }
 /* MNIST / Fashion-MNIST from IDX files (plain or gzip): samples (image uint8
  * [1, H, W], label int64 []). Validates magic numbers, dims, sizes, label range
@@ -292,9 +292,10 @@ static inline wk_dataset *wk_dataset_csv(const char *path, bool header, int labe
 }
 /* A dataset over a user's stream of samples (see wk_iterable_impl; impl is
  * copied; `self` is owned by the dataset when impl->free is set). It has no
- * length and no random access: wk_dataset_len/get, Subset, Concat, map and
- * random_split refuse it (WK_ERR_UNSUPPORTED); read it with a DataLoader
- * (no shuffle, no sampler). New handle. */
+ * length and no random access: wk_dataset_len/get, Subset, Concat and
+ * random_split refuse it (WK_ERR_UNSUPPORTED); wk_dataset_map wraps its
+ * stream (sample k of a stream draws from wk_data_sample_seed(info->seed, 0, k)).
+ * Read it with a DataLoader (no shuffle, no sampler). New handle. */
 static inline wk_dataset *wk_iterable_dataset_new(const wk_iterable_impl *impl, void *self) {
   WK__DATA_CALL(iterable_new, NULL, impl, self);
 }

@@ -143,7 +143,8 @@ wk_sampler *dt_sampler_weighted(const double *weights, int64_t n, int64_t num_sa
 wk_sampler *dt_sampler_distributed(int64_t n, int world_size, int rank, bool shuffle, uint64_t seed, bool drop_last);
 
 wk_dataset *dt_iterable_new(const wk_iterable_impl *impl, void *self);
-bool dt_dataset_is_iterable(wk_dataset *ds);
+/* dataset_map over an iterable dataset (arguments checked by dt_map). */
+wk_dataset *dt_map_iterable(wk_dataset *ds, int field, wk_transform *tf);
 wk_status dt_collate_default(const wk_sample *samples, int64_t n, wk_sample *out);
 wk_tensor *dt_pad_sequence(wk_tensor *const *seqs, int64_t n, bool batch_first, double padding_value);
 

@@ -46,36 +46,6 @@ wk_dataset *dt_dataset_wrap(int64_t (*len)(void *), wk_status (*get)(void *, int
   return ds;
 }
 
-/* ---- Iterable-style datasets --------------------------------------------------------------- */
-wk_dataset *dt_iterable_new(const wk_iterable_impl *impl, void *self) {
-  if (!impl) {
-    wk_error(WK_ERR_NULL, "iterable_dataset_new: argument 'impl' is NULL");
-    return NULL;
-  }
-  if (impl->struct_size < offsetof(wk_iterable_impl, next) + sizeof impl->next || !impl->open || !impl->next) {
-    wk_error(WK_ERR_INVALID_ARG, "iterable_dataset_new: impl needs struct_size = sizeof(wk_iterable_impl), open and next");
-    return NULL;
-  }
-  wk_dataset *ds = calloc(1, sizeof *ds);
-  if (!ds) {
-    wk_error(WK_ERR_NO_MEMORY, "iterable_dataset_new: out of memory");
-    return NULL;
-  }
-  memcpy(&ds->iter, impl, impl->struct_size < sizeof ds->iter ? impl->struct_size : sizeof ds->iter);
-  ds->iter.struct_size = sizeof ds->iter;
-  ds->iterable = true;
-  ds->self = self;
-  atomic_init(&ds->rc, 1);
-  return ds;
-}
-bool dt_dataset_is_iterable(wk_dataset *ds) { return ds && ds->iterable; }
-bool dt_need_map_style(const char *fn, wk_dataset *ds) {
-  if (!ds->iterable) return true;
-  wk_error(WK_ERR_UNSUPPORTED, "%s: the dataset is iterable-style: it has no length or random access (read it with a "
-           "DataLoader)", fn);
-  return false;
-}
-
 int64_t dt_dataset_len(wk_dataset *ds) { return dt_need_map_style("dataset_len", ds) ? ds->impl.len(ds->self) : -1; }
 
 int64_t dt_dataset_len_api(wk_dataset *ds) {
@@ -338,11 +308,11 @@ wk_dataset *dt_map(wk_dataset *ds, int field, wk_transform *tf) {
     wk_error(WK_ERR_NULL, "dataset_map: argument '%s' is NULL", !ds ? "ds" : "tf");
     return NULL;
   }
-  if (!dt_need_map_style("dataset_map", ds)) return NULL;
   if (field < 0 || field >= WK_SAMPLE_MAX) {
     wk_error(WK_ERR_INDEX, "dataset_map: field %d is out of range [0, %d)", field, WK_SAMPLE_MAX);
     return NULL;
   }
+  if (ds->iterable) return dt_map_iterable(ds, field, tf);
   mapped *m = malloc(sizeof *m);
   if (!m) {
     wk_error(WK_ERR_NO_MEMORY, "dataset_map: out of memory");
