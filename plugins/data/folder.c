@@ -10,7 +10,9 @@
 
 #include "data.h"
 
-#define DT_MAX_DEPTH 32 /* os.walk(followlinks=True) can loop on a symlink cycle: we stop here */
+/* os.walk(followlinks=True) loops forever on a symlink cycle: a folder that
+ * is its own ancestor is skipped, and no walk goes deeper than this. */
+#define DT_MAX_DEPTH 32
 
 typedef struct {
   char *dir, *name; /* dir is the full folder path; the file is dir/name */
@@ -88,15 +90,31 @@ static void free_names(char **names, int64_t n) {
   free(names);
 }
 
-/* Adds the image files under `dir` (recursively) with `label`; `dir` is adopted. */
-static wk_status walk(folder *f, char *dir, int64_t label, int depth) {
+typedef struct {
+  dev_t dev;
+  ino_t ino;
+} dir_id;
+
+/* Adds the image files under `dir` (recursively) with `label`; `dir` is
+ * adopted. anc[0..depth) are the folders above it. */
+static wk_status walk(folder *f, char *dir, int64_t label, dir_id *anc, int depth) {
+  struct stat sb;
+  bool cycle = stat(dir, &sb) != 0 || depth >= DT_MAX_DEPTH;
+  for (int i = 0; !cycle && i < depth; i++) cycle = anc[i].dev == sb.st_dev && anc[i].ino == sb.st_ino;
+  if (cycle) {
+    free(dir);
+    return WK_OK;
+  }
+  anc[depth] = (dir_id){sb.st_dev, sb.st_ino};
   if (f->ndirs == f->dircap) {
-    char **nd = realloc(f->dirs, sizeof *nd * (size_t)(f->dircap = f->dircap ? f->dircap * 2 : 16));
+    int64_t cap = f->dircap ? f->dircap * 2 : 16;
+    char **nd = realloc(f->dirs, sizeof *nd * (size_t)cap);
     if (!nd) {
       free(dir);
       return wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
     }
     f->dirs = nd;
+    f->dircap = cap;
   }
   f->dirs[f->ndirs++] = dir;
   char **names;
@@ -110,10 +128,7 @@ static wk_status walk(folder *f, char *dir, int64_t label, int depth) {
       break;
     }
     if (is_dir(full)) {
-      if (depth < DT_MAX_DEPTH)
-        st = walk(f, full, label, depth + 1);
-      else
-        free(full);
+      st = walk(f, full, label, anc, depth + 1);
       continue;
     }
     free(full);
@@ -207,7 +222,8 @@ wk_dataset *dt_image_folder(const char *root, int channels) {
   for (int64_t c = 0; c < k && st == WK_OK; c++) {
     int64_t before = f->n;
     char *dir = join(root, f->classes[c]);
-    st = dir ? walk(f, dir, c, 1) : wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
+    dir_id anc[DT_MAX_DEPTH];
+    st = dir ? walk(f, dir, c, anc, 0) : wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
     if (st == WK_OK && f->n == before)
       st = wk_error(WK_ERR_IO,
                     "image_folder: found no valid file for the class '%s' in '%s'. Supported extensions are: "
