@@ -213,11 +213,11 @@ static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args,
   const char *ap = args[2].u.s;
   bool tanh_approx = strcmp(ap, "tanh") == 0;
   if (!tanh_approx && strcmp(ap, "none") != 0)
-    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, not '%s'",
+    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'",
                     ap);
-  wk_dtype rt = wk_result_type(args, 2);
+  wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
   if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating point tensors, got %s", wk_dtype_name(rt));
+    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating tensors, got %s", wk_dtype_name(rt));
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("gelu_backward", dev);
   if (s) return s;
