@@ -262,6 +262,45 @@ static wk_status k_stack(const wk_kernel_ctx *c, const wk_value *args, wk_value 
   return out1(outs, r);
 }
 
+/* The fused pointwise backward ops (relu's, sigmoid's, tanh's derivative), for
+ * devices whose plugin has no kernel of its own: written with forward ops. */
+static wk_status k_threshold_backward(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *mask = wk_gt_scalar(T(1), args[2].u.f);
+  wk_tensor *zero = wk_scalar_tensor(0, T(0)->dtype);
+  wk_tensor *r = mask && zero ? wk_where(mask, T(0), zero) : NULL;
+  wk_release(mask);
+  wk_release(zero);
+  return out1(outs, r);
+}
+
+/* 1 - t, a new reference. */
+static wk_tensor *one_minus(wk_tensor *t) {
+  wk_tensor *n = wk_neg(t), *r = n ? wk_add_scalar(n, 1.0) : NULL;
+  wk_release(n);
+  return r;
+}
+
+static wk_status k_sigmoid_backward(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *om = one_minus(T(1));
+  wk_tensor *d = om ? wk_mul(T(1), om) : NULL;
+  wk_tensor *r = d ? wk_mul(T(0), d) : NULL;
+  wk_release(om);
+  wk_release(d);
+  return out1(outs, r);
+}
+
+static wk_status k_tanh_backward(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_tensor *sq = wk_mul(T(1), T(1));
+  wk_tensor *d = sq ? one_minus(sq) : NULL; /* 1 - y^2 */
+  wk_tensor *r = d ? wk_mul(T(0), d) : NULL;
+  wk_release(sq);
+  wk_release(d);
+  return out1(outs, r);
+}
+
 void wk__composites_register(void);
 void wk__composites_register(void) {
   static const struct {
@@ -271,7 +310,10 @@ void wk__composites_register(void) {
   } ks[] = {{"clone", k_clone, WK_PRIORITY_FALLBACK},      {"to.dtype", k_to_dtype, WK_PRIORITY_FALLBACK},
             {"to.device", k_to_device, WK_PRIORITY_FALLBACK}, {"copy_", k_copy_cross, WK_PRIORITY_FALLBACK},
             {"matmul", k_matmul, WK_PRIORITY_FALLBACK},    {"linear", k_linear, WK_PRIORITY_FALLBACK},
-            {"outer", k_outer, WK_PRIORITY_FALLBACK},      {"stack", k_stack, WK_PRIORITY_FALLBACK}};
+            {"outer", k_outer, WK_PRIORITY_FALLBACK},      {"stack", k_stack, WK_PRIORITY_FALLBACK},
+            {"threshold_backward", k_threshold_backward, WK_PRIORITY_FALLBACK},
+            {"sigmoid_backward", k_sigmoid_backward, WK_PRIORITY_FALLBACK},
+            {"tanh_backward", k_tanh_backward, WK_PRIORITY_FALLBACK}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, ks[i].prio, ks[i].fn, NULL, NULL, "core.composite"};
     wk_kernel_register(&d);

@@ -39,18 +39,63 @@ static wk_status d_cos(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gi
   BEGIN GIN(0, wk_neg(wk_mul(G(0), wk_sin(X(0)))));
   END
 }
+/* relu, sigmoid and tanh go through fused backward ops (PyTorch's), which a
+ * backend can implement in one pass; the ops have formulas of their own
+ * (below) for double backward. */
 static wk_status d_tanh(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
   BEGIN wk_tensor *y = Y(0);
-  GIN(0, wk_mul(G(0), wk_sub(wk_ones_like(y, OPT0), wk_mul(y, y))));
+  CHECK(y);
+  wk_value a[2] = {WK_VT(G(0)), WK_VT(y)};
+  GIN(0, wk__call1("tanh_backward", a, 2));
   END
 }
 static wk_status d_sigmoid(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
   BEGIN wk_tensor *y = Y(0);
-  GIN(0, wk_mul(G(0), wk_mul(y, wk_sub(wk_ones_like(y, OPT0), y))));
+  CHECK(y);
+  wk_value a[2] = {WK_VT(G(0)), WK_VT(y)};
+  GIN(0, wk__call1("sigmoid_backward", a, 2));
   END
 }
 static wk_status d_relu(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  BEGIN GIN(0, wk_mul(G(0), wk_gt_scalar(Y(0), 0)));
+  BEGIN wk_tensor *y = Y(0);
+  CHECK(y);
+  wk_value a[3] = {WK_VT(G(0)), WK_VT(y), WK_VF(0)};
+  GIN(0, wk__call1("threshold_backward", a, 3));
+  END
+}
+/* threshold_backward(g, x, t) = x > t ? g : 0: linear in g, flat in x. */
+static wk_status d_threshold_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(1);
+  CHECK(x);
+  if (NEEDS(0)) {
+    wk_value a[3] = {WK_VT(G(0)), WK_VT(x), N->args[2]};
+    GIN(0, wk__call1("threshold_backward", a, 3));
+  }
+  if (NEEDS(1)) GIN(1, wk_zeros_like(x, OPT0));
+  END
+}
+/* sigmoid_backward(g, y) = g y (1 - y): d/dg = y (1 - y), d/dy = g (1 - 2y). */
+static wk_status d_sigmoid_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *g = X(0), *y = X(1);
+  CHECK(g);
+  CHECK(y);
+  if (NEEDS(0)) {
+    wk_value a[2] = {WK_VT(G(0)), WK_VT(y)};
+    GIN(0, wk__call1("sigmoid_backward", a, 2));
+  }
+  if (NEEDS(1)) GIN(1, wk_mul(wk_mul(G(0), g), wk_add_scalar(wk_mul_scalar(y, -2.0), 1.0)));
+  END
+}
+/* tanh_backward(g, y) = g (1 - y^2): d/dg = 1 - y^2, d/dy = -2 g y. */
+static wk_status d_tanh_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *g = X(0), *y = X(1);
+  CHECK(g);
+  CHECK(y);
+  if (NEEDS(0)) {
+    wk_value a[2] = {WK_VT(G(0)), WK_VT(y)};
+    GIN(0, wk__call1("tanh_backward", a, 2));
+  }
+  if (NEEDS(1)) GIN(1, wk_mul_scalar(wk_mul(wk_mul(G(0), g), y), -2.0));
   END
 }
 static wk_status d_silu(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
@@ -200,6 +245,9 @@ static const wk__formula rows[] = {
     UNARY_SAVE_Y("tanh", "TanhBackward0", d_tanh), UNARY_SAVE_Y("sigmoid", "SigmoidBackward0", d_sigmoid),
     UNARY_SAVE_Y("relu", "ReluBackward0", d_relu), UNARY_SAVE_X("silu", "SiluBackward0", d_silu),
     UNARY_SAVE_X("leaky_relu", "LeakyReluBackward0", d_leaky_relu),
+    {"threshold_backward", "ThresholdBackwardBackward0", d_threshold_backward, A(1), 0},
+    {"sigmoid_backward", "SigmoidBackwardBackward0", d_sigmoid_backward, A(0) | A(1), 0},
+    {"tanh_backward", "TanhBackwardBackward0", d_tanh_backward, A(0) | A(1), 0},
     {"gelu", "GeluBackward0", d_gelu, A(0), 0},
     UNARY_SAVE_X("clamp", "ClampBackward1", d_clamp),
     {"nan_to_num", "NanToNumBackward0", d_nan_to_num, A(0), 0},

@@ -185,6 +185,9 @@
   X("softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", WK_TAG_BACKWARD) \
   X("log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor", WK_TAG_BACKWARD) \
   X("pad_backward(Tensor grad_output, Tensor self, int[] pad, str mode) -> Tensor", WK_TAG_BACKWARD) \
-  X("gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor", WK_TAG_BACKWARD)
+  X("gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor", WK_TAG_BACKWARD) \
+  X("threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor", WK_TAG_BACKWARD) \
+  X("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD) \
+  X("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD)
 
 #endif

@@ -1,6 +1,10 @@
-/* cpu plugin: backward kernels of pointwise ops whose derivative needs a
- * special function (gelu's exact form uses erf). */
+/* cpu plugin: fused backward kernels of pointwise ops — gelu's (its exact
+ * form needs erf), and relu's, sigmoid's and tanh's (threshold_backward,
+ * sigmoid_backward, tanh_backward: one pass instead of a mask and products).
+ * Operands broadcast and promote like a binary op; f16/bf16 compute in f32. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -70,4 +74,64 @@ static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args,
   return WK_OK;
 }
 
-wk_status cpu_register_pointwise_backward(void) { return cpu_reg("gelu_backward", k_gelu_backward, NULL); }
+/* ---- threshold_backward, sigmoid_backward, tanh_backward ---- */
+typedef enum { PB_THRESHOLD, PB_SIGMOID, PB_TANH } pb_kind;
+typedef struct {
+  pb_kind k;
+  double threshold;
+} pb_ctx;
+
+/* Contiguous runs get a plain indexed loop the compiler vectorises; the rest
+ * walks strides. NaN in x gives 0 in threshold_backward (x > t is false), as
+ * in PyTorch; NaN in g passes through where x > t. */
+#define PB_LOOP(NAME, T)                                                                       static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                            const pb_ctx *c = cp;                                                                        const T t = (T)c->threshold;                                                                 if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {                             T *restrict o = (T *)d[0];                                                                   const T *restrict g = (const T *)d[1], *restrict x = (const T *)d[2];                        switch (c->k) {                                                                                case PB_THRESHOLD:                                                                             for (int64_t i = 0; i < n; i++) o[i] = x[i] > t ? g[i] : (T)0;                               break;                                                                                     case PB_SIGMOID:                                                                               for (int64_t i = 0; i < n; i++) o[i] = g[i] * (((T)1 - x[i]) * x[i]);                        break;                                                                                     case PB_TANH:                                                                                  for (int64_t i = 0; i < n; i++) o[i] = g[i] * ((T)1 - x[i] * x[i]);                          break;                                                                                   }                                                                                            return;                                                                                    }                                                                                            for (int64_t i = 0; i < n; i++) {                                                              T g = *(const T *)(d[1] + i * s[1]), x = *(const T *)(d[2] + i * s[2]), r;                   r = c->k == PB_THRESHOLD ? (x > t ? g : (T)0)                                                    : c->k == PB_SIGMOID ? g * (((T)1 - x) * x)                                                                       : g * ((T)1 - x * x);                                               *(T *)(d[0] + i * s[0]) = r;                                                               }                                                                                          }
+PB_LOOP(pb_f32, float)
+PB_LOOP(pb_f64, double)
+
+static wk_status k_pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const pb_kind k = (pb_kind)(intptr_t)ctx->user;
+  const char *op = WK_OPNAME;
+  wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
+  wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
+  if (!wk_dtype_is_floating(rt))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point tensors, got %s and %s", op,
+                    wk_dtype_name(wk_tensor_dtype(g)), wk_dtype_name(wk_tensor_dtype(x)));
+  pb_ctx c = {k, k == PB_THRESHOLD ? WK_ARG_F(2) : 0};
+  wk_dtype cd = wk_compute_dtype(rt);
+  wk_tensor *gc = wk_kernel_cast(g, cd), *xc = wk_kernel_cast(x, cd), *res = NULL;
+  wk_tensor *pair[2] = {gc, xc};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  char what[64];
+  snprintf(what, sizeof what, "%s()", op);
+  wk_status s = gc && xc ? wk_broadcast_shapes(what, pair, 2, shape, &nd) : wk_last_error();
+  if (!s && !(res = cpu_empty(shape, nd, cd))) s = wk_last_error();
+  if (!s) {
+    wk_tensor *ops[3] = {res, gc, xc};
+    wk_iter it;
+    s = wk_iter_init(&it, what, ops, 3);
+    if (!s) wk_iter_run(&it, cd == WK_F64 ? pb_f64 : pb_f32, &c);
+  }
+  wk_release(gc);
+  wk_release(xc);
+  if (!s && cd != rt) {
+    wk_tensor *r2 = wk_to_dtype(res, rt);
+    wk_release(res);
+    res = r2;
+    if (!res) s = wk_last_error();
+  }
+  if (s) {
+    wk_release(res);
+    return s;
+  }
+  outs[0] = WK_VT(res);
+  return WK_OK;
+}
+
+wk_status cpu_register_pointwise_backward(void) {
+  wk_status s = cpu_reg("gelu_backward", k_gelu_backward, NULL);
+  if (!s) s = cpu_reg("threshold_backward", k_pointwise_backward, (void *)(intptr_t)PB_THRESHOLD);
+  if (!s) s = cpu_reg("sigmoid_backward", k_pointwise_backward, (void *)(intptr_t)PB_SIGMOID);
+  if (!s) s = cpu_reg("tanh_backward", k_pointwise_backward, (void *)(intptr_t)PB_TANH);
+  return s;
+}
