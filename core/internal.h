@@ -23,6 +23,7 @@ typedef struct wk__storage {
   bool external;              /* memory not from the device allocator */
   bool inline_data;           /* cpu: data lives in this block, after the header */
   atomic_uint_fast64_t version; /* shared by every view */
+  uint64_t id;                  /* never reused within the process (wk_tensor_storage_id) */
 } wk__storage;
 
 struct wk__scope;

@@ -198,6 +198,9 @@ void wk__storage_cache_clear(void) {
   pthread_mutex_unlock(&g_cache_lock);
 }
 
+static atomic_uint_fast64_t g_storage_ids;
+static uint64_t next_storage_id(void) { return atomic_fetch_add(&g_storage_ids, 1) + 1; }
+
 wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
   dev = wk__device_norm(dev);
   if (dev.type == WK_DEVICE_CPU) { /* one block: the header, then 64-byte aligned data */
@@ -218,6 +221,7 @@ wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
     st->data = (char *)st + head;
     st->nbytes = nbytes;
     st->inline_data = true;
+    st->id = next_storage_id();
     return st;
   }
   void *data = wk_device_alloc(dev, nbytes);
@@ -232,6 +236,7 @@ wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
   st->device = dev;
   st->data = data;
   st->nbytes = nbytes;
+  st->id = next_storage_id();
   return st;
 }
 
@@ -443,6 +448,7 @@ wk_tensor *wk_tensor_from_blob(void *data, wk_dtype dtype, wk_device dev, const 
   st->device = dev;
   st->data = data;
   st->nbytes = empty ? 0 : (size_t)span * wk_dtype_size(dtype);
+  st->id = next_storage_id();
   st->external = true;
   st->deleter = deleter;
   st->deleter_ctx = ctx;
@@ -562,6 +568,7 @@ void *wk_tensor_data(const wk_tensor *t) {
   return (char *)t->storage->data + t->offset * (int64_t)wk_dtype_size(t->dtype);
 }
 uint64_t wk_tensor_version(const wk_tensor *t) { return t ? atomic_load(&t->storage->version) : 0; }
+uint64_t wk_tensor_storage_id(const wk_tensor *t) { return t ? t->storage->id : 0; }
 void wk_tensor_bump_version(wk_tensor *t) {
   if (t) atomic_fetch_add(&t->storage->version, 1);
 }

@@ -139,6 +139,33 @@ START_TEST(test_tensor_views_share_storage_and_version) {
 }
 END_TEST
 
+/* Storage ids: shared by views, distinct per storage, never reused even when
+ * the allocator hands back the same block. */
+START_TEST(test_tensor_storage_ids) {
+  wk_tensor *x = wk_zeros(WK_SHAPE(4), (wk_options){0}), *v = wk_view(x, WK_SHAPE(2, 2));
+  uint64_t id = wk_tensor_storage_id(x);
+  ck_assert_uint_ne(id, 0);
+  ck_assert_uint_eq(wk_tensor_storage_id(v), id);
+  ck_assert_uint_eq(wk_tensor_storage_id(NULL), 0);
+  void *addr = wk_tensor_data(x);
+  wk_release(v);
+  wk_release(x);
+  bool same_block = false;
+  for (int i = 0; i < 8; i++) { /* the small-block cache usually returns the same memory */
+    wk_tensor *y = wk_zeros(WK_SHAPE(4), (wk_options){0});
+    same_block |= wk_tensor_data(y) == addr;
+    ck_assert_uint_gt(wk_tensor_storage_id(y), id);
+    wk_release(y);
+  }
+  ck_assert_msg(same_block, "expected the freed block to be reused (the case the id exists for)");
+  float blob[2] = {1, 2};
+  wk_tensor *b = wk_tensor_from_blob(blob, WK_F32, wk_cpu(), (int64_t[]){2}, NULL, 1, NULL, NULL);
+  ck_assert_ptr_nonnull(b);
+  ck_assert_uint_gt(wk_tensor_storage_id(b), id);
+  wk_release(b);
+}
+END_TEST
+
 START_TEST(test_tensor_view_shapes) {
   wk_tensor *x = wk_arange(0, 24, 1, (wk_options){0});
   TU_NOTNULL(x);
@@ -421,7 +448,7 @@ static Suite *make_suite(void) {
   } groups[] = {
       {"create", {test_tensor_from_data, test_tensor_every_dtype_roundtrip, test_tensor_bad_arguments,
                   test_tensor_item_and_scalar, test_tensor_from_blob_deleter}},
-      {"views", {test_tensor_views_share_storage_and_version, test_tensor_view_shapes,
+      {"views", {test_tensor_views_share_storage_and_version, test_tensor_storage_ids, test_tensor_view_shapes,
                  test_tensor_expand_squeeze_flatten, test_tensor_split_chunk}},
       {"scopes", {test_tensor_scope_releases_and_keeps, test_tensor_null_propagation}},
       {"print", {test_tensor_print_like_pytorch}},

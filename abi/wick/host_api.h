@@ -77,7 +77,7 @@
   X(wk_device_memory_stats) X(wk_device_memory_allocated)                              \
   X(wk_device_max_memory_allocated) X(wk_device_memory_reserved)                       \
   X(wk_device_max_memory_reserved) X(wk_device_reset_peak_memory_stats)                \
-  X(wk_device_empty_cache) X(wk_device_memory_summary)
+  X(wk_device_empty_cache) X(wk_device_memory_summary) X(wk_tensor_storage_id)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -106,6 +106,12 @@ WK_API bool wk_tensor_is_contiguous(const wk_tensor *t);
 WK_API void *wk_tensor_data(const wk_tensor *t);
 /* Version counter shared by all views of a storage; bumped by in-place ops. */
 WK_API uint64_t wk_tensor_version(const wk_tensor *t);
+/* (ABI 1.1) An id of the tensor's storage that no other storage of this
+ * process ever gets (unlike its address, which memory reuse recycles); 0 for
+ * NULL. With wk_tensor_version it identifies the contents of a parameter, so
+ * a backend can cache a derived form (a reordered weight) until the
+ * optimizer writes it. */
+WK_API uint64_t wk_tensor_storage_id(const wk_tensor *t);
 /* Records an in-place write (kernels of mutating ops call this). */
 WK_API void wk_tensor_bump_version(wk_tensor *t);
 /* True when a and b view the same storage. */
