@@ -165,6 +165,14 @@ static bool load_imagefolder(const train_config *c, train_data *d) {
       return false;
     }
   }
+  if (wk_image_folder_class(raw_va, k)) {
+    wk_error(WK_ERR_INVALID_ARG, "--data %s: %s has class '%s', which train/ does not", c->data, va,
+             wk_image_folder_class(raw_va, k));
+    wk_dataset_free(raw_tr);
+    wk_dataset_free(raw_va);
+    return false;
+  }
+  wk_clear_error();
   wk_transform *t_steps[4] = {wk_transform_to_tensor(true), wk_transform_random_resized_crop(s, s, NULL, NULL, c->seed),
                               wk_transform_random_hflip(0.5, c->seed + 1),
                               wk_transform_normalize(d->mean, d->std, 3)};

@@ -43,6 +43,9 @@ os.makedirs(sys.argv[1] + "/badimages/train/cat")
 os.makedirs(sys.argv[1] + "/badimages/val/dog")
 png(sys.argv[1] + "/badimages/train/cat/a.png", 8, 8, lambda: (1, 2, 3))
 png(sys.argv[1] + "/badimages/val/dog/a.png", 8, 8, lambda: (1, 2, 3))
+for d in ("train/cat", "val/cat", "val/dog"):
+    os.makedirs(sys.argv[1] + "/extraval/" + d)
+    png(sys.argv[1] + "/extraval/" + d + "/a.png", 8, 8, lambda: (1, 2, 3))
 PY
 
 "$train" --dataset cifar10 --data "$tmp" --model resnet18 --epochs 1 --batch-size 16 --lr 0.01 --out "$tmp/c10" \
@@ -92,4 +95,5 @@ expect_error "bad value 'x' for --weight-decay" --weight-decay x
 expect_error "unknown device type 'npu'" --device npu:0
 expect_error "needs train/ and val/" --dataset imagefolder --data "$tmp"
 expect_error "class 0 is 'cat' in train/ but 'dog'" --dataset imagefolder --data "$tmp/badimages" --model mlp
+expect_error "has class 'dog', which train/ does not" --dataset imagefolder --data "$tmp/extraval" --model mlp
 echo "PASS: resnet18 on cifar10-format data, mlp on an ImageFolder, mlp + AdamW + OneCycle, and the errors for bad choices"
