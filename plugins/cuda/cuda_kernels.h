@@ -46,6 +46,11 @@ int cuda_launch_where(int es, void *out, const void *cond, cuda_strided lc, cons
 int cuda_launch_gelu_backward(int ct, void *out, const void *g, cuda_strided lg, const void *x, cuda_strided lx,
                               int tanh_approx, int64_t n, cudaStream_t st);
 
+/* threshold_backward / sigmoid_backward / tanh_backward: out = f(g, x) (ct F32 or F64). */
+enum { CUDA_PB_THRESHOLD, CUDA_PB_SIGMOID, CUDA_PB_TANH };
+int cuda_launch_pointwise_backward(int kind, int ct, void *out, const void *g, cuda_strided lg, const void *x,
+                                   cuda_strided lx, double threshold, int64_t n, cudaStream_t st);
+
 /* ---- unary.cu ---- */
 enum {
   CUDA_U_NEG,

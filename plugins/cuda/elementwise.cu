@@ -256,6 +256,32 @@ __global__ void gelu_backward_kernel(T *out, const T *g, cuda_strided lg, const 
   }
 }
 
+// threshold_backward (x > t ? g : 0; NaN x gives 0), sigmoid_backward
+// (g (1 - y) y) and tanh_backward (g (1 - y^2)), as the cpu kernels write them.
+template <typename T>
+__global__ void pointwise_backward_kernel(int kind, T *out, const T *g, cuda_strided lg, const T *x, cuda_strided lx,
+                                          T t, int64_t n) {
+  CUDA_GRID_LOOP(i, n) {
+    T v = x[cd_offset(i, lx)], gv = g[cd_offset(i, lg)];
+    out[i] = kind == CUDA_PB_THRESHOLD ? (v > t ? gv : (T)0)
+             : kind == CUDA_PB_SIGMOID ? gv * (((T)1 - v) * v)
+                                       : gv * ((T)1 - v * v);
+  }
+}
+
+extern "C" int cuda_launch_pointwise_backward(int kind, int ct, void *out, const void *g, cuda_strided lg,
+                                              const void *x, cuda_strided lx, double threshold, int64_t n,
+                                              cudaStream_t st) {
+  if (n <= 0) return 0;
+  if (ct == CUDA_F64)
+    pointwise_backward_kernel<double><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(kind, (double *)out, (const double *)g,
+                                                                               lg, (const double *)x, lx, threshold, n);
+  else
+    pointwise_backward_kernel<float><<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(
+        kind, (float *)out, (const float *)g, lg, (const float *)x, lx, (float)threshold, n);
+  return CUDA_CHECK_LAUNCH("pointwise_backward", "pointwise_backward_kernel");
+}
+
 extern "C" int cuda_launch_gelu_backward(int ct, void *out, const void *g, cuda_strided lg, const void *x,
                                          cuda_strided lx, int tanh_approx, int64_t n, cudaStream_t st) {
   if (n <= 0) return 0;

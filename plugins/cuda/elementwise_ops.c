@@ -5,6 +5,7 @@
  * cpu plugin does it: operands are converted to a compute dtype (f32, f64,
  * i64 or bool) on the device, the kernel runs, the result is converted to
  * the result dtype and delivered. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -206,33 +207,44 @@ static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   return WK_OK;
 }
 
-/* gelu_backward(grad_output, self, approximate): computed in f32 (f64 for
- * f64), result in the promoted floating dtype. */
-static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+/* Fused pointwise backward ops: gelu_backward(grad_output, self,
+ * approximate) and, where the core declares them, threshold_backward,
+ * sigmoid_backward and tanh_backward; computed in f32 (f64 for f64), result
+ * in the promoted floating dtype, as the cpu kernels. kind: -1 gelu, else
+ * CUDA_PB_*. */
+static wk_status pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs, int kind,
+                                    bool tanh_approx) {
+  const char *op = WK_OPNAME;
   wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
-  const char *ap = args[2].u.s;
-  bool tanh_approx = strcmp(ap, "tanh") == 0;
-  if (!tanh_approx && strcmp(ap, "none") != 0)
-    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'",
-                    ap);
   wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
-  if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating tensors, got %s", wk_dtype_name(rt));
+  if (!wk_dtype_is_floating(rt)) {
+    if (kind < 0)
+      return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating tensors, got %s", wk_dtype_name(rt));
+    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point tensors, got %s and %s", op,
+                    wk_dtype_name(wk_tensor_dtype(g)), wk_dtype_name(wk_tensor_dtype(x)));
+  }
   wk_device dev = ctx->device;
-  wk_status s = cuda_enter("gelu_backward", dev);
+  wk_status s = cuda_enter(op, dev);
   if (s) return s;
   wk_dtype cd = rt == WK_F64 ? WK_F64 : WK_F32;
   wk_tensor *gg = cuda_operand(g, cd, dev), *xx = cuda_operand(x, cd, dev), *res = NULL;
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
   wk_tensor *ts[2] = {gg, xx};
+  char what[64];
+  snprintf(what, sizeof what, "%s()", op);
   if (!gg || !xx) s = wk_last_error();
-  if (!s) s = wk_broadcast_shapes("gelu_backward()", ts, 2, shape, &nd);
+  if (!s) s = wk_broadcast_shapes(what, ts, 2, shape, &nd);
   if (!s && !(res = cuda_new(shape, nd, cd, dev))) s = wk_last_error();
-  if (!s)
+  if (!s && kind < 0)
     s = (wk_status)cuda_launch_gelu_backward(cuda_dt(cd), wk_tensor_data(res), wk_tensor_data(gg),
                                              cuda_layout(gg, shape, nd), wk_tensor_data(xx), cuda_layout(xx, shape, nd),
                                              tanh_approx, wk_tensor_numel(res), cuda_stream(dev));
+  else if (!s)
+    s = (wk_status)cuda_launch_pointwise_backward(
+        kind, cuda_dt(cd), wk_tensor_data(res), wk_tensor_data(gg), cuda_layout(gg, shape, nd), wk_tensor_data(xx),
+        cuda_layout(xx, shape, nd), kind == CUDA_PB_THRESHOLD ? WK_ARG_F(2) : 0, wk_tensor_numel(res),
+        cuda_stream(dev));
   wk_release(gg);
   wk_release(xx);
   if (s) {
@@ -243,6 +255,19 @@ static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args,
   if (!res) return wk_last_error();
   outs[0] = WK_VT(res);
   return WK_OK;
+}
+
+static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *ap = args[2].u.s;
+  bool tanh_approx = strcmp(ap, "tanh") == 0;
+  if (!tanh_approx && strcmp(ap, "none") != 0)
+    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'",
+                    ap);
+  return pointwise_backward(ctx, args, outs, -1, tanh_approx);
+}
+
+static wk_status k_pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  return pointwise_backward(ctx, args, outs, (int)(intptr_t)ctx->user, false);
 }
 
 #define N_BINFO 64
@@ -312,5 +337,19 @@ wk_status cuda_register_elementwise(void) {
     s = reg(other[i].name, other[i].op, other[i].mode, other[i].scalar, other[i].alpha, other[i].rounding);
   if (!s) s = cuda_reg("where.self", k_where, NULL, NULL, "cuda.where");
   if (!s) s = cuda_reg("gelu_backward", k_gelu_backward, NULL, NULL, "cuda.gelu_backward");
+  /* fused backward ops of newer cores: registered when the core declares them */
+  static const struct {
+    const char *name;
+    int kind;
+  } pb[] = {{"threshold_backward", CUDA_PB_THRESHOLD},
+            {"sigmoid_backward", CUDA_PB_SIGMOID},
+            {"tanh_backward", CUDA_PB_TANH}};
+  for (size_t i = 0; i < sizeof pb / sizeof pb[0] && !s; i++) {
+    if (!wk_op_find(pb[i].name)) {
+      wk_clear_error();
+      continue;
+    }
+    s = cuda_reg(pb[i].name, k_pointwise_backward, NULL, (void *)(intptr_t)pb[i].kind, "cuda.pointwise_backward");
+  }
   return s;
 }

@@ -180,7 +180,10 @@ static wk_status k_adagrad(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
 
 /* Finds or declares the op (same schema text as the optim plugin), then registers. */
 static wk_status reg(const char *name, const char *schema, wk_kernel_fn fn) {
-  if (!wk_op_find(name) && !wk_op_declare(schema, WK_TAG_INPLACE | WK_TAG_NONDIFF)) return wk_last_error();
+  if (!wk_op_find(name)) {
+    wk_clear_error(); /* not declared yet: not an error (wk_op_find recorded one) */
+    if (!wk_op_declare(schema, WK_TAG_INPLACE | WK_TAG_NONDIFF)) return wk_last_error();
+  }
   return cuda_reg(name, fn, NULL, NULL, "cuda.optim");
 }
 
