@@ -1,15 +1,18 @@
 /* The cuda plugin's own kernels against the cpu ones: pointwise binary and
  * unary ops (type promotion, broadcast, strided, empty, 0-dim cpu operands,
  * Scalar, in-place and out= forms), comparisons, where, reductions over dims
- * with keepdim, softmax, layer_norm, indexing (index_select, gather, scatter, embedding,
- * masked_fill, cat, one_hot, flip, roll, repeat, masked_select, cumsum), losses, the Philox RNG (the same streams as
- * the cpu for one seed), dropout and the fused optimizer updates; forward and gradients through autograd; then every op
- * with a cuda kernel against the cpu on schema-sampled arguments (the device step of the SDK's opcheck).
+ * with keepdim, softmax, layer_norm, indexing (index_select, gather, scatter,
+ * embedding, masked_fill, cat, one_hot, flip, roll, repeat, masked_select,
+ * cumsum), losses, the Philox RNG (the same streams as the cpu for one seed),
+ * dropout and the fused optimizer updates; forward and gradients through
+ * autograd; then every op with a cuda kernel against the cpu on
+ * schema-sampled arguments (the device step of the SDK's opcheck).
  *
  * Tolerance: max |cuda - cpu| <= tol * max(1, max |cpu|): f32 1e-5, f64 1e-12,
- * f16 1e-2, bf16 4e-2; integer and bool results exactly. Skips (77) with the
- * plugin's reason when there is no CUDA device. WICK_CUDA_OPS_ON_CPU=1 runs
- * the harness cpu against cpu (to check the test itself without a GPU). */
+ * f16 1e-2, bf16 4e-2; integer and bool results exactly. Without a GPU it
+ * still checks that every op of its families has a cuda kernel registered,
+ * then skips (77) with the plugin's reason. WICK_CUDA_OPS_ON_CPU=1 runs the
+ * harness cpu against cpu (to check the test itself without a GPU). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -670,12 +673,158 @@ static Suite *make_suite(void) {
   return s;
 }
 
+/* Ops this suite's families give a cuda kernel (checked with or without a GPU). */
+static const char *const g_cuda_ops[] = {"add",
+                                         "add_",
+                                         "add.out",
+                                         "add.Scalar",
+                                         "sub",
+                                         "mul",
+                                         "mul.Scalar",
+                                         "div",
+                                         "div.Scalar",
+                                         "maximum",
+                                         "minimum",
+                                         "pow",
+                                         "logical_and",
+                                         "logical_or",
+                                         "eq",
+                                         "ne.Scalar",
+                                         "lt",
+                                         "le",
+                                         "gt.Scalar",
+                                         "ge",
+                                         "where.self",
+                                         "gelu_backward",
+                                         "neg",
+                                         "abs",
+                                         "exp",
+                                         "log",
+                                         "log1p",
+                                         "sqrt",
+                                         "rsqrt",
+                                         "sin",
+                                         "cos",
+                                         "tanh",
+                                         "sigmoid",
+                                         "relu",
+                                         "relu_",
+                                         "silu",
+                                         "sign",
+                                         "floor",
+                                         "ceil",
+                                         "round",
+                                         "logical_not",
+                                         "leaky_relu",
+                                         "gelu",
+                                         "clamp",
+                                         "clamp_",
+                                         "isnan",
+                                         "isinf",
+                                         "nan_to_num",
+                                         "sum",
+                                         "sum.dim_IntList",
+                                         "mean",
+                                         "mean.dim",
+                                         "prod",
+                                         "prod.dim_int",
+                                         "max",
+                                         "max.dim",
+                                         "min",
+                                         "min.dim",
+                                         "argmax",
+                                         "argmin",
+                                         "var.correction",
+                                         "std.correction",
+                                         "norm",
+                                         "logsumexp",
+                                         "all",
+                                         "all.dim",
+                                         "any",
+                                         "any.dim",
+                                         "cumsum",
+                                         "softmax",
+                                         "log_softmax",
+                                         "softmax_backward_data",
+                                         "log_softmax_backward_data",
+                                         "layer_norm",
+                                         "layer_norm_backward",
+                                         "cross_entropy",
+                                         "nll_loss",
+                                         "mse_loss",
+                                         "binary_cross_entropy_with_logits",
+                                         "index_select",
+                                         "gather",
+                                         "scatter.src",
+                                         "scatter_.src",
+                                         "scatter_add",
+                                         "scatter_add_",
+                                         "masked_fill.Scalar",
+                                         "masked_fill_.Scalar",
+                                         "masked_select",
+                                         "embedding",
+                                         "embedding_dense_backward",
+                                         "cat",
+                                         "one_hot",
+                                         "flip",
+                                         "roll",
+                                         "repeat",
+                                         "sort",
+                                         "topk",
+                                         "pad",
+                                         "pad_backward",
+                                         "zeros",
+                                         "ones",
+                                         "full",
+                                         "arange",
+                                         "linspace",
+                                         "eye",
+                                         "zeros_like",
+                                         "ones_like",
+                                         "full_like",
+                                         "rand",
+                                         "randn",
+                                         "randint",
+                                         "randperm",
+                                         "rand_like",
+                                         "randn_like",
+                                         "bernoulli",
+                                         "bernoulli.p",
+                                         "uniform_",
+                                         "normal_",
+                                         "dropout",
+                                         "optim.sgd_step_",
+                                         "optim.adam_step_",
+                                         "optim.rmsprop_step_",
+                                         "optim.adagrad_step_"};
+
+/* Every op above has a kernel for device type `type`; prints the missing ones. */
+static int missing_kernels(int32_t type) {
+  int missing = 0;
+  for (size_t i = 0; i < sizeof g_cuda_ops / sizeof g_cuda_ops[0]; i++) {
+    wk_op *op = wk_op_find(g_cuda_ops[i]);
+    bool has = false;
+    for (int k = 0; op && k < wk_op_num_kernels(op); k++) {
+      int32_t t = -1;
+      if (wk_op_kernel_info(op, k, &t, NULL, NULL, NULL) == WK_OK && t == type) has = true;
+    }
+    if (!has && !(strncmp(g_cuda_ops[i], "optim.", 6) == 0 && !op)) {
+      printf("check_cuda_ops: no cuda kernel for %s\n", g_cuda_ops[i]);
+      missing++;
+    }
+  }
+  wk_clear_error();
+  return missing;
+}
+
 int main(void) {
   if (wk_init() != WK_OK) {
     fprintf(stderr, "check_cuda_ops: wk_init failed: %s\n", wk_last_error_message());
     return EXIT_FAILURE;
   }
   int32_t type = wk_device_type_find("cuda");
+  /* the kernels register whether or not a GPU is present: checked here too */
+  if (type >= 0 && missing_kernels(type)) return EXIT_FAILURE;
   const char *self = getenv("WICK_CUDA_OPS_ON_CPU");
   if (self && strcmp(self, "1") == 0) type = WK_DEVICE_CPU;
   if (type < 0) {
