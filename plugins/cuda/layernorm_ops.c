@@ -1,0 +1,210 @@
+/* cuda layer_norm and layer_norm_backward with the cpu plugin's checks,
+ * saved statistics (mean and rstd shaped [*, 1, ..., 1], in the input's
+ * dtype, or float32 for f16/bf16 inputs with float32 parameters) and
+ * output_mask handling; f16/bf16 compute in f32. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_kernels.h"
+
+static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
+  size_t k = (size_t)snprintf(buf, sz, "[");
+  for (int i = 0; i < n && k < sz; i++)
+    k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (k < sz) snprintf(buf + k, sz - k, "]");
+  return buf;
+}
+
+static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
+  if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
+  return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
+                  wk_dtype_name(wk_tensor_dtype(t)));
+}
+
+static wk_status check_param(const char *op, const char *name, wk_tensor *t, const int64_t *ns, int k) {
+  if (!t) return WK_OK;
+  char a[160], b[160];
+  bool same = wk_tensor_dim(t) == k;
+  for (int i = 0; same && i < k; i++) same = wk_tensor_sizes(t)[i] == ns[i];
+  if (!same)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
+                    "normalized_shape = %s",
+                    op, name, name, cuda_shape_str(t, a, sizeof a), ints_str(ns, k, b, sizeof b));
+  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected %s to be floating point, got %s", op, name,
+                    wk_dtype_name(wk_tensor_dtype(t)));
+  return WK_OK;
+}
+
+/* normalized_shape against the input's trailing dims; M rows of N. */
+static wk_status check_shape(const char *op, wk_tensor *input, const int64_t *ns, int k, int64_t *M, int64_t *N) {
+  char a[160], b[160], c[200];
+  if (k < 1)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                    "least one element, but got normalized_shape = []",
+                    op);
+  int nd = wk_tensor_dim(input);
+  const int64_t *sz = wk_tensor_sizes(input);
+  bool ok = nd >= k;
+  for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
+  if (!ok) {
+    size_t n = (size_t)snprintf(c, sizeof c, "[*");
+    for (int i = 0; i < k && n < sizeof c; i++) n += (size_t)snprintf(c + n, sizeof c - n, ", %lld", (long long)ns[i]);
+    if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s", op,
+                    ints_str(ns, k, a, sizeof a), c, cuda_shape_str(input, b, sizeof b));
+  }
+  *M = *N = 1;
+  for (int i = 0; i < nd; i++) {
+    if (i < nd - k)
+      *M *= sz[i];
+    else
+      *N *= sz[i];
+  }
+  return WK_OK;
+}
+
+/* A [n] f64 tensor (consumed) reshaped and converted (NULL on error). */
+static wk_tensor *finish_stat(wk_tensor *t, const int64_t *shape, int nd, wk_dtype dt) {
+  wk_tensor *v = t ? wk_reshape(t, shape, nd) : NULL;
+  wk_release(t);
+  wk_tensor *r = v ? wk_to_dtype(v, dt) : NULL;
+  wk_release(v);
+  return r;
+}
+
+static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "layer_norm";
+  wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_OPT_T(2), *bias = WK_ARG_OPT_T(3);
+  const int64_t *ns = args[1].u.ints;
+  int k = args[1].len;
+  double eps = WK_ARG_F(4);
+  int64_t M, N;
+  wk_status s = need_float(op, "input", input);
+  if (s || (s = check_shape(op, input, ns, k, &M, &N)) || (s = check_param(op, "weight", weight, ns, k)) ||
+      (s = check_param(op, "bias", bias, ns, k)) || (s = cuda_enter(op, ctx->device)))
+    return s;
+  wk_device dev = ctx->device;
+  int nd = wk_tensor_dim(input);
+  int64_t ssz[WK_MAX_DIMS];
+  for (int i = 0; i < nd; i++) ssz[i] = i < nd - k ? wk_tensor_size(input, i) : 1;
+  wk_dtype dt = wk_tensor_dtype(input), cd = dt == WK_F64 ? WK_F64 : WK_F32, sdt = dt;
+  if ((dt == WK_F16 || dt == WK_BF16) &&
+      ((weight && wk_tensor_dtype(weight) == WK_F32) || (bias && wk_tensor_dtype(bias) == WK_F32)))
+    sdt = WK_F32;
+  wk_tensor *x = cuda_dense(input, cd, dev), *w = weight ? cuda_dense(weight, cd, dev) : NULL,
+            *b = bias ? cuda_dense(bias, cd, dev) : NULL;
+  wk_tensor *y = x ? cuda_new(wk_tensor_sizes(input), nd, cd, dev) : NULL;
+  wk_tensor *mt = y ? cuda_new(&M, 1, WK_F64, dev) : NULL, *rt = mt ? cuda_new(&M, 1, WK_F64, dev) : NULL;
+  if (!rt || (weight && !w) || (bias && !b)) {
+    s = wk_last_error();
+  } else if (N == 0) { /* no elements per row: NaN statistics, as the cpu */
+    wk_value a1[2] = {WK_VT(mt), WK_VF(NAN)}, a2[2] = {WK_VT(rt), WK_VF(NAN)}, o[1];
+    s = wk_call("fill_", a1, 2, o);
+    if (!s) s = wk_call("fill_", a2, 2, o);
+  } else {
+    s = (wk_status)cuda_launch_layer_norm(cuda_dt(cd), wk_tensor_data(y), wk_tensor_data(x),
+                                          w ? wk_tensor_data(w) : NULL, b ? wk_tensor_data(b) : NULL, M, N, eps,
+                                          wk_tensor_data(mt), wk_tensor_data(rt), cuda_stream(dev));
+  }
+  wk_release(x);
+  wk_release(w);
+  wk_release(b);
+  if (!s) {
+    y = cuda_cast_own(y, dt);
+    mt = finish_stat(mt, ssz, nd, sdt);
+    rt = finish_stat(rt, ssz, nd, sdt);
+    if (!y || !mt || !rt) s = wk_last_error();
+  }
+  if (s) {
+    wk_release(y);
+    wk_release(mt);
+    wk_release(rt);
+    return s;
+  }
+  outs[0] = WK_VT(y);
+  outs[1] = WK_VT(mt);
+  outs[2] = WK_VT(rt);
+  return WK_OK;
+}
+
+static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  const char *op = "layer_norm_backward";
+  wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *mean_t = WK_ARG_T(3), *rstd_t = WK_ARG_T(4);
+  wk_tensor *weight = WK_ARG_OPT_T(5), *bias = WK_ARG_OPT_T(6);
+  const int64_t *ns = args[2].u.ints;
+  int k = args[2].len;
+  char a[160], b[160];
+  if (args[7].tag != WK_V_INTS || args[7].len != 3)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op,
+                    args[7].tag == WK_V_INTS ? args[7].len : 0);
+  bool mask[3] = {args[7].u.ints[0] != 0, args[7].u.ints[1] != 0, args[7].u.ints[2] != 0};
+  int64_t M, N;
+  wk_status s;
+  if ((s = need_float(op, "input", input)) || (s = need_float(op, "grad_out", go)) ||
+      (s = check_shape(op, input, ns, k, &M, &N)))
+    return s;
+  bool same = wk_tensor_dim(go) == wk_tensor_dim(input);
+  for (int i = 0; same && i < wk_tensor_dim(go); i++) same = wk_tensor_size(go, i) == wk_tensor_size(input, i);
+  if (!same)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_out to have the shape of input %s, but got %s", op,
+                    cuda_shape_str(input, a, sizeof a), cuda_shape_str(go, b, sizeof b));
+  if ((s = check_param(op, "weight", weight, ns, k)) || (s = check_param(op, "bias", bias, ns, k))) return s;
+  if (wk_tensor_numel(mean_t) != M || wk_tensor_numel(rstd_t) != M)
+    return wk_error(WK_ERR_SHAPE, "%s(): expected mean and rstd with %lld elements, got %lld and %lld", op,
+                    (long long)M, (long long)wk_tensor_numel(mean_t), (long long)wk_tensor_numel(rstd_t));
+  if ((s = need_float(op, "mean", mean_t)) || (s = need_float(op, "rstd", rstd_t)) || (s = cuda_enter(op, ctx->device)))
+    return s;
+  wk_device dev = ctx->device;
+  int nd = wk_tensor_dim(input);
+  wk_dtype dt = wk_tensor_dtype(input), cd = dt == WK_F64 ? WK_F64 : WK_F32;
+  wk_dtype wdt = weight ? wk_tensor_dtype(weight) : dt, bdt = bias ? wk_tensor_dtype(bias) : wdt;
+  wk_tensor *x = cuda_dense(input, cd, dev), *g = x ? cuda_dense(go, cd, dev) : NULL;
+  wk_tensor *w = g && mask[0] && weight ? cuda_dense(weight, cd, dev) : NULL;
+  wk_tensor *mean = g ? cuda_dense(mean_t, WK_F64, dev) : NULL, *rstd = mean ? cuda_dense(rstd_t, WK_F64, dev) : NULL;
+  wk_tensor *gi = NULL, *gw = NULL, *gb = NULL;
+  if (!rstd || (mask[0] && weight && !w)) goto fail;
+  if (mask[0] && !(gi = cuda_new(wk_tensor_sizes(input), nd, cd, dev))) goto fail;
+  if (mask[1] && !(gw = wk_zeros(&N, 1, (wk_options){.dtype = WK_F64, .device = dev}))) goto fail;
+  if (mask[2] && !(gb = wk_zeros(&N, 1, (wk_options){.dtype = WK_F64, .device = dev}))) goto fail;
+  if ((s = (wk_status)cuda_launch_layer_norm_backward(
+           cuda_dt(cd), gi ? wk_tensor_data(gi) : NULL, gw ? wk_tensor_data(gw) : NULL, gb ? wk_tensor_data(gb) : NULL,
+           wk_tensor_data(g), wk_tensor_data(x), w ? wk_tensor_data(w) : NULL, wk_tensor_data(mean),
+           wk_tensor_data(rstd), M, N, cuda_stream(dev))))
+    goto fail_s;
+  wk_release(x);
+  wk_release(g);
+  wk_release(w);
+  wk_release(mean);
+  wk_release(rstd);
+  x = g = w = mean = rstd = NULL;
+  if (gi && !(gi = cuda_cast_own(gi, dt))) goto fail;
+  if (gw && !(gw = finish_stat(gw, ns, k, wdt))) goto fail;
+  if (gb && !(gb = finish_stat(gb, ns, k, bdt))) goto fail;
+  outs[0] = gi ? WK_VT(gi) : WK_VNONE;
+  outs[1] = gw ? WK_VT(gw) : WK_VNONE;
+  outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+  return WK_OK;
+fail:
+  s = wk_last_error();
+fail_s:
+  wk_release(x);
+  wk_release(g);
+  wk_release(w);
+  wk_release(mean);
+  wk_release(rstd);
+  wk_release(gi);
+  wk_release(gw);
+  wk_release(gb);
+  return s;
+}
+
+wk_status cuda_register_layernorm(void) {
+  wk_status s = cuda_reg("layer_norm", k_layer_norm, NULL, NULL, "cuda.layer_norm");
+  if (!s) s = cuda_reg("layer_norm_backward", k_layer_norm_backward, NULL, NULL, "cuda.layer_norm_backward");
+  return s;
+}

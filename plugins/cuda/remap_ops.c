@@ -1,0 +1,212 @@
+/* cuda flip, roll, repeat and masked_select, written with other cuda ops:
+ * flip and roll are index_select along each moved dim with a small index
+ * built on the host; repeat is a broadcast view made contiguous (copy_);
+ * masked_select reads the mask back (the result's size depends on it, as
+ * in PyTorch, which synchronises too) and gathers with index_select. The
+ * cpu plugin's checks and messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_kernels.h"
+
+/* PyTorch's short type names, as the cpu plugin's messages print them. */
+static const char *tname(wk_dtype dt) {
+  static const char *const n[] = {"?",    "float", "double", "half", "bfloat16", "char",
+                                  "byte", "short", "int",    "long", "bool"};
+  return dt >= WK_F32 && dt <= WK_BOOL ? n[dt] : "?";
+}
+
+static wk_status out1(wk_value *outs, wk_tensor *t) {
+  if (!t) return wk_last_error();
+  outs[0] = WK_VT(t);
+  return WK_OK;
+}
+
+/* x (consumed) with dimension d remapped: out[.., c, ..] = x[.., src(c), ..],
+ * src(c) = n-1-c (flip) or (c - shift) mod n (roll). */
+static wk_tensor *remap_dim(wk_tensor *x, int d, bool flip, int64_t shift, wk_device dev) {
+  if (!x) return NULL;
+  int64_t n = wk_tensor_size(x, d);
+  wk_tensor *h = wk_empty(&n, 1, (wk_options){.dtype = WK_I64});
+  if (!h) {
+    wk_release(x);
+    return NULL;
+  }
+  int64_t *v = wk_tensor_data(h), sh = n ? ((shift % n) + n) % n : 0;
+  for (int64_t c = 0; c < n; c++) v[c] = flip ? n - 1 - c : (c - sh + n) % n;
+  wk_tensor *ix = wk_to_device(h, dev);
+  wk_release(h);
+  wk_tensor *r = ix ? wk_index_select(x, d, ix) : NULL;
+  wk_release(ix);
+  wk_release(x);
+  return r;
+}
+
+/* flip/roll with per-dim flags: an unchanged copy when nothing moves. */
+static wk_tensor *flip_roll(wk_tensor *self, const bool *flip, const int64_t *shift, wk_device dev) {
+  int nd = wk_tensor_dim(self);
+  wk_tensor *r = wk_retain(self);
+  bool moved = false;
+  if (wk_tensor_numel(self) > 0)
+    for (int d = 0; d < nd && r; d++)
+      if (flip[d] || shift[d]) {
+        r = remap_dim(r, d, flip[d], shift[d], dev);
+        moved = true;
+      }
+  if (r && !moved) {
+    wk_tensor *c = wk_clone(r);
+    wk_release(r);
+    r = c;
+  }
+  return r;
+}
+
+static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0);
+  int nd = wk_tensor_dim(self);
+  bool flip[WK_MAX_DIMS + 1] = {false};
+  int64_t shift[WK_MAX_DIMS + 1] = {0};
+  for (int i = 0; i < args[1].len; i++) {
+    int d = 0;
+    wk_status s = cuda_wrap_dim("flip", args[1].u.ints[i], nd, &d);
+    if (s) return s;
+    if (flip[d]) return wk_error(WK_ERR_INVALID_ARG, "flip(): dim %d appears multiple times in the list of dims", d);
+    flip[d] = true;
+  }
+  wk_status s = cuda_enter("flip", ctx->device);
+  if (s) return s;
+  return out1(outs, flip_roll(self, flip, shift, ctx->device));
+}
+
+static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0);
+  int ns = args[1].len, ndims = args[2].len, nd = wk_tensor_dim(self);
+  if (ns == 0) return wk_error(WK_ERR_INVALID_ARG, "roll(): `shifts` required");
+  bool flip[WK_MAX_DIMS + 1] = {false};
+  int64_t shift[WK_MAX_DIMS + 1] = {0};
+  wk_status s = cuda_enter("roll", ctx->device);
+  if (s) return s;
+  if (ndims == 0 && ns == 1) { /* no dims: roll the flattened tensor */
+    int64_t numel = wk_tensor_numel(self);
+    wk_tensor *flat = wk_reshape(self, &numel, 1);
+    if (!flat) return wk_last_error();
+    shift[0] = args[1].u.ints[0];
+    wk_tensor *rf = flip_roll(flat, flip, shift, ctx->device);
+    wk_release(flat);
+    wk_tensor *r = rf ? wk_reshape(rf, wk_tensor_sizes(self), nd) : NULL;
+    wk_release(rf);
+    return out1(outs, r);
+  }
+  if (ns != ndims)
+    return wk_error(WK_ERR_INVALID_ARG, "roll(): shifts and dimensions must align. shifts: %d, dims:%d", ns, ndims);
+  for (int i = 0; i < ndims; i++) {
+    int d = 0;
+    if ((s = cuda_wrap_dim("roll", args[2].u.ints[i], nd, &d))) return s;
+    int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
+    if (n > 0) shift[d] = (shift[d] + args[1].u.ints[i] % n) % n; /* repeated dims roll again */
+  }
+  return out1(outs, flip_roll(self, flip, shift, ctx->device));
+}
+
+/* repeat: x viewed as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...],
+ * made contiguous and reshaped to [r0*s0, r1*s1, ...]. */
+static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0);
+  const int64_t *rep = args[1].u.ints;
+  int nr = args[1].len, nd = wk_tensor_dim(self);
+  if (nr < nd)
+    return wk_error(WK_ERR_SHAPE,
+                    "repeat(): Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                    "tensor (got %d repeat dims for a %d-dim tensor)",
+                    nr, nd);
+  if (nr > WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "repeat(): %d repeat dims requested, at most %d supported", nr, WK_MAX_DIMS);
+  int64_t psz[WK_MAX_DIMS], osz[WK_MAX_DIMS], vsz[2 * WK_MAX_DIMS], esz[2 * WK_MAX_DIMS];
+  int lead = nr - nd;
+  for (int k = 0; k < nr; k++) {
+    psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
+    if (rep[k] < 0) {
+      char b[160];
+      size_t m = (size_t)snprintf(b, sizeof b, "[");
+      for (int j = 0; j < nr && m < sizeof b; j++)
+        m += (size_t)snprintf(b + m, sizeof b - m, "%s%lld", j ? ", " : "", (long long)rep[j]);
+      if (m < sizeof b) snprintf(b + m, sizeof b - m, "]");
+      return wk_error(WK_ERR_INVALID_ARG, "repeat(): Trying to create tensor with negative dimension %lld: repeats %s",
+                      (long long)rep[k], b);
+    }
+    osz[k] = psz[k] * rep[k];
+    vsz[2 * k] = 1;
+    vsz[2 * k + 1] = psz[k];
+    esz[2 * k] = rep[k];
+    esz[2 * k + 1] = psz[k];
+  }
+  wk_status s = cuda_enter("repeat", ctx->device);
+  if (s) return s;
+  if (nr == 0) return out1(outs, wk_clone(self));
+  /* the [r, s] pairs need 2 * nr dims */
+  if (2 * nr > WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "repeat(): the cuda kernel handles at most %d repeat dims, got %d", WK_MAX_DIMS / 2,
+                    nr);
+  wk_tensor *c = wk_contiguous(self);
+  wk_tensor *v = c ? wk_reshape(c, vsz, 2 * nr) : NULL;
+  wk_tensor *e = v ? wk_expand(v, esz, 2 * nr) : NULL;
+  wk_tensor *r = e ? cuda_new(esz, 2 * nr, wk_tensor_dtype(self), ctx->device) : NULL;
+  if (r && wk_tensor_numel(r) > 0 && !wk_copy_(r, e)) {
+    wk_release(r);
+    r = NULL;
+  }
+  wk_tensor *o = r ? wk_reshape(r, osz, nr) : NULL;
+  wk_release(c);
+  wk_release(v);
+  wk_release(e);
+  wk_release(r);
+  return out1(outs, o);
+}
+
+static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
+  if (wk_tensor_dtype(mask) != WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "masked_select(): expected BoolTensor for mask, got mask with dtype %s",
+                    tname(wk_tensor_dtype(mask)));
+  wk_tensor *pair[2] = {self, mask};
+  int64_t shape[WK_MAX_DIMS];
+  int nd = 0;
+  wk_status s = wk_broadcast_shapes("masked_select", pair, 2, shape, &nd);
+  if (s || (s = cuda_enter("masked_select", ctx->device))) return s;
+  wk_tensor *xe = wk_expand(self, shape, nd), *me = wk_expand(mask, shape, nd);
+  wk_tensor *xc = xe ? wk_contiguous(xe) : NULL, *mh = me ? wk_to_device(me, wk_cpu()) : NULL;
+  wk_tensor *mc = mh ? wk_contiguous(mh) : NULL;
+  wk_release(xe);
+  wk_release(me);
+  wk_release(mh);
+  wk_tensor *r = NULL;
+  if (xc && mc) {
+    int64_t numel = wk_tensor_numel(mc), cnt = 0;
+    const bool *m = wk_tensor_data(mc);
+    for (int64_t i = 0; i < numel; i++) cnt += m[i];
+    wk_tensor *h = wk_empty(&cnt, 1, (wk_options){.dtype = WK_I64});
+    if (h) {
+      int64_t *ix = wk_tensor_data(h);
+      for (int64_t i = 0, k = 0; i < numel; i++)
+        if (m[i]) ix[k++] = i;
+      wk_tensor *ixd = wk_to_device(h, ctx->device);
+      wk_tensor *flat = ixd ? wk_reshape(xc, &numel, 1) : NULL;
+      r = flat ? wk_index_select(flat, 0, ixd) : NULL;
+      wk_release(flat);
+      wk_release(ixd);
+      wk_release(h);
+    }
+  }
+  wk_release(xc);
+  wk_release(mc);
+  return out1(outs, r);
+}
+
+wk_status cuda_register_remap(void) {
+  wk_status s = cuda_reg("flip", k_flip, NULL, NULL, "cuda.flip");
+  if (!s) s = cuda_reg("roll", k_roll, NULL, NULL, "cuda.roll");
+  if (!s) s = cuda_reg("repeat", k_repeat, NULL, NULL, "cuda.repeat");
+  if (!s) s = cuda_reg("masked_select", k_masked_select, NULL, NULL, "cuda.masked_select");
+  return s;
+}
