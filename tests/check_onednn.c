@@ -7,6 +7,9 @@
  *   f32: 1e-4  (oneDNN sums in another order, and in blocked layouts)
  *   bf16: 3e-2 (8-bit mantissa inputs; both sides round the result to bf16)
  * Skips (77) when the onednn plugin is not loaded. */
+#include <unistd.h>
+#include <wick/optim.h>
+
 #include "testutil.h"
 
 #define TOL_F32 1e-4
@@ -406,6 +409,142 @@ START_TEST(test_onednn_matmul) {
 }
 END_TEST
 
+/* ---- weight cache ------------------------------------------------------------------------------------ */
+static bool same_bits(wk_tensor *a, wk_tensor *b) {
+  return a && b && wk_tensor_numel(a) == wk_tensor_numel(b) &&
+         memcmp(wk_tensor_data(a), wk_tensor_data(b), (size_t)wk_tensor_numel(a) * wk_dtype_size(wk_tensor_dtype(a))) ==
+             0;
+}
+
+/* conv2d and its data gradient through onednn vs cpu for the weight's current values */
+static void conv_check_now(wk_tensor *x, wk_tensor *w, wk_tensor *go, const char *what) {
+  int64_t one[1] = {1}, m[3] = {1, 0, 0};
+  wk_value fa[7] = {WK_VT(x), WK_VT(w), WK_VNONE, WK_VINTS(one, 1), WK_VINTS(one, 1), WK_VINTS(one, 1), WK_VI(1)};
+  wk_value ba[8] = {WK_VT(go),        WK_VT(x),         WK_VT(w), WK_VINTS(one, 1),
+                    WK_VINTS(one, 1), WK_VINTS(one, 1), WK_VI(1), WK_VINTS(m, 3)};
+  for (int i = 0; i < 3; i++) { /* plain reorder, then a copy is made, then it is used */
+    compare("conv2d", fa, 7, TOL_F32, what);
+    compare("conv2d_backward", ba, 8, TOL_F32, what);
+  }
+}
+
+/* Repeated calls reuse the reordered weight and give the same bits; a weight
+ * written in place (an in-place op, an optimizer step, a view of it) is seen
+ * by the next call. */
+START_TEST(test_onednn_weight_cache_conv) {
+  wk_scope_begin();
+  wk_tensor *x = rnd(WK_SHAPE(2, 16, 9, 9), WK_F32, 201), *w = rnd(WK_SHAPE(32, 16, 3, 3), WK_F32, 202);
+  wk_tensor *go = rnd(WK_SHAPE(2, 32, 9, 9), WK_F32, 203);
+  wk_tensor *y1 = wk_conv2d(x, w, NULL, 1, 1, 1, 1), *y2 = wk_conv2d(x, w, NULL, 1, 1, 1, 1);
+  wk_tensor *y4 = wk_conv2d(x, w, NULL, 1, 1, 1, 1); /* the second call made a copy, this one uses it */
+  ck_assert_msg(same_bits(y1, y2) && same_bits(y1, y4), "repeated conv2d calls differ");
+  conv_check_now(x, w, go, "fresh weight");
+  TU_NOTNULL(wk_mul_scalar_(w, -0.5));
+  wk_tensor *y3 = wk_conv2d(x, w, NULL, 1, 1, 1, 1);
+  assert_close_t(y3, wk_mul_scalar(y1, -0.5), TOL_F32, "after mul_scalar_");
+  conv_check_now(x, w, go, "after mul_scalar_");
+  /* a write through a view bumps the shared version too */
+  TU_NOTNULL(wk_fill_(wk_select(w, 0, 3), 0.25));
+  conv_check_now(x, w, go, "after a write through a view");
+  /* an optimizer step, as in training */
+  TU_OK(wk_tensor_set_requires_grad(w, true));
+  for (int step = 0; step < 3; step++) {
+    wk_tensor *loss = wk_sum(wk_mul(wk_conv2d(x, w, NULL, 1, 1, 1, 1), go));
+    TU_OK(wk_backward(loss));
+    wk_optimizer *opt = wk_optim_sgd(&w, 1, (wk_sgd_opts){.lr = 0.1});
+    TU_NOTNULL(opt);
+    TU_OK(wk_optim_step(opt));
+    wk_optimizer_free(opt);
+    wk_tensor_set_grad(w, NULL);
+    wk_no_grad_begin();
+    conv_check_now(x, w, go, "after an optimizer step");
+    wk_no_grad_end();
+  }
+  wk_scope_end();
+}
+END_TEST
+
+/* linear's weight (mm/addmm's second operand) the same way, f32 and bf16 */
+START_TEST(test_onednn_weight_cache_matmul) {
+  for (int dt = 0; dt < 2; dt++) {
+    wk_dtype t = dt ? WK_BF16 : WK_F32;
+    double tol = dt ? TOL_BF16 : TOL_F32 * 10;
+    wk_scope_begin();
+    wk_tensor *x = rnd(WK_SHAPE(64, 256), t, 211), *w = rnd(WK_SHAPE(128, 256), t, 212),
+              *b = rnd(WK_SHAPE(128), t, 213);
+    TU_OK(wk_tensor_set_requires_grad(w, true));
+    wk_no_grad_begin();
+    /* the first call runs on the plain weight, later ones on a cached blocked copy */
+    wk_tensor *y1 = wk_linear(x, w, b), *y2 = wk_linear(x, w, b), *y3 = wk_linear(x, w, b);
+    ck_assert_msg(same_bits(y2, y3), "repeated linear calls differ");
+    assert_close_t(y2, y1, tol, "plain and blocked weight");
+    wk_value e[5] = {WK_VT(b), WK_VT(x), WK_VT(wk_t(w)), WK_VF(1), WK_VF(1)};
+    compare("addmm", e, 5, tol, "fresh weight");
+    TU_NOTNULL(wk_mul_scalar_(w, 2));
+    compare("addmm", e, 5, tol, "after mul_scalar_");
+    wk_tensor *ref = wk_mm(x, wk_contiguous(wk_t(w)));
+    for (int i = 0; i < 3; i++) /* plain, then a new copy, then that copy */
+      assert_close_t(wk_linear(x, w, NULL), ref, tol, "linear after mul_scalar_");
+    wk_value g[2] = {WK_VT(rnd(WK_SHAPE(64, 128), t, 214)), WK_VT(w)};
+    compare("mm", g, 2, tol, "data gradient's product");
+    wk_no_grad_end();
+    wk_scope_end();
+  }
+}
+END_TEST
+
+/* A short training loop in a child process with WICK_ONEDNN_STATS=1: the
+ * weight cache reports its hits (a weight is reordered once per version and
+ * layout: once per step with gradient accumulation, once for inference). */
+static int weight_workload(void) {
+  if (wk_init() != WK_OK) return 1;
+  wk_scope_begin();
+  wk_tensor *x = rnd(WK_SHAPE(4, 16, 12, 12), WK_F32, 221), *w = rnd(WK_SHAPE(32, 16, 3, 3), WK_F32, 222);
+  wk_tensor_set_requires_grad(w, true);
+  wk_tensor_set_requires_grad(x, true); /* a hidden layer: the data gradient runs too */
+  wk_optimizer *opt = wk_optim_sgd(&w, 1, (wk_sgd_opts){.lr = 0.01});
+  for (int step = 0; step < 4 && opt; step++) {
+    wk_scope_begin();
+    for (int micro = 0; micro < 3; micro++) /* gradient accumulation: three passes per version */
+      if (wk_backward(wk_sum(wk_relu(wk_conv2d(x, w, NULL, 1, 1, 1, 1)))) != WK_OK) return 1;
+    wk_optim_step(opt);
+    wk_optim_api_get()->zero_grad(opt, true);
+    wk_scope_end();
+  }
+  wk_optimizer_free(opt);
+  wk_no_grad_begin();
+  for (int i = 0; i < 4; i++) wk_release(wk_conv2d(x, w, NULL, 1, 1, 1, 1));
+  wk_no_grad_end();
+  wk_scope_end();
+  wk_shutdown();
+  return 0;
+}
+
+START_TEST(test_onednn_weight_cache_stats) {
+  char exe[4096], cmd[4200];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1); /* popen's /proc/self/exe is the shell */
+  ck_assert_int_gt(n, 0);
+  exe[n] = 0;
+  snprintf(cmd, sizeof cmd, "WICK_ONEDNN_STATS=1 '%s' --weight-workload 2>&1", exe);
+  FILE *f = popen(cmd, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[512];
+  long long hits = -1, misses = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "onednn: weight cache %lld hits, %lld misses", &hits, &misses) == 2) break;
+  while (fgets(line, sizeof line, f)) {
+  }
+  ck_assert_int_eq(pclose(f), 0);
+  /* A copy is made on the second use of a weight version in a layout (a
+   * single use, a plain training step, gains nothing from keeping one).
+   * 4 steps of 3 passes: forward and data gradient each copy at the second
+   * pass and hit at the third (their layouts differ on AVX-512, OIhw16i16o
+   * and OIhw16o16i; where they agree, more hits); then 4 inference calls:
+   * a copy at the second, 2 hits. */
+  ck_assert_msg(hits >= 10 && misses <= 9, "weight cache: %lld hits, %lld misses", hits, misses);
+}
+END_TEST
+
 /* ---- registration --------------------------------------------------------------------------------- */
 /* The onednn kernels outrank the cpu ones; relu (NaN handling) and max
  * pooling (PyTorch indices) are left to the cpu plugin. */
@@ -474,10 +613,18 @@ static Suite *onednn_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_onednn_matmul);
   suite_add_tcase(s, tc);
+  tc = tcase_create("weight_cache");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_onednn_weight_cache_conv);
+  tcase_add_test(tc, test_onednn_weight_cache_matmul);
+  tcase_add_test(tc, test_onednn_weight_cache_stats);
+  suite_add_tcase(s, tc);
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "--weight-workload") == 0) return weight_workload();
   /* also the kernels that stay unregistered by default (measured slower) */
   setenv("WICK_ONEDNN_ALL_KERNELS", "1", 1);
   if (!onednn_loaded()) {

@@ -238,7 +238,10 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     odn_md_of(&hb, b);
     a[3].data = wk_tensor_data(b);
   }
-  wk_status s = odn_exec(op, p, a, b ? 4 : 3);
+  odn_wentry *we = NULL;
+  wk_status s = odn_weight_arg(op, w, &a[1], false, &we);
+  if (!s) s = odn_exec(op, p, a, b ? 4 : 3);
+  odn_weight_unpin(we);
   odn_cache_unpin(e);
   if (s) {
     wk_release(y);
@@ -316,7 +319,11 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     odn_arg a[3] = {{DNNL_ARG_DIFF_DST, go_want[0], go_have, go_data, false},
                     {DNNL_ARG_WEIGHTS, &p->md[1], &hw, wk_tensor_data(w), false},
                     {DNNL_ARG_DIFF_SRC, &p->md[0], &hgi, wk_tensor_data(gi), true}};
-    if ((s = odn_exec(op, p, a, 3))) goto fail;
+    /* usually the layout the forward call stored: reordered once per step */
+    odn_wentry *we = NULL;
+    if (!(s = odn_weight_arg(op, w, &a[1], false, &we))) s = odn_exec(op, p, a, 3);
+    odn_weight_unpin(we);
+    if (s) goto fail;
   }
   if (ew) {
     /* weights' gradient is computed even when only the bias' is asked for */

@@ -3,6 +3,7 @@
  * column-major (transposed views such as linear's weight.t() included).
  * Registered only where measured faster than the cpu plugin's OpenBLAS path
  * (see odn_register_matmul). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onednn.h"
@@ -12,6 +13,7 @@
 typedef struct {
   char tag[8];
   int32_t dt, has_bias;
+  int32_t blocked_b, pad; /* B is a parameter: its layout is oneDNN's choice, cached */
   int64_t M, N, K;
   int64_t sa[2], sb[2], bdims[2], sbias[2];
 } mm_key;
@@ -72,11 +74,15 @@ static odn_prim *mm_make(void *v) {
   const mm_key *k = v;
   dnnl_memory_desc_t a, b, bias, c;
   mds(k, &a, &b, &bias, &c);
+  if (k->blocked_b) {
+    dnnl_dims_t db = {k->K, k->N};
+    odn.memory_desc_init_by_tag(&b, 2, db, (dnnl_data_type_t)k->dt, dnnl_format_tag_any);
+  }
   dnnl_matmul_desc_t md;
   if (odn_check(odn.matmul_desc_init(&md, &a, &b, k->has_bias ? &bias : NULL, &c), "mm", "matmul description"))
     return NULL;
-  dnnl_query_t q[1] = {dnnl_query_undef};
-  return odn_prim_create("mm", &md, NULL, NULL, q, 0);
+  dnnl_query_t q[2] = {dnnl_query_undef, dnnl_query_weights_md};
+  return odn_prim_create("mm", &md, NULL, NULL, q, 2);
 }
 
 static wk_status run_mm(const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *bias, wk_value *outs) {
@@ -84,6 +90,10 @@ static wk_status run_mm(const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *b
   if (!mm_parse(a, b, bias, &k))
     return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
                     op);
+  /* a weight used again at the same version (inference): blocked and cached */
+  static int plain = -1; /* WICK_ONEDNN_PLAIN_MATMUL=1: never (for measuring) */
+  if (plain < 0) plain = getenv("WICK_ONEDNN_PLAIN_MATMUL") != NULL;
+  k.blocked_b = !plain && odn_weight_seen(b, NULL);
   int64_t sz[2] = {k.M, k.N};
   wk_tensor *c = wk_empty(sz, 2, (wk_options){.dtype = wk_tensor_dtype(a)});
   if (!c) return wk_last_error();
@@ -92,11 +102,14 @@ static wk_status run_mm(const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *b
   if (!s) {
     dnnl_memory_desc_t ma, mb, mbias, mc;
     mds(&k, &ma, &mb, &mbias, &mc);
+    const odn_prim *p = odn_entry_val(e);
     odn_arg ar[4] = {{DNNL_ARG_SRC, NULL, &ma, wk_tensor_data(a), false},
-                     {DNNL_ARG_WEIGHTS, NULL, &mb, wk_tensor_data(b), false},
+                     {DNNL_ARG_WEIGHTS, k.blocked_b ? &p->md[1] : NULL, &mb, wk_tensor_data(b), false},
                      {DNNL_ARG_DST, NULL, &mc, wk_tensor_data(c), true},
                      {DNNL_ARG_BIAS, NULL, &mbias, bias ? wk_tensor_data(bias) : NULL, false}};
-    s = odn_exec(op, odn_entry_val(e), ar, bias ? 4 : 3);
+    odn_wentry *we = NULL;
+    if (!(s = odn_weight_arg(op, b, &ar[1], true, &we))) s = odn_exec(op, p, ar, bias ? 4 : 3);
+    odn_weight_unpin(we);
   }
   odn_cache_unpin(e);
   if (s) {

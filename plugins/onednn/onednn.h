@@ -122,6 +122,24 @@ wk_status odn_exec(const char *op, const odn_prim *p, const odn_arg *args, int n
 wk_status odn_reorder(const char *op, const dnnl_memory_desc_t *from, const void *src, const dnnl_memory_desc_t *to,
                       void *dst);
 
+/* ---- wcache.c: reordered weights, cached per parameter version ---------------------------- */
+typedef struct odn_wentry odn_wentry;
+/* For a weight input `a` of tensor w whose layout a->have differs from the
+ * primitive's a->want: points a at a cache-owned copy in a->want and pins it
+ * in *pin until odn_weight_unpin. The copy is made on the second use of the
+ * same weight version and layout (or the first, when `reused`: the caller
+ * has already seen it, see odn_weight_seen). Leaves a alone (*pin NULL)
+ * when no copy applies (first use, cache off or too small): odn_exec then
+ * reorders into a temporary as usual. */
+wk_status odn_weight_arg(const char *op, const wk_tensor *w, odn_arg *a, bool reused, odn_wentry **pin);
+void odn_weight_unpin(odn_wentry *e);
+/* True when w (this view, this version) was seen before with `want` (NULL:
+ * any); records it otherwise. Matmul asks this before choosing a blocked
+ * layout for its second operand. */
+bool odn_weight_seen(const wk_tensor *w, const dnnl_memory_desc_t *want);
+void odn_weight_clear(void);
+void odn_weight_stats(uint64_t *hits, uint64_t *misses, size_t *bytes);
+
 /* ---- kernel families ------------------------------------------------------------------------ */
 wk_status odn_register_conv(void);
 wk_status odn_register_norm(void);

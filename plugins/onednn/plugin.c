@@ -10,6 +10,7 @@
  *
  * Environment: WICK_ONEDNN_SPINCOUNT (OpenMP spin before sleeping, default 0),
  * WICK_ONEDNN_CACHE (primitive cache entries, default 1024),
+ * WICK_ONEDNN_WEIGHT_CACHE_MB (reordered weights, default 256; 0: off),
  * WICK_ONEDNN_ALL_KERNELS=1 (also the kernels measured slower than the cpu
  * plugin), WICK_ONEDNN_STATS=1 (per-op taken/declined counts at shutdown),
  * WICK_ONEDNN_DEBUG=1 (argument layouts checked against each primitive). */
@@ -98,6 +99,7 @@ static wk_status odn_init(void) {
 static void odn_shutdown(void) {
   print_stats();
   odn_cache_clear();
+  odn_weight_clear();
   /* Streams of other threads die with their threads; the library stays
    * loaded (plugins are never unloaded, and libgomp workers may still run). */
 }
@@ -159,6 +161,10 @@ static void print_stats(void) {
   odn_cache_stats(&hits, &misses);
   fprintf(stderr, "onednn: primitive cache %llu hits, %llu misses\n", (unsigned long long)hits,
           (unsigned long long)misses);
+  size_t bytes;
+  odn_weight_stats(&hits, &misses, &bytes);
+  fprintf(stderr, "onednn: weight cache %llu hits, %llu misses (copies made), %zu bytes held\n",
+          (unsigned long long)hits, (unsigned long long)misses, bytes);
   for (int i = 0; i < g_nstats; i++)
     if (g_stats[i].taken || g_stats[i].declined)
       fprintf(stderr, "onednn: %-30s %8ld calls taken, %8ld left to the cpu plugin\n", g_stats[i].op,
