@@ -332,6 +332,13 @@ START_TEST(test_onednn_activations) {
       TU_OK(call_with(name, "cpu", i2, 1, o));
       assert_close_t(c1, c2, tol, name);
     }
+    /* fused backward ops from the activation's output */
+    static const char *bwd[] = {"sigmoid_backward", "tanh_backward"};
+    for (int i = 0; i < 2; i++) {
+      wk_tensor *y = i ? wk_tanh(x) : wk_sigmoid(x);
+      wk_value b[2] = {WK_VT(go), WK_VT(y)};
+      compare(bwd[i], b, 2, tol, wk_dtype_name(t));
+    }
     static const char *approx[] = {"none", "tanh"};
     for (int g = 0; g < 2; g++) {
       wk_value a[2] = {WK_VT(x), WK_VS(approx[g])};
@@ -341,6 +348,39 @@ START_TEST(test_onednn_activations) {
     }
     wk_scope_end();
   }
+}
+END_TEST
+
+/* NaN and infinities give what the cpu kernel gives (y*(1-y) and 1-y*y are
+ * finite where y is, so only non-finite operands make NaN or inf). */
+START_TEST(test_onednn_backward_special_values) {
+  wk_scope_begin();
+  static const char *bwd[] = {"sigmoid_backward", "tanh_backward"};
+  wk_tensor *g = TU_T(WK_F32, (8), 1, 2, NAN, INFINITY, -INFINITY, NAN, 3, 4);
+  wk_tensor *y = TU_T(WK_F32, (8), -1, 0, -0.5, -0.5, 0.25, 0.5, NAN, 1);
+  for (int i = 0; i < 2; i++) {
+    wk_value a[2] = {WK_VT(g), WK_VT(y)}, o1[1], o2[1];
+    TU_OK(call_with(bwd[i], "onednn", a, 2, o1));
+    TU_OK(call_with(bwd[i], "cpu", a, 2, o2));
+    const float *r1 = wk_tensor_data(o1[0].u.t), *r2 = wk_tensor_data(o2[0].u.t);
+    for (int k = 0; k < 8; k++)
+      ck_assert_msg(r1[k] == r2[k] || (isnan(r1[k]) && isnan(r2[k])), "%s[%d]: onednn %g, cpu %g", bwd[i], k, r1[k],
+                    r2[k]);
+    wk_release(o1[0].u.t);
+    wk_release(o2[0].u.t);
+  }
+  /* broadcasts and mixed dtypes are the cpu kernel's */
+  wk_tensor *gb = rnd(WK_SHAPE(4, 8), WK_F32, 5), *yd = rnd(WK_SHAPE(8), WK_F64, 6);
+  wk_value a[2] = {WK_VT(gb), WK_VT(y)}, o[1];
+  ck_assert_int_ne(call_with("tanh_backward", "onednn", a, 2, o), WK_OK);
+  wk_clear_error();
+  wk_value c[2] = {WK_VT(rnd(WK_SHAPE(8), WK_F32, 7)), WK_VT(yd)};
+  ck_assert_int_ne(call_with("sigmoid_backward", "onednn", c, 2, o), WK_OK);
+  wk_clear_error();
+  TU_OK(wk_call("tanh_backward", a, 2, o));
+  ck_assert_int_eq(wk_tensor_dim(o[0].u.t), 2);
+  wk_release(o[0].u.t);
+  wk_scope_end();
 }
 END_TEST
 
@@ -546,8 +586,8 @@ START_TEST(test_onednn_weight_cache_stats) {
 END_TEST
 
 /* ---- registration --------------------------------------------------------------------------------- */
-/* The onednn kernels outrank the cpu ones; relu (NaN handling) and max
- * pooling (PyTorch indices) are left to the cpu plugin. */
+/* The onednn kernels outrank the cpu ones; relu and threshold_backward (NaN
+ * handling) and max pooling (PyTorch indices) are left to the cpu plugin. */
 START_TEST(test_onednn_registration) {
   static const char *ours[] = {"conv2d",
                                "conv2d_backward",
@@ -564,7 +604,9 @@ START_TEST(test_onednn_registration) {
                                "tanh_",
                                "silu",
                                "gelu",
-                               "gelu_backward"};
+                               "gelu_backward",
+                               "sigmoid_backward",
+                               "tanh_backward"};
   for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
     int32_t dev, prio;
     const char *name, *owner;
@@ -574,6 +616,7 @@ START_TEST(test_onednn_registration) {
     ck_assert_int_ge(kernel_index(ours[i], "cpu"), 0); /* the fallback stays */
   }
   ck_assert_int_lt(kernel_index("relu", "onednn"), 0);
+  ck_assert_int_lt(kernel_index("threshold_backward", "onednn"), 0); /* NaN/inf semantics differ */
   ck_assert_int_lt(kernel_index("max_pool2d_with_indices", "onednn"), 0);
 }
 END_TEST
@@ -606,6 +649,7 @@ static Suite *onednn_suite(void) {
   tc = tcase_create("eltwise");
   tcase_add_checked_fixture(tc, tu_setup, NULL);
   tcase_add_test(tc, test_onednn_activations);
+  tcase_add_test(tc, test_onednn_backward_special_values);
   tcase_add_test(tc, test_onednn_softmax);
   suite_add_tcase(s, tc);
   tc = tcase_create("matmul");
