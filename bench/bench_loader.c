@@ -4,15 +4,10 @@
  * runs at a few thousand images/s; the loader must be far above that.
  * Usage: bench_loader [DIR] */
 #include <stdio.h>
-#include <time.h>
 #include <wick/data.h>
 #include <wick/wick.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
@@ -39,12 +34,12 @@ int main(int argc, char **argv) {
     }
     wk_sample b = {0};
     int64_t n = 0;
-    double t0 = now();
+    double t0 = bench_now();
     while (wk_dataloader_next(dl, &b) == WK_OK && b.n) {
       n += wk_tensor_size(b.t[0], 0);
       wk_sample_clear(&b);
     }
-    double dt = now() - t0;
+    double dt = bench_now() - t0;
     printf("loader_w%d_img_s %.0f\n", workers[w], (double)n / dt);
     wk_dataloader_free(dl);
   }

@@ -8,27 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <wick/autograd.h>
 #include <wick/wick.h>
+
+#include "bench_util.h"
 #ifdef CPU_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-static double median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, cmp);
-  return t[n / 2];
-}
 static int fail(const char *what) {
   fprintf(stderr, "bench_ops: %s: %s\n", what, wk_last_error_message());
   return 1;
@@ -49,11 +36,11 @@ static int openblas_only(int reps) {
       c[k] = (float)rand() / (float)RAND_MAX - 0.5f;
     }
     for (int r = -1; r < nrep; r++) {
-      double t0 = now();
+      double t0 = bench_now();
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, c, n, 0.0f, out, n);
-      if (r >= 0) t[r] = now() - t0;
+      if (r >= 0) t[r] = bench_now() - t0;
     }
-    printf("openblas_sgemm_%d_gflops %.1f\n", n, 2.0 * n * (double)n * n / median(t, nrep) / 1e9);
+    printf("openblas_sgemm_%d_gflops %.1f\n", n, 2.0 * n * (double)n * n / bench_median(t, nrep) / 1e9);
     free(a);
     free(c);
     free(out);
@@ -81,25 +68,25 @@ int main(int argc, char **argv) {
   wk_tensor_set_requires_grad(w, true);
   for (int r = -1; r < reps; r++) {
     wk_no_grad_begin();
-    double t0 = now();
+    double t0 = bench_now();
     wk_tensor *y = wk_conv2d(x, w, b, 1, 1, 1, 1);
     if (!y) return fail("conv2d");
-    if (r >= 0) t[r] = now() - t0;
+    if (r >= 0) t[r] = bench_now() - t0;
     wk_release(y);
     wk_no_grad_end();
   }
-  printf("conv2d_64x64_fwd_ms %.2f\n", 1e3 * median(t, reps));
+  printf("conv2d_64x64_fwd_ms %.2f\n", 1e3 * bench_median(t, reps));
   for (int r = -1; r < reps; r++) {
-    double t0 = now();
+    double t0 = bench_now();
     wk_scope_begin();
     wk_tensor *y = wk_conv2d(x, w, b, 1, 1, 1, 1);
     if (!y || wk_backward(wk_sum(y))) return fail("conv2d backward");
     wk_scope_end();
-    if (r >= 0) t[r] = now() - t0;
+    if (r >= 0) t[r] = bench_now() - t0;
     wk_tensor_zero_grad(x, true);
     wk_tensor_zero_grad(w, true);
   }
-  printf("conv2d_64x64_fwdbwd_ms %.2f\n", 1e3 * median(t, reps));
+  printf("conv2d_64x64_fwdbwd_ms %.2f\n", 1e3 * bench_median(t, reps));
   wk_release(x);
   wk_release(w);
   wk_release(b);
@@ -112,20 +99,18 @@ int main(int argc, char **argv) {
     if (nrep > 1000) nrep = 1000;
     wk_tensor *a = wk_randn(WK_SHAPE(n, n), (wk_options){0}), *c = wk_randn(WK_SHAPE(n, n), (wk_options){0});
     for (int r = -1; r < nrep; r++) {
-      double t0 = now();
+      double t0 = bench_now();
       wk_tensor *p = wk_mm(a, c);
       if (!p) return fail("mm");
-      if (r >= 0) t[r] = now() - t0;
+      if (r >= 0) t[r] = bench_now() - t0;
       wk_release(p);
     }
     double flops = 2.0 * (double)n * (double)n * (double)n;
-    printf("sgemm_%lld_gflops %.1f\n", (long long)n, flops / median(t, nrep) / 1e9);
+    printf("sgemm_%lld_gflops %.1f\n", (long long)n, flops / bench_median(t, nrep) / 1e9);
     wk_release(a);
     wk_release(c);
   }
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  printf("ops_peak_rss_mb %.1f\n", ru.ru_maxrss / 1024.0);
+  printf("ops_peak_rss_mb %.1f\n", bench_peak_rss_mb());
   wk_shutdown();
   return 0;
 }

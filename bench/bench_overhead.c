@@ -3,14 +3,9 @@
  * (libffi) to isolate the cost of the libffi call. Prints ns per call. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <wick/wick.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench_util.h"
 
 static wk_status trivial_boxed(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   outs[0] = WK_VT(wk_retain(args[0].u.t));
@@ -18,17 +13,12 @@ static wk_status trivial_boxed(const wk_kernel_ctx *ctx, const wk_value *args, w
 }
 static wk_tensor *trivial_unboxed(wk_tensor *a, wk_tensor *b) { return wk_retain(a); }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Median over 7 repetitions of n calls of op(a, b), in ns per call. */
 static double time_op(wk_op *op, wk_tensor *a, wk_tensor *b, long n) {
   double r[7];
   wk_value args[2] = {WK_VT(a), WK_VT(b)}, out[1];
   for (int rep = 0; rep < 7; rep++) {
-    double t0 = now();
+    double t0 = bench_now();
     for (long i = 0; i < n; i++) {
       if (wk_op_call(op, args, 2, out) != WK_OK) {
         fprintf(stderr, "bench: %s\n", wk_last_error_message());
@@ -36,20 +26,20 @@ static double time_op(wk_op *op, wk_tensor *a, wk_tensor *b, long n) {
       }
       wk_release(out[0].u.t);
     }
-    r[rep] = (now() - t0) / (double)n * 1e9;
+    r[rep] = (bench_now() - t0) / (double)n * 1e9;
   }
-  qsort(r, 7, sizeof r[0], cmp);
+  qsort(r, 7, sizeof r[0], bench_cmp_);
   return r[3];
 }
 
 static double time_front_end(wk_tensor *a, wk_tensor *b, long n) {
   double r[7];
   for (int rep = 0; rep < 7; rep++) {
-    double t0 = now();
+    double t0 = bench_now();
     for (long i = 0; i < n; i++) wk_release(wk_add(a, b));
-    r[rep] = (now() - t0) / (double)n * 1e9;
+    r[rep] = (bench_now() - t0) / (double)n * 1e9;
   }
-  qsort(r, 7, sizeof r[0], cmp);
+  qsort(r, 7, sizeof r[0], bench_cmp_);
   return r[3];
 }
 
@@ -58,11 +48,11 @@ static double time_front_end(wk_tensor *a, wk_tensor *b, long n) {
 static double time_recording(wk_tensor *a, wk_tensor *b, long n) {
   double r[7];
   for (int rep = 0; rep < 7; rep++) {
-    double t0 = now();
+    double t0 = bench_now();
     for (long i = 0; i < n; i++) wk_release(wk_add(a, b));
-    r[rep] = (now() - t0) / (double)n * 1e9;
+    r[rep] = (bench_now() - t0) / (double)n * 1e9;
   }
-  qsort(r, 7, sizeof r[0], cmp);
+  qsort(r, 7, sizeof r[0], bench_cmp_);
   return r[3];
 }
 
@@ -77,15 +67,15 @@ static double time_chain_backward(long len) {
     wk_tensor *y = x;
     for (long i = 0; i < len; i++) y = (i & 1) ? wk_mul_scalar(y, 1.0001) : wk_add_scalar(y, 0.5);
     wk_tensor *loss = wk_sum(y);
-    double t0 = now();
+    double t0 = bench_now();
     if (wk_backward(loss) != WK_OK) {
       fprintf(stderr, "bench: %s\n", wk_last_error_message());
       exit(1);
     }
-    r[rep] = (now() - t0) * 1e6;
+    r[rep] = (bench_now() - t0) * 1e6;
     wk_scope_end();
   }
-  qsort(r, 7, sizeof r[0], cmp);
+  qsort(r, 7, sizeof r[0], bench_cmp_);
   return r[3];
 }
 

@@ -3,21 +3,11 @@
  * median of timed steps after warm-up, as images/s. Usage: bench_resnet BATCH [STEPS] */
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <wick/nn.h>
 #include <wick/optim.h>
 #include <wick/wick.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
   int64_t batch = argc > 1 ? atoll(argv[1]) : 32;
@@ -36,29 +26,16 @@ int main(int argc, char **argv) {
   wk_tensor *x = wk_randn(WK_SHAPE(batch, 3, 32, 32), (wk_options){0});
   wk_tensor *y = wk_randint(0, 10, WK_SHAPE(batch), (wk_options){0});
   double *t = calloc((size_t)steps, sizeof *t);
-  for (int s = -2; s < steps; s++) {
-    double t0 = now();
-    wk_scope_begin();
-    wk_tensor *loss = wk_cross_entropy(wk_module_forward(model, x), y);
-    if (!loss || wk_optim_zero_grad(opt, true) || wk_backward(loss) || wk_optim_step(opt)) {
-      fprintf(stderr, "bench_resnet: %s\n", wk_last_error_message());
-      return 1;
-    }
-    wk_scope_end();
-    if (s >= 0) t[s] = now() - t0;
-  }
-  qsort(t, (size_t)steps, sizeof *t, cmp);
-  printf("resnet18_train_b%lld_img_s %.1f\n", (long long)batch, (double)batch / t[steps / 2]);
+  if (!t || !bench_train_steps("bench_resnet", model, opt, x, y, wk_cpu(), 2, steps, t)) return 1;
+  printf("resnet18_train_b%lld_img_s %.1f\n", (long long)batch, (double)batch / bench_median(t, steps));
   wk_module_train(model, false);
   wk_no_grad_begin();
-  double t0 = now();
+  double t0 = bench_now();
   wk_tensor *out = wk_module_forward(model, x);
-  double dt = now() - t0;
+  double dt = bench_now() - t0;
   wk_no_grad_end();
   printf("resnet18_infer_b%lld_img_s %.1f\n", (long long)batch, (double)batch / dt);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  printf("resnet18_b%lld_peak_rss_mb %.1f\n", (long long)batch, ru.ru_maxrss / 1024.0);
+  printf("resnet18_b%lld_peak_rss_mb %.1f\n", (long long)batch, bench_peak_rss_mb());
   wk_release(out);
   wk_release(x);
   wk_release(y);

@@ -11,20 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <wick/nn.h>
 #include <wick/optim.h>
 #include <wick/wick.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
   const char *devname = "cuda";
@@ -68,24 +59,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_resnet_cuda: %s\n", wk_last_error_message());
     return 1;
   }
-  for (int s = -3; s < steps; s++) { /* three warm-up steps: handles, algorithms, the allocator's cache */
-    wk_device_synchronize(dev);
-    double t0 = now();
-    wk_scope_begin();
-    wk_tensor *loss = wk_cross_entropy(wk_module_forward(model, x), y);
-    wk_status st = loss ? wk_optim_zero_grad(opt, true) : wk_last_error();
-    if (!st) st = wk_backward(loss);
-    if (!st) st = wk_optim_step(opt);
-    wk_scope_end();
-    if (!st) st = wk_device_synchronize(dev);
-    if (st) {
-      fprintf(stderr, "bench_resnet_cuda: step %d: %s\n", s, wk_last_error_message());
-      return 1;
-    }
-    if (s >= 0) t[s] = now() - t0;
-  }
-  qsort(t, (size_t)steps, sizeof *t, cmp);
-  double med = t[steps / 2];
+  /* three warm-up steps: handles, algorithms, the allocator's cache */
+  if (!bench_train_steps("bench_resnet_cuda", model, opt, x, y, dev, 3, steps, t)) return 1;
+  double med = bench_median(t, steps);
   printf("device %s\nbatch %lld\nstep_ms %.3f\nimages_per_s %.1f\n", devname, (long long)batch, med * 1e3,
          (double)batch / med);
   wk_optimizer_free(opt);

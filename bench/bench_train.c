@@ -6,21 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 #include <wick/nn.h>
 #include <wick/optim.h>
 #include <wick/wick.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
   const char *which = argc > 1 ? argv[1] : "cnn";
@@ -47,22 +37,10 @@ int main(int argc, char **argv) {
   wk_tensor *x = wk_randn(WK_SHAPE(batch, 1, 28, 28), (wk_options){0});
   wk_tensor *y = wk_randint(0, 10, WK_SHAPE(batch), (wk_options){0});
   double *t = calloc((size_t)steps, sizeof *t);
-  for (int s = -5; s < steps; s++) {
-    double t0 = now();
-    wk_scope_begin();
-    wk_tensor *loss = wk_cross_entropy(wk_module_forward(model, x), y);
-    if (!loss || wk_optim_zero_grad(opt, true) || wk_backward(loss) || wk_optim_step(opt)) {
-      fprintf(stderr, "bench_train: %s\n", wk_last_error_message());
-      return 1;
-    }
-    wk_scope_end();
-    if (s >= 0) t[s] = now() - t0;
-  }
-  qsort(t, (size_t)steps, sizeof *t, cmp);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  printf("%s_train_b%lld_img_s %.1f\n", which, (long long)batch, (double)batch / t[steps / 2]);
-  printf("%s_train_b%lld_peak_rss_mb %.1f\n", which, (long long)batch, ru.ru_maxrss / 1024.0);
+  if (!t || !bench_train_steps("bench_train", model, opt, x, y, wk_cpu(), 5, steps, t)) return 1;
+  double med = bench_median(t, steps);
+  printf("%s_train_b%lld_img_s %.1f\n", which, (long long)batch, (double)batch / med);
+  printf("%s_train_b%lld_peak_rss_mb %.1f\n", which, (long long)batch, bench_peak_rss_mb());
   wk_release(x);
   wk_release(y);
   free(t);

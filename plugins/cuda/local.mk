@@ -61,7 +61,7 @@ endif
 
 # ResNet-18 training step on cuda next to PyTorch (bench/resnet_cuda.py); `make bench/bench_resnet_cuda`.
 EXTRA_PROGRAMS += bench/bench_resnet_cuda
-bench_bench_resnet_cuda_SOURCES = bench/bench_resnet_cuda.c
+bench_bench_resnet_cuda_SOURCES = bench/bench_resnet_cuda.c bench/bench_util.h
 bench_bench_resnet_cuda_LDADD = libwick.la
 EXTRA_DIST += bench/resnet_cuda.py
 
