@@ -319,7 +319,8 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     odn_arg a[3] = {{DNNL_ARG_DIFF_DST, go_want[0], go_have, go_data, false},
                     {DNNL_ARG_WEIGHTS, &p->md[1], &hw, wk_tensor_data(w), false},
                     {DNNL_ARG_DIFF_SRC, &p->md[0], &hgi, wk_tensor_data(gi), true}};
-    /* usually the layout the forward call stored: reordered once per step */
+    /* its own layout (on AVX-512 f32 not the forward's: OIhw16o16i, not
+     * OIhw16i16o), so its own copy, made at a second use of this version */
     odn_wentry *we = NULL;
     if (!(s = odn_weight_arg(op, w, &a[1], false, &we))) s = odn_exec(op, p, a, 3);
     odn_weight_unpin(we);

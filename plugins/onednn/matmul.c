@@ -13,7 +13,7 @@
 typedef struct {
   char tag[8];
   int32_t dt, has_bias;
-  int32_t blocked_b, pad; /* B is a parameter: its layout is oneDNN's choice, cached */
+  int32_t blocked_b, pad; /* B used again at its version: oneDNN's layout, a cached copy */
   int64_t M, N, K;
   int64_t sa[2], sb[2], bdims[2], sbias[2];
 } mm_key;
