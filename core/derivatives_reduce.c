@@ -138,11 +138,34 @@ static wk_status d_bmm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gi
   if (NEEDS(1)) GIN(1, wk_bmm(wk_transpose(X(0), 1, 2), G(0)));
   END
 }
+/* x * alpha, or x itself when alpha is 1 (no extra pass over the gradient). */
+static wk_tensor *scaled(wk_tensor *x, double alpha) { return alpha == 1 ? x : wk_mul_scalar(x, alpha); }
 static wk_status d_addmm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
   BEGIN double beta = FARG(3), alpha = FARG(4);
-  GIN(0, beta == 1 ? G(0) : wk_mul_scalar(G(0), beta));
-  if (NEEDS(1)) GIN(1, wk_mul_scalar(wk_mm(G(0), wk_t(X(2))), alpha));
-  if (NEEDS(2)) GIN(2, wk_mul_scalar(wk_mm(wk_t(X(1)), G(0)), alpha));
+  GIN(0, scaled(G(0), beta));
+  if (NEEDS(1)) GIN(1, scaled(wk_mm(G(0), wk_t(X(2))), alpha));
+  if (NEEDS(2)) GIN(2, scaled(wk_mm(wk_t(X(1)), G(0)), alpha));
+  END
+}
+/* linear(x, W, b) = x W^T + b over any leading dims of x (W [out, in] or [in]).
+ * Its own formula rather than the parts' (t, addmm): the weight's gradient
+ * comes out as G^T x, already in W's layout, so it becomes .grad without a
+ * copy (through t it was a transposed view, copied at every step). */
+static wk_status d_linear(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *w = X(1), *g = G(0);
+  CHECK(x);
+  CHECK(w);
+  int64_t in = wk_tensor_size(x, -1);
+  bool w1 = wk_tensor_dim(w) == 1; /* y = x . w: the output lost the last dim */
+  wk_tensor *g2 = w1 ? wk_unsqueeze(g, -1) : g; /* [..., out] */
+  CHECK(g2);
+  int64_t out = wk_tensor_size(g2, -1);
+  if (NEEDS(0)) GIN(0, w1 ? wk_mul(g2, w) : wk_matmul(g2, w));
+  if (NEEDS(1)) {
+    wk_tensor *gw = wk_mm(wk_t(wk_reshape(g2, WK_SHAPE(-1, out))), wk_reshape(x, WK_SHAPE(-1, in))); /* [out, in] */
+    GIN(1, w1 ? wk_reshape(gw, WK_SHAPE(in)) : gw);
+  }
+  if (NEEDS(2)) GIN(2, g); /* the engine sums the broadcast dims away */
   END
 }
 static wk_status d_dot(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
@@ -164,5 +187,7 @@ static const wk__formula rows[] = {
     /* linear algebra */
     {"mm", "MmBackward0", d_mm, A(0) | A(1), 0}, {"bmm", "BmmBackward0", d_bmm, A(0) | A(1), 0},
     {"addmm", "AddmmBackward0", d_addmm, A(1) | A(2), 0}, {"dot", "DotBackward0", d_dot, A(0) | A(1), 0},
+    /* PyTorch names linear's node after the op it decomposes to in the common (2-D, bias) case */
+    {"linear", "AddmmBackward0", d_linear, A(0) | A(1), 0},
 };
 const wk__formula_family wk__formulas_reduce = {rows, sizeof rows / sizeof rows[0]};

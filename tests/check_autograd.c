@@ -338,6 +338,7 @@ F1(f_bmm, wk_bmm(in[0], in[1]))
 F1(f_matmul, wk_matmul(in[0], in[1]))
 F1(f_addmm, wk_addmm(in[0], in[1], in[2], 0.5, 2))
 F1(f_linear, wk_linear(in[0], in[1], in[2]))
+F1(f_linear_nobias, wk_linear(in[0], in[1], NULL))
 F1(f_softmax, wk_softmax(in[0], 1))
 F1(f_logsoftmax, wk_log_softmax(in[0], -1))
 F1(f_mse, wk_mse_loss(in[0], in[1]))
@@ -423,6 +424,9 @@ static const gc_case g_cases[] = {
     {"matmul batched", f_matmul, 2, {{2, 1, 2, 3}, {2, 3, 2}}, {4, 3}, false, true},
     {"addmm", f_addmm, 3, {{3}, {2, 4}, {4, 3}}, {1, 2, 2}, false, true},
     {"linear", f_linear, 3, {{2, 3, 4}, {5, 4}, {5}}, {3, 2, 1}, false, true},
+    {"linear 2-D, no bias", f_linear_nobias, 2, {{3, 4}, {5, 4}}, {2, 2}, false, true},
+    {"linear 1-D input", f_linear, 3, {{4}, {5, 4}, {5}}, {1, 2, 1}, false, true},
+    {"linear 1-D weight", f_linear, 3, {{3, 4}, {4}, {1}}, {2, 1, 1}, false, true},
     {"softmax", f_softmax, 1, {{2, 4}}, {2}, false, true},
     {"log_softmax", f_logsoftmax, 1, {{2, 4}}, {2}, false, true},
     {"mse_loss", f_mse, 2, {{2, 3}, {2, 3}}, {2, 2}, false, true},
