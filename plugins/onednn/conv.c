@@ -27,7 +27,7 @@ static bool conv_parse(wk_tensor *x, wk_tensor *w, const wk_value *st, const wk_
   memset(g, 0, sizeof *g);
   if (!x || !w || !odn_usable()) return false;
   wk_dtype dt = wk_tensor_dtype(x);
-  if ((dt != WK_F32 && dt != WK_BF16) || wk_tensor_dtype(w) != dt) return false;
+  if ((dt != WK_F32 && !(dt == WK_BF16 && odn_bf16())) || wk_tensor_dtype(w) != dt) return false;
   if (wk_tensor_device(x).type != WK_DEVICE_CPU || wk_tensor_device(w).type != WK_DEVICE_CPU) return false;
   int xd = wk_tensor_dim(x);
   if ((xd != 3 && xd != 4) || wk_tensor_dim(w) != 4 || groups <= 0) return false;

@@ -32,7 +32,7 @@ static bool mm_parse(wk_tensor *a, wk_tensor *b, wk_tensor *bias, mm_key *k) {
   memcpy(k->tag, "matmul", 7);
   if (!a || !odn_usable()) return false;
   wk_dtype dt = wk_tensor_dtype(a);
-  if ((dt != WK_F32 && dt != WK_BF16) || !mat_ok(a, dt) || !mat_ok(b, dt)) return false;
+  if ((dt != WK_F32 && !(dt == WK_BF16 && odn_bf16())) || !mat_ok(a, dt) || !mat_ok(b, dt)) return false;
   if (wk_tensor_size(a, 1) != wk_tensor_size(b, 0)) return false;
   k->dt = (int32_t)odn_dt(dt);
   k->M = wk_tensor_size(a, 0);

@@ -55,7 +55,9 @@ bool odn_usable(void);
 /* True when WICK_ONEDNN_ALL_KERNELS is set: register also the kernels that
  * were measured slower than the cpu plugin's here (for tests and re-measuring). */
 bool odn_all_kernels(void);
-/* f32 (or bf16 when allow_bf16) dense row-major tensor with at least one element. */
+/* True when this machine's oneDNN implements bf16 primitives (AVX-512 and up). */
+bool odn_bf16(void);
+/* f32 (or bf16 when allow_bf16 and odn_bf16()) dense row-major tensor with at least one element. */
 bool odn_dense(const wk_tensor *t, bool allow_bf16);
 dnnl_data_type_t odn_dt(wk_dtype dt);
 

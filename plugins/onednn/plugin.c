@@ -80,6 +80,26 @@ static wk_status load_dnnl(void) {
 
 static void print_stats(void);
 static bool g_count;
+static bool g_bf16;
+
+/* oneDNN implements bf16 only from AVX-512 on (not on AVX2 machines, nor
+ * under valgrind): probe once, so the kernels decline bf16 there instead of
+ * failing with "unimplemented". */
+static bool probe_bf16(void) {
+  dnnl_memory_desc_t md;
+  dnnl_dims_t d = {16, 16};
+  if (odn.memory_desc_init_by_tag(&md, 2, d, dnnl_bf16, dnnl_ab) != dnnl_success) return false;
+  dnnl_matmul_desc_t mm;
+  if (odn.matmul_desc_init(&mm, &md, &md, NULL, &md) != dnnl_success) return false;
+  dnnl_primitive_desc_t pd = NULL;
+  if (odn.primitive_desc_create(&pd, &mm, NULL, odn_engine, NULL) != dnnl_success) return false;
+  odn.primitive_desc_destroy(pd);
+  return true;
+}
+
+bool odn_bf16(void) {
+  return g_bf16;
+}
 
 static wk_status odn_init(void) {
   const char *st = getenv("WICK_ONEDNN_STATS");
@@ -87,6 +107,7 @@ static wk_status odn_init(void) {
   wk_status s = load_dnnl();
   if (s) return s;
   if ((s = odn_check(odn.engine_create(&odn_engine, dnnl_cpu, 0), "onednn", "engine creation"))) return s;
+  g_bf16 = probe_bf16();
   if (pthread_key_create(&g_stream_key, stream_free) != 0)
     return wk_error(WK_ERR_INTERNAL, "onednn: cannot create the per-thread stream key");
   wk_status (*families[])(void) = {odn_register_conv, odn_register_norm, odn_register_pool, odn_register_eltwise,
@@ -224,7 +245,7 @@ dnnl_data_type_t odn_dt(wk_dtype dt) {
 bool odn_dense(const wk_tensor *t, bool allow_bf16) {
   if (!t) return false;
   wk_dtype dt = wk_tensor_dtype(t);
-  if (dt != WK_F32 && !(allow_bf16 && dt == WK_BF16)) return false;
+  if (dt != WK_F32 && !(allow_bf16 && g_bf16 && dt == WK_BF16)) return false;
   if (wk_tensor_device(t).type != WK_DEVICE_CPU) return false;
   return wk_tensor_numel(t) > 0 && wk_tensor_is_contiguous(t);
 }
