@@ -130,8 +130,41 @@ static inline __attribute__((always_inline)) void sgd_run(const sgd_ctx *c, char
   }
 }
 
+/* The f32 contiguous case with momentum (every parameter of an ordinary SGD
+ * run after the first step), the same arithmetic as sgd_run's, as a loop the
+ * compiler vectorises (-fopenmp-simd): scalar, the update was ~18% of a small
+ * MLP's training step. Returns false for the cases it does not cover. */
+static bool sgd_f32_momentum(const sgd_ctx *c, float *restrict pp, const float *restrict pg, float *restrict pb,
+                             int64_t n) {
+  if (!pb || c->momentum == 0 || c->is_new || c->nesterov) return false;
+  const double wd = (float)c->wd, mom = (float)c->momentum, damp1 = (float)(1 - c->dampening),
+               neglr = (float)-c->lr, sign = c->maximize ? -1.0 : 1.0;
+  /* two loops, not a branch inside one: branches stop the vectoriser */
+  if (c->wd != 0) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+      double p = pp[i], g = (double)(float)(sign * (double)pg[i] + wd * p);
+      float b = (float)((double)(float)((double)pb[i] * mom) + damp1 * g);
+      pb[i] = b;
+      pp[i] = (float)(p + neglr * (double)b);
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+      double p = pp[i], g = sign * (double)pg[i];
+      float b = (float)((double)(float)((double)pb[i] * mom) + damp1 * g);
+      pb[i] = b;
+      pp[i] = (float)(p + neglr * (double)b);
+    }
+  }
+  return true;
+}
+
 static void sgd_loop(void *vc, char **data, const int64_t *strides, int64_t n) {
   const sgd_ctx *c = vc;
+  if (c->uniform == WK_F32 && c->idx[2] >= 0 && strides[0] == 4 && strides[1] == 4 && strides[c->idx[2]] == 4 &&
+      sgd_f32_momentum(c, (float *)data[0], (const float *)data[1], (float *)data[c->idx[2]], n))
+    return;
   if (c->uniform == WK_F32)
     sgd_run(c, data, strides, n, WK_F32, WK_F32, WK_F32);
   else if (c->uniform == WK_F64)
