@@ -223,14 +223,7 @@ wk_status odn_register_eltwise(void) {
   for (size_t i = 0; i < sizeof g_acts / sizeof g_acts[0] && !s; i++)
     s = odn_reg(g_acts[i].name, k_act, act_supports, (void *)&g_acts[i]);
   if (!s) s = odn_reg("gelu_backward", k_gelu_backward, gelu_bwd_supports, NULL);
-  /* Opt-in for now (WICK_ONEDNN_ALL_KERNELS=1), though faster: two tests of
-   * tests/check_ops_pointwise_backward.c assume the cpu kernel answers
-   * (test_pwb_composites_match denies only cpu's kernels; and
-   * test_pwb_broadcast_and_strides wants a strided call, the cpu's, equal to
-   * the bit to a contiguous one, oneDNN's; they differ in the last bit, as
-   * the JIT code rounds g*(1-y*y) in another order). Register by default
-   * once those tests allow another backend. */
-  for (size_t i = 0; i < sizeof g_bwd / sizeof g_bwd[0] && !s && odn_all_kernels(); i++)
+  for (size_t i = 0; i < sizeof g_bwd / sizeof g_bwd[0] && !s; i++)
     s = odn_reg(g_bwd[i].name, k_bwd_act, bwd_act_supports, (void *)&g_bwd[i]);
   if (!s) s = odn_register_softmax();
   return s;
