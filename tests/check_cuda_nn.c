@@ -15,10 +15,9 @@
 #include <wick/nn.h>
 #include <wick/optim.h>
 
+#include "cuda_twin.h"
 #include "testutil.h"
 
-static wk_device g_cuda;
-static const wk_device g_cpu = {WK_DEVICE_CPU, 0};
 
 static double tol_of(wk_dtype dt) {
   switch (dt) {
@@ -33,96 +32,16 @@ static double tol_of(wk_dtype dt) {
   }
 }
 
-/* The twin on the device under test (a copy even when that is the cpu, for
- * WICK_CUDA_NN_ON_CPU=1: the harness checking itself cpu against cpu). */
-static wk_tensor *cu(wk_tensor *t) {
-  if (!t) return NULL;
-  return g_cuda.type == WK_DEVICE_CPU ? wk_clone(t) : wk_to_device(t, g_cuda);
-}
-
-/* got (any device) against ref (cpu): same shape and dtype, values within tol. */
-static void close_t(wk_tensor *got, wk_tensor *ref, double tol, const char *what) {
-  ck_assert_msg(got && ref, "%s: missing result (%s)", what, wk_last_error_message());
-  ck_assert_msg(wk_tensor_device(got).type == g_cuda.type, "%s: the result is not on cuda", what);
-  wk_tensor *h = wk_to_device(got, g_cpu);
-  ck_assert_msg(h != NULL, "%s: copy to cpu failed: %s", what, wk_last_error_message());
-  ck_assert_int_eq(wk_tensor_dim(h), wk_tensor_dim(ref));
-  for (int d = 0; d < wk_tensor_dim(ref); d++)
-    ck_assert_msg(wk_tensor_size(h, d) == wk_tensor_size(ref, d), "%s: size %d is %lld, cpu gives %lld", what, d,
-                  (long long)wk_tensor_size(h, d), (long long)wk_tensor_size(ref, d));
-  ck_assert_msg(wk_tensor_dtype(h) == wk_tensor_dtype(ref), "%s: dtype %s, cpu gives %s", what,
-                wk_dtype_name(wk_tensor_dtype(h)), wk_dtype_name(wk_tensor_dtype(ref)));
-  int64_t n = wk_tensor_numel(ref), at = 0;
-  double *a = tu_values(h), *b = tu_values(ref), scale = 1, worst = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (fabs(b[i]) > scale) scale = fabs(b[i]);
-  for (int64_t i = 0; i < n; i++) {
-    double e = isnan(a[i]) && isnan(b[i]) ? 0 : fabs(a[i] - b[i]);
-    if (!(e <= worst)) {
-      worst = e;
-      at = i;
-    }
-  }
-  double ga = n ? a[at] : 0, gb = n ? b[at] : 0;
-  free(a);
-  free(b);
-  ck_assert_msg(worst <= tol * scale, "%s: element %lld is %.9g, cpu gives %.9g (error %.3g > %.3g)", what,
-                (long long)at, ga, gb, worst, tol * scale);
-}
-
-/* ---- one op on both devices -------------------------------------------------------------
- * ca: the arguments on cpu; ga: the same on cuda. Leaves (nl of them, cpu and
- * cuda twins) already require grad: after comparing the results, the sum of
- * result `gout` times a fixed random tensor is back-propagated on both sides
- * and the leaves' gradients compared. */
-typedef struct {
-  wk_tensor *c, *g;
-} twin;
-
-static twin rnd(const int64_t *shape, int nd, wk_dtype dt, uint64_t seed) {
-  wk_tensor *c = tu_rand(shape, nd, dt, -1, 1, seed);
-  return (twin){c, cu(c)};
-}
-static twin leaf(twin t) {
-  TU_OK(wk_tensor_set_requires_grad(t.c, true));
-  TU_OK(wk_tensor_set_requires_grad(t.g, true));
-  return t;
-}
-
-static void run_both(const char *op, const wk_value *ca, const wk_value *ga, int n, double tol, int gout,
-                     const twin *leaves, int nl, const char *what) {
-  wk_value oc[WK_MAX_OUTS], og[WK_MAX_OUTS];
-  char buf[256];
-  ck_assert_msg(wk_call(op, ca, n, oc) == WK_OK, "%s (%s): cpu failed: %s", op, what, wk_last_error_message());
-  ck_assert_msg(wk_call(op, ga, n, og) == WK_OK, "%s (%s): cuda failed: %s", op, what, wk_last_error_message());
-  int nouts = wk_op_num_outs(wk_op_find(op));
-  for (int i = 0; i < nouts; i++) {
-    ck_assert_int_eq(oc[i].tag, og[i].tag);
-    if (oc[i].tag != WK_V_TENSOR || !oc[i].u.t) continue;
-    snprintf(buf, sizeof buf, "%s (%s) result %d", op, what, i);
-    close_t(og[i].u.t, oc[i].u.t, wk_dtype_is_floating(wk_tensor_dtype(oc[i].u.t)) ? tol : 0, buf);
-  }
-  if (nl == 0) return;
-  wk_tensor *yc = oc[gout].u.t, *yg = og[gout].u.t;
-  wk_tensor *r = tu_rand(wk_tensor_sizes(yc), wk_tensor_dim(yc), wk_tensor_dtype(yc), -1, 1, 99);
-  TU_OK(wk_backward(wk_sum(wk_mul(yc, r))));
-  TU_OK(wk_backward(wk_sum(wk_mul(yg, cu(r)))));
-  for (int i = 0; i < nl; i++) {
-    snprintf(buf, sizeof buf, "%s (%s) gradient of leaf %d", op, what, i);
-    wk_tensor *gc = wk_tensor_grad(leaves[i].c), *gg = wk_tensor_grad(leaves[i].g);
-    ck_assert_msg(gc && gg, "%s: missing gradient (cpu %p, cuda %p)", buf, (void *)gc, (void *)gg);
-    close_t(gg, gc, tol, buf);
-  }
-}
-
+/* A twin of uniform values in [-1, 1). */
+static twin rnd1(const int64_t *shape, int nd, wk_dtype dt, uint64_t seed) { return rnd(shape, nd, dt, -1, 1, seed); }
 #define SHAPE(...) (const int64_t[]){__VA_ARGS__}, (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
 
 /* ---- matmul family --------------------------------------------------------------------------- */
 static void mm_case(wk_dtype dt, int64_t n, int64_t k, int64_t m, int ta, int tb, uint64_t seed) {
   wk_scope_begin();
   /* a transposed operand is made as [k, n] and viewed as [n, k] on each device */
-  twin a = leaf(ta ? rnd(SHAPE(k, n), dt, seed) : rnd(SHAPE(n, k), dt, seed));
-  twin b = leaf(tb ? rnd(SHAPE(m, k), dt, seed + 1) : rnd(SHAPE(k, m), dt, seed + 1));
+  twin a = leaf(ta ? rnd1(SHAPE(k, n), dt, seed) : rnd1(SHAPE(n, k), dt, seed));
+  twin b = leaf(tb ? rnd1(SHAPE(m, k), dt, seed + 1) : rnd1(SHAPE(k, m), dt, seed + 1));
   wk_tensor *ac = ta ? wk_t(a.c) : a.c, *ag = ta ? wk_t(a.g) : a.g;
   wk_tensor *bc = tb ? wk_t(b.c) : b.c, *bg = tb ? wk_t(b.g) : b.g;
   char what[96];
@@ -130,7 +49,7 @@ static void mm_case(wk_dtype dt, int64_t n, int64_t k, int64_t m, int ta, int tb
            (long long)k, (long long)m, ta, tb);
   twin leaves[2] = {a, b};
   run_both("mm", (wk_value[]){WK_VT(ac), WK_VT(bc)}, (wk_value[]){WK_VT(ag), WK_VT(bg)}, 2, tol_of(dt), 0, leaves, 2,
-           what);
+           what, 1);
   wk_scope_end();
 }
 
@@ -152,29 +71,29 @@ START_TEST(test_cuda_nn_addmm_linear_bmm) {
     double tol = tol_of(dt);
     wk_scope_begin();
     /* addmm with a broadcast bias row, beta and alpha */
-    twin bias = leaf(rnd(SHAPE(6), dt, 1)), m1 = leaf(rnd(SHAPE(4, 9), dt, 2)), m2 = leaf(rnd(SHAPE(9, 6), dt, 3));
+    twin bias = leaf(rnd1(SHAPE(6), dt, 1)), m1 = leaf(rnd1(SHAPE(4, 9), dt, 2)), m2 = leaf(rnd1(SHAPE(9, 6), dt, 3));
     twin l3[3] = {bias, m1, m2};
     run_both("addmm", (wk_value[]){WK_VT(bias.c), WK_VT(m1.c), WK_VT(m2.c), WK_VF(0.5), WK_VF(2.0)},
              (wk_value[]){WK_VT(bias.g), WK_VT(m1.g), WK_VT(m2.g), WK_VF(0.5), WK_VF(2.0)}, 5, tol, 0, l3, 3,
-             "addmm beta=0.5 alpha=2");
+             "addmm beta=0.5 alpha=2", 1);
     /* linear: addmm with a transposed weight (no copy on cuda) */
-    twin x = leaf(rnd(SHAPE(2, 5, 9), dt, 4)), w = leaf(rnd(SHAPE(7, 9), dt, 5)), b = leaf(rnd(SHAPE(7), dt, 6));
+    twin x = leaf(rnd1(SHAPE(2, 5, 9), dt, 4)), w = leaf(rnd1(SHAPE(7, 9), dt, 5)), b = leaf(rnd1(SHAPE(7), dt, 6));
     twin l3b[3] = {x, w, b};
     run_both("linear", (wk_value[]){WK_VT(x.c), WK_VT(w.c), WK_VT(b.c)},
-             (wk_value[]){WK_VT(x.g), WK_VT(w.g), WK_VT(b.g)}, 3, tol, 0, l3b, 3, "linear 3D input");
+             (wk_value[]){WK_VT(x.g), WK_VT(w.g), WK_VT(b.g)}, 3, tol, 0, l3b, 3, "linear 3D input", 1);
     /* bmm with the second operand transposed per batch */
-    twin p = leaf(rnd(SHAPE(3, 4, 8), dt, 7)), q = leaf(rnd(SHAPE(3, 5, 8), dt, 8));
+    twin p = leaf(rnd1(SHAPE(3, 4, 8), dt, 7)), q = leaf(rnd1(SHAPE(3, 5, 8), dt, 8));
     twin l2[2] = {p, q};
     run_both("bmm", (wk_value[]){WK_VT(p.c), WK_VT(wk_transpose(q.c, 1, 2))},
-             (wk_value[]){WK_VT(p.g), WK_VT(wk_transpose(q.g, 1, 2))}, 2, tol, 0, l2, 2, "bmm transposed");
+             (wk_value[]){WK_VT(p.g), WK_VT(wk_transpose(q.g, 1, 2))}, 2, tol, 0, l2, 2, "bmm transposed", 1);
     /* matmul broadcasting a batch against a matrix, and dot */
-    twin u = leaf(rnd(SHAPE(2, 3, 4, 6), dt, 9)), v = leaf(rnd(SHAPE(6, 5), dt, 10));
+    twin u = leaf(rnd1(SHAPE(2, 3, 4, 6), dt, 9)), v = leaf(rnd1(SHAPE(6, 5), dt, 10));
     twin l2b[2] = {u, v};
     run_both("matmul", (wk_value[]){WK_VT(u.c), WK_VT(v.c)}, (wk_value[]){WK_VT(u.g), WK_VT(v.g)}, 2, tol, 0, l2b, 2,
-             "matmul 4D x 2D");
-    twin d1 = rnd(SHAPE(50), dt, 11), d2 = rnd(SHAPE(100), dt, 12);
+             "matmul 4D x 2D", 1);
+    twin d1 = rnd1(SHAPE(50), dt, 11), d2 = rnd1(SHAPE(100), dt, 12);
     run_both("dot", (wk_value[]){WK_VT(d1.c), WK_VT(wk_slice(d2.c, 0, 0, 100, 2))},
-             (wk_value[]){WK_VT(d1.g), WK_VT(wk_slice(d2.g, 0, 0, 100, 2))}, 2, tol * 2, 0, NULL, 0, "dot strided");
+             (wk_value[]){WK_VT(d1.g), WK_VT(wk_slice(d2.g, 0, 0, 100, 2))}, 2, tol * 2, 0, NULL, 0, "dot strided", 1);
     wk_scope_end();
   }
 }
@@ -188,9 +107,9 @@ typedef struct {
 
 static void conv_run(const conv_case *k, wk_dtype dt, uint64_t seed) {
   wk_scope_begin();
-  twin x = k->unbatched ? rnd(SHAPE(k->C, k->H, k->W), dt, seed) : rnd(SHAPE(k->N, k->C, k->H, k->W), dt, seed);
-  twin w = rnd(SHAPE(k->O, k->C / k->groups, k->kh, k->kw), dt, seed + 1);
-  twin b = k->bias ? rnd(SHAPE(k->O), dt, seed + 2) : (twin){NULL, NULL};
+  twin x = k->unbatched ? rnd1(SHAPE(k->C, k->H, k->W), dt, seed) : rnd1(SHAPE(k->N, k->C, k->H, k->W), dt, seed);
+  twin w = rnd1(SHAPE(k->O, k->C / k->groups, k->kh, k->kw), dt, seed + 1);
+  twin b = k->bias ? rnd1(SHAPE(k->O), dt, seed + 2) : (twin){NULL, NULL};
   leaf(x);
   leaf(w);
   if (k->bias) leaf(b);
@@ -206,7 +125,7 @@ static void conv_run(const conv_case *k, wk_dtype dt, uint64_t seed) {
            (long long)k->kh, (long long)k->kw, (long long)k->st, (long long)k->pd, (long long)k->dl,
            (long long)k->groups, k->bias ? " bias" : "", k->unbatched ? " unbatched" : "");
   /* gradients sum over N*oh*ow products: a little looser than the forward */
-  run_both("conv2d", ca, ga, 7, 2 * tol_of(dt), 0, leaves, k->bias ? 3 : 2, what);
+  run_both("conv2d", ca, ga, 7, 2 * tol_of(dt), 0, leaves, k->bias ? 3 : 2, what, 1);
   wk_scope_end();
 }
 
@@ -256,8 +175,8 @@ START_TEST(test_cuda_nn_max_pool) {
   for (size_t t = 0; t < 4; t++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       wk_scope_begin();
-      twin x = leaf(i == 1 ? rnd(SHAPE(3, cases[i].H, cases[i].W), dts[t], 40 + i)
-                           : rnd(SHAPE(2, 3, cases[i].H, cases[i].W), dts[t], 40 + i));
+      twin x = leaf(i == 1 ? rnd1(SHAPE(3, cases[i].H, cases[i].W), dts[t], 40 + i)
+                           : rnd1(SHAPE(2, 3, cases[i].H, cases[i].W), dts[t], 40 + i));
       int64_t k[2] = {cases[i].k, cases[i].k}, s[2] = {cases[i].s, cases[i].s}, p[2] = {cases[i].p, cases[i].p},
               d[2] = {cases[i].d, cases[i].d};
       char what[64];
@@ -267,7 +186,7 @@ START_TEST(test_cuda_nn_max_pool) {
                             WK_VB(cases[i].ceil)},
                (wk_value[]){WK_VT(x.g), WK_VINTS(k, 2), WK_VINTS(s, 2), WK_VINTS(p, 2), WK_VINTS(d, 2),
                             WK_VB(cases[i].ceil)},
-               6, tol_of(dts[t]), 0, &x, 1, what);
+               6, tol_of(dts[t]), 0, &x, 1, what, 1);
       wk_scope_end();
     }
 }
@@ -284,7 +203,7 @@ START_TEST(test_cuda_nn_avg_pool) {
   for (size_t t = 0; t < 3; t++)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
       wk_scope_begin();
-      twin x = leaf(rnd(SHAPE(2, 3, 9, 8), dts[t], 50 + i));
+      twin x = leaf(rnd1(SHAPE(2, 3, 9, 8), dts[t], 50 + i));
       int64_t k[2] = {cases[i].k, cases[i].k}, s[2] = {cases[i].s, cases[i].s}, p[2] = {cases[i].p, cases[i].p};
       wk_value div = cases[i].divisor ? WK_VI(cases[i].divisor) : WK_VNONE;
       char what[64];
@@ -294,7 +213,7 @@ START_TEST(test_cuda_nn_avg_pool) {
                             WK_VB(cases[i].include_pad), div},
                (wk_value[]){WK_VT(x.g), WK_VINTS(k, 2), WK_VINTS(s, 2), WK_VINTS(p, 2), WK_VB(cases[i].ceil),
                             WK_VB(cases[i].include_pad), div},
-               7, tol_of(dts[t]), 0, &x, 1, what);
+               7, tol_of(dts[t]), 0, &x, 1, what, 1);
       wk_scope_end();
     }
 }
@@ -306,12 +225,12 @@ START_TEST(test_cuda_nn_adaptive_avg_pool) {
     for (int t = 0; t < 2; t++) {
       wk_dtype dt = t ? WK_F16 : WK_F32;
       wk_scope_begin();
-      twin x = leaf(rnd(SHAPE(2, 3, cases[i][0], cases[i][1]), dt, 60 + i));
+      twin x = leaf(rnd1(SHAPE(2, 3, cases[i][0], cases[i][1]), dt, 60 + i));
       int64_t os[2] = {cases[i][2], cases[i][3]};
       char what[64];
       snprintf(what, sizeof what, "%s case %zu", wk_dtype_name(dt), i);
       run_both("adaptive_avg_pool2d", (wk_value[]){WK_VT(x.c), WK_VINTS(os, 2)},
-               (wk_value[]){WK_VT(x.g), WK_VINTS(os, 2)}, 2, tol_of(dt), 0, &x, 1, what);
+               (wk_value[]){WK_VT(x.g), WK_VINTS(os, 2)}, 2, tol_of(dt), 0, &x, 1, what, 1);
       wk_scope_end();
     }
 }
@@ -321,9 +240,9 @@ END_TEST
 static void bn_run(const int64_t *shape, int nd, wk_dtype dt, wk_dtype pdt, bool training, bool affine, uint64_t seed) {
   wk_scope_begin();
   int64_t C = shape[1];
-  twin x = leaf(rnd(shape, nd, dt, seed));
-  twin w = affine ? leaf(rnd(&C, 1, pdt, seed + 1)) : (twin){NULL, NULL};
-  twin b = affine ? leaf(rnd(&C, 1, pdt, seed + 2)) : (twin){NULL, NULL};
+  twin x = leaf(rnd1(shape, nd, dt, seed));
+  twin w = affine ? leaf(rnd1(&C, 1, pdt, seed + 1)) : (twin){NULL, NULL};
+  twin b = affine ? leaf(rnd1(&C, 1, pdt, seed + 2)) : (twin){NULL, NULL};
   wk_tensor *rm = tu_rand(&C, 1, pdt, -0.5, 0.5, seed + 3), *rv = tu_rand(&C, 1, pdt, 0.5, 1.5, seed + 4);
   twin m = {wk_clone(rm), cu(rm)}, v = {wk_clone(rv), cu(rv)};
   twin leaves[3] = {x, w, b};
@@ -346,7 +265,7 @@ static void bn_run(const int64_t *shape, int nd, wk_dtype dt, wk_dtype pdt, bool
                     WK_VB(training),
                     WK_VF(0.1),
                     WK_VF(1e-5)};
-  run_both("batch_norm", ca, ga, 8, 2 * tol_of(dt), 0, leaves, affine ? 3 : 1, what);
+  run_both("batch_norm", ca, ga, 8, 2 * tol_of(dt), 0, leaves, affine ? 3 : 1, what, 1);
   /* the running statistics were updated alike (training) or left alone (evaluation) */
   close_t(m.g, m.c, 2 * tol_of(pdt == WK_F64 ? WK_F64 : dt), "running_mean");
   close_t(v.g, v.c, 2 * tol_of(pdt == WK_F64 ? WK_F64 : dt), "running_var");
@@ -435,9 +354,9 @@ START_TEST(test_cuda_nn_threads_streams_tf32) {
   /* TF32 matmuls: about 1e-3 relative, so only a loose bound holds */
   setenv("WICK_CUDA_ALLOW_TF32", "1", 1);
   wk_scope_begin();
-  twin a = rnd(SHAPE(256, 512), WK_F32, 402), b = rnd(SHAPE(512, 128), WK_F32, 403);
+  twin a = rnd1(SHAPE(256, 512), WK_F32, 402), b = rnd1(SHAPE(512, 128), WK_F32, 403);
   run_both("mm", (wk_value[]){WK_VT(a.c), WK_VT(b.c)}, (wk_value[]){WK_VT(a.g), WK_VT(b.g)}, 2, 1e-2, 0, NULL, 0,
-           "mm with TF32");
+           "mm with TF32", 1);
   wk_scope_end();
   unsetenv("WICK_CUDA_ALLOW_TF32");
 }

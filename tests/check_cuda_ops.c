@@ -18,10 +18,9 @@
 
 #include <wick/sdk/opcheck.h>
 
+#include "cuda_twin.h"
 #include "testutil.h"
 
-static wk_device g_cuda;
-static const wk_device g_cpu = {WK_DEVICE_CPU, 0};
 
 static double tol_of(wk_dtype dt) {
   switch (dt) {
@@ -38,54 +37,6 @@ static double tol_of(wk_dtype dt) {
   }
 }
 
-static wk_tensor *cu(wk_tensor *t) {
-  if (!t) return NULL;
-  return g_cuda.type == WK_DEVICE_CPU ? wk_clone(t) : wk_to_device(t, g_cuda);
-}
-
-/* got (cuda) against ref (cpu): shape, dtype and values within tol. */
-static void close_t(wk_tensor *got, wk_tensor *ref, double tol, const char *what) {
-  ck_assert_msg(got && ref, "%s: missing result (%s)", what, wk_last_error_message());
-  ck_assert_msg(wk_tensor_device(got).type == g_cuda.type, "%s: the result is not on cuda", what);
-  wk_tensor *h = wk_to_device(got, g_cpu);
-  ck_assert_msg(h != NULL, "%s: copy to cpu failed: %s", what, wk_last_error_message());
-  ck_assert_int_eq(wk_tensor_dim(h), wk_tensor_dim(ref));
-  for (int d = 0; d < wk_tensor_dim(ref); d++)
-    ck_assert_msg(wk_tensor_size(h, d) == wk_tensor_size(ref, d), "%s: size %d is %lld, cpu gives %lld", what, d,
-                  (long long)wk_tensor_size(h, d), (long long)wk_tensor_size(ref, d));
-  ck_assert_msg(wk_tensor_dtype(h) == wk_tensor_dtype(ref), "%s: dtype %s, cpu gives %s", what,
-                wk_dtype_name(wk_tensor_dtype(h)), wk_dtype_name(wk_tensor_dtype(ref)));
-  int64_t n = wk_tensor_numel(ref), at = 0;
-  double *a = tu_values(h), *b = tu_values(ref), scale = 1, worst = 0;
-  for (int64_t i = 0; i < n; i++)
-    if (isfinite(b[i]) && fabs(b[i]) > scale) scale = fabs(b[i]);
-  for (int64_t i = 0; i < n; i++) {
-    double e = (isnan(a[i]) && isnan(b[i])) || a[i] == b[i] ? 0 : fabs(a[i] - b[i]);
-    if (!(e <= worst)) {
-      worst = e;
-      at = i;
-    }
-  }
-  double ga = n ? a[at] : 0, gb = n ? b[at] : 0;
-  free(a);
-  free(b);
-  ck_assert_msg(worst <= tol * scale, "%s: element %lld is %.9g, cpu gives %.9g (error %.3g > %.3g)", what,
-                (long long)at, ga, gb, worst, tol * scale);
-}
-
-typedef struct {
-  wk_tensor *c, *g;
-} twin;
-
-static twin rnd(const int64_t *shape, int nd, wk_dtype dt, double lo, double hi, uint64_t seed) {
-  wk_tensor *c = tu_rand(shape, nd, dt, lo, hi, seed);
-  return (twin){c, cu(c)};
-}
-static twin leaf(twin t) {
-  TU_OK(wk_tensor_set_requires_grad(t.c, true));
-  TU_OK(wk_tensor_set_requires_grad(t.g, true));
-  return t;
-}
 /* A non-contiguous twin: the transpose of a fresh [.., b, a] tensor. */
 static twin strided(const int64_t *shape, int nd, wk_dtype dt, double lo, double hi, uint64_t seed) {
   int64_t s[WK_MAX_DIMS];
@@ -94,34 +45,6 @@ static twin strided(const int64_t *shape, int nd, wk_dtype dt, double lo, double
   s[nd - 1] = shape[nd - 2];
   twin t = rnd(s, nd, dt, lo, hi, seed);
   return (twin){wk_transpose(t.c, nd - 2, nd - 1), wk_transpose(t.g, nd - 2, nd - 1)};
-}
-
-/* Runs op on both devices, compares every tensor result and, with leaves,
- * the gradients of sum(result[gout] * r) for a fixed random r. */
-static void run_both(const char *op, const wk_value *ca, const wk_value *ga, int n, double tol, int gout,
-                     const twin *leaves, int nl, const char *what) {
-  wk_value oc[WK_MAX_OUTS], og[WK_MAX_OUTS];
-  char buf[256];
-  ck_assert_msg(wk_call(op, ca, n, oc) == WK_OK, "%s (%s): cpu failed: %s", op, what, wk_last_error_message());
-  ck_assert_msg(wk_call(op, ga, n, og) == WK_OK, "%s (%s): cuda failed: %s", op, what, wk_last_error_message());
-  int nouts = wk_op_num_outs(wk_op_find(op));
-  for (int i = 0; i < nouts; i++) {
-    ck_assert_int_eq(oc[i].tag, og[i].tag);
-    if (oc[i].tag != WK_V_TENSOR || !oc[i].u.t) continue;
-    snprintf(buf, sizeof buf, "%s (%s) result %d", op, what, i);
-    close_t(og[i].u.t, oc[i].u.t, wk_dtype_is_floating(wk_tensor_dtype(oc[i].u.t)) ? tol : 0, buf);
-  }
-  if (nl == 0) return;
-  wk_tensor *yc = oc[gout].u.t, *yg = og[gout].u.t;
-  wk_tensor *r = tu_rand(wk_tensor_sizes(yc), wk_tensor_dim(yc), wk_tensor_dtype(yc), -1, 1, 99);
-  TU_OK(wk_backward(wk_sum(wk_mul(yc, r))));
-  TU_OK(wk_backward(wk_sum(wk_mul(yg, cu(r)))));
-  for (int i = 0; i < nl; i++) {
-    snprintf(buf, sizeof buf, "%s (%s) gradient of leaf %d", op, what, i);
-    wk_tensor *gc = wk_tensor_grad(leaves[i].c), *gg = wk_tensor_grad(leaves[i].g);
-    ck_assert_msg(gc && gg, "%s: missing gradient (cpu %p, cuda %p)", buf, (void *)gc, (void *)gg);
-    close_t(gg, gc, tol * 10, buf);
-  }
 }
 
 #define SHAPE(...) (const int64_t[]){__VA_ARGS__}, (int)(sizeof((const int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
@@ -146,22 +69,22 @@ START_TEST(test_cuda_ops_binary_float) {
       twin a = leaf(rnd(SHAPE(3, 4), dt, lo, hi, 1)), b = leaf(rnd(SHAPE(3, 4), dt, 0.5, 2, 2));
       twin l2[2] = {a, b};
       snprintf(what, sizeof what, "%s same shape", wk_dtype_name(dt));
-      run_both(ops[o], V2(WK_VT(a.c), WK_VT(b.c)), V2(WK_VT(a.g), WK_VT(b.g)), 2, tol_of(dt), 0, l2, 2, what);
+      run_both(ops[o], V2(WK_VT(a.c), WK_VT(b.c)), V2(WK_VT(a.g), WK_VT(b.g)), 2, tol_of(dt), 0, l2, 2, what, 10);
       twin c = leaf(rnd(SHAPE(2, 1, 4), dt, lo, hi, 3)), d = leaf(rnd(SHAPE(3, 1), dt, 0.5, 2, 4));
       twin l2b[2] = {c, d};
       snprintf(what, sizeof what, "%s broadcast", wk_dtype_name(dt));
-      run_both(ops[o], V2(WK_VT(c.c), WK_VT(d.c)), V2(WK_VT(c.g), WK_VT(d.g)), 2, tol_of(dt), 0, l2b, 2, what);
+      run_both(ops[o], V2(WK_VT(c.c), WK_VT(d.c)), V2(WK_VT(c.g), WK_VT(d.g)), 2, tol_of(dt), 0, l2b, 2, what, 10);
       twin e = strided(SHAPE(5, 3), dt, lo, hi, 5), f = strided(SHAPE(5, 3), dt, 0.5, 2, 6);
       snprintf(what, sizeof what, "%s strided", wk_dtype_name(dt));
-      run_both(ops[o], V2(WK_VT(e.c), WK_VT(f.c)), V2(WK_VT(e.g), WK_VT(f.g)), 2, tol_of(dt), 0, NULL, 0, what);
+      run_both(ops[o], V2(WK_VT(e.c), WK_VT(f.c)), V2(WK_VT(e.g), WK_VT(f.g)), 2, tol_of(dt), 0, NULL, 0, what, 10);
       twin z = rnd(SHAPE(0, 4), dt, lo, hi, 7), y = rnd(SHAPE(4), dt, 0.5, 2, 8);
-      run_both(ops[o], V2(WK_VT(z.c), WK_VT(y.c)), V2(WK_VT(z.g), WK_VT(y.g)), 2, tol_of(dt), 0, NULL, 0, "empty");
+      run_both(ops[o], V2(WK_VT(z.c), WK_VT(y.c)), V2(WK_VT(z.g), WK_VT(y.g)), 2, tol_of(dt), 0, NULL, 0, "empty", 10);
       /* Scalar form, and a cpu 0-dim operand mixed with a cuda tensor */
       char sname[64];
       snprintf(sname, sizeof sname, "%s.Scalar", ops[o]);
-      run_both(sname, V2(WK_VT(a.c), WK_VF(1.5)), V2(WK_VT(a.g), WK_VF(1.5)), 2, tol_of(dt), 0, NULL, 0, "Scalar");
+      run_both(sname, V2(WK_VT(a.c), WK_VF(1.5)), V2(WK_VT(a.g), WK_VF(1.5)), 2, tol_of(dt), 0, NULL, 0, "Scalar", 10);
       wk_tensor *s0 = wk_scalar_tensor(0.75, WK_F64);
-      run_both(ops[o], V2(WK_VT(a.c), WK_VT(s0)), V2(WK_VT(a.g), WK_VT(s0)), 2, tol_of(dt), 0, NULL, 0, "cpu 0-dim");
+      run_both(ops[o], V2(WK_VT(a.c), WK_VT(s0)), V2(WK_VT(a.g), WK_VT(s0)), 2, tol_of(dt), 0, NULL, 0, "cpu 0-dim", 10);
       wk_scope_end();
     }
   }
@@ -179,9 +102,9 @@ START_TEST(test_cuda_ops_binary_int_promotion) {
       twin f = rnd(SHAPE(4, 1), WK_F32, -3, 3, 30);
       char what[96];
       snprintf(what, sizeof what, "%s with %s", wk_dtype_name(dts[i]), wk_dtype_name(dts[i]));
-      run_both(ops[o], V2(WK_VT(a.c), WK_VT(b.c)), V2(WK_VT(a.g), WK_VT(b.g)), 2, 1e-6, 0, NULL, 0, what);
+      run_both(ops[o], V2(WK_VT(a.c), WK_VT(b.c)), V2(WK_VT(a.g), WK_VT(b.g)), 2, 1e-6, 0, NULL, 0, what, 10);
       snprintf(what, sizeof what, "%s with float32 (promotion)", wk_dtype_name(dts[i]));
-      run_both(ops[o], V2(WK_VT(a.c), WK_VT(f.c)), V2(WK_VT(a.g), WK_VT(f.g)), 2, 1e-6, 0, NULL, 0, what);
+      run_both(ops[o], V2(WK_VT(a.c), WK_VT(f.c)), V2(WK_VT(a.g), WK_VT(f.g)), 2, 1e-6, 0, NULL, 0, what, 10);
       wk_scope_end();
     }
   /* integer division modes, and pow of integers */
@@ -191,10 +114,10 @@ START_TEST(test_cuda_ops_binary_int_promotion) {
   for (int m = 0; m < 2; m++) {
     wk_value sc = {.tag = WK_V_STR, .u.s = modes[m]};
     run_both("div", (wk_value[]){WK_VT(a.c), WK_VT(b.c), sc}, (wk_value[]){WK_VT(a.g), WK_VT(b.g), sc}, 3, 0, 0, NULL,
-             0, modes[m]);
+             0, modes[m], 10);
   }
   twin p = rnd(SHAPE(6), WK_I32, -3, 4, 42), q = rnd(SHAPE(6), WK_I32, 0, 5, 43);
-  run_both("pow", V2(WK_VT(p.c), WK_VT(q.c)), V2(WK_VT(p.g), WK_VT(q.g)), 2, 0, 0, NULL, 0, "int pow");
+  run_both("pow", V2(WK_VT(p.c), WK_VT(q.c)), V2(WK_VT(p.g), WK_VT(q.g)), 2, 0, 0, NULL, 0, "int pow", 10);
   /* errors name the op like the cpu's */
   wk_tensor *z = cu(wk_zeros(SHAPE(7), (wk_options){.dtype = WK_I64}));
   ck_assert_ptr_null(wk_div_mode(a.g, z, "floor"));
@@ -226,10 +149,10 @@ START_TEST(test_cuda_ops_inplace_out_where) {
   twin cond = rnd(SHAPE(3, 1), WK_BOOL, 0, 2, 3), x = rnd(SHAPE(3, 4), WK_F16, -1, 1, 4),
        y = rnd(SHAPE(4), WK_F32, -1, 1, 5);
   run_both("where.self", (wk_value[]){WK_VT(cond.c), WK_VT(x.c), WK_VT(y.c)},
-           (wk_value[]){WK_VT(cond.g), WK_VT(x.g), WK_VT(y.g)}, 3, 1e-6, 0, NULL, 0, "where");
+           (wk_value[]){WK_VT(cond.g), WK_VT(x.g), WK_VT(y.g)}, 3, 1e-6, 0, NULL, 0, "where", 10);
   twin m = rnd(SHAPE(4), WK_BOOL, 0, 2, 6);
   run_both("masked_fill.Scalar", (wk_value[]){WK_VT(x.c), WK_VT(m.c), WK_VF(-7.5)},
-           (wk_value[]){WK_VT(x.g), WK_VT(m.g), WK_VF(-7.5)}, 3, 1e-6, 0, NULL, 0, "masked_fill");
+           (wk_value[]){WK_VT(x.g), WK_VT(m.g), WK_VF(-7.5)}, 3, 1e-6, 0, NULL, 0, "masked_fill", 10);
   wk_scope_end();
 }
 END_TEST
@@ -251,9 +174,9 @@ START_TEST(test_cuda_ops_unary) {
       char what[64];
       snprintf(what, sizeof what, "%s", wk_dtype_name(dt));
       run_both(ops[o], (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, tol_of(dt) * 4, 0, diff[o] ? &a : NULL,
-               diff[o] ? 1 : 0, what);
+               diff[o] ? 1 : 0, what, 10);
       twin s = strided(SHAPE(5, 3), dt, pos ? 0.1 : -3, 3, 60 + o);
-      run_both(ops[o], (wk_value[]){WK_VT(s.c)}, (wk_value[]){WK_VT(s.g)}, 1, tol_of(dt) * 4, 0, NULL, 0, "strided");
+      run_both(ops[o], (wk_value[]){WK_VT(s.c)}, (wk_value[]){WK_VT(s.g)}, 1, tol_of(dt) * 4, 0, NULL, 0, "strided", 10);
       wk_scope_end();
     }
   }
@@ -265,20 +188,20 @@ START_TEST(test_cuda_ops_unary) {
       wk_scope_begin();
       twin a = rnd(SHAPE(7), idts[i], 0, 9, 70);
       run_both(iops[o], (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, 1e-6, 0, NULL, 0,
-               wk_dtype_name(idts[i]));
+               wk_dtype_name(idts[i]), 10);
       wk_scope_end();
     }
   /* clamp (float and int bounds), nan_to_num, in place and out= forms */
   wk_scope_begin();
   twin a = leaf(rnd(SHAPE(3, 5), WK_F32, -3, 3, 80));
   run_both("clamp", (wk_value[]){WK_VT(a.c), WK_VF(-1), WK_VF(0.5)}, (wk_value[]){WK_VT(a.g), WK_VF(-1), WK_VF(0.5)}, 3,
-           1e-6, 0, &a, 1, "clamp");
+           1e-6, 0, &a, 1, "clamp", 10);
   twin ia = rnd(SHAPE(9), WK_I16, -100, 100, 81);
   run_both("clamp", (wk_value[]){WK_VT(ia.c), WK_VI(-5), WK_VNONE}, (wk_value[]){WK_VT(ia.g), WK_VI(-5), WK_VNONE}, 3,
-           0, 0, NULL, 0, "int clamp");
+           0, 0, NULL, 0, "int clamp", 10);
   twin gl = leaf(rnd(SHAPE(8), WK_F64, -3, 3, 82));
   wk_value tanh_s = {.tag = WK_V_STR, .u.s = "tanh"};
-  run_both("gelu", V2(WK_VT(gl.c), tanh_s), V2(WK_VT(gl.g), tanh_s), 2, 1e-12, 0, &gl, 1, "gelu tanh");
+  run_both("gelu", V2(WK_VT(gl.c), tanh_s), V2(WK_VT(gl.g), tanh_s), 2, 1e-12, 0, &gl, 1, "gelu tanh", 10);
   wk_tensor *ec = wk_clone(a.c), *eg = wk_clone(a.g);
   wk_exp_(wk_detach(ec));
   wk_exp_(wk_detach(eg));
@@ -301,52 +224,52 @@ START_TEST(test_cuda_ops_reduce) {
     int64_t d02[2] = {0, 2}, d1[1] = {-2};
     wk_value dims02 = WK_VINTS(d02, 2), dims1 = WK_VINTS(d1, 1);
     run_both("sum.dim_IntList", (wk_value[]){WK_VT(a.c), dims02, WK_VB(true)},
-             (wk_value[]){WK_VT(a.g), dims02, WK_VB(true)}, 3, tol, 0, &a, 1, "sum dims 0,2 keepdim");
+             (wk_value[]){WK_VT(a.g), dims02, WK_VB(true)}, 3, tol, 0, &a, 1, "sum dims 0,2 keepdim", 10);
     run_both("mean.dim", (wk_value[]){WK_VT(a.c), dims1, WK_VB(false)}, (wk_value[]){WK_VT(a.g), dims1, WK_VB(false)},
-             3, tol, 0, &a, 1, "mean dim -2");
-    run_both("sum", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, tol, 0, &a, 1, "sum all");
+             3, tol, 0, &a, 1, "mean dim -2", 10);
+    run_both("sum", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, tol, 0, &a, 1, "sum all", 10);
     run_both("prod.dim_int", (wk_value[]){WK_VT(a.c), WK_VI(1)}, (wk_value[]){WK_VT(a.g), WK_VI(1)}, 2, tol, 0, NULL, 0,
-             "prod dim 1");
+             "prod dim 1", 10);
     run_both("max.dim", (wk_value[]){WK_VT(a.c), WK_VI(2), WK_VB(true)},
-             (wk_value[]){WK_VT(a.g), WK_VI(2), WK_VB(true)}, 3, tol, 0, &a, 1, "max.dim");
+             (wk_value[]){WK_VT(a.g), WK_VI(2), WK_VB(true)}, 3, tol, 0, &a, 1, "max.dim", 10);
     run_both("min.dim", (wk_value[]){WK_VT(a.c), WK_VI(0)}, (wk_value[]){WK_VT(a.g), WK_VI(0)}, 2, tol, 0, NULL, 0,
-             "min.dim");
-    run_both("max", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, tol, 0, NULL, 0, "max");
+             "min.dim", 10);
+    run_both("max", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, tol, 0, NULL, 0, "max", 10);
     run_both("argmax", (wk_value[]){WK_VT(a.c), WK_VI(1), WK_VB(false)},
-             (wk_value[]){WK_VT(a.g), WK_VI(1), WK_VB(false)}, 3, 0, 0, NULL, 0, "argmax");
-    run_both("argmin", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, 0, 0, NULL, 0, "argmin flat");
+             (wk_value[]){WK_VT(a.g), WK_VI(1), WK_VB(false)}, 3, 0, 0, NULL, 0, "argmax", 10);
+    run_both("argmin", (wk_value[]){WK_VT(a.c)}, (wk_value[]){WK_VT(a.g)}, 1, 0, 0, NULL, 0, "argmin flat", 10);
     run_both("var.correction", (wk_value[]){WK_VT(a.c), dims1}, (wk_value[]){WK_VT(a.g), dims1}, 2, tol, 0, &a, 1,
-             "var");
+             "var", 10);
     run_both("std.correction", (wk_value[]){WK_VT(a.c), WK_VNONE, WK_VI(0), WK_VB(true)},
-             (wk_value[]){WK_VT(a.g), WK_VNONE, WK_VI(0), WK_VB(true)}, 4, tol, 0, NULL, 0, "std all");
+             (wk_value[]){WK_VT(a.g), WK_VNONE, WK_VI(0), WK_VB(true)}, 4, tol, 0, NULL, 0, "std all", 10);
     const double ps[] = {2, 1, 3, INFINITY, -INFINITY, 0};
     for (int i = 0; i < 6; i++)
       run_both("norm", (wk_value[]){WK_VT(a.c), WK_VF(ps[i]), dims02}, (wk_value[]){WK_VT(a.g), WK_VF(ps[i]), dims02},
-               3, tol, 0, NULL, 0, "norm");
+               3, tol, 0, NULL, 0, "norm", 10);
     run_both("logsumexp", (wk_value[]){WK_VT(a.c), dims1, WK_VB(true)}, (wk_value[]){WK_VT(a.g), dims1, WK_VB(true)}, 3,
-             tol, 0, &a, 1, "logsumexp");
+             tol, 0, &a, 1, "logsumexp", 10);
     /* strided input, a long row (many blocks' worth of tree), empty rows */
     twin s = strided(SHAPE(6, 7), dt, -1, 1, 91);
     run_both("sum.dim_IntList", (wk_value[]){WK_VT(s.c), dims1}, (wk_value[]){WK_VT(s.g), dims1}, 2, tol, 0, NULL, 0,
-             "strided");
+             "strided", 10);
     twin big = rnd(SHAPE(3, 5000), dt, -1, 1, 92);
     int64_t dl[1] = {1};
     run_both("sum.dim_IntList", (wk_value[]){WK_VT(big.c), WK_VINTS(dl, 1)},
-             (wk_value[]){WK_VT(big.g), WK_VINTS(dl, 1)}, 2, tol * 10, 0, NULL, 0, "long rows");
+             (wk_value[]){WK_VT(big.g), WK_VINTS(dl, 1)}, 2, tol * 10, 0, NULL, 0, "long rows", 10);
     twin e = rnd(SHAPE(3, 0), dt, -1, 1, 93);
     run_both("sum.dim_IntList", (wk_value[]){WK_VT(e.c), WK_VINTS(dl, 1)}, (wk_value[]){WK_VT(e.g), WK_VINTS(dl, 1)}, 2,
-             tol, 0, NULL, 0, "empty rows");
+             tol, 0, NULL, 0, "empty rows", 10);
     wk_scope_end();
   }
   /* integers and bools: exact sums (int64), all/any, max of ints */
   wk_scope_begin();
   twin i = rnd(SHAPE(5, 6), WK_I32, -100, 100, 94), b = rnd(SHAPE(5, 6), WK_BOOL, 0, 2, 95);
-  run_both("sum", (wk_value[]){WK_VT(i.c)}, (wk_value[]){WK_VT(i.g)}, 1, 0, 0, NULL, 0, "int sum");
-  run_both("prod", (wk_value[]){WK_VT(b.c)}, (wk_value[]){WK_VT(b.g)}, 1, 0, 0, NULL, 0, "bool prod");
+  run_both("sum", (wk_value[]){WK_VT(i.c)}, (wk_value[]){WK_VT(i.g)}, 1, 0, 0, NULL, 0, "int sum", 10);
+  run_both("prod", (wk_value[]){WK_VT(b.c)}, (wk_value[]){WK_VT(b.g)}, 1, 0, 0, NULL, 0, "bool prod", 10);
   run_both("max.dim", (wk_value[]){WK_VT(i.c), WK_VI(1)}, (wk_value[]){WK_VT(i.g), WK_VI(1)}, 2, 0, 0, NULL, 0,
-           "int max");
-  run_both("all.dim", (wk_value[]){WK_VT(b.c), WK_VI(0)}, (wk_value[]){WK_VT(b.g), WK_VI(0)}, 2, 0, 0, NULL, 0, "all");
-  run_both("any", (wk_value[]){WK_VT(i.c)}, (wk_value[]){WK_VT(i.g)}, 1, 0, 0, NULL, 0, "any");
+           "int max", 10);
+  run_both("all.dim", (wk_value[]){WK_VT(b.c), WK_VI(0)}, (wk_value[]){WK_VT(b.g), WK_VI(0)}, 2, 0, 0, NULL, 0, "all", 10);
+  run_both("any", (wk_value[]){WK_VT(i.c)}, (wk_value[]){WK_VT(i.g)}, 1, 0, 0, NULL, 0, "any", 10);
   ck_assert_ptr_null(wk_mean(i.g));
   TU_FAILS_WITH(WK_ERR_DTYPE, "could not infer output dtype");
   wk_scope_end();
@@ -361,11 +284,11 @@ START_TEST(test_cuda_ops_softmax_losses) {
     wk_scope_begin();
     twin x = leaf(rnd(SHAPE(4, 7, 3), dt, -3, 3, 100));
     for (int d = -1; d <= 1; d++) {
-      run_both("softmax", V2(WK_VT(x.c), WK_VI(d)), V2(WK_VT(x.g), WK_VI(d)), 2, tol, 0, &x, 1, "softmax");
-      run_both("log_softmax", V2(WK_VT(x.c), WK_VI(d)), V2(WK_VT(x.g), WK_VI(d)), 2, tol, 0, &x, 1, "log_softmax");
+      run_both("softmax", V2(WK_VT(x.c), WK_VI(d)), V2(WK_VT(x.g), WK_VI(d)), 2, tol, 0, &x, 1, "softmax", 10);
+      run_both("log_softmax", V2(WK_VT(x.c), WK_VI(d)), V2(WK_VT(x.g), WK_VI(d)), 2, tol, 0, &x, 1, "log_softmax", 10);
     }
     twin wide = leaf(rnd(SHAPE(3, 1000), dt, -5, 5, 101));
-    run_both("log_softmax", V2(WK_VT(wide.c), WK_VI(1)), V2(WK_VT(wide.g), WK_VI(1)), 2, tol, 0, &wide, 1, "wide rows");
+    run_both("log_softmax", V2(WK_VT(wide.c), WK_VI(1)), V2(WK_VT(wide.g), WK_VI(1)), 2, tol, 0, &wide, 1, "wide rows", 10);
     /* cross_entropy: class indices with weight, ignore_index, label smoothing; probabilities; nll_loss */
     twin logits = leaf(rnd(SHAPE(6, 5), dt, -2, 2, 102));
     wk_tensor *tc = TU_T(WK_I64, (6), 0, 4, 2, -100, 1, 3), *tg = cu(tc);
@@ -374,30 +297,30 @@ START_TEST(test_cuda_ops_softmax_losses) {
       run_both("cross_entropy",
                (wk_value[]){WK_VT(logits.c), WK_VT(tc), WK_VT(w.c), WK_VI(red), WK_VI(-100), WK_VF(0.1)},
                (wk_value[]){WK_VT(logits.g), WK_VT(tg), WK_VT(w.g), WK_VI(red), WK_VI(-100), WK_VF(0.1)}, 6, tol, 0,
-               &logits, 1, "cross_entropy weight smoothing");
+               &logits, 1, "cross_entropy weight smoothing", 10);
       run_both("nll_loss", (wk_value[]){WK_VT(logits.c), WK_VT(tc), WK_VNONE, WK_VI(red)},
-               (wk_value[]){WK_VT(logits.g), WK_VT(tg), WK_VNONE, WK_VI(red)}, 4, tol, 0, &logits, 1, "nll_loss");
+               (wk_value[]){WK_VT(logits.g), WK_VT(tg), WK_VNONE, WK_VI(red)}, 4, tol, 0, &logits, 1, "nll_loss", 10);
     }
     twin probs = rnd(SHAPE(6, 5), dt, 0, 1, 104);
     run_both("cross_entropy", V2(WK_VT(logits.c), WK_VT(probs.c)), V2(WK_VT(logits.g), WK_VT(probs.g)), 2, tol, 0,
-             &logits, 1, "cross_entropy probabilities");
+             &logits, 1, "cross_entropy probabilities", 10);
     twin img = leaf(rnd(SHAPE(2, 4, 3, 3), dt, -2, 2, 105));
     twin it = rnd(SHAPE(2, 3, 3), WK_I64, 0, 4, 106);
     run_both("cross_entropy", V2(WK_VT(img.c), WK_VT(it.c)), V2(WK_VT(img.g), WK_VT(it.g)), 2, tol, 0, &img, 1,
-             "cross_entropy spatial");
+             "cross_entropy spatial", 10);
     twin a = leaf(rnd(SHAPE(4, 3), dt, -1, 1, 107)), b = rnd(SHAPE(3), dt, -1, 1, 108);
-    run_both("mse_loss", V2(WK_VT(a.c), WK_VT(b.c)), V2(WK_VT(a.g), WK_VT(b.g)), 2, tol, 0, &a, 1, "mse broadcast");
+    run_both("mse_loss", V2(WK_VT(a.c), WK_VT(b.c)), V2(WK_VT(a.g), WK_VT(b.g)), 2, tol, 0, &a, 1, "mse broadcast", 10);
     twin t01 = rnd(SHAPE(4, 3), dt, 0, 1, 109), pw = rnd(SHAPE(3), dt, 0.5, 2, 110);
     run_both(
         "binary_cross_entropy_with_logits", (wk_value[]){WK_VT(a.c), WK_VT(t01.c), WK_VNONE, WK_VT(pw.c), WK_VI(2)},
-        (wk_value[]){WK_VT(a.g), WK_VT(t01.g), WK_VNONE, WK_VT(pw.g), WK_VI(2)}, 5, tol, 0, &a, 1, "bce pos_weight");
+        (wk_value[]){WK_VT(a.g), WK_VT(t01.g), WK_VNONE, WK_VT(pw.g), WK_VI(2)}, 5, tol, 0, &a, 1, "bce pos_weight", 10);
     /* layer_norm over the last two dims, with weight and bias gradients */
     twin lx = leaf(rnd(SHAPE(3, 4, 5), dt, -2, 2, 111)), lw = leaf(rnd(SHAPE(4, 5), dt, 0.5, 1.5, 112));
     twin lb = leaf(rnd(SHAPE(4, 5), dt, -1, 1, 113));
     twin l3[3] = {lx, lw, lb};
     int64_t nsh[2] = {4, 5};
     run_both("layer_norm", (wk_value[]){WK_VT(lx.c), WK_VINTS(nsh, 2), WK_VT(lw.c), WK_VT(lb.c)},
-             (wk_value[]){WK_VT(lx.g), WK_VINTS(nsh, 2), WK_VT(lw.g), WK_VT(lb.g)}, 4, tol, 0, l3, 3, "layer_norm");
+             (wk_value[]){WK_VT(lx.g), WK_VINTS(nsh, 2), WK_VT(lw.g), WK_VT(lb.g)}, 4, tol, 0, l3, 3, "layer_norm", 10);
     /* a target out of range is an error naming it */
     wk_tensor *bad = cu(TU_T(WK_I64, (6), 0, 5, 0, 0, 0, 0));
     ck_assert_ptr_null(wk_cross_entropy(logits.g, bad));
@@ -416,49 +339,49 @@ START_TEST(test_cuda_ops_index) {
     wk_tensor *ic = TU_T(WK_I64, (4), 2, 0, 2, 1), *ig = cu(ic);
     for (int d = 0; d < 3; d++)
       run_both("index_select", (wk_value[]){WK_VT(x.c), WK_VI(d), WK_VT(ic)},
-               (wk_value[]){WK_VT(x.g), WK_VI(d), WK_VT(ig)}, 3, 0, 0, &x, 1, "index_select");
+               (wk_value[]){WK_VT(x.g), WK_VI(d), WK_VT(ig)}, 3, 0, 0, &x, 1, "index_select", 10);
     twin gi = rnd(SHAPE(5, 2, 3), WK_I64, 0, 4, 121);
     run_both("gather", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VT(gi.c)}, (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g)},
-             3, 0, 0, &x, 1, "gather");
+             3, 0, 0, &x, 1, "gather", 10);
     twin src = leaf(rnd(SHAPE(5, 2, 3), dt, -1, 1, 122));
     twin l2[2] = {x, src};
     run_both("scatter_add", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VT(gi.c), WK_VT(src.c)},
              (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g), WK_VT(src.g)}, 4, tol_of(dt) * 10, 0, l2, 2,
-             "scatter_add");
+             "scatter_add", 10);
     run_both("scatter.src", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VT(gi.c), WK_VT(src.c)},
-             (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g), WK_VT(src.g)}, 4, 0, 0, NULL, 0, "scatter");
+             (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VT(gi.g), WK_VT(src.g)}, 4, 0, 0, NULL, 0, "scatter", 10);
     /* embedding forward and its dense backward (repeated indices sum) */
     twin w = leaf(rnd(SHAPE(6, 4), dt, -1, 1, 123));
     wk_tensor *ec = TU_T(WK_I64, (2, 3), 5, 0, 5, 2, 2, 5), *eg = cu(ec);
     run_both("embedding", V2(WK_VT(w.c), WK_VT(ec)), V2(WK_VT(w.g), WK_VT(eg)), 2, tol_of(dt) * 10, 0, &w, 1,
-             "embedding");
+             "embedding", 10);
     /* cat with promotion and a strided part; one_hot */
     twin c1 = rnd(SHAPE(2, 3), dt, -1, 1, 124), c2 = strided(SHAPE(4, 3), WK_F64, -1, 1, 125);
     wk_tensor *lc[2] = {c1.c, c2.c}, *lg[2] = {c1.g, c2.g};
-    run_both("cat", V2(WK_VTS(lc, 2), WK_VI(0)), V2(WK_VTS(lg, 2), WK_VI(0)), 2, 1e-12, 0, NULL, 0, "cat");
-    run_both("one_hot", V2(WK_VT(ic), WK_VI(-1)), V2(WK_VT(ig), WK_VI(-1)), 2, 0, 0, NULL, 0, "one_hot");
+    run_both("cat", V2(WK_VTS(lc, 2), WK_VI(0)), V2(WK_VTS(lg, 2), WK_VI(0)), 2, 1e-12, 0, NULL, 0, "cat", 10);
+    run_both("one_hot", V2(WK_VT(ic), WK_VI(-1)), V2(WK_VT(ig), WK_VI(-1)), 2, 0, 0, NULL, 0, "one_hot", 10);
     /* flip, roll, repeat, masked_select, cumsum (with gradients where the op has them) */
     int64_t fd[2] = {0, 2}, sh[2] = {2, -1};
-    run_both("flip", V2(WK_VT(x.c), WK_VINTS(fd, 2)), V2(WK_VT(x.g), WK_VINTS(fd, 2)), 2, 0, 0, &x, 1, "flip");
+    run_both("flip", V2(WK_VT(x.c), WK_VINTS(fd, 2)), V2(WK_VT(x.g), WK_VINTS(fd, 2)), 2, 0, 0, &x, 1, "flip", 10);
     run_both("roll", (wk_value[]){WK_VT(x.c), WK_VINTS(sh, 2), WK_VINTS(fd, 2)},
-             (wk_value[]){WK_VT(x.g), WK_VINTS(sh, 2), WK_VINTS(fd, 2)}, 3, 0, 0, &x, 1, "roll");
+             (wk_value[]){WK_VT(x.g), WK_VINTS(sh, 2), WK_VINTS(fd, 2)}, 3, 0, 0, &x, 1, "roll", 10);
     int64_t rp[4] = {2, 1, 3, 1};
     run_both("repeat", V2(WK_VT(x.c), WK_VINTS(rp, 4)), V2(WK_VT(x.g), WK_VINTS(rp, 4)), 2, tol_of(dt) * 10, 0, &x, 1,
-             "repeat");
+             "repeat", 10);
     twin mk = rnd(SHAPE(4, 1), WK_BOOL, 0, 2, 126);
     run_both("masked_select", V2(WK_VT(x.c), WK_VT(mk.c)), V2(WK_VT(x.g), WK_VT(mk.g)), 2, 0, 0, NULL, 0,
-             "masked_select");
-    run_both("cumsum", V2(WK_VT(x.c), WK_VI(1)), V2(WK_VT(x.g), WK_VI(1)), 2, tol_of(dt) * 10, 0, &x, 1, "cumsum");
+             "masked_select", 10);
+    run_both("cumsum", V2(WK_VT(x.c), WK_VI(1)), V2(WK_VT(x.g), WK_VI(1)), 2, tol_of(dt) * 10, 0, &x, 1, "cumsum", 10);
     twin ci = rnd(SHAPE(3, 5), WK_I16, -9, 9, 127);
-    run_both("cumsum", V2(WK_VT(ci.c), WK_VI(-1)), V2(WK_VT(ci.g), WK_VI(-1)), 2, 0, 0, NULL, 0, "int cumsum");
+    run_both("cumsum", V2(WK_VT(ci.c), WK_VI(-1)), V2(WK_VT(ci.g), WK_VI(-1)), 2, 0, 0, NULL, 0, "int cumsum", 10);
     /* sort, topk, pad (through the host for now) */
     run_both("sort", (wk_value[]){WK_VT(x.c), WK_VI(1), WK_VB(true)}, (wk_value[]){WK_VT(x.g), WK_VI(1), WK_VB(true)},
-             3, 0, 0, &x, 1, "sort");
-    run_both("topk", (wk_value[]){WK_VT(x.c), WK_VI(2)}, (wk_value[]){WK_VT(x.g), WK_VI(2)}, 2, 0, 0, &x, 1, "topk");
+             3, 0, 0, &x, 1, "sort", 10);
+    run_both("topk", (wk_value[]){WK_VT(x.c), WK_VI(2)}, (wk_value[]){WK_VT(x.g), WK_VI(2)}, 2, 0, 0, &x, 1, "topk", 10);
     int64_t pd[4] = {1, 2, 0, 1};
     wk_value refl = {.tag = WK_V_STR, .u.s = "reflect"};
     run_both("pad", (wk_value[]){WK_VT(x.c), WK_VINTS(pd, 4), refl}, (wk_value[]){WK_VT(x.g), WK_VINTS(pd, 4), refl}, 3,
-             tol_of(dt) * 10, 0, &x, 1, "pad reflect");
+             tol_of(dt) * 10, 0, &x, 1, "pad reflect", 10);
     /* out-of-range indices: the cpu's messages */
     wk_tensor *bad = cu(TU_T(WK_I64, (3), 0, 7, 1));
     ck_assert_ptr_null(wk_index_select(x.g, 0, bad));

@@ -4,7 +4,7 @@
  * 2026-12-02: a Check suite ran 26 s instead of 6 s). These definitions have
  * the exact prototypes of <cublas_api.h> (the compiler checks them against
  * it) and forward to the library, dlopen-ed once; if it cannot be opened the
- * call fails with CUBLAS_STATUS_NOT_INITIALIZED and cuda_cublas_load_error() says
+ * call fails with CUBLAS_STATUS_NOT_INITIALIZED and cublasGetStatusString() says
  * why. A cuBLAS function not listed here fails the link (-Wl,--no-undefined):
  * add it to CUDA_CUBLAS_FUNCS. cuDNN stays linked: it loads in ~10 ms. */
 #include <cublas_v2.h>
@@ -64,10 +64,6 @@ static void *sym(const char *name) {
   if (g_lib && !p) snprintf(g_why, sizeof g_why, "libcublas.so.13 has no %s", name);
   return p;
 }
-
-/* Why the last forwarded call could not reach cuBLAS ("" when it did). */
-const char *cuda_cublas_load_error(void);
-const char *cuda_cublas_load_error(void) { return g_why; }
 
 #define CUDA__FORWARD(ret, name, params, args)                                   \
   ret name params {                                                              \

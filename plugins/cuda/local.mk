@@ -85,13 +85,13 @@ tests_check_cuda_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_LDADD = $(TEST_LDADD)
 # cuBLAS/cuDNN/pooling kernels against the cpu ones, forward and gradients; skips (77) without a GPU.
 TEST_SUITES += tests/check_cuda_nn
-tests_check_cuda_nn_SOURCES = tests/check_cuda_nn.c tests/testutil.h
+tests_check_cuda_nn_SOURCES = tests/check_cuda_nn.c tests/cuda_twin.h tests/testutil.h
 tests_check_cuda_nn_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_nn_LDADD = $(TEST_LDADD)
 # The plugin's own kernels (pointwise, reductions, indexing, RNG, losses, optim) against the cpu ones,
 # forward and gradients, and every cuda op vs cpu on sampled arguments; skips (77) without a GPU.
 TEST_SUITES += tests/check_cuda_ops
-tests_check_cuda_ops_SOURCES = tests/check_cuda_ops.c tests/testutil.h
+tests_check_cuda_ops_SOURCES = tests/check_cuda_ops.c tests/cuda_twin.h tests/testutil.h
 tests_check_cuda_ops_CFLAGS = $(TEST_CFLAGS)
 tests_check_cuda_ops_LDADD = $(TEST_LDADD)
 endif
