@@ -1,6 +1,7 @@
 /* ResNet-18 (torchvision architecture, 10 classes) on 3x32x32 inputs: one
  * full training step (forward, cross-entropy, backward, SGD momentum step),
- * median of timed steps after warm-up, as images/s. Usage: bench_resnet BATCH [STEPS] */
+ * median of timed steps after warm-up, as images/s; then inference (eval,
+ * no_grad) the same way. Usage: bench_resnet BATCH [STEPS] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <wick/nn.h>
@@ -28,15 +29,23 @@ int main(int argc, char **argv) {
   double *t = calloc((size_t)steps, sizeof *t);
   if (!t || !bench_train_steps("bench_resnet", model, opt, x, y, wk_cpu(), 2, steps, t)) return 1;
   printf("resnet18_train_b%lld_img_s %.1f\n", (long long)batch, (double)batch / bench_median(t, steps));
+  printf("resnet18_train_b%lld_peak_rss_mb %.1f\n", (long long)batch, bench_peak_rss_mb());
+  /* inference (eval, no_grad): one warm-up pass, then the median of `steps` */
   wk_module_train(model, false);
   wk_no_grad_begin();
-  double t0 = bench_now();
-  wk_tensor *out = wk_module_forward(model, x);
-  double dt = bench_now() - t0;
+  for (int s = -1; s < steps; s++) {
+    double t0 = bench_now();
+    wk_tensor *out = wk_module_forward(model, x);
+    if (!out) {
+      fprintf(stderr, "bench_resnet: inference: %s\n", wk_last_error_message());
+      return 1;
+    }
+    wk_release(out);
+    if (s >= 0) t[s] = bench_now() - t0;
+  }
   wk_no_grad_end();
-  printf("resnet18_infer_b%lld_img_s %.1f\n", (long long)batch, (double)batch / dt);
+  printf("resnet18_infer_b%lld_img_s %.1f\n", (long long)batch, (double)batch / bench_median(t, steps));
   printf("resnet18_b%lld_peak_rss_mb %.1f\n", (long long)batch, bench_peak_rss_mb());
-  wk_release(out);
   wk_release(x);
   wk_release(y);
   free(t);

@@ -37,8 +37,9 @@ static inline double bench_peak_rss_mb(void) {
 }
 
 /* Runs `warmup` untimed then `steps` timed training steps of model on (x, y)
- * with opt; t receives each timed step's seconds. On a device other than
- * the cpu the clock is read after synchronising it. false with the error
+ * with opt (forward, cross-entropy, backward, step, zero_grad); t receives
+ * each timed step's seconds. On a device other than the cpu the clock is
+ * read after synchronising it. false with the error
  * printed, prefixed by `who`. */
 static inline bool bench_train_steps(const char *who, wk_module *model, wk_optimizer *opt, wk_tensor *x, wk_tensor *y,
                                      wk_device dev, int warmup, int steps, double *t) {
@@ -48,7 +49,9 @@ static inline bool bench_train_steps(const char *who, wk_module *model, wk_optim
     double t0 = bench_now();
     wk_scope_begin();
     wk_tensor *loss = wk_cross_entropy(wk_module_forward(model, x), y);
-    bool ok = loss && !wk_optim_zero_grad(opt, true) && !wk_backward(loss) && !wk_optim_step(opt);
+    /* zero_grad (set to none) after the step, like PyTorch's tutorial loop and
+     * the PyTorch peers: no gradients are alive during the next forward */
+    bool ok = loss && !wk_backward(loss) && !wk_optim_step(opt) && !wk_optim_zero_grad(opt, true);
     wk_scope_end();
     if (ok && sync) ok = !wk_device_synchronize(dev);
     if (!ok) {

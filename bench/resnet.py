@@ -23,16 +23,22 @@ times = []
 for s in range(steps + 2):
     t0 = time.perf_counter()
     loss = F.cross_entropy(model(x), y)
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    opt.zero_grad(set_to_none=True)  # after the step, as PyTorch's tutorial loop: no gradients alive during forward
     if s >= 2:
         times.append(time.perf_counter() - t0)
 times.sort()
 print("torch_resnet18_train_b%d_img_s %.1f" % (batch, batch / times[len(times) // 2]))
+print("torch_resnet18_train_b%d_peak_rss_mb %.1f" % (batch, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
 model.eval()
-with torch.no_grad():
-    t0 = time.perf_counter()
-    model(x)
-    print("torch_resnet18_infer_b%d_img_s %.1f" % (batch, batch / (time.perf_counter() - t0)))
+times = []
+with torch.no_grad():  # one warm-up pass, then the median of `steps`, as bench_resnet
+    for s in range(steps + 1):
+        t0 = time.perf_counter()
+        model(x)
+        if s >= 1:
+            times.append(time.perf_counter() - t0)
+times.sort()
+print("torch_resnet18_infer_b%d_img_s %.1f" % (batch, batch / times[len(times) // 2]))
 print("torch_resnet18_b%d_peak_rss_mb %.1f" % (batch, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))

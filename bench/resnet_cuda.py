@@ -40,9 +40,9 @@ for s in range(a.steps + 3):
     torch.cuda.synchronize(dev)
     t0 = time.perf_counter()
     loss = F.cross_entropy(model(x), y)
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    opt.zero_grad(set_to_none=True)  # after the step, as PyTorch's tutorial loop: no gradients alive during forward
     torch.cuda.synchronize(dev)
     if s >= 3:
         times.append(time.perf_counter() - t0)

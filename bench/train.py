@@ -27,9 +27,9 @@ times = []
 for s in range(steps + 5):
     t0 = time.perf_counter()
     loss = F.cross_entropy(model(x), y)
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
+    opt.zero_grad(set_to_none=True)  # after the step, as PyTorch's tutorial loop: no gradients alive during forward
     if s >= 5:
         times.append(time.perf_counter() - t0)
 times.sort()

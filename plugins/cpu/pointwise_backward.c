@@ -84,7 +84,37 @@ typedef struct {
 /* Contiguous runs get a plain indexed loop the compiler vectorises; the rest
  * walks strides. NaN in x gives 0 in threshold_backward (x > t is false), as
  * in PyTorch; NaN in g passes through where x > t. */
-#define PB_LOOP(NAME, T)                                                                       static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                            const pb_ctx *c = cp;                                                                        const T t = (T)c->threshold;                                                                 if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {                             T *restrict o = (T *)d[0];                                                                   const T *restrict g = (const T *)d[1], *restrict x = (const T *)d[2];                        switch (c->k) {                                                                                case PB_THRESHOLD:                                                                             for (int64_t i = 0; i < n; i++) o[i] = x[i] > t ? g[i] : (T)0;                               break;                                                                                     case PB_SIGMOID:                                                                               for (int64_t i = 0; i < n; i++) o[i] = g[i] * (((T)1 - x[i]) * x[i]);                        break;                                                                                     case PB_TANH:                                                                                  for (int64_t i = 0; i < n; i++) o[i] = g[i] * ((T)1 - x[i] * x[i]);                          break;                                                                                   }                                                                                            return;                                                                                    }                                                                                            for (int64_t i = 0; i < n; i++) {                                                              T g = *(const T *)(d[1] + i * s[1]), x = *(const T *)(d[2] + i * s[2]), r;                   r = c->k == PB_THRESHOLD ? (x > t ? g : (T)0)                                                    : c->k == PB_SIGMOID ? g * (((T)1 - x) * x)                                                                       : g * ((T)1 - x * x);                                               *(T *)(d[0] + i * s[0]) = r;                                                               }                                                                                          }
+#define PB_LOOP(NAME, T)                                                               \
+  static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                  \
+    const pb_ctx *c = cp;                                                              \
+    const T t = (T)c->threshold;                                                       \
+    if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {                 \
+      T *restrict o = (T *)d[0];                                                       \
+      const T *restrict g = (const T *)d[1], *restrict x = (const T *)d[2];            \
+      switch (c->k) {                                                                  \
+        case PB_THRESHOLD:                                                             \
+          for (int64_t i = 0; i < n; i++) {                                            \
+            T gi = g[i]; /* read unconditionally: the select vectorises as a blend */  \
+            o[i] = x[i] > t ? gi : (T)0;                                               \
+          }                                                                            \
+          break;                                                                       \
+        case PB_SIGMOID:                                                               \
+          for (int64_t i = 0; i < n; i++) o[i] = g[i] * (((T)1 - x[i]) * x[i]);        \
+          break;                                                                       \
+        case PB_TANH:                                                                  \
+          for (int64_t i = 0; i < n; i++) o[i] = g[i] * ((T)1 - x[i] * x[i]);          \
+          break;                                                                       \
+      }                                                                                \
+      return;                                                                          \
+    }                                                                                  \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      T g = *(const T *)(d[1] + i * s[1]), x = *(const T *)(d[2] + i * s[2]), r;       \
+      r = c->k == PB_THRESHOLD ? (x > t ? g : (T)0)                                    \
+          : c->k == PB_SIGMOID ? g * (((T)1 - x) * x)                                  \
+                               : g * ((T)1 - x * x);                                   \
+      *(T *)(d[0] + i * s[0]) = r;                                                     \
+    }                                                                                  \
+  }
 PB_LOOP(pb_f32, float)
 PB_LOOP(pb_f64, double)
 

@@ -48,36 +48,41 @@ int64_t cpu_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t
   T *dst = (T *)j->out + plane * j->oh * j->ow
 
 /* PyTorch's loop: the first valid position is the initial argmax, a value
- * replaces the running max when greater or NaN. */
-#define MAXPOOL(NAME, T, INIT, ISNAN)                                                             \
-  static void NAME(void *p, int64_t b, int64_t e) {                                               \
-    const pool_job *j = p;                                                                        \
-    for (int64_t plane = b; plane < e; plane++) {                                                 \
-      PLANE_PTRS(T);                                                                              \
-      int64_t *ind = j->ind + plane * j->oh * j->ow;                                              \
-      for (int64_t oy = 0; oy < j->oh; oy++) {                                                    \
-        int64_t h0 = oy * j->sh - j->ph, h1 = h0 + (j->kh - 1) * j->dh + 1;                       \
-        if (h1 > j->H) h1 = j->H;                                                                 \
-        while (h0 < 0) h0 += j->dh;                                                               \
-        for (int64_t ox = 0; ox < j->ow; ox++) {                                                  \
-          int64_t w0 = ox * j->sw - j->pw, w1 = w0 + (j->kw - 1) * j->dw + 1;                     \
-          if (w1 > j->W) w1 = j->W;                                                               \
-          while (w0 < 0) w0 += j->dw;                                                             \
-          int64_t mi = h0 * j->W + w0;                                                            \
-          T mv = INIT;                                                                            \
-          for (int64_t y = h0; y < h1; y += j->dh)                                                \
-            for (int64_t x = w0; x < w1; x += j->dw) {                                            \
-              T v = src[y * j->sH + x * j->sW];                                                   \
-              if (v > mv || ISNAN(v)) {                                                           \
-                mv = v;                                                                           \
-                mi = y * j->W + x;                                                                \
-              }                                                                                   \
-            }                                                                                     \
-          dst[oy * j->ow + ox] = mv;                                                              \
-          ind[oy * j->ow + ox] = mi;                                                              \
-        }                                                                                         \
-      }                                                                                           \
-    }                                                                                             \
+ * replaces the running max when greater or NaN. The geometry is copied into
+ * locals: the int64 index stores could alias the job's fields otherwise, and
+ * every field would be reloaded after each store. */
+#define MAXPOOL(NAME, T, INIT, ISNAN)                                                      \
+  static void NAME(void *p, int64_t b, int64_t e) {                                        \
+    const pool_job *j = p;                                                                 \
+    const int64_t H = j->H, W = j->W, sH = j->sH, sW = j->sW, oh = j->oh, ow = j->ow;      \
+    const int64_t kh = j->kh, kw = j->kw, sh = j->sh, sw = j->sw, ph = j->ph, pw = j->pw;  \
+    const int64_t dh = j->dh, dw = j->dw;                                                  \
+    for (int64_t plane = b; plane < e; plane++) {                                          \
+      PLANE_PTRS(T);                                                                       \
+      int64_t *ind = j->ind + plane * oh * ow;                                             \
+      for (int64_t oy = 0; oy < oh; oy++) {                                                \
+        int64_t h0 = oy * sh - ph, h1 = h0 + (kh - 1) * dh + 1;                            \
+        if (h1 > H) h1 = H;                                                                \
+        while (h0 < 0) h0 += dh;                                                           \
+        for (int64_t ox = 0; ox < ow; ox++) {                                              \
+          int64_t w0 = ox * sw - pw, w1 = w0 + (kw - 1) * dw + 1;                          \
+          if (w1 > W) w1 = W;                                                              \
+          while (w0 < 0) w0 += dw;                                                         \
+          int64_t mi = h0 * W + w0;                                                        \
+          T mv = INIT;                                                                     \
+          for (int64_t y = h0; y < h1; y += dh)                                            \
+            for (int64_t x = w0; x < w1; x += dw) {                                        \
+              T v = src[y * sH + x * sW];                                                  \
+              if (v > mv || ISNAN(v)) {                                                    \
+                mv = v;                                                                    \
+                mi = y * W + x;                                                            \
+              }                                                                            \
+            }                                                                              \
+          dst[oy * ow + ox] = mv;                                                          \
+          ind[oy * ow + ox] = mi;                                                          \
+        }                                                                                  \
+      }                                                                                    \
+    }                                                                                      \
   }
 #define NO_NAN(v) false
 MAXPOOL(maxpool_f32, float, -INFINITY, isnan)

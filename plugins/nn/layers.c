@@ -62,7 +62,12 @@ static wk_tensor *act_forward(wk_module *self, wk_tensor *const *in, int n) {
   if (!nn_check_inputs(wk_module_class_name(self), in, n, 1)) return NULL;
   wk_tensor *x = in[0];
   switch (s->kind) {
-  case WK_NN_RELU: return wk_relu(x);
+  case WK_NN_RELU:
+    /* ReLU(inplace=True) as torchvision's ResNet uses it: no new activation
+     * per call (memory), and the result is an alias of the input, a new
+     * reference like every forward's (its derivative uses the result). */
+    if (s->inplace) return wk_relu_(x) ? wk_alias(x) : NULL;
+    return wk_relu(x);
   case WK_NN_LEAKY_RELU: return wk_leaky_relu(x, s->arg);
   case WK_NN_GELU: return wk_gelu(x, "none");
   case WK_NN_GELU_TANH: return wk_gelu(x, "tanh");
