@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <wick/amp.h>
 #include <wick/optim.h>
 #include <wick/wick.h>
 
@@ -37,18 +38,25 @@ static inline double bench_peak_rss_mb(void) {
 }
 
 /* Runs `warmup` untimed then `steps` timed training steps of model on (x, y)
- * with opt (forward, cross-entropy, backward, step, zero_grad); t receives
+ * with opt (forward, cross-entropy, backward, step, zero_grad; with amp, the
+ * forward and the loss in a bf16 autocast region); t receives
  * each timed step's seconds. On a device other than the cpu the clock is
  * read after synchronising it. false with the error
  * printed, prefixed by `who`. */
-static inline bool bench_train_steps(const char *who, wk_module *model, wk_optimizer *opt, wk_tensor *x, wk_tensor *y,
-                                     wk_device dev, int warmup, int steps, double *t) {
+static inline bool bench_train_steps_amp(const char *who, wk_module *model, wk_optimizer *opt, wk_tensor *x,
+                                         wk_tensor *y, wk_device dev, int warmup, int steps, double *t, bool amp) {
   bool sync = dev.type != WK_DEVICE_CPU && dev.type != WK_DEVICE_DEFAULT;
   for (int s = -warmup; s < steps; s++) {
     if (sync) wk_device_synchronize(dev);
     double t0 = bench_now();
     wk_scope_begin();
+    const char *devtype = wk_device_type_name(dev.type == WK_DEVICE_DEFAULT ? WK_DEVICE_CPU : dev.type);
+    if (amp && wk_autocast_begin(devtype, WK_BF16) != WK_OK) {
+      fprintf(stderr, "%s: %s\n", who, wk_last_error_message());
+      return false;
+    }
     wk_tensor *loss = wk_cross_entropy(wk_module_forward(model, x), y);
+    if (amp) wk_autocast_end(devtype);
     /* zero_grad (set to none) after the step, like PyTorch's tutorial loop and
      * the PyTorch peers: no gradients are alive during the next forward */
     bool ok = loss && !wk_backward(loss) && !wk_optim_step(opt) && !wk_optim_zero_grad(opt, true);
@@ -61,6 +69,12 @@ static inline bool bench_train_steps(const char *who, wk_module *model, wk_optim
     if (s >= 0) t[s] = bench_now() - t0;
   }
   return true;
+}
+
+/* The same in float32 throughout. */
+static inline bool bench_train_steps(const char *who, wk_module *model, wk_optimizer *opt, wk_tensor *x, wk_tensor *y,
+                                     wk_device dev, int warmup, int steps, double *t) {
+  return bench_train_steps_amp(who, model, opt, x, y, dev, warmup, steps, t, false);
 }
 
 #endif

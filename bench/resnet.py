@@ -1,5 +1,7 @@
 """PyTorch side of bench/bench_resnet: the same ResNet-18 training step and
-inference, median images/s, printed in the same key/value form."""
+inference, median images/s, printed in the same key/value form.
+Usage: resnet.py BATCH [STEPS] [amp]; amp: training only, the forward and the
+loss under torch.autocast("cpu", dtype=torch.bfloat16)."""
 import os
 import resource
 import sys
@@ -13,6 +15,7 @@ from torch_resnet import BasicBlock, ResNet  # noqa: E402
 
 batch = int(sys.argv[1]) if len(sys.argv) > 1 else 32
 steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+amp = len(sys.argv) > 3 and sys.argv[3] == "amp"
 torch.set_num_threads(2)
 torch.manual_seed(0)
 model = ResNet(BasicBlock, [2, 2, 2, 2], 10)
@@ -22,15 +25,19 @@ y = torch.randint(0, 10, (batch,))
 times = []
 for s in range(steps + 2):
     t0 = time.perf_counter()
-    loss = F.cross_entropy(model(x), y)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+        loss = F.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)  # after the step, as PyTorch's tutorial loop: no gradients alive during forward
     if s >= 2:
         times.append(time.perf_counter() - t0)
 times.sort()
-print("torch_resnet18_train_b%d_img_s %.1f" % (batch, batch / times[len(times) // 2]))
-print("torch_resnet18_train_b%d_peak_rss_mb %.1f" % (batch, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+tag = "_amp" if amp else ""
+print("torch_resnet18_train%s_b%d_img_s %.1f" % (tag, batch, batch / times[len(times) // 2]))
+print("torch_resnet18_train%s_b%d_peak_rss_mb %.1f" % (tag, batch, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
+if amp:
+    sys.exit(0)
 model.eval()
 times = []
 with torch.no_grad():  # one warm-up pass, then the median of `steps`, as bench_resnet

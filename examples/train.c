@@ -22,6 +22,7 @@
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <wick/amp.h>
 #include <wick/data.h>
 #include <wick/io.h>
 #include <wick/nn.h>
@@ -176,7 +177,17 @@ static wk_lr_scheduler *build_scheduler(const config *c, wk_optimizer *opt, int6
 }
 
 /* Loss and accuracy over a loader (no_grad, eval mode). */
-static wk_status evaluate(wk_module *model, wk_dataloader *dl, wk_device dev, double *loss, double *acc) {
+/* --amp: forward and loss in an autocast region (bfloat16: needs no gradient
+ * scaling, on the cpu and on GPUs alike); backward runs outside it, as in
+ * PyTorch. */
+static wk_status amp_begin(bool amp, wk_device dev) {
+  return amp ? wk_autocast_begin(wk_device_type_name(dev.type), WK_BF16) : WK_OK;
+}
+static wk_status amp_end(bool amp, wk_device dev) {
+  return amp ? wk_autocast_end(wk_device_type_name(dev.type)) : WK_OK;
+}
+
+static wk_status evaluate(wk_module *model, wk_dataloader *dl, wk_device dev, bool amp, double *loss, double *acc) {
   wk_module_train(model, false);
   wk_no_grad_begin();
   double total_loss = 0;
@@ -186,12 +197,16 @@ static wk_status evaluate(wk_module *model, wk_dataloader *dl, wk_device dev, do
   while (!s && (s = wk_dataloader_next(dl, &b)) == WK_OK && b.n) {
     wk_scope_begin();
     wk_tensor *x = wk_to_device(b.t[0], dev), *y = wk_to_device(b.t[1], dev);
-    wk_tensor *out = wk_module_forward(model, x);
-    wk_tensor *l = wk_cross_entropy_ex(out, y, NULL, WK_REDUCTION_SUM, -100, 0);
+    wk_tensor *out = NULL, *l = NULL;
+    if (amp_begin(amp, dev) == WK_OK) {
+      out = wk_module_forward(model, x);
+      l = wk_cross_entropy_ex(out, y, NULL, WK_REDUCTION_SUM, -100, 0);
+      if (amp_end(amp, dev) != WK_OK) l = NULL;
+    }
     wk_tensor *hits = wk_sum(wk_eq(wk_argmax_dim(out, 1, false), y));
     double lv;
     int64_t hv;
-    if (wk_item(l, &lv) || wk_item_i64(hits, &hv)) {
+    if (!l || wk_item(l, &lv) || wk_item_i64(hits, &hv)) {
       s = wk_last_error();
     } else {
       total_loss += lv;
@@ -301,7 +316,8 @@ int main(int argc, char **argv) {
             why ? why : "");
     return 1;
   }
-  if (c.amp && !wk_service_get("amp", 1)) return die("--amp (mixed precision comes with the amp plugin)");
+  if (c.amp && !wk_service_get(WK_AMP_SERVICE, WK_AMP_API_VERSION))
+    return die("--amp (mixed precision comes with the amp plugin)");
   wk_manual_seed(c.seed);
   bool tty = isatty(STDOUT_FILENO);
   if (!make_dirs(c.out)) {
@@ -349,10 +365,10 @@ int main(int argc, char **argv) {
   if (!strcmp(c.optimizer, "sgd")) snprintf(optdesc, sizeof optdesc, "SGD lr %g momentum %g", c.lr, c.momentum);
   else snprintf(optdesc, sizeof optdesc, "%s lr %g", !strcmp(c.optimizer, "adam") ? "Adam" : "AdamW", c.lr);
   printf("model %s (%lld parameters) on %s, %s: %lld training and %lld test images, batch %lld, %s, weight decay %g, "
-         "scheduler %s\n",
+         "scheduler %s%s\n",
          c.model, (long long)wk_module_num_parameters(model, false), devname, c.dataset,
          (long long)wk_dataset_len(train), (long long)wk_dataset_len(test), (long long)c.batch, optdesc,
-         c.weight_decay, c.scheduler);
+         c.weight_decay, c.scheduler, c.amp ? ", mixed precision (autocast bf16)" : "");
 
   /* The reproducibility record, metrics.csv (appended to on resume) and the TensorBoard events. */
   snprintf(path, sizeof path, "%s/run.json", c.out);
@@ -377,8 +393,10 @@ int main(int argc, char **argv) {
     while ((s = wk_dataloader_next(train_dl, &b)) == WK_OK && b.n) {
       wk_scope_begin();
       wk_tensor *x = wk_to_device(b.t[0], dev), *y = wk_to_device(b.t[1], dev);
+      if (amp_begin(c.amp, dev)) return die("--amp");
       wk_tensor *out = wk_module_forward(model, x);
       wk_tensor *loss = wk_cross_entropy(out, y);
+      if (amp_end(c.amp, dev)) return die("--amp");
       if (!loss || wk_optim_zero_grad(opt, true) || wk_backward(loss) || wk_optim_step(opt)) return die("training step");
       if (sched_per_batch && wk_lr_scheduler_step(sched)) return die("scheduler step");
       double lv;
@@ -409,7 +427,7 @@ int main(int argc, char **argv) {
     if (s) return die("reading a training batch");
     if (tty) printf("\n");
     double epoch_s = now() - t0, val_loss, val_acc;
-    if (evaluate(model, test_dl, dev, &val_loss, &val_acc) != WK_OK) return die("evaluating");
+    if (evaluate(model, test_dl, dev, c.amp, &val_loss, &val_acc) != WK_OK) return die("evaluating");
     test_acc = val_acc;
     double train_loss = loss_sum / (double)seen, train_acc = (double)correct / (double)seen;
     double ips = epoch_s > 0 ? (double)seen / epoch_s : 0;
@@ -449,7 +467,7 @@ int main(int argc, char **argv) {
   }
   if (start_epoch > c.epochs) {
     double val_loss;
-    if (evaluate(model, test_dl, dev, &val_loss, &test_acc) != WK_OK) return die("evaluating");
+    if (evaluate(model, test_dl, dev, c.amp, &val_loss, &test_acc) != WK_OK) return die("evaluating");
   }
   printf("final test accuracy: %.2f%% after %d epoch%s (%.1f s)\n", 100 * test_acc, last_epoch,
          last_epoch == 1 ? "" : "s", now() - t_all);

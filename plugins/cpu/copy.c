@@ -44,6 +44,33 @@ static void loop_f32_from(void *c, char **d, const int64_t *s, int64_t n) {
   for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = (float)wk_load_f64(d[1] + i * s[1], t->src);
 }
 
+/* float32 <-> bfloat16: what autocast and every bf16 kernel computing in f32
+ * do all the time. Contiguous runs are integer loops the compiler vectorises,
+ * with the same bits as wk_f32_to_bf16 / wk_bf16_to_f32. */
+typedef uint32_t __attribute__((may_alias)) u32_alias;
+typedef uint16_t __attribute__((may_alias)) u16_alias;
+static void loop_f32_to_bf16(void *c, char **d, const int64_t *s, int64_t n) {
+  if (s[0] == 2 && s[1] == 4) {
+    u16_alias *restrict o = (u16_alias *)d[0];
+    const u32_alias *restrict in = (const u32_alias *)d[1];
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t u = in[i], rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
+      o[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) *(uint16_t *)(d[0] + i * s[0]) = wk_f32_to_bf16(*(const float *)(d[1] + i * s[1]));
+}
+static void loop_bf16_to_f32(void *c, char **d, const int64_t *s, int64_t n) {
+  if (s[0] == 4 && s[1] == 2) {
+    u32_alias *restrict o = (u32_alias *)d[0];
+    const u16_alias *restrict in = (const u16_alias *)d[1];
+    for (int64_t i = 0; i < n; i++) o[i] = (uint32_t)in[i] << 16;
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = wk_bf16_to_f32(*(const uint16_t *)(d[1] + i * s[1]));
+}
+
 static void loop_any(void *c, char **d, const int64_t *s, int64_t n) {
   const copy_types *t = c;
   for (int64_t i = 0; i < n; i++) wk_store_f64(d[0] + i * s[0], t->dst, wk_load_f64(d[1] + i * s[1], t->src));
@@ -71,6 +98,8 @@ wk_status cpu_copy(wk_tensor *dst, wk_tensor *src) {
     wk_loop_fn fn = t.dst == t.src                                    ? loop_same
                     : integral_or_bool(t.dst) && integral_or_bool(t.src) ? loop_int
                     : integral_or_bool(t.src)                           ? loop_int_to_float
+                    : t.dst == WK_BF16 && t.src == WK_F32               ? loop_f32_to_bf16
+                    : t.dst == WK_F32 && t.src == WK_BF16               ? loop_bf16_to_f32
                     : t.dst == WK_F32                                   ? loop_f32_from
                                                                         : loop_any;
     wk_iter_run(&it, fn, &t);

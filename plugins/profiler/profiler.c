@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <wick/sdk.h> /* first: it routes the wk_* calls of the headers below */
 #include <wick/profiler.h>
-#include <wick/sdk.h>
 
 #define PROF_SLOTS 4096 /* power of two, well above the number of ops */
 #define PROF_DEPTH 64
