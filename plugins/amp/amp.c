@@ -53,6 +53,17 @@ static bool in_list(const char *name, const char *const *list, size_t n) {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The policy of an op from its name (overload suffix ignored). */
+static amp_policy decide(wk_op *op) {
+  const char *name = wk_op_name(op);
+  if (wk_op_mutated_arg(op) >= 0) return POL_NONE; /* in-place and out= forms keep their dtypes */
+  if (in_list(name, LOWER_OPS, COUNT(LOWER_OPS))) return POL_LOWER;
+  if (in_list(name, FP32_OPS, COUNT(FP32_OPS))) return POL_FP32;
+  if (in_list(name, PROMOTE_OPS, COUNT(PROMOTE_OPS))) return POL_PROMOTE;
+  return POL_NONE;
+}
+
+/* decide(), cached per op handle. */
 static amp_policy policy_of(wk_op *op) {
   uintptr_t h = ((uintptr_t)op >> 4) * 0x9E3779B97F4A7C15ull;
   for (unsigned i = 0; i < AMP_SLOTS; i++) {
@@ -61,34 +72,19 @@ static amp_policy policy_of(wk_op *op) {
     if (cur == op) {
       int p = __atomic_load_n(&s->policy, __ATOMIC_ACQUIRE);
       if (p != POL_UNKNOWN) return (amp_policy)p;
-      break; /* another thread is filling it in: compute it here too */
+      break; /* another thread is filling it in: decide here too */
     }
     if (!cur) {
       wk_op *expected = NULL;
       if (!__atomic_compare_exchange_n(&s->op, &expected, op, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
           expected != op)
         continue;
-      const char *name = wk_op_name(op);
-      amp_policy p = POL_NONE;
-      if (wk_op_mutated_arg(op) >= 0) /* in-place and out= forms keep their dtypes */
-        p = POL_NONE;
-      else if (in_list(name, LOWER_OPS, COUNT(LOWER_OPS)))
-        p = POL_LOWER;
-      else if (in_list(name, FP32_OPS, COUNT(FP32_OPS)))
-        p = POL_FP32;
-      else if (in_list(name, PROMOTE_OPS, COUNT(PROMOTE_OPS)))
-        p = POL_PROMOTE;
+      amp_policy p = decide(op);
       __atomic_store_n(&s->policy, (int)p, __ATOMIC_RELEASE);
       return p;
     }
   }
-  /* table full or racing: decide without caching */
-  const char *name = wk_op_name(op);
-  if (wk_op_mutated_arg(op) >= 0) return POL_NONE;
-  if (in_list(name, LOWER_OPS, COUNT(LOWER_OPS))) return POL_LOWER;
-  if (in_list(name, FP32_OPS, COUNT(FP32_OPS))) return POL_FP32;
-  if (in_list(name, PROMOTE_OPS, COUNT(PROMOTE_OPS))) return POL_PROMOTE;
-  return POL_NONE;
+  return decide(op); /* table full, or racing */
 }
 
 /* PyTorch's is_eligible: a floating tensor other than float64. */
