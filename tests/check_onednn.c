@@ -112,7 +112,12 @@ static const conv_case conv_cases[] = {
     {2, 64, 8, 8, 64, 1, 1, 0, 1, 1, false}, {2, 1, 28, 28, 32, 3, 1, 1, 1, 1, true},
     {1, 4, 5, 5, 2, 5, 1, 0, 1, 1, true},    {2, 32, 14, 14, 64, 3, 2, 1, 1, 1, false},
     {1, 2, 10, 10, 2, 2, 3, 0, 1, 1, true}, /* right padding -2: the last row and column are unused */
+    /* 1x1 images where one tap meets the pixel (conv_point.c: matmuls) */
+    {8, 16, 1, 1, 12, 3, 1, 1, 1, 1, true},  {4, 8, 1, 1, 6, 5, 2, 4, 2, 1, false},
+    {3, 20, 1, 1, 24, 3, 2, 1, 1, 1, true},
+    {4, 8, 1, 1, 6, 3, 1, 2, 1, 1, true}, /* pad 2: a 3x3 output, the generic path */
 };
+#define CONV_POINT_FIRST 11 /* the first of the point cases */
 
 static void conv_case_run(const conv_case *c, wk_dtype dt, double tol, int idx) {
   wk_scope_begin();
@@ -146,6 +151,7 @@ END_TEST
 START_TEST(test_onednn_conv_bf16) {
   if (!onednn_bf16()) return;
   for (int i = 0; i < 4; i++) conv_case_run(&conv_cases[i], WK_BF16, TOL_BF16, i);
+  for (int i = CONV_POINT_FIRST; i < CONV_POINT_FIRST + 3; i++) conv_case_run(&conv_cases[i], WK_BF16, TOL_BF16, i);
 }
 END_TEST
 

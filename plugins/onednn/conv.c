@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "onednn.h"
+#include "conv_point.h"
 
 typedef struct {
   int64_t N, C, H, W, O, G, kh, kw, oh, ow;
@@ -219,6 +220,17 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int64_t ys[4] = {g.N, g.O, g.oh, g.ow};
   wk_tensor *y = wk_empty(xd == 4 ? ys : ys + 1, xd, (wk_options){.dtype = wk_tensor_dtype(x)});
   if (!y) return wk_last_error();
+  int64_t ty, tx;
+  if (xd == 4 && odn_conv_point(g.H, g.W, g.oh, g.ow, g.G, g.pl, g.dl, g.kh, g.kw, &ty, &tx) &&
+      odn_conv_point_supported(x, NULL)) {
+    wk_status s = odn_conv_point_fwd(op, x, w, b, ty, tx, (dnnl_data_type_t)g.dt, y);
+    if (s) {
+      wk_release(y);
+      return s;
+    }
+    outs[0] = WK_VT(y);
+    return WK_OK;
+  }
   odn_entry *e = get_prim(K_FWD, &g);
   if (!e) {
     wk_release(y);
@@ -292,6 +304,18 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   void *go_tmp = NULL;
   wk_status s = WK_OK;
   dnnl_memory_desc_t hx, hw, hgo, hgi, hgw, hgb;
+  int64_t ty, tx;
+  if (wk_tensor_dim(x) == 4 && odn_conv_point(g.H, g.W, g.oh, g.ow, g.G, g.pl, g.dl, g.kh, g.kw, &ty, &tx) &&
+      odn_conv_point_supported(x, go)) {
+    if ((mask[0] && !(gi = wk_empty(wk_tensor_sizes(x), 4, o))) ||
+        (mask[1] && !(gw = wk_empty(wk_tensor_sizes(w), 4, o))) || (mask[2] && !(gb = wk_empty(&g.O, 1, o))))
+      goto fail;
+    if ((s = odn_conv_point_bwd(op, go, x, w, ty, tx, dt, gi, gw, gb))) goto fail;
+    outs[0] = gi ? WK_VT(gi) : WK_VNONE;
+    outs[1] = gw ? WK_VT(gw) : WK_VNONE;
+    outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+    return WK_OK;
+  }
   plain_act(&hgo, go, g.N, g.O, g.oh, g.ow, dt);
   if (mask[0] && !(ed = get_prim(K_BWD_DATA, &g))) goto fail;
   g.bias = mask[2] != 0;

@@ -4,7 +4,7 @@ EXTRA_DIST += tests/onednn_suites.sh
 if BUILD_ONEDNN
 plugins_LTLIBRARIES += plugins/onednn/onednn.la
 plugins_onednn_onednn_la_SOURCES = plugins/onednn/onednn.h plugins/onednn/plugin.c plugins/onednn/cache.c \
-	plugins/onednn/mem.c plugins/onednn/conv.c plugins/onednn/norm.c plugins/onednn/pool.c \
+	plugins/onednn/mem.c plugins/onednn/conv.c plugins/onednn/conv_point.h plugins/onednn/conv_point.c plugins/onednn/norm.c plugins/onednn/pool.c \
 	plugins/onednn/eltwise.c plugins/onednn/softmax.c plugins/onednn/matmul.c \
 	plugins/onednn/wcache.c
 plugins_onednn_onednn_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

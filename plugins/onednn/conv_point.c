@@ -1,0 +1,173 @@
+/* onednn plugin: convolutions whose one output position sees one input
+ * position through one kernel tap — a 1x1 image under a 3x3 kernel padded by
+ * 1, as in ResNet's last stage on 32x32 inputs. Every other tap only meets
+ * padding, so the convolution is a matrix product with that tap's [O, C]
+ * slice of the weight: the forward and the data gradient are matmuls, and
+ * the weight gradient is zero except for that tap (one [O, N] x [N, C]
+ * product). oneDNN's direct convolution computes all kh*kw taps of the
+ * weight gradient there (several times the forward's time, more in bf16). */
+#include <stdlib.h>
+#include <string.h>
+#include <wick/sdk/half.h>
+
+#include "onednn.h"
+#include "conv_point.h"
+
+/* The tap every output uses, when the geometry is the point case. */
+bool odn_conv_point(int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t groups, const int64_t pl[2],
+                    const int64_t dl[2], int64_t kh, int64_t kw, int64_t *ty, int64_t *tx) {
+  static int off = -1; /* WICK_ONEDNN_POINT_CONV=0: oneDNN's convolution instead (for measuring) */
+  if (off < 0) {
+    const char *e = getenv("WICK_ONEDNN_POINT_CONV");
+    off = e && !strcmp(e, "0");
+  }
+  if (off || H != 1 || W != 1 || oh != 1 || ow != 1 || groups != 1 || (kh == 1 && kw == 1)) return false;
+  if (pl[0] % dl[0] || pl[1] % dl[1]) return false; /* no tap meets the pixel: output = bias */
+  *ty = pl[0] / dl[0];
+  *tx = pl[1] / dl[1];
+  return *ty < kh && *tx < kw;
+}
+
+typedef struct {
+  char tag[8];
+  int32_t dt, has_bias;
+  int64_t M, K, N;
+  int64_t sa[2], sb[2];
+} pmm_key;
+
+static odn_prim *pmm_make(void *v) {
+  const pmm_key *k = v;
+  dnnl_memory_desc_t a, b, bias, c;
+  int64_t da[2] = {k->M, k->K}, db[2] = {k->K, k->N}, dc[2] = {k->M, k->N}, sc[2] = {k->N, 1};
+  int64_t dbias[2] = {1, k->N}, sbias[2] = {k->N, 1};
+  dnnl_data_type_t dt = (dnnl_data_type_t)k->dt;
+  odn_md_strided(&a, 2, da, k->sa, dt);
+  odn_md_strided(&b, 2, db, k->sb, dt);
+  odn_md_strided(&c, 2, dc, sc, dt);
+  odn_md_strided(&bias, 2, dbias, sbias, dt);
+  dnnl_matmul_desc_t md;
+  if (odn_check(odn.matmul_desc_init(&md, &a, &b, k->has_bias ? &bias : NULL, &c), "conv2d", "matmul description"))
+    return NULL;
+  dnnl_query_t q[1] = {dnnl_query_undef};
+  return odn_prim_create("conv2d", &md, NULL, NULL, q, 1);
+}
+
+/* c[M, N] (dense) = a[M, K] @ b[K, N] (+ bias[N]); a and b strided, each
+ * with a unit stride (oneDNN's fast paths). */
+static wk_status pmm(const char *op, dnnl_data_type_t dt, int64_t M, int64_t K, int64_t N, const void *a,
+                     const int64_t sa[2], const void *b, const int64_t sb[2], const void *bias, void *c) {
+  pmm_key k;
+  memset(&k, 0, sizeof k); /* the key is hashed as bytes */
+  memcpy(k.tag, "convpt", 7);
+  k.dt = (int32_t)dt;
+  k.has_bias = bias != NULL;
+  k.M = M;
+  k.K = K;
+  k.N = N;
+  memcpy(k.sa, sa, sizeof k.sa);
+  memcpy(k.sb, sb, sizeof k.sb);
+  odn_entry *e = odn_prim_get(&k, sizeof k, pmm_make, &k);
+  if (!e) return wk_last_error();
+  dnnl_memory_desc_t ma, mb, mbias, mc;
+  int64_t da[2] = {M, K}, db[2] = {K, N}, dc[2] = {M, N}, sc[2] = {N, 1}, dbias[2] = {1, N};
+  odn_md_strided(&ma, 2, da, sa, dt);
+  odn_md_strided(&mb, 2, db, sb, dt);
+  odn_md_strided(&mc, 2, dc, sc, dt);
+  odn_md_strided(&mbias, 2, dbias, sc, dt);
+  odn_arg ar[4] = {{DNNL_ARG_SRC, NULL, &ma, (void *)a, false},
+                   {DNNL_ARG_WEIGHTS, NULL, &mb, (void *)b, false},
+                   {DNNL_ARG_DST, NULL, &mc, c, true},
+                   {DNNL_ARG_BIAS, NULL, &mbias, (void *)bias, false}};
+  wk_status s = odn_exec(op, odn_entry_val(e), ar, bias ? 4 : 3);
+  odn_cache_unpin(e);
+  return s;
+}
+
+/* A batched [N, C, 1, 1] tensor as an [N, C] matrix: its element strides,
+ * when one of them is 1 (oneDNN's fast matmul paths). */
+static bool mat_view(const wk_tensor *t, int64_t s[2]) {
+  if (wk_tensor_dim(t) != 4) return false;
+  const int64_t *st = wk_tensor_strides(t);
+  s[0] = st[0];
+  s[1] = st[1];
+  return s[1] == 1 || s[0] == 1;
+}
+
+/* The [O, C] slice of w at tap (ty, tx), dense, into out (element size es). */
+static void tap_gather(const wk_tensor *w, int64_t ty, int64_t tx, size_t es, char *out) {
+  const int64_t *s = wk_tensor_strides(w), *z = wk_tensor_sizes(w);
+  const char *base = (const char *)wk_tensor_data(w) + (ty * s[2] + tx * s[3]) * (int64_t)es;
+  for (int64_t o = 0; o < z[0]; o++)
+    for (int64_t c = 0; c < z[1]; c++)
+      memcpy(out + (o * z[1] + c) * (int64_t)es, base + (o * s[0] + c * s[1]) * (int64_t)es, es);
+}
+
+bool odn_conv_point_supported(const wk_tensor *x, const wk_tensor *go) {
+  int64_t s[2];
+  return mat_view(x, s) && (!go || mat_view(go, s));
+}
+
+wk_status odn_conv_point_fwd(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, int64_t ty,
+                             int64_t tx, dnnl_data_type_t dt, wk_tensor *y) {
+  const int64_t N = wk_tensor_size(x, 0), C = wk_tensor_size(w, 1), O = wk_tensor_size(w, 0);
+  size_t es = wk_dtype_size(wk_tensor_dtype(w));
+  char *wc = odn_alloc((size_t)(O * C) * es);
+  if (!wc) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight slice", op);
+  tap_gather(w, ty, tx, es, wc);
+  int64_t sx[2], swt[2] = {1, C}; /* wc^T: [C, O] */
+  mat_view(x, sx);
+  wk_status s = pmm(op, dt, N, C, O, wk_tensor_data(x), sx, wc, swt, b ? wk_tensor_data(b) : NULL, wk_tensor_data(y));
+  odn_free(wc);
+  return s;
+}
+
+wk_status odn_conv_point_bwd(const char *op, const wk_tensor *go, const wk_tensor *x, const wk_tensor *w, int64_t ty,
+                             int64_t tx, dnnl_data_type_t dt, wk_tensor *gi, wk_tensor *gw, wk_tensor *gb) {
+  const int64_t N = wk_tensor_size(x, 0), C = wk_tensor_size(w, 1), O = wk_tensor_size(w, 0);
+  const wk_dtype wdt = wk_tensor_dtype(w);
+  size_t es = wk_dtype_size(wdt);
+  int64_t sgo[2], sx[2];
+  mat_view(go, sgo);
+  mat_view(x, sx);
+  wk_status s = WK_OK;
+  if (gi) { /* gi[N, C] = go[N, O] @ wc[O, C] */
+    char *wc = odn_alloc((size_t)(O * C) * es);
+    if (!wc) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight slice", op);
+    tap_gather(w, ty, tx, es, wc);
+    int64_t swc[2] = {C, 1};
+    s = pmm(op, dt, N, O, C, wk_tensor_data(go), sgo, wc, swc, NULL, wk_tensor_data(gi));
+    odn_free(wc);
+    if (s) return s;
+  }
+  if (gw) { /* gw = 0 except at the tap: [O, C] = go^T[O, N] @ x[N, C] */
+    char *t = odn_alloc((size_t)(O * C) * es);
+    if (!t) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight gradient", op);
+    int64_t sgot[2] = {sgo[1], sgo[0]};
+    s = pmm(op, dt, O, N, C, wk_tensor_data(go), sgot, wk_tensor_data(x), sx, NULL, t);
+    if (!s) {
+      const int64_t kh = wk_tensor_size(w, 2), kw = wk_tensor_size(w, 3);
+      char *g = wk_tensor_data(gw); /* contiguous [O, C, kh, kw], fresh */
+      memset(g, 0, (size_t)(O * C * kh * kw) * es);
+      for (int64_t i = 0; i < O * C; i++)
+        memcpy(g + (i * kh * kw + ty * kw + tx) * (int64_t)es, t + i * (int64_t)es, es);
+    }
+    odn_free(t);
+    if (s) return s;
+  }
+  if (gb) { /* the sum of go over the batch, accumulated in f32 */
+    const char *g = wk_tensor_data(go);
+    char *out = wk_tensor_data(gb);
+    for (int64_t o = 0; o < O; o++) {
+      float acc = 0;
+      for (int64_t n = 0; n < N; n++) {
+        const char *p = g + (n * sgo[0] + o * sgo[1]) * (int64_t)es;
+        acc += wdt == WK_BF16 ? wk_bf16_to_f32(*(const uint16_t *)p) : *(const float *)p;
+      }
+      if (wdt == WK_BF16)
+        ((uint16_t *)out)[o] = wk_f32_to_bf16(acc);
+      else
+        ((float *)out)[o] = acc;
+    }
+  }
+  return WK_OK;
+}
