@@ -114,7 +114,8 @@ static const conv_case conv_cases[] = {
     {1, 2, 10, 10, 2, 2, 3, 0, 1, 1, true}, /* right padding -2: the last row and column are unused */
     /* 1x1 images where one tap meets the pixel (conv_point.c: matmuls) */
     {8, 16, 1, 1, 12, 3, 1, 1, 1, 1, true},  {4, 8, 1, 1, 6, 5, 2, 4, 2, 1, false},
-    {3, 20, 1, 1, 24, 3, 2, 1, 1, 1, true},
+    {3, 20, 1, 1, 24, 3, 2, 1, 1, 1, true},   {4, 12, 2, 2, 16, 3, 2, 1, 1, 1, true}, /* 2x2 image, 2x2 taps */
+    {2, 6, 3, 3, 5, 5, 1, 1, 1, 1, false},    /* 3x3 image in a 5x5 window padded by 1 */
     {4, 8, 1, 1, 6, 3, 1, 2, 1, 1, true}, /* pad 2: a 3x3 output, the generic path */
 };
 #define CONV_POINT_FIRST 11 /* the first of the point cases */
@@ -151,7 +152,7 @@ END_TEST
 START_TEST(test_onednn_conv_bf16) {
   if (!onednn_bf16()) return;
   for (int i = 0; i < 4; i++) conv_case_run(&conv_cases[i], WK_BF16, TOL_BF16, i);
-  for (int i = CONV_POINT_FIRST; i < CONV_POINT_FIRST + 3; i++) conv_case_run(&conv_cases[i], WK_BF16, TOL_BF16, i);
+  for (int i = CONV_POINT_FIRST; i < CONV_POINT_FIRST + 5; i++) conv_case_run(&conv_cases[i], WK_BF16, TOL_BF16, i);
 }
 END_TEST
 

@@ -1,11 +1,13 @@
-/* onednn plugin: convolutions whose one output position sees one input
- * position through one kernel tap — a 1x1 image under a 3x3 kernel padded by
- * 1, as in ResNet's last stage on 32x32 inputs. Every other tap only meets
- * padding, so the convolution is a matrix product with that tap's [O, C]
- * slice of the weight: the forward and the data gradient are matmuls, and
- * the weight gradient is zero except for that tap (one [O, N] x [N, C]
- * product). oneDNN's direct convolution computes all kh*kw taps of the
- * weight gradient there (several times the forward's time, more in bf16). */
+/* onednn plugin: convolutions with one output position whose window holds
+ * the whole image — a 1x1 image under a 3x3 kernel padded by 1, or a 2x2
+ * image under a stride-2 3x3 kernel, as in ResNet's last stage on 32x32
+ * inputs. The taps that meet the image form an HxW block of the kernel, the
+ * rest only meet padding, so the convolution is a matrix product of the
+ * image as an [N, C*H*W] matrix with that block of the weight ([O, C*H*W]):
+ * the forward and the data gradient are matmuls, and the weight gradient is
+ * one [O, N] x [N, C*H*W] product in the block and zero elsewhere. oneDNN's
+ * direct convolution computes every tap of the weight gradient there
+ * (several times the forward's time, more in bf16). */
 #include <stdlib.h>
 #include <string.h>
 #include <wick/sdk/half.h>
@@ -13,7 +15,7 @@
 #include "onednn.h"
 #include "conv_point.h"
 
-/* The tap every output uses, when the geometry is the point case. */
+/* The first tap of the block that meets the image, when the geometry is this case. */
 bool odn_conv_point(int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t groups, const int64_t pl[2],
                     const int64_t dl[2], int64_t kh, int64_t kw, int64_t *ty, int64_t *tx) {
   static int off = -1; /* WICK_ONEDNN_POINT_CONV=0: oneDNN's convolution instead (for measuring) */
@@ -21,11 +23,18 @@ bool odn_conv_point(int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t groups
     const char *e = getenv("WICK_ONEDNN_POINT_CONV");
     off = e && !strcmp(e, "0");
   }
-  if (off || H != 1 || W != 1 || oh != 1 || ow != 1 || groups != 1 || (kh == 1 && kw == 1)) return false;
-  if (pl[0] % dl[0] || pl[1] % dl[1]) return false; /* no tap meets the pixel: output = bias */
-  *ty = pl[0] / dl[0];
-  *tx = pl[1] / dl[1];
-  return *ty < kh && *tx < kw;
+  if (off || oh != 1 || ow != 1 || groups != 1 || (kh == 1 && kw == 1)) return false;
+  if (H == 1 && W == 1) { /* one pixel: any dilation, one tap */
+    if (pl[0] % dl[0] || pl[1] % dl[1]) return false; /* no tap meets it: the output is the bias */
+    *ty = pl[0] / dl[0];
+    *tx = pl[1] / dl[1];
+    return *ty < kh && *tx < kw;
+  }
+  /* an undilated window that starts in the padding and covers the image */
+  if (dl[0] != 1 || dl[1] != 1 || pl[0] + H > kh || pl[1] + W > kw) return false;
+  *ty = pl[0];
+  *tx = pl[1];
+  return true;
 }
 
 typedef struct {
@@ -83,23 +92,31 @@ static wk_status pmm(const char *op, dnnl_data_type_t dt, int64_t M, int64_t K, 
   return s;
 }
 
-/* A batched [N, C, 1, 1] tensor as an [N, C] matrix: its element strides,
- * when one of them is 1 (oneDNN's fast matmul paths). */
+/* A batched [N, C, H, W] tensor as an [N, C*H*W] matrix: its element
+ * strides, when each sample is contiguous (for 1x1 images, when one of the
+ * strides is 1): what oneDNN's fast matmul paths read. */
 static bool mat_view(const wk_tensor *t, int64_t s[2]) {
   if (wk_tensor_dim(t) != 4) return false;
-  const int64_t *st = wk_tensor_strides(t);
+  const int64_t *st = wk_tensor_strides(t), *sz = wk_tensor_sizes(t);
   s[0] = st[0];
-  s[1] = st[1];
-  return s[1] == 1 || s[0] == 1;
+  if (sz[2] == 1 && sz[3] == 1) {
+    s[1] = st[1];
+    return s[1] == 1 || s[0] == 1;
+  }
+  s[1] = 1;
+  return st[3] == 1 && st[2] == sz[3] && st[1] == sz[2] * sz[3];
 }
 
-/* The [O, C] slice of w at tap (ty, tx), dense, into out (element size es). */
-static void tap_gather(const wk_tensor *w, int64_t ty, int64_t tx, size_t es, char *out) {
+/* The [O, C, H, W] block of w from tap (ty, tx), dense, into out (element size es). */
+static void tap_gather(const wk_tensor *w, int64_t ty, int64_t tx, int64_t H, int64_t W, size_t es, char *out) {
   const int64_t *s = wk_tensor_strides(w), *z = wk_tensor_sizes(w);
   const char *base = (const char *)wk_tensor_data(w) + (ty * s[2] + tx * s[3]) * (int64_t)es;
+  char *d = out;
   for (int64_t o = 0; o < z[0]; o++)
     for (int64_t c = 0; c < z[1]; c++)
-      memcpy(out + (o * z[1] + c) * (int64_t)es, base + (o * s[0] + c * s[1]) * (int64_t)es, es);
+      for (int64_t y = 0; y < H; y++)
+        for (int64_t x = 0; x < W; x++, d += es)
+          memcpy(d, base + (o * s[0] + c * s[1] + y * s[2] + x * s[3]) * (int64_t)es, es);
 }
 
 bool odn_conv_point_supported(const wk_tensor *x, const wk_tensor *go) {
@@ -109,47 +126,52 @@ bool odn_conv_point_supported(const wk_tensor *x, const wk_tensor *go) {
 
 wk_status odn_conv_point_fwd(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, int64_t ty,
                              int64_t tx, dnnl_data_type_t dt, wk_tensor *y) {
-  const int64_t N = wk_tensor_size(x, 0), C = wk_tensor_size(w, 1), O = wk_tensor_size(w, 0);
+  const int64_t N = wk_tensor_size(x, 0), H = wk_tensor_size(x, 2), W = wk_tensor_size(x, 3), O = wk_tensor_size(w, 0);
+  const int64_t K = wk_tensor_size(w, 1) * H * W;
   size_t es = wk_dtype_size(wk_tensor_dtype(w));
-  char *wc = odn_alloc((size_t)(O * C) * es);
-  if (!wc) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight slice", op);
-  tap_gather(w, ty, tx, es, wc);
-  int64_t sx[2], swt[2] = {1, C}; /* wc^T: [C, O] */
+  char *wc = odn_alloc((size_t)(O * K) * es);
+  if (!wc) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight block", op);
+  tap_gather(w, ty, tx, H, W, es, wc);
+  int64_t sx[2], swt[2] = {1, K}; /* the block transposed: [K, O] */
   mat_view(x, sx);
-  wk_status s = pmm(op, dt, N, C, O, wk_tensor_data(x), sx, wc, swt, b ? wk_tensor_data(b) : NULL, wk_tensor_data(y));
+  wk_status s = pmm(op, dt, N, K, O, wk_tensor_data(x), sx, wc, swt, b ? wk_tensor_data(b) : NULL, wk_tensor_data(y));
   odn_free(wc);
   return s;
 }
 
 wk_status odn_conv_point_bwd(const char *op, const wk_tensor *go, const wk_tensor *x, const wk_tensor *w, int64_t ty,
                              int64_t tx, dnnl_data_type_t dt, wk_tensor *gi, wk_tensor *gw, wk_tensor *gb) {
-  const int64_t N = wk_tensor_size(x, 0), C = wk_tensor_size(w, 1), O = wk_tensor_size(w, 0);
+  const int64_t N = wk_tensor_size(x, 0), H = wk_tensor_size(x, 2), W = wk_tensor_size(x, 3), O = wk_tensor_size(w, 0);
+  const int64_t C = wk_tensor_size(w, 1), K = C * H * W;
   const wk_dtype wdt = wk_tensor_dtype(w);
   size_t es = wk_dtype_size(wdt);
   int64_t sgo[2], sx[2];
   mat_view(go, sgo);
   mat_view(x, sx);
   wk_status s = WK_OK;
-  if (gi) { /* gi[N, C] = go[N, O] @ wc[O, C] */
-    char *wc = odn_alloc((size_t)(O * C) * es);
-    if (!wc) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight slice", op);
-    tap_gather(w, ty, tx, es, wc);
-    int64_t swc[2] = {C, 1};
-    s = pmm(op, dt, N, O, C, wk_tensor_data(go), sgo, wc, swc, NULL, wk_tensor_data(gi));
+  if (gi) { /* gi[N, K] = go[N, O] @ block[O, K] (gi is contiguous) */
+    char *wc = odn_alloc((size_t)(O * K) * es);
+    if (!wc) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight block", op);
+    tap_gather(w, ty, tx, H, W, es, wc);
+    int64_t swc[2] = {K, 1};
+    s = pmm(op, dt, N, O, K, wk_tensor_data(go), sgo, wc, swc, NULL, wk_tensor_data(gi));
     odn_free(wc);
     if (s) return s;
   }
-  if (gw) { /* gw = 0 except at the tap: [O, C] = go^T[O, N] @ x[N, C] */
-    char *t = odn_alloc((size_t)(O * C) * es);
+  if (gw) { /* gw = 0 except in the block: [O, K] = go^T[O, N] @ x[N, K] */
+    char *t = odn_alloc((size_t)(O * K) * es);
     if (!t) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a weight gradient", op);
     int64_t sgot[2] = {sgo[1], sgo[0]};
-    s = pmm(op, dt, O, N, C, wk_tensor_data(go), sgot, wk_tensor_data(x), sx, NULL, t);
+    s = pmm(op, dt, O, N, K, wk_tensor_data(go), sgot, wk_tensor_data(x), sx, NULL, t);
     if (!s) {
       const int64_t kh = wk_tensor_size(w, 2), kw = wk_tensor_size(w, 3);
       char *g = wk_tensor_data(gw); /* contiguous [O, C, kh, kw], fresh */
       memset(g, 0, (size_t)(O * C * kh * kw) * es);
-      for (int64_t i = 0; i < O * C; i++)
-        memcpy(g + (i * kh * kw + ty * kw + tx) * (int64_t)es, t + i * (int64_t)es, es);
+      const char *src = t;
+      for (int64_t oc = 0; oc < O * C; oc++)
+        for (int64_t y = 0; y < H; y++)
+          for (int64_t xx = 0; xx < W; xx++, src += es)
+            memcpy(g + (oc * kh * kw + (ty + y) * kw + tx + xx) * (int64_t)es, src, es);
     }
     odn_free(t);
     if (s) return s;

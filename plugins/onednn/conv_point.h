@@ -1,18 +1,19 @@
-/* onednn plugin: the point case of conv2d (conv_point.c): one output pixel
- * from one input pixel through one kernel tap, computed as matmuls. */
+/* onednn plugin: conv2d with one output position whose window holds the
+ * whole image (conv_point.c), computed as matmuls. */
 #ifndef WICK_ONEDNN_CONV_POINT_H
 #define WICK_ONEDNN_CONV_POINT_H
 
 #include "onednn.h"
 
-/* True for a 1x1 image giving a 1x1 output in one group where exactly one
- * tap meets the pixel (padding on every other): *ty, *tx is that tap. */
+/* True for a 1x1 output in one group whose window holds the whole image
+ * (an HxW block of taps meets it, padding every other): *ty, *tx is the
+ * block's first tap. */
 bool odn_conv_point(int64_t H, int64_t W, int64_t oh, int64_t ow, int64_t groups, const int64_t pl[2],
                     const int64_t dl[2], int64_t kh, int64_t kw, int64_t *ty, int64_t *tx);
-/* Whether the batched input (and grad_output, may be NULL) are matrices
- * oneDNN's matmul reads directly (one unit stride). */
+/* Whether the batched input (and grad_output, may be NULL) are [N, C*H*W]
+ * matrices oneDNN's matmul reads directly. */
 bool odn_conv_point_supported(const wk_tensor *x, const wk_tensor *go);
-/* y (contiguous [N, O, 1, 1]) = conv2d(x, w, b) at tap (ty, tx). */
+/* y (contiguous [N, O, 1, 1]) = conv2d(x, w, b) through the block at (ty, tx). */
 wk_status odn_conv_point_fwd(const char *op, const wk_tensor *x, const wk_tensor *w, const wk_tensor *b, int64_t ty,
                              int64_t tx, dnnl_data_type_t dt, wk_tensor *y);
 /* The gradients asked for (NULL: not wanted) into fresh contiguous tensors. */
