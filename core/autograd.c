@@ -17,7 +17,7 @@ static wk_layer *g_layer;
 /* ---- metadata ---- */
 wk__ameta *wk__ameta_get(wk_tensor *t) {
   if (!t->autograd && (t->autograd = wk__block_alloc(sizeof(wk__ameta))))
-    memset(t->autograd, 0, sizeof(wk__ameta));
+    *(wk__ameta *)t->autograd = (wk__ameta){0}; /* inline stores, not a memset call */
   if (!t->autograd) wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
   return t->autograd;
 }
@@ -35,6 +35,7 @@ void wk__ameta_free(wk_tensor *t) {
   if (!m) return;
   t->autograd = NULL;
   if (m->accumulator) m->accumulator->variable = NULL; /* weak back-pointer: cannot outlive */
+  if (m->spare_acc) wk__block_free(m->spare_acc, m->spare_acc->alloc_size);
   wk__node_release(m->grad_fn);
   wk_release(m->grad);
   free_hooks(m->hooks);
@@ -60,6 +61,8 @@ static void free_saved(wk__saved *s) {
 }
 
 void wk__node_release_saved(wk__node *n) {
+  n->released = true;
+  if (!n->has_saved) return; /* most nodes (add, sub, ...) keep nothing */
   int depth = wk__call_depth;
   wk__call_depth = depth + 1; /* plain releases */
   for (int i = 0; i < n->nargs; i++) {
@@ -72,7 +75,7 @@ void wk__node_release_saved(wk__node *n) {
   }
   for (int i = 0; i < n->nout; i++) free_saved(&n->saved_outs[i]);
   wk__call_depth = depth;
-  n->released = true;
+  n->has_saved = false;
 }
 
 /* Releasing a node may release the nodes it points to: done with an explicit
@@ -100,24 +103,40 @@ void wk__node_release(wk__node *first) {
         }
         stack[n++] = nx;
       }
-      wk__node_release_saved(cur);
-      for (int i = 0; i < cur->nargs; i++) {
-        if (cur->args[i].tag == WK_V_INTS) free((void *)cur->args[i].u.ints);
-        if (cur->args[i].tag == WK_V_FLOATS) free((void *)cur->args[i].u.floats);
-        if (cur->args[i].tag == WK_V_STR) free((void *)cur->args[i].u.s);
-      }
-      for (int i = 0; i < cur->nout; i++) free_hooks(cur->out_hooks[i]);
+      if (cur->has_saved) wk__node_release_saved(cur);
+      if (cur->owns_args)
+        for (int i = 0; i < cur->nargs; i++) {
+          if (cur->args[i].tag == WK_V_INTS) free((void *)cur->args[i].u.ints);
+          if (cur->args[i].tag == WK_V_FLOATS) free((void *)cur->args[i].u.floats);
+          if (cur->args[i].tag == WK_V_STR) free((void *)cur->args[i].u.s);
+        }
+      if (cur->has_hooks)
+        for (int i = 0; i < cur->nout; i++) free_hooks(cur->out_hooks[i]);
+      bool spared = false;
       if (cur->variable) {
-        wk__ameta *m = cur->variable->autograd;
-        if (m && m->accumulator == cur) m->accumulator = NULL;
+        /* A leaf used again builds a new AccumulateGrad for the next graph:
+         * its block is kept on the leaf (dropped with the leaf's metadata,
+         * which the release below may do) instead of being freed. */
+        wk_tensor *var = cur->variable;
+        wk__ameta *m = var->autograd;
+        if (m && m->accumulator == cur) {
+          m->accumulator = NULL;
+          if (!m->spare_acc && !cur->buffer && !cur->forward_trace) {
+            cur->variable = NULL;
+            m->spare_acc = cur;
+            spared = true;
+          }
+        }
         int depth = wk__call_depth;
         wk__call_depth = depth + 1;
-        wk_release(cur->variable);
+        wk_release(var);
         wk__call_depth = depth;
       }
-      free(cur->forward_trace); /* the arrays live inside the node's block */
-      free(cur->buffer);
-      wk__block_free(cur, cur->alloc_size);
+      if (!spared) { /* (a spared block may be gone already: do not touch it) */
+        if (cur->forward_trace) free(cur->forward_trace); /* the arrays live inside the node's block */
+        if (cur->buffer) free(cur->buffer);
+        wk__block_free(cur, cur->alloc_size);
+      }
     }
     if (n == 0) break;
     cur = stack[--n];
@@ -125,41 +144,82 @@ void wk__node_release(wk__node *first) {
   if (stack != local) free(stack);
 }
 
+/* Copies a shape into a node: up to 4 dims with two fixed-size moves (the
+ * handle's sizes array always has WK_MAX_DIMS entries), more with memcpy. */
+static inline void copy_sizes(int64_t *dst, const int64_t *src, int ndim) {
+  memcpy(dst, src, 4 * sizeof *dst);
+  if (ndim > 4) memcpy(dst + 4, src + 4, sizeof *dst * (size_t)(ndim - 4));
+}
+
 /* One allocation per node: the per-input/argument/output arrays live right
- * after the struct (a node is built for every recorded op). */
+ * after the struct (a node is built for every recorded op). The layout only
+ * depends on the three counts: worked out once per thread and count triple. */
+enum {
+  L_NEXT, L_IN_NDIM, L_IN_DTYPE, L_K_OF_ARG, L_ARGS, L_SAVED_ARGS, L_SAVED_LISTS, L_OUT_NDIM, L_OUT_DTYPE,
+  L_OUT_DEVICE, L_OUT_DIFF, L_SAVED_OUTS, L_OUT_HOOKS, L_IN_SIZES, L_OUT_SIZES, L_COUNT
+};
+typedef struct node_layout {
+  uint32_t key, zeroed, total;
+  uint32_t off[L_COUNT];
+} node_layout;
+static _Thread_local node_layout tl_layouts[8];
+
+static const node_layout *layout_for(int nin, int nargs, int nout) {
+  uint32_t key = ((uint32_t)nin << 16 | (uint32_t)nargs << 8 | (uint32_t)nout) + 1;
+  node_layout *L = &tl_layouts[(unsigned)(nin * 5 + nargs * 3 + nout) & 7];
+  if (L->key == key) return L;
+  size_t off = (sizeof(wk__node) + 15) & ~(size_t)15;
+#define PLACE(i, type, count)                     \
+  L->off[i] = (uint32_t)off;                      \
+  off += ((sizeof(type) * (size_t)(count)) + 15) & ~(size_t)15
+  PLACE(L_NEXT, wk__edge, nin);
+  PLACE(L_IN_NDIM, int, nin);
+  PLACE(L_IN_DTYPE, wk_dtype, nin);
+  PLACE(L_K_OF_ARG, int, nargs);
+  PLACE(L_ARGS, wk_value, nargs);
+  PLACE(L_SAVED_ARGS, wk__saved, nargs);
+  PLACE(L_SAVED_LISTS, wk__saved *, nargs);
+  PLACE(L_OUT_NDIM, int, nout);
+  PLACE(L_OUT_DTYPE, wk_dtype, nout);
+  PLACE(L_OUT_DEVICE, wk_device, nout);
+  PLACE(L_OUT_DIFF, bool, nout);
+  PLACE(L_SAVED_OUTS, wk__saved, nout);
+  PLACE(L_OUT_HOOKS, wk__hook *, nout);
+  /* the shape arrays go last and are not zeroed: entry k is written whenever
+   * in_ndim[k] / out_ndim[k] is (a zero ndim reads no size) */
+  L->zeroed = (uint32_t)off;
+  PLACE(L_IN_SIZES, int64_t[WK_MAX_DIMS], nin);
+  PLACE(L_OUT_SIZES, int64_t[WK_MAX_DIMS], nout);
+#undef PLACE
+  L->total = (uint32_t)off;
+  L->key = key;
+  return L;
+}
+
 static wk__node *node_new(int nin, int nargs, int nout) {
-  size_t off = (sizeof(wk__node) + 15) & ~(size_t)15, total;
-#define FIELD_SIZE(type, count) (((sizeof(type) * (size_t)(count)) + 15) & ~(size_t)15)
-  total = off + FIELD_SIZE(wk__edge, nin) + FIELD_SIZE(int64_t[WK_MAX_DIMS], nin) + FIELD_SIZE(int, nin) +
-          FIELD_SIZE(wk_dtype, nin) + FIELD_SIZE(int, nargs) + FIELD_SIZE(wk_value, nargs) +
-          FIELD_SIZE(wk__saved, nargs) + FIELD_SIZE(wk__saved *, nargs) + FIELD_SIZE(int64_t[WK_MAX_DIMS], nout) +
-          FIELD_SIZE(int, nout) + FIELD_SIZE(wk_dtype, nout) + FIELD_SIZE(wk_device, nout) + FIELD_SIZE(bool, nout) +
-          FIELD_SIZE(wk__saved, nout) + FIELD_SIZE(wk__hook *, nout);
-  char *mem = wk__block_alloc(total);
+  const node_layout *L = layout_for(nin, nargs, nout);
+  char *mem = wk__block_alloc(L->total);
   if (!mem) return NULL;
-  memset(mem, 0, total);
+  memset(mem, 0, L->zeroed);
   wk__node *n = (wk__node *)mem;
-  n->alloc_size = total;
-#define CARVE(field, type, count)                     \
-  if ((count) > 0) n->field = (void *)(mem + off);    \
-  off += FIELD_SIZE(type, count)
-  CARVE(next, wk__edge, nin);
-  CARVE(in_sizes, int64_t[WK_MAX_DIMS], nin);
-  CARVE(in_ndim, int, nin);
-  CARVE(in_dtype, wk_dtype, nin);
-  CARVE(k_of_arg, int, nargs);
-  CARVE(args, wk_value, nargs);
-  CARVE(saved_args, wk__saved, nargs);
-  CARVE(saved_lists, wk__saved *, nargs);
-  CARVE(out_sizes, int64_t[WK_MAX_DIMS], nout);
-  CARVE(out_ndim, int, nout);
-  CARVE(out_dtype, wk_dtype, nout);
-  CARVE(out_device, wk_device, nout);
-  CARVE(out_differentiable, bool, nout);
-  CARVE(saved_outs, wk__saved, nout);
-  CARVE(out_hooks, wk__hook *, nout);
-#undef CARVE
-#undef FIELD_SIZE
+  n->alloc_size = L->total;
+#define AT(i) ((void *)(mem + L->off[i])) /* an empty array's pointer is never read */
+  n->next = AT(L_NEXT);
+  n->in_ndim = AT(L_IN_NDIM);
+  n->in_dtype = AT(L_IN_DTYPE);
+  n->k_of_arg = AT(L_K_OF_ARG);
+  n->args = AT(L_ARGS);
+  n->saved_args = AT(L_SAVED_ARGS);
+  n->saved_lists = AT(L_SAVED_LISTS);
+  n->out_ndim = AT(L_OUT_NDIM);
+  n->out_dtype = AT(L_OUT_DTYPE);
+  n->out_device = AT(L_OUT_DEVICE);
+  n->out_differentiable = AT(L_OUT_DIFF);
+  n->saved_outs = AT(L_SAVED_OUTS);
+  n->out_hooks = AT(L_OUT_HOOKS);
+  n->in_sizes = AT(L_IN_SIZES);
+  n->out_sizes = AT(L_OUT_SIZES);
+#undef AT
   atomic_init(&n->refcount, 1);
   n->nin = nin;
   n->nargs = nargs;
@@ -168,16 +228,24 @@ static wk__node *node_new(int nin, int nargs, int nout) {
   return n;
 }
 
-/* The leaf's AccumulateGrad node, created on first use and cached weakly. */
+/* The leaf's AccumulateGrad node, created on first use and cached weakly
+ * (a leaf's dead one is revived: the same fields, a fresh node). */
 static wk__node *accumulator(wk_tensor *t) {
   wk__ameta *m = wk__ameta_get(t);
   if (!m) return NULL;
   if (m->accumulator) return wk__node_retain(m->accumulator);
-  wk__node *n = node_new(0, 0, 1);
-  if (!n) return NULL;
+  wk__node *n = m->spare_acc;
+  if (n) {
+    m->spare_acc = NULL;
+    atomic_init(&n->refcount, 1);
+    n->released = false;
+    n->sequence = atomic_fetch_add(&g_sequence, 1);
+  } else if (!(n = node_new(0, 0, 1))) {
+    return NULL;
+  }
   n->name = "AccumulateGrad";
   n->out_ndim[0] = t->ndim;
-  memcpy(n->out_sizes[0], t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+  copy_sizes(n->out_sizes[0], t->sizes, t->ndim);
   n->out_dtype[0] = t->dtype;
   n->out_device[0] = t->storage->device;
   n->out_differentiable[0] = true;
@@ -186,7 +254,7 @@ static wk__node *accumulator(wk_tensor *t) {
   return n;
 }
 
-wk__edge wk__gradient_edge(wk_tensor *t) {
+static inline wk__edge gradient_edge(wk_tensor *t) {
   wk__edge e = {NULL, 0};
   if (!t) return e;
   wk__ameta *m = t->autograd;
@@ -198,6 +266,7 @@ wk__edge wk__gradient_edge(wk_tensor *t) {
   }
   return e;
 }
+wk__edge wk__gradient_edge(wk_tensor *t) { return gradient_edge(t); }
 
 /* ---- public inspection API ---- */
 bool wk_tensor_is_leaf(const wk_tensor *t) {
@@ -333,7 +402,10 @@ wk_status wk_tensor_register_hook(wk_tensor *t, wk_grad_hook_fn fn, void *user) 
     return wk_error(WK_ERR_AUTOGRAD, "register_hook: cannot register a hook on a tensor that doesn't require gradient");
   wk__ameta *m = wk__ameta_get(t);
   if (!m) return wk_last_error();
-  if (m->grad_fn) return add_hook(&m->grad_fn->out_hooks[m->output_nr], fn, NULL, user);
+  if (m->grad_fn) {
+    m->grad_fn->has_hooks = true;
+    return add_hook(&m->grad_fn->out_hooks[m->output_nr], fn, NULL, user);
+  }
   return add_hook(&m->hooks, fn, NULL, user);
 }
 
@@ -349,30 +421,29 @@ wk_status wk_tensor_register_post_accumulate_grad_hook(wk_tensor *t, wk_post_acc
 
 /* ---- the autograd dispatch layer ---- */
 
-/* Flattened tensor inputs of a call: Tensor args and Tensor[] elements. */
-static int flatten_inputs(const wk_op *op, const wk_value *args, wk_tensor **out, int *argpos) {
-  int n = 0, na = wk_op_num_args(op);
+/* Flattened tensor inputs of a call: Tensor args and Tensor[] elements.
+ * *simple: no argument is a list or a string (nothing to copy or free). */
+static int flatten_inputs(int na, const wk_value *args, wk_tensor **out, int *argpos, bool *simple) {
+  int n = 0;
+  bool plain = true;
   for (int i = 0; i < na; i++) {
-    if (args[i].tag == WK_V_TENSOR) {
+    int32_t tag = args[i].tag;
+    if (tag == WK_V_INTS || tag == WK_V_FLOATS || tag == WK_V_STR) plain = false;
+    if (tag == WK_V_TENSOR) {
       if (n < WK__MAX_NODE_INPUTS) {
         argpos[n] = i;
         out[n++] = args[i].u.t;
       }
-    } else if (args[i].tag == WK_V_TENSORS) {
+    } else if (tag == WK_V_TENSORS) {
+      plain = false;
       for (int k = 0; k < args[i].len && n < WK__MAX_NODE_INPUTS; k++) {
         argpos[n] = i;
         out[n++] = args[i].u.tensors[k];
       }
     }
   }
+  *simple = plain;
   return n;
-}
-
-static wk_status call_below(wk_layer *self, wk_op *op, const wk_value *args, wk_value *outs) {
-  bool prev = wk_layer_exclude(self, true);
-  wk_status s = wk_layer_redispatch(self, op, args, outs);
-  wk_layer_exclude(self, prev);
-  return s;
 }
 
 static void mark_inference(wk_op *op, wk_value *outs) {
@@ -412,6 +483,7 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
     if (v.tag == WK_V_TENSOR) {
       n->args[i].tag = WK_V_TENSOR;
       n->args[i].u.t = NULL;
+      if (keep) n->has_saved = true;
       if (keep && save_tensor(&n->saved_args[i], v.u.t, i == mutated, false)) return wk_last_error();
       continue;
     }
@@ -420,6 +492,7 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
       n->args[i].len = v.len;
       n->args[i].u.tensors = NULL;
       if (keep) {
+        n->has_saved = true;
         n->saved_lists[i] = calloc((size_t)(v.len ? v.len : 1), sizeof(wk__saved));
         if (!n->saved_lists[i]) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
         for (int k = 0; k < v.len; k++)
@@ -427,6 +500,7 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
       }
       continue;
     }
+    if (v.tag == WK_V_INTS || v.tag == WK_V_FLOATS || v.tag == WK_V_STR) n->owns_args = true;
     if (v.tag == WK_V_INTS) {
       int64_t *p = malloc(sizeof(int64_t) * (size_t)(v.len ? v.len : 1));
       if (!p) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
@@ -464,44 +538,47 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
   /* Fast path: nothing to record. Kernels called below see no grad either. */
   if ((wk__grad_mode_off || !any_requires_grad(op, args)) && g_inference_depth == 0)
     return wk_layer_redispatch(self, op, args, outs);
+  wk__op_info oi;
+  wk__op_get_info(op, &oi);
   wk_tensor *ins[WK__MAX_NODE_INPUTS];
   int argpos[WK__MAX_NODE_INPUTS];
-  int nin = flatten_inputs(op, args, ins, argpos);
-  bool grad_on = !wk__grad_mode_off, any = false;
-  for (int k = 0; k < nin; k++) {
-    if (!ins[k]) continue;
-    if (grad_on && wk__requires_grad(ins[k])) any = true;
-  }
-  uint32_t tags = wk_op_tags(op);
+  bool simple;
+  int nin = flatten_inputs(oi.nargs, args, ins, argpos, &simple);
+  bool any = false;
+  if (!wk__grad_mode_off)
+    for (int k = 0; k < nin && !any; k++) any = wk__requires_grad(ins[k]);
+  uint32_t tags = oi.tags;
   if (!any) {
-    wk_status s = call_below(self, op, args, outs);
+    wk_status s = wk__layer_call_below(self, op, args, outs);
     if (!s && g_inference_depth > 0) mark_inference(op, outs);
     return s;
   }
-  if (tags & WK_TAG_FACTORY) return call_below(self, op, args, outs); /* *_like: no dependence */
-  int mutated0 = wk_op_mutated_arg(op);
-  const char *mname = mutated0 >= 0 ? wk_op_arg_name(op, mutated0) : NULL;
-  if (mname && strcmp(mname, "out") == 0)
-    return wk_error(WK_ERR_AUTOGRAD, "%s(): functions with out=... arguments don't support automatic differentiation, "
-                    "but one of the arguments requires grad.", wk_op_name(op));
-  /* in-place on a leaf that requires grad is refused whatever the op */
-  int mutated_early = wk_op_mutated_arg(op);
-  if (mutated_early >= 0 && args[mutated_early].tag == WK_V_TENSOR) {
-    wk_tensor *mt = args[mutated_early].u.t;
-    if ((mt->flags & WK__T_REQUIRES_GRAD) && wk_tensor_is_leaf(mt))
-      return wk_error(WK_ERR_AUTOGRAD, "%s(): a leaf Variable that requires grad is being used in an in-place operation.",
-                      wk_op_name(op));
+  if (tags & WK_TAG_FACTORY) return wk__layer_call_below(self, op, args, outs); /* *_like: no dependence */
+  int mutated = oi.mutated_arg;
+  if (mutated >= 0) {
+    const char *mname = wk_op_arg_name(op, mutated);
+    if (mname && strcmp(mname, "out") == 0)
+      return wk_error(WK_ERR_AUTOGRAD, "%s(): functions with out=... arguments don't support automatic "
+                      "differentiation, but one of the arguments requires grad.", wk_op_name(op));
+    /* in-place on a leaf that requires grad is refused whatever the op */
+    if (args[mutated].tag == WK_V_TENSOR) {
+      wk_tensor *mt = args[mutated].u.t;
+      if ((mt->flags & WK__T_REQUIRES_GRAD) && wk_tensor_is_leaf(mt))
+        return wk_error(WK_ERR_AUTOGRAD, "%s(): a leaf Variable that requires grad is being used in an in-place "
+                        "operation.", wk_op_name(op));
+    }
   }
-  const wk__formula *f = wk__formula_for(op);
+  const wk__formula *f = oi.autograd;
   if (!f && (tags & WK_TAG_COMPOSITE)) return wk_layer_redispatch(self, op, args, outs); /* record the parts */
-  if (!f && (tags & WK_TAG_NONDIFF)) return call_below(self, op, args, outs);
+  if (!f && (tags & WK_TAG_NONDIFF)) return wk__layer_call_below(self, op, args, outs);
   if (!f)
     return wk_error(WK_ERR_AUTOGRAD, "%s(): the derivative for '%s' is not implemented", wk_op_name(op), wk_op_name(op));
-  for (int k = 0; k < nin; k++)
-    if (ins[k] && wk_is_inference_tensor(ins[k]))
+  for (int k = 0; k < nin; k++) {
+    const wk__ameta *im = ins[k] ? ins[k]->autograd : NULL;
+    if (im && im->inference)
       return wk_error(WK_ERR_AUTOGRAD, "%s(): Inference tensors cannot be saved for backward. To work around you can "
                       "make a clone to get a normal tensor and use it in autograd.", wk_op_name(op));
-  int mutated = wk_op_mutated_arg(op);
+  }
   wk_tensor *mut = mutated >= 0 && args[mutated].tag == WK_V_TENSOR ? args[mutated].u.t : NULL;
   if (mut) {
     wk__ameta *mm = mut->autograd; /* (leaves were refused above) */
@@ -509,27 +586,38 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
       return wk_error(WK_ERR_AUTOGRAD, "%s(): in-place operations on a view of a tensor that requires grad are not "
                       "supported; use the out-of-place op", wk_op_name(op));
   }
-  wk__node *n = node_new(nin, wk_op_num_args(op), wk_op_num_outs(op));
+  wk__node *n = node_new(nin, oi.nargs, oi.nouts);
   if (!n) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory recording the autograd graph", wk_op_name(op));
   n->f = f;
   n->name = f->name;
   n->op = op;
-  wk_status s = save_args(n, f, args, wk_op_num_args(op), mutated);
+  wk_status s = WK_OK;
   for (int i = 0; i < n->nargs; i++) n->k_of_arg[i] = -1;
-  for (int k = nin - 1; k >= 0; k--) n->k_of_arg[argpos[k]] = k;
+  if (simple && !f->save_args) {
+    /* scalars copied as they are; tensor args are edges, not kept */
+    memcpy(n->args, args, sizeof(wk_value) * (size_t)n->nargs);
+    for (int k = 0; k < nin; k++) {
+      n->args[argpos[k]] = (wk_value){.tag = WK_V_TENSOR};
+      n->k_of_arg[argpos[k]] = k;
+    }
+  } else {
+    s = save_args(n, f, args, oi.nargs, mutated);
+    for (int k = nin - 1; k >= 0; k--) n->k_of_arg[argpos[k]] = k;
+  }
   if (nin && ins[0]) n->in_device0 = ins[0]->storage->device;
   for (int k = 0; !s && k < nin; k++) {
-    if (!ins[k]) continue;
-    n->next[k] = wk__gradient_edge(ins[k]);
-    n->in_ndim[k] = ins[k]->ndim;
-    memcpy(n->in_sizes[k], ins[k]->sizes, sizeof(int64_t) * (size_t)ins[k]->ndim);
-    n->in_dtype[k] = ins[k]->dtype;
+    wk_tensor *t = ins[k];
+    if (!t) continue;
+    n->next[k] = gradient_edge(t);
+    n->in_ndim[k] = t->ndim;
+    copy_sizes(n->in_sizes[k], t->sizes, t->ndim);
+    n->in_dtype[k] = t->dtype;
   }
   if (s) {
     wk__node_release(n);
     return s;
   }
-  s = call_below(self, op, args, outs);
+  s = wk__layer_call_below(self, op, args, outs);
   if (s) {
     wk__node_release(n);
     return s;
@@ -538,33 +626,38 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
   for (int i = 0; i < nout; i++) {
     wk_tensor *o = outs[i].tag == WK_V_TENSOR ? outs[i].u.t : NULL;
     if (!o) continue;
-    if (((f->save_outs >> i) & 1u) && save_tensor(&n->saved_outs[i], o, false, true) == WK_OK)
-      n->saved_outs[i].is_output = wk_dtype_is_floating(o->dtype);
-    if (!wk_dtype_is_floating(o->dtype)) continue; /* indices and masks carry no gradient */
+    bool floating = wk_dtype_is_floating(o->dtype);
+    if ((f->save_outs >> i) & 1u) {
+      n->has_saved = true;
+      if (save_tensor(&n->saved_outs[i], o, false, true) == WK_OK) n->saved_outs[i].is_output = floating;
+    }
+    if (!floating) continue; /* indices and masks carry no gradient */
     n->out_differentiable[i] = true;
     n->out_ndim[i] = o->ndim;
-    memcpy(n->out_sizes[i], o->sizes, sizeof(int64_t) * (size_t)o->ndim);
+    copy_sizes(n->out_sizes[i], o->sizes, o->ndim);
     n->out_dtype[i] = o->dtype;
     n->out_device[i] = o->storage->device;
   }
-  if (atomic_load(&g_anomaly)) {
+  if (atomic_load_explicit(&g_anomaly, memory_order_relaxed)) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s (forward op '%s', node #%llu)", f->name, wk_op_name(op),
              (unsigned long long)n->sequence);
     n->forward_trace = wk__strdup(buf);
   }
+  bool handed = false; /* the creation reference went to an output */
   for (int i = 0; i < nout; i++) {
     if (!n->out_differentiable[i]) continue;
     wk_tensor *o = outs[i].u.t;
     wk__ameta *m = wk__ameta_get(o);
     if (!m) continue;
     wk__node *old = m->grad_fn;
-    m->grad_fn = wk__node_retain(n);
+    m->grad_fn = handed ? wk__node_retain(n) : n;
+    handed = true;
     m->output_nr = i;
     if (tags & WK_TAG_VIEW) m->is_view = true;
     wk__node_release(old); /* in-place: the history is rebased on this node */
   }
-  wk__node_release(n); /* outputs hold it now (or nothing does, and it goes) */
+  if (!handed) wk__node_release(n); /* no output holds it: it goes */
   return WK_OK;
 }
 

@@ -82,6 +82,9 @@ struct wk__node {
   wk__saved **saved_lists; /* Tensor[] args */
   wk__saved *saved_outs;
   bool released;   /* saved tensors freed by a backward without retain_graph */
+  bool has_saved;  /* some saved_args/saved_lists/saved_outs entry was set */
+  bool owns_args;  /* args holds copied int/float lists or strings to free */
+  bool has_hooks;  /* some out_hooks entry was set */
   /* hooks on the gradients flowing into this node's outputs [nout] (non-leaf hooks) */
   struct wk__hook **out_hooks;
   /* AccumulateGrad: the leaf (strong reference) */
@@ -111,6 +114,7 @@ typedef struct wk__ameta {
   bool is_view;        /* produced by a recorded view op */
   bool inference;      /* created in inference mode */
   wk__node *accumulator; /* weak cache of the leaf's AccumulateGrad node */
+  wk__node *spare_acc;   /* owned: a dead AccumulateGrad block, reused by the next graph */
   wk__hook *hooks;       /* leaf gradient hooks */
   wk__hook *post_hooks;  /* post-accumulate hooks */
 } wk__ameta;

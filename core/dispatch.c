@@ -191,6 +191,13 @@ int wk_op_count(void) { return g_nops; }
 wk_op *wk_op_at(int i) { return i >= 0 && i < g_nops ? g_ops[i] : NULL; }
 const wk__schema *wk__op_schema(const wk_op *op) { return &op->schema; }
 const void **wk__op_autograd_slot(wk_op *op) { return &op->autograd; }
+void wk__op_get_info(const wk_op *op, wk__op_info *out) {
+  out->nargs = op->schema.nargs;
+  out->nouts = op->schema.nouts;
+  out->mutated_arg = op->mutated_arg;
+  out->tags = op->tags;
+  out->autograd = op->autograd;
+}
 
 /* ---- kernels ---- */
 static wk_status add_kernel(wk_op *op, kernel_entry k) {
@@ -656,6 +663,14 @@ bool wk_layer_exclude(wk_layer *l, bool excluded) {
   else
     g_excluded &= ~(1u << l->index);
   return prev;
+}
+
+wk_status wk__layer_call_below(wk_layer *self, wk_op *op, const wk_value *args, wk_value *outs) {
+  uint32_t bit = 1u << self->index, prev = g_excluded & bit;
+  g_excluded |= bit;
+  wk_status s = dispatch_from(self->index + 1, op, args, outs);
+  g_excluded = (g_excluded & ~bit) | prev;
+  return s;
 }
 
 wk_status wk_layer_redispatch(wk_layer *self, wk_op *op, const wk_value *args, wk_value *outs) {

@@ -126,6 +126,16 @@ WK__HIDDEN void wk__kernel_rollback(wk_plugin *owner);
 WK__HIDDEN void wk__dispatch_apply_env(void);
 WK__HIDDEN const wk__schema *wk__op_schema(const wk_op *op);
 WK__HIDDEN const void **wk__op_autograd_slot(wk_op *op);
+/* What the autograd layer reads from an op on every recorded call, in one call. */
+typedef struct wk__op_info {
+  int nargs, nouts, mutated_arg;
+  uint32_t tags;
+  const void *autograd;
+} wk__op_info;
+WK__HIDDEN void wk__op_get_info(const wk_op *op, wk__op_info *out);
+/* wk_layer_redispatch with `self` excluded on this thread meanwhile (what a
+ * layer does to call through without seeing the call itself again). */
+WK__HIDDEN wk_status wk__layer_call_below(wk_layer *self, wk_op *op, const wk_value *args, wk_value *outs);
 /* Calls a kernel below every layer (used by the ffi trampoline and tests). */
 WK__HIDDEN wk_status wk__ffi_kernel(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs);
 WK__HIDDEN void *wk__ffi_prepare(const wk__schema *s, void (*fn)(void));
