@@ -40,13 +40,13 @@ static void stream_free(void *s) {
  * OMP_WAIT_POLICY=PASSIVE; libgomp's default is 300000 (~0.1-1 ms of spinning
  * after every primitive, which steals a core from Wick's pool on 2 cores;
  * measured: ACTIVE made a conv training step 5-10x slower on a loaded 2-core
- * machine). A short spin (a few tens of microseconds, about what Wick's own
- * pool spins) keeps the worker awake between the reorder, convolution and
- * reorder primitives of one conv2d call: ResNet-18 batch 32 steps 1.1-1.4x
- * faster than passive in 5 of 6 alternating runs (2026-12-02).
+ * machine). A short spin (20000) sped ResNet-18 batch 32 up 1.1-1.4x but made
+ * the MLP step bimodal (38-52k img/s in 2 of 5 runs instead of 120-136k: the
+ * OpenMP worker and Wick's pool worker, which spins too, both spinning on two
+ * cores): passive stays the default.
  * WICK_ONEDNN_SPINCOUNT overrides; a user's own OMP_WAIT_POLICY or
  * GOMP_SPINCOUNT is left alone. */
-#define ODN_DEFAULT_SPINCOUNT "20000"
+#define ODN_DEFAULT_SPINCOUNT "0"
 /* Below this many bytes of arguments a primitive runs single-threaded. */
 #define ODN_SERIAL_BYTES (256u << 10)
 
