@@ -112,6 +112,32 @@ static int64_t ipow(int64_t base, int64_t exp) {
 FLOAT_LOOP(arith_f32, float, powf, floor_div_f32)
 FLOAT_LOOP(arith_f64, double, pow, floor_div_f64)
 
+/* add, sub and mul of two bfloat16 tensors (autocast's activations): each
+ * element computed in f32 as arith_f32 does and rounded once — the same bits
+ * as casting both operands to f32 and the result back, without the two f32
+ * temporaries and three passes over memory. */
+static void arith_bf16(void *cp, char **d, const int64_t *s, int64_t n) {
+  const bctx *c = cp;
+  const float al = (float)c->alpha_f;
+  if (s[0] == 2 && s[1] == 2 && s[2] == 2) { /* contiguous: one loop per op, vectorised */
+    uint16_t *restrict o = (uint16_t *)d[0];
+    const uint16_t *restrict a = (const uint16_t *)d[1], *restrict b = (const uint16_t *)d[2];
+    if (c->op == B_MUL)
+      for (int64_t i = 0; i < n; i++) o[i] = cpu_bf16_bits(cpu_bf16_float(a[i]) * cpu_bf16_float(b[i]));
+    else {
+      const float sal = c->op == B_SUB ? -al : al; /* x - al*y == x + (-al)*y exactly */
+      for (int64_t i = 0; i < n; i++) o[i] = cpu_bf16_bits(cpu_bf16_float(a[i]) + sal * cpu_bf16_float(b[i]));
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    float x = wk_bf16_to_f32(*(const uint16_t *)(d[1] + i * s[1]));
+    float y = wk_bf16_to_f32(*(const uint16_t *)(d[2] + i * s[2]));
+    float r = c->op == B_ADD ? x + al * y : c->op == B_SUB ? x - al * y : x * y;
+    *(uint16_t *)(d[0] + i * s[0]) = wk_f32_to_bf16(r);
+  }
+}
+
 /* Arithmetic on int64 (integers and bools compute here). */
 static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
   bctx *c = cp;
@@ -215,6 +241,23 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
   if ((op == B_ADD || op == B_SUB) && c->alpha_bool && rt != WK_BOOL) {
     wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", opname);
     return NULL;
+  }
+  if (rt == WK_BF16 && (op == B_ADD || op == B_SUB || op == B_MUL) && wk_tensor_dtype(self) == WK_BF16 &&
+      other->tag == WK_V_TENSOR && wk_tensor_dtype(other->u.t) == WK_BF16) {
+    wk_tensor *ops[3] = {NULL, self, other->u.t};
+    int64_t shape[WK_MAX_DIMS];
+    int nd = 0;
+    if (wk_broadcast_shapes(opname, ops + 1, 2, shape, &nd)) return NULL;
+    wk_tensor *res = cpu_empty(shape, nd, WK_BF16);
+    if (!res) return NULL;
+    ops[0] = res;
+    wk_iter it;
+    if (wk_iter_init(&it, opname, ops, 3)) {
+      wk_release(res);
+      return NULL;
+    }
+    wk_iter_run(&it, arith_bf16, c);
+    return res;
   }
   wk_tensor *a = wk_kernel_cast(self, cd), *b = NULL;
   if (other->tag == WK_V_TENSOR) {
