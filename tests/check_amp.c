@@ -202,6 +202,39 @@ START_TEST(test_amp_inplace_not_cast) {
 }
 END_TEST
 
+/* The cpu kernels' bf16 paths (add/sub/mul, threshold/tanh_backward) give
+ * the bits of computing in f32 and casting once, NaN/inf/-0 and
+ * broadcasting included. */
+static int bf16_mismatches(wk_tensor *p, wk_tensor *q) {
+  ck_assert_int_eq(wk_tensor_dtype(p), WK_BF16);
+  ck_assert_int_eq(wk_tensor_numel(p), wk_tensor_numel(q));
+  const uint16_t *a = wk_tensor_data(p), *b = wk_tensor_data(q);
+  int bad = 0;
+  for (int64_t i = 0; i < wk_tensor_numel(p); i++) bad += a[i] != b[i];
+  return bad;
+}
+
+START_TEST(test_amp_bf16_kernels_match_f32_path) {
+  wk_scope_begin();
+  wk_tensor *a = tu_rand(WK_SHAPE(3, 257), WK_F32, -300, 300, 21), *b = tu_rand(WK_SHAPE(257), WK_F32, -2, 2, 22);
+  float *pa = wk_tensor_data(a);
+  pa[0] = NAN, pa[1] = INFINITY, pa[2] = -INFINITY, pa[3] = 3e38f, pa[4] = -0.0f;
+  wk_tensor *ab = BF(a), *bb = BF(b), *af = wk_to_dtype(ab, WK_F32), *bf = wk_to_dtype(bb, WK_F32);
+  ck_assert_int_eq(bf16_mismatches(wk_add(ab, bb), BF(wk_add(af, bf))), 0);
+  ck_assert_int_eq(bf16_mismatches(wk_sub(ab, bb), BF(wk_sub(af, bf))), 0);
+  ck_assert_int_eq(bf16_mismatches(wk_mul(ab, bb), BF(wk_mul(af, bf))), 0);
+  wk_tensor *xb = wk_contiguous(wk_expand(bb, WK_SHAPE(3, 257))), *xf = wk_to_dtype(xb, WK_F32);
+  const char *ops[2] = {"threshold_backward", "tanh_backward"};
+  for (int k = 0; k < 2; k++) {
+    wk_value a1[3] = {WK_VT(ab), WK_VT(xb), WK_VF(0.25)}, a2[3] = {WK_VT(af), WK_VT(xf), WK_VF(0.25)}, o1[1], o2[1];
+    TU_OK(wk_call(ops[k], a1, k == 0 ? 3 : 2, o1));
+    TU_OK(wk_call(ops[k], a2, k == 0 ? 3 : 2, o2));
+    ck_assert_msg(bf16_mismatches(o1[0].u.t, BF(o2[0].u.t)) == 0, "%s", ops[k]);
+  }
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("amp");
   TCase *tc = tcase_create("autocast");
@@ -214,6 +247,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_amp_regions_are_per_thread);
   tcase_add_test(tc, test_amp_errors);
   tcase_add_test(tc, test_amp_inplace_not_cast);
+  tcase_add_test(tc, test_amp_bf16_kernels_match_f32_path);
   suite_add_tcase(s, tc);
   return s;
 }
