@@ -202,7 +202,8 @@ START_TEST(test_amp_inplace_not_cast) {
 }
 END_TEST
 
-/* The cpu kernels' bf16 paths (add/sub/mul, threshold/tanh_backward) give
+/* The cpu kernels' bf16 paths (add/sub/mul, threshold/tanh_backward,
+ * batch_norm) give
  * the bits of computing in f32 and casting once, NaN/inf/-0 and
  * broadcasting included. */
 static int bf16_mismatches(wk_tensor *p, wk_tensor *q) {
@@ -230,6 +231,18 @@ START_TEST(test_amp_bf16_kernels_match_f32_path) {
     TU_OK(wk_call(ops[k], a1, k == 0 ? 3 : 2, o1));
     TU_OK(wk_call(ops[k], a2, k == 0 ? 3 : 2, o2));
     ck_assert_msg(bf16_mismatches(o1[0].u.t, BF(o2[0].u.t)) == 0, "%s", ops[k]);
+  }
+  /* batch_norm (training and eval) on a bf16 input with f32 parameters */
+  wk_tensor *x4 = BF(tu_rand(WK_SHAPE(4, 257, 5, 7), WK_F32, -30, 30, 25)), *x4f = wk_to_dtype(x4, WK_F32);
+  wk_tensor *bw = tu_rand(WK_SHAPE(257), WK_F32, 0.5, 2, 23), *bbias = tu_rand(WK_SHAPE(257), WK_F32, -1, 1, 24);
+  for (int train = 0; train < 2; train++) {
+    wk_tensor *rm1 = wk_zeros(WK_SHAPE(257), (wk_options){0}), *rv1 = wk_ones(WK_SHAPE(257), (wk_options){0});
+    wk_tensor *rm2 = wk_zeros(WK_SHAPE(257), (wk_options){0}), *rv2 = wk_ones(WK_SHAPE(257), (wk_options){0});
+    wk_tensor *y1 = wk_batch_norm(x4, bw, bbias, rm1, rv1, train, 0.1, 1e-5, NULL);
+    wk_tensor *y2 = wk_batch_norm(x4f, bw, bbias, rm2, rv2, train, 0.1, 1e-5, NULL);
+    TU_NOTNULL(y1);
+    TU_NOTNULL(y2);
+    ck_assert_msg(bf16_mismatches(y1, BF(y2)) == 0, "batch_norm, training %d", train);
   }
   wk_scope_end();
 }

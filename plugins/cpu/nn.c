@@ -193,42 +193,47 @@ typedef struct {
   double *mean, *var, *scale, *shift;
 } bn_job;
 
-#define DEF_BN(T, SUF)                                                           \
-  static void bn_stats_##SUF(void *p, int64_t b, int64_t e) {                    \
-    const bn_job *j = p;                                                         \
-    const T *x = j->x;                                                           \
-    const int64_t N = j->N, C = j->C, S = j->S;                                  \
-    for (int64_t c = b; c < e; c++) {                                            \
-      double s = 0, v = 0;                                                       \
-      for (int64_t n = 0; n < N; n++) {                                          \
-        const T *r = x + (n * C + c) * S;                                        \
-        for (int64_t i = 0; i < S; i++) s += r[i];                               \
-      }                                                                          \
-      double m = s / (double)(N * S);                                            \
-      for (int64_t n = 0; n < N; n++) {                                          \
-        const T *r = x + (n * C + c) * S;                                        \
-        for (int64_t i = 0; i < S; i++) {                                        \
-          double dv = r[i] - m;                                                  \
-          v += dv * dv;                                                          \
-        }                                                                        \
-      }                                                                          \
-      j->mean[c] = m;                                                            \
-      j->var[c] = v / (double)(N * S);                                           \
-    }                                                                            \
-  }                                                                              \
-  static void bn_apply_##SUF(void *p, int64_t b, int64_t e) {                    \
-    const bn_job *j = p;                                                         \
-    const int64_t C = j->C, S = j->S;                                            \
-    for (int64_t r = b; r < e; r++) {                                            \
-      int64_t c = r % C;                                                         \
-      const T *x = (const T *)j->x + r * S;                                      \
-      T *y = (T *)j->y + r * S;                                                  \
-      const T m = (T)j->mean[c], a = (T)j->scale[c], sh = (T)j->shift[c];        \
-      for (int64_t i = 0; i < S; i++) y[i] = (x[i] - m) * a + sh;                \
-    }                                                                            \
+/* T is the storage type, F the compute type; LD/ST convert between them
+ * (bfloat16 is stored as uint16_t and computed in f32 — the same bits as
+ * casting to f32, normalising and casting back, without the temporaries). */
+#define BN_ID(v) (v)
+#define DEF_BN(T, F, LD, ST, SUF)                                             \
+  static void bn_stats_##SUF(void *p, int64_t b, int64_t e) {                 \
+    const bn_job *j = p;                                                      \
+    const T *x = j->x;                                                        \
+    const int64_t N = j->N, C = j->C, S = j->S;                               \
+    for (int64_t c = b; c < e; c++) {                                         \
+      double s = 0, v = 0;                                                    \
+      for (int64_t n = 0; n < N; n++) {                                       \
+        const T *r = x + (n * C + c) * S;                                     \
+        for (int64_t i = 0; i < S; i++) s += (F)LD(r[i]);                     \
+      }                                                                       \
+      double m = s / (double)(N * S);                                         \
+      for (int64_t n = 0; n < N; n++) {                                       \
+        const T *r = x + (n * C + c) * S;                                     \
+        for (int64_t i = 0; i < S; i++) {                                     \
+          double dv = (F)LD(r[i]) - m;                                        \
+          v += dv * dv;                                                       \
+        }                                                                     \
+      }                                                                       \
+      j->mean[c] = m;                                                         \
+      j->var[c] = v / (double)(N * S);                                        \
+    }                                                                         \
+  }                                                                           \
+  static void bn_apply_##SUF(void *p, int64_t b, int64_t e) {                 \
+    const bn_job *j = p;                                                      \
+    const int64_t C = j->C, S = j->S;                                         \
+    for (int64_t r = b; r < e; r++) {                                         \
+      int64_t c = r % C;                                                      \
+      const T *x = (const T *)j->x + r * S;                                   \
+      T *y = (T *)j->y + r * S;                                               \
+      const F m = (F)j->mean[c], a = (F)j->scale[c], sh = (F)j->shift[c];     \
+      for (int64_t i = 0; i < S; i++) y[i] = ST(((F)LD(x[i]) - m) * a + sh);  \
+    }                                                                         \
   }
-DEF_BN(float, f32)
-DEF_BN(double, f64)
+DEF_BN(float, float, BN_ID, BN_ID, f32)
+DEF_BN(double, double, BN_ID, BN_ID, f64)
+DEF_BN(uint16_t, float, cpu_bf16_float, cpu_bf16_bits, bf16)
 
 /* Checks an optional per-channel tensor of batch_norm and its backward. */
 wk_status cpu_check_channel_param(const char *op, const char *name, wk_tensor *t, int64_t C) {
@@ -278,6 +283,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): Expected more than 1 value per channel when training, got input size %s",
                     cpu_shape_str(input, b1, sizeof b1));
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
+  if (dt == WK_BF16) cd = WK_BF16; /* bn_*_bf16: stored bf16, computed in f32 */
   wk_tensor *params[4] = {weight, bias, rmean, rvar};
   wk_dtype sdt = stat_dtype(dt, params, 4);
   int64_t zero = 0;
@@ -311,7 +317,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (!(x = cpu_prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
   bn_job j = {wk_tensor_data(x), wk_tensor_data(y), N, C, S, mean, var, scale, shift};
   if (training) {
-    cpu_par(C, N * S, cd == WK_F64 ? bn_stats_f64 : bn_stats_f32, &j);
+    cpu_par(C, N * S, cd == WK_F64 ? bn_stats_f64 : cd == WK_BF16 ? bn_stats_bf16 : bn_stats_f32, &j);
   } else {
     if ((s = wk_tensor_to_f64(rmean, mean, C)) || (s = wk_tensor_to_f64(rvar, var, C))) goto fail;
   }
@@ -321,7 +327,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     shift[c] = bb[c];
     w[c] = invstd; /* kept for save_invstd */
   }
-  cpu_par(N * C, S, cd == WK_F64 ? bn_apply_f64 : bn_apply_f32, &j);
+  cpu_par(N * C, S, cd == WK_F64 ? bn_apply_f64 : cd == WK_BF16 ? bn_apply_bf16 : bn_apply_f32, &j);
   if (training) {
     if (!(sm = cpu_from_doubles(mean, C, &C, 1, sdt)) || !(si = cpu_from_doubles(w, C, &C, 1, sdt))) goto fail_err;
     double cnt = (double)(N * S);
