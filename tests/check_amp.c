@@ -203,7 +203,7 @@ START_TEST(test_amp_inplace_not_cast) {
 END_TEST
 
 /* The cpu kernels' bf16 paths (add/sub/mul, threshold/tanh_backward,
- * batch_norm) give
+ * batch_norm and its backward) give
  * the bits of computing in f32 and casting once, NaN/inf/-0 and
  * broadcasting included. */
 static int bf16_mismatches(wk_tensor *p, wk_tensor *q) {
@@ -243,6 +243,22 @@ START_TEST(test_amp_bf16_kernels_match_f32_path) {
     TU_NOTNULL(y1);
     TU_NOTNULL(y2);
     ck_assert_msg(bf16_mismatches(y1, BF(y2)) == 0, "batch_norm, training %d", train);
+    /* its backward from the same statistics: grad_input bf16 against f32 then cast */
+    wk_tensor *go = BF(tu_rand(WK_SHAPE(4, 257, 5, 7), WK_F32, -1, 1, 26 + train)), *gof = wk_to_dtype(go, WK_F32);
+    wk_tensor *sm = tu_rand(WK_SHAPE(257), WK_F32, -1, 1, 28), *si = tu_rand(WK_SHAPE(257), WK_F32, 0.5, 2, 29);
+    int64_t mask[3] = {1, 1, 1};
+    wk_value b1[10] = {WK_VT(go), WK_VT(x4), WK_VT(bw), WK_VT(rm1), WK_VT(rv1), WK_VT(sm), WK_VT(si), WK_VB(train),
+                       WK_VF(1e-5), WK_VINTS(mask, 3)};
+    wk_value b2[10] = {WK_VT(gof), WK_VT(x4f), WK_VT(bw), WK_VT(rm1), WK_VT(rv1), WK_VT(sm), WK_VT(si), WK_VB(train),
+                       WK_VF(1e-5), WK_VINTS(mask, 3)};
+    wk_value o1[3], o2[3];
+    TU_OK(wk_call("batch_norm_backward", b1, 10, o1));
+    TU_OK(wk_call("batch_norm_backward", b2, 10, o2));
+    ck_assert_msg(bf16_mismatches(o1[0].u.t, BF(o2[0].u.t)) == 0, "batch_norm_backward, training %d", train);
+    double *w1 = tu_values(o1[1].u.t), *w2 = tu_values(o2[1].u.t);
+    for (int c = 0; c < 257; c++) ck_assert_msg(w1[c] == w2[c], "grad_weight[%d]: %g vs %g", c, w1[c], w2[c]);
+    free(w1);
+    free(w2);
   }
   wk_scope_end();
 }
