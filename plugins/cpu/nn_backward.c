@@ -133,51 +133,50 @@ typedef struct {
   double *sum_g, *dotp; /* per channel */
 } bnb_job;
 
-/* T is the storage type; LD reads an element as a number, ST rounds a
- * double result into T (bfloat16: through f32, as casting the f32 path's
- * result would, so the bits match that path without its temporaries). */
-#define BNB_LD(v) (v)
-#define BNB_ST_F32(v) ((float)(v))
-#define BNB_ST_F64(v) ((double)(v))
-#define BNB_ST_BF16(v) cpu_bf16_bits((float)(v))
-#define DEF_BNB(T, LD, ST, SUF)                                                                                     \
-  static void bnb_sums_##SUF(void *p, int64_t b, int64_t e) {                                                       \
-    const bnb_job *j = p;                                                                                           \
-    const int64_t N = j->N, C = j->C, S = j->S;                                                                     \
-    for (int64_t c = b; c < e; c++) {                                                                               \
-      double sg = 0, dp = 0, m = j->mean[c];                                                                        \
-      for (int64_t n = 0; n < N; n++) {                                                                             \
-        const T *x = (const T *)j->x + (n * C + c) * S, *g = (const T *)j->g + (n * C + c) * S;                     \
-        for (int64_t i = 0; i < S; i++) {                                                                           \
-          sg += LD(g[i]);                                                                                           \
-          dp += ((double)LD(x[i]) - m) * LD(g[i]);                                                                  \
-        }                                                                                                           \
-      }                                                                                                             \
-      j->sum_g[c] = sg;                                                                                             \
-      j->dotp[c] = dp;                                                                                              \
-    }                                                                                                               \
-  }                                                                                                                 \
-  static void bnb_input_##SUF(void *p, int64_t b, int64_t e) {                                                      \
-    const bnb_job *j = p;                                                                                           \
-    const int64_t C = j->C, S = j->S;                                                                               \
-    const double cnt = (double)(j->N * S);                                                                          \
-    for (int64_t r = b; r < e; r++) {                                                                               \
-      int64_t c = r % C;                                                                                            \
-      const T *g = (const T *)j->g + r * S;                                                                         \
-      T *gi = (T *)j->gi + r * S;                                                                                   \
-      double is = j->invstd[c], w = j->w[c];                                                                        \
-      if (j->train) {                                                                                               \
-        const T *x = (const T *)j->x + r * S;                                                                       \
-        double m = j->mean[c], k = j->dotp[c] * is * is / cnt, gm = j->sum_g[c] / cnt;                              \
-        for (int64_t i = 0; i < S; i++) gi[i] = ST(((double)LD(g[i]) - ((double)LD(x[i]) - m) * k - gm) * is * w);  \
-      } else {                                                                                                      \
-        for (int64_t i = 0; i < S; i++) gi[i] = ST((double)LD(g[i]) * is * w);                                      \
-      }                                                                                                             \
-    }                                                                                                               \
+#define DEF_BNB(T, SUF)                                                                                      \
+  static void bnb_sums_##SUF(void *p, int64_t b, int64_t e) {                                                \
+    const bnb_job *j = p;                                                                                    \
+    const int64_t N = j->N, C = j->C, S = j->S;                                                              \
+    for (int64_t c = b; c < e; c++) {                                                                        \
+      /* four partial sums each: the adds overlap instead of waiting on one chain */                         \
+      double sg4[4] = {0, 0, 0, 0}, dp4[4] = {0, 0, 0, 0}, m = j->mean[c];                                   \
+      for (int64_t n = 0; n < N; n++) {                                                                      \
+        const T *x = (const T *)j->x + (n * C + c) * S, *g = (const T *)j->g + (n * C + c) * S;              \
+        int64_t i = 0;                                                                                       \
+        for (; i + 4 <= S; i += 4)                                                                           \
+          for (int k = 0; k < 4; k++) {                                                                      \
+            sg4[k] += g[i + k];                                                                              \
+            dp4[k] += ((double)x[i + k] - m) * g[i + k];                                                     \
+          }                                                                                                  \
+        for (; i < S; i++) {                                                                                 \
+          sg4[0] += g[i];                                                                                    \
+          dp4[0] += ((double)x[i] - m) * g[i];                                                               \
+        }                                                                                                    \
+      }                                                                                                      \
+      j->sum_g[c] = (sg4[0] + sg4[1]) + (sg4[2] + sg4[3]);                                                   \
+      j->dotp[c] = (dp4[0] + dp4[1]) + (dp4[2] + dp4[3]);                                                    \
+    }                                                                                                        \
+  }                                                                                                          \
+  static void bnb_input_##SUF(void *p, int64_t b, int64_t e) {                                               \
+    const bnb_job *j = p;                                                                                    \
+    const int64_t C = j->C, S = j->S;                                                                        \
+    const double cnt = (double)(j->N * S);                                                                   \
+    for (int64_t r = b; r < e; r++) {                                                                        \
+      int64_t c = r % C;                                                                                     \
+      const T *g = (const T *)j->g + r * S;                                                                  \
+      T *gi = (T *)j->gi + r * S;                                                                            \
+      double is = j->invstd[c], w = j->w[c];                                                                 \
+      if (j->train) {                                                                                        \
+        const T *x = (const T *)j->x + r * S;                                                                \
+        double m = j->mean[c], k = j->dotp[c] * is * is / cnt, gm = j->sum_g[c] / cnt;                       \
+        for (int64_t i = 0; i < S; i++) gi[i] = (T)(((double)g[i] - ((double)x[i] - m) * k - gm) * is * w);  \
+      } else {                                                                                               \
+        for (int64_t i = 0; i < S; i++) gi[i] = (T)((double)g[i] * is * w);                                  \
+      }                                                                                                      \
+    }                                                                                                        \
   }
-DEF_BNB(float, BNB_LD, BNB_ST_F32, f32)
-DEF_BNB(double, BNB_LD, BNB_ST_F64, f64)
-DEF_BNB(uint16_t, cpu_bf16_float, BNB_ST_BF16, bf16)
+DEF_BNB(float, f32)
+DEF_BNB(double, f64)
 
 static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "batch_norm_backward";
@@ -213,7 +212,6 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                     rmean ? "running_var" : "running_mean");
   }
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
-  if (dt == WK_BF16 && wk_tensor_dtype(go) == WK_BF16) cd = WK_BF16; /* bnb_*_bf16 */
   wk_dtype pdt = weight ? wk_tensor_dtype(weight) : dt;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL;
   double *buf = calloc((size_t)(5 * C + 1), sizeof(double));
@@ -242,9 +240,8 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                  w,
                  sum_g,
                  dotp};
-    if (mask[1] || mask[2] || train)
-      cpu_par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : cd == WK_BF16 ? bnb_sums_bf16 : bnb_sums_f32, &j);
-    if (gi) cpu_par(N * C, S, cd == WK_F64 ? bnb_input_f64 : cd == WK_BF16 ? bnb_input_bf16 : bnb_input_f32, &j);
+    if (mask[1] || mask[2] || train) cpu_par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);
+    if (gi) cpu_par(N * C, S, cd == WK_F64 ? bnb_input_f64 : bnb_input_f32, &j);
   }
   if (mask[1]) {
     for (int64_t c = 0; c < C; c++) dotp[c] *= invstd[c];
