@@ -622,6 +622,44 @@ START_TEST(test_maxpool_random) {
 }
 END_TEST
 
+/* ResNet's stem pool (3x3, stride 2, padding 1, even width) has a vector
+ * kernel for f32: it must pick the same values and indices as the generic
+ * kernel (here the f64 one) with ties everywhere (values from {0, 1, 2}),
+ * NaN and -inf, at widths that use it (10, 12, 16, 20) and rows too short
+ * for it (8). */
+START_TEST(test_maxpool_stem_vector_path) {
+  static const int64_t shapes[][4] = {{2, 3, 16, 16}, {1, 2, 9, 10}, {2, 2, 7, 12}, {1, 4, 11, 20}, {3, 1, 6, 8}};
+  uint64_t s = 4242;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    wk_scope_begin();
+    int64_t n = shapes[si][0] * shapes[si][1] * shapes[si][2] * shapes[si][3];
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+      double u = tu_uniform(&s);
+      v[i] = u < 0.05 ? NAN : u < 0.1 ? -INFINITY : (double)(int)(tu_uniform(&s) * 3);
+    }
+    wk_tensor *x64 = tu_tensor(v, WK_F64, shapes[si], 4), *x32 = wk_to_dtype(x64, WK_F32);
+    free(v);
+    wk_tensor *i32 = NULL, *i64 = NULL;
+    wk_tensor *y32 = wk_max_pool2d_with_indices(x32, 3, 2, 1, &i32), *y64 = wk_max_pool2d_with_indices(x64, 3, 2, 1, &i64);
+    TU_NOTNULL(y32);
+    TU_NOTNULL(y64);
+    double *a = tu_values(y32), *b = tu_values(y64), *ia = tu_values(i32), *ib = tu_values(i64);
+    int64_t m = wk_tensor_numel(y32);
+    for (int64_t i = 0; i < m; i++) {
+      ck_assert_msg((isnan(a[i]) && isnan(b[i])) || a[i] == b[i], "shape %zu out %lld: %g vs %g", si, (long long)i,
+                    a[i], b[i]);
+      ck_assert_msg(ia[i] == ib[i], "shape %zu out %lld: index %g vs %g", si, (long long)i, ia[i], ib[i]);
+    }
+    free(a);
+    free(b);
+    free(ia);
+    free(ib);
+    wk_scope_end();
+  }
+}
+END_TEST
+
 START_TEST(test_maxpool_known_and_ceil) {
   int64_t live = wk_live_tensors();
   double v[25];
@@ -959,6 +997,7 @@ static Suite *make_suite(void) {
   tc = tcase_create("max_pool2d");
   tcase_add_checked_fixture(tc, tu_setup, NULL);
   tcase_add_test(tc, test_maxpool_random);
+  tcase_add_test(tc, test_maxpool_stem_vector_path);
   tcase_add_test(tc, test_maxpool_known_and_ceil);
   tcase_add_test(tc, test_maxpool_nan_and_inf);
   tcase_add_test(tc, test_maxpool_zero_batch_and_errors);

@@ -173,6 +173,92 @@ static void maxpool22_f32(void *p, int64_t b, int64_t e) {
     }
   }
 }
+
+/* mv/mi take V/I in the lanes where V is greater or NaN (maxpool22's select). */
+#define MP33_SEL(V, I)                                                                 \
+  do {                                                                                 \
+    __m128 c_ = _mm_or_ps(_mm_cmpgt_ps(V, mv), _mm_cmpunord_ps(V, V));                 \
+    __m128i ci_ = _mm_castps_si128(c_);                                                \
+    mv = _mm_or_ps(_mm_and_ps(c_, V), _mm_andnot_ps(c_, mv));                          \
+    mi = _mm_or_si128(_mm_and_si128(ci_, I), _mm_andnot_si128(ci_, mi));               \
+  } while (0)
+
+/* One output of a 3x3, stride 2, padding 1 window, PyTorch's scan (the
+ * first valid position starts, greater or NaN replaces). */
+static inline void mp33_one(const float *src, int64_t sH, int64_t H, int64_t W, int64_t oy, int64_t ox, float *d,
+                            int64_t *id) {
+  int64_t y0 = 2 * oy - 1, y1 = y0 + 3, x0 = 2 * ox - 1, x1 = x0 + 3;
+  if (y0 < 0) y0 = 0;
+  if (x0 < 0) x0 = 0;
+  if (y1 > H) y1 = H;
+  if (x1 > W) x1 = W;
+  float mv = src[y0 * sH + x0];
+  int64_t mi = y0 * W + x0;
+  for (int64_t y = y0; y < y1; y++)
+    for (int64_t x = (y == y0 ? x0 + 1 : x0); x < x1; x++) {
+      float v = src[y * sH + x];
+      if (v > mv || isnan(v)) mv = v, mi = y * W + x;
+    }
+  *d = mv;
+  *id = mi;
+}
+
+/* ResNet's stem pool: 3x3 windows, stride 2, padding 1, undilated, unit
+ * stride rows of even width (every window right of the first column lies
+ * inside its row). Four outputs at a time: each input row is split into its
+ * even and odd columns, so the taps x = 2ox-1, 2ox, 2ox+1 are whole vectors,
+ * taken in PyTorch's scan order with the same selects as maxpool22_f32; the
+ * first column (its left tap is padding) and rows of fewer than 5 outputs go
+ * through mp33_one. */
+static void maxpool33s2_f32(void *p, int64_t b, int64_t e) {
+  const pool_job *j = p;
+  const int64_t H = j->H, W = j->W, sH = j->sH, oh = j->oh, ow = j->ow;
+  for (int64_t plane = b; plane < e; plane++) {
+    PLANE_PTRS(float);
+    int64_t *ind = j->ind + plane * oh * ow;
+    for (int64_t oy = 0; oy < oh; oy++) {
+      float *d = dst + oy * ow;
+      int64_t *id = ind + oy * ow;
+      mp33_one(src, sH, H, W, oy, 0, d, id);
+      if (ow < 5) {
+        for (int64_t ox = 1; ox < ow; ox++) mp33_one(src, sH, H, W, oy, ox, d + ox, id + ox);
+        continue;
+      }
+      int64_t y0 = 2 * oy - 1, y1 = y0 + 3;
+      if (y0 < 0) y0 = 0;
+      if (y1 > H) y1 = H;
+      const __m128i step = _mm_set_epi32(6, 4, 2, 0), one = _mm_set1_epi32(1);
+      for (int64_t ox = 1; ox < ow; ox += 4) {
+        if (ox + 4 > ow) ox = ow - 4; /* the last four overlap: the same values again */
+        __m128 mv = _mm_setzero_ps();
+        __m128i mi = _mm_setzero_si128();
+        for (int64_t y = y0; y < y1; y++) {
+          const float *r = src + y * sH + 2 * ox;
+          __m128 b0 = _mm_loadu_ps(r), b1 = _mm_loadu_ps(r + 4);         /* columns 2ox .. 2ox+7 */
+          __m128 c0 = _mm_loadu_ps(r - 1), c1 = _mm_loadu_ps(r + 3);     /* columns 2ox-1 .. 2ox+6 */
+          __m128 vl = _mm_shuffle_ps(c0, c1, _MM_SHUFFLE(2, 0, 2, 0));   /* x = 2ox-1 */
+          __m128 vc = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));   /* x = 2ox */
+          __m128 vr = _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));   /* x = 2ox+1 */
+          __m128i il = _mm_add_epi32(_mm_set1_epi32((int)(y * W + 2 * ox - 1)), step);
+          __m128i ic = _mm_add_epi32(il, one), ir = _mm_add_epi32(ic, one);
+          if (y == y0) {
+            mv = vl;
+            mi = il;
+          } else {
+            MP33_SEL(vl, il);
+          }
+          MP33_SEL(vc, ic);
+          MP33_SEL(vr, ir);
+        }
+        _mm_storeu_ps(d + ox, mv);
+        __m128i z = _mm_setzero_si128();
+        _mm_storeu_si128((__m128i *)(id + ox), _mm_unpacklo_epi32(mi, z));
+        _mm_storeu_si128((__m128i *)(id + ox + 2), _mm_unpackhi_epi32(mi, z));
+      }
+    }
+  }
+}
+#define HAVE_MAXPOOL33S2 1
 #else
 #define maxpool22_f32 maxpool22_scalar_f32
 #endif
@@ -368,9 +454,17 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   j.imin = int_min_of(dt);
   bool k22 = k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && p[0] == 0 && p[1] == 0 && d[0] == 1 && d[1] == 1 &&
              j.sW == 1 && 2 * o[0] <= j.H && 2 * o[1] <= j.W;
+  bool k33 = false;
+#ifdef HAVE_MAXPOOL33S2
+  k33 = k[0] == 3 && k[1] == 3 && s[0] == 2 && s[1] == 2 && p[0] == 1 && p[1] == 1 && d[0] == 1 && d[1] == 1 &&
+        j.sW == 1 && j.W % 2 == 0 && o[1] == j.W / 2 && j.H * j.W <= INT32_MAX;
+#endif
   void (*fn)(void *, int64_t, int64_t) = cd == WK_F32 ? (k22 ? maxpool22_f32 : maxpool_f32)
                                           : cd == WK_F64 ? (k22 ? maxpool22_f64 : maxpool_f64)
                                                          : maxpool_i64;
+#ifdef HAVE_MAXPOOL33S2
+  if (k33 && cd == WK_F32) fn = maxpool33s2_f32;
+#endif
   run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1], fn);
   wk_release(x);
   x = NULL;
