@@ -122,6 +122,15 @@ MAXPOOL22(maxpool22_f64, double)
 #include <emmintrin.h>
 /* maxpool22 for f32, four outputs at a time with SSE2 selects (the max is
  * data dependent: branches mispredict). Same comparisons, same order. */
+/* PyTorch's rule on four lanes: mv/mi take V/I where V is greater or NaN. */
+#define MP_SEL(V, I)                                                                   \
+  do {                                                                                 \
+    __m128 c_ = _mm_or_ps(_mm_cmpgt_ps(V, mv), _mm_cmpunord_ps(V, V));                 \
+    __m128i ci_ = _mm_castps_si128(c_);                                                \
+    mv = _mm_or_ps(_mm_and_ps(c_, V), _mm_andnot_ps(c_, mv));                          \
+    mi = _mm_or_si128(_mm_and_si128(ci_, I), _mm_andnot_si128(ci_, mi));               \
+  } while (0)
+
 static void maxpool22_f32(void *p, int64_t b, int64_t e) {
   const pool_job *j = p;
   if (j->H * j->W > INT32_MAX) {
@@ -145,17 +154,9 @@ static void maxpool22_f32(void *p, int64_t b, int64_t e) {
         __m128i i1 = _mm_add_epi32(i0, one), i2 = _mm_add_epi32(i0, w), i3 = _mm_add_epi32(i2, one);
         __m128 mv = v0;
         __m128i mi = i0;
-#define MP_SEL(V, I)                                                                   \
-  do {                                                                                 \
-    __m128 c = _mm_or_ps(_mm_cmpgt_ps(V, mv), _mm_cmpunord_ps(V, V));                  \
-    __m128i ci = _mm_castps_si128(c);                                                  \
-    mv = _mm_or_ps(_mm_and_ps(c, V), _mm_andnot_ps(c, mv));                            \
-    mi = _mm_or_si128(_mm_and_si128(ci, I), _mm_andnot_si128(ci, mi));                 \
-  } while (0)
         MP_SEL(v1, i1);
         MP_SEL(v2, i2);
         MP_SEL(v3, i3);
-#undef MP_SEL
         _mm_storeu_ps(d + ox, mv);
         __m128i z = _mm_setzero_si128();
         _mm_storeu_si128((__m128i *)(id + ox), _mm_unpacklo_epi32(mi, z));
@@ -173,15 +174,6 @@ static void maxpool22_f32(void *p, int64_t b, int64_t e) {
     }
   }
 }
-
-/* mv/mi take V/I in the lanes where V is greater or NaN (maxpool22's select). */
-#define MP33_SEL(V, I)                                                                 \
-  do {                                                                                 \
-    __m128 c_ = _mm_or_ps(_mm_cmpgt_ps(V, mv), _mm_cmpunord_ps(V, V));                 \
-    __m128i ci_ = _mm_castps_si128(c_);                                                \
-    mv = _mm_or_ps(_mm_and_ps(c_, V), _mm_andnot_ps(c_, mv));                          \
-    mi = _mm_or_si128(_mm_and_si128(ci_, I), _mm_andnot_si128(ci_, mi));               \
-  } while (0)
 
 /* One output of a 3x3, stride 2, padding 1 window, PyTorch's scan (the
  * first valid position starts, greater or NaN replaces). */
@@ -245,10 +237,10 @@ static void maxpool33s2_f32(void *p, int64_t b, int64_t e) {
             mv = vl;
             mi = il;
           } else {
-            MP33_SEL(vl, il);
+            MP_SEL(vl, il);
           }
-          MP33_SEL(vc, ic);
-          MP33_SEL(vr, ir);
+          MP_SEL(vc, ic);
+          MP_SEL(vr, ir);
         }
         _mm_storeu_ps(d + ox, mv);
         __m128i z = _mm_setzero_si128();
