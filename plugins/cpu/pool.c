@@ -131,6 +131,14 @@ MAXPOOL22(maxpool22_f64, double)
     mi = _mm_or_si128(_mm_and_si128(ci_, I), _mm_andnot_si128(ci_, mi));               \
   } while (0)
 
+/* Four maxima and their (non-negative, int32) flat indices, widened to int64. */
+static inline void mp_store4(float *d, int64_t *id, __m128 mv, __m128i mi) {
+  __m128i z = _mm_setzero_si128();
+  _mm_storeu_ps(d, mv);
+  _mm_storeu_si128((__m128i *)id, _mm_unpacklo_epi32(mi, z));
+  _mm_storeu_si128((__m128i *)(id + 2), _mm_unpackhi_epi32(mi, z));
+}
+
 static void maxpool22_f32(void *p, int64_t b, int64_t e) {
   const pool_job *j = p;
   if (j->H * j->W > INT32_MAX) {
@@ -157,10 +165,7 @@ static void maxpool22_f32(void *p, int64_t b, int64_t e) {
         MP_SEL(v1, i1);
         MP_SEL(v2, i2);
         MP_SEL(v3, i3);
-        _mm_storeu_ps(d + ox, mv);
-        __m128i z = _mm_setzero_si128();
-        _mm_storeu_si128((__m128i *)(id + ox), _mm_unpacklo_epi32(mi, z));
-        _mm_storeu_si128((__m128i *)(id + ox + 2), _mm_unpackhi_epi32(mi, z));
+        mp_store4(d + ox, id + ox, mv, mi);
       }
       for (; ox < j->ow; ox++) {
         float v0 = r0[2 * ox], v1 = r0[2 * ox + 1], v2 = r1[2 * ox], v3 = r1[2 * ox + 1], mv = v0;
@@ -242,10 +247,7 @@ static void maxpool33s2_f32(void *p, int64_t b, int64_t e) {
           MP_SEL(vc, ic);
           MP_SEL(vr, ir);
         }
-        _mm_storeu_ps(d + ox, mv);
-        __m128i z = _mm_setzero_si128();
-        _mm_storeu_si128((__m128i *)(id + ox), _mm_unpacklo_epi32(mi, z));
-        _mm_storeu_si128((__m128i *)(id + ox + 2), _mm_unpackhi_epi32(mi, z));
+        mp_store4(d + ox, id + ox, mv, mi);
       }
     }
   }
