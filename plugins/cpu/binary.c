@@ -123,10 +123,10 @@ static void arith_bf16(void *cp, char **d, const int64_t *s, int64_t n) {
     uint16_t *restrict o = (uint16_t *)d[0];
     const uint16_t *restrict a = (const uint16_t *)d[1], *restrict b = (const uint16_t *)d[2];
     if (c->op == B_MUL)
-      for (int64_t i = 0; i < n; i++) o[i] = cpu_bf16_bits(cpu_bf16_float(a[i]) * cpu_bf16_float(b[i]));
+      for (int64_t i = 0; i < n; i++) o[i] = wk_f32_to_bf16(wk_bf16_to_f32(a[i]) * wk_bf16_to_f32(b[i]));
     else {
       const float sal = c->op == B_SUB ? -al : al; /* x - al*y == x + (-al)*y exactly */
-      for (int64_t i = 0; i < n; i++) o[i] = cpu_bf16_bits(cpu_bf16_float(a[i]) + sal * cpu_bf16_float(b[i]));
+      for (int64_t i = 0; i < n; i++) o[i] = wk_f32_to_bf16(wk_bf16_to_f32(a[i]) + sal * wk_bf16_to_f32(b[i]));
     }
     return;
   }

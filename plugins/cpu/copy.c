@@ -45,27 +45,22 @@ static void loop_f32_from(void *c, char **d, const int64_t *s, int64_t n) {
 }
 
 /* float32 <-> bfloat16: what autocast and every bf16 kernel computing in f32
- * do all the time. Contiguous runs are integer loops the compiler vectorises,
- * with the same bits as wk_f32_to_bf16 / wk_bf16_to_f32. */
-typedef uint32_t __attribute__((may_alias)) u32_alias;
-typedef uint16_t __attribute__((may_alias)) u16_alias;
+ * do all the time. Contiguous runs are plain loops the compiler vectorises
+ * (the SDK's conversions are branch-free). */
 static void loop_f32_to_bf16(void *c, char **d, const int64_t *s, int64_t n) {
   if (s[0] == 2 && s[1] == 4) {
-    u16_alias *restrict o = (u16_alias *)d[0];
-    const u32_alias *restrict in = (const u32_alias *)d[1];
-    for (int64_t i = 0; i < n; i++) {
-      uint32_t u = in[i], rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
-      o[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
-    }
+    uint16_t *restrict o = (uint16_t *)d[0];
+    const float *restrict in = (const float *)d[1];
+    for (int64_t i = 0; i < n; i++) o[i] = wk_f32_to_bf16(in[i]);
     return;
   }
   for (int64_t i = 0; i < n; i++) *(uint16_t *)(d[0] + i * s[0]) = wk_f32_to_bf16(*(const float *)(d[1] + i * s[1]));
 }
 static void loop_bf16_to_f32(void *c, char **d, const int64_t *s, int64_t n) {
   if (s[0] == 4 && s[1] == 2) {
-    u32_alias *restrict o = (u32_alias *)d[0];
-    const u16_alias *restrict in = (const u16_alias *)d[1];
-    for (int64_t i = 0; i < n; i++) o[i] = (uint32_t)in[i] << 16;
+    float *restrict o = (float *)d[0];
+    const uint16_t *restrict in = (const uint16_t *)d[1];
+    for (int64_t i = 0; i < n; i++) o[i] = wk_bf16_to_f32(in[i]);
     return;
   }
   for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = wk_bf16_to_f32(*(const uint16_t *)(d[1] + i * s[1]));

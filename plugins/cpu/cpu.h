@@ -136,19 +136,4 @@ CPU_HIDDEN wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value
                                     const wk_value *pv, const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2],
                                     int64_t p[2], int64_t o[2]);
 
-/* f32 -> bf16 bits, round to nearest even, NaN quieted: wk_f32_to_bf16's
- * result written with selects, so loops over arrays vectorise. */
-static inline uint16_t cpu_bf16_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
-  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
-}
-static inline float cpu_bf16_float(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 #endif

@@ -129,7 +129,7 @@ static void pb_bf16(void *cp, char **d, const int64_t *s, int64_t n) {
     const uint16_t *restrict g = (const uint16_t *)d[1], *restrict x = (const uint16_t *)d[2];
     for (int64_t i = 0; i < n; i++) {
       uint16_t gi = g[i];
-      o[i] = cpu_bf16_float(x[i]) > t ? gi : (uint16_t)0;
+      o[i] = wk_bf16_to_f32(x[i]) > t ? gi : (uint16_t)0;
     }
     return;
   }
