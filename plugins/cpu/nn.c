@@ -193,12 +193,9 @@ typedef struct {
   double *mean, *var, *scale, *shift;
 } bn_job;
 
-/* T is the storage type, F the compute type, LD/ST convert between them. A
- * bf16 variant (uint16_t stored, f32 computed, no f32 temporaries) measured
- * slower than casting to f32 and back (645 vs 421 us at [128, 64, 8, 8]):
- * bf16 inputs take the f32 loops. */
-#define BN_ID(v) (v)
-#define DEF_BN(T, F, LD, ST, SUF)                                                \
+/* bf16 inputs take the f32 loops: a bf16-storage variant measured slower than
+ * casting to f32 and back (645 vs 421 us at [128, 64, 8, 8]). */
+#define DEF_BN(T, SUF)                                                           \
   static void bn_stats_##SUF(void *p, int64_t b, int64_t e) {                    \
     const bn_job *j = p;                                                         \
     const T *x = j->x;                                                           \
@@ -210,8 +207,8 @@ typedef struct {
         const T *r = x + (n * C + c) * S;                                        \
         int64_t i = 0;                                                           \
         for (; i + 4 <= S; i += 4)                                               \
-          for (int k = 0; k < 4; k++) s4[k] += (F)LD(r[i + k]);                  \
-        for (; i < S; i++) s4[0] += (F)LD(r[i]);                                 \
+          for (int k = 0; k < 4; k++) s4[k] += r[i + k];                         \
+        for (; i < S; i++) s4[0] += r[i];                                        \
       }                                                                          \
       double m = ((s4[0] + s4[1]) + (s4[2] + s4[3])) / (double)(N * S);          \
       for (int64_t n = 0; n < N; n++) {                                          \
@@ -219,11 +216,11 @@ typedef struct {
         int64_t i = 0;                                                           \
         for (; i + 4 <= S; i += 4)                                               \
           for (int k = 0; k < 4; k++) {                                          \
-            double dv = (F)LD(r[i + k]) - m;                                     \
+            double dv = r[i + k] - m;                                            \
             v4[k] += dv * dv;                                                    \
           }                                                                      \
         for (; i < S; i++) {                                                     \
-          double dv = (F)LD(r[i]) - m;                                           \
+          double dv = r[i] - m;                                                  \
           v4[0] += dv * dv;                                                      \
         }                                                                        \
       }                                                                          \
@@ -239,13 +236,12 @@ typedef struct {
       int64_t c = r % C;                                                         \
       const T *x = (const T *)j->x + r * S;                                      \
       T *y = (T *)j->y + r * S;                                                  \
-      const F m = (F)j->mean[c], a = (F)j->scale[c], sh = (F)j->shift[c];        \
-      for (int64_t i = 0; i < S; i++) y[i] = ST(((F)LD(x[i]) - m) * a + sh);     \
+      const T m = (T)j->mean[c], a = (T)j->scale[c], sh = (T)j->shift[c];        \
+      for (int64_t i = 0; i < S; i++) y[i] = (x[i] - m) * a + sh;                \
     }                                                                            \
   }
-DEF_BN(float, float, BN_ID, BN_ID, f32)
-DEF_BN(double, double, BN_ID, BN_ID, f64)
-
+DEF_BN(float, f32)
+DEF_BN(double, f64)
 
 /* Checks an optional per-channel tensor of batch_norm and its backward. */
 wk_status cpu_check_channel_param(const char *op, const char *name, wk_tensor *t, int64_t C) {

@@ -120,8 +120,6 @@ MAXPOOL22(maxpool22_f64, double)
 
 #ifdef __SSE2__
 #include <emmintrin.h>
-/* maxpool22 for f32, four outputs at a time with SSE2 selects (the max is
- * data dependent: branches mispredict). Same comparisons, same order. */
 /* PyTorch's rule on four lanes: mv/mi take V/I where V is greater or NaN. */
 #define MP_SEL(V, I)                                                                   \
   do {                                                                                 \
@@ -139,6 +137,8 @@ static inline void mp_store4(float *d, int64_t *id, __m128 mv, __m128i mi) {
   _mm_storeu_si128((__m128i *)(id + 2), _mm_unpackhi_epi32(mi, z));
 }
 
+/* maxpool22 for f32, four outputs at a time with SSE2 selects (the max is
+ * data dependent: branches mispredict). Same comparisons, same order. */
 static void maxpool22_f32(void *p, int64_t b, int64_t e) {
   const pool_job *j = p;
   if (j->H * j->W > INT32_MAX) {
@@ -227,7 +227,7 @@ static void maxpool33s2_f32(void *p, int64_t b, int64_t e) {
       const __m128i step = _mm_set_epi32(6, 4, 2, 0), one = _mm_set1_epi32(1);
       for (int64_t ox = 1; ox < ow; ox += 4) {
         if (ox + 4 > ow) ox = ow - 4; /* the last four overlap: the same values again */
-        __m128 mv = _mm_setzero_ps();
+        __m128 mv = _mm_setzero_ps(); /* set from the first row's left tap */
         __m128i mi = _mm_setzero_si128();
         for (int64_t y = y0; y < y1; y++) {
           const float *r = src + y * sH + 2 * ox;
@@ -448,16 +448,13 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   j.imin = int_min_of(dt);
   bool k22 = k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && p[0] == 0 && p[1] == 0 && d[0] == 1 && d[1] == 1 &&
              j.sW == 1 && 2 * o[0] <= j.H && 2 * o[1] <= j.W;
-  bool k33 = false;
-#ifdef HAVE_MAXPOOL33S2
-  k33 = k[0] == 3 && k[1] == 3 && s[0] == 2 && s[1] == 2 && p[0] == 1 && p[1] == 1 && d[0] == 1 && d[1] == 1 &&
-        j.sW == 1 && j.W % 2 == 0 && o[1] == j.W / 2 && j.H * j.W <= INT32_MAX;
-#endif
   void (*fn)(void *, int64_t, int64_t) = cd == WK_F32 ? (k22 ? maxpool22_f32 : maxpool_f32)
                                           : cd == WK_F64 ? (k22 ? maxpool22_f64 : maxpool_f64)
                                                          : maxpool_i64;
 #ifdef HAVE_MAXPOOL33S2
-  if (k33 && cd == WK_F32) fn = maxpool33s2_f32;
+  if (cd == WK_F32 && k[0] == 3 && k[1] == 3 && s[0] == 2 && s[1] == 2 && p[0] == 1 && p[1] == 1 && d[0] == 1 &&
+      d[1] == 1 && j.sW == 1 && j.W % 2 == 0 && o[1] == j.W / 2 && j.H * j.W <= INT32_MAX)
+    fn = maxpool33s2_f32;
 #endif
   run_planes(&j, N * j.C, o[0] * o[1] * k[0] * k[1], fn);
   wk_release(x);
