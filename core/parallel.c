@@ -52,13 +52,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Spins until *v differs from `was` or the spin time is up; true if it changed. */
-static bool spin_until_changed(atomic_uint_fast64_t *v, uint64_t was) {
+/* Spins until *v differs from `was` or the spin time is up (the caller
+ * checks again under the lock either way). */
+static void spin_until_changed(atomic_uint_fast64_t *v, uint64_t was) {
   uint64_t t0 = mono_ns();
-  for (unsigned i = 1;; i++) {
-    if (atomic_load_explicit(v, memory_order_acquire) != was) return true;
+  for (unsigned i = 1; atomic_load_explicit(v, memory_order_acquire) == was; i++) {
     cpu_relax();
-    if ((i & 63) == 0 && mono_ns() - t0 > WK_POOL_SPIN_NS) return false;
+    if ((i & 63) == 0 && mono_ns() - t0 > WK_POOL_SPIN_NS) return;
   }
 }
 

@@ -136,8 +136,8 @@ static wk_tensor *cast_to(wk_tensor *t, wk_dtype to, int32_t dev, cast_list *cl)
 
 static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
   (void)user;
+  if (t_open == 0) return wk_layer_redispatch(self, op, args, outs); /* no region on this thread */
   int n = wk_op_num_args(op);
-  if (t_open == 0) return wk_layer_redispatch(self, op, args, outs);
   int32_t dev = device_type_of(args, n);
   if (dev < 0 || dev >= AMP_MAX_TYPES || t_regions[dev].depth == 0) return wk_layer_redispatch(self, op, args, outs);
   amp_policy pol = policy_of(op);
@@ -157,10 +157,12 @@ static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value 
 
   /* The casts run with this layer excluded (a cast is never autocast) but
    * through autograd, which records them. */
-  wk_value *a = malloc(sizeof *a * (size_t)(n ? n : 1));
-  wk_tensor ***lists = calloc((size_t)(n ? n : 1), sizeof *lists);
+  wk_value a[WK_MAX_ARGS];
+  wk_tensor **lists[WK_MAX_ARGS] = {0};
   cast_list cl = {0};
-  wk_status s = a && lists ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "%s(): autocast: out of memory", wk_op_name(op));
+  wk_status s = n <= WK_MAX_ARGS ? WK_OK
+                                 : wk_error(WK_ERR_INTERNAL, "%s(): autocast: %d arguments, more than %d", wk_op_name(op),
+                                            n, WK_MAX_ARGS);
   if (!s) {
     bool prev = wk_layer_exclude(self, true);
     for (int i = 0; i < n && !s; i++) {
@@ -187,10 +189,7 @@ static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value 
   if (!s) s = wk_layer_redispatch(self, op, a, outs);
   for (int i = 0; i < cl.n; i++) wk_release(cl.made[i]);
   free(cl.made);
-  if (lists)
-    for (int i = 0; i < n; i++) free(lists[i]);
-  free(lists);
-  free(a);
+  for (int i = 0; i < n && i < WK_MAX_ARGS; i++) free(lists[i]);
   return s;
 }
 
@@ -239,23 +238,24 @@ static wk_status amp_end(const char *device_type) {
   return WK_OK;
 }
 
-static bool amp_enabled(const char *device_type) {
+/* The queries answer "no region" for NULL or unknown names, without an error. */
+static region_stack *regions_of(const char *device_type) {
   int32_t t = device_type ? wk_device_type_find(device_type) : -1;
   if (t <= 0 || t >= AMP_MAX_TYPES) {
     wk_clear_error();
-    return false;
+    return NULL;
   }
-  return t_regions[t].depth > 0;
+  return &t_regions[t];
+}
+
+static bool amp_enabled(const char *device_type) {
+  region_stack *r = regions_of(device_type);
+  return r && r->depth > 0;
 }
 
 static wk_dtype amp_dtype(const char *device_type) {
-  int32_t t = device_type ? wk_device_type_find(device_type) : -1;
-  if (t <= 0 || t >= AMP_MAX_TYPES) {
-    wk_clear_error();
-    return WK_DTYPE_DEFAULT;
-  }
-  region_stack *r = &t_regions[t];
-  return r->depth ? r->dtype[r->depth - 1] : WK_DTYPE_DEFAULT;
+  region_stack *r = regions_of(device_type);
+  return r && r->depth ? r->dtype[r->depth - 1] : WK_DTYPE_DEFAULT;
 }
 
 static const wk_amp_api g_api = {

@@ -97,14 +97,12 @@ static wk_status prof_stop(void) {
 typedef struct {
   const char *name;
   uint64_t calls, total_ns, self_ns;
+  uint64_t key; /* what the table is sorted by, largest first */
 } prof_row;
 
-static wk_profiler_sort g_sort;
 static int row_cmp(const void *a, const void *b) {
   const prof_row *x = a, *y = b;
-  uint64_t kx = g_sort == WK_PROFILER_SORT_TOTAL ? x->total_ns : g_sort == WK_PROFILER_SORT_CALLS ? x->calls : x->self_ns;
-  uint64_t ky = g_sort == WK_PROFILER_SORT_TOTAL ? y->total_ns : g_sort == WK_PROFILER_SORT_CALLS ? y->calls : y->self_ns;
-  if (kx != ky) return kx < ky ? 1 : -1;
+  if (x->key != y->key) return x->key < y->key ? 1 : -1;
   return strcmp(x->name, y->name);
 }
 
@@ -140,11 +138,13 @@ static size_t prof_table(char *buf, size_t size, wk_profiler_sort sort, int row_
     uint64_t calls = __atomic_load_n(&g_slots[i].calls, __ATOMIC_RELAXED);
     if (!op || !calls) continue;
     rows[n] = (prof_row){wk_op_name(op), calls, __atomic_load_n(&g_slots[i].total_ns, __ATOMIC_RELAXED),
-                         __atomic_load_n(&g_slots[i].self_ns, __ATOMIC_RELAXED)};
+                         __atomic_load_n(&g_slots[i].self_ns, __ATOMIC_RELAXED), 0};
+    rows[n].key = sort == WK_PROFILER_SORT_TOTAL ? rows[n].total_ns
+                  : sort == WK_PROFILER_SORT_CALLS ? rows[n].calls
+                                                   : rows[n].self_ns;
     self_sum += rows[n].self_ns;
     n++;
   }
-  g_sort = sort;
   qsort(rows, (size_t)n, sizeof *rows, row_cmp);
   int w = 4;
   for (int i = 0; i < n; i++)
