@@ -44,16 +44,21 @@ typedef struct {
   int64_t sa[2], sb[2];
 } pmm_key;
 
+/* The plain descriptors of a key's operands: a and b strided, c dense, bias [1, N]. */
+static void pmm_descs(const pmm_key *k, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b, dnnl_memory_desc_t *bias,
+                      dnnl_memory_desc_t *c) {
+  int64_t da[2] = {k->M, k->K}, db[2] = {k->K, k->N}, dc[2] = {k->M, k->N}, sc[2] = {k->N, 1}, dbias[2] = {1, k->N};
+  dnnl_data_type_t dt = (dnnl_data_type_t)k->dt;
+  odn_md_strided(a, 2, da, k->sa, dt);
+  odn_md_strided(b, 2, db, k->sb, dt);
+  odn_md_strided(c, 2, dc, sc, dt);
+  odn_md_strided(bias, 2, dbias, sc, dt);
+}
+
 static odn_prim *pmm_make(void *v) {
   const pmm_key *k = v;
   dnnl_memory_desc_t a, b, bias, c;
-  int64_t da[2] = {k->M, k->K}, db[2] = {k->K, k->N}, dc[2] = {k->M, k->N}, sc[2] = {k->N, 1};
-  int64_t dbias[2] = {1, k->N}, sbias[2] = {k->N, 1};
-  dnnl_data_type_t dt = (dnnl_data_type_t)k->dt;
-  odn_md_strided(&a, 2, da, k->sa, dt);
-  odn_md_strided(&b, 2, db, k->sb, dt);
-  odn_md_strided(&c, 2, dc, sc, dt);
-  odn_md_strided(&bias, 2, dbias, sbias, dt);
+  pmm_descs(k, &a, &b, &bias, &c);
   dnnl_matmul_desc_t md;
   if (odn_check(odn.matmul_desc_init(&md, &a, &b, k->has_bias ? &bias : NULL, &c), "conv2d", "matmul description"))
     return NULL;
@@ -78,11 +83,7 @@ static wk_status pmm(const char *op, dnnl_data_type_t dt, int64_t M, int64_t K, 
   odn_entry *e = odn_prim_get(&k, sizeof k, pmm_make, &k);
   if (!e) return wk_last_error();
   dnnl_memory_desc_t ma, mb, mbias, mc;
-  int64_t da[2] = {M, K}, db[2] = {K, N}, dc[2] = {M, N}, sc[2] = {N, 1}, dbias[2] = {1, N};
-  odn_md_strided(&ma, 2, da, sa, dt);
-  odn_md_strided(&mb, 2, db, sb, dt);
-  odn_md_strided(&mc, 2, dc, sc, dt);
-  odn_md_strided(&mbias, 2, dbias, sc, dt);
+  pmm_descs(&k, &ma, &mb, &mbias, &mc);
   odn_arg ar[4] = {{DNNL_ARG_SRC, NULL, &ma, (void *)a, false},
                    {DNNL_ARG_WEIGHTS, NULL, &mb, (void *)b, false},
                    {DNNL_ARG_DST, NULL, &mc, c, true},
