@@ -13,6 +13,9 @@ static _Thread_local int g_no_grad_depth, g_inference_depth;
 static atomic_bool g_anomaly;
 static atomic_uint_fast64_t g_sequence;
 static wk_layer *g_layer;
+/* A broken formula table (a row naming an undeclared op) is a build bug: it
+ * is printed at start-up and every op recorded afterwards fails with it. */
+static char *g_table_error;
 
 /* ---- metadata ---- */
 wk__ameta *wk__ameta_get(wk_tensor *t) {
@@ -568,6 +571,7 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
                         "operation.", wk_op_name(op));
     }
   }
+  if (g_table_error) return wk_error(WK_ERR_INTERNAL, "%s(): %s", wk_op_name(op), g_table_error);
   const wk__formula *f = oi.autograd;
   if (!f && (tags & WK_TAG_COMPOSITE)) return wk_layer_redispatch(self, op, args, outs); /* record the parts */
   if (!f && (tags & WK_TAG_NONDIFF)) return wk__layer_call_below(self, op, args, outs);
@@ -662,6 +666,10 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
 }
 
 void wk__autograd_init(void) {
-  wk__formulas_init();
+  if (wk__formulas_init() != WK_OK) {
+    g_table_error = wk__strdup(wk_last_error_message());
+    fprintf(stderr, "wick: internal error: %s\n", g_table_error ? g_table_error : "autograd: broken formula table");
+    wk_clear_error();
+  }
   g_layer = wk_layer_register("autograd", WK_LEVEL_AUTOGRAD, autograd_layer, NULL, true);
 }

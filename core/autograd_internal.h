@@ -38,8 +38,10 @@ typedef struct wk__bctx {
 
 /* A derivative formula: given the gradients of the outputs (gout[i], never
  * NULL: missing ones are zero-filled), write new references to the gradients
- * of the flattened inputs that need them (gin[k]; NULL means zero). Written
- * with ops only. */
+ * of the flattened inputs that need them (gin[k] for every k with needs[k];
+ * zeros where the result does not depend on the input). A needed gradient
+ * left NULL fails the backward ("the derivative for 'x' is not
+ * implemented"). Written with ops only. */
 typedef wk_status (*wk__backward_fn)(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin);
 
 struct wk__formula {
@@ -133,7 +135,19 @@ WK__HIDDEN void wk__node_release_saved(wk__node *n);
 
 /* Formula lookup by op (NULL when the op has none). */
 WK__HIDDEN const wk__formula *wk__formula_for(const wk_op *op);
-WK__HIDDEN void wk__formulas_init(void);
+/* Binds every formula row to its op; an error (WK_ERR_INTERNAL, naming the
+ * rows) when a row names an op that is not declared or two rows name one op. */
+WK__HIDDEN wk_status wk__formulas_init(void);
+/* Test hook (exported, declared in no installed header): checks the whole
+ * derivative table against the op registry. Fails (WK_ERR_INTERNAL, a message
+ * naming every problem) when a row or one of extra_rows[0..nextra) names an
+ * op that is not declared, a row is not bound to its op, an entry of the
+ * not-differentiable list names no op or one that needs no entry, or a
+ * differentiable op has no formula: one not tagged WK_TAG_NONDIFF, not a
+ * factory, not a composite, not an out= variant and not listed as not
+ * differentiable. Checks the core's own ops, or every declared op when all_ops. */
+__attribute__((visibility("default"))) wk_status wk__autograd_audit(const char *const *extra_rows, int nextra,
+                                                                    bool all_ops);
 
 /* Unpacks a saved argument/output for a formula (a new reference), failing
  * with PyTorch's message when it was modified in place since it was saved or

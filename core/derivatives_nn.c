@@ -200,27 +200,42 @@ static wk_status d_cross_entropy(const wk__bctx *c, wk_tensor *const *gout, wk_t
   wk_tensor *w = NONE(2) ? NULL : X(2);
   wk_tensor *logp = wk_log_softmax(x, 1);
   wk_tensor *Gl;
-  if (wk_dtype_is_floating(wk_tensor_dtype(t))) { /* class probabilities */
+  if (wk_dtype_is_floating(wk_tensor_dtype(t))) {
+    /* class probabilities (PyTorch's cross_entropy_loss_prob_target):
+     * loss = -sum_c w_c t'_c logp_c per element, t' = t (1 - eps) + eps / C,
+     * mean over the N = numel / C elements */
     int nd = wk_tensor_dim(x);
     int64_t C = wk_tensor_size(x, 1), wshape[WK_MAX_DIMS];
     for (int d = 0; d < nd; d++) wshape[d] = d == 1 ? C : 1;
     wk_tensor *pt = eps > 0 ? wk_add_scalar(wk_mul_scalar(t, 1 - eps), eps / (double)C) : t;
     wk_tensor *ww = w ? wk_reshape(w, wshape, nd) : NULL;
-    Gl = wk_neg(ww ? wk_mul(pt, ww) : pt);
     wk_tensor *g = G(0);
     if (red == 0)
       g = wk_unsqueeze(one_d ? wk_unsqueeze(g, 0) : g, 1);
     else if (red == 1)
-      g = wk_div_scalar(g, (double)(wk_tensor_numel(x) / C));
-    Gl = wk_mul(Gl, g);
+      g = wk_div_scalar(g, (double)(C ? wk_tensor_numel(x) / C : 0));
+    Gl = wk_mul(wk_neg(ww ? wk_mul(pt, ww) : pt), g);
+    if (NEEDS(1)) { /* -(1 - eps) w logp g */
+      wk_tensor *gt = wk_mul(wk_neg(ww ? wk_mul(logp, ww) : logp), g);
+      if (eps > 0) gt = wk_mul_scalar(gt, 1 - eps);
+      GIN(1, one_d ? wk_squeeze_dim(gt, 0) : gt);
+    }
+    if (NEEDS(2)) { /* -sum over every dim but the class dim of t' logp g */
+      int64_t dims[WK_MAX_DIMS];
+      int n = 0;
+      for (int d = 0; d < nd; d++)
+        if (d != 1) dims[n++] = d;
+      GIN(2, wk_sum_dim(wk_neg(wk_mul(wk_mul(pt, logp), g)), dims, n, false));
+    }
   } else {
     wk_tensor *g = red == 0 && one_d ? wk_unsqueeze(G(0), 0) : G(0);
     Gl = class_index_grad(x, t, w, red, IARG(4), eps, g, 1);
   }
   CHECK(Gl);
-  /* through log_softmax: G - softmax * sum(G) */
-  wk_tensor *gx = wk_sub(Gl, wk_mul(wk_exp(logp), wk_sum_dim(Gl, (int64_t[]){1}, 1, true)));
-  GIN(0, one_d ? wk_squeeze_dim(gx, 0) : gx);
+  if (NEEDS(0)) { /* through log_softmax: G - softmax * sum(G) */
+    wk_tensor *gx = wk_sub(Gl, wk_mul(wk_exp(logp), wk_sum_dim(Gl, (int64_t[]){1}, 1, true)));
+    GIN(0, one_d ? wk_squeeze_dim(gx, 0) : gx);
+  }
   END
 }
 static double reduce_scale(int64_t red, wk_tensor *x) { return red == 1 ? 1.0 / (double)wk_tensor_numel(x) : 1.0; }

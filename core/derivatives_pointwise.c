@@ -141,9 +141,10 @@ static wk_status d_where(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **
   GIN(2, wk_where(cond, z, G(0)));
   END
 }
+/* fill_, zero_, uniform_, normal_: the old values do not matter (PyTorch: zeros_like(grad)). */
 static wk_status d_zero(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  (void)c, (void)gout, (void)gin;
-  return WK_OK; /* fill_, zero_, uniform_, normal_: the old values do not matter */
+  BEGIN GIN(0, wk_zeros_like(G(0), OPT0));
+  END
 }
 
 /* ---- binary -------------------------------------------------------------------------------- */
@@ -179,14 +180,21 @@ static wk_status d_mul_scalar(const wk__bctx *c, wk_tensor *const *gout, wk_tens
 }
 static bool has_rounding(const wk__node *n) { return n->nargs > 2 && n->args[2].tag == WK_V_STR; }
 static wk_status d_div(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  BEGIN if (has_rounding(N)) goto done; /* piecewise constant */
+  BEGIN if (has_rounding(N)) { /* piecewise constant */
+    GIN(0, wk_zeros_like(G(0), OPT0));
+    GIN(1, wk_zeros_like(G(0), OPT0));
+    goto done;
+  }
   wk_tensor *b = X(1);
   if (NEEDS(0)) GIN(0, wk_div(G(0), b));
   if (NEEDS(1)) GIN(1, wk_neg(wk_div(wk_mul(G(0), X(0)), wk_mul(b, b))));
   END
 }
 static wk_status d_div_scalar(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  BEGIN if (has_rounding(N)) goto done;
+  BEGIN if (has_rounding(N)) {
+    GIN(0, wk_zeros_like(G(0), OPT0));
+    goto done;
+  }
   GIN(0, wk_div_scalar(G(0), FARG(1)));
   END
 }

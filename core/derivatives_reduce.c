@@ -25,16 +25,42 @@ static wk_status d_mean_dim(const wk__bctx *c, wk_tensor *const *gout, wk_tensor
   GIN(0, wk_div_scalar(wk_expand(g, IN_SHAPE(0)), (double)wk__count_of(IN_SHAPE(0), dims, nd)));
   END
 }
+/* d prod / d x_i is the product of the other elements (PyTorch's
+ * prod_backward): y / x when the reduced slices hold no zero. With zeros,
+ * from z (zeros per slice), P (product of the nonzero elements) and S (sum of
+ * the zero elements: 0, but it carries their gradient, so double backward is
+ * exact as well): at a zero, P if it is the slice's only zero, P times the
+ * other zero if there are two, else 0; elsewhere P / x times S if the slice
+ * holds one zero, else 0. dim: the reduced dim, or NULL for all. */
+static wk_tensor *prod_grad(wk_tensor *g, wk_tensor *x, wk_tensor *y, const int64_t *dim) {
+  wk_tensor *e = wk_eq_scalar(x, 0);
+  wk_tensor *ef = wk_to_dtype(e, wk_tensor_dtype(x));
+  double zeros = 0;
+  if (!ef || wk_item(wk_sum(ef), &zeros) != WK_OK) return NULL;
+  if (zeros == 0) return wk_mul(g, wk_div(y, x));
+  wk_tensor *one = wk_ones_like(x, OPT0), *zero = wk_zeros_like(x, OPT0);
+  wk_tensor *xnz = wk_where(e, one, x), *xz = wk_where(e, x, zero);
+  wk_tensor *z = dim ? wk_sum_dim(ef, dim, 1, true) : wk_sum(ef);
+  wk_tensor *P = dim ? wk_prod_dim(xnz, *dim, true) : wk_prod(xnz);
+  wk_tensor *S = dim ? wk_sum_dim(xz, dim, 1, true) : wk_sum(xz);
+  wk_tensor *at_zero = wk_where(wk_eq_scalar(z, 1), one, wk_where(wk_eq_scalar(z, 2), wk_sub(S, x), zero));
+  wk_tensor *elsewhere = wk_where(wk_eq_scalar(z, 0), one, wk_where(wk_eq_scalar(z, 1), wk_add(zero, S), zero));
+  wk_tensor *others = wk_where(e, wk_mul(P, at_zero), wk_mul(wk_div(P, xnz), elsewhere));
+  return wk_mul(g, others);
+}
 static wk_status d_prod(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  BEGIN /* prod / x; correct when no element is zero */
-      GIN(0, wk_div(wk_mul(wk_expand(G(0), IN_SHAPE(0)), Y(0)), X(0)));
+  BEGIN GIN(0, prod_grad(wk_expand(G(0), IN_SHAPE(0)), X(0), Y(0), NULL));
   END
 }
 static wk_status d_prod_dim(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  BEGIN int64_t d = IARG(1);
+  BEGIN if (N->in_ndim[0] == 0) {
+    GIN(0, G(0));
+    goto done;
+  }
+  int64_t d = IARG(1) < 0 ? IARG(1) + N->in_ndim[0] : IARG(1);
   wk_tensor *g = BARG(2) ? G(0) : wk_unsqueeze(G(0), d);
   wk_tensor *y = BARG(2) ? Y(0) : wk_unsqueeze(Y(0), d);
-  GIN(0, wk_div(wk_mul(g, y), X(0)));
+  GIN(0, prod_grad(g, X(0), y, &d));
   END
 }
 /* max()/min() over everything: the gradient is shared by the tied extrema. */

@@ -15,7 +15,8 @@ static wk_status d_to_device(const wk__bctx *c, wk_tensor *const *gout, wk_tenso
   END
 }
 static wk_status d_copy(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  BEGIN GIN(1, G(0)); /* self is overwritten: no gradient */
+  BEGIN GIN(0, wk_zeros_like(G(0), OPT0)); /* self is overwritten: a zero gradient */
+  GIN(1, G(0));
   END
 }
 static wk_status d_permute(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
@@ -88,7 +89,14 @@ static wk_status d_cat(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gi
   for (int i = 0; i < n && base >= 0; i++) {
     int k = base + i;
     int nd = N->in_ndim[k];
-    if (nd == 1 && N->in_sizes[k][0] == 0 && wk_tensor_dim(G(0)) != 1) continue; /* legacy empty input */
+    if (nd == 1 && N->in_sizes[k][0] == 0 && wk_tensor_dim(G(0)) != 1) { /* legacy empty input */
+      if (c->needs[k]) {
+        wk_tensor *z = wk_zeros(N->in_sizes[k], 1, (wk_options){.dtype = wk_tensor_dtype(G(0)), .device = wk_tensor_device(G(0))});
+        CHECK(z);
+        gin[k] = wk_retain(z);
+      }
+      continue;
+    }
     int d = (int)(dim < 0 ? dim + nd : dim);
     int64_t len = N->in_sizes[k][d];
     if (c->needs[k]) {

@@ -160,6 +160,20 @@ static wk_tensor *zeros_for(wk__node *n, int i) {
   return wk_zeros(n->out_sizes[i], n->out_ndim[i], (wk_options){.dtype = n->out_dtype[i], .device = n->out_device[i]});
 }
 
+/* A formula wrote no gradient for input k, which needs one (PyTorch: "the
+ * derivative for 'target' is not implemented"). Formulas write zeros for an
+ * input the result does not depend on, so a missing gradient is never
+ * silently a missing .grad. */
+static wk_status missing_gradient(const wk__node *n, int k) {
+  int arg = -1; /* the argument holding flattened input k (Tensor[] elements share one) */
+  for (int i = 0; i < n->nargs; i++)
+    if (n->k_of_arg[i] >= 0 && n->k_of_arg[i] <= k) arg = i;
+  const char *op = n->op ? wk_op_name(n->op) : n->name;
+  const char *an = n->op && arg >= 0 ? wk_op_arg_name(n->op, arg) : NULL;
+  return wk_error(WK_ERR_AUTOGRAD, "%s: the derivative for '%s' (argument %d) is not implemented", op,
+                  an ? an : "?", arg + 1);
+}
+
 /* Runs one node whose every dependent has already run. */
 static wk_status run_node(wk__node *n, const run_opts *o, nodevec *ready) {
   wk_tensor **buf = n->buffer;
@@ -205,6 +219,8 @@ static wk_status run_node(wk__node *n, const run_opts *o, nodevec *ready) {
     if (!s) s = n->f->fn(&c, buf, gin);
     for (int i = 0; i < nheld; i++) wk_release(held[i]);
     if (s && !wk__error_pending()) wk_error(s, "autograd: %s failed", n->name);
+    for (int k = 0; k < n->nin && !s; k++)
+      if (needs[k] && !gin[k]) s = missing_gradient(n, k);
   }
   for (int k = 0; k < n->nin; k++) {
     wk__edge e = n->next[k];

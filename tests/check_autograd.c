@@ -345,6 +345,9 @@ F1(f_mse, wk_mse_loss(in[0], in[1]))
 F1(f_ce, wk_cross_entropy(in[0], wk_tensor_from_data((int64_t[]){2, 0, 1}, WK_I64, WK_SHAPE(3))))
 F1(f_ce_ls, wk_cross_entropy_ex(in[0], wk_tensor_from_data((int64_t[]){2, -100, 1}, WK_I64, WK_SHAPE(3)),
                                  wk_tensor_from_data((double[]){0.5, 2, 1, 1.5}, WK_F64, WK_SHAPE(4)), 1, -100, 0.2))
+F1(f_ce_prob, wk_cross_entropy_ex(in[0], in[1], NULL, 1, -100, 0))
+F1(f_ce_prob_w_ls_sum, wk_cross_entropy_ex(in[0], in[1], in[2], 2, -100, 0.2))
+F1(f_ce_prob_none, wk_cross_entropy_ex(in[0], in[1], in[2], 0, -100, 0.1))
 F1(f_nll, wk_nll_loss(in[0], wk_tensor_from_data((int64_t[]){2, 0, 1}, WK_I64, WK_SHAPE(3))))
 F1(f_bce, wk_binary_cross_entropy_with_logits(in[0], in[1]))
 F1(f_view, wk_reshape(wk_permute(in[0], (int64_t[]){2, 0, 1}, 3), WK_SHAPE(-1, 6)))
@@ -432,6 +435,12 @@ static const gc_case g_cases[] = {
     {"mse_loss", f_mse, 2, {{2, 3}, {2, 3}}, {2, 2}, false, true},
     {"cross_entropy", f_ce, 1, {{3, 4}}, {2}, false, true},
     {"cross_entropy weight smoothing ignore", f_ce_ls, 1, {{3, 4}}, {2}, false, true},
+    {"cross_entropy probability targets", f_ce_prob, 2, {{3, 4}, {3, 4}}, {2, 2}, false, true},
+    {"cross_entropy probability targets 1-D", f_ce_prob, 2, {{4}, {4}}, {1, 1}, false, true},
+    {"cross_entropy probability targets weight smoothing sum", f_ce_prob_w_ls_sum, 3, {{3, 4}, {3, 4}, {4}}, {2, 2, 1},
+     false, true},
+    {"cross_entropy probability targets spatial none", f_ce_prob_none, 3, {{2, 3, 2}, {2, 3, 2}, {3}}, {3, 3, 1}, false,
+     true},
     {"nll_loss", f_nll, 1, {{3, 4}}, {2}, false, true},
     {"bce_with_logits", f_bce, 2, {{2, 3}, {2, 3}}, {2, 2}, true, true},
     {"view/permute/reshape", f_view, 1, {{2, 3, 2}}, {3}, false, true},
@@ -502,6 +511,212 @@ START_TEST(test_autograd_gradcheck_ops) {
 }
 END_TEST
 
+/* ---- the formula table and missing gradients ------------------------------------------------- */
+
+/* Test hook of the core (exported, declared in no installed header): checks
+ * the derivative table against the op registry (core/autograd_internal.h). */
+wk_status wk__autograd_audit(const char *const *extra_rows, int nextra, bool all_ops);
+
+/* Every formula row names a declared op and is bound to it, and every
+ * differentiable op of the standard set has a formula or is listed as not
+ * differentiable (misspelled rows were silently dropped before). */
+START_TEST(test_autograd_formula_table_complete) {
+  wk_status s = wk__autograd_audit(NULL, 0, false);
+  ck_assert_msg(s == WK_OK, "%s", wk_last_error_message());
+  /* the walk covers the standard set: spot-check that ops of each kind exist */
+  const char *kinds[] = {"add", "cross_entropy", "prod.dim_int", "conv2d_backward", "eq", "zeros", "matmul", "add.out"};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) ck_assert_ptr_nonnull(wk_op_find(kinds[i]));
+  /* a row naming an op that does not exist is an error naming it */
+  const char *bad[] = {"cross_entropyy"};
+  ck_assert_int_eq(wk__autograd_audit(bad, 1, false), WK_ERR_INTERNAL);
+  TU_FAILS_WITH(WK_ERR_INTERNAL, "names op 'cross_entropyy', which is not declared");
+  /* a differentiable op without a formula is an error; tagged ones are not */
+  TU_NOTNULL(wk_op_declare("autograd_test.no_formula(Tensor self) -> Tensor", WK_TAG_POINTWISE));
+  TU_NOTNULL(wk_op_declare("autograd_test.flat(Tensor self) -> Tensor", WK_TAG_POINTWISE | WK_TAG_NONDIFF));
+  TU_NOTNULL(wk_op_declare("autograd_test.made(int n) -> Tensor", WK_TAG_FACTORY));
+  ck_assert_int_eq(wk__autograd_audit(NULL, 0, false), WK_OK); /* the core's own ops only */
+  ck_assert_int_eq(wk__autograd_audit(NULL, 0, true), WK_ERR_INTERNAL);
+  ck_assert_msg(strstr(wk_last_error_message(), "op 'autograd_test.no_formula' has no derivative formula"),
+                "%s", wk_last_error_message());
+  ck_assert_msg(!strstr(wk_last_error_message(), "autograd_test.flat") &&
+                    !strstr(wk_last_error_message(), "autograd_test.made"), "%s", wk_last_error_message());
+  wk_clear_error();
+}
+END_TEST
+
+/* A derivative that writes nothing for an input that needs a gradient is an
+ * error naming the op and the argument (never a silently missing .grad); an
+ * input that does not require grad never triggers it. */
+static wk_tensor *plus_kernel(wk_tensor *a, wk_tensor *b) { return wk_add(a, b); }
+static wk_status half_derivative(wk_backward_ctx *c, wk_tensor *const *g, int n) {
+  (void)n;
+  return wk_backward_set_grad(c, 0, g[0]); /* d/dself only: 'other' is forgotten */
+}
+static wk_tensor *call_plus(wk_tensor *a, wk_tensor *b) {
+  wk_value args[2] = {WK_VT(a), WK_VT(b)}, out[1];
+  return wk_call("autograd_test.plus", args, 2, out) == WK_OK ? out[0].u.t : NULL;
+}
+START_TEST(test_autograd_missing_gradient_is_an_error) {
+  TU_NOTNULL(wk_op_declare("autograd_test.plus(Tensor self, Tensor other) -> Tensor", 0));
+  TU_OK(wk_kernel_register_unboxed("autograd_test.plus", WK_DEVICE_CPU, WK_PRIORITY_REFERENCE, (void (*)(void))plus_kernel,
+                                   "plus"));
+  TU_OK(wk_op_register_derivative("autograd_test.plus", "PlusBackward0", half_derivative, 0, 0));
+  wk_scope_begin();
+  wk_tensor *a = leaf(TU_T(WK_F64, (2), 1, 2)), *b = leaf(TU_T(WK_F64, (2), 3, 4));
+  wk_tensor *c = TU_T(WK_F64, (2), 5, 6);
+  /* other does not require grad: fine */
+  TU_OK(wk_backward(wk_sum(call_plus(a, c))));
+  TU_EQ_VALS(wk_tensor_grad(a), 1, 1);
+  /* other requires grad: the derivative forgot it */
+  ck_assert_int_eq(wk_backward(wk_sum(call_plus(a, b))), WK_ERR_AUTOGRAD);
+  TU_FAILS_WITH(WK_ERR_AUTOGRAD, "autograd_test.plus: the derivative for 'other' (argument 2) is not implemented");
+  ck_assert_ptr_null(wk_tensor_grad(b));
+  /* the same through a history: b's producer needs the gradient too */
+  ck_assert_int_eq(wk_backward(wk_sum(call_plus(a, wk_mul_scalar(b, 2)))), WK_ERR_AUTOGRAD);
+  TU_FAILS_WITH(WK_ERR_AUTOGRAD, "the derivative for 'other' (argument 2) is not implemented");
+  wk_scope_end();
+  ck_assert_int_eq(wk_live_tensors(), 0);
+}
+END_TEST
+
+/* The built-in formulas that have no derivative for an argument say so when
+ * that argument requires grad (PyTorch's nll_loss weight, batch_norm running
+ * stats, ...), and work when it does not. */
+START_TEST(test_autograd_missing_gradient_builtin_formulas) {
+  wk_scope_begin();
+  wk_tensor *x = leaf(tu_rand(WK_SHAPE(3, 4), WK_F64, -1, 1, 7));
+  wk_tensor *cls = wk_tensor_from_data((int64_t[]){2, 0, 1}, WK_I64, WK_SHAPE(3));
+  wk_tensor *w = TU_T(WK_F64, (4), 0.5, 2, 1, 1.5);
+  wk_tensor *wg = leaf(TU_T(WK_F64, (4), 0.5, 2, 1, 1.5));
+  TU_OK(wk_backward(wk_cross_entropy_ex(x, cls, w, 1, -100, 0)));
+  ck_assert_ptr_nonnull(wk_tensor_grad(x));
+  ck_assert_int_eq(wk_backward(wk_cross_entropy_ex(x, cls, wg, 1, -100, 0)), WK_ERR_AUTOGRAD);
+  TU_FAILS_WITH(WK_ERR_AUTOGRAD, "cross_entropy: the derivative for 'weight' (argument 3) is not implemented");
+  wk_value a[5] = {WK_VT(wk_log_softmax(x, 1)), WK_VT(cls), WK_VT(wg), WK_VI(1), WK_VI(-100)};
+  wk_value o[1];
+  TU_OK(wk_call("nll_loss", a, 5, o));
+  ck_assert_int_eq(wk_backward(o[0].u.t), WK_ERR_AUTOGRAD);
+  TU_FAILS_WITH(WK_ERR_AUTOGRAD, "nll_loss: the derivative for 'weight' (argument 3) is not implemented");
+  wk_tensor *y = TU_T(WK_F64, (3, 4), 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 1, 1);
+  wk_value b[5] = {WK_VT(x), WK_VT(y), WK_VT(NULL), WK_VT(wg), WK_VI(1)};
+  TU_OK(wk_call("binary_cross_entropy_with_logits", b, 5, o));
+  ck_assert_int_eq(wk_backward(o[0].u.t), WK_ERR_AUTOGRAD);
+  TU_FAILS_WITH(WK_ERR_AUTOGRAD,
+                "binary_cross_entropy_with_logits: the derivative for 'pos_weight' (argument 4) is not implemented");
+  wk_value bw[5] = {WK_VT(x), WK_VT(y), WK_VT(NULL), WK_VT(w), WK_VI(1)};
+  TU_OK(wk_call("binary_cross_entropy_with_logits", bw, 5, o));
+  TU_OK(wk_backward(o[0].u.t));
+  /* in-place ops whose result does not depend on the old values give zeros */
+  wk_tensor *h = wk_mul_scalar(x, 3);
+  TU_NOTNULL(wk_zero_(h));
+  TU_OK(wk_tensor_zero_grad(x, true));
+  TU_OK(wk_backward(wk_sum(wk_add(h, x))));
+  TU_EQ_VALS(wk_tensor_grad(x), 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);
+  /* div with a rounding mode is piecewise constant: zero gradients */
+  wk_tensor *q = leaf(TU_T(WK_F64, (3), 1.5, -2.5, 7));
+  wk_value d[3] = {WK_VT(q), WK_VT(wk_add_scalar(wk_mul_scalar(q, 0), 2)), WK_VS("floor")};
+  TU_OK(wk_call("div", d, 3, o));
+  TU_OK(wk_backward(wk_sum(o[0].u.t)));
+  TU_EQ_VALS(wk_tensor_grad(q), 0, 0, 0);
+  wk_scope_end();
+  ck_assert_int_eq(wk_live_tensors(), 0);
+}
+END_TEST
+
+/* cross_entropy with class probabilities: .grad of a target that requires
+ * grad is -log_softmax(x) * w * (1 - eps) scaled by the reduction (mean
+ * divides by the N = numel / C elements), values by hand. */
+START_TEST(test_autograd_cross_entropy_probability_target_grad) {
+  wk_scope_begin();
+  const double xv[6] = {0.5, -1, 2, 0, 0.25, -0.75}, tv[6] = {0.2, 0.3, 0.5, 1, 0, 0}, wv[3] = {0.5, 2, 1};
+  for (int variant = 0; variant < 4; variant++) {
+    int64_t red = variant == 0 ? 1 : variant == 1 ? 2 : variant == 2 ? 0 : 1;
+    double eps = variant == 3 ? 0.3 : 0;
+    bool weighted = variant >= 1;
+    wk_tensor *x = leaf(tu_tensor(xv, WK_F64, WK_SHAPE(2, 3)));
+    wk_tensor *t = leaf(tu_tensor(tv, WK_F64, WK_SHAPE(2, 3)));
+    wk_tensor *w = weighted ? leaf(tu_tensor(wv, WK_F64, WK_SHAPE(3))) : NULL;
+    wk_tensor *loss = wk_cross_entropy_ex(x, t, w, red, -100, eps);
+    TU_NOTNULL(loss);
+    if (red == 0) loss = wk_sum(loss);
+    TU_OK(wk_backward(loss));
+    double gt[6], gw[3] = {0, 0, 0}, gx[6];
+    for (int n = 0; n < 2; n++) {
+      double m = fmax(fmax(xv[3 * n], xv[3 * n + 1]), xv[3 * n + 2]), z = 0, tw = 0;
+      for (int k = 0; k < 3; k++) z += exp(xv[3 * n + k] - m);
+      for (int k = 0; k < 3; k++) tw += (weighted ? wv[k] : 1) * (tv[3 * n + k] * (1 - eps) + eps / 3);
+      for (int k = 0; k < 3; k++) {
+        double logp = xv[3 * n + k] - m - log(z), scale = red == 1 ? 0.5 : 1, wk = weighted ? wv[k] : 1;
+        double tk = tv[3 * n + k] * (1 - eps) + eps / 3;
+        gt[3 * n + k] = -logp * wk * (1 - eps) * scale;
+        gw[k] += -logp * tk * scale;
+        gx[3 * n + k] = (exp(logp) * tw - wk * tk) * scale;
+      }
+    }
+    TU_CLOSE(wk_tensor_grad(t), gt, 6, 1e-12, 1e-14);
+    TU_CLOSE(wk_tensor_grad(x), gx, 6, 1e-12, 1e-14);
+    if (weighted) TU_CLOSE(wk_tensor_grad(w), gw, 3, 1e-12, 1e-14);
+  }
+  /* a target that does not require grad gets nothing, the input its gradient */
+  wk_tensor *x = leaf(tu_tensor(xv, WK_F64, WK_SHAPE(2, 3)));
+  TU_OK(wk_backward(wk_cross_entropy_ex(x, tu_tensor(tv, WK_F64, WK_SHAPE(2, 3)), NULL, 1, -100, 0)));
+  ck_assert_ptr_nonnull(wk_tensor_grad(x));
+  wk_scope_end();
+  ck_assert_int_eq(wk_live_tensors(), 0);
+}
+END_TEST
+
+/* prod's derivative is the product of the other elements, also at zeros
+ * (it divided by x before): one zero, two zeros, three, in prod and
+ * prod.dim_int, values by hand and against finite differences (first and
+ * second order). */
+static wk_tensor *gc_prod_all(void *ctx, wk_tensor *const *in, int n) {
+  (void)ctx, (void)n;
+  return wk_prod(in[0]);
+}
+static wk_tensor *gc_prod_dim(void *ctx, wk_tensor *const *in, int n) {
+  (void)n;
+  return wk_prod_dim(in[0], *(const int64_t *)ctx, false);
+}
+START_TEST(test_autograd_prod_at_zeros) {
+  wk_scope_begin();
+  wk_tensor *x1 = leaf(TU_T(WK_F64, (4), 2, 0, 3, -1.5));
+  TU_OK(wk_backward(wk_prod(x1)));
+  TU_EQ_VALS(wk_tensor_grad(x1), 0, -9, 0, 0);
+  wk_tensor *x2 = leaf(TU_T(WK_F64, (4), 2, 0, 0, 3));
+  TU_OK(wk_backward(wk_prod(x2)));
+  TU_EQ_VALS(wk_tensor_grad(x2), 0, 0, 0, 0);
+  /* rows: one zero, two zeros, none, three */
+  wk_tensor *m = leaf(TU_T(WK_F64, (4, 3), 1, 0, 2, 0, 0, 5, 3, 4, 5, 0, 0, 0));
+  TU_OK(wk_backward(wk_sum(wk_prod_dim(m, 1, false))));
+  TU_EQ_VALS(wk_tensor_grad(m), 0, 2, 0, 0, 0, 0, 20, 15, 12, 0, 0, 0);
+  TU_OK(wk_tensor_zero_grad(m, true));
+  TU_OK(wk_backward(wk_sum(wk_prod_dim(m, 0, true)))); /* columns: two zeros, three, one */
+  TU_EQ_VALS(wk_tensor_grad(m), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 50);
+  /* a 0-dim input */
+  wk_tensor *s = leaf(wk_scalar_tensor(0, WK_F64));
+  TU_OK(wk_backward(wk_prod(s)));
+  TU_EQ_VALS(wk_tensor_grad(s), 1);
+  /* finite differences, first and second order, around the zeros */
+  wk_gradcheck_opts o = {1e-6, 1e-5, 1e-4, 3};
+  wk_tensor *cases[] = {x1, x2, leaf(TU_T(WK_F64, (5), 0, 0, 0, 2, 0.5)), leaf(TU_T(WK_F64, (3), 1.5, -2, 0.5))};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_msg(wk_gradcheck(gc_prod_all, NULL, &cases[i], 1, &o) == WK_OK, "prod case %d: %s", i,
+                  wk_last_error_message());
+    ck_assert_msg(wk_gradgradcheck(gc_prod_all, NULL, &cases[i], 1, &o) == WK_OK, "prod case %d (second order): %s",
+                  i, wk_last_error_message());
+  }
+  for (int64_t d = 0; d < 2; d++) {
+    ck_assert_msg(wk_gradcheck(gc_prod_dim, &d, &m, 1, &o) == WK_OK, "prod.dim_int dim %d: %s", (int)d,
+                  wk_last_error_message());
+    ck_assert_msg(wk_gradgradcheck(gc_prod_dim, &d, &m, 1, &o) == WK_OK, "prod.dim_int dim %d (second order): %s",
+                  (int)d, wk_last_error_message());
+  }
+  wk_scope_end();
+  ck_assert_int_eq(wk_live_tensors(), 0);
+}
+END_TEST
+
 /* A 2-layer MLP written with raw ops fits XOR with plain SGD on .grad. */
 START_TEST(test_autograd_mlp_fits_xor) {
   wk_manual_seed(1);
@@ -555,6 +770,11 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_autograd_anomaly_mode);
   tcase_add_test(tc, test_autograd_deep_graph);
   tcase_add_test(tc, test_autograd_broadcast_reduction_and_names);
+  tcase_add_test(tc, test_autograd_formula_table_complete);
+  tcase_add_test(tc, test_autograd_missing_gradient_is_an_error);
+  tcase_add_test(tc, test_autograd_missing_gradient_builtin_formulas);
+  tcase_add_test(tc, test_autograd_cross_entropy_probability_target_grad);
+  tcase_add_test(tc, test_autograd_prod_at_zeros);
   suite_add_tcase(s, tc);
   TCase *gc = tcase_create("gradcheck");
   tcase_add_checked_fixture(gc, tu_setup, NULL);

@@ -89,8 +89,11 @@ WK_API bool wk_backward_needs(wk_backward_ctx *c, int i);
 WK_API wk_status wk_backward_set_grad(wk_backward_ctx *c, int i, wk_tensor *grad);
 /* A derivative: from the gradients of the outputs (never NULL), compute the
  * gradients of the inputs with ops and hand them over with
- * wk_backward_set_grad. Temporaries may be released or left to the scope the
- * engine opens around the call. */
+ * wk_backward_set_grad. Every argument for which wk_backward_needs() is true
+ * must get one (zeros where the output does not depend on it): one left unset
+ * fails the backward with "op: the derivative for 'x' (argument k) is not
+ * implemented". Temporaries may be released or left to the scope the engine
+ * opens around the call. */
 typedef wk_status (*wk_derivative_fn)(wk_backward_ctx *c, wk_tensor *const *grad_outputs, int noutputs);
 /* Registers the derivative of `op` (node name e.g. "SwigluBackward0", copied).
  * save_args / save_outputs: bit i keeps Tensor argument / output i for the
