@@ -3,7 +3,9 @@
  * (the op handle is looked up once per translation unit). Ownership: every
  * wk_tensor * returned is a new reference (owned by the open scope, if any);
  * arguments are borrowed. A NULL argument gives NULL and keeps the first
- * error, so calls nest: wk_relu(wk_add(a, b)). */
+ * error, so calls nest: wk_relu(wk_add(a, b)).
+ * The wrappers below are the short forms; <wick/ops_gen.h> (included at the end)
+ * has one wrapper per op and overload with every argument, wkx_<name>[__<overload>]. */
 #ifndef WICK_OPS_H
 #define WICK_OPS_H
 
@@ -252,7 +254,7 @@ WK__FN(wk_outer, "outer", (wk_tensor * a, wk_tensor * b), WK_VT(a), WK_VT(b))
 /* ---- Neural-network ops ------------------------------------------------------------- */
 WK__FN(wk_softmax, "softmax", (wk_tensor * x, int64_t dim), WK_VT(x), WK_VI(dim))
 WK__FN(wk_log_softmax, "log_softmax", (wk_tensor * x, int64_t dim), WK_VT(x), WK_VI(dim))
-/* Square stride/padding/dilation; use wk_call("conv2d", ...) for others. */
+/* Square stride/padding/dilation; wkx_conv2d takes every argument. */
 WK__FN(wk_conv2d, "conv2d", (wk_tensor * x, wk_tensor * w, wk_tensor * b, int64_t stride, int64_t padding, int64_t dilation, int64_t groups),
        WK_VT(x), WK_VT(w), WK_VT(b), WK_VINTS(((const int64_t[]){stride, stride}), 2),
        WK_VINTS(((const int64_t[]){padding, padding}), 2), WK_VINTS(((const int64_t[]){dilation, dilation}), 2), WK_VI(groups))
@@ -313,5 +315,8 @@ WK__FN2(wk_topk, "topk", (wk_tensor * x, int64_t k, int64_t dim, bool largest, b
         WK_VT(x), WK_VI(k), WK_VI(dim), WK_VB(largest), WK_VB(sorted))
 WK__FN2(wk_sort, "sort", (wk_tensor * x, int64_t dim, bool descending, wk_tensor **second), WK_VT(x), WK_VI(dim), WK_VB(descending))
 WK__FN(wk_one_hot, "one_hot", (wk_tensor * x, int64_t num_classes), WK_VT(x), WK_VI(num_classes))
+
+/* ---- Every op and overload, every argument (generated from op_list.h) ---------------- */
+#include <wick/ops_gen.h>
 
 #endif

@@ -222,10 +222,6 @@ static inline int cuda_dt(wk_dtype dt) {
 }
 /* A device int64 error slot set to 0 (read back with cuda_read_slot). */
 wk_tensor *cuda_slot_new(wk_device dev);
-/* t compared with an exact int64 Scalar: op is "lt.Scalar", "ge.Scalar", ...
- * (the front end's wk_*_scalar pass doubles, and a double Scalar makes an
- * integer comparison a float32 one). A new reference or NULL. */
-wk_tensor *cuda_cmp_int(const char *op, wk_tensor *t, int64_t v);
 /* gather (index_ops.c) of indices the caller has checked: no read-back. */
 wk_tensor *cuda_gather_nocheck(wk_tensor *self, int dim, wk_tensor *index);
 /* Reads the slot's value (synchronises the stream); consumes the slot. */

@@ -515,7 +515,7 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   wk_status s = cuda_enter("one_hot", dev);
   if (s) return s;
   if (n > 0 && nc > 0) { /* one read-back: are all classes in [0, nc)? */
-    wk_tensor *lo = cuda_cmp_int("lt.Scalar", self, 0), *hi = lo ? cuda_cmp_int("ge.Scalar", self, nc) : NULL;
+    wk_tensor *lo = wkx_lt__Scalar(self, WK_VI(0)), *hi = lo ? wkx_ge__Scalar(self, WK_VI(nc)) : NULL;
     wk_tensor *bad = hi ? wk_logical_or(lo, hi) : NULL, *any = bad ? wk_any(bad) : NULL;
     double v = 0;
     s = any ? wk_item(any, &v) : wk_last_error();

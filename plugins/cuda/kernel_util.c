@@ -111,8 +111,3 @@ wk_status cuda_slot_take(wk_tensor *slot, int64_t *value) {
   return s;
 }
 
-wk_tensor *cuda_cmp_int(const char *op, wk_tensor *t, int64_t v) {
-  if (!t) return NULL;
-  wk_value a[2] = {WK_VT(t), WK_VI(v)}, o[1];
-  return wk_call(op, a, 2, o) == WK_OK ? o[0].u.t : NULL;
-}

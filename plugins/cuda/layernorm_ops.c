@@ -103,9 +103,7 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (!rt || (weight && !w) || (bias && !b)) {
     s = wk_last_error();
   } else if (N == 0) { /* no elements per row: NaN statistics, as the cpu */
-    wk_value a1[2] = {WK_VT(mt), WK_VF(NAN)}, a2[2] = {WK_VT(rt), WK_VF(NAN)}, o[1];
-    s = wk_call("fill_", a1, 2, o);
-    if (!s) s = wk_call("fill_", a2, 2, o);
+    s = wkx_fill_(mt, WK_VF(NAN)) && wkx_fill_(rt, WK_VF(NAN)) ? WK_OK : wk_last_error();
   } else {
     s = (wk_status)cuda_launch_layer_norm(cuda_dt(cd), wk_tensor_data(y), wk_tensor_data(x),
                                           w ? wk_tensor_data(w) : NULL, b ? wk_tensor_data(b) : NULL, M, N, eps,

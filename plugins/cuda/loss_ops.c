@@ -45,8 +45,7 @@ static wk_status finish(arena *a, wk_tensor *r, wk_value *outs) {
 /* sum of every element in double (the reduction's dtype argument). */
 static wk_tensor *sum_dtype(wk_tensor *x, wk_dtype dt) {
   if (!x) return NULL;
-  wk_value a[2] = {WK_VT(x), WK_VDT(dt)}, o[1];
-  return wk_call("sum", a, 2, o) == WK_OK ? o[0].u.t : NULL;
+  return wkx_sum(x, dt);
 }
 
 static wk_status check_reduction(const char *op, int64_t r) {
@@ -119,10 +118,10 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
   } else {
     wk_tensor *tg = K(&ar, cuda_operand(target, WK_I64, dev));
     wk_tensor *t1 = K(&ar, wk_reshape(tg, s1, 3));
-    wk_tensor *valid = K(&ar, cuda_cmp_int("ne.Scalar", t1, ignore));
+    wk_tensor *valid = K(&ar, wkx_ne__Scalar(t1, WK_VI(ignore)));
     /* bounds: a valid target outside [0, C) is an error naming its value */
-    wk_tensor *oob = K(&ar, wk_logical_and(valid, K(&ar, wk_logical_or(K(&ar, cuda_cmp_int("lt.Scalar", t1, 0)),
-                                                                       K(&ar, cuda_cmp_int("ge.Scalar", t1, C))))));
+    wk_tensor *oob = K(&ar, wk_logical_and(valid, K(&ar, wk_logical_or(K(&ar, wkx_lt__Scalar(t1, WK_VI(0))),
+                                                                       K(&ar, wkx_ge__Scalar(t1, WK_VI(C)))))));
     wk_tensor *anyb = K(&ar, wk_any(oob));
     double bad = 0;
     if (!ar.failed && wk_item(anyb, &bad)) ar.failed = true;

@@ -75,9 +75,9 @@ static wk_tensor *filled(const wk_kernel_ctx *ctx, const int64_t *sizes, int nd,
   wk_value pv = *v;
   /* 0 and 1 (zeros, ones: autograd makes many) fit every dtype: no cpu check */
   if (!(v->tag == WK_V_INT && (v->u.i == 0 || v->u.i == 1)) || !(dt >= WK_F32 && dt <= WK_BOOL)) {
-    wk_value fa[4] = {WK_VINTS(NULL, 0), *v, WK_VDT(dt), WK_VDEV(wk_cpu())}, fo[1];
-    if (wk_call("full", fa, 4, fo) != WK_OK) return NULL;
-    wk_tensor *probe = fo[0].u.t;
+    wk_device cpu = wk_cpu();
+    wk_tensor *probe = wkx_full(NULL, 0, *v, dt, &cpu);
+    if (!probe) return NULL;
     if (v->tag == WK_V_INT && !wk_dtype_is_floating(dt)) { /* exact int64 through item_i64 */
       int64_t x = 0;
       if (wk_item_i64(probe, &x))
@@ -90,8 +90,7 @@ static wk_tensor *filled(const wk_kernel_ctx *ctx, const int64_t *sizes, int nd,
   }
   if (cuda_enter(op, ctx->device)) return NULL;
   wk_tensor *t = cuda_new(sizes, nd, dt, ctx->device);
-  wk_value a[2] = {WK_VT(t), pv}, o[1];
-  if (t && wk_call("fill_", a, 2, o) != WK_OK) {
+  if (t && !wkx_fill_(t, pv)) {
     wk_release(t);
     return NULL;
   }
@@ -345,8 +344,7 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   wk_tensor *mask = cuda_new(sz, nd, WK_BOOL, dev), *y = NULL, *x = NULL;
   if (!mask) return wk_last_error();
   if (!active || p == 1) {
-    wk_value a[2] = {WK_VT(mask), WK_VB(!active)}, o[1];
-    if (wk_call("fill_", a, 2, o)) goto fail;
+    if (!wkx_fill_(mask, WK_VB(!active))) goto fail;
     y = !active ? wk_clone(input) : cuda_new(sz, nd, dt, dev);
     if (!y) goto fail;
     if (active && !wk_zero_(y)) goto fail;

@@ -13,11 +13,8 @@ typedef struct {
 
 static wk_tensor *call_conv2d(wk_tensor *x, wk_tensor *w, wk_tensor *b, const int64_t *s, const int64_t *p,
                               const int64_t *d, int64_t groups) {
-  wk_value a[7] = {WK_VT(x), WK_VT(w), WK_VT(b), WK_VINTS(s, 2), WK_VINTS(p, 2), WK_VINTS(d, 2), WK_VI(groups)};
-  wk_value out[WK_MAX_OUTS];
   if (!x || !w) return NULL;
-  if (wk_call("conv2d", a, 7, out) != WK_OK) return NULL;
-  return out[0].u.t;
+  return wkx_conv2d(x, w, b, s, 2, p, 2, d, 2, groups);
 }
 
 /* Inserts s-1 zeros between elements along dim (differentiable view ops + cat). */
@@ -220,15 +217,12 @@ static wk_tensor *pool_forward(wk_module *self, wk_tensor *const *in, int n) {
   if (nd == 3) x = wk_unsqueeze(x, 0);
   wk_tensor *y = NULL;
   int64_t k[2] = {s->k, s->k}, st[2] = {s->s, s->s}, p[2] = {s->p, s->p}, d[2] = {s->d, s->d};
-  wk_value out[WK_MAX_OUTS];
   if (s->adaptive) {
     y = wk_adaptive_avg_pool2d(x, s->oh, s->ow ? s->ow : s->oh);
   } else if (s->max) {
-    wk_value a[6] = {WK_VT(x), WK_VINTS(k, 2), WK_VINTS(st, 2), WK_VINTS(p, 2), WK_VINTS(d, 2), WK_VB(s->ceil)};
-    if (x && wk_call("max_pool2d_with_indices", a, 6, out) == WK_OK) y = out[0].u.t;
+    if (x) y = wkx_max_pool2d_with_indices(x, k, 2, st, 2, p, 2, d, 2, s->ceil, NULL);
   } else {
-    wk_value a[7] = {WK_VT(x), WK_VINTS(k, 2), WK_VINTS(st, 2), WK_VINTS(p, 2), WK_VB(s->ceil), WK_VB(s->count_pad), WK_VNONE};
-    if (x && wk_call("avg_pool2d", a, 7, out) == WK_OK) y = out[0].u.t;
+    if (x) y = wkx_avg_pool2d(x, k, 2, st, 2, p, 2, s->ceil, s->count_pad, NULL);
   }
   if (nd == 3) y = wk_squeeze_dim(y, 0);
   return nn_ret(y);

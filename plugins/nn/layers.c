@@ -177,9 +177,7 @@ static wk_tensor *emb_forward(wk_module *self, wk_tensor *const *in, int n) {
     wk_error(WK_ERR_DTYPE, "Embedding: expected indices of dtype int64 or int32, got %s", wk_dtype_name(dt));
     return NULL;
   }
-  wk_value a[3] = {WK_VT(wk_module_param(self, "weight")), WK_VT(in[0]), WK_VI(s->has_pad ? s->pad : -1)}, out[WK_MAX_OUTS];
-  if (wk_call("embedding", a, 3, out) != WK_OK) return NULL;
-  return out[0].u.t;
+  return wkx_embedding(wk_module_param(self, "weight"), in[0], s->has_pad ? s->pad : -1);
 }
 static char *emb_repr(const wk_module *self) {
   const emb_state *s = wk_module_state(self);

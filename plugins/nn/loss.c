@@ -46,27 +46,18 @@ static wk_tensor *loss_impl(int kind, wk_tensor *x, wk_tensor *t, const wk_loss_
   }
   int red = parse_reduction(op->reduction, kind);
   if (red < 0) return NULL;
-  wk_value out[WK_MAX_OUTS];
   int64_t ii = op->has_ignore_index ? op->ignore_index : -100;
   switch (kind) {
-  case WK_NN_CROSS_ENTROPY: {
-    wk_value a[6] = {WK_VT(x), WK_VT(t), WK_VT(op->weight), WK_VI(red), WK_VI(ii), WK_VF(op->label_smoothing)};
-    return wk_call("cross_entropy", a, 6, out) == WK_OK ? out[0].u.t : NULL;
-  }
-  case WK_NN_NLL: {
-    wk_value a[5] = {WK_VT(x), WK_VT(t), WK_VT(op->weight), WK_VI(red), WK_VI(ii)};
-    return wk_call("nll_loss", a, 5, out) == WK_OK ? out[0].u.t : NULL;
-  }
-  case WK_NN_MSE: {
+  case WK_NN_CROSS_ENTROPY:
+    return wkx_cross_entropy(x, t, op->weight, red, ii, op->label_smoothing);
+  case WK_NN_NLL:
+    return wkx_nll_loss(x, t, op->weight, red, ii);
+  case WK_NN_MSE:
     if (!same_shape(name, x, t)) return NULL;
-    wk_value a[3] = {WK_VT(x), WK_VT(t), WK_VI(red)};
-    return wk_call("mse_loss", a, 3, out) == WK_OK ? out[0].u.t : NULL;
-  }
-  case WK_NN_BCE_WITH_LOGITS: {
+    return wkx_mse_loss(x, t, red);
+  case WK_NN_BCE_WITH_LOGITS:
     if (!same_shape(name, x, t)) return NULL;
-    wk_value a[5] = {WK_VT(x), WK_VT(t), WK_VT(op->weight), WK_VT(op->pos_weight), WK_VI(red)};
-    return wk_call("binary_cross_entropy_with_logits", a, 5, out) == WK_OK ? out[0].u.t : NULL;
-  }
+    return wkx_binary_cross_entropy_with_logits(x, t, op->weight, op->pos_weight, red);
   default: break;
   }
   wk_scope_begin();

@@ -34,11 +34,10 @@ static wk_tensor *bn_forward(wk_module *self, wk_tensor *const *in, int n) {
   wk_tensor *rv = s->track ? wk_module_buffer(self, "running_var") : NULL;
   if (training && s->track) {
     wk_tensor *nbt = wk_module_buffer(self, "num_batches_tracked");
-    wk_value a[3] = {WK_VT(nbt), WK_VI(1), WK_VI(1)}, out[WK_MAX_OUTS];
     wk_no_grad_begin();
-    wk_status st = wk_call("add_.Scalar", a, 3, out);
+    wk_tensor *r = wkx_add___Scalar(nbt, WK_VI(1), WK_VI(1));
     wk_no_grad_end();
-    if (st != WK_OK) return NULL;
+    if (!r) return NULL;
     if (s->cumulative) {
       double cnt = 0;
       if (wk_item(nbt, &cnt) != WK_OK) return NULL;
