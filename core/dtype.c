@@ -7,7 +7,7 @@
 
 size_t wk_dtype_size(wk_dtype dt) {
   switch (dt) {
-#define WK__X(e, n, s, t, sz, k) \
+#define WK__X(e, n, s, t, w, sz, k) \
   case e:                        \
     return sz;
     WK_DTYPE_LIST(WK__X)
@@ -19,7 +19,7 @@ size_t wk_dtype_size(wk_dtype dt) {
 
 static char dtype_kind(wk_dtype dt) {
   switch (dt) {
-#define WK__X(e, n, s, t, sz, k) \
+#define WK__X(e, n, s, t, w, sz, k) \
   case e:                        \
     return k;
     WK_DTYPE_LIST(WK__X)
@@ -31,7 +31,7 @@ static char dtype_kind(wk_dtype dt) {
 
 const char *wk_dtype_name(wk_dtype dt) {
   switch (dt) {
-#define WK__X(e, n, s, t, sz, k) \
+#define WK__X(e, n, s, t, w, sz, k) \
   case e:                        \
     return s;
     WK_DTYPE_LIST(WK__X)
@@ -47,7 +47,7 @@ wk_dtype wk_dtype_parse(const char *name) {
     return WK_DTYPE_DEFAULT;
   }
   const char *n = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
-#define WK__X(e, num, s, t, sz, k) \
+#define WK__X(e, num, s, t, w, sz, k) \
   if (strcasecmp(n, s) == 0 || strcasecmp(n, t + 6) == 0) return e;
   WK_DTYPE_LIST(WK__X)
 #undef WK__X

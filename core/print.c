@@ -230,7 +230,7 @@ char *wk_tensor_to_string(wk_tensor *t) {
   if (!default_dt || (numel == 0 && t->dtype != WK_F32)) {
     const char *tn = "";
     switch (t->dtype) {
-#define WK__X(e, n, s, tname, sz, k) \
+#define WK__X(e, n, s, tname, w, sz, k) \
   case e:                            \
     tn = tname;                      \
     break;

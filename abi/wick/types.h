@@ -53,25 +53,28 @@ typedef enum wk_status {
 #undef WK__X
 } wk_status;
 
-/* ---- Dtypes (X-macro: enum, number, short name, PyTorch name, size, kind) --
+/* ---- Dtypes (X-macro: enum, number, short name, PyTorch name, PyTorch ScalarType
+ * word, size, kind) ------------------------------------------------------------
+ * The ScalarType word is what PyTorch's messages print ("not implemented for
+ * 'Long'"); the SDK's wk_dtype_torch_name reads it.
  * kind: 'b' bool, 'i' signed int, 'u' unsigned int, 'f' floating.
  * Number 0 is WK_DTYPE_DEFAULT: "not given", so zero-initialised options mean
  * "the default dtype" (float32 for factories, the input's dtype otherwise). */
-#define WK_DTYPE_LIST(X)                          \
-  X(WK_F32, 1, "f32", "torch.float32", 4, 'f')   \
-  X(WK_F64, 2, "f64", "torch.float64", 8, 'f')   \
-  X(WK_F16, 3, "f16", "torch.float16", 2, 'f')   \
-  X(WK_BF16, 4, "bf16", "torch.bfloat16", 2, 'f') \
-  X(WK_I8, 5, "i8", "torch.int8", 1, 'i')        \
-  X(WK_U8, 6, "u8", "torch.uint8", 1, 'u')       \
-  X(WK_I16, 7, "i16", "torch.int16", 2, 'i')     \
-  X(WK_I32, 8, "i32", "torch.int32", 4, 'i')     \
-  X(WK_I64, 9, "i64", "torch.int64", 8, 'i')     \
-  X(WK_BOOL, 10, "bool", "torch.bool", 1, 'b')
+#define WK_DTYPE_LIST(X)                                      \
+  X(WK_F32, 1, "f32", "torch.float32", "Float", 4, 'f')       \
+  X(WK_F64, 2, "f64", "torch.float64", "Double", 8, 'f')      \
+  X(WK_F16, 3, "f16", "torch.float16", "Half", 2, 'f')        \
+  X(WK_BF16, 4, "bf16", "torch.bfloat16", "BFloat16", 2, 'f') \
+  X(WK_I8, 5, "i8", "torch.int8", "Char", 1, 'i')             \
+  X(WK_U8, 6, "u8", "torch.uint8", "Byte", 1, 'u')            \
+  X(WK_I16, 7, "i16", "torch.int16", "Short", 2, 'i')         \
+  X(WK_I32, 8, "i32", "torch.int32", "Int", 4, 'i')           \
+  X(WK_I64, 9, "i64", "torch.int64", "Long", 8, 'i')          \
+  X(WK_BOOL, 10, "bool", "torch.bool", "Bool", 1, 'b')
 
 typedef enum wk_dtype {
   WK_DTYPE_DEFAULT = 0,
-#define WK__X(e, n, s, t, sz, k) e = n,
+#define WK__X(e, n, s, t, w, sz, k) e = n,
   WK_DTYPE_LIST(WK__X)
 #undef WK__X
   /* 11..13 are reserved for qint8, quint8, qint32 (quantization issue). */

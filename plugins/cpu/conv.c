@@ -15,14 +15,6 @@
 #include <cblas.h>
 #endif
 
-static const char *ints_str(const int64_t *v, int n, char *buf, size_t cap) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++)
-    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-  return buf;
-}
-
 /* ---- GEMM: C[M,N] += A[M,K] * B[K,N], row-major with leading dimensions ---------- */
 
 typedef struct {
@@ -241,16 +233,16 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int64_t *pv[3] = {st, pd, dl};
   char a[160], b[160];
   for (int i = 0; i < 3; i++)
-    if (!cpu_pool_pair_arg(&args[3 + i], pv[i]))
+    if (!wk_arg_int_pair(&args[3 + i], pv[i]))
       return wk_error(WK_ERR_INVALID_ARG,
                       "conv2d(): expected %s to be a single integer value or a list of 2 values to match the "
                       "convolution dimensions, but got %s=%s",
-                      pnames[i], pnames[i], ints_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
+                      pnames[i], pnames[i], wk_sizes_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
   int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
   if (xd != 3 && xd != 4)
     return wk_error(WK_ERR_SHAPE,
                     "conv2d(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
-                    cpu_shape_str(input, a, sizeof a));
+                    wk_shape_str(input, a, sizeof a));
   if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): non-positive groups is not supported");
   if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): negative padding is not supported");
   if (st[0] <= 0 || st[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): non-positive stride is not supported");
@@ -267,30 +259,30 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     return wk_error(WK_ERR_SHAPE,
                     "conv2d(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input "
                     "of size %s instead",
-                    wd, wd, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b));
+                    wd, wd, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b));
   const int64_t *ws = wk_tensor_sizes(weight);
   int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
   if (O < groups)
     return wk_error(WK_ERR_SHAPE,
                     "conv2d(): Given groups=%lld, expected weight to be at least %lld at dimension 0, but got "
                     "weight of size %s instead",
-                    (long long)groups, (long long)groups, cpu_shape_str(weight, a, sizeof a));
+                    (long long)groups, (long long)groups, wk_shape_str(weight, a, sizeof a));
   if (O % groups)
     return wk_error(WK_ERR_SHAPE,
                     "conv2d(): Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
                     "weight of size %s instead",
-                    (long long)groups, (long long)groups, cpu_shape_str(weight, a, sizeof a));
+                    (long long)groups, (long long)groups, wk_shape_str(weight, a, sizeof a));
   if (sz[1] != Cg * groups)
     return wk_error(WK_ERR_SHAPE,
                     "conv2d(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
                     "%lld channels instead",
-                    (long long)groups, cpu_shape_str(weight, a, sizeof a), ints_str(sz, 4, b, sizeof b),
+                    (long long)groups, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b),
                     (long long)(Cg * groups), (long long)sz[1]);
   if (bias && (wk_tensor_dim(bias) != 1 || wk_tensor_size(bias, 0) != O))
     return wk_error(WK_ERR_SHAPE,
                     "conv2d(): Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got "
                     "bias of size %s instead",
-                    cpu_shape_str(weight, a, sizeof a), (long long)O, cpu_shape_str(bias, b, sizeof b));
+                    wk_shape_str(weight, a, sizeof a), (long long)O, wk_shape_str(bias, b, sizeof b));
   int64_t pin[2] = {sz[2] + 2 * pd[0], sz[3] + 2 * pd[1]};
   int64_t keff[2] = {dl[0] * (kh - 1) + 1, dl[1] * (kw - 1) + 1};
   if (pin[0] < keff[0] || pin[1] < keff[1])
@@ -300,13 +292,13 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
                     (long long)pin[0], (long long)pin[1], (long long)keff[0], (long long)keff[1]);
   wk_dtype dt = wk_tensor_dtype(input);
   if (wk_tensor_dtype(weight) != dt)
-    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and weight type (%s) should be the same", cpu_torch_scalar_name(dt),
-                    cpu_torch_scalar_name(wk_tensor_dtype(weight)));
+    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and weight type (%s) should be the same", wk_dtype_torch_name(dt),
+                    wk_dtype_torch_name(wk_tensor_dtype(weight)));
   if (bias && wk_tensor_dtype(bias) != dt)
-    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and bias type (%s) should be the same", cpu_torch_scalar_name(dt),
-                    cpu_torch_scalar_name(wk_tensor_dtype(bias)));
+    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and bias type (%s) should be the same", wk_dtype_torch_name(dt),
+                    wk_dtype_torch_name(wk_tensor_dtype(bias)));
   if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "conv2d(): \"conv2d_cpu\" not implemented for '%s'", cpu_torch_scalar_name(dt));
+    return wk_error(WK_ERR_DTYPE, "conv2d(): \"conv2d_cpu\" not implemented for '%s'", wk_dtype_torch_name(dt));
 
   int64_t oh = (pin[0] - keff[0]) / st[0] + 1, ow = (pin[1] - keff[1]) / st[1] + 1;
   int64_t N = sz[0];

@@ -17,34 +17,6 @@
 #include <cblas.h>
 #endif
 
-/* PyTorch's ScalarType name, for messages. */
-static const char *tname(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32:
-      return "Float";
-    case WK_F64:
-      return "Double";
-    case WK_F16:
-      return "Half";
-    case WK_BF16:
-      return "BFloat16";
-    case WK_I8:
-      return "Char";
-    case WK_U8:
-      return "Byte";
-    case WK_I16:
-      return "Short";
-    case WK_I32:
-      return "Int";
-    case WK_I64:
-      return "Long";
-    case WK_BOOL:
-      return "Bool";
-    default:
-      return "?";
-  }
-}
-
 /* Reads output_mask (int[3]) into m. */
 static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
   if (v->tag != WK_V_INTS || v->len != 3)
@@ -407,18 +379,18 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   int64_t *pv[3] = {st, pd, dl};
   char a[160], b[160];
   for (int i = 0; i < 3; i++)
-    if (!cpu_pool_pair_arg(&args[3 + i], pv[i]))
+    if (!wk_arg_int_pair(&args[3 + i], pv[i]))
       return wk_error(WK_ERR_INVALID_ARG,
                       "%s(): expected %s to be a single integer value or a list of 2 values to match the "
                       "convolution dimensions, but got %s=%s",
-                      op, pnames[i], pnames[i], cpu_ints_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
+                      op, pnames[i], pnames[i], wk_sizes_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
   wk_status s = mask_arg(op, &args[7], mask);
   if (s) return s;
   int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
   if (xd != 3 && xd != 4)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s", op,
-                    cpu_shape_str(input, a, sizeof a));
+                    wk_shape_str(input, a, sizeof a));
   if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive groups is not supported", op);
   if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): negative padding is not supported", op);
   if (st[0] <= 0 || st[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive stride is not supported", op);
@@ -430,7 +402,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input "
                     "of size %s instead",
-                    op, wd, wd, cpu_shape_str(weight, a, sizeof a), cpu_ints_str(sz, 4, b, sizeof b));
+                    op, wd, wd, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b));
   const int64_t *ws = wk_tensor_sizes(weight);
   int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
   if (O < groups || O % groups)
@@ -438,12 +410,12 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
                     "%s(): Given groups=%lld, expected weight to be %s %lld at dimension 0, but got weight of size %s "
                     "instead",
                     op, (long long)groups, O < groups ? "at least" : "divisible by", (long long)groups,
-                    cpu_shape_str(weight, a, sizeof a));
+                    wk_shape_str(weight, a, sizeof a));
   if (sz[1] != Cg * groups)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
                     "%lld channels instead",
-                    op, (long long)groups, cpu_shape_str(weight, a, sizeof a), cpu_ints_str(sz, 4, b, sizeof b),
+                    op, (long long)groups, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b),
                     (long long)(Cg * groups), (long long)sz[1]);
   int64_t pin[2] = {sz[2] + 2 * pd[0], sz[3] + 2 * pd[1]};
   int64_t keff[2] = {dl[0] * (kh - 1) + 1, dl[1] * (kw - 1) + 1};
@@ -458,14 +430,14 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   for (int i = 0; ok && i < xd; i++) ok = wk_tensor_sizes(go)[i] == osz[i + 4 - xd];
   if (!ok)
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s, but got %s", op,
-                    cpu_ints_str(osz + 4 - xd, xd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+                    wk_sizes_str(osz + 4 - xd, xd, a, sizeof a), wk_shape_str(go, b, sizeof b));
   wk_dtype dt = wk_tensor_dtype(input);
   if (wk_tensor_dtype(weight) != dt || wk_tensor_dtype(go) != dt)
     return wk_error(WK_ERR_DTYPE,
                     "%s(): Input type (%s), weight type (%s) and grad_output type (%s) should be the same", op,
-                    tname(dt), tname(wk_tensor_dtype(weight)), tname(wk_tensor_dtype(go)));
+                    wk_dtype_torch_name(dt), wk_dtype_torch_name(wk_tensor_dtype(weight)), wk_dtype_torch_name(wk_tensor_dtype(go)));
   if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"conv2d_backward_cpu\" not implemented for '%s'", op, tname(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"conv2d_backward_cpu\" not implemented for '%s'", op, wk_dtype_torch_name(dt));
 
   wk_dtype cd = wk_compute_dtype(dt);
   bool f64 = cd == WK_F64;
@@ -561,8 +533,8 @@ static wk_status check_out_like(const char *op, const char *what, wk_tensor *t, 
   for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(t)[i] == want[i];
   if (ok) return WK_OK;
   char a[160], b[160];
-  return wk_error(WK_ERR_SHAPE, "%s(): expected %s of size %s, but got %s", op, what, cpu_ints_str(want, nd, a, sizeof a),
-                  cpu_shape_str(t, b, sizeof b));
+  return wk_error(WK_ERR_SHAPE, "%s(): expected %s of size %s, but got %s", op, what, wk_sizes_str(want, nd, a, sizeof a),
+                  wk_shape_str(t, b, sizeof b));
 }
 
 /* grad_output and self must share a floating dtype. */
@@ -572,7 +544,7 @@ static wk_status check_grad_dtype(const char *op, wk_tensor *go, wk_tensor *self
     return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", op, wk_dtype_name(dt),
                     wk_dtype_name(wk_tensor_dtype(go)));
   if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"%s\" not implemented for '%s'", op, op, tname(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"%s\" not implemented for '%s'", op, op, wk_dtype_torch_name(dt));
   return WK_OK;
 }
 
@@ -676,7 +648,7 @@ static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1), *indices = WK_ARG_T(7);
   bool ceil_mode = WK_ARG_B(6);
   int64_t k[2], s[2], p[2], d[2], o[2];
-  if (!cpu_pool_pair_arg(&args[5], d))
+  if (!wk_arg_int_pair(&args[5], d))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", op);
   wk_status st = cpu_pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
   if (!st) st = check_out_like(op, "grad_output", go, self, o[0], o[1]);
@@ -722,7 +694,7 @@ static wk_status k_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
     return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", op, wk_dtype_name(dt),
                     wk_dtype_name(wk_tensor_dtype(go)));
   if (!wk_dtype_is_floating(dt) && dt != WK_I64)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d_backward\" not implemented for '%s'", op, tname(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d_backward\" not implemented for '%s'", op, wk_dtype_torch_name(dt));
   wk_dtype cd = wk_compute_dtype(dt);
   pool_job j = {0};
   j.oh = o[0], j.ow = o[1], j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1], j.ph = p[0], j.pw = p[1];
@@ -742,16 +714,16 @@ static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const 
   char a[160];
   int nd = wk_tensor_dim(self);
   if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op, cpu_shape_str(self, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op, wk_shape_str(self, a, sizeof a));
   for (int i = nd - 2; i < nd; i++)
     if (wk_tensor_size(self, i) <= 0)
       return wk_error(WK_ERR_SHAPE,
                       "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
                       "with dimension %d being empty",
-                      op, cpu_shape_str(self, a, sizeof a), i);
+                      op, wk_shape_str(self, a, sizeof a), i);
   if (wk_tensor_dim(go) != nd)
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output with %d dimensions, but got %s", op, nd,
-                    cpu_shape_str(go, a, sizeof a));
+                    wk_shape_str(go, a, sizeof a));
   int64_t oh = wk_tensor_size(go, nd - 2), ow = wk_tensor_size(go, nd - 1);
   wk_status st = check_out_like(op, "grad_output", go, self, oh, ow);
   if (!st) st = check_grad_dtype(op, go, self);

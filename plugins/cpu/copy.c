@@ -124,7 +124,7 @@ static wk_status k_copy(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   char a[160], b[160];
   if (nd != wk_tensor_dim(self) || memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
     return wk_error(WK_ERR_SHAPE, "copy_: source of shape %s cannot be broadcast to destination of shape %s",
-                    cpu_shape_str(src, a, sizeof a), cpu_shape_str(self, b, sizeof b));
+                    wk_shape_str(src, a, sizeof a), wk_shape_str(self, b, sizeof b));
   s = cpu_copy(self, src);
   if (s) return s;
   wk_tensor_bump_version(self);

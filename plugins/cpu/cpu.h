@@ -57,9 +57,6 @@ CPU_HIDDEN wk_status cpu_copy(wk_tensor *dst, wk_tensor *src);
 /* True when the tensors' shapes are equal. */
 CPU_HIDDEN bool cpu_same_shape(const wk_tensor *a, const wk_tensor *b);
 
-/* "[2, 3]" into buf. */
-CPU_HIDDEN const char *cpu_shape_str(const wk_tensor *t, char *buf, size_t n);
-
 /* ---- helpers shared by the nn and loss kernels (defined in nn.c) ---- */
 
 /* Runs fn over [0, ntasks): on the calling thread when ntasks * per_task
@@ -76,9 +73,6 @@ CPU_HIDDEN wk_tensor *cpu_prep(wk_tensor *t, wk_dtype dt);
 /* Consumes t and returns it converted to dt (NULL on error; NULL for NULL). */
 CPU_HIDDEN wk_tensor *cpu_cast_own(wk_tensor *t, wk_dtype dt);
 
-/* "[1, 2, 3]" for the n values v into buf (sz bytes); returns buf. */
-CPU_HIDDEN const char *cpu_ints_str(const int64_t *v, int n, char *buf, size_t sz);
-
 /* WK_OK for a floating t, else WK_ERR_DTYPE "op(): expected a floating point
  * <what>, got <dtype>". */
 CPU_HIDDEN wk_status cpu_need_float(const char *op, const char *what, wk_tensor *t);
@@ -93,16 +87,8 @@ CPU_HIDDEN wk_tensor *cpu_softmax_cd(wk_tensor *x, int d, bool log);
 
 /* ---- helpers shared by several kernel families (defined in common.c) ---- */
 
-/* Wraps dim into [0, ndim) (a 0-dim tensor takes -1 and 0) into *out, else
- * WK_ERR_INDEX "op(): Dimension out of range ..." with *out = 0. */
-CPU_HIDDEN wk_status cpu_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
-
 /* wk_parallel_for grain for items that each cost work_per_item elements. */
 CPU_HIDDEN int64_t cpu_grain_for(int64_t work_per_item);
-
-/* PyTorch's ScalarType name of dt ("Float", "Long", ...), for messages that
- * read like PyTorch's. */
-CPU_HIDDEN const char *cpu_torch_scalar_name(wk_dtype dt);
 
 /* Size and stride of dimension d with 0-dim tensors seen as [1] (PyTorch's
  * ensure_nonempty). */
@@ -126,11 +112,9 @@ CPU_HIDDEN wk_status cpu_check_norm_param(const char *op, const char *name, wk_t
 CPU_HIDDEN wk_status cpu_check_channel_param(const char *op, const char *name, wk_tensor *t, int64_t C);
 
 /* Pooling arguments shared by the forward and backward kernels (pool.c):
- * a 1- or 2-element int list into out[2]; PyTorch's output size; PyTorch's
- * pool2d argument checks (in its order) filling kernel, stride, padding and
- * the output size. */
+ * PyTorch's output size; PyTorch's pool2d argument checks (in its order)
+ * filling kernel, stride, padding and the output size. */
 CPU_HIDDEN int64_t cpu_div_floor(int64_t a, int64_t b);
-CPU_HIDDEN bool cpu_pool_pair_arg(const wk_value *v, int64_t out[2]);
 CPU_HIDDEN int64_t cpu_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode);
 CPU_HIDDEN wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv,
                                     const wk_value *pv, const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2],

@@ -22,14 +22,6 @@ static bool is_intlike(const wk_value *v) { return v->tag == WK_V_INT || v->tag 
 
 static int64_t scalar_i64(const wk_value *v) { return v->tag == WK_V_BOOL ? (int64_t)v->u.b : v->u.i; }
 
-static const char *ints_str(const int64_t *s, int n, char *buf, size_t cap) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++)
-    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)s[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-  return buf;
-}
-
 /* A new contiguous tensor, after PyTorch's checks on the requested shape. */
 static wk_tensor *new_tensor(const char *op, const int64_t *sizes, int nd, wk_dtype dt) {
   if (nd > WK_MAX_DIMS) {
@@ -40,7 +32,7 @@ static wk_tensor *new_tensor(const char *op, const int64_t *sizes, int nd, wk_dt
     if (sizes[i] < 0) {
       char b[256];
       wk_error(WK_ERR_SHAPE, "%s(): Trying to create tensor with negative dimension %lld: %s", op,
-               (long long)sizes[i], ints_str(sizes, nd, b, sizeof b));
+               (long long)sizes[i], wk_sizes_str(sizes, nd, b, sizeof b));
       return NULL;
     }
   return cpu_empty(sizes, nd, dt);

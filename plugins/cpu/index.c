@@ -9,23 +9,6 @@
 
 /* ---- shared helpers -------------------------------------------------------------- */
 
-/* PyTorch's short type names, as its messages print them. */
-static const char *tname(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32: return "float";
-    case WK_F64: return "double";
-    case WK_F16: return "half";
-    case WK_BF16: return "bfloat16";
-    case WK_I8: return "char";
-    case WK_U8: return "byte";
-    case WK_I16: return "short";
-    case WK_I32: return "int";
-    case WK_I64: return "long";
-    case WK_BOOL: return "bool";
-    default: return "?";
-  }
-}
-
 int64_t cpu_nsize(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d]; }
 int64_t cpu_nstride(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 0 : wk_tensor_strides(t)[d]; }
 
@@ -181,7 +164,7 @@ static wk_status k_cat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   }
   const wk_tensor *ref = ts[valid];
   int nd = wk_tensor_dim(ref), d;
-  wk_status s = cpu_wrap_dim("cat", WK_ARG_I(1), nd, &d);
+  wk_status s = wk_check_dim("cat", WK_ARG_I(1), nd, &d);
   if (s) return s;
   int64_t shape[WK_MAX_DIMS];
   memcpy(shape, wk_tensor_sizes(ref), sizeof(int64_t) * (size_t)nd);
@@ -229,7 +212,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int nd = wk_tensor_dim(self), d = 0;
-  wk_status s = cpu_wrap_dim("index_select", WK_ARG_I(1), nd, &d);
+  wk_status s = wk_check_dim("index_select", WK_ARG_I(1), nd, &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   if (wk_tensor_dim(index) > 1)
@@ -407,19 +390,19 @@ static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_ten
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Size does not match at dimension %d expected index %s to be smaller than self %s apart "
                     "for dimension %d",
-                    op, bad, cpu_shape_str(index, a, sizeof a), cpu_shape_str(self, b, sizeof b), dim);
+                    op, bad, wk_shape_str(index, a, sizeof a), wk_shape_str(self, b, sizeof b), dim);
   return wk_error(WK_ERR_SHAPE,
                   "%s(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
                   "size than src %s",
-                  op, cpu_shape_str(index, a, sizeof a), cpu_shape_str(self, b, sizeof b), dim,
-                  cpu_shape_str(src, c, sizeof c));
+                  op, wk_shape_str(index, a, sizeof a), wk_shape_str(self, b, sizeof b), dim,
+                  wk_shape_str(src, c, sizeof c));
 }
 
 static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int d = 0;
-  wk_status s = cpu_wrap_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   if (n != 0) {
@@ -455,7 +438,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   const char *op = info->label;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
   int d = 0;
-  wk_status s = cpu_wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   wk_dtype dt = wk_tensor_dtype(self);
@@ -544,9 +527,10 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
   bool inplace = ctx->user != NULL;
   const char *op = inplace ? "masked_fill_" : "masked_fill";
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
+  char tn[16];
   if (wk_tensor_dtype(mask) != WK_BOOL)
     return wk_error(WK_ERR_DTYPE, "%s(): masked_fill_ only supports boolean masks, but got mask with dtype %s", op,
-                    tname(wk_tensor_dtype(mask)));
+                    wk_dtype_torch_lower(wk_tensor_dtype(mask), tn, sizeof tn));
   wk_dtype dt = wk_tensor_dtype(self);
   mfill_ctx c = {wk_dtype_size(dt), {0}};
   if (args[2].tag == WK_V_INT && dt != WK_F32 && dt != WK_F64 && dt != WK_F16 && dt != WK_BF16)
@@ -563,7 +547,7 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
     char a[160], b[160];
     if (nd != wk_tensor_dim(self) || memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
       return wk_error(WK_ERR_SHAPE, "%s(): mask of shape %s cannot be broadcast to self of shape %s", op,
-                      cpu_shape_str(mask, a, sizeof a), cpu_shape_str(self, b, sizeof b));
+                      wk_shape_str(mask, a, sizeof a), wk_shape_str(self, b, sizeof b));
     if ((s = check_no_internal_overlap(op, self))) return s;
     if ((s = wk_iter_init(&it, op, pair, 2))) return s;
     wk_iter_run(&it, loop_mfill_, &c);
@@ -586,9 +570,10 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
 static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
+  char tn[16];
   if (wk_tensor_dtype(mask) != WK_BOOL)
     return wk_error(WK_ERR_DTYPE, "masked_select(): expected BoolTensor for mask, got mask with dtype %s",
-                    tname(wk_tensor_dtype(mask)));
+                    wk_dtype_torch_lower(wk_tensor_dtype(mask), tn, sizeof tn));
   wk_tensor *pair[2] = {self, mask};
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
@@ -640,12 +625,8 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
     pst[k] = k < lead ? 0 : wk_tensor_strides(self)[k - lead] * es;
     if (rep[k] < 0) {
-      char b[160];
-      size_t m = 0;
-      m += (size_t)snprintf(b + m, sizeof b - m, "[");
-      for (int j = 0; j < nr && m < sizeof b; j++)
-        m += (size_t)snprintf(b + m, sizeof b - m, "%s%lld", j ? ", " : "", (long long)rep[j]);
-      if (m < sizeof b) snprintf(b + m, sizeof b - m, "]");
+      char b[WK_SHAPE_STR_MAX];
+      wk_sizes_str(rep, nr, b, sizeof b);
       return wk_error(WK_ERR_INVALID_ARG, "repeat(): Trying to create tensor with negative dimension %lld: repeats %s",
                       (long long)rep[k], b);
     }
@@ -718,7 +699,7 @@ static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   int64_t shift[WK_MAX_DIMS + 1] = {0};
   for (int i = 0; i < args[1].len; i++) {
     int d = 0;
-    wk_status s = cpu_wrap_dim("flip", args[1].u.ints[i], nd, &d);
+    wk_status s = wk_check_dim("flip", args[1].u.ints[i], nd, &d);
     if (s) return s;
     if (flip[d]) return wk_error(WK_ERR_INVALID_ARG, "flip(): dim %d appears multiple times in the list of dims", d);
     flip[d] = true;
@@ -753,7 +734,7 @@ static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
     return wk_error(WK_ERR_INVALID_ARG, "roll(): shifts and dimensions must align. shifts: %d, dims:%d", ns, ndims);
   for (int i = 0; i < ndims; i++) {
     int d = 0;
-    wk_status s = cpu_wrap_dim("roll", args[2].u.ints[i], nd, &d);
+    wk_status s = wk_check_dim("roll", args[2].u.ints[i], nd, &d);
     if (s) return s;
     int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
     if (n > 0) shift[d] = (shift[d] + args[1].u.ints[i] % n) % n; /* repeated dims roll again */

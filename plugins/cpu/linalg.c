@@ -16,39 +16,6 @@
 #include <cblas.h>
 #endif
 
-/* PyTorch's C++ type names (TypeMeta) and ScalarType names, for messages. */
-static const char *cxx_name(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32: return "float";
-    case WK_F64: return "double";
-    case WK_F16: return "c10::Half";
-    case WK_BF16: return "c10::BFloat16";
-    case WK_I8: return "signed char";
-    case WK_U8: return "unsigned char";
-    case WK_I16: return "short int";
-    case WK_I32: return "int";
-    case WK_I64: return "long int";
-    case WK_BOOL: return "bool";
-    default: return "?";
-  }
-}
-
-static const char *scalar_name(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32: return "Float";
-    case WK_F64: return "Double";
-    case WK_F16: return "Half";
-    case WK_BF16: return "BFloat16";
-    case WK_I8: return "Char";
-    case WK_U8: return "Byte";
-    case WK_I16: return "Short";
-    case WK_I32: return "Int";
-    case WK_I64: return "Long";
-    case WK_BOOL: return "Bool";
-    default: return "?";
-  }
-}
-
 /* The scalar arguments of one GEMM: C = alpha * A @ B (+ beta * C when use_beta). */
 typedef struct {
   double alpha, beta;
@@ -304,7 +271,7 @@ static wk_tensor *product(const char *op, wk_tensor *self, wk_tensor *a, wk_tens
                           int out_nd, int64_t k, gemm_scalars sc) {
   wk_dtype dt = wk_tensor_dtype(a), cd = gemm_dtype(dt);
   if (cd == WK_BOOL) {
-    wk_error(WK_ERR_UNSUPPORTED, "%s(): \"addmm_impl_cpu_\" not implemented for '%s'", op, scalar_name(dt));
+    wk_error(WK_ERR_UNSUPPORTED, "%s(): \"addmm_impl_cpu_\" not implemented for '%s'", op, wk_dtype_torch_name(dt));
     return NULL;
   }
   int64_t batch = out_nd == 3 ? out_sizes[0] : 1, n = out_sizes[out_nd - 2], m = out_sizes[out_nd - 1];
@@ -343,7 +310,7 @@ static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char
                     (long long)x[0], (long long)x[1], (long long)y[0], (long long)y[1]);
   if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "%s(): expected m1 and m2 to have the same dtype, but got: %s != %s", op,
-                    cxx_name(wk_tensor_dtype(a)), cxx_name(wk_tensor_dtype(b)));
+                    wk_dtype_cpp_name(wk_tensor_dtype(a)), wk_dtype_cpp_name(wk_tensor_dtype(b)));
   return WK_OK;
 }
 
@@ -367,7 +334,7 @@ static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   if (s) return s;
   if (wk_tensor_dtype(self) != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "addmm(): self and mat2 must have the same dtype, but got %s and %s",
-                    scalar_name(wk_tensor_dtype(self)), scalar_name(wk_tensor_dtype(b)));
+                    wk_dtype_torch_name(wk_tensor_dtype(self)), wk_dtype_torch_name(wk_tensor_dtype(b)));
   int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
   int snd = wk_tensor_dim(self);
   const int64_t *ss = wk_tensor_sizes(self);
@@ -376,7 +343,7 @@ static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   if (!ok) {
     char buf[160];
     return wk_error(WK_ERR_SHAPE, "addmm(): self of shape %s cannot be broadcast to the result shape [%lld, %lld]",
-                    cpu_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
+                    wk_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
   }
   gemm_scalars sc = {wk_value_as_f64(&args[4]), wk_value_as_f64(&args[3]), scalar_as_u64(&args[4]),
                      scalar_as_u64(&args[3]), false};
@@ -397,7 +364,7 @@ static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
                     (long long)x[0], (long long)x[2], (long long)y[0], (long long)y[1]);
   if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "bmm(): expected batch1 and batch2 to have the same dtype, but got: %s != %s",
-                    cxx_name(wk_tensor_dtype(a)), cxx_name(wk_tensor_dtype(b)));
+                    wk_dtype_cpp_name(wk_tensor_dtype(a)), wk_dtype_cpp_name(wk_tensor_dtype(b)));
   int64_t sz[3] = {x[0], x[1], y[2]};
   return out1(outs, product("bmm", NULL, a, b, sz, 3, x[2], plain));
 }
@@ -468,15 +435,15 @@ static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
     return wk_error(WK_ERR_SHAPE,
                     "dot(): inconsistent tensor size, expected tensor %s and src %s to have the same number of "
                     "elements, but got %lld and %lld elements respectively",
-                    cpu_shape_str(a, sa, sizeof sa), cpu_shape_str(b, sb, sizeof sb), (long long)n,
+                    wk_shape_str(a, sa, sizeof sa), wk_shape_str(b, sb, sizeof sb), (long long)n,
                     (long long)wk_tensor_numel(b));
   }
   wk_dtype dt = wk_tensor_dtype(a);
   if (dt != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "dot(): expected both vectors to have same dtype, but found %s and %s",
-                    scalar_name(dt), scalar_name(wk_tensor_dtype(b)));
+                    wk_dtype_torch_name(dt), wk_dtype_torch_name(wk_tensor_dtype(b)));
   if (dt == WK_BOOL)
-    return wk_error(WK_ERR_UNSUPPORTED, "dot(): \"dot\" not implemented for '%s'", scalar_name(dt));
+    return wk_error(WK_ERR_UNSUPPORTED, "dot(): \"dot\" not implemented for '%s'", wk_dtype_torch_name(dt));
   bool integral = !wk_dtype_is_floating(dt);
   wk_tensor *r = cpu_empty(NULL, 0, dt), *x = NULL, *y = NULL;
   if (!r) return wk_last_error();

@@ -122,8 +122,8 @@ static wk_status check_index_target(const char *op, wk_tensor *self, wk_tensor *
   for (int i = 0; same && i < en; i++) same = exp[i] == tsz[i];
   if (!same)
     return wk_error(WK_ERR_SHAPE, "%s(): Expected target size %s, got %s (input of shape %s)", op,
-                    cpu_ints_str(exp, en, a, sizeof a), cpu_shape_str(target, b, sizeof b),
-                    cpu_shape_str(self, c, sizeof c));
+                    wk_sizes_str(exp, en, a, sizeof a), wk_shape_str(target, b, sizeof b),
+                    wk_shape_str(self, c, sizeof c));
   return WK_OK;
 }
 
@@ -143,7 +143,7 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
     return wk_error(WK_ERR_SHAPE,
                     "%s(): weight tensor should be defined either for all %lld classes or no classes but got weight "
                     "tensor of shape: %s",
-                    op, (long long)C, cpu_shape_str(weight, a, sizeof a));
+                    op, (long long)C, wk_shape_str(weight, a, sizeof a));
   double *buf = malloc(sizeof(double) * (size_t)(2 * rows + C + 1));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   double *w = weight ? buf + 2 * rows : NULL;
@@ -336,7 +336,7 @@ static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (s) return s;
   if (!cpu_same_shape(self, target))
     return wk_error(WK_ERR_SHAPE, "%s(): Target size (%s) must be the same as input size (%s)", op,
-                    cpu_shape_str(target, a, sizeof a), cpu_shape_str(self, b, sizeof b));
+                    wk_shape_str(target, a, sizeof a), wk_shape_str(self, b, sizeof b));
   wk_dtype rt = wk_result_type(args, 2);
   if (!wk_dtype_is_floating(rt))
     return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
@@ -352,7 +352,7 @@ static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk
         !memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
       continue;
     return wk_error_replace(WK_ERR_SHAPE, "%s(): %s of shape %s cannot be broadcast to the input shape %s", op, names[i],
-                    cpu_shape_str(extra[i], a, sizeof a), cpu_shape_str(self, b, sizeof b));
+                    wk_shape_str(extra[i], a, sizeof a), wk_shape_str(self, b, sizeof b));
   }
   wk_dtype cd = cpu_fcompute(rt);
   wk_tensor *ops[5] = {NULL, wk_kernel_cast(self, cd), wk_kernel_cast(target, cd), NULL, NULL};

@@ -42,13 +42,6 @@ wk_tensor *cpu_cast_own(wk_tensor *t, wk_dtype dt) {
   return r;
 }
 
-const char *cpu_ints_str(const int64_t *v, int n, char *buf, size_t sz) {
-  size_t k = (size_t)snprintf(buf, sz, "[");
-  for (int i = 0; i < n && k < sz; i++) k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (k < sz) snprintf(buf + k, sz - k, "]");
-  return buf;
-}
-
 wk_status cpu_need_float(const char *op, const char *what, wk_tensor *t) {
   if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
   return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
@@ -170,7 +163,7 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input or dtype, got %s", op, wk_dtype_name(dt));
   int d = 0;
-  wk_status s = cpu_wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   /* with a dtype argument the input is converted first, as in PyTorch */
   wk_tensor *in = wk_kernel_cast(self, dt);
@@ -277,7 +270,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   const int64_t *sz = wk_tensor_sizes(input);
   if (nd < 2)
     return wk_error(WK_ERR_SHAPE, "batch_norm(): expected input with at least 2 dimensions (N, C, ...), got %s",
-                    cpu_shape_str(input, b1, sizeof b1));
+                    wk_shape_str(input, b1, sizeof b1));
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
   if ((s = cpu_check_channel_param(op, "weight", weight, C)) || (s = cpu_check_channel_param(op, "bias", bias, C)) ||
@@ -289,7 +282,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
                     rmean ? "running_var" : "running_mean");
   if (training && N * S == 1)
     return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): Expected more than 1 value per channel when training, got input size %s",
-                    cpu_shape_str(input, b1, sizeof b1));
+                    wk_shape_str(input, b1, sizeof b1));
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   wk_tensor *params[4] = {weight, bias, rmean, rvar};
   wk_dtype sdt = stat_dtype(dt, params, 4);
@@ -428,7 +421,7 @@ wk_status cpu_check_norm_param(const char *op, const char *name, wk_tensor *t, c
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
                     "normalized_shape = %s",
-                    op, name, name, cpu_shape_str(t, a, sizeof a), cpu_ints_str(ns, k, b, sizeof b));
+                    op, name, name, wk_shape_str(t, a, sizeof a), wk_sizes_str(ns, k, b, sizeof b));
   if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
     return wk_error(WK_ERR_DTYPE, "%s(): expected %s to be floating point, got %s", op, name,
                     wk_dtype_name(wk_tensor_dtype(t)));
@@ -451,13 +444,11 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   bool ok = nd >= k;
   for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
   if (!ok) {
-    char c[200];
-    size_t n = (size_t)snprintf(c, sizeof c, "[*");
-    for (int i = 0; i < k && n < sizeof c; i++) n += (size_t)snprintf(c + n, sizeof c - n, ", %lld", (long long)ns[i]);
-    if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
+    char c[WK_SHAPE_STR_MAX + 4];
+    snprintf(c, sizeof c, "[*, %s", wk_sizes_str(ns, k, a, sizeof a) + 1); /* "[*, 3, 4]" */
     return wk_error(WK_ERR_SHAPE,
                     "layer_norm(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
-                    cpu_ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
+                    a, c, wk_shape_str(input, b, sizeof b));
   }
   if ((s = cpu_check_norm_param("layer_norm", "weight", weight, ns, k)) ||
       (s = cpu_check_norm_param("layer_norm", "bias", bias, ns, k)))
@@ -598,7 +589,7 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   wk_tensor *weight = WK_ARG_T(0), *indices = WK_ARG_T(1);
   char a[160];
   if (wk_tensor_dim(weight) != 2)
-    return wk_error(WK_ERR_SHAPE, "embedding(): 'weight' must be 2-D, got shape %s", cpu_shape_str(weight, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE, "embedding(): 'weight' must be 2-D, got shape %s", wk_shape_str(weight, a, sizeof a));
   wk_dtype it = wk_tensor_dtype(indices);
   if (!wk_dtype_is_integral(it))
     return wk_error(WK_ERR_DTYPE,
@@ -680,14 +671,9 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   const char *ms = args[2].u.s;
   bool has_value = !WK_ARG_IS_NONE(3);
   double value = has_value ? WK_ARG_F(3) : 0;
-  int mode;
-  if (!strcmp(ms, "constant")) mode = PAD_CONSTANT;
-  else if (!strcmp(ms, "reflect")) mode = PAD_REFLECT;
-  else if (!strcmp(ms, "replicate")) mode = PAD_REPLICATE;
-  else if (!strcmp(ms, "circular")) mode = PAD_CIRCULAR;
-  else
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "pad(): mode must be one of 'constant', 'reflect', 'replicate' or 'circular', but got '%s'", ms);
+  static const char *const modes[] = {"constant", "reflect", "replicate", "circular", NULL}; /* PAD_* order */
+  int mode = wk_arg_option("pad", "mode", ms, modes);
+  if (mode < 0) return wk_last_error();
   int nd = wk_tensor_dim(self);
   if (npad % 2) return wk_error(WK_ERR_INVALID_ARG, "pad(): Padding length must be divisible by 2");
   if (npad / 2 > nd)
@@ -718,15 +704,15 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
         return wk_error(WK_ERR_INVALID_ARG,
                         "pad(): Padding size should be less than the corresponding input dimension, but got: padding "
                         "(%lld, %lld) at dimension %d of input %s",
-                        (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+                        (long long)pl[d], (long long)pr[d], d, wk_shape_str(self, a, sizeof a));
       if (mode == PAD_REPLICATE && n == 0)
         return wk_error(WK_ERR_INVALID_ARG, "pad(): cannot replicate-pad dimension %d of size 0 of input %s", d,
-                        cpu_shape_str(self, a, sizeof a));
+                        wk_shape_str(self, a, sizeof a));
       if (mode == PAD_CIRCULAR && (pl[d] > n || pr[d] > n))
         return wk_error(WK_ERR_INVALID_ARG,
                         "pad(): Padding value causes wrapping around more than once (padding (%lld, %lld) at dimension "
                         "%d of input %s)",
-                        (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+                        (long long)pl[d], (long long)pr[d], d, wk_shape_str(self, a, sizeof a));
     }
     total += osz[d];
   }

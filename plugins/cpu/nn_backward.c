@@ -27,7 +27,7 @@ static wk_status same_shape(const char *op, const char *gname, wk_tensor *g, con
   if (cpu_same_shape(g, t)) return WK_OK;
   char a[160], b[160];
   return wk_error(WK_ERR_SHAPE, "%s(): expected %s to have the shape of %s %s, but got %s", op, gname, tname,
-                  cpu_shape_str(t, a, sizeof a), cpu_shape_str(g, b, sizeof b));
+                  wk_shape_str(t, a, sizeof a), wk_shape_str(g, b, sizeof b));
 }
 
 /* Reads output_mask (int[3]) into m. */
@@ -95,7 +95,7 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
     return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input_dtype, got %s", op, wk_dtype_name(idt));
   if ((s = same_shape(op, "grad_output", go, "output", out))) return s;
   int d = 0;
-  if ((s = cpu_wrap_dim(op, WK_ARG_I(2), wk_tensor_dim(out), &d))) return s;
+  if ((s = wk_check_dim(op, WK_ARG_I(2), wk_tensor_dim(out), &d))) return s;
   wk_dtype cd = wk_tensor_dtype(go) == WK_F64 || wk_tensor_dtype(out) == WK_F64 ? WK_F64 : WK_F32;
   int nd = wk_tensor_dim(out);
   const int64_t *sz = wk_tensor_sizes(out);
@@ -192,7 +192,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   const int64_t *sz = wk_tensor_sizes(input);
   if (nd < 2)
     return wk_error(WK_ERR_SHAPE, "%s(): expected input with at least 2 dimensions (N, C, ...), got %s", op,
-                    cpu_shape_str(input, b1, sizeof b1));
+                    wk_shape_str(input, b1, sizeof b1));
   if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
@@ -346,13 +346,11 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   bool ok = nd >= k;
   for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
   if (!ok) {
-    char c[200];
-    size_t n = (size_t)snprintf(c, sizeof c, "[*");
-    for (int i = 0; i < k && n < sizeof c; i++) n += (size_t)snprintf(c + n, sizeof c - n, ", %lld", (long long)ns[i]);
-    if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
+    char c[WK_SHAPE_STR_MAX + 4];
+    snprintf(c, sizeof c, "[*, %s", wk_sizes_str(ns, k, a, sizeof a) + 1); /* "[*, 3, 4]" */
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s", op,
-                    cpu_ints_str(ns, k, a, sizeof a), c, cpu_shape_str(input, b, sizeof b));
+                    a, c, wk_shape_str(input, b, sizeof b));
   }
   if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
   if ((s = cpu_check_norm_param("layer_norm_backward", "weight", weight, ns, k)) ||
@@ -461,7 +459,7 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   if (!ok)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s", op,
-                    cpu_shape_str(indices, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+                    wk_shape_str(indices, a, sizeof a), wk_shape_str(go, b, sizeof b));
   int64_t D = wk_tensor_size(go, nd), osz[2] = {V, D};
   wk_dtype dt = wk_tensor_dtype(go), cd = cpu_fcompute(dt);
   wk_tensor *idx = cpu_prep(indices, WK_I64), *g = NULL, *gw = NULL;
@@ -557,18 +555,9 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   const int64_t *pad = args[2].u.ints;
   int npad = args[2].len;
   const char *ms = args[3].u.s;
-  int mode;
-  if (!strcmp(ms, "constant"))
-    mode = PAD_CONSTANT;
-  else if (!strcmp(ms, "reflect"))
-    mode = PAD_REFLECT;
-  else if (!strcmp(ms, "replicate"))
-    mode = PAD_REPLICATE;
-  else if (!strcmp(ms, "circular"))
-    mode = PAD_CIRCULAR;
-  else
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): mode must be one of 'constant', 'reflect', 'replicate' or 'circular', but got '%s'", op, ms);
+  static const char *const modes[] = {"constant", "reflect", "replicate", "circular", NULL}; /* PAD_* order */
+  int mode = wk_arg_option(op, "mode", ms, modes);
+  if (mode < 0) return wk_last_error();
   int nd = wk_tensor_dim(self);
   if (npad % 2) return wk_error(WK_ERR_INVALID_ARG, "%s(): Padding length must be divisible by 2", op);
   if (npad / 2 > nd)
@@ -599,15 +588,15 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
         return wk_error(WK_ERR_INVALID_ARG,
                         "%s(): Padding size should be less than the corresponding input dimension, but got: padding "
                         "(%lld, %lld) at dimension %d of input %s",
-                        op, (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+                        op, (long long)pl[d], (long long)pr[d], d, wk_shape_str(self, a, sizeof a));
       if (mode == PAD_REPLICATE && n == 0)
         return wk_error(WK_ERR_INVALID_ARG, "%s(): cannot replicate-pad dimension %d of size 0 of input %s", op, d,
-                        cpu_shape_str(self, a, sizeof a));
+                        wk_shape_str(self, a, sizeof a));
       if (mode == PAD_CIRCULAR && (pl[d] > n || pr[d] > n))
         return wk_error(WK_ERR_INVALID_ARG,
                         "%s(): Padding value causes wrapping around more than once (padding (%lld, %lld) at dimension "
                         "%d of input %s)",
-                        op, (long long)pl[d], (long long)pr[d], d, cpu_shape_str(self, a, sizeof a));
+                        op, (long long)pl[d], (long long)pr[d], d, wk_shape_str(self, a, sizeof a));
     }
     total += osz[d];
   }
@@ -615,7 +604,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   for (int d = 0; ok && d < nd; d++) ok = wk_tensor_sizes(go)[d] == osz[d];
   if (!ok)
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s (the padded input), but got %s", op,
-                    cpu_ints_str(osz, nd, a, sizeof a), cpu_shape_str(go, b, sizeof b));
+                    wk_sizes_str(osz, nd, a, sizeof a), wk_shape_str(go, b, sizeof b));
   wk_dtype dt = wk_tensor_dtype(go), cd = cpu_fcompute(dt);
   if (nd == 0 || wk_tensor_numel(self) == 0 || wk_tensor_numel(go) == 0) {
     wk_tensor *r = nd == 0 ? wk_clone(go) : zeros_of(sz, nd, dt);

@@ -54,16 +54,6 @@ bool cpu_same_shape(const wk_tensor *a, const wk_tensor *b) {
   return true;
 }
 
-const char *cpu_shape_str(const wk_tensor *t, char *buf, size_t n) {
-  size_t k = 0;
-  const int64_t *s = wk_tensor_sizes(t);
-  k += (size_t)snprintf(buf + k, n - k, "[");
-  for (int i = 0; i < wk_tensor_dim(t) && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)s[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-  return buf;
-}
-
 wk_status cpu_deliver(const char *op, cpu_mode mode, wk_tensor *result, wk_tensor *target, wk_value *outs) {
   if (!result) return wk_last_error();
   if (mode == CPU_FUNCTIONAL) {
@@ -74,8 +64,8 @@ wk_status cpu_deliver(const char *op, cpu_mode mode, wk_tensor *result, wk_tenso
   wk_status s = WK_OK;
   if (!cpu_same_shape(result, target)) {
     s = wk_error(WK_ERR_SHAPE, "%s: %s has shape %s but the result has shape %s", op,
-                 mode == CPU_INPLACE ? "self (in-place)" : "out", cpu_shape_str(target, a, sizeof a),
-                 cpu_shape_str(result, b, sizeof b));
+                 mode == CPU_INPLACE ? "self (in-place)" : "out", wk_shape_str(target, a, sizeof a),
+                 wk_shape_str(result, b, sizeof b));
   } else if (!cpu_can_cast(wk_tensor_dtype(result), wk_tensor_dtype(target))) {
     s = wk_error(WK_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
                  wk_dtype_name(wk_tensor_dtype(result)), wk_dtype_name(wk_tensor_dtype(target)));

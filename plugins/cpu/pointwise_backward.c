@@ -39,7 +39,8 @@ GELU_BWD(gelu_bwd_f64, double, erf, exp, tanh, sqrt)
 static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
   const char *mode = args[2].u.s;
-  if (strcmp(mode, "none") != 0 && strcmp(mode, "tanh") != 0)
+  int approx = wk_option_index(mode, (const char *const[]){"none", "tanh", NULL});
+  if (approx < 0)
     return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'", mode);
   wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
   if (!wk_dtype_is_floating(rt))
@@ -54,7 +55,7 @@ static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args,
   if (!s) {
     wk_tensor *ops[3] = {res, gc, xc};
     wk_iter it;
-    gelu_ctx c = {strcmp(mode, "tanh") == 0};
+    gelu_ctx c = {approx == 1};
     s = wk_iter_init(&it, "gelu_backward()", ops, 3);
     if (!s) wk_iter_run(&it, cd == WK_F64 ? gelu_bwd_f64 : gelu_bwd_f32, &c);
   }

@@ -15,14 +15,6 @@ int64_t cpu_div_floor(int64_t a, int64_t b) {
   return q;
 }
 
-/* Reads an int[2] argument, accepting PyTorch's single-value form. */
-bool cpu_pool_pair_arg(const wk_value *v, int64_t out[2]) {
-  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
-  out[0] = v->u.ints[0];
-  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
-  return true;
-}
-
 typedef struct {
   const char *x;
   int64_t sN, sC, sH, sW; /* input strides (elements) */
@@ -352,21 +344,21 @@ wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const
                             const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2], int64_t p[2],
                             int64_t o[2]) {
   char a[160];
-  if (!cpu_pool_pair_arg(kv, k))
+  if (!wk_arg_int_pair(kv, k))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
   if (sv->tag == WK_V_INTS && sv->len == 0) {
     s[0] = k[0];
     s[1] = k[1];
-  } else if (!cpu_pool_pair_arg(sv, s)) {
+  } else if (!wk_arg_int_pair(sv, s)) {
     return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
                     op);
   }
-  if (!cpu_pool_pair_arg(pv, p))
+  if (!wk_arg_int_pair(pv, p))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
   int nd = wk_tensor_dim(x);
   if (nd != 3 && nd != 4)
     return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", op,
-                    cpu_shape_str(x, a, sizeof a));
+                    wk_shape_str(x, a, sizeof a));
   for (int i = 0; i < 2; i++) {
     if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", op);
     if (p[i] < 0)
@@ -392,7 +384,7 @@ wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const
   if (!valid)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:%s",
-                    op, cpu_shape_str(x, a, sizeof a));
+                    op, wk_shape_str(x, a, sizeof a));
   if (k[1] / 2 < p[1] || k[0] / 2 < p[0])
     return wk_error(WK_ERR_INVALID_ARG,
                     "%s(): pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
@@ -423,14 +415,14 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_tensor *input = WK_ARG_T(0);
   bool ceil_mode = WK_ARG_B(5);
   int64_t k[2], s[2], p[2], d[2], o[2];
-  if (!cpu_pool_pair_arg(&args[4], d))
+  if (!wk_arg_int_pair(&args[4], d))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints",
                     WK_OPNAME);
   wk_status st = cpu_pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
   if (st) return st;
   wk_dtype dt = wk_tensor_dtype(input);
   if (dt == WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"max_pool2d\" not implemented for '%s'", WK_OPNAME, cpu_torch_scalar_name(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"max_pool2d\" not implemented for '%s'", WK_OPNAME, wk_dtype_torch_name(dt));
   wk_dtype cd = wk_compute_dtype(dt);
   int64_t shape[4];
   out_shape(input, o[0], o[1], shape);
@@ -485,7 +477,7 @@ static wk_status k_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (st) return st;
   wk_dtype dt = wk_tensor_dtype(input);
   if (!wk_dtype_is_floating(dt) && dt != WK_I64)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d\" not implemented for '%s'", WK_OPNAME, cpu_torch_scalar_name(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d\" not implemented for '%s'", WK_OPNAME, wk_dtype_torch_name(dt));
   wk_dtype cd = wk_compute_dtype(dt);
   int64_t shape[4];
   out_shape(input, o[0], o[1], shape);
@@ -521,7 +513,7 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *input = WK_ARG_T(0);
   char a[160];
   int64_t os[2];
-  if (args[1].len != 2 || !cpu_pool_pair_arg(&args[1], os))
+  if (args[1].len != 2 || !wk_arg_int_pair(&args[1], os))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be 2", WK_OPNAME);
   if (os[0] < 0 || os[1] < 0)
     return wk_error(WK_ERR_INVALID_ARG,
@@ -530,16 +522,16 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
   int nd = wk_tensor_dim(input);
   if (nd != 3 && nd != 4)
     return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", WK_OPNAME,
-                    cpu_shape_str(input, a, sizeof a));
+                    wk_shape_str(input, a, sizeof a));
   for (int i = nd - 2; i < nd; i++)
     if (wk_tensor_size(input, i) <= 0)
       return wk_error(WK_ERR_SHAPE,
                       "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
                       "with dimension %d being empty",
-                      WK_OPNAME, cpu_shape_str(input, a, sizeof a), i);
+                      WK_OPNAME, wk_shape_str(input, a, sizeof a), i);
   wk_dtype dt = wk_tensor_dtype(input);
   if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"adaptive_avg_pool2d\" not implemented for '%s'", WK_OPNAME, cpu_torch_scalar_name(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"adaptive_avg_pool2d\" not implemented for '%s'", WK_OPNAME, wk_dtype_torch_name(dt));
   wk_dtype cd = wk_compute_dtype(dt);
   int64_t shape[4];
   out_shape(input, os[0], os[1], shape);

@@ -55,10 +55,10 @@ static wk_status k_prod_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
 static wk_status mean(wk_tensor *x, const int64_t *dims, int ndims, bool keepdim, wk_dtype dtype, wk_value *outs) {
   if (dtype && !wk_dtype_is_floating(dtype))
     return wk_error(WK_ERR_DTYPE, "mean(): could not infer output dtype. Optional dtype must be either a floating "
-                    "point or complex dtype. Got: %s", cpu_torch_scalar_name(dtype));
+                    "point or complex dtype. Got: %s", wk_dtype_torch_name(dtype));
   if (!dtype && !wk_dtype_is_floating(wk_tensor_dtype(x)))
     return wk_error(WK_ERR_DTYPE, "mean(): could not infer output dtype. Input dtype must be either a floating "
-                    "point or complex dtype. Got: %s", cpu_torch_scalar_name(wk_tensor_dtype(x)));
+                    "point or complex dtype. Got: %s", wk_dtype_torch_name(wk_tensor_dtype(x)));
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);
   if (!in) return wk_last_error();
   rplan p;
@@ -94,7 +94,7 @@ static wk_status extreme(const char *op, bool is_max, int want, wk_tensor *x, bo
   if (want == WANT_INDICES && dt == WK_BOOL)
     return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cpu\" not implemented for 'Bool'", op, op);
   if (has_dim) {
-    wk_status s = cpu_wrap_dim(op, dim, nd, &d);
+    wk_status s = wk_check_dim(op, dim, nd, &d);
     if (s) return s;
     if (nd > 0 && wk_tensor_size(x, d) == 0)
       return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", op, d);
@@ -179,7 +179,7 @@ static wk_status var_std(const char *op, bool is_std, const wk_value *args, wk_v
   bool keepdim = WK_ARG_B(3);
   if (!wk_dtype_is_floating(wk_tensor_dtype(x)))
     return wk_error(WK_ERR_DTYPE, "%s(): std and var only support floating point and complex dtypes, got %s", op,
-                    cpu_torch_scalar_name(wk_tensor_dtype(x)));
+                    wk_dtype_torch_name(wk_tensor_dtype(x)));
   rplan p;
   wk_status s = cpu_reduce_plan(&p, op, x, dims, nd, keepdim);
   if (s) return s;
@@ -224,7 +224,7 @@ static wk_status k_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   wk_dtype dt = wk_tensor_dtype(x);
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "norm(): Expected a floating point or complex tensor as input. Got %s",
-                    cpu_torch_scalar_name(dt));
+                    wk_dtype_torch_name(dt));
   if (pw != pw) return wk_error(WK_ERR_INVALID_ARG, "norm(): the order p must not be NaN");
   rplan p;
   wk_status s = cpu_reduce_plan(&p, "norm", x, dims, nd, WK_ARG_B(3));

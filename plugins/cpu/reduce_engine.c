@@ -25,7 +25,7 @@ wk_status cpu_reduce_plan(rplan *p, const char *op, wk_tensor *x, const int64_t 
   bool red[WK_MAX_DIMS] = {false}, seen[WK_MAX_DIMS] = {false};
   for (int i = 0; i < ndims; i++) {
     int d;
-    wk_status s = cpu_wrap_dim(op, dims[i], nd, &d);
+    wk_status s = wk_check_dim(op, dims[i], nd, &d);
     if (s) return s;
     if (seen[d]) return wk_error(WK_ERR_INVALID_ARG, "%s(): dim %d appears multiple times in the list of dims", op, d);
     seen[d] = true;

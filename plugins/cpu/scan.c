@@ -85,7 +85,7 @@ static wk_status k_cumsum(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   wk_tensor *x = WK_ARG_T(0);
   wk_dtype dtype = cpu_reduce_opt_dtype(&args[2]);
   int nd = wk_tensor_dim(x), d;
-  wk_status s = cpu_wrap_dim("cumsum", WK_ARG_I(1), nd, &d);
+  wk_status s = wk_check_dim("cumsum", WK_ARG_I(1), nd, &d);
   if (s) return s;
   /* A given dtype converts the input first; integers and bools give int64. */
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);

@@ -153,7 +153,7 @@ static wk_status k_sort(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0);
   int d = 0;
-  wk_status s = cpu_wrap_dim("sort", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim("sort", WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   return sort_k(self, d, cpu_nsize(self, d), WK_ARG_B(2), outs);
 }
@@ -163,7 +163,7 @@ static wk_status k_topk(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   wk_tensor *self = WK_ARG_T(0);
   int64_t k = WK_ARG_I(1);
   int d = 0;
-  wk_status s = cpu_wrap_dim("topk", WK_ARG_I(2), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim("topk", WK_ARG_I(2), wk_tensor_dim(self), &d);
   if (s) return s;
   if (wk_tensor_dtype(self) == WK_BOOL)
     return wk_error(WK_ERR_DTYPE, "topk(): \"topk_cpu\" not implemented for 'Bool'");

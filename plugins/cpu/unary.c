@@ -67,23 +67,6 @@ typedef struct {
   int64_t ilo, ihi; /* integer clamp bounds */
 } uctx;
 
-/* PyTorch's ScalarType names, for "not implemented for 'Long'" messages. */
-static const char *pt_name(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32: return "Float";
-    case WK_F64: return "Double";
-    case WK_F16: return "Half";
-    case WK_BF16: return "BFloat16";
-    case WK_I8: return "Char";
-    case WK_U8: return "Byte";
-    case WK_I16: return "Short";
-    case WK_I32: return "Int";
-    case WK_I64: return "Long";
-    case WK_BOOL: return "Bool";
-    default: return "?";
-  }
-}
-
 /* ---- loops ------------------------------------------------------------------------ */
 /* Applies EXPR (of x, the input element of type TI) to each of the n elements
  * writing TO; the contiguous branch is a plain loop the compiler vectorises. */
@@ -271,11 +254,13 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
   switch (c->op) {
     case U_LEAKY_RELU: c->p = wk_value_as_f64(&args[1]); break;
     case U_GELU:
-      if (strcmp(args[1].u.s, "tanh") == 0)
-        c->op = U_GELU_TANH;
-      else if (strcmp(args[1].u.s, "none") != 0)
-        return wk_error(WK_ERR_INVALID_ARG, "%s: approximate argument must be either none or tanh, not '%s'", name,
-                        args[1].u.s);
+      switch (wk_option_index(args[1].u.s, (const char *const[]){"none", "tanh", NULL})) {
+        case 0: break;
+        case 1: c->op = U_GELU_TANH; break;
+        default:
+          return wk_error(WK_ERR_INVALID_ARG, "%s: approximate argument must be either none or tanh, not '%s'", name,
+                          args[1].u.s);
+      }
       break;
     case U_NAN_TO_NUM:
       c->p = args[1].tag == WK_V_NONE ? 0.0 : args[1].u.f;
@@ -287,7 +272,7 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
       if (!lo && !hi) return wk_error(WK_ERR_INVALID_ARG, "%s: At least one of 'min' or 'max' must not be None", name);
       *rt = wk_result_type(args, 3);
       if (*rt == WK_BOOL)
-        return wk_error(WK_ERR_DTYPE, "%s: \"clamp_scalar_cpu\" not implemented for '%s'", name, pt_name(*rt));
+        return wk_error(WK_ERR_DTYPE, "%s: \"clamp_scalar_cpu\" not implemented for '%s'", name, wk_dtype_torch_name(*rt));
       if (wk_dtype_is_floating(*rt)) {
         c->p = lo ? wk_value_as_f64(&args[1]) : -INFINITY;
         c->q = hi ? wk_value_as_f64(&args[2]) : INFINITY;
@@ -312,10 +297,10 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
     case K_FLOAT: *rt = WK_F32; break;
     case K_PRED: break;
     case K_FLOAT_ONLY:
-      return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], pt_name(dt));
+      return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], wk_dtype_torch_name(dt));
     case K_ROUNDING:
       if (dt == WK_BOOL && c->op != U_NAN_TO_NUM)
-        return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], pt_name(dt));
+        return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], wk_dtype_torch_name(dt));
       break;
     case K_KEEP:
       if (dt == WK_BOOL && c->op == U_NEG)

@@ -135,21 +135,6 @@ static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a,
   return s;
 }
 
-static const char *scalar_name(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32:
-      return "Float";
-    case WK_F64:
-      return "Double";
-    case WK_F16:
-      return "Half";
-    case WK_BF16:
-      return "BFloat16";
-    default:
-      return wk_dtype_name(dt);
-  }
-}
-
 static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char *na, const char *nb) {
   if (wk_tensor_dim(a) != 2)
     return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, na, wk_tensor_dim(a));
@@ -161,7 +146,7 @@ static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char
                     (long long)x[0], (long long)x[1], (long long)y[0], (long long)y[1]);
   if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "%s(): expected m1 and m2 to have the same dtype, but got: %s != %s", op,
-                    scalar_name(wk_tensor_dtype(a)), scalar_name(wk_tensor_dtype(b)));
+                    wk_dtype_torch_name(wk_tensor_dtype(a)), wk_dtype_torch_name(wk_tensor_dtype(b)));
   return WK_OK;
 }
 
@@ -201,7 +186,7 @@ static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   if (s) return s;
   if (wk_tensor_dtype(self) != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "addmm(): self and mat2 must have the same dtype, but got %s and %s",
-                    scalar_name(wk_tensor_dtype(self)), scalar_name(wk_tensor_dtype(b)));
+                    wk_dtype_torch_name(wk_tensor_dtype(self)), wk_dtype_torch_name(wk_tensor_dtype(b)));
   int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
   int snd = wk_tensor_dim(self);
   const int64_t *ss = wk_tensor_sizes(self);
@@ -210,7 +195,7 @@ static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   if (!ok) {
     char buf[160];
     return wk_error(WK_ERR_SHAPE, "addmm(): self of shape %s cannot be broadcast to the result shape [%lld, %lld]",
-                    cuda_lib_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
+                    wk_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
   }
   /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
   return run("addmm", ctx, self, a, b, sz, 2, wk_tensor_size(a, 1), wk_value_as_f64(&args[4]),
@@ -231,7 +216,7 @@ static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
                     (long long)x[0], (long long)x[2], (long long)y[0], (long long)y[1]);
   if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "bmm(): expected batch1 and batch2 to have the same dtype, but got: %s != %s",
-                    scalar_name(wk_tensor_dtype(a)), scalar_name(wk_tensor_dtype(b)));
+                    wk_dtype_torch_name(wk_tensor_dtype(a)), wk_dtype_torch_name(wk_tensor_dtype(b)));
   int64_t sz[3] = {x[0], x[1], y[2]};
   return run("bmm", ctx, NULL, a, b, sz, 3, x[2], 1.0, 0.0, outs);
 }
@@ -251,7 +236,7 @@ static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   wk_dtype dt = wk_tensor_dtype(a);
   if (dt != wk_tensor_dtype(b))
     return wk_error(WK_ERR_DTYPE, "dot(): expected both vectors to have same dtype, but found %s and %s",
-                    scalar_name(dt), scalar_name(wk_tensor_dtype(b)));
+                    wk_dtype_torch_name(dt), wk_dtype_torch_name(wk_tensor_dtype(b)));
   if (!fits_int(n)) return wk_error(WK_ERR_UNSUPPORTED, "dot(): %lld elements exceed cuBLAS's int range", (long long)n);
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("dot", dev);

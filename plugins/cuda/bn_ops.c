@@ -107,7 +107,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   const int64_t *sz = wk_tensor_sizes(input);
   if (nd < 2)
     return wk_error(WK_ERR_SHAPE, "batch_norm(): expected input with at least 2 dimensions (N, C, ...), got %s",
-                    cuda_lib_shape_str(input, b1, sizeof b1));
+                    wk_shape_str(input, b1, sizeof b1));
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
   wk_status s;
@@ -120,7 +120,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (training && N * S == 1)
     return wk_error(WK_ERR_INVALID_ARG,
                     "batch_norm(): Expected more than 1 value per channel when training, got input size %s",
-                    cuda_lib_shape_str(input, b1, sizeof b1));
+                    wk_shape_str(input, b1, sizeof b1));
   if (eps < CUDNN_BN_MIN_EPSILON)
     return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): eps %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
   wk_tensor *params[4] = {weight, bias, rmean, rvar};
@@ -222,12 +222,12 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   const int64_t *sz = wk_tensor_sizes(input);
   if (nd < 2)
     return wk_error(WK_ERR_SHAPE, "%s(): expected input with at least 2 dimensions (N, C, ...), got %s", op,
-                    cuda_lib_shape_str(input, b1, sizeof b1));
+                    wk_shape_str(input, b1, sizeof b1));
   bool same = wk_tensor_dim(go) == nd;
   for (int i = 0; same && i < nd; i++) same = wk_tensor_size(go, i) == sz[i];
   if (!same)
     return wk_error(WK_ERR_SHAPE, "%s(): grad_out of shape %s does not match input of shape %s", op,
-                    cuda_lib_shape_str(go, b1, sizeof b1), cuda_lib_shape_str(input, b2, sizeof b2));
+                    wk_shape_str(go, b1, sizeof b1), wk_shape_str(input, b2, sizeof b2));
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
   wk_status s;

@@ -207,11 +207,6 @@ bool cuda_can_cast(wk_dtype from, wk_dtype to);
  * cpu_deliver: functional returns it; in place / out= copy it into target
  * (shape must match, cast allowed by cuda_can_cast) and return target. */
 wk_status cuda_deliver(const char *op, cuda_mode mode, wk_tensor *result, wk_tensor *target, wk_value *outs);
-/* "[2, 3]" into buf. */
-const char *cuda_shape_str(const wk_tensor *t, char *buf, size_t n);
-/* Wraps dim into [0, ndim) (0-dim tensors take -1 and 0), else
- * WK_ERR_INDEX "op(): Dimension out of range ...". */
-wk_status cuda_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
 /* The current stream of dev. */
 static inline cudaStream_t cuda_stream(wk_device dev) {
   return cuda_current_stream(dev.index);

@@ -72,10 +72,6 @@ wk_status cuda_lib_cudnn_error(cudnnStatus_t st, const char *op, const char *cal
 wk_tensor *cuda_lib_zeros(const char *op, const int64_t *sizes, int ndim, wk_dtype dt, wk_device dev);
 /* t converted to dt and made contiguous: a new reference (t itself, retained, when it already is). */
 wk_tensor *cuda_lib_prep(wk_tensor *t, wk_dtype dt);
-/* Reads an int[2] argument, accepting the single-value form. */
-bool cuda_lib_pair_arg(const wk_value *v, int64_t out[2]);
-/* "[2, 3]" for messages. */
-const char *cuda_lib_shape_str(const wk_tensor *t, char *buf, size_t cap);
 /* The CUDA_* code of a Wick dtype (same numbers). */
 static inline int cuda_dtype_code(wk_dtype dt) {
   return (int)dt;

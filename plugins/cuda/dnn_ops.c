@@ -12,21 +12,6 @@
 
 #include "cuda_libs.h"
 
-static const char *tname(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32:
-      return "Float";
-    case WK_F64:
-      return "Double";
-    case WK_F16:
-      return "Half";
-    case WK_BF16:
-      return "BFloat16";
-    default:
-      return wk_dtype_name(dt);
-  }
-}
-
 static bool dnn_dtype(wk_dtype dt) {
   return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16;
 }
@@ -52,7 +37,7 @@ static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight,
   int64_t *pv[3] = {g->st, g->pd, g->dl};
   char a[160], b[160];
   for (int i = 0; i < 3; i++)
-    if (!cuda_lib_pair_arg(&args3[i], pv[i]))
+    if (!wk_arg_int_pair(&args3[i], pv[i]))
       return wk_error(WK_ERR_INVALID_ARG,
                       "%s(): expected %s to be a single integer value or a list of 2 values to match the convolution "
                       "dimensions",
@@ -61,7 +46,7 @@ static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight,
   if (xd != 3 && xd != 4)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s", op,
-                    cuda_lib_shape_str(input, a, sizeof a));
+                    wk_shape_str(input, a, sizeof a));
   if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive groups is not supported", op);
   if (g->pd[0] < 0 || g->pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): negative padding is not supported", op);
   if (g->st[0] <= 0 || g->st[1] <= 0)
@@ -75,7 +60,7 @@ static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight,
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input of "
                     "size [%lld, %lld, %lld, %lld] instead",
-                    op, wd, wd, cuda_lib_shape_str(weight, a, sizeof a), (long long)sz[0], (long long)sz[1],
+                    op, wd, wd, wk_shape_str(weight, a, sizeof a), (long long)sz[0], (long long)sz[1],
                     (long long)sz[2], (long long)sz[3]);
   const int64_t *ws = wk_tensor_sizes(weight);
   g->O = ws[0], g->Cg = ws[1], g->kh = ws[2], g->kw = ws[3];
@@ -84,19 +69,19 @@ static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight,
                     "%s(): Given groups=%lld, expected weight to be %s %lld at dimension 0, but got weight of size %s "
                     "instead",
                     op, (long long)groups, g->O < groups ? "at least" : "divisible by", (long long)groups,
-                    cuda_lib_shape_str(weight, a, sizeof a));
+                    wk_shape_str(weight, a, sizeof a));
   if (sz[1] != g->Cg * groups)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld "
                     "channels instead",
-                    op, (long long)groups, cuda_lib_shape_str(weight, a, sizeof a),
-                    cuda_lib_shape_str(input, b, sizeof b), (long long)(g->Cg * groups), (long long)sz[1]);
+                    op, (long long)groups, wk_shape_str(weight, a, sizeof a),
+                    wk_shape_str(input, b, sizeof b), (long long)(g->Cg * groups), (long long)sz[1]);
   if (bias && (wk_tensor_dim(bias) != 1 || wk_tensor_size(bias, 0) != g->O))
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got bias "
                     "of size %s instead",
-                    op, cuda_lib_shape_str(weight, a, sizeof a), (long long)g->O,
-                    cuda_lib_shape_str(bias, b, sizeof b));
+                    op, wk_shape_str(weight, a, sizeof a), (long long)g->O,
+                    wk_shape_str(bias, b, sizeof b));
   int64_t pin[2] = {sz[2] + 2 * g->pd[0], sz[3] + 2 * g->pd[1]};
   int64_t keff[2] = {g->dl[0] * (g->kh - 1) + 1, g->dl[1] * (g->kw - 1) + 1};
   if (pin[0] < keff[0] || pin[1] < keff[1])
@@ -106,12 +91,12 @@ static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight,
                     op, (long long)pin[0], (long long)pin[1], (long long)keff[0], (long long)keff[1]);
   wk_dtype dt = wk_tensor_dtype(input);
   if (wk_tensor_dtype(weight) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and weight type (%s) should be the same", op, tname(dt),
-                    tname(wk_tensor_dtype(weight)));
+    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and weight type (%s) should be the same", op, wk_dtype_torch_name(dt),
+                    wk_dtype_torch_name(wk_tensor_dtype(weight)));
   if (bias && wk_tensor_dtype(bias) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and bias type (%s) should be the same", op, tname(dt),
-                    tname(wk_tensor_dtype(bias)));
-  if (!dnn_dtype(dt)) return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cuda\" not implemented for '%s'", op, op, tname(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and bias type (%s) should be the same", op, wk_dtype_torch_name(dt),
+                    wk_dtype_torch_name(wk_tensor_dtype(bias)));
+  if (!dnn_dtype(dt)) return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cuda\" not implemented for '%s'", op, op, wk_dtype_torch_name(dt));
   g->N = sz[0], g->C = sz[1], g->H = sz[2], g->W = sz[3], g->groups = groups, g->xd = xd, g->dt = dt;
   g->oh = (pin[0] - keff[0]) / g->st[0] + 1;
   g->ow = (pin[1] - keff[1]) / g->st[1] + 1;
@@ -480,10 +465,10 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
                     "%s(): expected grad_output of size [%lld, %lld, %lld, %lld] (without the first "
                     "dimension for an unbatched input), but got %s",
                     op, (long long)osz[0], (long long)osz[1], (long long)osz[2], (long long)osz[3],
-                    cuda_lib_shape_str(go, a, sizeof a));
+                    wk_shape_str(go, a, sizeof a));
   if (wk_tensor_dtype(go) != g.dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and grad_output type (%s) should be the same", op, tname(g.dt),
-                    tname(wk_tensor_dtype(go)));
+    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and grad_output type (%s) should be the same", op, wk_dtype_torch_name(g.dt),
+                    wk_dtype_torch_name(wk_tensor_dtype(go)));
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *w = NULL, *dy = NULL;

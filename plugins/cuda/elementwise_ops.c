@@ -259,11 +259,11 @@ static wk_status pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *ar
 
 static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *ap = args[2].u.s;
-  bool tanh_approx = strcmp(ap, "tanh") == 0;
-  if (!tanh_approx && strcmp(ap, "none") != 0)
+  int approx = wk_option_index(ap, (const char *const[]){"none", "tanh", NULL});
+  if (approx < 0)
     return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'",
                     ap);
-  return pointwise_backward(ctx, args, outs, -1, tanh_approx);
+  return pointwise_backward(ctx, args, outs, -1, approx == 1);
 }
 
 static wk_status k_pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

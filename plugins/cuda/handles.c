@@ -187,17 +187,3 @@ wk_tensor *cuda_lib_prep(wk_tensor *t, wk_dtype dt) {
   return r;
 }
 
-bool cuda_lib_pair_arg(const wk_value *v, int64_t out[2]) {
-  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
-  out[0] = v->u.ints[0];
-  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
-  return true;
-}
-
-const char *cuda_lib_shape_str(const wk_tensor *t, char *buf, size_t cap) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < wk_tensor_dim(t) && k < cap; i++)
-    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)wk_tensor_size(t, i));
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-  return buf;
-}

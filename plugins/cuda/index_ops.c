@@ -9,33 +9,6 @@
 
 #include "cuda_kernels.h"
 
-static const char *tname(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32:
-      return "float";
-    case WK_F64:
-      return "double";
-    case WK_F16:
-      return "half";
-    case WK_BF16:
-      return "bfloat16";
-    case WK_I8:
-      return "char";
-    case WK_U8:
-      return "byte";
-    case WK_I16:
-      return "short";
-    case WK_I32:
-      return "int";
-    case WK_I64:
-      return "long";
-    case WK_BOOL:
-      return "bool";
-    default:
-      return "?";
-  }
-}
-
 static int64_t nsize(const wk_tensor *t, int d) {
   return wk_tensor_dim(t) == 0 ? 1 : wk_tensor_sizes(t)[d];
 }
@@ -66,7 +39,7 @@ static wk_status out1(wk_value *outs, wk_tensor *t) {
 static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int nd = wk_tensor_dim(self), d = 0;
-  wk_status s = cuda_wrap_dim("index_select", WK_ARG_I(1), nd, &d);
+  wk_status s = wk_check_dim("index_select", WK_ARG_I(1), nd, &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   if (wk_tensor_dim(index) > 1)
@@ -140,12 +113,12 @@ static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_ten
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Size does not match at dimension %d expected index %s to be smaller than self %s apart "
                     "for dimension %d",
-                    op, bad, cuda_shape_str(index, a, sizeof a), cuda_shape_str(self, b, sizeof b), dim);
+                    op, bad, wk_shape_str(index, a, sizeof a), wk_shape_str(self, b, sizeof b), dim);
   return wk_error(WK_ERR_SHAPE,
                   "%s(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
                   "size than src %s",
-                  op, cuda_shape_str(index, a, sizeof a), cuda_shape_str(self, b, sizeof b), dim,
-                  cuda_shape_str(src, c, sizeof c));
+                  op, wk_shape_str(index, a, sizeof a), wk_shape_str(self, b, sizeof b), dim,
+                  wk_shape_str(src, c, sizeof c));
 }
 
 /* Layout of t seen with index's number of dims (0-dim tensors as [1]). */
@@ -204,7 +177,7 @@ wk_tensor *cuda_gather_nocheck(wk_tensor *self, int dim, wk_tensor *index) {
 static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int d = 0;
-  wk_status s = cuda_wrap_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   if (n != 0) {
@@ -228,7 +201,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   const char *op = info->label;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
   int d = 0;
-  wk_status s = cuda_wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   wk_dtype dt = wk_tensor_dtype(self);
@@ -296,9 +269,10 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
   bool inplace = ctx->user != NULL;
   const char *op = inplace ? "masked_fill_" : "masked_fill";
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
+  char tn[16];
   if (wk_tensor_dtype(mask) != WK_BOOL)
     return wk_error(WK_ERR_DTYPE, "%s(): masked_fill_ only supports boolean masks, but got mask with dtype %s", op,
-                    tname(wk_tensor_dtype(mask)));
+                    wk_dtype_torch_lower(wk_tensor_dtype(mask), tn, sizeof tn));
   wk_dtype dt = wk_tensor_dtype(self);
   uint64_t bits = 0;
   if (args[2].tag == WK_V_INT && !wk_dtype_is_floating(dt))
@@ -314,7 +288,7 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
     char a[160], b[160];
     if (nd != wk_tensor_dim(self) || memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
       return wk_error(WK_ERR_SHAPE, "%s(): mask of shape %s cannot be broadcast to self of shape %s", op,
-                      cuda_shape_str(mask, a, sizeof a), cuda_shape_str(self, b, sizeof b));
+                      wk_shape_str(mask, a, sizeof a), wk_shape_str(self, b, sizeof b));
   }
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
@@ -341,7 +315,7 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   char a[160];
   if (wk_tensor_dim(weight) != 2)
     return wk_error(WK_ERR_SHAPE, "embedding(): 'weight' must be 2-D, got shape %s",
-                    cuda_shape_str(weight, a, sizeof a));
+                    wk_shape_str(weight, a, sizeof a));
   wk_dtype it = wk_tensor_dtype(indices);
   if (!wk_dtype_is_integral(it))
     return wk_error(WK_ERR_DTYPE,
@@ -403,7 +377,7 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   if (!ok)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s", op,
-                    cuda_shape_str(indices, a, sizeof a), cuda_shape_str(go, b, sizeof b));
+                    wk_shape_str(indices, a, sizeof a), wk_shape_str(go, b, sizeof b));
   wk_device dev = ctx->device;
   wk_status s = cuda_enter(op, dev);
   if (s) return s;
@@ -459,7 +433,7 @@ static wk_status k_cat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   }
   const wk_tensor *ref = ts[valid];
   int nd = wk_tensor_dim(ref), d;
-  if ((s = cuda_wrap_dim("cat", WK_ARG_I(1), nd, &d))) return s;
+  if ((s = wk_check_dim("cat", WK_ARG_I(1), nd, &d))) return s;
   int64_t shape[WK_MAX_DIMS];
   memcpy(shape, wk_tensor_sizes(ref), sizeof(int64_t) * (size_t)nd);
   shape[d] = 0;

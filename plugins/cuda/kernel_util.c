@@ -43,16 +43,6 @@ bool cuda_can_cast(wk_dtype from, wk_dtype to) {
   return true;
 }
 
-const char *cuda_shape_str(const wk_tensor *t, char *buf, size_t n) {
-  size_t k = 0;
-  const int64_t *s = wk_tensor_sizes(t);
-  k += (size_t)snprintf(buf + k, n - k, "[");
-  for (int i = 0; i < wk_tensor_dim(t) && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)s[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-  return buf;
-}
-
 static bool same_shape(const wk_tensor *a, const wk_tensor *b) {
   int n = wk_tensor_dim(a);
   return n == wk_tensor_dim(b) && memcmp(wk_tensor_sizes(a), wk_tensor_sizes(b), sizeof(int64_t) * (size_t)n) == 0;
@@ -68,8 +58,8 @@ wk_status cuda_deliver(const char *op, cuda_mode mode, wk_tensor *result, wk_ten
   wk_status s = WK_OK;
   if (!same_shape(result, target)) {
     s = wk_error(WK_ERR_SHAPE, "%s: %s has shape %s but the result has shape %s", op,
-                 mode == CUDA_INPLACE ? "self (in-place)" : "out", cuda_shape_str(target, a, sizeof a),
-                 cuda_shape_str(result, b, sizeof b));
+                 mode == CUDA_INPLACE ? "self (in-place)" : "out", wk_shape_str(target, a, sizeof a),
+                 wk_shape_str(result, b, sizeof b));
   } else if (!cuda_can_cast(wk_tensor_dtype(result), wk_tensor_dtype(target))) {
     s = wk_error(WK_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
                  wk_dtype_name(wk_tensor_dtype(result)), wk_dtype_name(wk_tensor_dtype(target)));
@@ -80,17 +70,6 @@ wk_status cuda_deliver(const char *op, cuda_mode mode, wk_tensor *result, wk_ten
   if (s) return s;
   wk_tensor_bump_version(target);
   outs[0] = WK_VT(target);
-  return WK_OK;
-}
-
-wk_status cuda_wrap_dim(const char *op, int64_t dim, int ndim, int *out) {
-  int64_t lo = ndim > 0 ? -ndim : -1, hi = ndim > 0 ? ndim - 1 : 0;
-  *out = 0;
-  if (dim < lo || dim > hi)
-    return wk_error(WK_ERR_INDEX,
-                    "%s(): Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)", op,
-                    (long long)lo, (long long)hi, (long long)dim);
-  *out = (int)(dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim);
   return WK_OK;
 }
 

@@ -8,14 +8,6 @@
 
 #include "cuda_kernels.h"
 
-static const char *ints_str(const int64_t *v, int n, char *buf, size_t sz) {
-  size_t k = (size_t)snprintf(buf, sz, "[");
-  for (int i = 0; i < n && k < sz; i++)
-    k += (size_t)snprintf(buf + k, sz - k, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (k < sz) snprintf(buf + k, sz - k, "]");
-  return buf;
-}
-
 static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
   if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
   return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
@@ -31,7 +23,7 @@ static wk_status check_param(const char *op, const char *name, wk_tensor *t, con
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
                     "normalized_shape = %s",
-                    op, name, name, cuda_shape_str(t, a, sizeof a), ints_str(ns, k, b, sizeof b));
+                    op, name, name, wk_shape_str(t, a, sizeof a), wk_sizes_str(ns, k, b, sizeof b));
   if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
     return wk_error(WK_ERR_DTYPE, "%s(): expected %s to be floating point, got %s", op, name,
                     wk_dtype_name(wk_tensor_dtype(t)));
@@ -51,12 +43,10 @@ static wk_status check_shape(const char *op, wk_tensor *input, const int64_t *ns
   bool ok = nd >= k;
   for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
   if (!ok) {
-    size_t n = (size_t)snprintf(c, sizeof c, "[*");
-    for (int i = 0; i < k && n < sizeof c; i++) n += (size_t)snprintf(c + n, sizeof c - n, ", %lld", (long long)ns[i]);
-    if (n < sizeof c) snprintf(c + n, sizeof c - n, "]");
+    snprintf(c, sizeof c, "[*, %s", wk_sizes_str(ns, k, a, sizeof a) + 1); /* "[*, 3, 4]" */
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s", op,
-                    ints_str(ns, k, a, sizeof a), c, cuda_shape_str(input, b, sizeof b));
+                    a, c, wk_shape_str(input, b, sizeof b));
   }
   *M = *N = 1;
   for (int i = 0; i < nd; i++) {
@@ -150,7 +140,7 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   for (int i = 0; same && i < wk_tensor_dim(go); i++) same = wk_tensor_size(go, i) == wk_tensor_size(input, i);
   if (!same)
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_out to have the shape of input %s, but got %s", op,
-                    cuda_shape_str(input, a, sizeof a), cuda_shape_str(go, b, sizeof b));
+                    wk_shape_str(input, a, sizeof a), wk_shape_str(go, b, sizeof b));
   if ((s = check_param(op, "weight", weight, ns, k)) || (s = check_param(op, "bias", bias, ns, k))) return s;
   if (wk_tensor_numel(mean_t) != M || wk_tensor_numel(rstd_t) != M)
     return wk_error(WK_ERR_SHAPE, "%s(): expected mean and rstd with %lld elements, got %lld and %lld", op,

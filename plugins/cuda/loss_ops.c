@@ -76,12 +76,9 @@ static wk_status check_index_target(const char *op, wk_tensor *self, wk_tensor *
   bool same = en == tnd;
   for (int i = 0; same && i < en; i++) same = exp[i] == tsz[i];
   if (!same) {
-    size_t k = (size_t)snprintf(a, sizeof a, "[");
-    for (int i = 0; i < en && k < sizeof a; i++)
-      k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", i ? ", " : "", (long long)exp[i]);
-    if (k < sizeof a) snprintf(a + k, sizeof a - k, "]");
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected target size %s, got %s (input of shape %s)", op, a,
-                    cuda_shape_str(target, b, sizeof b), cuda_shape_str(self, c, sizeof c));
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected target size %s, got %s (input of shape %s)", op,
+                    wk_sizes_str(exp, en, a, sizeof a),
+                    wk_shape_str(target, b, sizeof b), wk_shape_str(self, c, sizeof c));
   }
   return WK_OK;
 }
@@ -102,7 +99,7 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
     return wk_error(WK_ERR_SHAPE,
                     "%s(): weight tensor should be defined either for all %lld classes or no classes but got weight "
                     "tensor of shape: %s",
-                    op, (long long)C, cuda_shape_str(weight, a, sizeof a));
+                    op, (long long)C, wk_shape_str(weight, a, sizeof a));
   wk_dtype cd = wk_tensor_dtype(lp);
   arena ar = {{0}, 0, false};
   int64_t s3[3] = {N, C, S}, s1[3] = {N, 1, S}, wsh[3] = {1, C, 1};
@@ -276,7 +273,7 @@ static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (s) return s;
   if (!same_shape(self, target))
     return wk_error(WK_ERR_SHAPE, "%s(): Target size (%s) must be the same as input size (%s)", op,
-                    cuda_shape_str(target, a, sizeof a), cuda_shape_str(self, b, sizeof b));
+                    wk_shape_str(target, a, sizeof a), wk_shape_str(self, b, sizeof b));
   wk_dtype rt = wk_result_type(args, 2);
   if (!wk_dtype_is_floating(rt))
     return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
@@ -292,7 +289,7 @@ static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk
         !memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
       continue;
     return wk_error_replace(WK_ERR_SHAPE, "%s(): %s of shape %s cannot be broadcast to the input shape %s", op,
-                            names[i], cuda_shape_str(extra[i], a, sizeof a), cuda_shape_str(self, b, sizeof b));
+                            names[i], wk_shape_str(extra[i], a, sizeof a), wk_shape_str(self, b, sizeof b));
   }
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;

@@ -52,7 +52,7 @@ static wk_status check_like(const char *op, const char *what, wk_tensor *param, 
   for (int d = 0; same && d < nd; d++) same = wk_tensor_size(param, d) == wk_tensor_size(t, d);
   if (!same)
     return wk_error(WK_ERR_SHAPE, "%s: %s has shape %s but param has shape %s", op, what,
-                    cuda_shape_str(t, b, sizeof b), cuda_shape_str(param, a, sizeof a));
+                    wk_shape_str(t, b, sizeof b), wk_shape_str(param, a, sizeof a));
   if (!wk_device_equal(wk_tensor_device(param), wk_tensor_device(t)))
     return wk_error(WK_ERR_DEVICE, "%s: %s is on a different device than param", op, what);
   return WK_OK;

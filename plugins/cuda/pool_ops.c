@@ -36,20 +36,20 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
                             const int64_t dil[2], bool ceil_mode, cuda_pool_geo *g) {
   char a[160];
   int64_t k[2], s[2], p[2];
-  if (!cuda_lib_pair_arg(kv, k))
+  if (!wk_arg_int_pair(kv, k))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
   if (sv->tag == WK_V_INTS && sv->len == 0) {
     s[0] = k[0], s[1] = k[1];
-  } else if (!cuda_lib_pair_arg(sv, s)) {
+  } else if (!wk_arg_int_pair(sv, s)) {
     return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
                     op);
   }
-  if (!cuda_lib_pair_arg(pv, p))
+  if (!wk_arg_int_pair(pv, p))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
   int nd = wk_tensor_dim(x);
   if (nd != 3 && nd != 4)
     return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", op,
-                    cuda_lib_shape_str(x, a, sizeof a));
+                    wk_shape_str(x, a, sizeof a));
   for (int i = 0; i < 2; i++) {
     if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", op);
     if (p[i] < 0)
@@ -75,7 +75,7 @@ static wk_status pool_check(const char *op, wk_tensor *x, const wk_value *kv, co
   if (!valid)
     return wk_error(WK_ERR_SHAPE,
                     "%s(): Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:%s",
-                    op, cuda_lib_shape_str(x, a, sizeof a));
+                    op, wk_shape_str(x, a, sizeof a));
   if (k[1] / 2 < p[1] || k[0] / 2 < p[0])
     return wk_error(WK_ERR_INVALID_ARG,
                     "%s(): pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
@@ -117,7 +117,7 @@ static wk_status check_out_like(const char *op, const char *what, wk_tensor *t, 
   if (ok) return WK_OK;
   char b[160];
   return wk_error(WK_ERR_SHAPE, "%s(): expected %s with the input's leading dimensions and [%lld, %lld], but got %s",
-                  op, what, (long long)oh, (long long)ow, cuda_lib_shape_str(t, b, sizeof b));
+                  op, what, (long long)oh, (long long)ow, wk_shape_str(t, b, sizeof b));
 }
 
 static wk_status check_float(const char *op, wk_tensor *go, wk_tensor *self) {
@@ -177,7 +177,7 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_tensor *input = WK_ARG_T(0);
   int64_t d[2];
   cuda_pool_geo g;
-  if (!cuda_lib_pair_arg(&args[4], d))
+  if (!wk_arg_int_pair(&args[4], d))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", op);
   wk_status s = pool_check(op, input, &args[1], &args[2], &args[3], d, WK_ARG_B(5), &g);
   if (!s) s = check_float(op, NULL, input);
@@ -205,7 +205,7 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *input = WK_ARG_T(0);
   char a[160];
   int64_t os[2];
-  if (args[1].len != 2 || !cuda_lib_pair_arg(&args[1], os))
+  if (args[1].len != 2 || !wk_arg_int_pair(&args[1], os))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be 2", op);
   if (os[0] < 0 || os[1] < 0)
     return wk_error(WK_ERR_INVALID_ARG,
@@ -214,13 +214,13 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
   int nd = wk_tensor_dim(input);
   if (nd != 3 && nd != 4)
     return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op,
-                    cuda_lib_shape_str(input, a, sizeof a));
+                    wk_shape_str(input, a, sizeof a));
   for (int i = nd - 2; i < nd; i++)
     if (wk_tensor_size(input, i) <= 0)
       return wk_error(WK_ERR_SHAPE,
                       "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
                       "with dimension %d being empty",
-                      op, cuda_lib_shape_str(input, a, sizeof a), i);
+                      op, wk_shape_str(input, a, sizeof a), i);
   wk_status s = check_float(op, NULL, input);
   if (s) return s;
   cuda_pool_geo g;
@@ -268,7 +268,7 @@ static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1), *indices = WK_ARG_T(7);
   int64_t d[2];
   cuda_pool_geo g;
-  if (!cuda_lib_pair_arg(&args[5], d))
+  if (!wk_arg_int_pair(&args[5], d))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", op);
   wk_status s = pool_check(op, self, &args[2], &args[3], &args[4], d, WK_ARG_B(6), &g);
   if (!s) s = check_out_like(op, "grad_output", go, self, g.oh, g.ow);
@@ -307,16 +307,16 @@ static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const 
   int nd = wk_tensor_dim(self);
   if (nd != 3 && nd != 4)
     return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op,
-                    cuda_lib_shape_str(self, a, sizeof a));
+                    wk_shape_str(self, a, sizeof a));
   for (int i = nd - 2; i < nd; i++)
     if (wk_tensor_size(self, i) <= 0)
       return wk_error(WK_ERR_SHAPE,
                       "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
                       "with dimension %d being empty",
-                      op, cuda_lib_shape_str(self, a, sizeof a), i);
+                      op, wk_shape_str(self, a, sizeof a), i);
   if (wk_tensor_dim(go) != nd)
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output with %d dimensions, but got %s", op, nd,
-                    cuda_lib_shape_str(go, a, sizeof a));
+                    wk_shape_str(go, a, sizeof a));
   cuda_pool_geo g;
   memset(&g, 0, sizeof g);
   g.H = wk_tensor_size(self, nd - 2), g.W = wk_tensor_size(self, nd - 1);

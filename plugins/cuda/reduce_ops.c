@@ -15,33 +15,6 @@ typedef struct {
   int nd;
 } rplan;
 
-static const char *torch_name(wk_dtype dt) {
-  switch (dt) {
-    case WK_F32:
-      return "Float";
-    case WK_F64:
-      return "Double";
-    case WK_F16:
-      return "Half";
-    case WK_BF16:
-      return "BFloat16";
-    case WK_I8:
-      return "Char";
-    case WK_U8:
-      return "Byte";
-    case WK_I16:
-      return "Short";
-    case WK_I32:
-      return "Int";
-    case WK_I64:
-      return "Long";
-    case WK_BOOL:
-      return "Bool";
-    default:
-      return "?";
-  }
-}
-
 /* The compute dtype of a reduction input: f32/f64, i64 for integers, bool kept. */
 static wk_dtype reduce_cd(wk_dtype dt) {
   if (wk_dtype_is_floating(dt)) return dt == WK_F64 ? WK_F64 : WK_F32;
@@ -57,7 +30,7 @@ static wk_status plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dim
   bool red[WK_MAX_DIMS] = {false}, seen[WK_MAX_DIMS] = {false};
   for (int i = 0; i < ndims; i++) {
     int d;
-    wk_status s = cuda_wrap_dim(op, dims[i], nd, &d);
+    wk_status s = wk_check_dim(op, dims[i], nd, &d);
     if (s) return s;
     if (seen[d]) return wk_error(WK_ERR_INVALID_ARG, "%s(): dim %d appears multiple times in the list of dims", op, d);
     seen[d] = true;
@@ -152,12 +125,12 @@ static wk_status sum_prod(const wk_kernel_ctx *ctx, const char *op, bool prod, b
       return wk_error(WK_ERR_DTYPE,
                       "mean(): could not infer output dtype. Optional dtype must be either a floating "
                       "point or complex dtype. Got: %s",
-                      torch_name(dtype));
+                      wk_dtype_torch_name(dtype));
     if (!dtype && !wk_dtype_is_floating(wk_tensor_dtype(x)))
       return wk_error(WK_ERR_DTYPE,
                       "mean(): could not infer output dtype. Input dtype must be either a floating "
                       "point or complex dtype. Got: %s",
-                      torch_name(wk_tensor_dtype(x)));
+                      wk_dtype_torch_name(wk_tensor_dtype(x)));
   }
   wk_dtype dt = dtype ? dtype : wk_tensor_dtype(x); /* a given dtype converts the input first */
   bool isint = !wk_dtype_is_floating(dt);
@@ -209,7 +182,7 @@ static wk_status extreme(const wk_kernel_ctx *ctx, const char *op, bool is_max, 
   if (want == WANT_INDICES && dt == WK_BOOL)
     return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cpu\" not implemented for 'Bool'", op, op);
   if (has_dim) {
-    wk_status s = cuda_wrap_dim(op, dim, nd, &d);
+    wk_status s = wk_check_dim(op, dim, nd, &d);
     if (s) return s;
     if (nd > 0 && wk_tensor_size(x, d) == 0)
       return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", op, d);
@@ -292,7 +265,7 @@ static wk_status var_std(const wk_kernel_ctx *ctx, const char *op, bool is_std, 
   const int64_t *dims = opt_dims(&args[1], &nd);
   if (!wk_dtype_is_floating(wk_tensor_dtype(x)))
     return wk_error(WK_ERR_DTYPE, "%s(): std and var only support floating point and complex dtypes, got %s", op,
-                    torch_name(wk_tensor_dtype(x)));
+                    wk_dtype_torch_name(wk_tensor_dtype(x)));
   return float_red(ctx, op, CUDA_R_VAR, x, dims, nd, WK_ARG_B(3), (double)WK_ARG_I(2), is_std ? 1 : 0,
                    wk_tensor_dtype(x), outs);
 }
@@ -311,7 +284,7 @@ static wk_status k_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   wk_dtype dt = wk_tensor_dtype(x);
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "norm(): Expected a floating point or complex tensor as input. Got %s",
-                    torch_name(dt));
+                    wk_dtype_torch_name(dt));
   if (pw != pw) return wk_error(WK_ERR_INVALID_ARG, "norm(): the order p must not be NaN");
   return float_red(ctx, "norm", CUDA_R_NORM, x, dims, nd, WK_ARG_B(3), pw, 0, dt, outs);
 }

@@ -69,7 +69,7 @@ static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   int64_t shift[WK_MAX_DIMS + 1] = {0};
   for (int i = 0; i < args[1].len; i++) {
     int d = 0;
-    wk_status s = cuda_wrap_dim("flip", args[1].u.ints[i], nd, &d);
+    wk_status s = wk_check_dim("flip", args[1].u.ints[i], nd, &d);
     if (s) return s;
     if (flip[d]) return wk_error(WK_ERR_INVALID_ARG, "flip(): dim %d appears multiple times in the list of dims", d);
     flip[d] = true;
@@ -102,7 +102,7 @@ static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
     return wk_error(WK_ERR_INVALID_ARG, "roll(): shifts and dimensions must align. shifts: %d, dims:%d", ns, ndims);
   for (int i = 0; i < ndims; i++) {
     int d = 0;
-    if ((s = cuda_wrap_dim("roll", args[2].u.ints[i], nd, &d))) return s;
+    if ((s = wk_check_dim("roll", args[2].u.ints[i], nd, &d))) return s;
     int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
     if (n > 0) shift[d] = (shift[d] + args[1].u.ints[i] % n) % n; /* repeated dims roll again */
   }
@@ -127,11 +127,8 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   for (int k = 0; k < nr; k++) {
     psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
     if (rep[k] < 0) {
-      char b[160];
-      size_t m = (size_t)snprintf(b, sizeof b, "[");
-      for (int j = 0; j < nr && m < sizeof b; j++)
-        m += (size_t)snprintf(b + m, sizeof b - m, "%s%lld", j ? ", " : "", (long long)rep[j]);
-      if (m < sizeof b) snprintf(b + m, sizeof b - m, "]");
+      char b[WK_SHAPE_STR_MAX];
+      wk_sizes_str(rep, nr, b, sizeof b);
       return wk_error(WK_ERR_INVALID_ARG, "repeat(): Trying to create tensor with negative dimension %lld: repeats %s",
                       (long long)rep[k], b);
     }

@@ -27,11 +27,8 @@ static wk_status check_sizes(const char *op, const int64_t *sizes, int nd) {
     return wk_error(WK_ERR_SHAPE, "%s(): %d dimensions requested, at most %d supported", op, nd, WK_MAX_DIMS);
   for (int i = 0; i < nd; i++)
     if (sizes[i] < 0) {
-      char b[256];
-      size_t k = (size_t)snprintf(b, sizeof b, "[");
-      for (int j = 0; j < nd && k < sizeof b; j++)
-        k += (size_t)snprintf(b + k, sizeof b - k, "%s%lld", j ? ", " : "", (long long)sizes[j]);
-      if (k < sizeof b) snprintf(b + k, sizeof b - k, "]");
+      char b[WK_SHAPE_STR_MAX];
+      wk_sizes_str(sizes, nd, b, sizeof b);
       return wk_error(WK_ERR_SHAPE, "%s(): Trying to create tensor with negative dimension %lld: %s", op,
                       (long long)sizes[i], b);
     }

@@ -6,7 +6,7 @@ static wk_status k_cumsum(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   wk_tensor *x = WK_ARG_T(0);
   wk_dtype dtype = args[2].tag == WK_V_DTYPE ? args[2].u.dtype : WK_DTYPE_DEFAULT;
   int nd = wk_tensor_dim(x), d;
-  wk_status s = cuda_wrap_dim("cumsum", WK_ARG_I(1), nd, &d);
+  wk_status s = wk_check_dim("cumsum", WK_ARG_I(1), nd, &d);
   if (s || (s = cuda_enter("cumsum", ctx->device))) return s;
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);
   if (!in) return wk_last_error();

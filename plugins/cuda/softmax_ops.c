@@ -27,7 +27,7 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input or dtype, got %s", op, wk_dtype_name(dt));
   int d = 0;
-  wk_status s = cuda_wrap_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
   if (s || (s = cuda_enter(op, ctx->device))) return s;
   wk_dtype cd = dt == WK_F64 ? WK_F64 : WK_F32;
   wk_tensor *in = wk_kernel_cast(self, dt); /* with a dtype argument the input is converted first */
@@ -64,10 +64,10 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
   if (!same) {
     char a[160], b[160];
     return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output to have the shape of output %s, but got %s", op,
-                    cuda_shape_str(out, a, sizeof a), cuda_shape_str(go, b, sizeof b));
+                    wk_shape_str(out, a, sizeof a), wk_shape_str(go, b, sizeof b));
   }
   int d = 0;
-  if ((s = cuda_wrap_dim(op, WK_ARG_I(2), nd, &d)) || (s = cuda_enter(op, ctx->device))) return s;
+  if ((s = wk_check_dim(op, WK_ARG_I(2), nd, &d)) || (s = cuda_enter(op, ctx->device))) return s;
   wk_dtype cd = wk_tensor_dtype(go) == WK_F64 || wk_tensor_dtype(out) == WK_F64 ? WK_F64 : WK_F32;
   wk_tensor *g = cuda_dense(go, cd, ctx->device), *y = g ? cuda_dense(out, cd, ctx->device) : NULL;
   wk_tensor *gi = y ? cuda_new(wk_tensor_sizes(out), nd, cd, ctx->device) : NULL;

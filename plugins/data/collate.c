@@ -42,8 +42,8 @@ wk_tensor *dt_pad_sequence(wk_tensor *const *seqs, int64_t n, bool batch_first, 
                "pad_sequence: sequence %lld is %s %s but sequence 0 is %s %s: the dtype and the sizes after "
                "dim 0 must match",
                (long long)i, wk_dtype_name(wk_tensor_dtype(s)),
-               dt_shape_str(wk_tensor_sizes(s), wk_tensor_dim(s), a, sizeof a), wk_dtype_name(dt),
-               dt_shape_str(wk_tensor_sizes(s0), nd, b, sizeof b));
+               wk_sizes_str(wk_tensor_sizes(s), wk_tensor_dim(s), a, sizeof a), wk_dtype_name(dt),
+               wk_sizes_str(wk_tensor_sizes(s0), nd, b, sizeof b));
       return NULL;
     }
     if (wk_tensor_device(s).type != WK_DEVICE_CPU) {

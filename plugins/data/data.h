@@ -65,8 +65,6 @@ wk_dataset *dt_dataset_wrap(int64_t (*len)(void *), wk_status (*get)(void *, int
                             void (*free_fn)(void *), void *self);
 /* The default collate: stacks field k of every sample along a new dim 0. */
 wk_status dt_collate_stack(const wk_sample *samples, int64_t n, wk_sample *out);
-/* "[2, 3]" into buf. */
-const char *dt_shape_str(const int64_t *sizes, int n, char *buf, size_t cap);
 
 typedef struct dt_transform_vt dt_transform_vt;
 struct wk_transform {

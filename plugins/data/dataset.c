@@ -131,8 +131,8 @@ wk_dataset *dt_tensor_dataset(wk_tensor *const *tensors, int n) {
     if (wk_tensor_dim(tensors[k]) < 1 || wk_tensor_size(tensors[k], 0) != wk_tensor_size(tensors[0], 0)) {
       char a[128], b[128];
       wk_error(WK_ERR_SHAPE, "tensor_dataset: size mismatch between tensors: tensor 0 is %s, tensor %d is %s",
-               dt_shape_str(wk_tensor_sizes(tensors[0]), wk_tensor_dim(tensors[0]), a, sizeof a), k,
-               dt_shape_str(wk_tensor_sizes(tensors[k]), wk_tensor_dim(tensors[k]), b, sizeof b));
+               wk_sizes_str(wk_tensor_sizes(tensors[0]), wk_tensor_dim(tensors[0]), a, sizeof a), k,
+               wk_sizes_str(wk_tensor_sizes(tensors[k]), wk_tensor_dim(tensors[k]), b, sizeof b));
       return NULL;
     }
   }
@@ -353,8 +353,8 @@ wk_status dt_collate_stack(const wk_sample *samples, int64_t n, wk_sample *out) 
         return wk_error(WK_ERR_SHAPE,
                         "collate: stack expects each tensor to be equal size and dtype, but field %d of sample 0 is %s %s "
                         "and of sample %lld is %s %s",
-                        f, wk_dtype_name(dt), dt_shape_str(sizes + 1, nd, a, sizeof a), (long long)s,
-                        wk_dtype_name(wk_tensor_dtype(t)), dt_shape_str(wk_tensor_sizes(t), wk_tensor_dim(t), b, sizeof b));
+                        f, wk_dtype_name(dt), wk_sizes_str(sizes + 1, nd, a, sizeof a), (long long)s,
+                        wk_dtype_name(wk_tensor_dtype(t)), wk_sizes_str(wk_tensor_sizes(t), wk_tensor_dim(t), b, sizeof b));
       }
     }
     wk_tensor *o = wk_empty(sizes, nd + 1, (wk_options){.dtype = dt});

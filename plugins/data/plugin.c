@@ -52,13 +52,6 @@ static const wk_data_iface g_data = {
     .pad_sequence = dt_pad_sequence,
 };
 
-const char *dt_shape_str(const int64_t *sizes, int n, char *buf, size_t cap) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)sizes[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-  return buf;
-}
-
 static wk_status data_init(void) { return wk_service_register(WK_DATA_SERVICE, WK_DATA_SERVICE_VERSION, &g_data); }
 
 WK_PLUGIN_DEFINE("data", "0.1.0", "datasets, readers, transforms, samplers and the DataLoader (the data service)",

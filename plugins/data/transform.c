@@ -49,7 +49,7 @@ bool dt_need_dims(const char *fn, wk_tensor *x, int min, const char *layout) {
   if (wk_tensor_dim(x) >= min) return true;
   char b[128];
   wk_error(WK_ERR_SHAPE, "%s: expects a %s image, got shape %s", fn, layout,
-           dt_shape_str(wk_tensor_sizes(x), wk_tensor_dim(x), b, sizeof b));
+           wk_sizes_str(wk_tensor_sizes(x), wk_tensor_dim(x), b, sizeof b));
   return false;
 }
 
@@ -64,7 +64,7 @@ static wk_tensor *to_tensor_apply(wk_transform *tf, wk_tensor *x, uint64_t seed)
   if (nd != 2 && nd != 3) {
     char b[128];
     wk_error(WK_ERR_SHAPE, "to_tensor: expects a [%s] or [H, W] image, got shape %s", hwc ? "H, W, C" : "C, H, W",
-             dt_shape_str(wk_tensor_sizes(x), nd, b, sizeof b));
+             wk_sizes_str(wk_tensor_sizes(x), nd, b, sizeof b));
     return NULL;
   }
   wk_dtype dt = wk_tensor_dtype(x);

@@ -70,7 +70,7 @@ static wk_tensor *jitter_apply(wk_transform *tf, wk_tensor *x, uint64_t seed) {
   if (wk_tensor_dim(x) != 3) {
     char b[128];
     wk_error(WK_ERR_SHAPE, "color_jitter: expects a [C, H, W] image, got shape %s",
-             dt_shape_str(wk_tensor_sizes(x), wk_tensor_dim(x), b, sizeof b));
+             wk_sizes_str(wk_tensor_sizes(x), wk_tensor_dim(x), b, sizeof b));
     return NULL;
   }
   wk_dtype dt = wk_tensor_dtype(x);

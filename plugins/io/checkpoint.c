@@ -311,8 +311,8 @@ static wk_status compare(const loader *l, const wk_checkpoint *exp, bool non_str
         st = bad(l, WK_ERR_SHAPE,
                  "size mismatch for %s.%.200s: copying a param with shape %s from checkpoint, the shape in current "
                  "model is %s",
-                 pn, key, io_shape_str(wk_tensor_sizes(t), wk_tensor_dim(t), a, sizeof a),
-                 io_shape_str(wk_tensor_sizes(want), wk_tensor_dim(want), b, sizeof b));
+                 pn, key, wk_sizes_str(wk_tensor_sizes(t), wk_tensor_dim(t), a, sizeof a),
+                 wk_sizes_str(wk_tensor_sizes(want), wk_tensor_dim(want), b, sizeof b));
       } else if (wk_tensor_dtype(t) != wk_tensor_dtype(want)) {
         st = bad(l, WK_ERR_DTYPE, "dtype mismatch for %s.%.200s: the checkpoint holds %s, the current model %s", pn,
                  key, wk_dtype_name(wk_tensor_dtype(t)), wk_dtype_name(wk_tensor_dtype(want)));

@@ -21,7 +21,4 @@ wk_status io_ckpt_save(const char *path, const wk_checkpoint *ck);
 wk_status io_ckpt_load(const char *path, wk_checkpoint *out, const wk_io_load_opts *opts);
 void io_ckpt_clear(wk_checkpoint *ck);
 
-/* "[2, 3]" for sizes[0..n) into buf; returns buf. */
-const char *io_shape_str(const int64_t *sizes, int n, char *buf, size_t cap);
-
 #endif

@@ -53,14 +53,6 @@ wk_status io_opts(const char *fn, const wk_io_load_opts *opts, wk_io_load_opts *
   return WK_OK;
 }
 
-const char *io_shape_str(const int64_t *sizes, int n, char *buf, size_t cap) {
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++)
-    k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)sizes[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
-  return buf;
-}
-
 static wk_status io_init(void) {
   return wk_service_register(WK_IO_SERVICE, WK_IO_SERVICE_VERSION, &g_io);
 }

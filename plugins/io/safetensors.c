@@ -178,7 +178,7 @@ static wk_status parse_entry(const src *s, const cJSON *item, uint64_t data_size
     span *= v > 1 ? (double)v : 1.0;
   }
   char shp[256];
-  io_shape_str(e->sizes, nd, shp, sizeof shp);
+  wk_sizes_str(e->sizes, nd, shp, sizeof shp);
   if (span > ST_MAX_ELEMS) return fail(s, "tensor '%.200s': shape %s is too large", name, shp);
   uint64_t numel = 1;
   for (i = 0; i < nd && !empty; i++) numel *= (uint64_t)e->sizes[i]; /* < 9e15: no overflow */

@@ -43,13 +43,13 @@ static wk_tensor *conv_forward(wk_module *self, wk_tensor *const *in, int n) {
   char sh[160], wsh[160];
   if (nd != want && nd != want - 1) {
     wk_error(WK_ERR_SHAPE, "%s: expected %dD (unbatched) or %dD (batched) input to %s, but got input of size: %s", cls,
-             want - 1, want, s->dims == 1 ? "conv1d" : "conv2d", nn_shape(x, sh));
+             want - 1, want, s->dims == 1 ? "conv1d" : "conv2d", wk_shape_str(x, sh, sizeof sh));
     return NULL;
   }
   int64_t c = wk_tensor_size(x, nd == want ? 1 : 0);
   if (c != s->in) {
     wk_error(WK_ERR_SHAPE, "%s: Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld channels instead",
-             cls, (long long)s->groups, nn_shape(w, wsh), nn_shape(x, sh), (long long)s->in, (long long)c);
+             cls, (long long)s->groups, wk_shape_str(w, wsh, sizeof wsh), wk_shape_str(x, sh, sizeof sh), (long long)s->in, (long long)c);
     return NULL;
   }
   wk_scope_begin();
@@ -210,7 +210,7 @@ static wk_tensor *pool_forward(wk_module *self, wk_tensor *const *in, int n) {
   int nd = wk_tensor_dim(x);
   if (nd != 3 && nd != 4) {
     char sh[160];
-    wk_error(WK_ERR_SHAPE, "%s: expected 3D or 4D input, but got input of size: %s", cls, nn_shape(x, sh));
+    wk_error(WK_ERR_SHAPE, "%s: expected 3D or 4D input, but got input of size: %s", cls, wk_shape_str(x, sh, sizeof sh));
     return NULL;
   }
   wk_scope_begin();

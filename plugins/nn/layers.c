@@ -14,7 +14,7 @@ static wk_tensor *linear_forward(wk_module *self, wk_tensor *const *in, int n) {
   if (wk_tensor_dim(in[0]) < 1 || wk_tensor_size(in[0], -1) != s->in) {
     char b[160];
     wk_error(WK_ERR_SHAPE, "Linear(in_features=%lld, out_features=%lld): expected input with last dimension %lld, got shape %s",
-             (long long)s->in, (long long)s->out, (long long)s->in, nn_shape(in[0], b));
+             (long long)s->in, (long long)s->out, (long long)s->in, wk_shape_str(in[0], b, sizeof b));
     return NULL;
   }
   return wk_linear(in[0], wk_module_param(self, "weight"), wk_module_param(self, "bias"));

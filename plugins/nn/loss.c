@@ -29,7 +29,7 @@ static bool same_shape(const char *what, wk_tensor *x, wk_tensor *t) {
   if (!ok) {
     char a[160], b[160];
     wk_error(WK_ERR_SHAPE, "%s: Using a target size (%s) that is different to the input size (%s) is not supported. Please ensure they have the same size.",
-             what, nn_shape(t, a), nn_shape(x, b));
+             what, wk_shape_str(t, a, sizeof a), wk_shape_str(x, b, sizeof b));
   }
   return ok;
 }

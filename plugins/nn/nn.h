@@ -16,8 +16,6 @@
 char *nn_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Python's repr of a float ("0.1", "1e-05", "1.0") into buf (>= 32 bytes). */
 const char *nn_pyfloat(double v, char *buf);
-/* "[2, 3, 4]" into buf (>= 160 bytes). */
-const char *nn_shape(const wk_tensor *t, char *buf);
 /* Copies an options struct of osize bytes into a zeroed struct of size full. */
 void nn_opts(void *dst, size_t full, const void *src, size_t osize);
 /* Ends the forward's scope, handing y (may be NULL) to the caller. */

@@ -25,7 +25,7 @@ static wk_tensor *bn_forward(wk_module *self, wk_tensor *const *in, int n) {
   }
   if (wk_tensor_size(x, 1) != s->c) {
     wk_error(WK_ERR_SHAPE, "%s(%lld): expected input with %lld channels, got shape %s", cls, (long long)s->c, (long long)s->c,
-             nn_shape(x, sh));
+             wk_shape_str(x, sh, sizeof sh));
     return NULL;
   }
   bool training = wk_module_is_training(self);
@@ -111,12 +111,10 @@ static wk_tensor *ln_forward(wk_module *self, wk_tensor *const *in, int n) {
   bool ok = xd >= s->nd;
   for (int i = 0; ok && i < s->nd; i++) ok = wk_tensor_size(x, xd - s->nd + i) == s->shape[i];
   if (!ok) {
-    char ns[160] = "[", sh[160];
-    int o = 1;
-    for (int i = 0; i < s->nd; i++) o += sprintf(ns + o, "%s%lld", i ? ", " : "", (long long)s->shape[i]);
-    sprintf(ns + o, "]");
+    char ns[WK_SHAPE_STR_MAX], sh[WK_SHAPE_STR_MAX];
+    wk_sizes_str(s->shape, s->nd, ns, sizeof ns);
     wk_error(WK_ERR_SHAPE, "LayerNorm: Given normalized_shape=%s, expected input with shape [*, %s, but got input of size%s", ns,
-             ns + 1, nn_shape(x, sh));
+             ns + 1, wk_shape_str(x, sh, sizeof sh));
     return NULL;
   }
   return wk_layer_norm(x, s->shape, s->nd, wk_module_param(self, "weight"), wk_module_param(self, "bias"), s->eps, NULL);
@@ -168,7 +166,7 @@ static wk_tensor *gn_forward(wk_module *self, wk_tensor *const *in, int n) {
   if (nd < 2 || wk_tensor_size(x, 1) != s->c) {
     char sh[160];
     wk_error(WK_ERR_SHAPE, "GroupNorm(%lld, %lld): expected input of shape [N, %lld, *], got %s", (long long)s->g,
-             (long long)s->c, (long long)s->c, nn_shape(x, sh));
+             (long long)s->c, (long long)s->c, wk_shape_str(x, sh, sizeof sh));
     return NULL;
   }
   wk_scope_begin();

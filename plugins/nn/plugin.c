@@ -54,15 +54,6 @@ const char *nn_pyfloat(double v, char *buf) {
   return buf;
 }
 
-const char *nn_shape(const wk_tensor *t, char *buf) {
-  int nd = wk_tensor_dim(t), o = 0;
-  const int64_t *s = wk_tensor_sizes(t);
-  o += sprintf(buf, "[");
-  for (int i = 0; i < nd && o < 140; i++) o += sprintf(buf + o, "%s%lld", i ? ", " : "", (long long)s[i]);
-  sprintf(buf + o, "]");
-  return buf;
-}
-
 void nn_opts(void *dst, size_t full, const void *src, size_t osize) {
   memset(dst, 0, full);
   if (src) memcpy(dst, src, osize < full ? osize : full);

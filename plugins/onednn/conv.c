@@ -14,13 +14,6 @@ typedef struct {
   int32_t dt, bias;
 } conv_geo;
 
-static bool pair(const wk_value *v, int64_t out[2]) {
-  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
-  out[0] = v->u.ints[0];
-  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
-  return true;
-}
-
 /* Fills g from (input, weight, stride, padding, dilation, groups) when the
  * call is one oneDNN handles and the reference kernel would accept. */
 static bool conv_parse(wk_tensor *x, wk_tensor *w, const wk_value *st, const wk_value *pd, const wk_value *dl,
@@ -33,7 +26,7 @@ static bool conv_parse(wk_tensor *x, wk_tensor *w, const wk_value *st, const wk_
   int xd = wk_tensor_dim(x);
   if ((xd != 3 && xd != 4) || wk_tensor_dim(w) != 4 || groups <= 0) return false;
   int64_t pad[2];
-  if (!pair(st, g->st) || !pair(pd, pad) || !pair(dl, g->dl)) return false;
+  if (!wk_arg_int_pair(st, g->st) || !wk_arg_int_pair(pd, pad) || !wk_arg_int_pair(dl, g->dl)) return false;
   if (pad[0] < 0 || pad[1] < 0 || g->st[0] <= 0 || g->st[1] <= 0 || g->dl[0] <= 0 || g->dl[1] <= 0) return false;
   const int64_t *xs = wk_tensor_sizes(x), *ws = wk_tensor_sizes(w);
   g->N = xd == 4 ? xs[0] : 1;

@@ -69,12 +69,9 @@ static void key_of(elt_key *k, dnnl_alg_kind_t alg, float alpha, bool bwd, const
 /* gelu's approximate argument: "none" or "tanh"; anything else is the cpu's to reject. */
 static bool gelu_alg(const wk_value *v, dnnl_alg_kind_t *alg) {
   if (v->tag != WK_V_STR) return false;
-  if (strcmp(v->u.s, "none") == 0)
-    *alg = dnnl_eltwise_gelu_erf;
-  else if (strcmp(v->u.s, "tanh") == 0)
-    *alg = dnnl_eltwise_gelu_tanh;
-  else
-    return false;
+  int a = wk_option_index(v->u.s, (const char *const[]){"none", "tanh", NULL});
+  if (a < 0) return false;
+  *alg = a == 1 ? dnnl_eltwise_gelu_tanh : dnnl_eltwise_gelu_erf;
   return true;
 }
 

@@ -13,13 +13,6 @@ typedef struct {
   int64_t N, C, H, W, oh, ow, k[2], s[2], pl[2], pr[2];
 } pool_key;
 
-static bool pair(const wk_value *v, int64_t out[2]) {
-  if (v->tag != WK_V_INTS || (v->len != 1 && v->len != 2)) return false;
-  out[0] = v->u.ints[0];
-  out[1] = v->len == 2 ? v->u.ints[1] : v->u.ints[0];
-  return true;
-}
-
 static int64_t out_size(int64_t in, int64_t k, int64_t pad, int64_t s, bool ceil_mode) {
   int64_t num = in + 2 * pad - k + (ceil_mode ? s - 1 : 0);
   int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
@@ -45,11 +38,11 @@ static bool avg_parse(const wk_value *args, pool_key *k) {
   if (!odn_usable() || !odn_dense(x, false) || (wk_tensor_dim(x) != 3 && wk_tensor_dim(x) != 4)) return false;
   if (!WK_ARG_IS_NONE(6)) return false; /* divisor_override */
   int64_t p[2];
-  if (!pair(&args[1], k->k) || !pair(&args[3], p)) return false;
+  if (!wk_arg_int_pair(&args[1], k->k) || !wk_arg_int_pair(&args[3], p)) return false;
   if (args[2].tag == WK_V_INTS && args[2].len == 0) {
     k->s[0] = k->k[0];
     k->s[1] = k->k[1];
-  } else if (!pair(&args[2], k->s)) {
+  } else if (!wk_arg_int_pair(&args[2], k->s)) {
     return false;
   }
   key_dims(k, x);
@@ -74,7 +67,7 @@ static bool adaptive_parse(wk_tensor *x, const wk_value *osz, pool_key *k) {
   memcpy(k->tag, "avgpool", 8);
   if (!odn_usable() || !odn_dense(x, false) || (wk_tensor_dim(x) != 3 && wk_tensor_dim(x) != 4)) return false;
   int64_t o[2];
-  if (!pair(osz, o) || o[0] <= 0 || o[1] <= 0) return false;
+  if (!wk_arg_int_pair(osz, o) || o[0] <= 0 || o[1] <= 0) return false;
   key_dims(k, x);
   if (k->H % o[0] || k->W % o[1]) return false; /* uneven windows: cpu */
   k->oh = o[0];

@@ -48,18 +48,8 @@ static wk_status check_like(const char *op, const char *what, wk_tensor *param, 
   bool same = nd == wk_tensor_dim(t);
   for (int d = 0; same && d < nd; d++) same = wk_tensor_size(param, d) == wk_tensor_size(t, d);
   if (!same) {
-    size_t k = 0;
-    const int64_t *s = wk_tensor_sizes(param);
-    k += (size_t)snprintf(a + k, sizeof a - k, "[");
-    for (int d = 0; d < nd && k < sizeof a; d++)
-      k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", d ? ", " : "", (long long)s[d]);
-    if (k < sizeof a) snprintf(a + k, sizeof a - k, "]");
-    k = 0;
-    s = wk_tensor_sizes(t);
-    k += (size_t)snprintf(b + k, sizeof b - k, "[");
-    for (int d = 0; d < wk_tensor_dim(t) && k < sizeof b; d++)
-      k += (size_t)snprintf(b + k, sizeof b - k, "%s%lld", d ? ", " : "", (long long)s[d]);
-    if (k < sizeof b) snprintf(b + k, sizeof b - k, "]");
+    wk_shape_str(param, a, sizeof a);
+    wk_shape_str(t, b, sizeof b);
     return wk_error(WK_ERR_SHAPE, "%s: %s has shape %s but param has shape %s", op, what, b, a);
   }
   if (!wk_device_equal(wk_tensor_device(param), wk_tensor_device(t)))

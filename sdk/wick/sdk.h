@@ -1,7 +1,8 @@
 /* Wick SDK: the one header a plugin includes. It declares the public API,
  * routes every wk_* call through the host table the core hands the plugin at
  * load time (so the plugin never links to libwick), and defines the entry
- * point with WK_PLUGIN_DEFINE. Kernel helpers live in <wick/sdk/kernel.h>. */
+ * point with WK_PLUGIN_DEFINE. The checking vocabulary (<wick/sdk/check.h>) comes
+ * with it; kernel helpers live in <wick/sdk/kernel.h>. */
 #ifndef WICK_SDK_H
 #define WICK_SDK_H
 
@@ -16,6 +17,9 @@ extern const wk_host_api *wk__host __attribute__((visibility("hidden")));
 #include <wick/sdk/redirect.h>
 
 #include <wick/ops.h>
+
+/* Shape strings, dtype words, dim wrapping, int[N] and option arguments. */
+#include <wick/sdk/check.h>
 
 /* Defines the plugin's entry point. `init` registers what the plugin brings
  * and returns WK_OK, or records an error and returns its status; `shutdown`

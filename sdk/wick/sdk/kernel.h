@@ -134,15 +134,9 @@ static inline wk_status wk_broadcast_shapes(const char *op, wk_tensor *const *ts
         out[o] = s[d];
         continue;
       }
-      char a[160], b[160];
-      size_t k = 0;
-      k += (size_t)snprintf(a + k, sizeof a - k, "[");
-      for (int j = 0; j < tn && k < sizeof a; j++) k += (size_t)snprintf(a + k, sizeof a - k, "%s%lld", j ? ", " : "", (long long)s[j]);
-      if (k < sizeof a) snprintf(a + k, sizeof a - k, "]");
-      k = 0;
-      k += (size_t)snprintf(b + k, sizeof b - k, "[");
-      for (int j = 0; j < nd && k < sizeof b; j++) k += (size_t)snprintf(b + k, sizeof b - k, "%s%lld", j ? ", " : "", (long long)out[j]);
-      if (k < sizeof b) snprintf(b + k, sizeof b - k, "]");
+      char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+      wk_sizes_str(s, tn, a, sizeof a);
+      wk_sizes_str(out, nd, b, sizeof b);
       return wk_error(WK_ERR_SHAPE,
                       "%s: the size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton "
                       "dimension %d (shapes %s and %s)",
