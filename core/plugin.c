@@ -68,6 +68,72 @@ static bool in_list(const char *list, const char *name) {
   return false;
 }
 
+/* ---- WICK_DENY_KERNELS / WICK_FORCE_KERNELS entries (plugin[:op],...) that
+ * name no plugin: dispatch.c applies the lists; here a misspelled plugin name,
+ * which would otherwise do nothing at all, is reported once plugins are known. */
+static const char *const g_kernel_vars[] = {"WICK_DENY_KERNELS", "WICK_FORCE_KERNELS"};
+
+/* True when name is "core" or the name of a candidate (any status) other than skip. */
+static bool known_plugin(const char *name, const wk_plugin *skip) {
+  if (strcmp(name, "core") == 0) return true;
+  for (int i = 0; i < g_nplugins; i++)
+    if (g_plugins[i] != skip && strcmp(g_plugins[i]->name, name) == 0) return true;
+  return false;
+}
+
+/* Calls fn(var, plugin part) for each entry of var's list, each plugin name once;
+ * stops early when fn returns true and then returns true. */
+static bool each_kernel_entry(const char *var, bool (*fn)(const char *var, const char *plugin, void *ud), void *ud) {
+  const char *list = getenv(var);
+  if (!list || !*list) return false;
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", list);
+  const char *seen[64];
+  int nseen = 0;
+  for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(tok, ':');
+    if (colon) *colon = 0;
+    bool dup = false;
+    for (int i = 0; i < nseen && !dup; i++) dup = strcmp(seen[i], tok) == 0;
+    if (dup) continue;
+    if (nseen < 64) seen[nseen++] = tok;
+    if (fn(var, tok, ud)) return true;
+  }
+  return false;
+}
+
+static bool warn_if_unknown(const char *var, const char *plugin, void *ud) {
+  (void)ud;
+  if (known_plugin(plugin, NULL)) return false;
+  char known[1024];
+  size_t k = (size_t)snprintf(known, sizeof known, "core");
+  for (int i = 0; i < g_nplugins && k < sizeof known; i++) {
+    bool again = strcmp(g_plugins[i]->name, "core") == 0;
+    for (int j = 0; j < i && !again; j++) again = strcmp(g_plugins[j]->name, g_plugins[i]->name) == 0;
+    if (!again) k += (size_t)snprintf(known + k, sizeof known - k, ", %s", g_plugins[i]->name);
+  }
+  fprintf(stderr,
+          "wick: warning: %s names plugin '%s', which matches no plugin candidate, so that entry has no "
+          "effect; known plugins: %s\n",
+          var, plugin, known);
+  return false;
+}
+
+static bool names_plugin(const char *var, const char *plugin, void *ud) {
+  (void)var;
+  return strcmp(plugin, (const char *)ud) == 0;
+}
+
+/* A plugin that wk_plugin_load adds after start-up can be the one an entry
+ * named: wk_init warned about it then, so say that the entry applies now. */
+static void note_late_plugin(const wk_plugin *p) {
+  if (known_plugin(p->name, p)) return; /* known at start-up: nothing was reported */
+  for (size_t v = 0; v < sizeof g_kernel_vars / sizeof *g_kernel_vars; v++)
+    if (each_kernel_entry(g_kernel_vars[v], names_plugin, p->name))
+      fprintf(stderr, "wick: note: %s: plugin '%s' is loaded now (from %s); its entries apply\n", g_kernel_vars[v],
+              p->name, p->path);
+}
+
 static void rollback(wk_plugin *p) {
   wk__kernel_rollback(p);
   wk__service_rollback(p);
@@ -256,6 +322,8 @@ void wk__plugins_load_all(void) {
 #endif
     scan_dir(dir, build_tree);
   }
+  for (size_t v = 0; v < sizeof g_kernel_vars / sizeof *g_kernel_vars; v++)
+    each_kernel_entry(g_kernel_vars[v], warn_if_unknown, NULL);
 }
 
 void wk__plugins_shutdown(void) {
@@ -300,5 +368,6 @@ wk_status wk_plugin_load(const char *path) {
     wk_plugin *p = g_plugins[g_nplugins - 1];
     return wk_error(WK_ERR_PLUGIN, "wk_plugin_load: %s: %s", path, p->reason);
   }
+  note_late_plugin(g_plugins[g_nplugins - 1]);
   return WK_OK;
 }

@@ -189,6 +189,84 @@ START_TEST(test_plugins_duplicates_and_explicit_load) {
 }
 END_TEST
 
+/* stderr goes to a file between begin_stderr() and end_stderr(), which returns
+ * what was written there (a static buffer). */
+static int g_saved_stderr = -1;
+static char g_err_path[64];
+static void begin_stderr(void) {
+  snprintf(g_err_path, sizeof g_err_path, "/tmp/wick-stderr-XXXXXX");
+  int fd = mkstemp(g_err_path);
+  ck_assert_int_ge(fd, 0);
+  fflush(stderr);
+  g_saved_stderr = dup(2);
+  dup2(fd, 2);
+  close(fd);
+}
+static const char *end_stderr(void) {
+  static char buf[8192];
+  fflush(stderr);
+  dup2(g_saved_stderr, 2);
+  close(g_saved_stderr);
+  FILE *f = fopen(g_err_path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  buf[n] = 0;
+  if (f) fclose(f);
+  unlink(g_err_path);
+  return buf;
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+START_TEST(test_plugins_misspelled_kernel_override_is_reported) {
+  const char *names[] = {"goodop", "initfail"};
+  make_dir(names, 2, false);
+  /* goodopp twice (one warning), nosuch in the other list; core, cpu, goodop and
+   * the failed-but-present initfail are known names */
+  setenv("WICK_DENY_KERNELS", "goodopp:goodop.twice_plus,cpu:relu,core:x,initfail,goodopp", 1);
+  setenv("WICK_FORCE_KERNELS", "nosuch:relu,goodop", 1);
+  begin_stderr();
+  ck_assert_int_eq(wk_init(), WK_OK);
+  const char *err = end_stderr();
+  ck_assert_int_eq(count_of(err, "wick: warning: WICK_DENY_KERNELS names plugin 'goodopp', which matches no plugin "
+                                 "candidate, so that entry has no effect; known plugins: core, "),
+                   1);
+  ck_assert_int_eq(count_of(err, "wick: warning: WICK_FORCE_KERNELS names plugin 'nosuch'"), 1);
+  ck_assert_int_eq(count_of(err, "wick: warning:"), 2);
+  ck_assert_msg(strstr(err, ", goodop") && strstr(err, ", initfail") && strstr(err, ", cpu"), "%s", err);
+  /* the correctly spelled entry still applies: goodop's kernel is not denied */
+  wk_op *op = wk_op_find("goodop.twice_plus");
+  TU_NOTNULL(op);
+  ck_assert_int_eq(wk_op_num_kernels(op), 1);
+  cleanup();
+}
+END_TEST
+
+START_TEST(test_plugins_kernel_override_for_a_plugin_loaded_later) {
+  make_dir(NULL, 0, false);
+  setenv("WICK_DENY_KERNELS", "goodop:goodop.twice_plus", 1);
+  begin_stderr();
+  ck_assert_int_eq(wk_init(), WK_OK);
+  char path[512];
+  snprintf(path, sizeof path, "%s/goodop.so", TEST_PLUGIN_DIR);
+  wk_status st = wk_plugin_load(path);
+  const char *err = end_stderr();
+  TU_OK(st);
+  ck_assert_msg(strstr(err, "wick: warning: WICK_DENY_KERNELS names plugin 'goodop'"), "%s", err);
+  char want[700];
+  snprintf(want, sizeof want, "wick: note: WICK_DENY_KERNELS: plugin 'goodop' is loaded now (from %s); its entries apply",
+           path);
+  ck_assert_msg(strstr(err, want), "%s", err);
+  wk_op *op = wk_op_find("goodop.twice_plus");
+  TU_NOTNULL(op);
+  ck_assert_int_eq(wk_op_num_kernels(op), 0); /* denied indeed */
+  cleanup();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("plugins");
   TCase *tc = tcase_create("loader");
@@ -197,6 +275,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_plugins_allow_and_deny_lists);
   tcase_add_test(tc, test_plugins_no_cpu_plugin_gives_clear_errors);
   tcase_add_test(tc, test_plugins_duplicates_and_explicit_load);
+  tcase_add_test(tc, test_plugins_misspelled_kernel_override_is_reported);
+  tcase_add_test(tc, test_plugins_kernel_override_for_a_plugin_loaded_later);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -97,6 +97,25 @@ grep -q "^  swiglu  *loaded  *1\.0\.0  *$ex/swiglu\.so" "$log" || fail "wick inf
 grep -q "^  relu  *swiglu" "$log" || fail "wick info does not show swiglu's kernel winning relu"
 grep -q "^  custom\.swiglu  *swiglu" "$log" || fail "wick info does not list custom.swiglu"
 
+# A misspelled plugin name in WICK_DENY_KERNELS / WICK_FORCE_KERNELS is reported (stderr and
+# wick info), never silently ignored; a correctly spelled one is not.
+WICK_DENY_KERNELS=swiglo:relu WICK_FORCE_KERNELS=swiglu:relu WICK_PLUGIN_PATH=$ex:$plugdir "$wick" info >"$log" 2>&1 ||
+  fail "wick info with WICK_DENY_KERNELS=swiglo:relu"
+grep -q "^wick: warning: WICK_DENY_KERNELS names plugin 'swiglo', which matches no plugin candidate, so that entry has no effect; known plugins: core, .*swiglu" "$log" ||
+  fail "no warning about the unknown plugin 'swiglo' in WICK_DENY_KERNELS"
+grep -q "^  WICK_DENY_KERNELS: 'swiglo'" "$log" || fail "wick info does not list the unknown plugin 'swiglo'"
+grep -q "names plugin 'swiglu'" "$log" && fail "a warning about 'swiglu', which is a loaded plugin"
+WICK_DENY_KERNELS=swiglo:relu WICK_PLUGIN_PATH=$ex:$plugdir "$wick" info --json 2>/dev/null >"$log" ||
+  fail "wick info --json with WICK_DENY_KERNELS=swiglo:relu"
+grep -q '"unknown_kernel_plugins": \[{"variable": "WICK_DENY_KERNELS", "name": "swiglo"}\]' "$log" ||
+  fail "wick info --json does not list the unknown plugin 'swiglo'"
+# Named before --plugin loads it: warned at start-up, then a note that the entry applies.
+WICK_DENY_KERNELS=swiglu:relu WICK_PLUGIN_PATH=$plugdir "$wick" opcheck --plugin "$ex/swiglu.so" relu >"$log" 2>&1 ||
+  fail "wick opcheck --plugin swiglu.so relu with WICK_DENY_KERNELS=swiglu:relu"
+grep -q "^wick: note: WICK_DENY_KERNELS: plugin 'swiglu' is loaded now (from $ex/swiglu.so); its entries apply" "$log" ||
+  fail "no note that WICK_DENY_KERNELS's entry for swiglu applies once --plugin loaded it"
+grep -q "kernel 'swiglu.relu_fast'" "$log" && fail "opcheck relu ran swiglu's kernel although WICK_DENY_KERNELS denied it"
+
 # ---- 4. a program against the installed libwick ---------------------------------------------
 cat >"$tmp/check.c" <<'EOF'
 #include <math.h>

@@ -55,6 +55,37 @@ static const char *winner(const wk_op *op, int32_t t, int *nalt) {
   return win;
 }
 
+/* A WICK_DENY_KERNELS / WICK_FORCE_KERNELS entry (plugin[:op],...) whose plugin
+ * part is neither "core" nor any candidate's name: it has no effect. The core
+ * warns about these on stderr at start-up; `wick info` lists them too. */
+typedef struct {
+  const char *var;
+  char name[128];
+} unknown_entry;
+
+static int unknown_kernel_plugins(unknown_entry *out, int cap) {
+  static const char *const vars[] = {"WICK_DENY_KERNELS", "WICK_FORCE_KERNELS"};
+  int n = 0;
+  for (int v = 0; v < 2; v++) {
+    const char *list = getenv(vars[v]);
+    if (!list) continue;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      char *colon = strchr(tok, ':');
+      if (colon) *colon = 0;
+      bool known = strcmp(tok, "core") == 0;
+      for (int i = 0; i < wk_plugin_count() && !known; i++) known = strcmp(wk_plugin_name(wk_plugin_at(i)), tok) == 0;
+      for (int j = 0; j < n && !known; j++) known = out[j].var == vars[v] && strcmp(out[j].name, tok) == 0;
+      if (known || n == cap) continue;
+      out[n].var = vars[v];
+      snprintf(out[n].name, sizeof out[n].name, "%s", tok);
+      n++;
+    }
+  }
+  return n;
+}
+
 static void info_text(void) {
   printf("Wick %s (ABI %u.%u)\n", wk_version(), wk_abi_version() >> 16, wk_abi_version() & 0xffff);
   printf("Threads: %d\n", wk_num_threads());
@@ -67,6 +98,10 @@ static void info_text(void) {
     else if (*wk_plugin_description(p)) printf("               %s\n", wk_plugin_description(p));
   }
   if (wk_plugin_count() == 0) printf("  (none found)\n");
+  unknown_entry unk[32];
+  int nunk = unknown_kernel_plugins(unk, 32);
+  if (nunk) printf("\nKernel overrides that name no plugin (they have no effect):\n");
+  for (int i = 0; i < nunk; i++) printf("  %s: '%s'\n", unk[i].var, unk[i].name);
   int32_t types[WK_MAX_DEVICE_TYPES];
   int nt = device_types(types, WK_MAX_DEVICE_TYPES);
   printf("\nDevices:\n");
@@ -122,6 +157,14 @@ static void info_json(void) {
     json_str(wk_plugin_path(p));
     printf(", \"reason\": ");
     json_str(wk_plugin_reason(p));
+    printf("}");
+  }
+  unknown_entry unk[32];
+  int nunk = unknown_kernel_plugins(unk, 32);
+  printf("],\n \"unknown_kernel_plugins\": [");
+  for (int i = 0; i < nunk; i++) {
+    printf("%s{\"variable\": \"%s\", \"name\": ", i ? ", " : "", unk[i].var);
+    json_str(unk[i].name);
     printf("}");
   }
   int32_t types[WK_MAX_DEVICE_TYPES];
