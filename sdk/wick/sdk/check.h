@@ -1,7 +1,8 @@
 /* Wick SDK: the checking vocabulary for plugin authors (like Lua's lauxlib),
  * built only on the public API: shape strings, PyTorch's dtype words, dim
  * wrapping, int[N] and string-option arguments, so every plugin's messages read
- * the same. Header-only; <wick/sdk.h> includes it. */
+ * the same. Header-only; <wick/sdk.h> includes it for plugins (calls then go
+ * through the host table); programs and tests may include it alone. */
 #ifndef WICK_SDK_CHECK_H
 #define WICK_SDK_CHECK_H
 
@@ -9,12 +10,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <wick/sdk.h>
+#include <wick/wick.h>
 
 /* ---- shapes as text ----------------------------------------------------------------- */
 
-/* A buffer size that holds any shape of WK_MAX_DIMS sizes. */
-#define WK_SHAPE_STR_MAX 256
+/* A buffer size that holds any shape of up to WK_MAX_DIMS sizes: brackets,
+ * separators and 20 characters per size (INT64_MIN), plus the terminator. */
+#define WK_SHAPE_STR_MAX (22 * WK_MAX_DIMS + 3)
 
 /* Writes the n sizes v[0..n-1] as PyTorch prints a size list, "[2, 3]" ("[]" for
  * n == 0), into buf (cap bytes; truncated, always NUL-terminated when cap > 0).
@@ -22,9 +24,20 @@
  * only when n == 0. */
 static inline const char *wk_sizes_str(const int64_t *v, int n, char *buf, size_t cap) {
   if (!buf || cap == 0) return buf;
-  size_t k = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && k < cap; i++) k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (k < cap) snprintf(buf + k, cap - k, "]");
+  size_t k = 0;
+  char num[24];
+  /* Appends s, stopping one short of cap so the terminator always fits. */
+#define WK__SZ_PUT(s)                                        \
+  for (const char *p_ = (s); *p_ && k + 1 < cap; p_++) buf[k++] = *p_;
+  WK__SZ_PUT("[")
+  for (int i = 0; i < n; i++) {
+    snprintf(num, sizeof num, "%lld", (long long)v[i]);
+    if (i) WK__SZ_PUT(", ")
+    WK__SZ_PUT(num)
+  }
+  WK__SZ_PUT("]")
+#undef WK__SZ_PUT
+  buf[k] = '\0';
   return buf;
 }
 
