@@ -40,12 +40,41 @@ static wk_status cpu_copy(void *u, void *dst, wk_device dd, const void *src, wk_
   return WK_OK;
 }
 
+/* The meta device: storages carry a size but no memory (wk__storage_new
+ * makes them without calling alloc), so copies into it do nothing and copies
+ * out of it fail, as PyTorch's do. */
+static void *meta_alloc(void *u, int index, size_t n) {
+  (void)u;
+  (void)index;
+  (void)n;
+  wk_error(WK_ERR_UNSUPPORTED, "meta: tensors on the meta device hold no data");
+  return NULL;
+}
+static void meta_free(void *u, int index, void *p) {
+  (void)u;
+  (void)index;
+  (void)p;
+}
+static wk_status meta_copy(void *u, void *dst, wk_device dd, const void *src, wk_device sd, size_t n) {
+  (void)u;
+  (void)dst;
+  (void)src;
+  (void)n;
+  if (sd.type == WK_DEVICE_META && dd.type != WK_DEVICE_META)
+    return wk_error(WK_ERR_UNSUPPORTED, "Cannot copy out of meta tensor; no data!");
+  return WK_OK;
+}
+
 void wk__device_init(void) {
   if (g_devs[WK_DEVICE_CPU].used) return;
   wk_device_iface cpu = {sizeof(wk_device_iface), (WK_ABI_MAJOR << 16) | WK_ABI_MINOR,
                          "cpu", NULL, cpu_count, cpu_alloc, cpu_free, cpu_copy, NULL, NULL};
   g_devs[WK_DEVICE_CPU].used = true;
   g_devs[WK_DEVICE_CPU].iface = cpu;
+  wk_device_iface meta = {sizeof(wk_device_iface), (WK_ABI_MAJOR << 16) | WK_ABI_MINOR,
+                          "meta", NULL, cpu_count, meta_alloc, meta_free, meta_copy, NULL, NULL};
+  g_devs[WK_DEVICE_META].used = true;
+  g_devs[WK_DEVICE_META].iface = meta;
 }
 
 static bool valid_name(const char *s) {
@@ -100,7 +129,8 @@ void wk__device_rollback(wk_plugin *owner) {
 
 const wk_device_iface *wk__device_iface(int32_t type) {
   if (type == WK_DEVICE_DEFAULT) type = WK_DEVICE_CPU;
-  if (type == WK_DEVICE_CPU && !g_devs[WK_DEVICE_CPU].used) wk__device_init(); /* usable before wk_init */
+  if ((type == WK_DEVICE_CPU || type == WK_DEVICE_META) && !g_devs[type].used)
+    wk__device_init(); /* usable before wk_init */
   if (type < 0 || type >= WK_MAX_DEVICE_TYPES || !g_devs[type].used) return NULL;
   return &g_devs[type].iface;
 }
@@ -181,6 +211,8 @@ const char *wk_device_str(wk_device dev, char *buf, size_t n) {
     snprintf(buf, n, "unknown(%d):%d", dev.type, dev.index);
   else if (dev.type == WK_DEVICE_CPU || dev.type == WK_DEVICE_DEFAULT)
     snprintf(buf, n, "cpu");
+  else if (dev.type == WK_DEVICE_META) /* PyTorch writes device(type='meta'), no index */
+    snprintf(buf, n, "meta");
   else
     snprintf(buf, n, "%s:%d", name, dev.index);
   return buf;
@@ -228,6 +260,8 @@ wk_status wk_device_copy(void *dst, wk_device dd, const void *src, wk_device sd,
   dd = wk__device_norm(dd);
   sd = wk__device_norm(sd);
   if (n == 0) return WK_OK;
+  if (dd.type == WK_DEVICE_META || sd.type == WK_DEVICE_META) /* no memory on either side to check */
+    return meta_copy(NULL, dst, dd, src, sd, n);
   if (!dst || !src) return wk_error(WK_ERR_NULL, "wk_device_copy: NULL %s pointer", dst ? "source" : "destination");
   /* The non-cpu side owns the copy; cpu <-> cpu uses memmove. */
   wk_device owner = dd.type != WK_DEVICE_CPU ? dd : sd;

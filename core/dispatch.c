@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "meta.h"
 
 typedef struct kernel_entry {
   int32_t device_type, priority;
@@ -27,6 +28,8 @@ struct wk_op {
   kernel_entry *kernels;
   int nkernels, cap;
   const void *autograd; /* derivative formula (autograd.c owns the meaning) */
+  wk_meta_fn meta;      /* checks and result shapes (meta.c owns the meaning) */
+  int8_t out_target[WK_MAX_OUTS]; /* argument a result aliases and mutates, or -1 */
 };
 
 struct wk_layer {
@@ -138,8 +141,12 @@ wk_op *wk_op_declare(const char *schema, uint32_t tags) {
   op->mutated_arg = -1;
   for (int i = 0; i < s.nargs; i++)
     if (s.args[i].mutates && op->mutated_arg < 0) op->mutated_arg = i;
-  for (int i = 0; i < s.nouts; i++)
+  for (int i = 0; i < s.nouts; i++) {
     op->out_borrowed[i] = s.outs[i].alias && s.outs[i].mutates;
+    op->out_target[i] = -1;
+    for (int j = 0; op->out_borrowed[i] && j < s.nargs && op->out_target[i] < 0; j++)
+      if (s.args[j].mutates && s.args[j].alias == s.outs[i].alias) op->out_target[i] = (int8_t)j;
+  }
   if (!hash_insert(op)) {
     pthread_mutex_unlock(&g_lock);
     wk__schema_free(&op->schema);
@@ -191,6 +198,8 @@ int wk_op_count(void) { return g_nops; }
 wk_op *wk_op_at(int i) { return i >= 0 && i < g_nops ? g_ops[i] : NULL; }
 const wk__schema *wk__op_schema(const wk_op *op) { return &op->schema; }
 const void **wk__op_autograd_slot(wk_op *op) { return &op->autograd; }
+wk_meta_fn *wk__op_meta_slot(wk_op *op) { return &op->meta; }
+int wk__op_out_target(const wk_op *op, int i) { return i >= 0 && i < op->schema.nouts ? op->out_target[i] : -1; }
 void wk__op_get_info(const wk_op *op, wk__op_info *out) {
   out->nargs = op->schema.nargs;
   out->nouts = op->schema.nouts;
@@ -467,7 +476,10 @@ static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
   wk_device dev;
   wk_status st = pick_device(op, args, &dev);
   if (st) return st;
-  wk_kernel_ctx ctx = {sizeof ctx, op, dev, NULL};
+  /* The op's meaning first, once for every device: checks and result shapes. */
+  wk_meta_out mo[WK_MAX_OUTS];
+  if (op->meta && (st = wk__meta_run(op, args, dev, mo))) return st;
+  wk_kernel_ctx ctx = {sizeof ctx, op, dev, NULL, op->meta ? mo : NULL};
   bool declined = false;
   for (int i = 0; i < op->nkernels; i++) {
     const kernel_entry *k = &op->kernels[i];
@@ -481,6 +493,12 @@ static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
     if (st != WK_OK && !wk__error_pending())
       wk_error(st, "%s(): kernel '%s' failed without a message", op->schema.name, k->name ? k->name : "?");
     return st;
+  }
+  /* The meta device runs ops without kernels of their own by their meta function. */
+  if (dev.type == WK_DEVICE_META) {
+    if (op->meta) return wk__meta_materialise(op, args, mo, outs);
+    return wk_error(WK_ERR_NO_KERNEL, "%s(): the op has no meta function, so it cannot run on the meta device",
+                    op->schema.name);
   }
   char have[256];
   size_t n = 0;
@@ -557,7 +575,9 @@ wk_status wk_op_call_kernel(wk_op *op, int i, const wk_value *args, int nargs, w
   const kernel_entry *k = &op->kernels[i];
   wk_device dev;
   if ((st = pick_device(op, norm, &dev))) return st;
-  wk_kernel_ctx ctx = {sizeof ctx, op, dev, k->user};
+  wk_meta_out mo[WK_MAX_OUTS];
+  if (op->meta && (st = wk__meta_run(op, norm, dev, mo))) return st;
+  wk_kernel_ctx ctx = {sizeof ctx, op, dev, k->user, op->meta ? mo : NULL};
   wk__call_depth++;
   st = k->fn(&ctx, norm, outs);
   wk__call_depth--;
@@ -575,6 +595,28 @@ wk_status wk_op_call_kernel(wk_op *op, int i, const wk_value *args, int nargs, w
     }
   }
   return WK_OK;
+}
+
+bool wk_op_has_meta(const wk_op *op) {
+  if (!op) return false;
+  if (op->meta) return true;
+  for (int i = 0; i < op->nkernels; i++) /* written with other ops, or a kernel for meta itself */
+    if (op->kernels[i].device_type == WK_DEVICE_DEFAULT || op->kernels[i].device_type == WK_DEVICE_META)
+      return true;
+  return false;
+}
+
+wk_status wk_op_meta(wk_op *op, const wk_value *args, int nargs, wk_meta_out *outs) {
+  if (!op || !outs) return wk_error(WK_ERR_NULL, "wk_op_meta: argument '%s' is NULL", op ? "outs" : "op");
+  if (!op->meta)
+    return wk_error(WK_ERR_NOT_FOUND, "wk_op_meta: op '%s' has no meta function", op->schema.name);
+  wk_value norm[WK_MAX_ARGS];
+  scratch_t sc;
+  wk_status st = normalize(op, args, nargs, norm, &sc);
+  wk_device dev;
+  if (!st) st = pick_device(op, norm, &dev);
+  if (!st) st = wk__meta_run(op, norm, dev, outs);
+  return st;
 }
 
 wk_status wk_call(const char *name, const wk_value *args, int nargs, wk_value *outs) {

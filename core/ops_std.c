@@ -5,7 +5,7 @@
 
 #define DECL(schema, tags) wk_op_declare(schema, tags);
 
-#define UNARY(name, tags)                                                               \
+#define UNARY(name, tags, rule)                                                             \
   DECL(#name "(Tensor self) -> Tensor", tags)                                          \
   DECL(#name "_(Tensor(a!) self) -> Tensor(a!)", (tags) | WK_TAG_INPLACE)              \
   DECL(#name ".out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)", tags)

@@ -160,13 +160,15 @@ char *wk_tensor_to_string(wk_tensor *t) {
     wk__null_arg("tensor_to_string", "t");
     return NULL;
   }
-  int64_t numel = wk_tensor_numel(t);
+  /* A meta tensor has no values: PyTorch prints tensor(..., device='meta', size=(2, 3)). */
+  bool meta = t->storage->device.type == WK_DEVICE_META;
+  int64_t numel = meta ? 0 : wk_tensor_numel(t);
   double *vals = malloc(sizeof(double) * (size_t)(numel ? numel : 1));
   if (!vals) {
     wk_error(WK_ERR_NO_MEMORY, "tensor_to_string: out of memory");
     return NULL;
   }
-  if (wk_tensor_to_f64(t, vals, numel) != WK_OK) {
+  if (!meta && wk_tensor_to_f64(t, vals, numel) != WK_OK) {
     free(vals);
     return NULL;
   }
@@ -199,7 +201,9 @@ char *wk_tensor_to_string(wk_tensor *t) {
   }
   sbuf b = {0};
   put(&b, "tensor(");
-  if (t->ndim == 0) {
+  if (meta) {
+    put(&b, "...");
+  } else if (t->ndim == 0) {
     char e[64];
     fmt_one(&f, vals[0], e, sizeof e);
     put(&b, e);
@@ -210,7 +214,7 @@ char *wk_tensor_to_string(wk_tensor *t) {
   }
   free(vals);
   char extra[256];
-  if (numel == 0 && t->ndim != 1) {
+  if (meta || (numel == 0 && t->ndim != 1)) {
     char s[200];
     size_t k = 0;
     k += (size_t)snprintf(s + k, sizeof s - k, "(");
@@ -218,16 +222,19 @@ char *wk_tensor_to_string(wk_tensor *t) {
       k += (size_t)snprintf(s + k, sizeof s - k, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
     if (k < sizeof s) snprintf(s + k, sizeof s - k, "%s)", t->ndim == 1 ? "," : "");
     snprintf(extra, sizeof extra, ", size=%s", s);
-    put(&b, extra);
+    if (!meta) put(&b, extra);
   }
+  char size_part[256];
+  snprintf(size_part, sizeof size_part, "%s", meta ? extra : "");
   wk_device dev = wk__device_norm(t->storage->device);
   if (dev.type != WK_DEVICE_CPU) {
     char db[48];
     snprintf(extra, sizeof extra, ", device='%s'", wk_device_str(dev, db, sizeof db));
     put(&b, extra);
   }
+  put(&b, size_part); /* PyTorch puts a meta tensor's size after its device */
   bool default_dt = t->dtype == WK_F32 || t->dtype == WK_I64 || t->dtype == WK_BOOL;
-  if (!default_dt || (numel == 0 && t->dtype != WK_F32)) {
+  if (!default_dt || (!meta && numel == 0 && t->dtype != WK_F32)) {
     const char *tn = "";
     switch (t->dtype) {
 #define WK__X(e, n, s, tname, w, sz, k) \

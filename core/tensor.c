@@ -224,6 +224,19 @@ wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
     st->id = next_storage_id();
     return st;
   }
+  if (dev.type == WK_DEVICE_META) { /* a size and no memory */
+    wk__storage *st = calloc(1, sizeof *st);
+    if (!st) {
+      wk_error(WK_ERR_NO_MEMORY, "out of memory allocating a storage");
+      return NULL;
+    }
+    atomic_init(&st->refcount, 1);
+    st->device = dev;
+    st->nbytes = nbytes;
+    st->external = true; /* no deleter: releasing frees the header only */
+    st->id = next_storage_id();
+    return st;
+  }
   void *data = wk_device_alloc(dev, nbytes);
   if (!data) return NULL;
   wk__storage *st = calloc(1, sizeof *st);

@@ -133,11 +133,32 @@ WK_API wk_op *wk_op_at(int i);
 
 /* ---- Kernels ----------------------------------------------------------------- */
 /* What a kernel is told about its call. */
+/* What an op's meta function decided about one result (ABI 1.2): its dtype,
+ * shape and device, before any kernel runs. ndim == WK_META_DYNAMIC marks a
+ * result whose shape depends on the data (masked_select): the kernel decides,
+ * and the op cannot run on the meta device. Strides are contiguous unless
+ * the meta function set WK_META_STRIDED and filled strides[]. */
+enum { WK_META_DYNAMIC = -1, WK_META_STRIDED = 1 };
+typedef struct wk_meta_out {
+  wk_dtype dtype;
+  int32_t ndim;
+  int64_t sizes[WK_MAX_DIMS];
+  int64_t strides[WK_MAX_DIMS]; /* read only with WK_META_STRIDED */
+  wk_device device;
+  uint32_t flags;
+  uint32_t reserved_;
+} wk_meta_out;
+
 typedef struct wk_kernel_ctx {
   size_t struct_size;
   wk_op *op;
   wk_device device; /* device the call dispatched to */
   void *user;       /* the registration's user pointer */
+  /* ---- ABI 1.2 (check struct_size before reading) ---- */
+  /* What the op's meta function decided, one entry per result (borrowed, valid
+   * during the call); NULL when the op has no meta function. The arguments
+   * were already checked by it: a kernel only computes. */
+  const wk_meta_out *meta;
 } wk_kernel_ctx;
 
 /* A boxed kernel. args: wk_op_num_args(op) values, defaults already filled in,
@@ -203,6 +224,30 @@ WK_API wk_status wk_op_kernel_info(const wk_op *op, int i, int32_t *device_type,
  * scalar with integer tensors gives float32). Non-tensor, non-scalar values
  * are ignored. WK_DTYPE_DEFAULT when there is nothing to decide from. */
 WK_API wk_dtype wk_result_type(const wk_value *args, int n);
+
+/* ---- Meta functions (ABI 1.2) ---------------------------------------------------- */
+/* An op's meaning, decided once for every device: a meta function checks the
+ * arguments (PyTorch's messages, the op's name first) and fills one
+ * wk_meta_out per result (outs[i] arrive zeroed except device, which holds the
+ * device the call dispatched to). It reads shapes and dtypes only, never
+ * data. The dispatcher runs it once below every layer, before the kernel,
+ * and hands the kernel its decision in ctx->meta; on the `meta` device it is
+ * the whole op. For a mutated result (in-place, out=) it describes the
+ * functional result; the dispatcher then checks that the target can hold it
+ * (same shape; a dtype the result can be cast to). Returns WK_OK, or a status
+ * after recording a message with wk_error(). */
+typedef wk_status (*wk_meta_fn)(wk_op *op, const wk_value *args, wk_meta_out *outs);
+
+/* Sets the meta function of an op that has none (a plugin's own ops; the
+ * standard ops have theirs from the core). Fails when the op already has one. */
+WK_API wk_status wk_op_set_meta(wk_op *op, wk_meta_fn fn);
+/* True when the op has a meta function (or runs on any device through a
+ * kernel written with other ops, which then decide), so it runs on `meta`. */
+WK_API bool wk_op_has_meta(const wk_op *op);
+/* Runs the op's meta function alone on normalised-or-partial boxed arguments
+ * (like wk_op_call: defaults filled in, types checked): fills outs[0..num_outs)
+ * and returns WK_OK, or the error the op would give on any device. */
+WK_API wk_status wk_op_meta(wk_op *op, const wk_value *args, int nargs, wk_meta_out *outs);
 
 /* ---- Calling ------------------------------------------------------------------- */
 /* Calls an op through every enabled dispatch layer and the best kernel.

@@ -79,12 +79,16 @@
   X(wk_device_max_memory_reserved) X(wk_device_reset_peak_memory_stats)                \
   X(wk_device_empty_cache) X(wk_device_memory_summary) X(wk_tensor_storage_id)
 
+/* ABI 1.2: meta functions and the meta device */
+#define WK_HOST_API_1_2(X) X(wk_op_set_meta) X(wk_op_has_meta) X(wk_op_meta)
+
 typedef struct wk_host_api {
   size_t struct_size;
   uint32_t abi_version;
 #define WK__HOST_SLOT(fn) __typeof__(fn) *fn;
   WK_HOST_API_1_0(WK__HOST_SLOT)
   WK_HOST_API_1_1(WK__HOST_SLOT)
+  WK_HOST_API_1_2(WK__HOST_SLOT)
 #undef WK__HOST_SLOT
 } wk_host_api;
 

@@ -5,7 +5,7 @@
  *
  * Entry forms:
  *   WK_OP(schema, tags)                                  one op
- *   WK_UNARY(name, tags)                                 name, name_, name.out
+ *   WK_UNARY(name, tags, dtype rule)                     name, name_, name.out
  *   WK_BINARY(name, tags)                                name, name_, name.out,
  *                                                        name.Scalar, name_.Scalar
  *   WK_COMPARE(name)                                     name, name.Scalar, name.out
@@ -17,13 +17,24 @@
 #define WK_PW WK_TAG_POINTWISE
 #define WK_ND WK_TAG_NONDIFF
 
-/* Unary pointwise ops with in-place and out= variants. */
-#define WK_UNARY_OPS(X)                                                        \
-  X(neg, WK_PW) X(abs, WK_PW) X(exp, WK_PW) X(log, WK_PW) X(log1p, WK_PW)      \
-  X(sqrt, WK_PW) X(rsqrt, WK_PW) X(sin, WK_PW) X(cos, WK_PW) X(tanh, WK_PW)    \
-  X(sigmoid, WK_PW) X(relu, WK_PW) X(silu, WK_PW) X(sign, WK_PW | WK_ND)       \
-  X(floor, WK_PW | WK_ND) X(ceil, WK_PW | WK_ND) X(round, WK_PW | WK_ND)       \
-  X(logical_not, WK_PW | WK_ND)
+/* How a unary op treats dtypes (PyTorch's rules; the core's meta function
+ * applies them, so every backend agrees):
+ *   FLOAT       integers and bool compute in float32 (exp, sin, ...)
+ *   FLOAT_ONLY  integers and bool are refused (silu: "not implemented for 'Long'")
+ *   KEEP        every dtype keeps its own (neg, abs, relu)
+ *   ROUNDING    integers pass through unchanged, bool is refused (floor)
+ *   PRED        any dtype in, bool out (logical_not) */
+enum { WK_UNARY_FLOAT = 0, WK_UNARY_FLOAT_ONLY = 1, WK_UNARY_KEEP = 2, WK_UNARY_ROUNDING = 3, WK_UNARY_PRED = 4 };
+
+/* Unary pointwise ops with in-place and out= variants: X(name, tags, dtype rule). */
+#define WK_UNARY_OPS(X)                                                                               \
+  X(neg, WK_PW, WK_UNARY_KEEP) X(abs, WK_PW, WK_UNARY_KEEP) X(exp, WK_PW, WK_UNARY_FLOAT)             \
+  X(log, WK_PW, WK_UNARY_FLOAT) X(log1p, WK_PW, WK_UNARY_FLOAT) X(sqrt, WK_PW, WK_UNARY_FLOAT)        \
+  X(rsqrt, WK_PW, WK_UNARY_FLOAT) X(sin, WK_PW, WK_UNARY_FLOAT) X(cos, WK_PW, WK_UNARY_FLOAT)         \
+  X(tanh, WK_PW, WK_UNARY_FLOAT) X(sigmoid, WK_PW, WK_UNARY_FLOAT) X(relu, WK_PW, WK_UNARY_KEEP)      \
+  X(silu, WK_PW, WK_UNARY_FLOAT_ONLY) X(sign, WK_PW | WK_ND, WK_UNARY_KEEP)                           \
+  X(floor, WK_PW | WK_ND, WK_UNARY_ROUNDING) X(ceil, WK_PW | WK_ND, WK_UNARY_ROUNDING)                \
+  X(round, WK_PW | WK_ND, WK_UNARY_ROUNDING) X(logical_not, WK_PW | WK_ND, WK_UNARY_PRED)
 
 /* Binary pointwise ops (broadcasting, type promotion) with variants. */
 #define WK_BINARY_OPS(X)                                                       \

@@ -99,7 +99,7 @@ static inline wk_tensor *wk__factory_done(wk_tensor *t, bool requires_grad) {
 
 /* ---- Families (generated from op_list.h) ------------------------------------------- */
 /* wk_exp(x), wk_exp_(x) (in place; returns x, borrowed), wk_exp_out(x, out) (returns out, borrowed) */
-#define WK__UNARY_FN(name, tags)                                                   \
+#define WK__UNARY_FN(name, tags, rule)                                                 \
   WK__FN(wk_##name, #name, (wk_tensor * self), WK_VT(self))                         \
   WK__FN(wk_##name##_, #name "_", (wk_tensor * self), WK_VT(self))                  \
   WK__FN(wk_##name##_out, #name ".out", (wk_tensor * self, wk_tensor * out), WK_VT(self), WK_VT(out))

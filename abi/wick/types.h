@@ -90,7 +90,9 @@ typedef struct wk_device {
   int32_t index; /* ordinal within the type; 0 for cpu */
 } wk_device;
 
-enum { WK_DEVICE_DEFAULT = 0, WK_DEVICE_CPU = 1, WK_DEVICE_FIRST_PLUGIN = 16 };
+/* WK_DEVICE_META (ABI 1.2): built in, like PyTorch's meta device: tensors
+ * with dtype, shape and strides but no data; ops run their meta functions only. */
+enum { WK_DEVICE_DEFAULT = 0, WK_DEVICE_CPU = 1, WK_DEVICE_META = 2, WK_DEVICE_FIRST_PLUGIN = 16 };
 #define WK_MAX_DEVICE_TYPES 64
 
 /* ---- Opaque handles ---------------------------------------------------------- */

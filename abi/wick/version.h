@@ -11,7 +11,8 @@
 #define WK_VERSION_STRING "0.1.0"
 
 #define WK_ABI_MAJOR 1
-#define WK_ABI_MINOR 1 /* 1.1: streams, events, pinned memory, memory statistics, device properties */
+#define WK_ABI_MINOR 2 /* 1.1: streams, events, pinned memory, memory statistics, device properties;
+                          1.2: meta functions (wk_op_set_meta, ctx->meta), the meta device */
 
 /* Returns the library's version string (static, never freed). Compare with
  * WK_VERSION_STRING to check that header and library match. */

@@ -1,0 +1,274 @@
+/* Meta functions of the pointwise ops: the unary, binary and comparison
+ * families (functional, in-place, out= and Scalar forms), add/sub/div,
+ * leaky_relu, gelu, clamp, where, isnan/isinf, nan_to_num and the pointwise
+ * backward helpers. PyTorch's dtype rules and messages, decided once here. */
+#include <math.h>
+#include <stdio.h>
+
+#include "meta.h"
+
+/* The family name of a variant: "exp_" and "exp.out" -> "exp". */
+static const char *base_name(const wk_op *op, char *buf, size_t n) {
+  const char *s = wk_op_name(op);
+  size_t len = strcspn(s, ".");
+  if (len >= n) len = n - 1;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  if (len > 1 && buf[len - 1] == '_') buf[len - 1] = 0;
+  return buf;
+}
+
+/* ---- unary ---------------------------------------------------------------------- */
+/* Result dtype of a unary op with dtype rule `rule` on input dtype dt. */
+static wk_status unary_dtype(wk_op *op, int rule, wk_dtype dt, wk_dtype *rt) {
+  char b[64];
+  const char *base = base_name(op, b, sizeof b);
+  *rt = dt;
+  if (rule == WK_UNARY_PRED) {
+    *rt = WK_BOOL;
+    return WK_OK;
+  }
+  if (wk_dtype_is_floating(dt)) return WK_OK;
+  switch (rule) {
+    case WK_UNARY_FLOAT:
+      *rt = WK_F32;
+      return WK_OK;
+    case WK_UNARY_FLOAT_ONLY:
+      return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", MNAME, base, wk__dtype_word(dt));
+    case WK_UNARY_ROUNDING:
+      if (dt == WK_BOOL && strcmp(base, "nan_to_num") != 0)
+        return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", MNAME, base, wk__dtype_word(dt));
+      return WK_OK;
+    default: /* WK_UNARY_KEEP */
+      if (dt == WK_BOOL && strcmp(base, "neg") == 0)
+        return wk_error(WK_ERR_DTYPE, "%s: Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                        "trying to invert a mask, use the `~` or `logical_not()` operator instead.", MNAME);
+      if (dt == WK_BOOL && strcmp(base, "relu") == 0)
+        return wk_error(WK_ERR_DTYPE, "%s: Boolean inputs not supported for relu", MNAME);
+      return WK_OK;
+  }
+}
+
+static wk_status unary_with(wk_op *op, const wk_value *args, wk_meta_out *o, int rule) {
+  wk_dtype rt;
+  wk_status s = unary_dtype(op, rule, MT(0)->dtype, &rt);
+  if (s) return s;
+  wk__meta_like(o, MT(0), rt);
+  return WK_OK;
+}
+
+/* One meta function per dtype rule (the family's rows pick theirs). */
+#define UNARY_RULE_FN(rule)                                                              \
+  static wk_status meta_unary_##rule(wk_op *op, const wk_value *args, wk_meta_out *o) { \
+    return unary_with(op, args, o, rule);                                                \
+  }
+UNARY_RULE_FN(WK_UNARY_FLOAT)
+UNARY_RULE_FN(WK_UNARY_FLOAT_ONLY)
+UNARY_RULE_FN(WK_UNARY_KEEP)
+UNARY_RULE_FN(WK_UNARY_ROUNDING)
+UNARY_RULE_FN(WK_UNARY_PRED)
+
+static wk_status meta_leaky_relu(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  return unary_with(op, args, o, WK_UNARY_FLOAT_ONLY);
+}
+
+static wk_status meta_gelu(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const char *mode = args[1].u.s;
+  if (strcmp(mode, "none") != 0 && strcmp(mode, "tanh") != 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s: approximate argument must be either none or tanh, not '%s'", MNAME,
+                    mode);
+  return unary_with(op, args, o, WK_UNARY_FLOAT_ONLY);
+}
+
+static wk_status meta_nan_to_num(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  return unary_with(op, args, o, WK_UNARY_ROUNDING);
+}
+
+/* An integer clamp bound must fit the result dtype. */
+static wk_status int_bound(const char *name, const wk_value *v, wk_dtype rt) {
+  int64_t x = v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  switch (rt) {
+    case WK_I8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case WK_U8: lo = 0; hi = UINT8_MAX; break;
+    case WK_I16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case WK_I32: lo = INT32_MIN; hi = INT32_MAX; break;
+    default: break;
+  }
+  if (x < lo || x > hi)
+    return wk_error(WK_ERR_INVALID_ARG, "%s: value %lld cannot be converted to type %s without overflow", name,
+                    (long long)x, wk_dtype_name(rt));
+  return WK_OK;
+}
+
+static wk_status meta_clamp(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  bool lo = !MNONE(1), hi = !MNONE(2);
+  if (!lo && !hi) return wk_error(WK_ERR_INVALID_ARG, "%s: At least one of 'min' or 'max' must not be None", MNAME);
+  wk_dtype rt = wk_result_type(args, 3);
+  if (rt == WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "%s: \"clamp_scalar_cpu\" not implemented for '%s'", MNAME, wk__dtype_word(rt));
+  if (!wk_dtype_is_floating(rt)) {
+    wk_status s = lo ? int_bound(MNAME, &args[1], rt) : WK_OK;
+    if (!s && hi) s = int_bound(MNAME, &args[2], rt);
+    if (s) return s;
+  }
+  wk__meta_like(o, MT(0), rt);
+  return WK_OK;
+}
+
+/* ---- binary ---------------------------------------------------------------------- */
+typedef enum { B_ARITH, B_DIV, B_POW, B_LOGICAL, B_COMPARE } bkind;
+
+/* self (op) other, where other is a Tensor or a Scalar; alpha/rounding as given. */
+static wk_status binary(wk_op *op, const wk_value *args, wk_meta_out *o, bkind k, const wk_value *alpha,
+                        const char *rounding) {
+  char b[64];
+  const char *base = base_name(op, b, sizeof b);
+  wk_tensor *self = MT(0);
+  const wk_value *other = &args[1];
+  wk_value tv[2] = {args[0], *other};
+  wk_dtype rt = wk_result_type(tv, 2);
+  bool self_bool = self->dtype == WK_BOOL;
+  bool other_bool = other->tag == WK_V_TENSOR ? other->u.t->dtype == WK_BOOL : other->tag == WK_V_BOOL;
+  if (strcmp(base, "sub") == 0 && (self_bool || other_bool)) { /* PyTorch's sub_check */
+    if (self_bool && other_bool)
+      return wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
+                      "Use the `^` or `logical_xor()` operator instead.", base);
+    return wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
+                    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.", base);
+  }
+  bool trunc_ = false, floor_ = false;
+  if (rounding) {
+    if (strcmp(rounding, "trunc") == 0)
+      trunc_ = true;
+    else if (strcmp(rounding, "floor") == 0)
+      floor_ = true;
+    else
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'", rounding);
+  }
+  if (rt == WK_BOOL && (k == B_POW || trunc_ || floor_))
+    return wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", base,
+                    k == B_POW ? "pow" : trunc_ ? "div_trunc" : "div_floor");
+  if (k == B_POW && !wk_dtype_is_floating(self->dtype) && other->tag == WK_V_INT && other->u.i < 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.", base);
+  if (alpha) {
+    double af = alpha->tag == WK_V_FLOAT ? alpha->u.f : alpha->tag == WK_V_INT ? (double)alpha->u.i : alpha->u.b;
+    if (!wk_dtype_is_floating(rt) && alpha->tag == WK_V_FLOAT && !(isfinite(af) && af == trunc(af)))
+      return wk_error(WK_ERR_DTYPE,
+                      "%s: for integral input tensors, argument alpha must not be a floating point number", base);
+    if (alpha->tag == WK_V_BOOL && rt != WK_BOOL)
+      return wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", base);
+  }
+  if (k == B_DIV && !trunc_ && !floor_ && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division */
+  if (k == B_LOGICAL || k == B_COMPARE) rt = WK_BOOL;
+  wk_tensor *ts[2] = {self, other->tag == WK_V_TENSOR ? other->u.t : NULL};
+  wk_status s = wk__meta_broadcast(base, ts, 2, o);
+  o->dtype = rt;
+  return s;
+}
+
+static bkind kind_of_name(const char *base) {
+  if (strcmp(base, "pow") == 0) return B_POW;
+  if (strncmp(base, "logical_", 8) == 0) return B_LOGICAL;
+  return B_ARITH;
+}
+
+/* mul, maximum, minimum, pow, logical_and/or in every form (no extra arguments). */
+static wk_status meta_binary(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  char b[64];
+  return binary(op, args, o, kind_of_name(base_name(op, b, sizeof b)), NULL, NULL);
+}
+static wk_status meta_compare(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  return binary(op, args, o, B_COMPARE, NULL, NULL);
+}
+/* add/sub(self, other, alpha[, out]) */
+static wk_status meta_add_sub(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  return binary(op, args, o, B_ARITH, &args[2], NULL);
+}
+/* div(self, other, rounding_mode[, out]) */
+static wk_status meta_div(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  return binary(op, args, o, B_DIV, NULL, MNONE(2) ? NULL : args[2].u.s);
+}
+
+static wk_status meta_where(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_dtype ct = MT(0)->dtype;
+  if (ct != WK_BOOL && ct != WK_U8) /* uint8 masks: PyTorch's deprecated legacy form */
+    return wk_error(WK_ERR_DTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                    wk_dtype_name(ct));
+  wk_tensor *ts[3] = {MT(0), MT(1), MT(2)};
+  wk_status s = wk__meta_broadcast("where", ts, 3, o);
+  o->dtype = wk_result_type(args + 1, 2);
+  return s;
+}
+
+/* ---- pointwise backward helpers -------------------------------------------------- */
+/* grad_output and self/output broadcast; a floating result. */
+static wk_status pointwise_backward(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_dtype rt = wk_promote_types(MT(0)->dtype, MT(1)->dtype);
+  if (!wk_dtype_is_floating(rt))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point tensors, got %s and %s", MNAME,
+                    wk_dtype_name(MT(0)->dtype), wk_dtype_name(MT(1)->dtype));
+  char what[64];
+  snprintf(what, sizeof what, "%s()", MNAME);
+  wk_tensor *ts[2] = {MT(0), MT(1)};
+  wk_status s = wk__meta_broadcast(what, ts, 2, o);
+  o->dtype = rt;
+  return s;
+}
+
+static wk_status meta_gelu_backward(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const char *mode = args[2].u.s;
+  if (strcmp(mode, "none") != 0 && strcmp(mode, "tanh") != 0)
+    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'",
+                    mode);
+  wk_dtype rt = wk_promote_types(MT(0)->dtype, MT(1)->dtype);
+  if (!wk_dtype_is_floating(rt))
+    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating tensors, got %s", wk_dtype_name(rt));
+  wk_tensor *ts[2] = {MT(0), MT(1)};
+  wk_status s = wk__meta_broadcast("gelu_backward()", ts, 2, o);
+  o->dtype = rt;
+  return s;
+}
+
+/* ---- the table ------------------------------------------------------------------- */
+#define UNARY_ROWS(name, tags, rule)                                                    \
+  {#name, meta_unary_##rule}, {#name "_", meta_unary_##rule}, {#name ".out", meta_unary_##rule},
+#define BINARY_ROWS(name, tags)                                                                        \
+  {#name, meta_binary}, {#name "_", meta_binary}, {#name ".out", meta_binary}, {#name ".Scalar", meta_binary}, \
+      {#name "_.Scalar", meta_binary},
+#define COMPARE_ROWS(name) {#name, meta_compare}, {#name ".Scalar", meta_compare}, {#name ".out", meta_compare},
+
+static const wk__meta_row g_rows[] = {
+    WK_UNARY_OPS(UNARY_ROWS) WK_BINARY_OPS(BINARY_ROWS) WK_COMPARE_OPS(COMPARE_ROWS)
+    {"add", meta_add_sub},
+    {"add_", meta_add_sub},
+    {"add.out", meta_add_sub},
+    {"add.Scalar", meta_add_sub},
+    {"add_.Scalar", meta_add_sub},
+    {"sub", meta_add_sub},
+    {"sub_", meta_add_sub},
+    {"sub.out", meta_add_sub},
+    {"sub.Scalar", meta_add_sub},
+    {"sub_.Scalar", meta_add_sub},
+    {"div", meta_div},
+    {"div_", meta_div},
+    {"div.out", meta_div},
+    {"div.Scalar", meta_div},
+    {"div_.Scalar", meta_div},
+    {"leaky_relu", meta_leaky_relu},
+    {"leaky_relu_", meta_leaky_relu},
+    {"gelu", meta_gelu},
+    {"clamp", meta_clamp},
+    {"clamp_", meta_clamp},
+    {"where.self", meta_where},
+    {"isnan", meta_unary_WK_UNARY_PRED},
+    {"isinf", meta_unary_WK_UNARY_PRED},
+    {"nan_to_num", meta_nan_to_num},
+    {"gelu_backward", meta_gelu_backward},
+    {"threshold_backward", pointwise_backward},
+    {"sigmoid_backward", pointwise_backward},
+    {"tanh_backward", pointwise_backward},
+};
+
+const wk__meta_family wk__metas_pointwise = {g_rows, sizeof g_rows / sizeof g_rows[0]};
