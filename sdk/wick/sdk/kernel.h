@@ -11,6 +11,28 @@
 #include <wick/sdk.h>
 #include <wick/sdk/half.h>
 
+/* ---- results the op's meta function decided (ABI 1.2) ------------------------------ */
+/* The meta function's description of result i, or NULL when the op has none
+ * (a third party's op without wk_op_set_meta, or a core older than 1.2). */
+static inline const wk_meta_out *wk_kernel_meta(const wk_kernel_ctx *ctx, int i) {
+  if (ctx->struct_size < offsetof(wk_kernel_ctx, meta) + sizeof(ctx->meta) || !ctx->meta) return NULL;
+  return &ctx->meta[i];
+}
+/* A new tensor for result i, on the call's device, with the dtype and shape
+ * (and strides, when it set them) the meta function decided: a kernel only
+ * fills it. Returns a new reference, or NULL with an error recorded. */
+static inline wk_tensor *wk_meta_empty(const wk_kernel_ctx *ctx, int i) {
+  const wk_meta_out *m = wk_kernel_meta(ctx, i);
+  if (!m) {
+    wk_error(WK_ERR_INTERNAL, "%s: no meta function decided result %d", wk_op_name(ctx->op), i);
+    return NULL;
+  }
+  wk_options o = {0};
+  o.dtype = m->dtype;
+  o.device = ctx->device;
+  return wk_empty_strided(m->sizes, (m->flags & WK_META_STRIDED) ? m->strides : NULL, m->ndim, o);
+}
+
 /* ---- boxed argument accessors ----------------------------------------------------- */
 #define WK_ARG_T(n) (args[n].u.t)
 #define WK_ARG_I(n) (args[n].u.i)
