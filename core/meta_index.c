@@ -1,0 +1,322 @@
+/* Meta functions of the indexing and shape ops: cat, index_select, gather,
+ * scatter/scatter_add (all forms), masked_fill, masked_select, repeat, flip,
+ * roll, one_hot, clone and to.dtype. Index dtypes, ranks and shapes are
+ * checked here; index values are data, so their ranges stay in the kernels. */
+#include <stdio.h>
+
+#include <wick/sdk/check.h>
+
+#include "meta.h"
+
+static int64_t nsize(const wk_tensor *t, int d) { return t->ndim == 0 ? 1 : t->sizes[d]; }
+static int64_t numel(const wk_tensor *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->sizes[d];
+  return n;
+}
+static const char *shape_of(const wk_tensor *t, char *b, size_t n) { return wk_sizes_str(t->sizes, t->ndim, b, n); }
+
+/* In-place writes need every element of the target at its own address. */
+static wk_status no_internal_overlap(const char *op, const wk_tensor *t) {
+  for (int d = 0; d < t->ndim; d++)
+    if (t->strides[d] == 0 && t->sizes[d] > 1)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
+                      "single memory location. Please clone() the tensor before performing the operation.",
+                      op);
+  return WK_OK;
+}
+
+/* ---- cat --------------------------------------------------------------------------- */
+/* PyTorch skips legacy empty tensors of shape [0] when checking shapes. */
+static bool cat_skip(const wk_tensor *t) { return t->ndim == 1 && t->sizes[0] == 0; }
+
+static wk_status meta_cat(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  int n = args[0].len;
+  wk_tensor *const *ts = args[0].u.tensors;
+  if (n == 0) return wk_error(WK_ERR_INVALID_ARG, "cat(): expected a non-empty list of Tensors");
+  for (int i = 0; i < n; i++)
+    if (ts[i]->ndim == 0)
+      return wk_error(WK_ERR_SHAPE, "cat(): zero-dimensional tensor (at position %d) cannot be concatenated", i);
+  wk_dtype rt = wk_result_type(&args[0], 1);
+  int valid = n;
+  for (int i = 0; i < n && valid == n; i++)
+    if (!cat_skip(ts[i])) valid = i;
+  if (valid == n) { /* only legacy empties: the result is one too */
+    int64_t z = 0;
+    wk__meta_shape(o, &z, 1, rt);
+    return WK_OK;
+  }
+  const wk_tensor *ref = ts[valid];
+  int nd = ref->ndim, d;
+  wk_status s = wk_check_dim("cat", args[1].u.i, nd, &d);
+  if (s) return s;
+  wk__meta_shape(o, ref->sizes, nd, rt);
+  o->sizes[d] = 0;
+  for (int i = 0; i < n; i++) {
+    if (cat_skip(ts[i])) continue;
+    if (ts[i]->ndim != nd)
+      return wk_error(WK_ERR_SHAPE, "cat(): Tensors must have same number of dimensions: got %d and %d", nd,
+                      ts[i]->ndim);
+    for (int k = 0; k < nd; k++)
+      if (k != d && ts[i]->sizes[k] != ref->sizes[k])
+        return wk_error(WK_ERR_SHAPE,
+                        "cat(): Sizes of tensors must match except in dimension %d. Expected size %lld but got size "
+                        "%lld for tensor number %d in the list.",
+                        d, (long long)ref->sizes[k], (long long)ts[i]->sizes[k], i);
+    o->sizes[d] += ts[i]->sizes[d];
+  }
+  return WK_OK;
+}
+
+/* ---- index_select ---------------------------------------------------------------------- */
+static wk_status meta_index_select(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0), *index = MT(2);
+  int nd = self->ndim, d = 0;
+  wk_status s = wk_check_dim("index_select", args[1].u.i, nd, &d);
+  if (s) return s;
+  int64_t n = numel(index);
+  if (index->ndim > 1)
+    return wk_error(WK_ERR_INDEX, "index_select(): Index is supposed to be a vector, got a %dD index", index->ndim);
+  if (nd == 0 && n != 1)
+    return wk_error(WK_ERR_INDEX, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                    (long long)n);
+  if (index->dtype != WK_I64 && index->dtype != WK_I32)
+    return wk_error(WK_ERR_DTYPE, "index_select(): Expected dtype int32 or int64 for index, got %s",
+                    wk_dtype_name(index->dtype));
+  wk__meta_like(o, self, self->dtype);
+  if (nd > 0) o->sizes[d] = n;
+  return WK_OK;
+}
+
+/* ---- gather / scatter / scatter_add ------------------------------------------------------ */
+/* PyTorch's gather/scatter shape rules (index.size(d) <= self.size(d) for d != dim,
+ * index.size(d) <= src.size(d) for every d), with its messages. */
+static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_tensor *index, wk_tensor *src) {
+  int nd = self->ndim > 0 ? self->ndim : 1;
+  int ni = index->ndim > 0 ? index->ndim : 1;
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX], c[WK_SHAPE_STR_MAX];
+  if (nd != ni)
+    return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as %s tensor (%d vs %d)",
+                    op, src ? "self" : "input", ni, nd);
+  if (src) {
+    int ns = src->ndim > 0 ? src->ndim : 1;
+    if (ns != ni)
+      return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as src tensor (%d vs %d)",
+                      op, ni, ns);
+  }
+  int bad = -1;
+  for (int d = 0; d < nd && bad < 0; d++)
+    if (d != dim && nsize(index, d) > nsize(self, d)) bad = d;
+  for (int d = 0; src && d < nd && bad < 0; d++)
+    if (nsize(index, d) > nsize(src, d)) bad = d;
+  if (bad < 0) return WK_OK;
+  if (!src)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Size does not match at dimension %d expected index %s to be smaller than self %s apart "
+                    "for dimension %d",
+                    op, bad, shape_of(index, a, sizeof a), shape_of(self, b, sizeof b), dim);
+  return wk_error(WK_ERR_SHAPE,
+                  "%s(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
+                  "size than src %s",
+                  op, shape_of(index, a, sizeof a), shape_of(self, b, sizeof b), dim, shape_of(src, c, sizeof c));
+}
+
+static wk_status meta_gather(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0), *index = MT(2);
+  int d = 0;
+  wk_status s = wk_check_dim("gather", args[1].u.i, self->ndim, &d);
+  if (s) return s;
+  if (numel(index) != 0) {
+    if (index->dtype != WK_I64)
+      return wk_error(WK_ERR_DTYPE, "gather(): Expected dtype int64 for index, got %s", wk_dtype_name(index->dtype));
+    if ((s = sg_shape_check("gather", self, d, index, NULL))) return s;
+  }
+  wk__meta_like(o, index, self->dtype);
+  return WK_OK;
+}
+
+/* scatter.src, scatter_.src, scatter_add, scatter_add_: the result is self's shape. */
+static wk_status meta_scatter(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  char op_name[32];
+  const char *name = wk_op_name(op);
+  size_t len = strcspn(name, ".");
+  if (len >= sizeof op_name) len = sizeof op_name - 1;
+  memcpy(op_name, name, len);
+  op_name[len] = 0; /* "scatter_.src" -> "scatter_" */
+  wk_tensor *self = MT(0), *index = MT(2), *src = MT(3);
+  int d = 0;
+  wk_status s = wk_check_dim(op_name, args[1].u.i, self->ndim, &d);
+  if (s) return s;
+  int64_t n = numel(index);
+  if (n != 0 && index->dtype != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op_name,
+                    wk_dtype_name(index->dtype));
+  if (src->dtype != self->dtype)
+    return wk_error(WK_ERR_DTYPE, "%s(): Expected self.dtype to be equal to src.dtype (got %s and %s)", op_name,
+                    wk_dtype_name(self->dtype), wk_dtype_name(src->dtype));
+  if (n != 0 && (s = sg_shape_check(op_name, self, d, index, src))) return s;
+  if ((wk_op_tags(op) & WK_TAG_INPLACE) && (s = no_internal_overlap(op_name, self))) return s;
+  wk__meta_like(o, self, self->dtype);
+  return WK_OK;
+}
+
+/* ---- masked_fill / masked_select ---------------------------------------------------------- */
+static wk_status meta_masked_fill(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  bool inplace = (wk_op_tags(op) & WK_TAG_INPLACE) != 0;
+  const char *name = inplace ? "masked_fill_" : "masked_fill";
+  wk_tensor *self = MT(0), *mask = MT(1);
+  char tn[16];
+  if (mask->dtype != WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "%s(): masked_fill_ only supports boolean masks, but got mask with dtype %s", name,
+                    wk_dtype_torch_lower(mask->dtype, tn, sizeof tn));
+  wk_tensor *pair[2] = {self, mask};
+  wk_status s = wk__meta_broadcast(name, pair, 2, o);
+  if (s) return s;
+  o->dtype = self->dtype;
+  if (!inplace) return WK_OK;
+  if (o->ndim != self->ndim || memcmp(o->sizes, self->sizes, sizeof(int64_t) * (size_t)self->ndim)) {
+    char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+    return wk_error(WK_ERR_SHAPE, "%s(): mask of shape %s cannot be broadcast to self of shape %s", name,
+                    shape_of(mask, a, sizeof a), shape_of(self, b, sizeof b));
+  }
+  return no_internal_overlap(name, self);
+}
+
+static wk_status meta_masked_select(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0), *mask = MT(1);
+  char tn[16];
+  if (mask->dtype != WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "masked_select(): expected BoolTensor for mask, got mask with dtype %s",
+                    wk_dtype_torch_lower(mask->dtype, tn, sizeof tn));
+  wk_tensor *pair[2] = {self, mask};
+  wk_status s = wk__meta_broadcast("masked_select", pair, 2, o);
+  if (s) return s;
+  o->dtype = self->dtype;
+  o->ndim = WK_META_DYNAMIC; /* as many elements as the mask has true values */
+  return WK_OK;
+}
+
+/* ---- repeat / flip / roll ------------------------------------------------------------------ */
+static wk_status meta_repeat(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0);
+  const int64_t *rep = args[1].u.ints;
+  int nr = args[1].len, nd = self->ndim;
+  if (nr < nd)
+    return wk_error(WK_ERR_SHAPE,
+                    "repeat(): Number of dimensions of repeat dims can not be smaller than number of dimensions of "
+                    "tensor (got %d repeat dims for a %d-dim tensor)",
+                    nr, nd);
+  if (nr > WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "repeat(): %d repeat dims requested, at most %d supported", nr, WK_MAX_DIMS);
+  int lead = nr - nd;
+  for (int k = 0; k < nr; k++) {
+    if (rep[k] < 0) {
+      char b[WK_SHAPE_STR_MAX];
+      return wk_error(WK_ERR_INVALID_ARG, "repeat(): Trying to create tensor with negative dimension %lld: repeats %s",
+                      (long long)rep[k], wk_sizes_str(rep, nr, b, sizeof b));
+    }
+    o->sizes[k] = (k < lead ? 1 : self->sizes[k - lead]) * rep[k];
+  }
+  o->ndim = nr;
+  o->dtype = self->dtype;
+  return WK_OK;
+}
+
+static wk_status meta_flip(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0);
+  bool seen[WK_MAX_DIMS + 1] = {false};
+  for (int i = 0; i < args[1].len; i++) {
+    int d = 0;
+    wk_status s = wk_check_dim("flip", args[1].u.ints[i], self->ndim, &d);
+    if (s) return s;
+    if (seen[d]) return wk_error(WK_ERR_INVALID_ARG, "flip(): dim %d appears multiple times in the list of dims", d);
+    seen[d] = true;
+  }
+  wk__meta_like(o, self, self->dtype);
+  return WK_OK;
+}
+
+static wk_status meta_roll(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0);
+  int ns = args[1].len, ndims = args[2].len;
+  if (ns == 0) return wk_error(WK_ERR_INVALID_ARG, "roll(): `shifts` required");
+  if (!(ndims == 0 && ns == 1)) { /* otherwise: roll the flattened tensor */
+    if (ns != ndims)
+      return wk_error(WK_ERR_INVALID_ARG, "roll(): shifts and dimensions must align. shifts: %d, dims:%d", ns, ndims);
+    for (int i = 0; i < ndims; i++) {
+      int d = 0;
+      wk_status s = wk_check_dim("roll", args[2].u.ints[i], self->ndim, &d);
+      if (s) return s;
+    }
+  }
+  wk__meta_like(o, self, self->dtype);
+  return WK_OK;
+}
+
+/* ---- one_hot ------------------------------------------------------------------------------ */
+/* The class values' range is data (the kernels check it); without num_classes
+ * the size of the last dimension is data too. */
+static wk_status meta_one_hot(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0);
+  int64_t nc = args[1].u.i;
+  int nd = self->ndim;
+  if (self->dtype != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "one_hot(): one_hot is only applicable to index tensor (int64), got %s",
+                    wk_dtype_name(self->dtype));
+  if (nd == WK_MAX_DIMS) return wk_error(WK_ERR_SHAPE, "one_hot(): input already has %d dimensions", WK_MAX_DIMS);
+  int64_t n = numel(self);
+  if (n == 0 && nc <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Can not infer total number of classes from empty tensor.");
+  o->dtype = WK_I64;
+  if (nc < 0) { /* -1: as many classes as the largest value; other negatives fail on the data */
+    o->ndim = WK_META_DYNAMIC;
+    return WK_OK;
+  }
+  wk__meta_like(o, self, WK_I64);
+  o->sizes[nd] = nc;
+  o->ndim = nd + 1;
+  return WK_OK;
+}
+
+/* ---- clone, to.dtype ------------------------------------------------------------------------ */
+static wk_status meta_clone(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk__meta_like(o, MT(0), MT(0)->dtype);
+  return WK_OK;
+}
+
+static wk_status meta_to_dtype(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk__meta_like(o, MT(0), args[1].u.dtype);
+  return WK_OK;
+}
+
+static const wk__meta_row g_rows[] = {
+    {"cat", meta_cat},
+    {"index_select", meta_index_select},
+    {"gather", meta_gather},
+    {"scatter.src", meta_scatter},
+    {"scatter_.src", meta_scatter},
+    {"scatter_add", meta_scatter},
+    {"scatter_add_", meta_scatter},
+    {"masked_fill.Scalar", meta_masked_fill},
+    {"masked_fill_.Scalar", meta_masked_fill},
+    {"masked_select", meta_masked_select},
+    {"repeat", meta_repeat},
+    {"flip", meta_flip},
+    {"roll", meta_roll},
+    {"one_hot", meta_one_hot},
+    {"clone", meta_clone},
+    {"to.dtype", meta_to_dtype},
+};
+
+const wk__meta_family wk__metas_index = {g_rows, sizeof g_rows / sizeof g_rows[0]};
