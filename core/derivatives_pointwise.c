@@ -39,6 +39,12 @@ static wk_status d_cos(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gi
   BEGIN GIN(0, wk_neg(wk_mul(G(0), wk_sin(X(0)))));
   END
 }
+/* d erf(x) = 2/sqrt(pi) exp(-x^2) */
+static wk_status d_erf(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0);
+  GIN(0, wk_mul(G(0), wk_mul_scalar(wk_exp(wk_neg(wk_mul(x, x))), M_2_SQRTPI)));
+  END
+}
 /* relu, sigmoid and tanh go through fused backward ops (PyTorch's), which a
  * backend can implement in one pass; the ops have formulas of their own
  * (below) for double backward. */
@@ -250,6 +256,7 @@ static const wk__formula rows[] = {
     UNARY_SAVE_X("log", "LogBackward0", d_log), UNARY_SAVE_X("log1p", "Log1PBackward0", d_log1p),
     UNARY_SAVE_Y("sqrt", "SqrtBackward0", d_sqrt), UNARY_SAVE_Y("rsqrt", "RsqrtBackward0", d_rsqrt),
     UNARY_SAVE_X("sin", "SinBackward0", d_sin), UNARY_SAVE_X("cos", "CosBackward0", d_cos),
+    UNARY_SAVE_X("erf", "ErfBackward0", d_erf),
     UNARY_SAVE_Y("tanh", "TanhBackward0", d_tanh), UNARY_SAVE_Y("sigmoid", "SigmoidBackward0", d_sigmoid),
     UNARY_SAVE_Y("relu", "ReluBackward0", d_relu), UNARY_SAVE_X("silu", "SiluBackward0", d_silu),
     UNARY_SAVE_X("leaky_relu", "LeakyReluBackward0", d_leaky_relu),

@@ -105,6 +105,7 @@ static const top g_ops[] = {
     FAM(cos, r_cos, TK_FLOAT, -6, 6),
     FAM(tanh, r_tanh, TK_FLOAT, -4, 4),
     FAM(sigmoid, r_sigmoid, TK_FLOAT, -6, 6),
+    FAM(erf, erf, TK_FLOAT, -3, 3),
     FAM(relu, r_relu, TK_NOBOOL, -4, 4),
     FAM(silu, r_silu, TK_FLOAT_ONLY, -6, 6),
     FAM(sign, r_sign, TK_KEEP, -4, 4),

@@ -34,7 +34,8 @@ enum { WK_UNARY_FLOAT = 0, WK_UNARY_FLOAT_ONLY = 1, WK_UNARY_KEEP = 2, WK_UNARY_
   X(tanh, WK_PW, WK_UNARY_FLOAT) X(sigmoid, WK_PW, WK_UNARY_FLOAT) X(relu, WK_PW, WK_UNARY_KEEP)      \
   X(silu, WK_PW, WK_UNARY_FLOAT_ONLY) X(sign, WK_PW | WK_ND, WK_UNARY_KEEP)                           \
   X(floor, WK_PW | WK_ND, WK_UNARY_ROUNDING) X(ceil, WK_PW | WK_ND, WK_UNARY_ROUNDING)                \
-  X(round, WK_PW | WK_ND, WK_UNARY_ROUNDING) X(logical_not, WK_PW | WK_ND, WK_UNARY_PRED)
+  X(round, WK_PW | WK_ND, WK_UNARY_ROUNDING) X(logical_not, WK_PW | WK_ND, WK_UNARY_PRED)              \
+  X(erf, WK_PW, WK_UNARY_FLOAT)
 
 /* Binary pointwise ops (broadcasting, type promotion) with variants. */
 #define WK_BINARY_OPS(X)                                                       \

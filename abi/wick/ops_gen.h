@@ -465,6 +465,27 @@ static inline wk_tensor *wkx_logical_not__out(wk_tensor *self, wk_tensor *out) {
   return wk__gen_call(&wk__op, "logical_not.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
+/* erf(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_erf(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "erf", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* erf_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_erf_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "erf_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_erf__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "erf.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
 /* mul(Tensor self, Tensor other) -> Tensor */
 static inline wk_tensor *wkx_mul(wk_tensor *self, wk_tensor *other) {
   static wk_op *wk__op;
@@ -1969,6 +1990,9 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_logical_not, "logical_not", "logical_not(Tensor self) -> Tensor") \
   X(wkx_logical_not_, "logical_not_", "logical_not_(Tensor(a!) self) -> Tensor(a!)") \
   X(wkx_logical_not__out, "logical_not.out", "logical_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_erf, "erf", "erf(Tensor self) -> Tensor") \
+  X(wkx_erf_, "erf_", "erf_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_erf__out, "erf.out", "erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
   X(wkx_mul, "mul", "mul(Tensor self, Tensor other) -> Tensor") \
   X(wkx_mul_, "mul_", "mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
   X(wkx_mul__out, "mul.out", "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \

@@ -15,42 +15,31 @@
 #pragma GCC optimize("tree-vectorize", "no-math-errno")
 #endif
 
+/* The unary family's ops, in WK_UNARY_OPS order (so its names and dtype rules
+ * come from the list), then the other ops this file computes. */
 typedef enum {
-  U_NEG, U_ABS, U_EXP, U_LOG, U_LOG1P, U_SQRT, U_RSQRT, U_SIN, U_COS, U_TANH, U_SIGMOID, U_RELU, U_SILU,
-  U_SIGN, U_FLOOR, U_CEIL, U_ROUND, U_LOGICAL_NOT,
+#define UOP_ENUM(name, tags, rule) U_##name,
+  WK_UNARY_OPS(UOP_ENUM)
+#undef UOP_ENUM
   U_LEAKY_RELU, U_GELU, U_CLAMP, U_ISNAN, U_ISINF, U_NAN_TO_NUM,
   U_GELU_TANH, U_FILL /* internal: gelu(approximate="tanh"); clamp with a NaN bound */
 } uop;
 
-/* Op names by uop (the unary family's schema names come from here). */
-static const char *const g_names[] = {"neg",   "abs",     "exp",        "log",   "log1p", "sqrt",  "rsqrt",
-                                      "sin",   "cos",     "tanh",       "sigmoid", "relu", "silu", "sign",
-                                      "floor", "ceil",    "round",      "logical_not",
-                                      "leaky_relu", "gelu", "clamp",    "isnan", "isinf", "nan_to_num",
-                                      "gelu",  "clamp"};
+#define UOP_NAME(name, tags, rule) #name,
+static const char *const g_names[] = {WK_UNARY_OPS(UOP_NAME)};
+#define UOP_RULE(name, tags, rule) rule,
+static const unsigned char g_rules[] = {WK_UNARY_OPS(UOP_RULE)};
+#define N_FAMILY ((int)(sizeof g_names / sizeof g_names[0]))
 
-/* How an op treats dtypes. */
-typedef enum {
-  K_FLOAT,      /* integers and bool promote to float32 */
-  K_FLOAT_ONLY, /* integers and bool are refused (as PyTorch's kernels do) */
-  K_KEEP,       /* integers keep their dtype */
-  K_ROUNDING,   /* integers pass through unchanged; bool refused */
-  K_PRED        /* any dtype in, bool out */
-} ukind;
-
-static ukind kind_of(uop op) {
+/* How an op treats dtypes (WK_UNARY_FLOAT ... WK_UNARY_PRED, op_list.h): the
+ * core's meta function decided the result dtype; the loops still need it. */
+static int kind_of(uop op) {
+  if ((int)op < N_FAMILY) return g_rules[op];
   switch (op) {
-    case U_EXP: case U_LOG: case U_LOG1P: case U_SQRT: case U_RSQRT: case U_SIN: case U_COS:
-    case U_TANH: case U_SIGMOID:
-      return K_FLOAT;
-    case U_SILU: case U_LEAKY_RELU: case U_GELU: case U_GELU_TANH:
-      return K_FLOAT_ONLY;
-    case U_FLOOR: case U_CEIL: case U_ROUND: case U_NAN_TO_NUM:
-      return K_ROUNDING;
-    case U_LOGICAL_NOT: case U_ISNAN: case U_ISINF:
-      return K_PRED;
-    default:
-      return K_KEEP; /* neg abs sign relu clamp */
+    case U_LEAKY_RELU: case U_GELU: case U_GELU_TANH: return WK_UNARY_FLOAT_ONLY;
+    case U_NAN_TO_NUM: return WK_UNARY_ROUNDING;
+    case U_ISNAN: case U_ISINF: return WK_UNARY_PRED;
+    default: return WK_UNARY_KEEP; /* clamp */
   }
 }
 
@@ -97,23 +86,24 @@ typedef struct {
     const T p = (T)c->p, q = (T)c->q, r = (T)c->r;                                                 \
     const T one = 1, half = (T)0.5;                                                                \
     switch (c->op) {                                                                               \
-      case U_NEG: EACH(T, T, -x); break;                                                           \
-      case U_ABS: EACH(T, T, FN_##F(fabs)(x)); break;                                              \
-      case U_EXP: EACH(T, T, FN_##F(exp)(x)); break;                                               \
-      case U_LOG: EACH(T, T, FN_##F(log)(x)); break;                                               \
-      case U_LOG1P: EACH(T, T, FN_##F(log1p)(x)); break;                                           \
-      case U_SQRT: EACH(T, T, FN_##F(sqrt)(x)); break;                                             \
-      case U_RSQRT: EACH(T, T, one / FN_##F(sqrt)(x)); break;                                      \
-      case U_SIN: EACH(T, T, FN_##F(sin)(x)); break;                                               \
-      case U_COS: EACH(T, T, FN_##F(cos)(x)); break;                                               \
-      case U_TANH: EACH(T, T, FN_##F(tanh)(x)); break;                                             \
-      case U_SIGMOID: EACH(T, T, one / (one + FN_##F(exp)(-x))); break;                            \
-      case U_RELU: EACH(T, T, x < 0 ? 0 : x); break;                                               \
-      case U_SILU: EACH(T, T, x / (one + FN_##F(exp)(-x))); break;                                 \
-      case U_SIGN: EACH(T, T, (T)((x > 0) - (x < 0))); break;                                      \
-      case U_FLOOR: EACH(T, T, FN_##F(floor)(x)); break;                                           \
-      case U_CEIL: EACH(T, T, FN_##F(ceil)(x)); break;                                             \
-      case U_ROUND: EACH(T, T, FN_##F(rint)(x)); break; /* half to even */                         \
+      case U_neg: EACH(T, T, -x); break;                                                           \
+      case U_abs: EACH(T, T, FN_##F(fabs)(x)); break;                                              \
+      case U_exp: EACH(T, T, FN_##F(exp)(x)); break;                                               \
+      case U_log: EACH(T, T, FN_##F(log)(x)); break;                                               \
+      case U_log1p: EACH(T, T, FN_##F(log1p)(x)); break;                                           \
+      case U_sqrt: EACH(T, T, FN_##F(sqrt)(x)); break;                                             \
+      case U_rsqrt: EACH(T, T, one / FN_##F(sqrt)(x)); break;                                      \
+      case U_sin: EACH(T, T, FN_##F(sin)(x)); break;                                               \
+      case U_erf: EACH(T, T, FN_##F(erf)(x)); break;                                               \
+      case U_cos: EACH(T, T, FN_##F(cos)(x)); break;                                               \
+      case U_tanh: EACH(T, T, FN_##F(tanh)(x)); break;                                             \
+      case U_sigmoid: EACH(T, T, one / (one + FN_##F(exp)(-x))); break;                            \
+      case U_relu: EACH(T, T, x < 0 ? 0 : x); break;                                               \
+      case U_silu: EACH(T, T, x / (one + FN_##F(exp)(-x))); break;                                 \
+      case U_sign: EACH(T, T, (T)((x > 0) - (x < 0))); break;                                      \
+      case U_floor: EACH(T, T, FN_##F(floor)(x)); break;                                           \
+      case U_ceil: EACH(T, T, FN_##F(ceil)(x)); break;                                             \
+      case U_round: EACH(T, T, FN_##F(rint)(x)); break; /* half to even */                         \
       case U_LEAKY_RELU: EACH(T, T, x > 0 ? x : x * p); break;                                     \
       case U_GELU: EACH(T, T, half * x * (one + FN_##F(erf)(x * (T)M_SQRT1_2))); break;           \
       case U_GELU_TANH: {                                                                          \
@@ -148,10 +138,10 @@ static inline int64_t clamp_i(int64_t v, int64_t lo, int64_t hi) {
     const uctx *c = cp;                                                         \
     const int64_t lo = c->ilo, hi = c->ihi;                                     \
     switch (c->op) {                                                            \
-      case U_NEG: EACH(T, T, (T)neg_i(x)); break;                               \
-      case U_ABS: EACH(T, T, (T)abs_i(x)); break;                               \
-      case U_SIGN: EACH(T, T, (T)sign_i(x)); break;                             \
-      case U_RELU: EACH(T, T, (T)relu_i(x)); break;                             \
+      case U_neg: EACH(T, T, (T)neg_i(x)); break;                               \
+      case U_abs: EACH(T, T, (T)abs_i(x)); break;                               \
+      case U_sign: EACH(T, T, (T)sign_i(x)); break;                             \
+      case U_relu: EACH(T, T, (T)relu_i(x)); break;                             \
       case U_CLAMP: EACH(T, T, (T)clamp_i(x, lo, hi)); break;                   \
       default: break;                                                           \
     }                                                                           \
@@ -180,9 +170,9 @@ static void loop_pred(void *cp, char **d, const int64_t *s, int64_t n) {
     default: break;
   }
   if (!wk_dtype_is_floating(c->src)) { /* integers and bool: never NaN or infinite */
-    if (c->op == U_LOGICAL_NOT && c->src == WK_BOOL) {
+    if (c->op == U_logical_not && c->src == WK_BOOL) {
       EACH(bool, bool, !x);
-    } else if (c->op == U_LOGICAL_NOT) {
+    } else if (c->op == U_logical_not) {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = wk_load_i64(d[1] + i * s[1], c->src) == 0;
     } else {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = false;
@@ -196,7 +186,7 @@ static void loop_pred(void *cp, char **d, const int64_t *s, int64_t n) {
 }
 
 static wk_loop_fn loop_for(uop op, wk_dtype dt) {
-  if (kind_of(op) == K_PRED) return loop_pred;
+  if (kind_of(op) == WK_UNARY_PRED) return loop_pred;
   switch (dt) {
     case WK_F32: return loop_f32;
     case WK_F64: return loop_f64;
@@ -226,41 +216,20 @@ static double dtype_max(wk_dtype dt) {
   }
 }
 
-/* Integer clamp bound from a Scalar, checked against the result dtype's range. */
-static wk_status int_bound(const char *name, const wk_value *v, wk_dtype rt, int64_t *out) {
-  int64_t x = v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
-  int64_t lo = INT64_MIN, hi = INT64_MAX;
-  switch (rt) {
-    case WK_I8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case WK_U8: lo = 0; hi = UINT8_MAX; break;
-    case WK_I16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case WK_I32: lo = INT32_MIN; hi = INT32_MAX; break;
-    default: break;
-  }
-  if (x < lo || x > hi)
-    return wk_error(WK_ERR_INVALID_ARG, "%s: value %lld cannot be converted to type %s without overflow", name,
-                    (long long)x, wk_dtype_name(rt));
-  *out = x;
-  return WK_OK;
+/* A clamp bound as an integer (the meta function checked it fits the dtype). */
+static int64_t int_bound(const wk_value *v) {
+  return v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
 }
 
-/* Reads the op's extra arguments into c and decides the result dtype *rt.
- * Returns an error for dtypes or arguments PyTorch refuses. */
-static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype *rt) {
+/* Reads the op's extra arguments into c. The core's meta function checked
+ * them and decided the result dtype rt. */
+static void setup(const wk_value *args, uctx *c, wk_dtype rt) {
   wk_dtype dt = wk_tensor_dtype(args[0].u.t);
-  bool fl = wk_dtype_is_floating(dt);
   c->src = dt;
-  *rt = dt;
   switch (c->op) {
     case U_LEAKY_RELU: c->p = wk_value_as_f64(&args[1]); break;
     case U_GELU:
-      switch (wk_option_index(args[1].u.s, (const char *const[]){"none", "tanh", NULL})) {
-        case 0: break;
-        case 1: c->op = U_GELU_TANH; break;
-        default:
-          return wk_error(WK_ERR_INVALID_ARG, "%s: approximate argument must be either none or tanh, not '%s'", name,
-                          args[1].u.s);
-      }
+      if (strcmp(args[1].u.s, "tanh") == 0) c->op = U_GELU_TANH;
       break;
     case U_NAN_TO_NUM:
       c->p = args[1].tag == WK_V_NONE ? 0.0 : args[1].u.f;
@@ -269,11 +238,7 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
       break;
     case U_CLAMP: {
       bool lo = args[1].tag != WK_V_NONE, hi = args[2].tag != WK_V_NONE;
-      if (!lo && !hi) return wk_error(WK_ERR_INVALID_ARG, "%s: At least one of 'min' or 'max' must not be None", name);
-      *rt = wk_result_type(args, 3);
-      if (*rt == WK_BOOL)
-        return wk_error(WK_ERR_DTYPE, "%s: \"clamp_scalar_cpu\" not implemented for '%s'", name, wk_dtype_torch_name(*rt));
-      if (wk_dtype_is_floating(*rt)) {
+      if (wk_dtype_is_floating(rt)) {
         c->p = lo ? wk_value_as_f64(&args[1]) : -INFINITY;
         c->q = hi ? wk_value_as_f64(&args[2]) : INFINITY;
         if (c->p != c->p || c->q != c->q) { /* a NaN bound makes every result NaN */
@@ -281,46 +246,23 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
           c->p = NAN;
         }
       } else {
-        c->ilo = INT64_MIN;
-        c->ihi = INT64_MAX;
-        wk_status s = lo ? int_bound(name, &args[1], *rt, &c->ilo) : WK_OK;
-        if (!s && hi) s = int_bound(name, &args[2], *rt, &c->ihi);
-        if (s) return s;
+        c->ilo = lo ? int_bound(&args[1]) : INT64_MIN;
+        c->ihi = hi ? int_bound(&args[2]) : INT64_MAX;
       }
-      return WK_OK;
+      break;
     }
     default: break;
   }
-  if (kind_of(c->op) == K_PRED) *rt = WK_BOOL;
-  if (fl) return WK_OK;
-  switch (kind_of(c->op)) {
-    case K_FLOAT: *rt = WK_F32; break;
-    case K_PRED: break;
-    case K_FLOAT_ONLY:
-      return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], wk_dtype_torch_name(dt));
-    case K_ROUNDING:
-      if (dt == WK_BOOL && c->op != U_NAN_TO_NUM)
-        return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], wk_dtype_torch_name(dt));
-      break;
-    case K_KEEP:
-      if (dt == WK_BOOL && c->op == U_NEG)
-        return wk_error(WK_ERR_DTYPE, "%s: Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                        "trying to invert a mask, use the `~` or `logical_not()` operator instead.", name);
-      if (dt == WK_BOOL && c->op == U_RELU)
-        return wk_error(WK_ERR_DTYPE, "%s: Boolean inputs not supported for relu", name);
-      break;
-  }
-  return WK_OK;
 }
 
 /* True when the op leaves values of this dtype unchanged (floor of an
  * integer, nan_to_num of an integer, abs/sign of a bool, relu of uint8). */
 static bool is_identity(uop op, wk_dtype dt) {
   if (wk_dtype_is_floating(dt)) return false;
-  ukind k = kind_of(op);
-  if (k == K_ROUNDING) return true;
-  if (dt == WK_BOOL) return op == U_ABS || op == U_SIGN;
-  return dt == WK_U8 && (op == U_ABS || op == U_RELU);
+  int k = kind_of(op);
+  if (k == WK_UNARY_ROUNDING) return true;
+  if (dt == WK_BOOL) return op == U_abs || op == U_sign;
+  return dt == WK_U8 && (op == U_abs || op == U_relu);
 }
 
 static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -330,9 +272,9 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   if (info->mode == CPU_INPLACE) target = self;
   if (info->mode == CPU_OUT) target = WK_ARG_T(1); /* name.out(Tensor self, *, Tensor(a!) out) */
   uctx c = {info->op, WK_F32, 0, 0, 0, 0, 0};
-  wk_dtype rt;
-  wk_status s = setup(name, args, &c, &rt);
-  if (s) return s;
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
+  setup(args, &c, rt);
+  wk_status s;
   if (is_identity(c.op, wk_tensor_dtype(self))) {
     if (info->mode == CPU_INPLACE) {
       wk_tensor_bump_version(self);
@@ -342,7 +284,7 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
     return cpu_deliver(name, info->mode, wk_clone(self), target, outs);
   }
   /* cd: the dtype the loop reads; od: the dtype it writes. */
-  bool pred = kind_of(c.op) == K_PRED;
+  bool pred = kind_of(c.op) == WK_UNARY_PRED;
   wk_dtype cd = pred ? wk_tensor_dtype(self) : wk_dtype_is_floating(rt) ? wk_compute_dtype(rt) : rt;
   wk_dtype od = pred ? WK_BOOL : cd;
   wk_tensor *x = wk_kernel_cast(self, cd), *dst = NULL;
@@ -408,7 +350,7 @@ wk_status cpu_register_unary(void) {
   g_ninfos = 0;
   wk_status s = WK_OK;
   char n[64];
-  for (int op = U_NEG; op <= U_LOGICAL_NOT && !s; op++) {
+  for (int op = 0; op < N_FAMILY && !s; op++) {
     s = reg(g_names[op], (uop)op, CPU_FUNCTIONAL);
     snprintf(n, sizeof n, "%s_", g_names[op]);
     if (!s) s = reg(n, (uop)op, CPU_INPLACE);

@@ -7,6 +7,8 @@
 #ifndef WICK_CUDA_KERNELS_H
 #define WICK_CUDA_KERNELS_H
 
+#include <wick/op_list.h> /* the unary family's order */
+
 #include "cuda_plugin.h"
 
 #ifdef __cplusplus
@@ -52,25 +54,12 @@ int cuda_launch_pointwise_backward(int kind, int ct, void *out, const void *g, c
                                    cuda_strided lx, double threshold, int64_t n, cudaStream_t st);
 
 /* ---- unary.cu ---- */
+/* The unary family in WK_UNARY_OPS order (names from the list), then the
+ * other ops unary.cu computes. */
 enum {
-  CUDA_U_NEG,
-  CUDA_U_ABS,
-  CUDA_U_EXP,
-  CUDA_U_LOG,
-  CUDA_U_LOG1P,
-  CUDA_U_SQRT,
-  CUDA_U_RSQRT,
-  CUDA_U_SIN,
-  CUDA_U_COS,
-  CUDA_U_TANH,
-  CUDA_U_SIGMOID,
-  CUDA_U_RELU,
-  CUDA_U_SILU,
-  CUDA_U_SIGN,
-  CUDA_U_FLOOR,
-  CUDA_U_CEIL,
-  CUDA_U_ROUND,
-  CUDA_U_LOGICAL_NOT,
+#define CUDA_U_ENUM(name, tags, rule) CUDA_U_##name,
+  WK_UNARY_OPS(CUDA_U_ENUM)
+#undef CUDA_U_ENUM
   CUDA_U_LEAKY_RELU,
   CUDA_U_GELU,
   CUDA_U_CLAMP,

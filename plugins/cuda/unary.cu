@@ -10,39 +10,41 @@ template <typename T>
 __device__ __forceinline__ T ufloat(int op, T x, T p, T q, T r) {
   const T one = 1, half = (T)0.5;
   switch (op) {
-    case CUDA_U_NEG:
+    case CUDA_U_neg:
       return -x;
-    case CUDA_U_ABS:
+    case CUDA_U_abs:
       return fabs(x);
-    case CUDA_U_EXP:
+    case CUDA_U_exp:
       return exp(x);
-    case CUDA_U_LOG:
+    case CUDA_U_log:
       return log(x);
-    case CUDA_U_LOG1P:
+    case CUDA_U_log1p:
       return log1p(x);
-    case CUDA_U_SQRT:
+    case CUDA_U_sqrt:
       return sqrt(x);
-    case CUDA_U_RSQRT:
+    case CUDA_U_rsqrt:
       return one / sqrt(x);
-    case CUDA_U_SIN:
+    case CUDA_U_sin:
       return sin(x);
-    case CUDA_U_COS:
+    case CUDA_U_erf:
+      return erf(x);
+    case CUDA_U_cos:
       return cos(x);
-    case CUDA_U_TANH:
+    case CUDA_U_tanh:
       return tanh(x);
-    case CUDA_U_SIGMOID:
+    case CUDA_U_sigmoid:
       return one / (one + exp(-x));
-    case CUDA_U_RELU:
+    case CUDA_U_relu:
       return x < 0 ? (T)0 : x;  // NaN propagates
-    case CUDA_U_SILU:
+    case CUDA_U_silu:
       return x / (one + exp(-x));
-    case CUDA_U_SIGN:
+    case CUDA_U_sign:
       return (T)((x > 0) - (x < 0));
-    case CUDA_U_FLOOR:
+    case CUDA_U_floor:
       return floor(x);
-    case CUDA_U_CEIL:
+    case CUDA_U_ceil:
       return ceil(x);
-    case CUDA_U_ROUND:
+    case CUDA_U_round:
       return rint(x);  // half to even
     case CUDA_U_LEAKY_RELU:
       return x > 0 ? x : x * p;
@@ -67,13 +69,13 @@ __device__ __forceinline__ T ufloat(int op, T x, T p, T q, T r) {
 
 __device__ __forceinline__ int64_t uint64op(int op, int64_t x, int64_t lo, int64_t hi) {
   switch (op) {
-    case CUDA_U_NEG:
+    case CUDA_U_neg:
       return (int64_t)(0 - (uint64_t)x);  // wraps like PyTorch's
-    case CUDA_U_ABS:
+    case CUDA_U_abs:
       return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case CUDA_U_SIGN:
+    case CUDA_U_sign:
       return (x > 0) - (x < 0);
-    case CUDA_U_RELU:
+    case CUDA_U_relu:
       return x < 0 ? 0 : x;
     case CUDA_U_CLAMP: {
       int64_t m = x < lo ? lo : x;
@@ -108,7 +110,7 @@ extern "C" int cuda_launch_unary(int op, int ct, void *out, const void *a, cuda_
   if (n <= 0) return 0;
   unsigned g = cuda_blocks(n);
   bool c = cd_dense(la);
-  bool pred = op == CUDA_U_ISNAN || op == CUDA_U_ISINF || op == CUDA_U_LOGICAL_NOT;
+  bool pred = op == CUDA_U_ISNAN || op == CUDA_U_ISINF || op == CUDA_U_logical_not;
   if (pred) {
     if (ct == CUDA_F32)
       unary_pred<float><<<g, CUDA_THREADS, 0, st>>>(op, (bool *)out, (const float *)a, la, n, c);

@@ -10,41 +10,21 @@
 
 #include "cuda_kernels.h"
 
-static const char *const g_names[] = {"neg",   "abs",   "exp",        "log",         "log1p",      "sqrt", "rsqrt",
-                                      "sin",   "cos",   "tanh",       "sigmoid",     "relu",       "silu", "sign",
-                                      "floor", "ceil",  "round",      "logical_not", "leaky_relu", "gelu", "clamp",
-                                      "isnan", "isinf", "nan_to_num", "gelu",        "clamp"};
+#define UOP_NAME(name, tags, rule) #name,
+static const char *const g_names[] = {WK_UNARY_OPS(UOP_NAME)};
+#define UOP_RULE(name, tags, rule) rule,
+static const unsigned char g_rules[] = {WK_UNARY_OPS(UOP_RULE)};
+#define N_FAMILY ((int)(sizeof g_names / sizeof g_names[0]))
 
-typedef enum { K_FLOAT, K_FLOAT_ONLY, K_KEEP, K_ROUNDING, K_PRED } ukind;
-
-static ukind kind_of(int op) {
+/* The op's dtype rule (WK_UNARY_FLOAT ... WK_UNARY_PRED, op_list.h); the
+ * core's meta function already decided the result dtype from it. */
+static int kind_of(int op) {
+  if (op < N_FAMILY) return g_rules[op];
   switch (op) {
-    case CUDA_U_EXP:
-    case CUDA_U_LOG:
-    case CUDA_U_LOG1P:
-    case CUDA_U_SQRT:
-    case CUDA_U_RSQRT:
-    case CUDA_U_SIN:
-    case CUDA_U_COS:
-    case CUDA_U_TANH:
-    case CUDA_U_SIGMOID:
-      return K_FLOAT;
-    case CUDA_U_SILU:
-    case CUDA_U_LEAKY_RELU:
-    case CUDA_U_GELU:
-    case CUDA_U_GELU_TANH:
-      return K_FLOAT_ONLY;
-    case CUDA_U_FLOOR:
-    case CUDA_U_CEIL:
-    case CUDA_U_ROUND:
-    case CUDA_U_NAN_TO_NUM:
-      return K_ROUNDING;
-    case CUDA_U_LOGICAL_NOT:
-    case CUDA_U_ISNAN:
-    case CUDA_U_ISINF:
-      return K_PRED;
-    default:
-      return K_KEEP;
+    case CUDA_U_LEAKY_RELU: case CUDA_U_GELU: case CUDA_U_GELU_TANH: return WK_UNARY_FLOAT_ONLY;
+    case CUDA_U_NAN_TO_NUM: return WK_UNARY_ROUNDING;
+    case CUDA_U_ISNAN: case CUDA_U_ISINF: return WK_UNARY_PRED;
+    default: return WK_UNARY_KEEP; /* clamp */
   }
 }
 
@@ -72,53 +52,19 @@ static double dtype_max(wk_dtype dt) {
   }
 }
 
-static wk_status int_bound(const char *name, const wk_value *v, wk_dtype rt, int64_t *out) {
-  int64_t x = v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
-  int64_t lo = INT64_MIN, hi = INT64_MAX;
-  switch (rt) {
-    case WK_I8:
-      lo = INT8_MIN;
-      hi = INT8_MAX;
-      break;
-    case WK_U8:
-      lo = 0;
-      hi = UINT8_MAX;
-      break;
-    case WK_I16:
-      lo = INT16_MIN;
-      hi = INT16_MAX;
-      break;
-    case WK_I32:
-      lo = INT32_MIN;
-      hi = INT32_MAX;
-      break;
-    default:
-      break;
-  }
-  if (x < lo || x > hi)
-    return wk_error(WK_ERR_INVALID_ARG, "%s: value %lld cannot be converted to type %s without overflow", name,
-                    (long long)x, wk_dtype_name(rt));
-  *out = x;
-  return WK_OK;
+/* A clamp bound as an integer (the meta function checked it fits the dtype). */
+static int64_t int_bound(const wk_value *v) {
+  return v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
 }
 
-/* The cpu plugin's setup(): extra arguments, result dtype, refusals. */
-static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype *rt) {
+/* Reads the op's extra arguments into c. The core's meta function checked
+ * them and decided the result dtype rt. */
+static void setup(const wk_value *args, uctx *c, wk_dtype rt) {
   wk_dtype dt = wk_tensor_dtype(args[0].u.t);
-  bool fl = wk_dtype_is_floating(dt);
-  *rt = dt;
   switch (c->op) {
-    case CUDA_U_LEAKY_RELU:
-      c->p = wk_value_as_f64(&args[1]);
-      break;
+    case CUDA_U_LEAKY_RELU: c->p = wk_value_as_f64(&args[1]); break;
     case CUDA_U_GELU:
-      switch (wk_option_index(args[1].u.s, (const char *const[]){"none", "tanh", NULL})) {
-        case 0: break;
-        case 1: c->op = CUDA_U_GELU_TANH; break;
-        default:
-          return wk_error(WK_ERR_INVALID_ARG, "%s: approximate argument must be either none or tanh, not '%s'", name,
-                          args[1].u.s);
-      }
+      if (strcmp(args[1].u.s, "tanh") == 0) c->op = CUDA_U_GELU_TANH;
       break;
     case CUDA_U_NAN_TO_NUM:
       c->p = args[1].tag == WK_V_NONE ? 0.0 : args[1].u.f;
@@ -127,11 +73,7 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
       break;
     case CUDA_U_CLAMP: {
       bool lo = args[1].tag != WK_V_NONE, hi = args[2].tag != WK_V_NONE;
-      if (!lo && !hi) return wk_error(WK_ERR_INVALID_ARG, "%s: At least one of 'min' or 'max' must not be None", name);
-      *rt = wk_result_type(args, 3);
-      if (*rt == WK_BOOL)
-        return wk_error(WK_ERR_DTYPE, "%s: \"clamp_scalar_cpu\" not implemented for '%s'", name, wk_dtype_torch_name(*rt));
-      if (wk_dtype_is_floating(*rt)) {
+      if (wk_dtype_is_floating(rt)) {
         c->p = lo ? wk_value_as_f64(&args[1]) : -INFINITY;
         c->q = hi ? wk_value_as_f64(&args[2]) : INFINITY;
         if (c->p != c->p || c->q != c->q) { /* a NaN bound makes every result NaN */
@@ -139,50 +81,21 @@ static wk_status setup(const char *name, const wk_value *args, uctx *c, wk_dtype
           c->p = NAN;
         }
       } else {
-        c->ilo = INT64_MIN;
-        c->ihi = INT64_MAX;
-        wk_status s = lo ? int_bound(name, &args[1], *rt, &c->ilo) : WK_OK;
-        if (!s && hi) s = int_bound(name, &args[2], *rt, &c->ihi);
-        if (s) return s;
+        c->ilo = lo ? int_bound(&args[1]) : INT64_MIN;
+        c->ihi = hi ? int_bound(&args[2]) : INT64_MAX;
       }
-      return WK_OK;
+      break;
     }
-    default:
-      break;
+    default: break;
   }
-  if (kind_of(c->op) == K_PRED) *rt = WK_BOOL;
-  if (fl) return WK_OK;
-  switch (kind_of(c->op)) {
-    case K_FLOAT:
-      *rt = WK_F32;
-      break;
-    case K_PRED:
-      break;
-    case K_FLOAT_ONLY:
-      return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], wk_dtype_torch_name(dt));
-    case K_ROUNDING:
-      if (dt == WK_BOOL && c->op != CUDA_U_NAN_TO_NUM)
-        return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", name, g_names[c->op], wk_dtype_torch_name(dt));
-      break;
-    case K_KEEP:
-      if (dt == WK_BOOL && c->op == CUDA_U_NEG)
-        return wk_error(WK_ERR_DTYPE,
-                        "%s: Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                        "trying to invert a mask, use the `~` or `logical_not()` operator instead.",
-                        name);
-      if (dt == WK_BOOL && c->op == CUDA_U_RELU)
-        return wk_error(WK_ERR_DTYPE, "%s: Boolean inputs not supported for relu", name);
-      break;
-  }
-  return WK_OK;
 }
 
 static bool is_identity(int op, wk_dtype dt) {
   if (wk_dtype_is_floating(dt)) return false;
-  ukind k = kind_of(op);
-  if (k == K_ROUNDING) return true;
-  if (dt == WK_BOOL) return op == CUDA_U_ABS || op == CUDA_U_SIGN;
-  return dt == WK_U8 && (op == CUDA_U_ABS || op == CUDA_U_RELU);
+  int k = kind_of(op);
+  if (k == WK_UNARY_ROUNDING) return true;
+  if (dt == WK_BOOL) return op == CUDA_U_abs || op == CUDA_U_sign;
+  return dt == WK_U8 && (op == CUDA_U_abs || op == CUDA_U_relu);
 }
 
 static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -192,9 +105,9 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   if (info->mode == CUDA_INPLACE) target = self;
   if (info->mode == CUDA_OUT) target = WK_ARG_T(1);
   uctx c = {info->op, 0, 0, 0, 0, 0};
-  wk_dtype rt;
-  wk_status s = setup(name, args, &c, &rt);
-  if (s) return s;
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
+  setup(args, &c, rt);
+  wk_status s;
   wk_device dev = ctx->device;
   if ((s = cuda_enter(name, dev))) return s;
   if (is_identity(c.op, wk_tensor_dtype(self))) {
@@ -207,7 +120,7 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   }
   /* cd: the dtype the kernel reads; integers compute in int64. */
   wk_dtype sd = wk_tensor_dtype(self);
-  bool pred = kind_of(c.op) == K_PRED;
+  bool pred = kind_of(c.op) == WK_UNARY_PRED;
   wk_dtype cd = pred                       ? (wk_dtype_is_floating(sd) ? wk_compute_dtype(sd) : WK_I64)
                 : wk_dtype_is_floating(rt) ? wk_compute_dtype(rt)
                                            : WK_I64;
@@ -246,7 +159,7 @@ wk_status cuda_register_unary(void) {
   g_ninfos = 0;
   wk_status s = WK_OK;
   char n[64];
-  for (int op = CUDA_U_NEG; op <= CUDA_U_LOGICAL_NOT && !s; op++) {
+  for (int op = 0; op < N_FAMILY && !s; op++) {
     s = reg(g_names[op], op, CUDA_FUNCTIONAL);
     snprintf(n, sizeof n, "%s_", g_names[op]);
     if (!s) s = reg(n, op, CUDA_INPLACE);
