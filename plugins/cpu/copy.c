@@ -1,5 +1,6 @@
 /* cpu plugin: copies and fills: copy_ between strided cpu tensors with dtype
- * conversion and broadcasting, fill_, zero_. */
+ * conversion and broadcasting, fill_, zero_ (their checks are the ops' meta
+ * functions, core/meta_factory.c). */
 #include <math.h>
 #include <string.h>
 
@@ -156,42 +157,9 @@ static void loop_fill(void *c, char **d, const int64_t *s, int64_t n) {
   for (int64_t i = 0; i < n; i++) memcpy(d[0] + i * s[0], f->bytes, es);
 }
 
-/* PyTorch's checked_convert: a fill value outside the dtype's finite range is
- * refused (infinities and NaN are fine for floating types; bool takes
- * anything; uint8 takes negative integers down to -255, which wrap). */
-static bool fill_overflows(const wk_value *v, wk_dtype dt) {
-  double lo, hi;
-  switch (dt) {
-    case WK_I8: lo = -128, hi = 127; break;
-    case WK_U8: lo = 0, hi = 255; break;
-    case WK_I16: lo = -32768, hi = 32767; break;
-    case WK_I32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case WK_I64: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
-    case WK_F16: lo = -65504.0, hi = 65504.0; break;
-    case WK_BF16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
-    case WK_F32: lo = -3.4028234663852886e38, hi = 3.4028234663852886e38; break;
-    default: return false; /* bool, f64 */
-  }
-  if (v->tag == WK_V_BOOL) return false;
-  if (v->tag == WK_V_INT) {
-    int64_t i = v->u.i;
-    if (dt == WK_U8) return i > 255 || (i < 0 && (uint64_t)0 - (uint64_t)i > 255);
-    return wk_dtype_is_integral(dt) ? (i < (int64_t)lo || (dt != WK_I64 && i > (int64_t)hi)) : ((double)i < lo || (double)i > hi);
-  }
-  double f = v->u.f;
-  if (wk_dtype_is_floating(dt)) return !isinf(f) && (f < lo || f > hi);
-  return f != f || f < lo || f > hi;
-}
-
+/* Fills self with v (the meta function has refused values that overflow self's dtype). */
 static wk_status fill(wk_tensor *self, const wk_value *v) {
   fill_ctx f = {wk_tensor_dtype(self), {0}};
-  if (fill_overflows(v, f.dt)) {
-    if (v->tag == WK_V_INT)
-      return wk_error(WK_ERR_INVALID_ARG, "fill_: value %lld cannot be converted to type %s without overflow",
-                      (long long)v->u.i, wk_dtype_name(f.dt));
-    return wk_error(WK_ERR_INVALID_ARG, "fill_: value %g cannot be converted to type %s without overflow", v->u.f,
-                    wk_dtype_name(f.dt));
-  }
   if (v->tag == WK_V_INT && integral_or_bool(f.dt))
     wk_store_i64(f.bytes, f.dt, v->u.i);
   else
