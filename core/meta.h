@@ -24,6 +24,7 @@ typedef struct {
 /* Each family's rows (meta_<family>.c). A row naming an op that is not
  * declared is an error at wk_init (a misspelt row is never silently dropped). */
 WK__HIDDEN extern const wk__meta_family wk__metas_pointwise;
+WK__HIDDEN extern const wk__meta_family wk__metas_reduce;
 WK__HIDDEN extern const wk__meta_family wk__metas_factory;
 WK__HIDDEN extern const wk__meta_family wk__metas_index;
 

@@ -1,4 +1,5 @@
-/* cpu plugin: linear algebra kernels: mm, bmm, addmm, dot. f32/f64 go through
+/* cpu plugin: linear algebra kernels: mm, bmm, addmm, dot (arguments checked
+ * by the core's meta functions). f32/f64 go through
  * OpenBLAS when configure found it (transposed operands passed by flag, not
  * copied); f16/bf16 compute in f32, integers in wrapping int64, and without
  * OpenBLAS a blocked reference GEMM runs in parallel over row blocks. */
@@ -258,24 +259,19 @@ static wk_status gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b, int
   return ref_gemm(cd, c, a, b, batch, n, k, m, sc);
 }
 
-/* The dtype the GEMM computes in; WK_BOOL when the dtype is refused. */
-static wk_dtype gemm_dtype(wk_dtype dt) {
-  if (dt == WK_BOOL) return WK_BOOL;
-  return wk_compute_dtype(dt);
-}
-
 /* Runs the product of a [.., n, k] and b [.., k, m] (2D or 3D, same dtype)
- * into a new tensor of shape out_sizes and their dtype; `self` (may be NULL)
- * is broadcast into the result and scaled by beta when sc->use_beta. */
-static wk_tensor *product(const char *op, wk_tensor *self, wk_tensor *a, wk_tensor *b, const int64_t *out_sizes,
-                          int out_nd, int64_t k, gemm_scalars sc) {
-  wk_dtype dt = wk_tensor_dtype(a), cd = gemm_dtype(dt);
-  if (cd == WK_BOOL) {
-    wk_error(WK_ERR_UNSUPPORTED, "%s(): \"addmm_impl_cpu_\" not implemented for '%s'", op, wk_dtype_torch_name(dt));
-    return NULL;
-  }
+ * into result 0 as the meta function decided it (their dtype, [batch,] n, m);
+ * `self` (may be NULL) is broadcast into the result and scaled by beta when
+ * sc->use_beta. Narrow dtypes compute in their compute dtype and convert. */
+static wk_tensor *product(const wk_kernel_ctx *ctx, wk_tensor *self, wk_tensor *a, wk_tensor *b, int64_t k,
+                          gemm_scalars sc) {
+  const wk_meta_out *mo = wk_kernel_meta(ctx, 0);
+  if (!mo) return wk_meta_empty(ctx, 0); /* records the missing decision */
+  wk_dtype dt = wk_tensor_dtype(a), cd = wk_compute_dtype(dt);
+  int out_nd = mo->ndim;
+  const int64_t *out_sizes = mo->sizes;
   int64_t batch = out_nd == 3 ? out_sizes[0] : 1, n = out_sizes[out_nd - 2], m = out_sizes[out_nd - 1];
-  wk_tensor *c = cpu_empty(out_sizes, out_nd, cd), *ac = NULL, *bc = NULL;
+  wk_tensor *c = cd == dt ? wk_meta_empty(ctx, 0) : cpu_empty(out_sizes, out_nd, cd), *ac = NULL, *bc = NULL;
   wk_status s = c ? WK_OK : wk_last_error();
   if (!s && sc.use_beta && batch * n * m > 0) s = cpu_copy(c, self);
   if (!s) {
@@ -300,20 +296,7 @@ static wk_tensor *product(const char *op, wk_tensor *self, wk_tensor *a, wk_tens
 
 static const gemm_scalars plain = {1.0, 0.0, 1, 0, false};
 
-/* ---- mm, addmm, bmm ------------------------------------------------------------------- */
-static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char *na, const char *nb) {
-  if (wk_tensor_dim(a) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, na, wk_tensor_dim(a));
-  if (wk_tensor_dim(b) != 2) return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, nb, wk_tensor_dim(b));
-  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
-  if (x[1] != y[0])
-    return wk_error(WK_ERR_SHAPE, "%s(): mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
-                    (long long)x[0], (long long)x[1], (long long)y[0], (long long)y[1]);
-  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected m1 and m2 to have the same dtype, but got: %s != %s", op,
-                    wk_dtype_cpp_name(wk_tensor_dtype(a)), wk_dtype_cpp_name(wk_tensor_dtype(b)));
-  return WK_OK;
-}
-
+/* ---- mm, addmm, bmm (shapes and dtypes checked by the core's meta functions) ----------- */
 static wk_status out1(wk_value *outs, wk_tensor *t) {
   if (!t) return wk_last_error();
   outs[0] = WK_VT(t);
@@ -322,51 +305,21 @@ static wk_status out1(wk_value *outs, wk_tensor *t) {
 
 static wk_status k_mm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  wk_status s = check_mm("mm", a, b, "self", "mat2");
-  if (s) return s;
-  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
-  return out1(outs, product("mm", NULL, a, b, sz, 2, wk_tensor_size(a, 1), plain));
+  return out1(outs, product(ctx, NULL, a, b, wk_tensor_size(a, 1), plain));
 }
 
 static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *a = WK_ARG_T(1), *b = WK_ARG_T(2);
-  wk_status s = check_mm("addmm", a, b, "mat1", "mat2");
-  if (s) return s;
-  if (wk_tensor_dtype(self) != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "addmm(): self and mat2 must have the same dtype, but got %s and %s",
-                    wk_dtype_torch_name(wk_tensor_dtype(self)), wk_dtype_torch_name(wk_tensor_dtype(b)));
-  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
-  int snd = wk_tensor_dim(self);
-  const int64_t *ss = wk_tensor_sizes(self);
-  bool ok = snd <= 2;
-  for (int d = 0; ok && d < snd; d++) ok = ss[d] == 1 || ss[d] == sz[2 - snd + d];
-  if (!ok) {
-    char buf[160];
-    return wk_error(WK_ERR_SHAPE, "addmm(): self of shape %s cannot be broadcast to the result shape [%lld, %lld]",
-                    wk_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
-  }
   gemm_scalars sc = {wk_value_as_f64(&args[4]), wk_value_as_f64(&args[3]), scalar_as_u64(&args[4]),
                      scalar_as_u64(&args[3]), false};
   /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
   sc.use_beta = wk_dtype_is_floating(wk_tensor_dtype(b)) ? sc.beta != 0 : sc.ibeta != 0;
-  return out1(outs, product("addmm", self, a, b, sz, 2, wk_tensor_size(a, 1), sc));
+  return out1(outs, product(ctx, self, a, b, wk_tensor_size(a, 1), sc));
 }
 
 static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  if (wk_tensor_dim(a) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch1 must be a 3D tensor, got %dD", wk_tensor_dim(a));
-  if (wk_tensor_dim(b) != 3) return wk_error(WK_ERR_SHAPE, "bmm(): batch2 must be a 3D tensor, got %dD", wk_tensor_dim(b));
-  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
-  if (y[0] != x[0] || y[1] != x[2])
-    return wk_error(WK_ERR_SHAPE,
-                    "bmm(): Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: "
-                    "[%lld, %lld].",
-                    (long long)x[0], (long long)x[2], (long long)y[0], (long long)y[1]);
-  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "bmm(): expected batch1 and batch2 to have the same dtype, but got: %s != %s",
-                    wk_dtype_cpp_name(wk_tensor_dtype(a)), wk_dtype_cpp_name(wk_tensor_dtype(b)));
-  int64_t sz[3] = {x[0], x[1], y[2]};
-  return out1(outs, product("bmm", NULL, a, b, sz, 3, x[2], plain));
+  return out1(outs, product(ctx, NULL, a, b, wk_tensor_size(a, 2), plain));
 }
 
 /* ---- dot ------------------------------------------------------------------------------ */
@@ -426,26 +379,10 @@ static wk_status ref_dot(wk_tensor *x, wk_tensor *y, bool integral, double *fr, 
 
 static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  if (wk_tensor_dim(a) != 1 || wk_tensor_dim(b) != 1)
-    return wk_error(WK_ERR_SHAPE, "dot(): 1D tensors expected, but got %dD and %dD tensors", wk_tensor_dim(a),
-                    wk_tensor_dim(b));
   int64_t n = wk_tensor_numel(a);
-  if (n != wk_tensor_numel(b)) {
-    char sa[64], sb[64];
-    return wk_error(WK_ERR_SHAPE,
-                    "dot(): inconsistent tensor size, expected tensor %s and src %s to have the same number of "
-                    "elements, but got %lld and %lld elements respectively",
-                    wk_shape_str(a, sa, sizeof sa), wk_shape_str(b, sb, sizeof sb), (long long)n,
-                    (long long)wk_tensor_numel(b));
-  }
   wk_dtype dt = wk_tensor_dtype(a);
-  if (dt != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "dot(): expected both vectors to have same dtype, but found %s and %s",
-                    wk_dtype_torch_name(dt), wk_dtype_torch_name(wk_tensor_dtype(b)));
-  if (dt == WK_BOOL)
-    return wk_error(WK_ERR_UNSUPPORTED, "dot(): \"dot\" not implemented for '%s'", wk_dtype_torch_name(dt));
   bool integral = !wk_dtype_is_floating(dt);
-  wk_tensor *r = cpu_empty(NULL, 0, dt), *x = NULL, *y = NULL;
+  wk_tensor *r = wk_meta_empty(ctx, 0), *x = NULL, *y = NULL;
   if (!r) return wk_last_error();
   wk_status s = WK_OK;
 #ifdef CPU_HAVE_OPENBLAS

@@ -1,5 +1,6 @@
 /* cpu plugin: reductions (sum, mean, prod, max/min with indices, argmax/argmin,
- * var/std, norm, logsumexp, all/any) on the engine of reduce_engine.c. */
+ * var/std, norm, logsumexp, all/any) on the engine of reduce_engine.c. The
+ * core's meta functions checked the arguments and decided each result. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,20 +8,19 @@
 #include "reduce.h"
 
 /* ---- sum, prod -------------------------------------------------------------------------- */
-static wk_status sum_prod(const char *op, bool prod, wk_tensor *x, const int64_t *dims, int ndims, bool keepdim,
+static wk_status sum_prod(const wk_kernel_ctx *ctx, bool prod, wk_tensor *x, const int64_t *dims, int ndims,
                           wk_dtype dtype, wk_value *outs) {
   /* A given dtype converts the input first, as PyTorch does. */
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);
   if (!in) return wk_last_error();
   wk_dtype dt = wk_tensor_dtype(in);
   bool isint = !wk_dtype_is_floating(dt);
-  wk_dtype rt = dtype ? dtype : isint ? WK_I64 : dt;
   rplan p;
-  wk_status s = cpu_reduce_plan(&p, op, in, dims, ndims, keepdim);
+  wk_status s = cpu_reduce_plan(&p, in, dims, ndims);
   wk_release(in);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, prod ? (isint ? R_PROD_I : R_PROD) : (isint ? R_SUM_I : R_SUM), 0, NULL);
-  wk_tensor *out = res ? new_out(&p, rt) : NULL;
+  wk_tensor *out = res ? wk_meta_empty(ctx, 0) : NULL;
   outw wo = writer(out);
   if (out)
     for (int64_t r = 0; r < p.rows; r++) {
@@ -33,40 +33,31 @@ static wk_status sum_prod(const char *op, bool prod, wk_tensor *x, const int64_t
 }
 
 static wk_status k_sum(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return sum_prod("sum", false, WK_ARG_T(0), NULL, 0, false, cpu_reduce_opt_dtype(&args[1]), outs);
+  return sum_prod(ctx, false, WK_ARG_T(0), NULL, 0, cpu_reduce_opt_dtype(&args[1]), outs);
 }
 static wk_status k_sum_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
   int nd;
   const int64_t *dims = opt_dims(&args[1], &nd);
-  return sum_prod("sum", false, WK_ARG_T(0), dims, nd, WK_ARG_B(2), cpu_reduce_opt_dtype(&args[3]), outs);
+  return sum_prod(ctx, false, WK_ARG_T(0), dims, nd, cpu_reduce_opt_dtype(&args[3]), outs);
 }
 static wk_status k_prod(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return sum_prod("prod", true, WK_ARG_T(0), NULL, 0, false, cpu_reduce_opt_dtype(&args[1]), outs);
+  return sum_prod(ctx, true, WK_ARG_T(0), NULL, 0, cpu_reduce_opt_dtype(&args[1]), outs);
 }
 static wk_status k_prod_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return sum_prod("prod", true, WK_ARG_T(0), &WK_ARG_I(1), 1, WK_ARG_B(2), cpu_reduce_opt_dtype(&args[3]), outs);
+  return sum_prod(ctx, true, WK_ARG_T(0), &WK_ARG_I(1), 1, cpu_reduce_opt_dtype(&args[3]), outs);
 }
 
 /* ---- mean ------------------------------------------------------------------------------- */
-static wk_status mean(wk_tensor *x, const int64_t *dims, int ndims, bool keepdim, wk_dtype dtype, wk_value *outs) {
-  if (dtype && !wk_dtype_is_floating(dtype))
-    return wk_error(WK_ERR_DTYPE, "mean(): could not infer output dtype. Optional dtype must be either a floating "
-                    "point or complex dtype. Got: %s", wk_dtype_torch_name(dtype));
-  if (!dtype && !wk_dtype_is_floating(wk_tensor_dtype(x)))
-    return wk_error(WK_ERR_DTYPE, "mean(): could not infer output dtype. Input dtype must be either a floating "
-                    "point or complex dtype. Got: %s", wk_dtype_torch_name(wk_tensor_dtype(x)));
+static wk_status mean(const wk_kernel_ctx *ctx, wk_tensor *x, const int64_t *dims, int ndims, wk_dtype dtype,
+                      wk_value *outs) {
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);
   if (!in) return wk_last_error();
   rplan p;
-  wk_status s = cpu_reduce_plan(&p, "mean", in, dims, ndims, keepdim);
+  wk_status s = cpu_reduce_plan(&p, in, dims, ndims);
   wk_release(in);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, R_SUM, 0, NULL);
-  wk_tensor *out = res ? new_out(&p, wk_tensor_dtype(p.c)) : NULL;
+  wk_tensor *out = res ? wk_meta_empty(ctx, 0) : NULL;
   outw wo = writer(out);
   if (out)
     for (int64_t r = 0; r < p.rows; r++) put_f64(&wo, r, res[r].d / (double)p.n);
@@ -74,46 +65,29 @@ static wk_status mean(wk_tensor *x, const int64_t *dims, int ndims, bool keepdim
 }
 
 static wk_status k_mean(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return mean(WK_ARG_T(0), NULL, 0, false, cpu_reduce_opt_dtype(&args[1]), outs);
+  return mean(ctx, WK_ARG_T(0), NULL, 0, cpu_reduce_opt_dtype(&args[1]), outs);
 }
 static wk_status k_mean_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
   int nd;
   const int64_t *dims = opt_dims(&args[1], &nd);
-  return mean(WK_ARG_T(0), dims, nd, WK_ARG_B(2), cpu_reduce_opt_dtype(&args[3]), outs);
+  return mean(ctx, WK_ARG_T(0), dims, nd, cpu_reduce_opt_dtype(&args[3]), outs);
 }
 
 /* ---- max, min, argmax, argmin ------------------------------------------------------------ */
 enum { WANT_VALUES = 1, WANT_INDICES = 2 };
 
-static wk_status extreme(const char *op, bool is_max, int want, wk_tensor *x, bool has_dim, int64_t dim,
-                         bool keepdim, wk_value *outs) {
+static wk_status extreme(const wk_kernel_ctx *ctx, bool is_max, int want, wk_tensor *x, bool has_dim, int64_t dim,
+                         wk_value *outs) {
   wk_dtype dt = wk_tensor_dtype(x);
-  int nd = wk_tensor_dim(x), d = 0;
-  if (want == WANT_INDICES && dt == WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cpu\" not implemented for 'Bool'", op, op);
-  if (has_dim) {
-    wk_status s = wk_check_dim(op, dim, nd, &d);
-    if (s) return s;
-    if (nd > 0 && wk_tensor_size(x, d) == 0)
-      return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", op, d);
-  } else if (wk_tensor_numel(x) == 0) {
-    if (want == WANT_INDICES)
-      return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0.", op);
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): Expected reduction dim to be specified for input.numel() == 0. "
-                    "Specify the reduction dim with the 'dim' argument.", op);
-  }
   bool isint = !wk_dtype_is_floating(dt);
   rkind k = is_max ? (isint ? R_MAX_I : R_MAX) : (isint ? R_MIN_I : R_MIN);
-  int64_t dd = d;
   rplan p;
-  wk_status s = cpu_reduce_plan(&p, op, x, has_dim ? &dd : NULL, has_dim ? 1 : 0, keepdim);
+  wk_status s = cpu_reduce_plan(&p, x, has_dim ? &dim : NULL, has_dim ? 1 : 0);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, k, 0, NULL);
   wk_tensor *vals = NULL, *idx = NULL;
-  if (res && (want & WANT_VALUES)) vals = new_out(&p, dt);
-  if (res && (want & WANT_INDICES)) idx = new_out(&p, WK_I64);
+  if (res && (want & WANT_VALUES)) vals = wk_meta_empty(ctx, 0);
+  if (res && (want & WANT_INDICES)) idx = wk_meta_empty(ctx, want == WANT_INDICES ? 0 : 1);
   bool ok = res && (vals || !(want & WANT_VALUES)) && (idx || !(want & WANT_INDICES));
   outw wv = writer(vals), wi = writer(idx);
   if (ok)
@@ -143,49 +117,37 @@ static wk_status extreme(const char *op, bool is_max, int want, wk_tensor *x, bo
 }
 
 static wk_status k_max(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return extreme("max", true, WANT_VALUES, WK_ARG_T(0), false, 0, false, outs);
+  return extreme(ctx, true, WANT_VALUES, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_min(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return extreme("min", false, WANT_VALUES, WK_ARG_T(0), false, 0, false, outs);
+  return extreme(ctx, false, WANT_VALUES, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_max_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return extreme("max", true, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return extreme(ctx, true, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
 static wk_status k_min_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return extreme("min", false, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return extreme(ctx, false, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
-/* argmax with dim None reduces the flattened input (keepdim keeps every dim as 1). */
+/* argmax with dim None reduces the flattened input. */
 static wk_status k_argmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return extreme("argmax", true, WANT_INDICES, WK_ARG_T(0), !WK_ARG_IS_NONE(1), WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1),
-                 WK_ARG_B(2), outs);
+  return extreme(ctx, true, WANT_INDICES, WK_ARG_T(0), !WK_ARG_IS_NONE(1), WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1), outs);
 }
 static wk_status k_argmin(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return extreme("argmin", false, WANT_INDICES, WK_ARG_T(0), !WK_ARG_IS_NONE(1), WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1),
-                 WK_ARG_B(2), outs);
+  return extreme(ctx, false, WANT_INDICES, WK_ARG_T(0), !WK_ARG_IS_NONE(1), WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1), outs);
 }
 
 /* ---- var, std (two passes: the mean, then squared deviations) ----------------------------- */
-static wk_status var_std(const char *op, bool is_std, const wk_value *args, wk_value *outs) {
+static wk_status var_std(const wk_kernel_ctx *ctx, bool is_std, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
   int nd;
   const int64_t *dims = opt_dims(&args[1], &nd);
   int64_t correction = WK_ARG_I(2);
-  bool keepdim = WK_ARG_B(3);
-  if (!wk_dtype_is_floating(wk_tensor_dtype(x)))
-    return wk_error(WK_ERR_DTYPE, "%s(): std and var only support floating point and complex dtypes, got %s", op,
-                    wk_dtype_torch_name(wk_tensor_dtype(x)));
   rplan p;
-  wk_status s = cpu_reduce_plan(&p, op, x, dims, nd, keepdim);
+  wk_status s = cpu_reduce_plan(&p, x, dims, nd);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, R_SUM, 0, NULL);
   double *mu = res ? malloc(sizeof(double) * (size_t)(p.rows > 0 ? p.rows : 1)) : NULL;
-  if (res && !mu) wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+  if (res && !mu) wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", WK_OPNAME);
   wk_tensor *out = NULL;
   if (mu) {
     for (int64_t r = 0; r < p.rows; r++) mu[r] = res[r].d / (double)p.n;
@@ -194,9 +156,9 @@ static wk_status var_std(const char *op, bool is_std, const wk_value *args, wk_v
     free(mu);
     double dof = (double)p.n - (double)correction;
     if (dof < 0) dof = 0; /* PyTorch: max(0, N - correction), giving inf or nan */
-    out = res ? new_out(&p, wk_tensor_dtype(x)) : NULL;
+    out = res ? wk_meta_empty(ctx, 0) : NULL;
     outw wo = writer(out);
-  if (out)
+    if (out)
       for (int64_t r = 0; r < p.rows; r++) {
         double v = res[r].d / dof;
         put_f64(&wo, r, is_std ? sqrt(v) : v);
@@ -206,37 +168,24 @@ static wk_status var_std(const char *op, bool is_std, const wk_value *args, wk_v
 }
 
 static wk_status k_var(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return var_std("var", false, args, outs);
+  return var_std(ctx, false, args, outs);
 }
 static wk_status k_std(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return var_std("std", true, args, outs);
+  return var_std(ctx, true, args, outs);
 }
 
 /* ---- norm ------------------------------------------------------------------------------------ */
 static wk_status k_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
   wk_tensor *x = WK_ARG_T(0);
   double pw = wk_value_as_f64(&args[1]);
   int nd;
   const int64_t *dims = opt_dims(&args[2], &nd);
-  wk_dtype dt = wk_tensor_dtype(x);
-  if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "norm(): Expected a floating point or complex tensor as input. Got %s",
-                    wk_dtype_torch_name(dt));
-  if (pw != pw) return wk_error(WK_ERR_INVALID_ARG, "norm(): the order p must not be NaN");
   rplan p;
-  wk_status s = cpu_reduce_plan(&p, "norm", x, dims, nd, WK_ARG_B(3));
+  wk_status s = cpu_reduce_plan(&p, x, dims, nd);
   if (s) return s;
-  if (p.n == 0 && (pw < 0 || isinf(pw))) {
-    wk_release(p.c);
-    return wk_error(WK_ERR_INVALID_ARG, "norm(): cannot compute the %g norm on an empty tensor because the "
-                    "operation does not have an identity", pw);
-  }
   rkind k = pw == 2 ? R_SQ : pw == 1 ? R_ABS : pw == 0 ? R_NZ : pw == INFINITY ? R_AMAX : pw == -INFINITY ? R_AMIN : R_POW;
   acc_t *res = cpu_reduce_rows(&p, k, pw, NULL);
-  wk_tensor *out = res ? new_out(&p, dt) : NULL;
+  wk_tensor *out = res ? wk_meta_empty(ctx, 0) : NULL;
   outw wo = writer(out);
   if (out)
     for (int64_t r = 0; r < p.rows; r++) {
@@ -248,14 +197,13 @@ static wk_status k_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
 
 /* ---- logsumexp (max-shifted: m + log(sum(exp(x - m))), with infinite m shifted by 0) ------- */
 static wk_status k_logsumexp(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
   wk_tensor *x = WK_ARG_T(0);
   int nd = args[1].len;
   /* Integer inputs give the default floating dtype, as in PyTorch 2. */
   wk_tensor *in = wk_kernel_cast(x, wk_dtype_is_floating(wk_tensor_dtype(x)) ? wk_tensor_dtype(x) : WK_F32);
   if (!in) return wk_last_error();
   rplan p;
-  wk_status s = cpu_reduce_plan(&p, "logsumexp", in, args[1].u.ints, nd, WK_ARG_B(2));
+  wk_status s = cpu_reduce_plan(&p, in, args[1].u.ints, nd);
   wk_release(in);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, R_MAX, 0, NULL);
@@ -266,9 +214,9 @@ static wk_status k_logsumexp(const wk_kernel_ctx *ctx, const wk_value *args, wk_
     for (int64_t r = 0; r < p.rows; r++) m[r] = isinf(res[r].d) ? 0 : res[r].d;
     free(res);
     res = cpu_reduce_rows(&p, R_EXPSUM, 0, m);
-    out = res ? new_out(&p, wk_tensor_dtype(p.c)) : NULL;
+    out = res ? wk_meta_empty(ctx, 0) : NULL;
     outw wo = writer(out);
-  if (out)
+    if (out)
       for (int64_t r = 0; r < p.rows; r++) put_f64(&wo, r, log(res[r].d) + m[r]);
     free(m);
   }
@@ -276,13 +224,13 @@ static wk_status k_logsumexp(const wk_kernel_ctx *ctx, const wk_value *args, wk_
 }
 
 /* ---- all, any (bool results; uint8 inputs keep uint8, as in PyTorch) ------------------------- */
-static wk_status all_any(const char *op, bool is_all, wk_tensor *x, bool has_dim, int64_t dim, bool keepdim,
+static wk_status all_any(const wk_kernel_ctx *ctx, bool is_all, wk_tensor *x, bool has_dim, int64_t dim,
                          wk_value *outs) {
   rplan p;
-  wk_status s = cpu_reduce_plan(&p, op, x, has_dim ? &dim : NULL, has_dim ? 1 : 0, keepdim);
+  wk_status s = cpu_reduce_plan(&p, x, has_dim ? &dim : NULL, has_dim ? 1 : 0);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, is_all ? R_ALL : R_ANY, 0, NULL);
-  wk_tensor *out = res ? new_out(&p, wk_tensor_dtype(x) == WK_U8 ? WK_U8 : WK_BOOL) : NULL;
+  wk_tensor *out = res ? wk_meta_empty(ctx, 0) : NULL;
   outw wo = writer(out);
   if (out)
     for (int64_t r = 0; r < p.rows; r++) put_i64(&wo, r, res[r].i);
@@ -290,20 +238,16 @@ static wk_status all_any(const char *op, bool is_all, wk_tensor *x, bool has_dim
 }
 
 static wk_status k_all(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return all_any("all", true, WK_ARG_T(0), false, 0, false, outs);
+  return all_any(ctx, true, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_all_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return all_any("all", true, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return all_any(ctx, true, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
 static wk_status k_any(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return all_any("any", false, WK_ARG_T(0), false, 0, false, outs);
+  return all_any(ctx, false, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_any_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  return all_any("any", false, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return all_any(ctx, false, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
 
 wk_status cpu_register_reduce(void) {

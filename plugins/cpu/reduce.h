@@ -14,18 +14,16 @@
 
 #define RGRAIN 32768 /* elements below which work stays on one thread */
 
-/* ---- plan: the reduced dims, the output shape and the data layout ---- */
+/* ---- plan: the reduced dims and the data layout (the op's meta function
+ * checked the dims and decided the result's shape) ---- */
 typedef struct {
   wk_tensor *c;               /* contiguous data viewed as [outer, n, inner] (new reference) */
   int64_t outer, n, inner;    /* n: elements reduced into each output element */
   int64_t rows;               /* output elements: outer * inner, in row-major output order */
-  int64_t shape[WK_MAX_DIMS];
-  int nd;                     /* output shape */
 } rplan;
 
-/* Plans a reduction of x over dims (ndims == 0: every dim). */
-CPU_HIDDEN wk_status cpu_reduce_plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dims, int ndims,
-                                     bool keepdim);
+/* Plans a reduction of x over dims (ndims == 0: every dim; dims already checked). */
+CPU_HIDDEN wk_status cpu_reduce_plan(rplan *p, wk_tensor *x, const int64_t *dims, int ndims);
 
 /* ---- the row reducer ---- */
 typedef enum {
@@ -49,9 +47,7 @@ CPU_HIDDEN acc_t *cpu_reduce_rows(const rplan *p, rkind k, double pw, const doub
 CPU_HIDDEN void cpu_load_f64_run(const char *p, wk_dtype dt, int64_t n, double *o);
 CPU_HIDDEN void cpu_load_i64_run(const char *p, wk_dtype dt, int64_t n, int64_t *o);
 
-/* ---- results (new contiguous outputs) -------------------------------------------------------------------------- */
-static inline wk_tensor *new_out(const rplan *p, wk_dtype dt) { return cpu_empty(p->shape, p->nd, dt); }
-
+/* ---- results (new contiguous outputs, as the meta function decided) ------------------------------------------- */
 /* Element writer for a new contiguous result. */
 typedef struct {
   char *p;

@@ -17,35 +17,25 @@
 
 /* ---- plan: the reduced dims, the output shape and the data layout ------------- */
 
-/* Plans a reduction of x over dims (ndims == 0: every dim). */
-wk_status cpu_reduce_plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dims, int ndims, bool keepdim) {
+/* Plans a reduction of x over dims (ndims == 0: every dim); the meta function
+ * checked the dims, so they are only wrapped here. */
+wk_status cpu_reduce_plan(rplan *p, wk_tensor *x, const int64_t *dims, int ndims) {
   memset(p, 0, sizeof *p);
   int nd = wk_tensor_dim(x);
   const int64_t *sz = wk_tensor_sizes(x);
-  bool red[WK_MAX_DIMS] = {false}, seen[WK_MAX_DIMS] = {false};
-  for (int i = 0; i < ndims; i++) {
-    int d;
-    wk_status s = wk_check_dim(op, dims[i], nd, &d);
-    if (s) return s;
-    if (seen[d]) return wk_error(WK_ERR_INVALID_ARG, "%s(): dim %d appears multiple times in the list of dims", op, d);
-    seen[d] = true;
-    if (nd > 0) red[d] = true;
-  }
+  bool red[WK_MAX_DIMS] = {false};
+  for (int i = 0; i < ndims && nd > 0; i++) red[dims[i] < 0 ? dims[i] + nd : dims[i]] = true;
   if (ndims == 0)
     for (int d = 0; d < nd; d++) red[d] = true;
   int64_t perm[WK_MAX_DIMS];
   int k = 0;
   p->rows = 1;
   p->n = 1;
-  for (int d = 0; d < nd; d++) {
+  for (int d = 0; d < nd; d++)
     if (!red[d]) {
       perm[k++] = d;
       p->rows *= sz[d];
-      p->shape[p->nd++] = sz[d];
-    } else if (keepdim) {
-      p->shape[p->nd++] = 1;
     }
-  }
   for (int d = 0; d < nd; d++)
     if (red[d]) {
       perm[k++] = d;

@@ -4,7 +4,7 @@
 
 #include "reduce.h"
 
-/* The input as a contiguous [outer, len, inner] array as a contiguous [outer, len, inner] array; each of the
+/* The input as a contiguous [outer, len, inner] array; each of the
  * outer * inner lines is scanned in order (in double, or int64 wrapping). -------------- */
 #define RSCAN 2048 /* most columns scanned together when dim is not the last */
 
@@ -81,26 +81,23 @@ static void scan_cols(void *cp, int64_t b, int64_t e) {
 }
 
 static wk_status k_cumsum(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
   wk_tensor *x = WK_ARG_T(0);
   wk_dtype dtype = cpu_reduce_opt_dtype(&args[2]);
-  int nd = wk_tensor_dim(x), d;
-  wk_status s = wk_check_dim("cumsum", WK_ARG_I(1), nd, &d);
-  if (s) return s;
-  /* A given dtype converts the input first; integers and bools give int64. */
+  int nd = wk_tensor_dim(x), d = (int)(WK_ARG_I(1) < 0 ? WK_ARG_I(1) + (nd > 0 ? nd : 1) : WK_ARG_I(1));
+  /* A given dtype converts the input first (the result's dtype: the meta function's). */
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);
   wk_tensor *c = wk_contiguous(in);
   wk_release(in);
   if (!c) return wk_last_error();
   wk_dtype dt = wk_tensor_dtype(c);
   bool isint = !wk_dtype_is_floating(dt);
-  wk_dtype rt = dtype ? dtype : isint ? WK_I64 : dt;
-  wk_tensor *out = cpu_empty(wk_tensor_sizes(c), nd, rt);
+  wk_tensor *out = wk_meta_empty(ctx, 0);
   if (!out) {
     wk_release(c);
     return wk_last_error();
   }
   const int64_t *sz = wk_tensor_sizes(c);
+  wk_dtype rt = wk_tensor_dtype(out);
   scan_job j = {wk_tensor_data(c), wk_tensor_data(out), dt, rt, (int64_t)wk_dtype_size(dt), (int64_t)wk_dtype_size(rt),
                 1, nd > 0 ? sz[d] : 1, 1, 1, 1, isint};
   for (int i = 0; i < d; i++) j.outer *= sz[i];

@@ -104,14 +104,15 @@ static void sort_lines(void *p, int64_t b, int64_t e) {
   free(keys);
 }
 
-/* Sorts self along dim and keeps the first k of each line. */
-static wk_status sort_k(wk_tensor *self, int dim, int64_t k, bool desc, wk_value *outs) {
+/* Sorts self along dim (wrapped here; the meta function checked it and k) and
+ * keeps the first k of each line, into the results the meta function decided. */
+static wk_status sort_k(const wk_kernel_ctx *ctx, wk_tensor *self, int64_t dim64, int64_t k, bool desc,
+                        wk_value *outs) {
   int nd = wk_tensor_dim(self);
+  int dim = (int)(dim64 < 0 ? dim64 + (nd > 0 ? nd : 1) : dim64);
   wk_dtype dt = wk_tensor_dtype(self);
-  int64_t osz[WK_MAX_DIMS];
-  memcpy(osz, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd);
-  if (nd > 0) osz[dim] = k;
-  wk_tensor *v = cpu_empty(osz, nd, dt), *ix = cpu_empty(osz, nd, WK_I64);
+  if (k < 0) k = cpu_nsize(self, dim); /* sort: the whole line */
+  wk_tensor *v = wk_meta_empty(ctx, 0), *ix = wk_meta_empty(ctx, 1);
   if (!v || !ix) {
     wk_release(v);
     wk_release(ix);
@@ -150,28 +151,11 @@ static wk_status sort_k(wk_tensor *self, int dim, int64_t k, bool desc, wk_value
 }
 
 static wk_status k_sort(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  wk_tensor *self = WK_ARG_T(0);
-  int d = 0;
-  wk_status s = wk_check_dim("sort", WK_ARG_I(1), wk_tensor_dim(self), &d);
-  if (s) return s;
-  return sort_k(self, d, cpu_nsize(self, d), WK_ARG_B(2), outs);
+  return sort_k(ctx, WK_ARG_T(0), WK_ARG_I(1), -1, WK_ARG_B(2), outs);
 }
 
 static wk_status k_topk(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  (void)ctx;
-  wk_tensor *self = WK_ARG_T(0);
-  int64_t k = WK_ARG_I(1);
-  int d = 0;
-  wk_status s = wk_check_dim("topk", WK_ARG_I(2), wk_tensor_dim(self), &d);
-  if (s) return s;
-  if (wk_tensor_dtype(self) == WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "topk(): \"topk_cpu\" not implemented for 'Bool'");
-  int64_t n = cpu_nsize(self, d);
-  if (k < 0 || k > n)
-    return wk_error(WK_ERR_INDEX, "topk(): selected index k out of range (k = %lld, dimension %d has size %lld)",
-                    (long long)k, d, (long long)n);
-  return sort_k(self, d, k, WK_ARG_B(3), outs);
+  return sort_k(ctx, WK_ARG_T(0), WK_ARG_I(2), WK_ARG_I(1), WK_ARG_B(3), outs);
 }
 
 wk_status cpu_register_sort(void) {
