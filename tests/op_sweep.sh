@@ -1,0 +1,35 @@
+#!/bin/sh
+# The op sweep (tests/check_op_sweep) in each variant: the cpu with every
+# plugin loaded, the cpu without onednn, the fake device (a device type the
+# sweep registers itself: host memory, no kernels of its own, so only the
+# any-device kernels run there and every other op must fail cleanly with the
+# cpu's messages), and cuda when a GPU is present. A variant that cannot run
+# says why and is skipped; the script fails when any variant fails.
+builddir=${top_builddir:-.}
+exe=$builddir/tests/check_op_sweep
+if [ ! -x "$exe" ]; then
+  echo "SKIP: $exe is not built"
+  exit 77
+fi
+status=0
+ran=0
+variant() {
+  name=$1
+  shift
+  echo "==== op sweep: $name"
+  env "$@" "$exe"
+  rc=$?
+  case $rc in
+    0) echo "PASS: op sweep, $name"; ran=$((ran + 1)) ;;
+    77) echo "SKIP: op sweep, $name" ;;
+    *) echo "FAIL: op sweep, $name (exit $rc)"; status=1 ;;
+  esac
+}
+variant "cpu"
+variant "cpu without onednn" WICK_DISABLE_PLUGINS="onednn${WICK_DISABLE_PLUGINS:+,$WICK_DISABLE_PLUGINS}"
+variant "fake device" SWEEP_DEVICE=fake
+variant "cuda" SWEEP_DEVICE=cuda
+if [ $status -eq 0 ] && [ $ran -eq 0 ]; then
+  exit 77
+fi
+exit $status
