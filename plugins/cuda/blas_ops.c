@@ -135,29 +135,17 @@ static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a,
   return s;
 }
 
-static wk_status check_mm(const char *op, wk_tensor *a, wk_tensor *b, const char *na, const char *nb) {
-  if (wk_tensor_dim(a) != 2)
-    return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, na, wk_tensor_dim(a));
-  if (wk_tensor_dim(b) != 2)
-    return wk_error(WK_ERR_SHAPE, "%s(): %s must be a matrix, got %dD", op, nb, wk_tensor_dim(b));
-  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
-  if (x[1] != y[0])
-    return wk_error(WK_ERR_SHAPE, "%s(): mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
-                    (long long)x[0], (long long)x[1], (long long)y[0], (long long)y[1]);
-  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected m1 and m2 to have the same dtype, but got: %s != %s", op,
-                    wk_dtype_torch_name(wk_tensor_dtype(a)), wk_dtype_torch_name(wk_tensor_dtype(b)));
-  return WK_OK;
-}
-
-/* A new contiguous result of a's dtype; on error releases it and returns the status. */
-static wk_status run(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, wk_tensor *a, wk_tensor *b,
-                     const int64_t *sz, int nd, int64_t k, double alpha, double beta, wk_value *outs) {
+/* The product into result 0 as the meta function decided it (a's dtype,
+ * [batch,] n, m); on error releases it and returns the status. */
+static wk_status run(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, wk_tensor *a, wk_tensor *b, int64_t k,
+                     double alpha, double beta, wk_value *outs) {
   wk_device dev = ctx->device;
   wk_status s = cuda_enter(op, dev);
   if (s) return s;
-  wk_tensor *c = wk_empty(sz, nd, (wk_options){.dtype = wk_tensor_dtype(a), .device = dev});
+  wk_tensor *c = wk_meta_empty(ctx, 0);
   if (!c) return wk_last_error();
+  int nd = wk_tensor_dim(c);
+  const int64_t *sz = wk_tensor_sizes(c);
   int64_t batch = nd == 3 ? sz[0] : 1, n = sz[nd - 2], m = sz[nd - 1];
   if (self && beta != 0 && batch * n * m > 0) /* beta's operand, broadcast into C */
     s = (wk_status)cuda_launch_copy(wk_tensor_data(c), wk_tensor_dtype(c), cuda_layout(c, NULL, 0),
@@ -174,69 +162,26 @@ static wk_status run(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, 
 
 static wk_status k_mm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  wk_status s = check_mm("mm", a, b, "self", "mat2");
-  if (s) return s;
-  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
-  return run("mm", ctx, NULL, a, b, sz, 2, wk_tensor_size(a, 1), 1.0, 0.0, outs);
+  return run("mm", ctx, NULL, a, b, wk_tensor_size(a, 1), 1.0, 0.0, outs);
 }
 
 static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *a = WK_ARG_T(1), *b = WK_ARG_T(2);
-  wk_status s = check_mm("addmm", a, b, "mat1", "mat2");
-  if (s) return s;
-  if (wk_tensor_dtype(self) != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "addmm(): self and mat2 must have the same dtype, but got %s and %s",
-                    wk_dtype_torch_name(wk_tensor_dtype(self)), wk_dtype_torch_name(wk_tensor_dtype(b)));
-  int64_t sz[2] = {wk_tensor_size(a, 0), wk_tensor_size(b, 1)};
-  int snd = wk_tensor_dim(self);
-  const int64_t *ss = wk_tensor_sizes(self);
-  bool ok = snd <= 2;
-  for (int d = 0; ok && d < snd; d++) ok = ss[d] == 1 || ss[d] == sz[2 - snd + d];
-  if (!ok) {
-    char buf[160];
-    return wk_error(WK_ERR_SHAPE, "addmm(): self of shape %s cannot be broadcast to the result shape [%lld, %lld]",
-                    wk_shape_str(self, buf, sizeof buf), (long long)sz[0], (long long)sz[1]);
-  }
   /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
-  return run("addmm", ctx, self, a, b, sz, 2, wk_tensor_size(a, 1), wk_value_as_f64(&args[4]),
-             wk_value_as_f64(&args[3]), outs);
+  return run("addmm", ctx, self, a, b, wk_tensor_size(a, 1), wk_value_as_f64(&args[4]), wk_value_as_f64(&args[3]),
+             outs);
 }
 
 static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  if (wk_tensor_dim(a) != 3)
-    return wk_error(WK_ERR_SHAPE, "bmm(): batch1 must be a 3D tensor, got %dD", wk_tensor_dim(a));
-  if (wk_tensor_dim(b) != 3)
-    return wk_error(WK_ERR_SHAPE, "bmm(): batch2 must be a 3D tensor, got %dD", wk_tensor_dim(b));
-  const int64_t *x = wk_tensor_sizes(a), *y = wk_tensor_sizes(b);
-  if (y[0] != x[0] || y[1] != x[2])
-    return wk_error(WK_ERR_SHAPE,
-                    "bmm(): Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but got: "
-                    "[%lld, %lld].",
-                    (long long)x[0], (long long)x[2], (long long)y[0], (long long)y[1]);
-  if (wk_tensor_dtype(a) != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "bmm(): expected batch1 and batch2 to have the same dtype, but got: %s != %s",
-                    wk_dtype_torch_name(wk_tensor_dtype(a)), wk_dtype_torch_name(wk_tensor_dtype(b)));
-  int64_t sz[3] = {x[0], x[1], y[2]};
-  return run("bmm", ctx, NULL, a, b, sz, 3, x[2], 1.0, 0.0, outs);
+  return run("bmm", ctx, NULL, a, b, wk_tensor_size(a, 2), 1.0, 0.0, outs);
 }
 
 /* dot: cublasDotEx writing the 0-dim result on the device (no host sync). */
 static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  if (wk_tensor_dim(a) != 1 || wk_tensor_dim(b) != 1)
-    return wk_error(WK_ERR_SHAPE, "dot(): 1D tensors expected, but got %dD and %dD tensors", wk_tensor_dim(a),
-                    wk_tensor_dim(b));
-  int64_t n = wk_tensor_numel(a);
-  if (n != wk_tensor_numel(b))
-    return wk_error(WK_ERR_SHAPE,
-                    "dot(): inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same number of "
-                    "elements, but got %lld and %lld elements respectively",
-                    (long long)n, (long long)wk_tensor_numel(b), (long long)n, (long long)wk_tensor_numel(b));
+  int64_t n = wk_tensor_numel(a); /* 1-D, same length and dtype: the meta function's checks */
   wk_dtype dt = wk_tensor_dtype(a);
-  if (dt != wk_tensor_dtype(b))
-    return wk_error(WK_ERR_DTYPE, "dot(): expected both vectors to have same dtype, but found %s and %s",
-                    wk_dtype_torch_name(dt), wk_dtype_torch_name(wk_tensor_dtype(b)));
   if (!fits_int(n)) return wk_error(WK_ERR_UNSUPPORTED, "dot(): %lld elements exceed cuBLAS's int range", (long long)n);
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("dot", dev);

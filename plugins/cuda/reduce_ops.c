@@ -1,6 +1,6 @@
 /* cuda reduction family: sum, mean, prod, max/min (with indices),
- * argmax/argmin, var/std, norm, logsumexp, all/any, with the cpu plugin's
- * dtype rules and messages. The input is permuted so the reduced dims come
+ * argmax/argmin, var/std, norm, logsumexp, all/any. The core's meta functions
+ * checked the arguments and decided each result's dtype and shape. The input is permuted so the reduced dims come
  * last and made contiguous in its compute dtype; reduce.cu reduces each row.
  * (cumsum is not here: it stays a cpu-only kernel for now.) */
 #include <math.h>
@@ -11,8 +11,6 @@
 typedef struct {
   wk_tensor *c; /* contiguous [rows, len] data in the compute dtype */
   int64_t rows, len;
-  int64_t shape[WK_MAX_DIMS]; /* the result's shape */
-  int nd;
 } rplan;
 
 /* The compute dtype of a reduction input: f32/f64, i64 for integers, bool kept. */
@@ -21,36 +19,25 @@ static wk_dtype reduce_cd(wk_dtype dt) {
   return dt == WK_BOOL ? WK_BOOL : WK_I64;
 }
 
-/* Plans a reduction of x over dims (ndims == 0: every dim), as the cpu plugin's plan. */
-static wk_status plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dims, int ndims, bool keepdim, wk_dtype cd,
+/* Plans a reduction of x over dims (ndims == 0: every dim; checked by the meta function). */
+static wk_status plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dims, int ndims, wk_dtype cd,
                       wk_device dev) {
   memset(p, 0, sizeof *p);
   int nd = wk_tensor_dim(x);
   const int64_t *sz = wk_tensor_sizes(x);
-  bool red[WK_MAX_DIMS] = {false}, seen[WK_MAX_DIMS] = {false};
-  for (int i = 0; i < ndims; i++) {
-    int d;
-    wk_status s = wk_check_dim(op, dims[i], nd, &d);
-    if (s) return s;
-    if (seen[d]) return wk_error(WK_ERR_INVALID_ARG, "%s(): dim %d appears multiple times in the list of dims", op, d);
-    seen[d] = true;
-    if (nd > 0) red[d] = true;
-  }
+  bool red[WK_MAX_DIMS] = {false};
+  for (int i = 0; i < ndims && nd > 0; i++) red[dims[i] < 0 ? dims[i] + nd : dims[i]] = true;
   if (ndims == 0)
     for (int d = 0; d < nd; d++) red[d] = true;
   int64_t perm[WK_MAX_DIMS];
   int k = 0;
   p->rows = 1;
   p->len = 1;
-  for (int d = 0; d < nd; d++) {
+  for (int d = 0; d < nd; d++)
     if (!red[d]) {
       perm[k++] = d;
       p->rows *= sz[d];
-      p->shape[p->nd++] = sz[d];
-    } else if (keepdim) {
-      p->shape[p->nd++] = 1;
     }
-  }
   for (int d = 0; d < nd; d++)
     if (red[d]) {
       perm[k++] = d;
@@ -87,13 +74,17 @@ static wk_status run(rplan *p, int rop, double pp, double q, wk_tensor **f, wk_t
   return s;
 }
 
-/* Consumes a [rows] result: reshaped to the plan's shape and converted to dt. */
-static wk_tensor *shaped(const rplan *p, wk_tensor *t, wk_dtype dt) {
-  if (!t) return NULL;
-  wk_tensor *v = wk_reshape(t, p->shape, p->nd);
+/* Consumes a [rows] result: reshaped and converted to result i as the meta function decided it. */
+static wk_tensor *shaped(const wk_kernel_ctx *ctx, int i, wk_tensor *t) {
+  const wk_meta_out *m = wk_kernel_meta(ctx, i);
+  if (!t || !m) {
+    wk_release(t);
+    return t ? wk_meta_empty(ctx, i) : NULL; /* no decision: records the error */
+  }
+  wk_tensor *v = wk_reshape(t, m->sizes, m->ndim);
   wk_release(t);
   if (!v) return NULL;
-  wk_tensor *r = wk_kernel_cast(v, dt);
+  wk_tensor *r = wk_kernel_cast(v, m->dtype);
   wk_release(v);
   if (r && !wk_tensor_is_contiguous(r)) { /* never: reshape of a dense vector */
     wk_tensor *c = wk_contiguous(r);
@@ -119,93 +110,63 @@ static wk_dtype opt_dtype(const wk_value *v) {
 
 /* ---- sum, prod, mean ---- */
 static wk_status sum_prod(const wk_kernel_ctx *ctx, const char *op, bool prod, bool is_mean, wk_tensor *x,
-                          const int64_t *dims, int ndims, bool keepdim, wk_dtype dtype, wk_value *outs) {
-  if (is_mean) {
-    if (dtype && !wk_dtype_is_floating(dtype))
-      return wk_error(WK_ERR_DTYPE,
-                      "mean(): could not infer output dtype. Optional dtype must be either a floating "
-                      "point or complex dtype. Got: %s",
-                      wk_dtype_torch_name(dtype));
-    if (!dtype && !wk_dtype_is_floating(wk_tensor_dtype(x)))
-      return wk_error(WK_ERR_DTYPE,
-                      "mean(): could not infer output dtype. Input dtype must be either a floating "
-                      "point or complex dtype. Got: %s",
-                      wk_dtype_torch_name(wk_tensor_dtype(x)));
-  }
+                          const int64_t *dims, int ndims, wk_dtype dtype, wk_value *outs) {
   wk_dtype dt = dtype ? dtype : wk_tensor_dtype(x); /* a given dtype converts the input first */
   bool isint = !wk_dtype_is_floating(dt);
-  wk_dtype rt = dtype ? dtype : isint ? WK_I64 : dt;
   wk_dtype cd = isint ? WK_I64 : reduce_cd(dt);
   wk_tensor *in = dtype ? wk_kernel_cast(x, dtype) : wk_retain(x);
   if (!in) return wk_last_error();
   rplan p;
-  wk_status s = plan(&p, op, in, dims, ndims, keepdim, cd, ctx->device);
+  wk_status s = plan(&p, op, in, dims, ndims, cd, ctx->device);
   wk_release(in);
   if (s) return s;
   wk_tensor *f = NULL, *i = NULL;
   int rop = is_mean ? CUDA_R_MEAN : prod ? CUDA_R_PROD : CUDA_R_SUM;
   s = run(&p, rop, 0, 0, isint ? NULL : &f, isint ? &i : NULL, NULL, ctx->device);
   if (s) return s;
-  return out1(outs, shaped(&p, isint ? i : f, rt));
+  return out1(outs, shaped(ctx, 0, isint ? i : f));
 }
 
 static wk_status k_sum(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return sum_prod(ctx, "sum", false, false, WK_ARG_T(0), NULL, 0, false, opt_dtype(&args[1]), outs);
+  return sum_prod(ctx, "sum", false, false, WK_ARG_T(0), NULL, 0, opt_dtype(&args[1]), outs);
 }
 static wk_status k_sum_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   int nd;
   const int64_t *dims = opt_dims(&args[1], &nd);
-  return sum_prod(ctx, "sum", false, false, WK_ARG_T(0), dims, nd, WK_ARG_B(2), opt_dtype(&args[3]), outs);
+  return sum_prod(ctx, "sum", false, false, WK_ARG_T(0), dims, nd, opt_dtype(&args[3]), outs);
 }
 static wk_status k_prod(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return sum_prod(ctx, "prod", true, false, WK_ARG_T(0), NULL, 0, false, opt_dtype(&args[1]), outs);
+  return sum_prod(ctx, "prod", true, false, WK_ARG_T(0), NULL, 0, opt_dtype(&args[1]), outs);
 }
 static wk_status k_prod_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return sum_prod(ctx, "prod", true, false, WK_ARG_T(0), &WK_ARG_I(1), 1, WK_ARG_B(2), opt_dtype(&args[3]), outs);
+  return sum_prod(ctx, "prod", true, false, WK_ARG_T(0), &WK_ARG_I(1), 1, opt_dtype(&args[3]), outs);
 }
 static wk_status k_mean(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return sum_prod(ctx, "mean", false, true, WK_ARG_T(0), NULL, 0, false, opt_dtype(&args[1]), outs);
+  return sum_prod(ctx, "mean", false, true, WK_ARG_T(0), NULL, 0, opt_dtype(&args[1]), outs);
 }
 static wk_status k_mean_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   int nd;
   const int64_t *dims = opt_dims(&args[1], &nd);
-  return sum_prod(ctx, "mean", false, true, WK_ARG_T(0), dims, nd, WK_ARG_B(2), opt_dtype(&args[3]), outs);
+  return sum_prod(ctx, "mean", false, true, WK_ARG_T(0), dims, nd, opt_dtype(&args[3]), outs);
 }
 
 /* ---- max, min, argmax, argmin ---- */
 enum { WANT_VALUES = 1, WANT_INDICES = 2 };
 
 static wk_status extreme(const wk_kernel_ctx *ctx, const char *op, bool is_max, int want, wk_tensor *x, bool has_dim,
-                         int64_t dim, bool keepdim, wk_value *outs) {
+                         int64_t dim, wk_value *outs) {
   wk_dtype dt = wk_tensor_dtype(x);
-  int nd = wk_tensor_dim(x), d = 0;
-  if (want == WANT_INDICES && dt == WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cpu\" not implemented for 'Bool'", op, op);
-  if (has_dim) {
-    wk_status s = wk_check_dim(op, dim, nd, &d);
-    if (s) return s;
-    if (nd > 0 && wk_tensor_size(x, d) == 0)
-      return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", op, d);
-  } else if (wk_tensor_numel(x) == 0) {
-    if (want == WANT_INDICES)
-      return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0.", op);
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): Expected reduction dim to be specified for input.numel() == 0. "
-                    "Specify the reduction dim with the 'dim' argument.",
-                    op);
-  }
   bool isint = !wk_dtype_is_floating(dt);
-  int64_t dd = d;
   rplan p;
-  wk_status s = plan(&p, op, x, has_dim ? &dd : NULL, has_dim ? 1 : 0, keepdim, reduce_cd(dt), ctx->device);
+  wk_status s = plan(&p, op, x, has_dim ? &dim : NULL, has_dim ? 1 : 0, reduce_cd(dt), ctx->device);
   if (s) return s;
   wk_tensor *f = NULL, *i = NULL, *ix = NULL;
   int rop = want == WANT_INDICES ? (is_max ? CUDA_R_ARGMAX : CUDA_R_ARGMIN) : (is_max ? CUDA_R_MAX : CUDA_R_MIN);
   bool vals = want & WANT_VALUES, idx = want & WANT_INDICES;
   s = run(&p, rop, 0, 0, vals && !isint ? &f : NULL, vals && isint ? &i : NULL, idx ? &ix : NULL, ctx->device);
   if (s) return s;
-  wk_tensor *v = vals ? shaped(&p, isint ? i : f, dt) : NULL;
-  wk_tensor *k = idx ? shaped(&p, ix, WK_I64) : NULL;
+  wk_tensor *v = vals ? shaped(ctx, 0, isint ? i : f) : NULL;
+  wk_tensor *k = idx ? shaped(ctx, vals ? 1 : 0, ix) : NULL;
   if ((vals && !v) || (idx && !k)) {
     wk_release(v);
     wk_release(k);
@@ -221,53 +182,42 @@ static wk_status extreme(const wk_kernel_ctx *ctx, const char *op, bool is_max, 
 }
 
 static wk_status k_max(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return extreme(ctx, "max", true, WANT_VALUES, WK_ARG_T(0), false, 0, false, outs);
+  return extreme(ctx, "max", true, WANT_VALUES, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_min(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return extreme(ctx, "min", false, WANT_VALUES, WK_ARG_T(0), false, 0, false, outs);
+  return extreme(ctx, "min", false, WANT_VALUES, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_max_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return extreme(ctx, "max", true, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return extreme(ctx, "max", true, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
 static wk_status k_min_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return extreme(ctx, "min", false, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return extreme(ctx, "min", false, WANT_VALUES | WANT_INDICES, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
 static wk_status k_argmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   return extreme(ctx, "argmax", true, WANT_INDICES, WK_ARG_T(0), !WK_ARG_IS_NONE(1),
-                 WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1), WK_ARG_B(2), outs);
+                 WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1), outs);
 }
 static wk_status k_argmin(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   return extreme(ctx, "argmin", false, WANT_INDICES, WK_ARG_T(0), !WK_ARG_IS_NONE(1),
-                 WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1), WK_ARG_B(2), outs);
+                 WK_ARG_IS_NONE(1) ? 0 : WK_ARG_I(1), outs);
 }
 
 /* ---- var, std, norm, logsumexp ---- */
 static wk_status float_red(const wk_kernel_ctx *ctx, const char *op, int rop, wk_tensor *x, const int64_t *dims,
-                           int ndims, bool keepdim, double pp, double q, wk_dtype rt, wk_value *outs) {
+                           int ndims, double pp, double q, wk_value *outs) {
   rplan p;
-  wk_status s = plan(&p, op, x, dims, ndims, keepdim, reduce_cd(wk_tensor_dtype(x)), ctx->device);
+  wk_status s = plan(&p, op, x, dims, ndims, reduce_cd(wk_tensor_dtype(x)), ctx->device);
   if (s) return s;
-  if (rop == CUDA_R_NORM && p.len == 0 && (pp < 0 || isinf(pp))) {
-    wk_release(p.c);
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "norm(): cannot compute the %g norm on an empty tensor because the "
-                    "operation does not have an identity",
-                    pp);
-  }
   wk_tensor *f = NULL;
   if ((s = run(&p, rop, pp, q, &f, NULL, NULL, ctx->device))) return s;
-  return out1(outs, shaped(&p, f, rt));
+  return out1(outs, shaped(ctx, 0, f));
 }
 
 static wk_status var_std(const wk_kernel_ctx *ctx, const char *op, bool is_std, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
   int nd;
   const int64_t *dims = opt_dims(&args[1], &nd);
-  if (!wk_dtype_is_floating(wk_tensor_dtype(x)))
-    return wk_error(WK_ERR_DTYPE, "%s(): std and var only support floating point and complex dtypes, got %s", op,
-                    wk_dtype_torch_name(wk_tensor_dtype(x)));
-  return float_red(ctx, op, CUDA_R_VAR, x, dims, nd, WK_ARG_B(3), (double)WK_ARG_I(2), is_std ? 1 : 0,
-                   wk_tensor_dtype(x), outs);
+  return float_red(ctx, op, CUDA_R_VAR, x, dims, nd, (double)WK_ARG_I(2), is_std ? 1 : 0, outs);
 }
 static wk_status k_var(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   return var_std(ctx, "var", false, args, outs);
@@ -281,48 +231,40 @@ static wk_status k_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   double pw = wk_value_as_f64(&args[1]);
   int nd;
   const int64_t *dims = opt_dims(&args[2], &nd);
-  wk_dtype dt = wk_tensor_dtype(x);
-  if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "norm(): Expected a floating point or complex tensor as input. Got %s",
-                    wk_dtype_torch_name(dt));
-  if (pw != pw) return wk_error(WK_ERR_INVALID_ARG, "norm(): the order p must not be NaN");
-  return float_red(ctx, "norm", CUDA_R_NORM, x, dims, nd, WK_ARG_B(3), pw, 0, dt, outs);
+  return float_red(ctx, "norm", CUDA_R_NORM, x, dims, nd, pw, 0, outs);
 }
 
 static wk_status k_logsumexp(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
   /* integer inputs give the default floating dtype, as in PyTorch 2 */
-  wk_dtype rt = wk_dtype_is_floating(wk_tensor_dtype(x)) ? wk_tensor_dtype(x) : WK_F32;
-  wk_tensor *in = wk_kernel_cast(x, rt);
+  wk_tensor *in = wk_kernel_cast(x, wk_kernel_meta(ctx, 0) ? wk_kernel_meta(ctx, 0)->dtype : WK_F32);
   if (!in) return wk_last_error();
-  wk_status s =
-      float_red(ctx, "logsumexp", CUDA_R_LOGSUMEXP, in, args[1].u.ints, args[1].len, WK_ARG_B(2), 0, 0, rt, outs);
+  wk_status s = float_red(ctx, "logsumexp", CUDA_R_LOGSUMEXP, in, args[1].u.ints, args[1].len, 0, 0, outs);
   wk_release(in);
   return s;
 }
 
 /* ---- all, any (bool results; uint8 inputs keep uint8) ---- */
 static wk_status all_any(const wk_kernel_ctx *ctx, const char *op, bool is_all, wk_tensor *x, bool has_dim, int64_t dim,
-                         bool keepdim, wk_value *outs) {
+                         wk_value *outs) {
   rplan p;
-  wk_status s =
-      plan(&p, op, x, has_dim ? &dim : NULL, has_dim ? 1 : 0, keepdim, reduce_cd(wk_tensor_dtype(x)), ctx->device);
+  wk_status s = plan(&p, op, x, has_dim ? &dim : NULL, has_dim ? 1 : 0, reduce_cd(wk_tensor_dtype(x)), ctx->device);
   if (s) return s;
   wk_tensor *i = NULL;
   if ((s = run(&p, is_all ? CUDA_R_ALL : CUDA_R_ANY, 0, 0, NULL, &i, NULL, ctx->device))) return s;
-  return out1(outs, shaped(&p, i, wk_tensor_dtype(x) == WK_U8 ? WK_U8 : WK_BOOL));
+  return out1(outs, shaped(ctx, 0, i));
 }
 static wk_status k_all(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return all_any(ctx, "all", true, WK_ARG_T(0), false, 0, false, outs);
+  return all_any(ctx, "all", true, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_all_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return all_any(ctx, "all", true, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return all_any(ctx, "all", true, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
 static wk_status k_any(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return all_any(ctx, "any", false, WK_ARG_T(0), false, 0, false, outs);
+  return all_any(ctx, "any", false, WK_ARG_T(0), false, 0, outs);
 }
 static wk_status k_any_dim(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return all_any(ctx, "any", false, WK_ARG_T(0), true, WK_ARG_I(1), WK_ARG_B(2), outs);
+  return all_any(ctx, "any", false, WK_ARG_T(0), true, WK_ARG_I(1), outs);
 }
 
 wk_status cuda_register_reduce(void) {

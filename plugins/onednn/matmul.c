@@ -1,8 +1,8 @@
 /* onednn plugin: mm and addmm (beta = alpha = 1, the linear layer's form)
  * with oneDNN's matmul primitive, for f32 and bf16 matrices that are row- or
- * column-major (transposed views such as linear's weight.t() included).
- * Registered only where measured faster than the cpu plugin's OpenBLAS path
- * (see odn_register_matmul). */
+ * column-major (transposed views such as linear's weight.t() included); the
+ * core's meta functions checked the arguments. Registered only where measured
+ * faster than the cpu plugin's OpenBLAS path (see odn_register_matmul). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +33,6 @@ static bool mm_parse(wk_tensor *a, wk_tensor *b, wk_tensor *bias, mm_key *k) {
   if (!a || !odn_usable()) return false;
   wk_dtype dt = wk_tensor_dtype(a);
   if ((dt != WK_F32 && !(dt == WK_BF16 && odn_bf16())) || !mat_ok(a, dt) || !mat_ok(b, dt)) return false;
-  if (wk_tensor_size(a, 1) != wk_tensor_size(b, 0)) return false;
   k->dt = (int32_t)odn_dt(dt);
   k->M = wk_tensor_size(a, 0);
   k->K = wk_tensor_size(a, 1);
@@ -85,7 +84,7 @@ static odn_prim *mm_make(void *v) {
   return odn_prim_create("mm", &md, NULL, NULL, q, 2);
 }
 
-static wk_status run_mm(const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *bias, wk_value *outs) {
+static wk_status run_mm(const wk_kernel_ctx *ctx, const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *bias, wk_value *outs) {
   mm_key k;
   if (!mm_parse(a, b, bias, &k))
     return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
@@ -94,8 +93,7 @@ static wk_status run_mm(const char *op, wk_tensor *a, wk_tensor *b, wk_tensor *b
   static int plain = -1; /* WICK_ONEDNN_PLAIN_MATMUL=1: never (for measuring) */
   if (plain < 0) plain = getenv("WICK_ONEDNN_PLAIN_MATMUL") != NULL;
   k.blocked_b = !plain && odn_weight_seen(b, NULL);
-  int64_t sz[2] = {k.M, k.N};
-  wk_tensor *c = wk_empty(sz, 2, (wk_options){.dtype = wk_tensor_dtype(a)});
+  wk_tensor *c = wk_meta_empty(ctx, 0); /* [M, N], a's dtype: the core's meta function */
   if (!c) return wk_last_error();
   odn_entry *e = odn_prim_get(&k, sizeof k, mm_make, &k);
   wk_status s = e ? WK_OK : wk_last_error();
@@ -132,7 +130,7 @@ static bool mm_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 }
 
 static wk_status k_mm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  return run_mm("mm", WK_ARG_T(0), WK_ARG_T(1), NULL, outs);
+  return run_mm(ctx, "mm", WK_ARG_T(0), WK_ARG_T(1), NULL, outs);
 }
 
 /* addmm(self, mat1, mat2, *, beta, alpha): only beta == alpha == 1 */
@@ -151,7 +149,7 @@ static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   if (!addmm_ok(args, &k))
     return wk_error(WK_ERR_UNSUPPORTED,
                     "addmm(): the onednn kernel does not handle these arguments (the cpu kernel does)");
-  return run_mm("addmm", WK_ARG_T(1), WK_ARG_T(2), WK_ARG_T(0), outs);
+  return run_mm(ctx, "addmm", WK_ARG_T(1), WK_ARG_T(2), WK_ARG_T(0), outs);
 }
 
 wk_status odn_register_matmul(void) {
