@@ -75,6 +75,11 @@ static wk_status k_copy_cross(const wk_kernel_ctx *c, const wk_value *args, wk_v
   wk_tensor *self = T(0), *src = T(1);
   wk_device sd = wk__device_norm(src->storage->device), dd = wk__device_norm(self->storage->device);
   char a[48];
+  if (dd.type == WK_DEVICE_META) { /* no data to write: the op's checks were its meta function */
+    wk_tensor_bump_version(self);
+    outs[0] = WK_VT(self);
+    return WK_OK;
+  }
   if (wk_device_equal(sd, dd))
     return wk_error(WK_ERR_NO_KERNEL, "copy_(): no kernel copies within device '%s'", wk_device_str(dd, a, sizeof a));
   bool same_layout = src->dtype == self->dtype && wk_tensor_is_contiguous(src) && wk_tensor_is_contiguous(self) &&
@@ -262,6 +267,34 @@ static wk_status k_stack(const wk_kernel_ctx *c, const wk_value *args, wk_value 
   return out1(outs, r);
 }
 
+/* cat on any device with narrow and copy_: the result is what the meta function
+ * decided (core/meta_index.c); each input is copied into its slice. */
+static wk_status k_cat(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const wk_meta_out *m = &c->meta[0];
+  wk_tensor *r = wk_empty(m->sizes, m->ndim, (wk_options){.dtype = m->dtype, .device = c->device});
+  if (!r) return wk_last_error();
+  if (wk_tensor_numel(r) == 0 || c->device.type == WK_DEVICE_META) return out1(outs, r); /* nothing to copy */
+  bool ok = true;
+  int d = wk__wrap_dim("cat", I(1), r->ndim, &ok); /* checked by the meta function */
+  int64_t off = 0;
+  for (int i = 0; i < args[0].len && ok; i++) {
+    wk_tensor *t = args[0].u.tensors[i];
+    if (t->ndim == 1 && t->sizes[0] == 0) continue; /* a legacy empty tensor takes no part */
+    int64_t len = t->sizes[d];
+    if (len > 0) {
+      wk_tensor *v = wk_narrow(r, d, off, len);
+      ok = v && wk_copy_(v, t);
+      wk_release(v);
+    }
+    off += len;
+  }
+  if (!ok) {
+    wk_release(r);
+    return wk_last_error();
+  }
+  return out1(outs, r);
+}
+
 /* The fused pointwise backward ops (relu's, sigmoid's, tanh's derivative), for
  * devices whose plugin has no kernel of its own: written with forward ops. */
 static wk_status k_threshold_backward(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
@@ -311,6 +344,7 @@ void wk__composites_register(void) {
             {"to.device", k_to_device, WK_PRIORITY_FALLBACK}, {"copy_", k_copy_cross, WK_PRIORITY_FALLBACK},
             {"matmul", k_matmul, WK_PRIORITY_FALLBACK},    {"linear", k_linear, WK_PRIORITY_FALLBACK},
             {"outer", k_outer, WK_PRIORITY_FALLBACK},      {"stack", k_stack, WK_PRIORITY_FALLBACK},
+            {"cat", k_cat, WK_PRIORITY_FALLBACK},
             {"threshold_backward", k_threshold_backward, WK_PRIORITY_FALLBACK},
             {"sigmoid_backward", k_sigmoid_backward, WK_PRIORITY_FALLBACK},
             {"tanh_backward", k_tanh_backward, WK_PRIORITY_FALLBACK}};

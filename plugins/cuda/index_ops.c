@@ -1,6 +1,7 @@
 /* cuda indexing family: index_select, gather, scatter / scatter_add (all
- * forms), masked_fill, embedding and embedding_dense_backward, cat and
- * one_hot, with the cpu plugin's checks and messages. Index bounds are
+ * forms), masked_fill, embedding and embedding_dense_backward and one_hot
+ * (cat is the core's composite). Argument checks and result shapes of the
+ * indexing ops are their meta functions (core/meta_index.c). Index bounds are
  * checked on the device (index.cu records the first bad position); reading
  * that slot back waits for the kernel, as PyTorch's device-side asserts
  * would fail the next synchronisation instead. Scatters and embedding's
@@ -39,29 +40,17 @@ static wk_status out1(wk_value *outs, wk_tensor *t) {
 static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int nd = wk_tensor_dim(self), d = 0;
-  wk_status s = wk_check_dim("index_select", WK_ARG_I(1), nd, &d);
+  wk_status s = wk_check_dim("index_select", WK_ARG_I(1), nd, &d); /* checked by the meta function */
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
-  if (wk_tensor_dim(index) > 1)
-    return wk_error(WK_ERR_INDEX, "index_select(): Index is supposed to be a vector, got a %dD index",
-                    wk_tensor_dim(index));
-  if (nd == 0 && n != 1)
-    return wk_error(WK_ERR_INDEX, "index_select(): Index to scalar can have only 1 value, got %lld value(s)",
-                    (long long)n);
-  wk_dtype idt = wk_tensor_dtype(index);
-  if (idt != WK_I64 && idt != WK_I32)
-    return wk_error(WK_ERR_DTYPE, "index_select(): Expected dtype int32 or int64 for index, got %s",
-                    wk_dtype_name(idt));
   wk_device dev = ctx->device;
   if ((s = cuda_enter("index_select", dev))) return s;
   wk_dtype dt = wk_tensor_dtype(self);
-  int64_t osz[WK_MAX_DIMS], S = nsize(self, d), outer = 1, inner = 1;
-  for (int k = 0; k < nd; k++) osz[k] = nsize(self, k);
-  if (nd) osz[d] = n;
-  for (int k = 0; k < d; k++) outer *= osz[k];
-  for (int k = d + 1; k < nd; k++) inner *= osz[k];
+  int64_t S = nsize(self, d), outer = 1, inner = 1;
+  for (int k = 0; k < d; k++) outer *= nsize(self, k);
+  for (int k = d + 1; k < nd; k++) inner *= nsize(self, k);
   wk_tensor *x = cuda_dense(self, dt, dev), *ix = cuda_dense(index, WK_I64, dev), *slot = cuda_slot_new(dev);
-  wk_tensor *r = x && ix && slot ? cuda_new(osz, nd, dt, dev) : NULL;
+  wk_tensor *r = x && ix && slot ? wk_meta_empty(ctx, 0) : NULL;
   if (r)
     s = (wk_status)cuda_launch_index_select((int)wk_dtype_size(dt), wk_tensor_data(r), wk_tensor_data(x),
                                             wk_tensor_data(ix), outer, S, n, inner, wk_tensor_data(slot),
@@ -89,38 +78,6 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
 }
 
 /* ---- gather / scatter ---- */
-static wk_status sg_shape_check(const char *op, wk_tensor *self, int dim, wk_tensor *index, wk_tensor *src) {
-  int nd = wk_tensor_dim(self) > 0 ? wk_tensor_dim(self) : 1;
-  int ni = wk_tensor_dim(index) > 0 ? wk_tensor_dim(index) : 1;
-  char a[160], b[160], c[160];
-  if (nd != ni)
-    return wk_error(WK_ERR_SHAPE, "%s(): Index tensor must have the same number of dimensions as %s tensor (%d vs %d)",
-                    op, src ? "self" : "input", ni, nd);
-  if (src) {
-    int ns = wk_tensor_dim(src) > 0 ? wk_tensor_dim(src) : 1;
-    if (ns != ni)
-      return wk_error(WK_ERR_SHAPE,
-                      "%s(): Index tensor must have the same number of dimensions as src tensor (%d vs %d)", op, ni,
-                      ns);
-  }
-  int bad = -1;
-  for (int d = 0; d < nd && bad < 0; d++)
-    if (d != dim && nsize(index, d) > nsize(self, d)) bad = d;
-  for (int d = 0; src && d < nd && bad < 0; d++)
-    if (nsize(index, d) > nsize(src, d)) bad = d;
-  if (bad < 0) return WK_OK;
-  if (!src)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Size does not match at dimension %d expected index %s to be smaller than self %s apart "
-                    "for dimension %d",
-                    op, bad, wk_shape_str(index, a, sizeof a), wk_shape_str(self, b, sizeof b), dim);
-  return wk_error(WK_ERR_SHAPE,
-                  "%s(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller "
-                  "size than src %s",
-                  op, wk_shape_str(index, a, sizeof a), wk_shape_str(self, b, sizeof b), dim,
-                  wk_shape_str(src, c, sizeof c));
-}
-
 /* Layout of t seen with index's number of dims (0-dim tensors as [1]). */
 static cuda_strided sg_layout(const wk_tensor *t, int nd) {
   cuda_strided l = cuda_layout(t, NULL, 0);
@@ -177,15 +134,8 @@ wk_tensor *cuda_gather_nocheck(wk_tensor *self, int dim, wk_tensor *index) {
 static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
   int d = 0;
-  wk_status s = wk_check_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d); /* checked by the meta function */
   if (s) return s;
-  int64_t n = wk_tensor_numel(index);
-  if (n != 0) {
-    if (wk_tensor_dtype(index) != WK_I64)
-      return wk_error(WK_ERR_DTYPE, "gather(): Expected dtype int64 for index, got %s",
-                      wk_dtype_name(wk_tensor_dtype(index)));
-    if ((s = sg_shape_check("gather", self, d, index, NULL))) return s;
-  }
   if ((s = cuda_enter("gather", ctx->device))) return s;
   return out1(outs, gather_run(self, d, index, ctx->device, true));
 }
@@ -201,24 +151,10 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   const char *op = info->label;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
   int d = 0;
-  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
+  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d); /* checked by the meta function */
   if (s) return s;
   int64_t n = wk_tensor_numel(index);
   wk_dtype dt = wk_tensor_dtype(self);
-  if (n != 0 && wk_tensor_dtype(index) != WK_I64)
-    return wk_error(WK_ERR_DTYPE, "%s(): Expected dtype int64 for index, got %s", op,
-                    wk_dtype_name(wk_tensor_dtype(index)));
-  if (wk_tensor_dtype(src) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Expected self.dtype to be equal to src.dtype (got %s and %s)", op,
-                    wk_dtype_name(dt), wk_dtype_name(wk_tensor_dtype(src)));
-  if (n != 0 && (s = sg_shape_check(op, self, d, index, src))) return s;
-  if (info->mode == CUDA_INPLACE)
-    for (int k = 0; k < wk_tensor_dim(self); k++)
-      if (wk_tensor_strides(self)[k] == 0 && wk_tensor_sizes(self)[k] > 1)
-        return wk_error(WK_ERR_INVALID_ARG,
-                        "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
-                        "single memory location. Please clone() the tensor before performing the operation.",
-                        op);
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
   /* the work copy: self in the compute dtype (sums of f16/bf16/narrow ints in f32/i64) */
@@ -269,29 +205,18 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
   bool inplace = ctx->user != NULL;
   const char *op = inplace ? "masked_fill_" : "masked_fill";
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
-  char tn[16];
-  if (wk_tensor_dtype(mask) != WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "%s(): masked_fill_ only supports boolean masks, but got mask with dtype %s", op,
-                    wk_dtype_torch_lower(wk_tensor_dtype(mask), tn, sizeof tn));
   wk_dtype dt = wk_tensor_dtype(self);
   uint64_t bits = 0;
   if (args[2].tag == WK_V_INT && !wk_dtype_is_floating(dt))
     wk_store_i64(&bits, dt, args[2].u.i);
   else
     wk_store_f64(&bits, dt, wk_value_as_f64(&args[2]));
-  wk_tensor *pair[2] = {self, mask};
-  int64_t shape[WK_MAX_DIMS];
-  int nd = 0;
-  wk_status s = wk_broadcast_shapes(op, pair, 2, shape, &nd);
-  if (s) return s;
-  if (inplace) {
-    char a[160], b[160];
-    if (nd != wk_tensor_dim(self) || memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
-      return wk_error(WK_ERR_SHAPE, "%s(): mask of shape %s cannot be broadcast to self of shape %s", op,
-                      wk_shape_str(mask, a, sizeof a), wk_shape_str(self, b, sizeof b));
-  }
+  const wk_meta_out *mo = wk_kernel_meta(ctx, 0); /* the broadcast shape */
+  const int64_t *shape = mo->sizes;
+  int nd = mo->ndim;
   wk_device dev = ctx->device;
-  if ((s = cuda_enter(op, dev))) return s;
+  wk_status s = cuda_enter(op, dev);
+  if (s) return s;
   wk_tensor *m = cuda_operand(mask, WK_BOOL, dev), *x = cuda_operand(self, dt, dev);
   wk_tensor *r = m && x ? cuda_new(shape, nd, dt, dev) : NULL;
   if (r)
@@ -408,83 +333,12 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   return out1(outs, cuda_cast_own(r, dt));
 }
 
-/* ---- cat (copies into narrowed views of the result: copy_ does the work) ---- */
-static bool cat_skip(const wk_tensor *t) {
-  return wk_tensor_dim(t) == 1 && wk_tensor_sizes(t)[0] == 0;
-}
-
-static wk_status k_cat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  int n = args[0].len;
-  wk_tensor *const *ts = args[0].u.tensors;
-  wk_device dev = ctx->device;
-  if (n == 0) return wk_error(WK_ERR_INVALID_ARG, "cat(): expected a non-empty list of Tensors");
-  for (int i = 0; i < n; i++)
-    if (wk_tensor_dim(ts[i]) == 0)
-      return wk_error(WK_ERR_SHAPE, "cat(): zero-dimensional tensor (at position %d) cannot be concatenated", i);
-  wk_status s = cuda_enter("cat", dev);
-  if (s) return s;
-  wk_dtype rt = wk_result_type(&args[0], 1);
-  int valid = n;
-  for (int i = 0; i < n && valid == n; i++)
-    if (!cat_skip(ts[i])) valid = i;
-  if (valid == n) {
-    int64_t z = 0;
-    return out1(outs, cuda_new(&z, 1, rt, dev));
-  }
-  const wk_tensor *ref = ts[valid];
-  int nd = wk_tensor_dim(ref), d;
-  if ((s = wk_check_dim("cat", WK_ARG_I(1), nd, &d))) return s;
-  int64_t shape[WK_MAX_DIMS];
-  memcpy(shape, wk_tensor_sizes(ref), sizeof(int64_t) * (size_t)nd);
-  shape[d] = 0;
-  for (int i = 0; i < n; i++) {
-    if (cat_skip(ts[i])) continue;
-    if (wk_tensor_dim(ts[i]) != nd)
-      return wk_error(WK_ERR_SHAPE, "cat(): Tensors must have same number of dimensions: got %d and %d", nd,
-                      wk_tensor_dim(ts[i]));
-    const int64_t *sz = wk_tensor_sizes(ts[i]);
-    for (int k = 0; k < nd; k++)
-      if (k != d && sz[k] != wk_tensor_sizes(ref)[k])
-        return wk_error(WK_ERR_SHAPE,
-                        "cat(): Sizes of tensors must match except in dimension %d. Expected size %lld but got size "
-                        "%lld for tensor number %d in the list.",
-                        d, (long long)wk_tensor_sizes(ref)[k], (long long)sz[k], i);
-    shape[d] += sz[d];
-  }
-  wk_tensor *r = cuda_new(shape, nd, rt, dev);
-  if (!r) return wk_last_error();
-  int64_t off = 0;
-  for (int i = 0; i < n && !s; i++) {
-    if (cat_skip(ts[i])) continue;
-    int64_t len = wk_tensor_sizes(ts[i])[d];
-    if (len == 0 || wk_tensor_numel(ts[i]) == 0) {
-      off += len;
-      continue;
-    }
-    wk_tensor *v = wk_narrow(r, d, off, len);
-    s = v && wk_copy_(v, ts[i]) ? WK_OK : wk_last_error();
-    wk_release(v);
-    off += len;
-  }
-  if (s) {
-    wk_release(r);
-    return s;
-  }
-  return out1(outs, r);
-}
-
 /* ---- one_hot: eq(self[..., None], arange(C)) as int64 ---- */
 static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0);
   int64_t nc = WK_ARG_I(1);
   int nd = wk_tensor_dim(self);
-  if (wk_tensor_dtype(self) != WK_I64)
-    return wk_error(WK_ERR_DTYPE, "one_hot(): one_hot is only applicable to index tensor (int64), got %s",
-                    wk_dtype_name(wk_tensor_dtype(self)));
-  if (nd == WK_MAX_DIMS) return wk_error(WK_ERR_SHAPE, "one_hot(): input already has %d dimensions", WK_MAX_DIMS);
   int64_t n = wk_tensor_numel(self);
-  if (n == 0 && nc <= 0)
-    return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Can not infer total number of classes from empty tensor.");
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("one_hot", dev);
   if (s) return s;
@@ -537,8 +391,7 @@ wk_status cuda_register_index(void) {
     const char *name;
     wk_kernel_fn fn;
     void *user;
-  } ks[] = {{"cat", k_cat, NULL},
-            {"index_select", k_index_select, NULL},
+  } ks[] = {{"index_select", k_index_select, NULL},
             {"gather", k_gather, NULL},
             {"scatter.src", k_scatter, (void *)&sc[0]},
             {"scatter_.src", k_scatter, (void *)&sc[1]},

@@ -10,13 +10,6 @@
 
 #include "cuda_kernels.h"
 
-/* PyTorch's short type names, as the cpu plugin's messages print them. */
-static const char *tname(wk_dtype dt) {
-  static const char *const n[] = {"?",    "float", "double", "half", "bfloat16", "char",
-                                  "byte", "short", "int",    "long", "bool"};
-  return dt >= WK_F32 && dt <= WK_BOOL ? n[dt] : "?";
-}
-
 static wk_status out1(wk_value *outs, wk_tensor *t) {
   if (!t) return wk_last_error();
   outs[0] = WK_VT(t);
@@ -69,9 +62,8 @@ static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   int64_t shift[WK_MAX_DIMS + 1] = {0};
   for (int i = 0; i < args[1].len; i++) {
     int d = 0;
-    wk_status s = wk_check_dim("flip", args[1].u.ints[i], nd, &d);
+    wk_status s = wk_check_dim("flip", args[1].u.ints[i], nd, &d); /* checked by the meta function */
     if (s) return s;
-    if (flip[d]) return wk_error(WK_ERR_INVALID_ARG, "flip(): dim %d appears multiple times in the list of dims", d);
     flip[d] = true;
   }
   wk_status s = cuda_enter("flip", ctx->device);
@@ -82,7 +74,6 @@ static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
 static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0);
   int ns = args[1].len, ndims = args[2].len, nd = wk_tensor_dim(self);
-  if (ns == 0) return wk_error(WK_ERR_INVALID_ARG, "roll(): `shifts` required");
   bool flip[WK_MAX_DIMS + 1] = {false};
   int64_t shift[WK_MAX_DIMS + 1] = {0};
   wk_status s = cuda_enter("roll", ctx->device);
@@ -98,9 +89,7 @@ static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
     wk_release(rf);
     return out1(outs, r);
   }
-  if (ns != ndims)
-    return wk_error(WK_ERR_INVALID_ARG, "roll(): shifts and dimensions must align. shifts: %d, dims:%d", ns, ndims);
-  for (int i = 0; i < ndims; i++) {
+  for (int i = 0; i < ndims; i++) { /* shifts and dims align: the meta function checked */
     int d = 0;
     if ((s = wk_check_dim("roll", args[2].u.ints[i], nd, &d))) return s;
     int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
@@ -115,23 +104,10 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   wk_tensor *self = WK_ARG_T(0);
   const int64_t *rep = args[1].u.ints;
   int nr = args[1].len, nd = wk_tensor_dim(self);
-  if (nr < nd)
-    return wk_error(WK_ERR_SHAPE,
-                    "repeat(): Number of dimensions of repeat dims can not be smaller than number of dimensions of "
-                    "tensor (got %d repeat dims for a %d-dim tensor)",
-                    nr, nd);
-  if (nr > WK_MAX_DIMS)
-    return wk_error(WK_ERR_SHAPE, "repeat(): %d repeat dims requested, at most %d supported", nr, WK_MAX_DIMS);
   int64_t psz[WK_MAX_DIMS], osz[WK_MAX_DIMS], vsz[2 * WK_MAX_DIMS], esz[2 * WK_MAX_DIMS];
   int lead = nr - nd;
   for (int k = 0; k < nr; k++) {
     psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
-    if (rep[k] < 0) {
-      char b[WK_SHAPE_STR_MAX];
-      wk_sizes_str(rep, nr, b, sizeof b);
-      return wk_error(WK_ERR_INVALID_ARG, "repeat(): Trying to create tensor with negative dimension %lld: repeats %s",
-                      (long long)rep[k], b);
-    }
     osz[k] = psz[k] * rep[k];
     vsz[2 * k] = 1;
     vsz[2 * k + 1] = psz[k];
@@ -163,9 +139,6 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
 
 static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
-  if (wk_tensor_dtype(mask) != WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "masked_select(): expected BoolTensor for mask, got mask with dtype %s",
-                    tname(wk_tensor_dtype(mask)));
   wk_tensor *pair[2] = {self, mask};
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
