@@ -1,5 +1,5 @@
-/* optim plugin: the fused per-parameter update ops and their reference cpu
- * kernels. Each kernel walks param, grad and the state buffers once,
+/* optim plugin: the fused per-parameter update ops, their meta functions
+ * (argument checks for every device) and their reference cpu kernels. Each kernel walks param, grad and the state buffers once,
  * computing in double and rounding to the parameter's dtype wherever PyTorch
  * 1.13's single-tensor implementation ends an op, so float32 trajectories
  * follow PyTorch's to the last bits and float64 ones exactly. A backend
@@ -39,9 +39,10 @@ static inline __attribute__((always_inline)) double rnd(double x, wk_dtype dt) {
   }
 }
 
-/* ---- argument checks shared by the kernels ---- */
+/* ---- meta functions: the arguments checked once for every device (the
+ * meta device included); each op returns param, updated in place ---- */
 static wk_status check_like(const char *op, const char *what, wk_tensor *param, wk_tensor *t) {
-  char a[160], b[160];
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
   if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
     return wk_error(WK_ERR_DTYPE, "%s: %s must be floating point, got %s", op, what, wk_dtype_name(wk_tensor_dtype(t)));
   int nd = wk_tensor_dim(param);
@@ -57,28 +58,90 @@ static wk_status check_like(const char *op, const char *what, wk_tensor *param, 
   return WK_OK;
 }
 
-/* Collects the present operands (param first), checking each against param.
+/* Checks the present operands (in[k] NULL: absent or unused) against param,
+ * in[0], and describes the result: param's shape and dtype. */
+static wk_status check_operands(wk_op *op, wk_tensor *const *in, const char *const *names, int n, wk_meta_out *o) {
+  const char *name = wk_op_name(op);
+  wk_dtype dp = wk_tensor_dtype(in[0]);
+  if (!wk_dtype_is_floating(dp))
+    return wk_error(WK_ERR_DTYPE, "%s: param must be floating point, got %s", name, wk_dtype_name(dp));
+  for (int k = 1; k < n; k++) {
+    wk_status s = in[k] ? check_like(name, names[k], in[0], in[k]) : WK_OK;
+    if (s) return s;
+  }
+  o->dtype = dp;
+  o->ndim = wk_tensor_dim(in[0]);
+  memcpy(o->sizes, wk_tensor_sizes(in[0]), sizeof(int64_t) * (size_t)o->ndim);
+  return WK_OK;
+}
+
+static wk_status step_at_least_one(wk_op *op, double step) {
+  if (!(step >= 1))
+    return wk_error(WK_ERR_INVALID_ARG, "%s: step must be >= 1 (the count after this update), got %g",
+                    wk_op_name(op), step);
+  return WK_OK;
+}
+
+#define OPT_T(n) (args[n].tag == WK_V_NONE ? (wk_tensor *)0 : args[n].u.t)
+
+static const char *const sgd_names[] = {"param", "grad", "momentum_buffer"};
+static const char *const adam_names[] = {"param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+static const char *const rmsprop_names[] = {"param", "grad", "square_avg", "grad_avg", "momentum_buffer"};
+static const char *const adagrad_names[] = {"param", "grad", "state_sum"};
+
+static wk_status meta_sgd(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  double momentum = args[4].u.f;
+  wk_tensor *in[3] = {args[0].u.t, args[1].u.t, OPT_T(2)};
+  if (momentum != 0 && !in[2])
+    return wk_error(WK_ERR_INVALID_ARG, "%s: momentum %g needs a momentum_buffer", wk_op_name(op), momentum);
+  if (momentum == 0) in[2] = NULL; /* the buffer is not touched without momentum */
+  return check_operands(op, in, sgd_names, 3, o);
+}
+
+static wk_status meta_adam(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  bool amsgrad = args[11].u.b;
+  wk_tensor *in[5] = {args[0].u.t, args[1].u.t, args[2].u.t, args[3].u.t, OPT_T(4)};
+  wk_status s = step_at_least_one(op, args[5].u.f);
+  if (s) return s;
+  if (amsgrad && !in[4]) return wk_error(WK_ERR_INVALID_ARG, "%s: amsgrad needs a max_exp_avg_sq", wk_op_name(op));
+  if (!amsgrad) in[4] = NULL;
+  return check_operands(op, in, adam_names, 5, o);
+}
+
+static wk_status meta_rmsprop(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  double momentum = args[9].u.f;
+  bool centered = args[10].u.b;
+  wk_tensor *in[5] = {args[0].u.t, args[1].u.t, args[2].u.t, OPT_T(3), OPT_T(4)};
+  if (centered && !in[3]) return wk_error(WK_ERR_INVALID_ARG, "%s: centered needs a grad_avg", wk_op_name(op));
+  if (momentum > 0 && !in[4])
+    return wk_error(WK_ERR_INVALID_ARG, "%s: momentum %g needs a momentum_buffer", wk_op_name(op), momentum);
+  if (!centered) in[3] = NULL;
+  if (!(momentum > 0)) in[4] = NULL;
+  return check_operands(op, in, rmsprop_names, 5, o);
+}
+
+static wk_status meta_adagrad(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *in[3] = {args[0].u.t, args[1].u.t, args[2].u.t};
+  wk_status s = step_at_least_one(op, args[3].u.f);
+  return s ? s : check_operands(op, in, adagrad_names, 3, o);
+}
+
+/* ---- kernels ---- */
+/* Collects the present operands (param first; checked by the meta function).
  * idx[k] receives operand k's position in ts, or -1 when it is absent. */
-static wk_status gather(const char *op, wk_tensor *const *in, const char *const *names, int n, wk_tensor **ts, int *nts,
-                        int *idx, wk_dtype *dts, wk_dtype *uniform) {
+static void gather(wk_tensor *const *in, int n, wk_tensor **ts, int *nts, int *idx, wk_dtype *dts,
+                   wk_dtype *uniform) {
   *nts = 0;
   *uniform = wk_tensor_dtype(in[0]);
-  if (!wk_dtype_is_floating(*uniform))
-    return wk_error(WK_ERR_DTYPE, "%s: param must be floating point, got %s", op, wk_dtype_name(*uniform));
   for (int k = 0; k < n; k++) {
     idx[k] = -1;
     dts[k] = *uniform;
     if (!in[k]) continue;
-    if (k > 0) {
-      wk_status s = check_like(op, names[k], in[0], in[k]);
-      if (s) return s;
-    }
     idx[k] = *nts;
     dts[k] = wk_tensor_dtype(in[k]);
     if (dts[k] != *uniform) *uniform = WK_DTYPE_DEFAULT;
     ts[(*nts)++] = in[k];
   }
-  return WK_OK;
 }
 
 static void bump(wk_tensor *const *ts, int n) {
@@ -164,16 +227,13 @@ static void sgd_loop(void *vc, char **data, const int64_t *strides, int64_t n) {
 }
 
 static wk_status k_sgd(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  static const char *const names[] = {"param", "grad", "momentum_buffer"};
   wk_tensor *in[3] = {WK_ARG_T(0), WK_ARG_T(1), WK_ARG_OPT_T(2)}, *ts[3];
   sgd_ctx c = {WK_ARG_F(3), WK_ARG_F(4), WK_ARG_F(5), WK_ARG_F(6), WK_ARG_B(7), WK_ARG_B(8), WK_ARG_B(9)};
-  if (c.momentum != 0 && !in[2])
-    return wk_error(WK_ERR_INVALID_ARG, "%s: momentum %g needs a momentum_buffer", WK_OPNAME, c.momentum);
   if (c.momentum == 0) in[2] = NULL; /* the buffer is not touched without momentum */
   int nts;
-  wk_status s = gather(WK_OPNAME, in, names, 3, ts, &nts, c.idx, c.dt, &c.uniform);
-  if (s) return s;
+  gather(in, 3, ts, &nts, c.idx, c.dt, &c.uniform);
   wk_iter it;
+  wk_status s;
   if ((s = wk_iter_init(&it, WK_OPNAME, ts, nts))) return s;
   wk_iter_run(&it, sgd_loop, &c);
   bump(ts, nts);
@@ -235,19 +295,14 @@ static void adam_loop(void *vc, char **data, const int64_t *strides, int64_t n) 
 }
 
 static wk_status k_adam(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  static const char *const names[] = {"param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
   wk_tensor *in[5] = {WK_ARG_T(0), WK_ARG_T(1), WK_ARG_T(2), WK_ARG_T(3), WK_ARG_OPT_T(4)}, *ts[5];
   adam_ctx c = {WK_ARG_F(5),  WK_ARG_F(6),  WK_ARG_F(7),  WK_ARG_F(8), WK_ARG_F(9),
                 WK_ARG_F(10), WK_ARG_B(11), WK_ARG_B(12), WK_ARG_B(13)};
-  if (!(c.step >= 1))
-    return wk_error(WK_ERR_INVALID_ARG, "%s: step must be >= 1 (the count after this update), got %g", WK_OPNAME,
-                    c.step);
-  if (c.amsgrad && !in[4]) return wk_error(WK_ERR_INVALID_ARG, "%s: amsgrad needs a max_exp_avg_sq", WK_OPNAME);
   if (!c.amsgrad) in[4] = NULL;
   int nts;
-  wk_status s = gather(WK_OPNAME, in, names, 5, ts, &nts, c.idx, c.dt, &c.uniform);
-  if (s) return s;
+  gather(in, 5, ts, &nts, c.idx, c.dt, &c.uniform);
   wk_iter it;
+  wk_status s;
   if ((s = wk_iter_init(&it, WK_OPNAME, ts, nts))) return s;
   wk_iter_run(&it, adam_loop, &c);
   bump(ts, nts);
@@ -310,18 +365,14 @@ static void rmsprop_loop(void *vc, char **data, const int64_t *strides, int64_t 
 }
 
 static wk_status k_rmsprop(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  static const char *const names[] = {"param", "grad", "square_avg", "grad_avg", "momentum_buffer"};
   wk_tensor *in[5] = {WK_ARG_T(0), WK_ARG_T(1), WK_ARG_T(2), WK_ARG_OPT_T(3), WK_ARG_OPT_T(4)}, *ts[5];
   rmsprop_ctx c = {WK_ARG_F(5), WK_ARG_F(6), WK_ARG_F(7), WK_ARG_F(8), WK_ARG_F(9), WK_ARG_B(10), WK_ARG_B(11)};
-  if (c.centered && !in[3]) return wk_error(WK_ERR_INVALID_ARG, "%s: centered needs a grad_avg", WK_OPNAME);
-  if (c.momentum > 0 && !in[4])
-    return wk_error(WK_ERR_INVALID_ARG, "%s: momentum %g needs a momentum_buffer", WK_OPNAME, c.momentum);
   if (!c.centered) in[3] = NULL;
   if (!(c.momentum > 0)) in[4] = NULL;
   int nts;
-  wk_status s = gather(WK_OPNAME, in, names, 5, ts, &nts, c.idx, c.dt, &c.uniform);
-  if (s) return s;
+  gather(in, 5, ts, &nts, c.idx, c.dt, &c.uniform);
   wk_iter it;
+  wk_status s;
   if ((s = wk_iter_init(&it, WK_OPNAME, ts, nts))) return s;
   wk_iter_run(&it, rmsprop_loop, &c);
   bump(ts, nts);
@@ -367,16 +418,12 @@ static void adagrad_loop(void *vc, char **data, const int64_t *strides, int64_t 
 }
 
 static wk_status k_adagrad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  static const char *const names[] = {"param", "grad", "state_sum"};
   wk_tensor *in[3] = {WK_ARG_T(0), WK_ARG_T(1), WK_ARG_T(2)}, *ts[3];
   adagrad_ctx c = {WK_ARG_F(3), WK_ARG_F(4), WK_ARG_F(5), WK_ARG_F(6), WK_ARG_F(7), WK_ARG_B(8)};
-  if (!(c.step >= 1))
-    return wk_error(WK_ERR_INVALID_ARG, "%s: step must be >= 1 (the count after this update), got %g", WK_OPNAME,
-                    c.step);
   int nts;
-  wk_status s = gather(WK_OPNAME, in, names, 3, ts, &nts, c.idx, c.dt, &c.uniform);
-  if (s) return s;
+  gather(in, 3, ts, &nts, c.idx, c.dt, &c.uniform);
   wk_iter it;
+  wk_status s;
   if ((s = wk_iter_init(&it, WK_OPNAME, ts, nts))) return s;
   wk_iter_run(&it, adagrad_loop, &c);
   bump(ts, nts);
@@ -384,18 +431,20 @@ static wk_status k_adagrad(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   return WK_OK;
 }
 
-/* ---- registration ---- */
-static wk_status declare(wk_op **slot, const char *schema, wk_kernel_fn fn, const char *op) {
+/* ---- registration: each op with its meta function (wk_op_set_meta) and its cpu kernel ---- */
+static wk_status declare(wk_op **slot, const char *schema, wk_meta_fn meta, wk_kernel_fn fn, const char *op) {
   *slot = wk_op_declare(schema, WK_TAG_INPLACE | WK_TAG_NONDIFF);
   if (!*slot) return wk_last_error();
+  wk_status s = wk_op_set_meta(*slot, meta);
+  if (s) return s;
   wk_kernel_desc d = {sizeof d, op, WK_DEVICE_CPU, WK_PRIORITY_REFERENCE, fn, NULL, NULL, "optim.cpu"};
   return wk_kernel_register(&d);
 }
 
 wk_status optim_register_ops(void) {
   wk_status s;
-  if ((s = declare(&optim_op_sgd, SGD_SCHEMA, k_sgd, "optim.sgd_step_"))) return s;
-  if ((s = declare(&optim_op_adam, ADAM_SCHEMA, k_adam, "optim.adam_step_"))) return s;
-  if ((s = declare(&optim_op_rmsprop, RMSPROP_SCHEMA, k_rmsprop, "optim.rmsprop_step_"))) return s;
-  return declare(&optim_op_adagrad, ADAGRAD_SCHEMA, k_adagrad, "optim.adagrad_step_");
+  if ((s = declare(&optim_op_sgd, SGD_SCHEMA, meta_sgd, k_sgd, "optim.sgd_step_"))) return s;
+  if ((s = declare(&optim_op_adam, ADAM_SCHEMA, meta_adam, k_adam, "optim.adam_step_"))) return s;
+  if ((s = declare(&optim_op_rmsprop, RMSPROP_SCHEMA, meta_rmsprop, k_rmsprop, "optim.rmsprop_step_"))) return s;
+  return declare(&optim_op_adagrad, ADAGRAD_SCHEMA, meta_adagrad, k_adagrad, "optim.adagrad_step_");
 }
