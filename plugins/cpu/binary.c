@@ -202,46 +202,16 @@ static const char *op_label(bop op) {
   return names[op];
 }
 
-/* Computes op(a, b) into a new tensor of the result dtype. */
-static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk_value *other) {
-  wk_value tv[2] = {WK_VT(self), *other};
-  wk_dtype rt = wk_result_type(tv, 2);
+/* Computes op(a, b) into a new tensor of the result dtype rt, which the
+ * core's meta function decided after checking the arguments (bool
+ * subtraction, integer powers, alpha, rounding mode). */
+static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk_value *other, wk_dtype rt) {
   bop op = c->op;
-  bool self_bool = wk_tensor_dtype(self) == WK_BOOL;
-  bool other_bool = other->tag == WK_V_TENSOR ? wk_tensor_dtype(other->u.t) == WK_BOOL : other->tag == WK_V_BOOL;
-  if (op == B_SUB && (self_bool || other_bool)) { /* PyTorch's sub_check */
-    if (self_bool && other_bool)
-      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
-               "Use the `^` or `logical_xor()` operator instead.", opname);
-    else
-      wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
-               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.", opname);
-    return NULL;
-  }
-  if (rt == WK_BOOL && (op == B_POW || op == B_DIV_TRUNC || op == B_DIV_FLOOR)) {
-    wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", opname,
-             op == B_POW ? "pow" : op == B_DIV_TRUNC ? "div_trunc" : "div_floor");
-    return NULL;
-  }
-  if (op == B_POW && (wk_dtype_is_integral(wk_tensor_dtype(self)) || self_bool) && other->tag == WK_V_INT &&
-      other->u.i < 0) {
-    wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.", opname);
-    return NULL;
-  }
-  if (op == B_DIV && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division of integers */
   wk_dtype cd = is_logical(op) ? WK_F64 : wk_compute_dtype(rt);
   if (cd == WK_BOOL && !is_compare(op)) cd = WK_I64;
   if (!is_compare(op) && !is_logical(op) && !wk_dtype_is_floating(cd) &&
       (op == B_DIV_TRUNC || op == B_DIV_FLOOR))
     cd = WK_I64;
-  if ((op == B_ADD || op == B_SUB) && !wk_dtype_is_floating(rt) && c->alpha_f != (double)c->alpha_i) {
-    wk_error(WK_ERR_DTYPE, "%s: for integral input tensors, argument alpha must not be a floating point number", opname);
-    return NULL;
-  }
-  if ((op == B_ADD || op == B_SUB) && c->alpha_bool && rt != WK_BOOL) {
-    wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", opname);
-    return NULL;
-  }
   if (rt == WK_BF16 && (op == B_ADD || op == B_SUB || op == B_MUL) && wk_tensor_dtype(self) == WK_BF16 &&
       other->tag == WK_V_TENSOR && wk_tensor_dtype(other->u.t) == WK_BF16) {
     wk_tensor *ops[3] = {NULL, self, other->u.t};
@@ -436,17 +406,17 @@ static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     if (args[2].tag == WK_V_STR) {
       if (strcmp(args[2].u.s, "trunc") == 0)
         c.op = B_DIV_TRUNC;
-      else if (strcmp(args[2].u.s, "floor") == 0)
+      else /* "floor": the meta function refused anything else */
         c.op = B_DIV_FLOOR;
-      else
-        return wk_error(WK_ERR_INVALID_ARG,
-                        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
-                        args[2].u.s);
     }
     next = 3;
   }
   wk_tensor *target = info->mode == CPU_INPLACE ? WK_ARG_T(0) : info->mode == CPU_OUT ? WK_ARG_T(next) : NULL;
-  wk_tensor *r = compute(op_label(info->op), &c, WK_ARG_T(0), &args[1]);
+  /* The result dtype the meta function decided; comparisons and logical ops
+   * compute in the operands' promoted dtype and write bool. */
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
+  if (is_compare(info->op) || is_logical(info->op)) rt = wk_result_type(args, 2);
+  wk_tensor *r = compute(op_label(info->op), &c, WK_ARG_T(0), &args[1], rt);
   return cpu_deliver(WK_OPNAME, info->mode, r, target, outs);
 }
 

@@ -38,13 +38,9 @@ GELU_BWD(gelu_bwd_f64, double, erf, exp, tanh, sqrt)
 
 static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
-  const char *mode = args[2].u.s;
-  int approx = wk_option_index(mode, (const char *const[]){"none", "tanh", NULL});
-  if (approx < 0)
-    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'", mode);
-  wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
-  if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating tensors, got %s", wk_dtype_name(rt));
+  const char *mode = args[2].u.s; /* "none" or "tanh": the meta function checked it */
+  int approx = strcmp(mode, "tanh") == 0;
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype; /* floating */
   wk_dtype cd = wk_compute_dtype(rt);
   wk_tensor *gc = wk_kernel_cast(g, cd), *xc = wk_kernel_cast(x, cd), *res = NULL;
   wk_tensor *pair[2] = {gc, xc};
@@ -146,10 +142,7 @@ static wk_status k_pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *
   const pb_kind k = (pb_kind)(intptr_t)ctx->user;
   const char *op = WK_OPNAME;
   wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
-  wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
-  if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point tensors, got %s and %s", op,
-                    wk_dtype_name(wk_tensor_dtype(g)), wk_dtype_name(wk_tensor_dtype(x)));
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype; /* floating: the meta function checked */
   pb_ctx c = {k, k == PB_THRESHOLD ? WK_ARG_F(2) : 0};
   wk_dtype cd = wk_compute_dtype(rt);
   if (rt == WK_BF16 && wk_tensor_dtype(g) == WK_BF16 && wk_tensor_dtype(x) == WK_BF16) cd = WK_BF16; /* pb_bf16 */

@@ -42,54 +42,16 @@ static wk_status has_zero(wk_tensor *b, bool *out) {
   return s;
 }
 
-/* op(self, other) into a new tensor of the result dtype (the cpu plugin's
+/* op(self, other) into a new tensor of the result dtype rt, which the core's
+ * meta function decided after checking the arguments (the cpu plugin's
  * compute(), on the device). */
-static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t alpha_i, bool alpha_bool, wk_tensor *self,
-                          const wk_value *other, wk_device dev) {
-  wk_value tv[2] = {WK_VT(self), *other};
-  wk_dtype rt = wk_result_type(tv, 2);
-  bool self_bool = wk_tensor_dtype(self) == WK_BOOL;
-  bool other_bool = other->tag == WK_V_TENSOR ? wk_tensor_dtype(other->u.t) == WK_BOOL : other->tag == WK_V_BOOL;
-  if (op == CUDA_B_SUB && (self_bool || other_bool)) { /* PyTorch's sub_check */
-    if (self_bool && other_bool)
-      wk_error(WK_ERR_DTYPE,
-               "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
-               "Use the `^` or `logical_xor()` operator instead.",
-               opname);
-    else
-      wk_error(WK_ERR_DTYPE,
-               "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
-               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.",
-               opname);
-    return NULL;
-  }
-  if (rt == WK_BOOL && (op == CUDA_B_POW || op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR)) {
-    wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", opname,
-             op == CUDA_B_POW         ? "pow"
-             : op == CUDA_B_DIV_TRUNC ? "div_trunc"
-                                      : "div_floor");
-    return NULL;
-  }
-  if (op == CUDA_B_POW && (wk_dtype_is_integral(wk_tensor_dtype(self)) || self_bool) && other->tag == WK_V_INT &&
-      other->u.i < 0) {
-    wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.", opname);
-    return NULL;
-  }
-  if (op == CUDA_B_DIV && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division of integers */
+static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t alpha_i, wk_tensor *self,
+                          const wk_value *other, wk_dtype rt, wk_device dev) {
   wk_dtype cd = is_logical(op) ? WK_F64 : wk_compute_dtype(rt);
   if (cd == WK_BOOL && !is_compare(op)) cd = WK_I64;
   if (!is_compare(op) && !is_logical(op) && !wk_dtype_is_floating(cd) &&
       (op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR))
     cd = WK_I64;
-  if ((op == CUDA_B_ADD || op == CUDA_B_SUB) && !wk_dtype_is_floating(rt) && alpha_f != (double)alpha_i) {
-    wk_error(WK_ERR_DTYPE, "%s: for integral input tensors, argument alpha must not be a floating point number",
-             opname);
-    return NULL;
-  }
-  if ((op == CUDA_B_ADD || op == CUDA_B_SUB) && alpha_bool && rt != WK_BOOL) {
-    wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", opname);
-    return NULL;
-  }
   wk_tensor *a = cuda_operand(self, cd, dev), *b = NULL, *res = NULL;
   double bf = 0;
   int64_t bi = 0;
@@ -145,40 +107,33 @@ static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   int op = info->op, next = 2;
   double alpha_f = 1.0;
   int64_t alpha_i = 1;
-  bool alpha_bool = false;
   wk_status s = cuda_enter(WK_OPNAME, ctx->device);
   if (s) return s;
   if (info->has_alpha) {
     alpha_f = wk_value_as_f64(&args[2]);
     alpha_i = args[2].tag == WK_V_INT ? args[2].u.i : wk_f64_to_i64_sat(alpha_f);
-    alpha_bool = args[2].tag == WK_V_BOOL;
     next = 3;
   }
   if (info->has_rounding) {
     if (args[2].tag == WK_V_STR) {
       if (strcmp(args[2].u.s, "trunc") == 0)
         op = CUDA_B_DIV_TRUNC;
-      else if (strcmp(args[2].u.s, "floor") == 0)
+      else /* "floor": the meta function refused anything else */
         op = CUDA_B_DIV_FLOOR;
-      else
-        return wk_error(WK_ERR_INVALID_ARG,
-                        "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'",
-                        args[2].u.s);
     }
     next = 3;
   }
   wk_tensor *target = info->mode == CUDA_INPLACE ? WK_ARG_T(0) : info->mode == CUDA_OUT ? WK_ARG_T(next) : NULL;
-  wk_tensor *r = compute(op_label(op), op, alpha_f, alpha_i, alpha_bool, WK_ARG_T(0), &args[1], ctx->device);
+  /* Comparisons and logical ops compute in the operands' promoted dtype. */
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
+  if (is_compare(op) || is_logical(op)) rt = wk_result_type(args, 2);
+  wk_tensor *r = compute(op_label(op), op, alpha_f, alpha_i, WK_ARG_T(0), &args[1], rt, ctx->device);
   return cuda_deliver(WK_OPNAME, info->mode, r, target, outs);
 }
 
 /* where(cond, a, b): promoted dtype of a and b, broadcast over all three. */
 static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *cond = WK_ARG_T(0);
-  wk_dtype ct = wk_tensor_dtype(cond);
-  if (ct != WK_BOOL && ct != WK_U8) /* uint8 masks: PyTorch's deprecated legacy form */
-    return wk_error(WK_ERR_DTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
-                    wk_dtype_name(ct));
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("where", dev);
   if (s) return s;
@@ -216,13 +171,7 @@ static wk_status pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *ar
                                     bool tanh_approx) {
   const char *op = WK_OPNAME;
   wk_tensor *g = WK_ARG_T(0), *x = WK_ARG_T(1);
-  wk_dtype rt = wk_promote_types(wk_tensor_dtype(g), wk_tensor_dtype(x));
-  if (!wk_dtype_is_floating(rt)) {
-    if (kind < 0)
-      return wk_error(WK_ERR_DTYPE, "gelu_backward(): expected floating tensors, got %s", wk_dtype_name(rt));
-    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point tensors, got %s and %s", op,
-                    wk_dtype_name(wk_tensor_dtype(g)), wk_dtype_name(wk_tensor_dtype(x)));
-  }
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype; /* floating: the meta function checked */
   wk_device dev = ctx->device;
   wk_status s = cuda_enter(op, dev);
   if (s) return s;
@@ -258,12 +207,7 @@ static wk_status pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *ar
 }
 
 static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *ap = args[2].u.s;
-  int approx = wk_option_index(ap, (const char *const[]){"none", "tanh", NULL});
-  if (approx < 0)
-    return wk_error(WK_ERR_INVALID_ARG, "gelu_backward(): approximate argument must be either none or tanh, got '%s'",
-                    ap);
-  return pointwise_backward(ctx, args, outs, -1, approx == 1);
+  return pointwise_backward(ctx, args, outs, -1, strcmp(args[2].u.s, "tanh") == 0);
 }
 
 static wk_status k_pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
