@@ -7,6 +7,7 @@
 
 void wk__views_register(void);
 void wk__composites_register(void);
+void wk__composites_loss_register(void);
 
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool g_inited;
@@ -45,6 +46,7 @@ wk_status wk_init(void) {
   }
   wk__views_register();
   wk__composites_register();
+  wk__composites_loss_register();
   wk__autograd_init();
   wk__plugins_load_all();
   pthread_mutex_unlock(&g_init_lock);

@@ -73,10 +73,6 @@ CPU_HIDDEN wk_tensor *cpu_prep(wk_tensor *t, wk_dtype dt);
 /* Consumes t and returns it converted to dt (NULL on error; NULL for NULL). */
 CPU_HIDDEN wk_tensor *cpu_cast_own(wk_tensor *t, wk_dtype dt);
 
-/* WK_OK for a floating t, else WK_ERR_DTYPE "op(): expected a floating point
- * <what>, got <dtype>". */
-CPU_HIDDEN wk_status cpu_need_float(const char *op, const char *what, wk_tensor *t);
-
 /* New contiguous tensor of dtype dt and shape sizes[ndim] holding the n
  * doubles v: a new reference, NULL on error. */
 CPU_HIDDEN wk_tensor *cpu_from_doubles(const double *v, int64_t n, const int64_t *sizes, int ndim, wk_dtype dt);
@@ -106,10 +102,6 @@ static inline void cpu_copy_elem(char *d, const char *s, size_t es) {
   }
 }
 
-/* layer_norm's weight/bias check: shape normalized_shape, floating dtype (NULL passes). */
-CPU_HIDDEN wk_status cpu_check_norm_param(const char *op, const char *name, wk_tensor *t, const int64_t *ns, int k);
-/* Checks an optional per-channel parameter of batch_norm: floating, C elements. */
-CPU_HIDDEN wk_status cpu_check_channel_param(const char *op, const char *name, wk_tensor *t, int64_t C);
 
 /* Pooling arguments shared by the forward and backward kernels (pool.c):
  * PyTorch's output size; PyTorch's pool2d argument checks (in its order)

@@ -13,12 +13,6 @@ static inline double ld(const void *p, int64_t i, bool dbl) {
   return dbl ? ((const double *)p)[i] : (double)((const float *)p)[i];
 }
 
-static wk_status check_reduction(const char *op, int64_t r) {
-  if (r >= 0 && r <= 2) return WK_OK;
-  return wk_error(WK_ERR_INVALID_ARG, "%s(): reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld", op,
-                  (long long)r);
-}
-
 /* Sum of n f32/f64 values in fixed blocks (deterministic for any thread count). */
 #define BSUM_BLOCK 16384
 typedef struct {
@@ -102,48 +96,19 @@ static void nll_range(void *p, int64_t b, int64_t e) {
   }
 }
 
-/* Checks the target of a class-index loss: its shape is the input's without
- * the class dimension (1), and it holds integers. */
-static wk_status check_index_target(const char *op, wk_tensor *self, wk_tensor *target) {
-  char a[160], b[160], c[160];
-  int nd = wk_tensor_dim(self), tnd = wk_tensor_dim(target);
-  const int64_t *sz = wk_tensor_sizes(self), *tsz = wk_tensor_sizes(target);
-  if (!wk_dtype_is_integral(wk_tensor_dtype(target)))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected target of an integer dtype (class indices, i64), got %s", op,
-                    wk_dtype_name(wk_tensor_dtype(target)));
-  if (nd >= 2 && tnd >= 1 && tsz[0] != sz[0])
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected input batch_size (%lld) to match target batch_size (%lld).", op,
-                    (long long)sz[0], (long long)tsz[0]);
-  int64_t exp[WK_MAX_DIMS];
-  int en = 0;
-  for (int i = 0; i < nd; i++)
-    if (i != (nd >= 2 ? 1 : 0)) exp[en++] = sz[i];
-  bool same = en == tnd;
-  for (int i = 0; same && i < en; i++) same = exp[i] == tsz[i];
-  if (!same)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected target size %s, got %s (input of shape %s)", op,
-                    wk_sizes_str(exp, en, a, sizeof a), wk_shape_str(target, b, sizeof b),
-                    wk_shape_str(self, c, sizeof c));
-  return WK_OK;
-}
-
 /* The shared tail of cross_entropy and nll_loss. lp: log-probabilities,
- * contiguous f32/f64 shaped like the input; target: class indices (checked)
- * or probabilities (prob=true, contiguous of lp's dtype). */
+ * contiguous f32/f64 shaped like the input; target: class indices or
+ * probabilities (prob=true, contiguous of lp's dtype). Shapes, dtypes and
+ * options were checked by the op's meta function. */
 static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bool prob, wk_tensor *weight,
-                            int64_t reduction, int64_t ignore, double ls, wk_dtype out_dt, wk_value *outs) {
+                            int64_t reduction, int64_t ignore, double ls, const wk_meta_out *meta, wk_value *outs) {
+  wk_dtype out_dt = meta->dtype;
   int nd = wk_tensor_dim(lp);
   const int64_t *sz = wk_tensor_sizes(lp);
   int cdim = nd >= 2 ? 1 : 0;
   int64_t N = nd >= 2 ? sz[0] : 1, C = sz[cdim], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
   int64_t rows = N * S;
-  char a[160];
-  if (weight && wk_tensor_numel(weight) != C)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): weight tensor should be defined either for all %lld classes or no classes but got weight "
-                    "tensor of shape: %s",
-                    op, (long long)C, wk_shape_str(weight, a, sizeof a));
   double *buf = malloc(sizeof(double) * (size_t)(2 * rows + C + 1));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   double *w = weight ? buf + 2 * rows : NULL;
@@ -167,11 +132,7 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
   }
   cpu_par(rows, C, nll_range, &j);
   if (reduction == 0) {
-    int64_t tsz[WK_MAX_DIMS];
-    int tn = 0;
-    for (int i = 0; i < nd; i++)
-      if (i != cdim) tsz[tn++] = sz[i];
-    res = cpu_from_doubles(buf, rows, tsz, tn, out_dt);
+    res = cpu_from_doubles(buf, rows, meta->sizes, meta->ndim, out_dt);
   } else {
     double tot = block_sum(buf, true, rows);
     if (reduction == 1) tot /= block_sum(buf + rows, true, rows);
@@ -190,31 +151,16 @@ static wk_status k_cross_entropy(const wk_kernel_ctx *ctx, const wk_value *args,
   wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
   int64_t reduction = WK_ARG_I(3), ignore = WK_ARG_I(4);
   double ls = WK_ARG_F(5);
-  wk_status s = cpu_need_float(op, "input", self);
-  if (!s) s = check_reduction(op, reduction);
-  if (s) return s;
-  if (!(ls >= 0 && ls <= 1))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): label_smoothing must be between 0.0 and 1.0. Got: %g", op, ls);
+  wk_status s = WK_OK;
   int nd = wk_tensor_dim(self);
-  if (nd < 1) return wk_error(WK_ERR_SHAPE, "%s(): input tensor should be 1D or more, got a 0-dim tensor", op);
-  bool prob = cpu_same_shape(self, target);
-  wk_dtype dt = wk_tensor_dtype(self), out_dt = dt;
-  if (prob) {
-    if (!wk_dtype_is_floating(wk_tensor_dtype(target)))
-      return wk_error(WK_ERR_DTYPE, "%s(): Expected floating point type for target with class probabilities, got %s",
-                      op, wk_dtype_name(wk_tensor_dtype(target)));
-    if (ignore >= 0)
-      return wk_error(WK_ERR_INVALID_ARG, "%s(): ignore_index is not supported for floating point target", op);
-    out_dt = wk_promote_types(dt, wk_tensor_dtype(target));
-  } else if ((s = check_index_target(op, self, target))) {
-    return s;
-  }
-  wk_dtype cd = cpu_fcompute(out_dt);
+  bool prob = cpu_same_shape(self, target); /* class probabilities (the meta function checked both forms) */
+  const wk_meta_out *meta = wk_kernel_meta(ctx, 0);
+  wk_dtype cd = cpu_fcompute(meta->dtype);
   wk_tensor *x = cpu_prep(self, cd), *lp = x ? cpu_softmax_cd(x, nd >= 2 ? 1 : 0, true) : NULL;
   wk_tensor *tp = prob && lp ? cpu_prep(target, cd) : NULL;
   wk_release(x);
   if (!lp || (prob && !tp)) s = wk_last_error();
-  if (!s) s = nll_finish(op, lp, prob ? tp : target, prob, weight, reduction, ignore, ls, out_dt, outs);
+  if (!s) s = nll_finish(op, lp, prob ? tp : target, prob, weight, reduction, ignore, ls, meta, outs);
   wk_release(lp);
   wk_release(tp);
   return s;
@@ -224,16 +170,9 @@ static wk_status k_nll_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
   const char *op = "nll_loss";
   wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
   int64_t reduction = WK_ARG_I(3), ignore = WK_ARG_I(4);
-  wk_status s = cpu_need_float(op, "input", self);
-  if (!s) s = check_reduction(op, reduction);
-  if (s) return s;
-  if (wk_tensor_dim(self) < 1)
-    return wk_error(WK_ERR_SHAPE, "%s(): input tensor should be 1D or more, got a 0-dim tensor", op);
-  if ((s = check_index_target(op, self, target))) return s;
-  wk_dtype dt = wk_tensor_dtype(self);
-  wk_tensor *lp = cpu_prep(self, cpu_fcompute(dt));
+  wk_tensor *lp = cpu_prep(self, cpu_fcompute(wk_tensor_dtype(self)));
   if (!lp) return wk_last_error();
-  s = nll_finish(op, lp, target, false, weight, reduction, ignore, 0, dt, outs);
+  wk_status s = nll_finish(op, lp, target, false, weight, reduction, ignore, 0, wk_kernel_meta(ctx, 0), outs);
   wk_release(lp);
   return s;
 }
@@ -303,12 +242,8 @@ static wk_status k_mse_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
   const char *op = "mse_loss";
   wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1);
   int64_t reduction = WK_ARG_I(2);
-  wk_status s = check_reduction(op, reduction);
-  if (s) return s;
-  wk_dtype rt = wk_result_type(args, 2);
-  if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
-                    wk_dtype_name(wk_tensor_dtype(self)), wk_dtype_name(wk_tensor_dtype(target)));
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype; /* arguments checked by the meta function */
+  wk_status s;
   wk_tensor *pair[2] = {self, target};
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
@@ -331,29 +266,8 @@ static wk_status k_bce_logits(const wk_kernel_ctx *ctx, const wk_value *args, wk
   const char *op = "binary_cross_entropy_with_logits";
   wk_tensor *self = WK_ARG_T(0), *target = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2), *pw = WK_ARG_OPT_T(3);
   int64_t reduction = WK_ARG_I(4);
-  char a[160], b[160];
-  wk_status s = check_reduction(op, reduction);
-  if (s) return s;
-  if (!cpu_same_shape(self, target))
-    return wk_error(WK_ERR_SHAPE, "%s(): Target size (%s) must be the same as input size (%s)", op,
-                    wk_shape_str(target, a, sizeof a), wk_shape_str(self, b, sizeof b));
-  wk_dtype rt = wk_result_type(args, 2);
-  if (!wk_dtype_is_floating(rt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected floating point inputs, got %s and %s", op,
-                    wk_dtype_name(wk_tensor_dtype(self)), wk_dtype_name(wk_tensor_dtype(target)));
-  const char *names[2] = {"weight", "pos_weight"};
-  wk_tensor *extra[2] = {weight, pw};
-  for (int i = 0; i < 2; i++) {
-    if (!extra[i]) continue;
-    wk_tensor *pair[2] = {self, extra[i]};
-    int64_t shape[WK_MAX_DIMS];
-    int nd = 0;
-    if (wk_broadcast_shapes(op, pair, 2, shape, &nd) == WK_OK && nd == wk_tensor_dim(self) &&
-        !memcmp(shape, wk_tensor_sizes(self), sizeof(int64_t) * (size_t)nd))
-      continue;
-    return wk_error_replace(WK_ERR_SHAPE, "%s(): %s of shape %s cannot be broadcast to the input shape %s", op, names[i],
-                    wk_shape_str(extra[i], a, sizeof a), wk_shape_str(self, b, sizeof b));
-  }
+  wk_status s;
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype; /* shapes and dtypes checked by the meta function */
   wk_dtype cd = cpu_fcompute(rt);
   wk_tensor *ops[5] = {NULL, wk_kernel_cast(self, cd), wk_kernel_cast(target, cd), NULL, NULL};
   int n = 3;

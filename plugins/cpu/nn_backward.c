@@ -22,21 +22,9 @@ static wk_tensor *zeros_of(const int64_t *sizes, int nd, wk_dtype dt) {
   return t;
 }
 
-/* grad (named `gname`) must have the shape of `t` (named `tname`). */
-static wk_status same_shape(const char *op, const char *gname, wk_tensor *g, const char *tname, wk_tensor *t) {
-  if (cpu_same_shape(g, t)) return WK_OK;
-  char a[160], b[160];
-  return wk_error(WK_ERR_SHAPE, "%s(): expected %s to have the shape of %s %s, but got %s", op, gname, tname,
-                  wk_shape_str(t, a, sizeof a), wk_shape_str(g, b, sizeof b));
-}
-
-/* Reads output_mask (int[3]) into m. */
-static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
-  if (v->tag != WK_V_INTS || v->len != 3)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op,
-                    v->tag == WK_V_INTS ? v->len : 0);
+/* Reads output_mask (int[3], checked by the meta function) into m. */
+static void mask_arg(const wk_value *v, bool m[3]) {
   for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
-  return WK_OK;
 }
 
 /* Stores up to three optional results (NULL: None). */
@@ -86,16 +74,10 @@ DEF_SMXB(float, f32, expf)
 DEF_SMXB(double, f64, exp)
 
 static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = ctx->user ? "log_softmax_backward_data" : "softmax_backward_data";
   wk_tensor *go = WK_ARG_T(0), *out = WK_ARG_T(1);
-  wk_dtype idt = args[3].u.dtype;
-  wk_status s;
-  if ((s = cpu_need_float(op, "grad_output", go)) || (s = cpu_need_float(op, "output", out))) return s;
-  if (!wk_dtype_is_floating(idt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input_dtype, got %s", op, wk_dtype_name(idt));
-  if ((s = same_shape(op, "grad_output", go, "output", out))) return s;
-  int d = 0;
-  if ((s = wk_check_dim(op, WK_ARG_I(2), wk_tensor_dim(out), &d))) return s;
+  wk_dtype idt = args[3].u.dtype; /* dtypes, shapes and dim checked by the meta function */
+  int64_t dim = WK_ARG_I(2);
+  int d = (int)(dim < 0 ? dim + (wk_tensor_dim(out) > 0 ? wk_tensor_dim(out) : 1) : dim);
   wk_dtype cd = wk_tensor_dtype(go) == WK_F64 || wk_tensor_dtype(out) == WK_F64 ? WK_F64 : WK_F32;
   int nd = wk_tensor_dim(out);
   const int64_t *sz = wk_tensor_sizes(out);
@@ -184,35 +166,14 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *rmean = WK_ARG_OPT_T(3), *rvar = WK_ARG_OPT_T(4), *smean = WK_ARG_OPT_T(5), *sinv = WK_ARG_OPT_T(6);
   bool train = WK_ARG_B(7), mask[3];
   double eps = WK_ARG_F(8);
-  char b1[160];
   wk_status s;
-  if ((s = mask_arg(op, &args[9], mask))) return s;
-  if ((s = cpu_need_float(op, "input", input)) || (s = cpu_need_float(op, "grad_out", go))) return s;
+  mask_arg(&args[9], mask); /* arguments checked by the meta function */
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
-  if (nd < 2)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected input with at least 2 dimensions (N, C, ...), got %s", op,
-                    wk_shape_str(input, b1, sizeof b1));
-  if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
-  if ((s = cpu_check_channel_param(op, "weight", weight, C)) ||
-      (s = cpu_check_channel_param(op, "running_mean", rmean, C)) ||
-      (s = cpu_check_channel_param(op, "running_var", rvar, C)))
-    return s;
-  if (train) {
-    if (!smean || !sinv)
-      return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in training mode", op,
-                      smean ? "save_invstd" : "save_mean");
-    if ((s = cpu_check_channel_param(op, "save_mean", smean, C)) ||
-        (s = cpu_check_channel_param(op, "save_invstd", sinv, C)))
-      return s;
-  } else if (!rmean || !rvar) {
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in evaluation mode", op,
-                    rmean ? "running_var" : "running_mean");
-  }
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
-  wk_dtype pdt = weight ? wk_tensor_dtype(weight) : dt;
+  wk_dtype pdt = wk_kernel_meta(ctx, 1)->dtype;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL;
   double *buf = calloc((size_t)(5 * C + 1), sizeof(double));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
@@ -332,30 +293,10 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   const int64_t *ns = args[2].u.ints;
   int k = args[2].len;
   bool mask[3];
-  char a[160], b[160];
   wk_status s;
-  if ((s = mask_arg(op, &args[7], mask))) return s;
-  if ((s = cpu_need_float(op, "input", input)) || (s = cpu_need_float(op, "grad_out", go))) return s;
-  if (k < 1)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-                    "least one element, but got normalized_shape = []",
-                    op);
+  mask_arg(&args[7], mask); /* arguments checked by the meta function */
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
-  bool ok = nd >= k;
-  for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
-  if (!ok) {
-    char c[WK_SHAPE_STR_MAX + 4];
-    snprintf(c, sizeof c, "[*, %s", wk_sizes_str(ns, k, a, sizeof a) + 1); /* "[*, 3, 4]" */
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s", op,
-                    a, c, wk_shape_str(input, b, sizeof b));
-  }
-  if ((s = same_shape(op, "grad_out", go, "input", input))) return s;
-  if ((s = cpu_check_norm_param("layer_norm_backward", "weight", weight, ns, k)) ||
-      (s = cpu_check_norm_param("layer_norm_backward", "bias", bias, ns, k)))
-    return s;
   int64_t M = 1, N = 1;
   for (int i = 0; i < nd; i++) {
     if (i < nd - k)
@@ -363,12 +304,9 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
     else
       N *= sz[i];
   }
-  if (wk_tensor_numel(mean_t) != M || wk_tensor_numel(rstd_t) != M)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected mean and rstd with %lld elements, got %lld and %lld", op,
-                    (long long)M, (long long)wk_tensor_numel(mean_t), (long long)wk_tensor_numel(rstd_t));
-  if ((s = cpu_need_float(op, "mean", mean_t)) || (s = cpu_need_float(op, "rstd", rstd_t))) return s;
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
-  wk_dtype wdt = weight ? wk_tensor_dtype(weight) : dt, bdt = bias ? wk_tensor_dtype(bias) : wdt;
+  wk_dtype wdt = wk_kernel_meta(ctx, 1)->dtype, bdt = wk_kernel_meta(ctx, 2)->dtype;
+  (void)bias;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL, *w = NULL;
   double *buf = calloc((size_t)(2 * M + 2 * N + 1), sizeof(double));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
@@ -444,22 +382,8 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   const char *op = "embedding_dense_backward";
   wk_tensor *go = WK_ARG_T(0), *indices = WK_ARG_T(1);
   int64_t V = WK_ARG_I(2), pidx = WK_ARG_I(3);
-  char a[160], b[160];
-  wk_status s;
-  if ((s = cpu_need_float(op, "grad_output", go))) return s;
-  if (!wk_dtype_is_integral(wk_tensor_dtype(indices)))
-    return wk_error(WK_ERR_DTYPE,
-                    "%s(): Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
-                    "Int; but got %s instead",
-                    op, wk_dtype_name(wk_tensor_dtype(indices)));
-  if (V < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): num_weights must be non-negative, got %lld", op, (long long)V);
+  wk_status s; /* arguments checked by the meta function */
   int nd = wk_tensor_dim(indices);
-  bool ok = wk_tensor_dim(go) == nd + 1;
-  for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(go)[i] == wk_tensor_sizes(indices)[i];
-  if (!ok)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s", op,
-                    wk_shape_str(indices, a, sizeof a), wk_shape_str(go, b, sizeof b));
   int64_t D = wk_tensor_size(go, nd), osz[2] = {V, D};
   wk_dtype dt = wk_tensor_dtype(go), cd = cpu_fcompute(dt);
   wk_tensor *idx = cpu_prep(indices, WK_I64), *g = NULL, *gw = NULL;
@@ -556,55 +480,18 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   int npad = args[2].len;
   const char *ms = args[3].u.s;
   static const char *const modes[] = {"constant", "reflect", "replicate", "circular", NULL}; /* PAD_* order */
-  int mode = wk_arg_option(op, "mode", ms, modes);
-  if (mode < 0) return wk_last_error();
+  int mode = wk_option_index(ms, modes); /* pad, mode and shapes checked by the meta function */
   int nd = wk_tensor_dim(self);
-  if (npad % 2) return wk_error(WK_ERR_INVALID_ARG, "%s(): Padding length must be divisible by 2", op);
-  if (npad / 2 > nd)
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): Padding length should be less than or equal to two times the input dimension but got "
-                    "padding length %d and input of dimension %d",
-                    op, npad, nd);
-  wk_status s = cpu_need_float(op, "grad_output", go);
-  if (s) return s;
-  const int64_t *sz = wk_tensor_sizes(self);
-  int64_t osz[WK_MAX_DIMS], pl[WK_MAX_DIMS] = {0}, pr[WK_MAX_DIMS] = {0}, total = 0;
-  char a[160], b[160];
+  const int64_t *sz = wk_tensor_sizes(self), *osz = wk_tensor_sizes(go);
+  int64_t pl[WK_MAX_DIMS] = {0}, pr[WK_MAX_DIMS] = {0}, total = 0;
   for (int d = 0; d < nd; d++) {
     int k = nd - 1 - d; /* pairs run from the last dimension */
     if (k < npad / 2) {
       pl[d] = pad[2 * k];
       pr[d] = pad[2 * k + 1];
     }
-    int64_t n = sz[d];
-    osz[d] = n + pl[d] + pr[d];
-    if (osz[d] < 0)
-      return wk_error(WK_ERR_SHAPE,
-                      "%s(): The input size %lld, plus negative padding %lld and %lld resulted in a negative output "
-                      "size, which is invalid. Check dimension %d of your input.",
-                      op, (long long)n, (long long)pl[d], (long long)pr[d], d);
-    if ((pl[d] > 0 || pr[d] > 0) && osz[d] > 0) {
-      if (mode == PAD_REFLECT && (pl[d] >= n || pr[d] >= n))
-        return wk_error(WK_ERR_INVALID_ARG,
-                        "%s(): Padding size should be less than the corresponding input dimension, but got: padding "
-                        "(%lld, %lld) at dimension %d of input %s",
-                        op, (long long)pl[d], (long long)pr[d], d, wk_shape_str(self, a, sizeof a));
-      if (mode == PAD_REPLICATE && n == 0)
-        return wk_error(WK_ERR_INVALID_ARG, "%s(): cannot replicate-pad dimension %d of size 0 of input %s", op, d,
-                        wk_shape_str(self, a, sizeof a));
-      if (mode == PAD_CIRCULAR && (pl[d] > n || pr[d] > n))
-        return wk_error(WK_ERR_INVALID_ARG,
-                        "%s(): Padding value causes wrapping around more than once (padding (%lld, %lld) at dimension "
-                        "%d of input %s)",
-                        op, (long long)pl[d], (long long)pr[d], d, wk_shape_str(self, a, sizeof a));
-    }
     total += osz[d];
   }
-  bool ok = wk_tensor_dim(go) == nd;
-  for (int d = 0; ok && d < nd; d++) ok = wk_tensor_sizes(go)[d] == osz[d];
-  if (!ok)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s (the padded input), but got %s", op,
-                    wk_sizes_str(osz, nd, a, sizeof a), wk_shape_str(go, b, sizeof b));
   wk_dtype dt = wk_tensor_dtype(go), cd = cpu_fcompute(dt);
   if (nd == 0 || wk_tensor_numel(self) == 0 || wk_tensor_numel(go) == 0) {
     wk_tensor *r = nd == 0 ? wk_clone(go) : zeros_of(sz, nd, dt);

@@ -21,7 +21,7 @@ cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cud
 	plugins/cuda/copy_ops.c plugins/cuda/elementwise_ops.c \
 	plugins/cuda/cuda_kernels.h plugins/cuda/cuda_device.h plugins/cuda/kernel_util.c plugins/cuda/unary_ops.c \
 	plugins/cuda/reduce_ops.c plugins/cuda/softmax_ops.c plugins/cuda/index_ops.c plugins/cuda/rng_ops.c \
-	plugins/cuda/loss_ops.c plugins/cuda/optim_update_ops.c plugins/cuda/scan_ops.c plugins/cuda/remap_ops.c \
+	plugins/cuda/optim_update_ops.c plugins/cuda/scan_ops.c plugins/cuda/remap_ops.c \
 	plugins/cuda/layernorm_ops.c plugins/cuda/host_ops.c
 
 # Library-backed kernels (cuBLAS, cuDNN) and their pooling/batch-norm helpers.

@@ -135,11 +135,10 @@ static odn_prim *bn_make(void *v) {
 static bool bn_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   wk_tensor *x = WK_ARG_T(0);
   if (!odn_usable() || !odn_dense(x, false) || wk_tensor_dim(x) < 2) return false;
-  int64_t C = wk_tensor_size(x, 1), NS = wk_tensor_numel(x) / C;
-  if (WK_ARG_B(5) && NS == 1) return false;
+  int64_t C = wk_tensor_size(x, 1); /* user errors are the meta function's */
   for (int i = 1; i <= 4; i++)
     if (!param_ok(WK_ARG_OPT_T(i), C)) return false;
-  return WK_ARG_B(5) || (WK_ARG_OPT_T(3) && WK_ARG_OPT_T(4));
+  return true;
 }
 
 static void bn_key_of(bn_key *k, int kind, bool global, wk_tensor *x, double eps) {
@@ -164,10 +163,8 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   bn_key k;
   /* training too normalises with given statistics: the kernel computes them (in double) */
   bn_key_of(&k, 1, true, x, eps);
-  int64_t C = k.C, zero = 0;
-  wk_options o = {.dtype = WK_F32};
-  wk_tensor *y = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o);
-  wk_tensor *sm = wk_empty(train ? &C : &zero, 1, o), *si = wk_empty(train ? &C : &zero, 1, o);
+  int64_t C = k.C;
+  wk_tensor *y = wk_meta_empty(ctx, 0), *sm = wk_meta_empty(ctx, 1), *si = wk_meta_empty(ctx, 2);
   void *t1 = NULL, *t2 = NULL, *t3 = NULL, *t4 = NULL, *var = NULL;
   odn_entry *e = NULL;
   wk_status s = WK_OK;
