@@ -1,7 +1,8 @@
 /* cpu plugin: the 2-D convolution forward kernel, conv2d (im2col + GEMM,
  * OpenBLAS when configured, else a reference GEMM), batched [N,C,H,W] or
- * unbatched [C,H,W], with PyTorch's shape rules and messages. f16/bf16
- * compute in f32. Pooling is in pool.c. */
+ * unbatched [C,H,W]; the core's meta function (core/meta_conv.c) checks the
+ * arguments and decides the output shape. f16/bf16 compute in f32. Pooling is
+ * in pool.c. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,85 +228,24 @@ static wk_status conv_compute(bool f64, im2col_job *jb, int64_t N, int64_t O, in
 }
 
 static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  /* The arguments were checked and the output shape decided by the op's meta function. */
+  const wk_meta_out *m = wk_kernel_meta(ctx, 0);
+  if (!m) return wk_error(WK_ERR_INTERNAL, "conv2d(): no meta function decided the output");
   wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_T(1), *bias = WK_ARG_OPT_T(2);
-  int64_t groups = WK_ARG_I(6), st[2], pd[2], dl[2];
-  static const char *pnames[3] = {"stride", "padding", "dilation"};
-  int64_t *pv[3] = {st, pd, dl};
-  char a[160], b[160];
-  for (int i = 0; i < 3; i++)
-    if (!wk_arg_int_pair(&args[3 + i], pv[i]))
-      return wk_error(WK_ERR_INVALID_ARG,
-                      "conv2d(): expected %s to be a single integer value or a list of 2 values to match the "
-                      "convolution dimensions, but got %s=%s",
-                      pnames[i], pnames[i], wk_sizes_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
-  int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
-  if (xd != 3 && xd != 4)
-    return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s",
-                    wk_shape_str(input, a, sizeof a));
-  if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): non-positive groups is not supported");
-  if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): negative padding is not supported");
-  if (st[0] <= 0 || st[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): non-positive stride is not supported");
-  if (dl[0] <= 0 || dl[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "conv2d(): dilation should be greater than zero");
+  /* int[2] arguments arrive normalised to two values */
+  const int64_t *st = args[3].u.ints, *pd = args[4].u.ints, *dl = args[5].u.ints;
+  int64_t groups = WK_ARG_I(6);
+  int xd = wk_tensor_dim(input);
   /* Sizes as [N, C, H, W]; an unbatched input is a batch of one. */
-  const int64_t *xs = wk_tensor_sizes(input), *xst = wk_tensor_strides(input);
+  const int64_t *xs = wk_tensor_sizes(input), *ws = wk_tensor_sizes(weight);
   int64_t sz[4], sx[4];
-  for (int i = 0; i < 4; i++) {
-    int j = i - (4 - xd);
-    sz[i] = j < 0 ? 1 : xs[j];
-    sx[i] = j < 0 ? 0 : xst[j];
-  }
-  if (wd != 4)
-    return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input "
-                    "of size %s instead",
-                    wd, wd, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b));
-  const int64_t *ws = wk_tensor_sizes(weight);
+  for (int i = 0; i < 4; i++) sz[i] = i < 4 - xd ? 1 : xs[i - (4 - xd)];
   int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
-  if (O < groups)
-    return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Given groups=%lld, expected weight to be at least %lld at dimension 0, but got "
-                    "weight of size %s instead",
-                    (long long)groups, (long long)groups, wk_shape_str(weight, a, sizeof a));
-  if (O % groups)
-    return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
-                    "weight of size %s instead",
-                    (long long)groups, (long long)groups, wk_shape_str(weight, a, sizeof a));
-  if (sz[1] != Cg * groups)
-    return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
-                    "%lld channels instead",
-                    (long long)groups, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b),
-                    (long long)(Cg * groups), (long long)sz[1]);
-  if (bias && (wk_tensor_dim(bias) != 1 || wk_tensor_size(bias, 0) != O))
-    return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got "
-                    "bias of size %s instead",
-                    wk_shape_str(weight, a, sizeof a), (long long)O, wk_shape_str(bias, b, sizeof b));
-  int64_t pin[2] = {sz[2] + 2 * pd[0], sz[3] + 2 * pd[1]};
-  int64_t keff[2] = {dl[0] * (kh - 1) + 1, dl[1] * (kw - 1) + 1};
-  if (pin[0] < keff[0] || pin[1] < keff[1])
-    return wk_error(WK_ERR_SHAPE,
-                    "conv2d(): Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). "
-                    "Kernel size can't be greater than actual input size",
-                    (long long)pin[0], (long long)pin[1], (long long)keff[0], (long long)keff[1]);
-  wk_dtype dt = wk_tensor_dtype(input);
-  if (wk_tensor_dtype(weight) != dt)
-    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and weight type (%s) should be the same", wk_dtype_torch_name(dt),
-                    wk_dtype_torch_name(wk_tensor_dtype(weight)));
-  if (bias && wk_tensor_dtype(bias) != dt)
-    return wk_error(WK_ERR_DTYPE, "conv2d(): Input type (%s) and bias type (%s) should be the same", wk_dtype_torch_name(dt),
-                    wk_dtype_torch_name(wk_tensor_dtype(bias)));
-  if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "conv2d(): \"conv2d_cpu\" not implemented for '%s'", wk_dtype_torch_name(dt));
-
-  int64_t oh = (pin[0] - keff[0]) / st[0] + 1, ow = (pin[1] - keff[1]) / st[1] + 1;
-  int64_t N = sz[0];
-  int64_t osz[4] = {N, O, oh, ow};
+  int64_t N = sz[0], oh = m->sizes[m->ndim - 2], ow = m->sizes[m->ndim - 1];
+  wk_dtype dt = m->dtype;
   wk_dtype cd = wk_compute_dtype(dt);
   bool f64 = cd == WK_F64;
-  wk_tensor *out = cpu_empty(xd == 4 ? osz : osz + 1, xd, cd);
+  wk_tensor *out = cd == dt ? wk_meta_empty(ctx, 0) : cpu_empty(m->sizes, m->ndim, cd);
   if (!out) return wk_last_error();
   wk_tensor *x = NULL, *wc = NULL, *wcc = NULL, *bc = NULL, *bcc = NULL;
   wk_status s = WK_OK;

@@ -3,7 +3,8 @@
  * summation; OpenBLAS when configured, else reference loops),
  * max_pool2d_with_indices_backward, avg_pool2d_backward and
  * adaptive_avg_pool2d_backward. Every accumulation has a fixed order, so the
- * results do not depend on the number of threads. f16/bf16 compute in f32. */
+ * results do not depend on the number of threads. f16/bf16 compute in f32. The
+ * core's meta functions (core/meta_conv.c) check the arguments. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +17,6 @@
 #ifdef CPU_HAVE_OPENBLAS
 #include <cblas.h>
 #endif
-
-/* Reads output_mask (int[3]) into m. */
-static wk_status mask_arg(const char *op, const wk_value *v, bool m[3]) {
-  if (v->tag != WK_V_INTS || v->len != 3)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op,
-                    v->tag == WK_V_INTS ? v->len : 0);
-  for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
-  return WK_OK;
-}
 
 /* Runs fn over [0, ntasks), in parallel when ntasks * per_task is large. */
 static void run_tasks(int64_t ntasks, int64_t per_task, void (*fn)(void *, int64_t, int64_t), void *ctx) {
@@ -371,81 +363,26 @@ static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, i
 }
 
 static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = "conv2d_backward";
+  /* The arguments were checked by the op's meta function. */
   wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *weight = WK_ARG_T(2);
-  int64_t groups = WK_ARG_I(6), st[2], pd[2], dl[2];
-  bool mask[3];
-  static const char *pnames[3] = {"stride", "padding", "dilation"};
-  int64_t *pv[3] = {st, pd, dl};
-  char a[160], b[160];
-  for (int i = 0; i < 3; i++)
-    if (!wk_arg_int_pair(&args[3 + i], pv[i]))
-      return wk_error(WK_ERR_INVALID_ARG,
-                      "%s(): expected %s to be a single integer value or a list of 2 values to match the "
-                      "convolution dimensions, but got %s=%s",
-                      op, pnames[i], pnames[i], wk_sizes_str(args[3 + i].u.ints, args[3 + i].len, a, sizeof a));
-  wk_status s = mask_arg(op, &args[7], mask);
-  if (s) return s;
-  int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
-  if (xd != 3 && xd != 4)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s", op,
-                    wk_shape_str(input, a, sizeof a));
-  if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive groups is not supported", op);
-  if (pd[0] < 0 || pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): negative padding is not supported", op);
-  if (st[0] <= 0 || st[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive stride is not supported", op);
-  if (dl[0] <= 0 || dl[1] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation should be greater than zero", op);
-  const int64_t *xs = wk_tensor_sizes(input);
+  /* int[2] arguments arrive normalised to two values */
+  const int64_t *st = args[3].u.ints, *pd = args[4].u.ints, *dl = args[5].u.ints;
+  int64_t groups = WK_ARG_I(6);
+  bool mask[3] = {args[7].u.ints[0] != 0, args[7].u.ints[1] != 0, args[7].u.ints[2] != 0};
+  int xd = wk_tensor_dim(input);
+  const int64_t *xs = wk_tensor_sizes(input), *ws = wk_tensor_sizes(weight), *gs = wk_tensor_sizes(go);
   int64_t sz[4];
-  for (int i = 0; i < 4; i++) sz[i] = i - (4 - xd) < 0 ? 1 : xs[i - (4 - xd)];
-  if (wd != 4)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input "
-                    "of size %s instead",
-                    op, wd, wd, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b));
-  const int64_t *ws = wk_tensor_sizes(weight);
+  for (int i = 0; i < 4; i++) sz[i] = i < 4 - xd ? 1 : xs[i - (4 - xd)];
   int64_t O = ws[0], Cg = ws[1], kh = ws[2], kw = ws[3];
-  if (O < groups || O % groups)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given groups=%lld, expected weight to be %s %lld at dimension 0, but got weight of size %s "
-                    "instead",
-                    op, (long long)groups, O < groups ? "at least" : "divisible by", (long long)groups,
-                    wk_shape_str(weight, a, sizeof a));
-  if (sz[1] != Cg * groups)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
-                    "%lld channels instead",
-                    op, (long long)groups, wk_shape_str(weight, a, sizeof a), wk_sizes_str(sz, 4, b, sizeof b),
-                    (long long)(Cg * groups), (long long)sz[1]);
-  int64_t pin[2] = {sz[2] + 2 * pd[0], sz[3] + 2 * pd[1]};
-  int64_t keff[2] = {dl[0] * (kh - 1) + 1, dl[1] * (kw - 1) + 1};
-  if (pin[0] < keff[0] || pin[1] < keff[1])
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). "
-                    "Kernel size can't be greater than actual input size",
-                    op, (long long)pin[0], (long long)pin[1], (long long)keff[0], (long long)keff[1]);
-  int64_t oh = (pin[0] - keff[0]) / st[0] + 1, ow = (pin[1] - keff[1]) / st[1] + 1, N = sz[0];
-  int64_t osz[4] = {N, O, oh, ow};
-  bool ok = wk_tensor_dim(go) == xd;
-  for (int i = 0; ok && i < xd; i++) ok = wk_tensor_sizes(go)[i] == osz[i + 4 - xd];
-  if (!ok)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output of size %s, but got %s", op,
-                    wk_sizes_str(osz + 4 - xd, xd, a, sizeof a), wk_shape_str(go, b, sizeof b));
+  int64_t oh = gs[xd - 2], ow = gs[xd - 1], N = sz[0]; /* grad_output has the forward's output shape */
   wk_dtype dt = wk_tensor_dtype(input);
-  if (wk_tensor_dtype(weight) != dt || wk_tensor_dtype(go) != dt)
-    return wk_error(WK_ERR_DTYPE,
-                    "%s(): Input type (%s), weight type (%s) and grad_output type (%s) should be the same", op,
-                    wk_dtype_torch_name(dt), wk_dtype_torch_name(wk_tensor_dtype(weight)), wk_dtype_torch_name(wk_tensor_dtype(go)));
-  if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"conv2d_backward_cpu\" not implemented for '%s'", op, wk_dtype_torch_name(dt));
-
+  wk_status s = WK_OK;
   wk_dtype cd = wk_compute_dtype(dt);
   bool f64 = cd == WK_F64;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL, *w = NULL;
   if ((mask[0] && !(gi = zeros_of(xs, xd, cd))) || (mask[1] && !(gw = zeros_of(ws, 4, cd))) ||
       (mask[2] && !(gb = zeros_of(&O, 1, cd))))
     goto fail;
-  s = WK_OK;
   if (wk_tensor_numel(go) > 0 && (mask[0] || mask[1] || mask[2])) {
     if (!(g = cpu_prep(go, cd))) goto fail;
     if (mask[1] && !(x = wk_kernel_cast(input, cd))) goto fail;
@@ -520,33 +457,6 @@ typedef struct {
   bool count_include_pad, has_div;
   int64_t divisor;
 } pool_job;
-
-/* Checks that t (named `what`) has the input's leading dimensions and [oh, ow]. */
-static wk_status check_out_like(const char *op, const char *what, wk_tensor *t, wk_tensor *self, int64_t oh,
-                                int64_t ow) {
-  int nd = wk_tensor_dim(self);
-  int64_t want[4];
-  for (int i = 0; i < nd - 2; i++) want[i] = wk_tensor_size(self, i);
-  want[nd - 2] = oh;
-  want[nd - 1] = ow;
-  bool ok = wk_tensor_dim(t) == nd;
-  for (int i = 0; ok && i < nd; i++) ok = wk_tensor_sizes(t)[i] == want[i];
-  if (ok) return WK_OK;
-  char a[160], b[160];
-  return wk_error(WK_ERR_SHAPE, "%s(): expected %s of size %s, but got %s", op, what, wk_sizes_str(want, nd, a, sizeof a),
-                  wk_shape_str(t, b, sizeof b));
-}
-
-/* grad_output and self must share a floating dtype. */
-static wk_status check_grad_dtype(const char *op, wk_tensor *go, wk_tensor *self) {
-  wk_dtype dt = wk_tensor_dtype(self);
-  if (wk_tensor_dtype(go) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", op, wk_dtype_name(dt),
-                    wk_dtype_name(wk_tensor_dtype(go)));
-  if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"%s\" not implemented for '%s'", op, op, wk_dtype_torch_name(dt));
-  return WK_OK;
-}
 
 #define MAXPOOL_BWD(NAME, T)                              \
   static void NAME(void *p, int64_t b, int64_t e) {       \
@@ -643,27 +553,25 @@ fail:
   return wk_last_error();
 }
 
+/* The pooled size [oh, ow]: grad_output's last two sizes (the meta function
+ * checked them against the forward's output). */
+static void grad_hw(wk_tensor *go, int64_t o[2]) {
+  int nd = wk_tensor_dim(go);
+  o[0] = wk_tensor_size(go, nd - 2);
+  o[1] = wk_tensor_size(go, nd - 1);
+}
+
 static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "max_pool2d_with_indices_backward";
   wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1), *indices = WK_ARG_T(7);
-  bool ceil_mode = WK_ARG_B(6);
-  int64_t k[2], s[2], p[2], d[2], o[2];
-  if (!wk_arg_int_pair(&args[5], d))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints", op);
-  wk_status st = cpu_pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
-  if (!st) st = check_out_like(op, "grad_output", go, self, o[0], o[1]);
-  if (!st) st = check_out_like(op, "indices", indices, self, o[0], o[1]);
-  if (!st) st = check_grad_dtype(op, go, self);
-  if (st) return st;
-  if (!wk_dtype_is_integral(wk_tensor_dtype(indices)))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected indices of an integer dtype, got %s", op,
-                    wk_dtype_name(wk_tensor_dtype(indices)));
+  int64_t o[2];
+  grad_hw(go, o);
   wk_tensor *ind = cpu_prep(indices, WK_I64);
   if (!ind) return wk_last_error();
   int nd = wk_tensor_dim(self);
   int64_t HW = wk_tensor_size(self, nd - 2) * wk_tensor_size(self, nd - 1), n = wk_tensor_numel(ind);
   const int64_t *iv = wk_tensor_data(ind);
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; i < n; i++) /* the data decides: an index outside its plane */
     if (iv[i] < 0 || iv[i] >= HW) {
       wk_release(ind);
       return wk_error(WK_ERR_INDEX, "%s(): Found an invalid max index: %lld (output volumes are of size %lldx%lld)", op,
@@ -674,33 +582,24 @@ static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   pool_job j = {0};
   j.oh = o[0];
   j.ow = o[1];
-  st = pool_bwd_run(&j, go, self, cd, ind, o[0] * o[1] + HW, cd == WK_F64 ? maxpool_bwd_f64 : maxpool_bwd_f32, outs);
+  wk_status st =
+      pool_bwd_run(&j, go, self, cd, ind, o[0] * o[1] + HW, cd == WK_F64 ? maxpool_bwd_f64 : maxpool_bwd_f32, outs);
   wk_release(ind);
   return st;
 }
 
 static wk_status k_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = "avg_pool2d_backward";
   wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1);
-  bool ceil_mode = WK_ARG_B(5), include_pad = WK_ARG_B(6), has_div = !WK_ARG_IS_NONE(7);
-  int64_t divisor = has_div ? WK_ARG_I(7) : 0;
-  int64_t k[2], s[2], p[2], o[2], d[2] = {1, 1};
-  if (has_div && divisor == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", op);
-  wk_status st = cpu_pool_check(op, self, &args[2], &args[3], &args[4], d, ceil_mode, k, s, p, o);
-  if (!st) st = check_out_like(op, "grad_output", go, self, o[0], o[1]);
-  if (st) return st;
-  wk_dtype dt = wk_tensor_dtype(self);
-  if (wk_tensor_dtype(go) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", op, wk_dtype_name(dt),
-                    wk_dtype_name(wk_tensor_dtype(go)));
-  if (!wk_dtype_is_floating(dt) && dt != WK_I64)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d_backward\" not implemented for '%s'", op, wk_dtype_torch_name(dt));
-  wk_dtype cd = wk_compute_dtype(dt);
+  bool include_pad = WK_ARG_B(6), has_div = !WK_ARG_IS_NONE(7);
+  int64_t k[2], s[2], p[2], o[2];
+  cpu_pool_params(&args[2], k, s, p);
+  grad_hw(go, o);
+  wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
   pool_job j = {0};
   j.oh = o[0], j.ow = o[1], j.kh = k[0], j.kw = k[1], j.sh = s[0], j.sw = s[1], j.ph = p[0], j.pw = p[1];
   j.count_include_pad = include_pad;
   j.has_div = has_div;
-  j.divisor = divisor;
+  j.divisor = has_div ? WK_ARG_I(7) : 0;
   return pool_bwd_run(&j, go, self, cd, NULL, o[0] * o[1] * k[0] * k[1],
                       cd == WK_F32   ? avgpool_bwd_f32
                       : cd == WK_F64 ? avgpool_bwd_f64
@@ -709,39 +608,24 @@ static wk_status k_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
 }
 
 static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const char *op = "adaptive_avg_pool2d_backward";
   wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1);
-  char a[160];
   int nd = wk_tensor_dim(self);
-  if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", op, wk_shape_str(self, a, sizeof a));
-  for (int i = nd - 2; i < nd; i++)
-    if (wk_tensor_size(self, i) <= 0)
-      return wk_error(WK_ERR_SHAPE,
-                      "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
-                      "with dimension %d being empty",
-                      op, wk_shape_str(self, a, sizeof a), i);
-  if (wk_tensor_dim(go) != nd)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output with %d dimensions, but got %s", op, nd,
-                    wk_shape_str(go, a, sizeof a));
-  int64_t oh = wk_tensor_size(go, nd - 2), ow = wk_tensor_size(go, nd - 1);
-  wk_status st = check_out_like(op, "grad_output", go, self, oh, ow);
-  if (!st) st = check_grad_dtype(op, go, self);
-  if (st) return st;
-  wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
-  pool_job j = {0};
-  j.oh = oh;
-  j.ow = ow;
-  if (oh == 0 || ow == 0) { /* no outputs: the gradient is zero */
+  int64_t o[2];
+  grad_hw(go, o);
+  if (o[0] == 0 || o[1] == 0) { /* no outputs: the gradient is zero */
     wk_tensor *gi = zeros_of(wk_tensor_sizes(self), nd, wk_tensor_dtype(self));
     if (!gi) return wk_last_error();
     outs[0] = WK_VT(gi);
     return WK_OK;
   }
+  wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
+  pool_job j = {0};
+  j.oh = o[0];
+  j.ow = o[1];
   int64_t H = wk_tensor_size(self, nd - 2), W = wk_tensor_size(self, nd - 1);
-  int64_t win = ((H + oh - 1) / oh + 1) * ((W + ow - 1) / ow + 1);
-  return pool_bwd_run(&j, go, self, cd, NULL, oh * ow * win + H * W, cd == WK_F32 ? adaptive_bwd_f32 : adaptive_bwd_f64,
-                      outs);
+  int64_t win = ((H + o[0] - 1) / o[0] + 1) * ((W + o[1] - 1) / o[1] + 1);
+  return pool_bwd_run(&j, go, self, cd, NULL, o[0] * o[1] * win + H * W,
+                      cd == WK_F32 ? adaptive_bwd_f32 : adaptive_bwd_f64, outs);
 }
 
 wk_status cpu_register_conv_backward(void) {

@@ -103,13 +103,9 @@ static inline void cpu_copy_elem(char *d, const char *s, size_t es) {
 }
 
 
-/* Pooling arguments shared by the forward and backward kernels (pool.c):
- * PyTorch's output size; PyTorch's pool2d argument checks (in its order)
- * filling kernel, stride, padding and the output size. */
-CPU_HIDDEN int64_t cpu_div_floor(int64_t a, int64_t b);
-CPU_HIDDEN int64_t cpu_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode);
-CPU_HIDDEN wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv,
-                                    const wk_value *pv, const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2],
-                                    int64_t p[2], int64_t o[2]);
+/* Pooling geometry shared by the forward and backward kernels (pool.c): reads
+ * kernel_size, stride (empty: the kernel size) and padding at kv[0..2], which
+ * the op's meta function has already checked. */
+CPU_HIDDEN void cpu_pool_params(const wk_value *kv, int64_t k[2], int64_t s[2], int64_t p[2]);
 
 #endif

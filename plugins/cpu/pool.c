@@ -1,19 +1,13 @@
 /* cpu plugin: 2-D pooling forward kernels — max_pool2d_with_indices,
- * avg_pool2d and adaptive_avg_pool2d, batched [N,C,H,W] or unbatched [C,H,W],
- * with PyTorch's shape rules and messages — and the argument checks their
- * backward kernels (conv_backward.c) share. f16/bf16 compute in f32. */
+ * avg_pool2d and adaptive_avg_pool2d, batched [N,C,H,W] or unbatched [C,H,W] —
+ * and the geometry reader their backward kernels (conv_backward.c) share. The
+ * core's meta function (core/meta_conv.c) checks the arguments and decides the
+ * output shape. f16/bf16 compute in f32. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
-
-/* Floor division (PyTorch's div_rtn) for a positive divisor. */
-int64_t cpu_div_floor(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
-  return q;
-}
 
 typedef struct {
   const char *x;
@@ -26,13 +20,6 @@ typedef struct {
   bool has_div;
   int64_t divisor;
 } pool_job;
-
-int64_t cpu_pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
-  int64_t o = cpu_div_floor(in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0), s) + 1;
-  /* the last window must start inside the image (or its left padding) */
-  if (ceil_mode && (o - 1) * s >= in + pad) o--;
-  return o;
-}
 
 #define PLANE_PTRS(T)                                                       \
   int64_t n_ = plane / j->C, c_ = plane % j->C;                             \
@@ -330,75 +317,26 @@ static void run_planes(pool_job *j, int64_t planes, int64_t per_plane, void (*fn
     wk_parallel_for(0, planes, grain, fn, j);
 }
 
-/* The output shape of a pooling op: [N, C, oh, ow] or [C, oh, ow]. */
-static void out_shape(wk_tensor *x, int64_t oh, int64_t ow, int64_t *shape) {
-  int nd = wk_tensor_dim(x);
-  for (int i = 0; i < nd - 2; i++) shape[i] = wk_tensor_size(x, i);
-  shape[nd - 2] = oh;
-  shape[nd - 1] = ow;
+void cpu_pool_params(const wk_value *kv, int64_t k[2], int64_t s[2], int64_t p[2]) {
+  /* int[2] arguments arrive normalised to two values (stride: or none) */
+  const int64_t *sv = kv[1].len == 0 ? kv[0].u.ints : kv[1].u.ints;
+  for (int i = 0; i < 2; i++) {
+    k[i] = kv[0].u.ints[i];
+    s[i] = sv[i];
+    p[i] = kv[2].u.ints[i];
+  }
 }
 
-/* Shared argument checks of max_pool2d and avg_pool2d (PyTorch's
- * pooling_output_shape and pool2d_shape_check, in their order). */
-wk_status cpu_pool_check(const char *op, wk_tensor *x, const wk_value *kv, const wk_value *sv, const wk_value *pv,
-                            const int64_t dil[2], bool ceil_mode, int64_t k[2], int64_t s[2], int64_t p[2],
-                            int64_t o[2]) {
-  char a[160];
-  if (!wk_arg_int_pair(kv, k))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", op);
-  if (sv->tag == WK_V_INTS && sv->len == 0) {
-    s[0] = k[0];
-    s[1] = k[1];
-  } else if (!wk_arg_int_pair(sv, s)) {
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride must either be omitted, a single int, or a tuple of two ints",
-                    op);
+/* The output's [oh, ow] as the meta function decided (NULL without one). */
+static const wk_meta_out *out_hw(const wk_kernel_ctx *ctx, int64_t o[2]) {
+  const wk_meta_out *m = wk_kernel_meta(ctx, 0);
+  if (!m) {
+    wk_error(WK_ERR_INTERNAL, "%s(): no meta function decided the output", WK_OPNAME);
+    return NULL;
   }
-  if (!wk_arg_int_pair(pv, p))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", op);
-  int nd = wk_tensor_dim(x);
-  if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", op,
-                    wk_shape_str(x, a, sizeof a));
-  for (int i = 0; i < 2; i++) {
-    if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", op);
-    if (p[i] < 0)
-      return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", op, (long long)p[i]);
-    if (p[i] > ((k[i] - 1) * dil[i] + 1) / 2)
-      return wk_error(WK_ERR_INVALID_ARG,
-                      "%s(): pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld "
-                      "and dilation=%lld",
-                      op, (long long)p[i], (long long)k[i], (long long)dil[i]);
-  }
-  if (k[0] <= 0 || k[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
-                    (long long)k[0], (long long)k[1]);
-  if (s[0] <= 0 || s[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should be greater than zero, but got dH: %lld dW: %lld", op,
-                    (long long)s[0], (long long)s[1]);
-  if (dil[0] <= 0 || dil[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
-                    (long long)dil[0], (long long)dil[1]);
-  const int64_t *sz = wk_tensor_sizes(x);
-  bool valid = nd == 3 ? sz[0] != 0 && sz[1] != 0 && sz[2] != 0 : sz[1] != 0 && sz[2] != 0 && sz[3] != 0;
-  if (!valid)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:%s",
-                    op, wk_shape_str(x, a, sizeof a));
-  if (k[1] / 2 < p[1] || k[0] / 2 < p[0])
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): pad should be smaller than or equal to half of kernel size, but got padW = %lld, padH = "
-                    "%lld, kW = %lld, kH = %lld",
-                    op, (long long)p[1], (long long)p[0], (long long)k[1], (long long)k[0]);
-  int64_t H = sz[nd - 2], W = sz[nd - 1], C = sz[nd - 3];
-  o[0] = cpu_pool_out_size(H, k[0], p[0], s[0], dil[0], ceil_mode);
-  o[1] = cpu_pool_out_size(W, k[1], p[1], s[1], dil[1], ceil_mode);
-  if (o[0] < 1 || o[1] < 1)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output size "
-                    "is too small",
-                    op, (long long)C, (long long)H, (long long)W, (long long)C, (long long)o[0], (long long)o[1]);
-  return WK_OK;
+  o[0] = m->sizes[m->ndim - 2];
+  o[1] = m->sizes[m->ndim - 1];
+  return m;
 }
 
 static int64_t int_min_of(wk_dtype dt) {
@@ -413,22 +351,16 @@ static int64_t int_min_of(wk_dtype dt) {
 
 static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *input = WK_ARG_T(0);
-  bool ceil_mode = WK_ARG_B(5);
   int64_t k[2], s[2], p[2], d[2], o[2];
-  if (!wk_arg_int_pair(&args[4], d))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation must be either a single int, or a tuple of two ints",
-                    WK_OPNAME);
-  wk_status st = cpu_pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
-  if (st) return st;
+  const wk_meta_out *m = out_hw(ctx, o);
+  if (!m) return wk_last_error();
+  cpu_pool_params(&args[1], k, s, p);
+  d[0] = args[4].u.ints[0];
+  d[1] = args[4].u.ints[1];
   wk_dtype dt = wk_tensor_dtype(input);
-  if (dt == WK_BOOL)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"max_pool2d\" not implemented for '%s'", WK_OPNAME, wk_dtype_torch_name(dt));
   wk_dtype cd = wk_compute_dtype(dt);
-  int64_t shape[4];
-  out_shape(input, o[0], o[1], shape);
-  int nd = wk_tensor_dim(input);
   wk_tensor *x = wk_kernel_cast(input, cd);
-  wk_tensor *out = cpu_empty(shape, nd, cd), *ind = cpu_empty(shape, nd, WK_I64);
+  wk_tensor *out = cd == dt ? wk_meta_empty(ctx, 0) : cpu_empty(m->sizes, m->ndim, cd), *ind = wk_meta_empty(ctx, 1);
   if (!x || !out || !ind) goto fail;
   pool_job j = {0};
   int64_t N;
@@ -469,20 +401,16 @@ fail:
 
 static wk_status k_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *input = WK_ARG_T(0);
-  bool ceil_mode = WK_ARG_B(4), include_pad = WK_ARG_B(5), has_div = !WK_ARG_IS_NONE(6);
+  bool include_pad = WK_ARG_B(5), has_div = !WK_ARG_IS_NONE(6);
   int64_t divisor = has_div ? WK_ARG_I(6) : 0;
-  int64_t k[2], s[2], p[2], o[2], d[2] = {1, 1};
-  if (has_div && divisor == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", WK_OPNAME);
-  wk_status st = cpu_pool_check(WK_OPNAME, input, &args[1], &args[2], &args[3], d, ceil_mode, k, s, p, o);
-  if (st) return st;
+  int64_t k[2], s[2], p[2], o[2];
+  const wk_meta_out *m = out_hw(ctx, o);
+  if (!m) return wk_last_error();
+  cpu_pool_params(&args[1], k, s, p);
   wk_dtype dt = wk_tensor_dtype(input);
-  if (!wk_dtype_is_floating(dt) && dt != WK_I64)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d\" not implemented for '%s'", WK_OPNAME, wk_dtype_torch_name(dt));
   wk_dtype cd = wk_compute_dtype(dt);
-  int64_t shape[4];
-  out_shape(input, o[0], o[1], shape);
   wk_tensor *x = wk_kernel_cast(input, cd);
-  wk_tensor *out = cpu_empty(shape, wk_tensor_dim(input), cd);
+  wk_tensor *out = cd == dt ? wk_meta_empty(ctx, 0) : cpu_empty(m->sizes, m->ndim, cd);
   if (!x || !out) {
     wk_release(x);
     wk_release(out);
@@ -511,32 +439,13 @@ static wk_status k_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
 
 static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *input = WK_ARG_T(0);
-  char a[160];
   int64_t os[2];
-  if (args[1].len != 2 || !wk_arg_int_pair(&args[1], os))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be 2", WK_OPNAME);
-  if (os[0] < 0 || os[1] < 0)
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): elements of output_size must be greater than or equal to 0 but received {%lld, %lld}",
-                    WK_OPNAME, (long long)os[0], (long long)os[1]);
-  int nd = wk_tensor_dim(input);
-  if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): Expected 3D or 4D tensor, but got %s", WK_OPNAME,
-                    wk_shape_str(input, a, sizeof a));
-  for (int i = nd - 2; i < nd; i++)
-    if (wk_tensor_size(input, i) <= 0)
-      return wk_error(WK_ERR_SHAPE,
-                      "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s "
-                      "with dimension %d being empty",
-                      WK_OPNAME, wk_shape_str(input, a, sizeof a), i);
+  const wk_meta_out *m = out_hw(ctx, os);
+  if (!m) return wk_last_error();
   wk_dtype dt = wk_tensor_dtype(input);
-  if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"adaptive_avg_pool2d\" not implemented for '%s'", WK_OPNAME, wk_dtype_torch_name(dt));
   wk_dtype cd = wk_compute_dtype(dt);
-  int64_t shape[4];
-  out_shape(input, os[0], os[1], shape);
   wk_tensor *x = wk_kernel_cast(input, cd);
-  wk_tensor *out = cpu_empty(shape, nd, cd);
+  wk_tensor *out = cd == dt ? wk_meta_empty(ctx, 0) : cpu_empty(m->sizes, m->ndim, cd);
   if (!x || !out) {
     wk_release(x);
     wk_release(out);

@@ -4,7 +4,8 @@
  * heuristics, or are timed once per shape with WICK_CUDNN_BENCHMARK=1
  * (cudnn.benchmark); WICK_DETERMINISTIC=1 keeps only deterministic ones.
  * Choices are cached by shape, dtype and switches; workspaces come from
- * the caching allocator. */
+ * the caching allocator. The core's meta functions (core/meta_conv.c) check
+ * the arguments and decide the output shapes. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -12,18 +13,7 @@
 
 #include "cuda_libs.h"
 
-static bool dnn_dtype(wk_dtype dt) {
-  return dt == WK_F32 || dt == WK_F64 || dt == WK_F16 || dt == WK_BF16;
-}
-
-static bool supports_floats(const wk_kernel_ctx *ctx, const wk_value *args) {
-  int n = wk_op_num_args(ctx->op);
-  for (int i = 0; i < n; i++)
-    if (args[i].tag == WK_V_TENSOR && args[i].u.t && !dnn_dtype(wk_tensor_dtype(args[i].u.t))) return false;
-  return true;
-}
-
-/* ---- geometry and argument checks (the cpu kernel's rules and messages) ---------------- */
+/* ---- geometry --------------------------------------------------------------------------- */
 typedef struct {
   int64_t N, C, H, W, O, Cg, kh, kw, oh, ow, groups;
   int64_t st[2], pd[2], dl[2];
@@ -31,75 +21,23 @@ typedef struct {
   wk_dtype dt;
 } conv_geo;
 
-static wk_status conv_check(const char *op, wk_tensor *input, wk_tensor *weight, wk_tensor *bias, const wk_value *args3,
-                            int64_t groups, conv_geo *g) {
-  static const char *pnames[3] = {"stride", "padding", "dilation"};
-  int64_t *pv[3] = {g->st, g->pd, g->dl};
-  char a[160], b[160];
-  for (int i = 0; i < 3; i++)
-    if (!wk_arg_int_pair(&args3[i], pv[i]))
-      return wk_error(WK_ERR_INVALID_ARG,
-                      "%s(): expected %s to be a single integer value or a list of 2 values to match the convolution "
-                      "dimensions",
-                      op, pnames[i]);
-  int xd = wk_tensor_dim(input), wd = wk_tensor_dim(weight);
-  if (xd != 3 && xd != 4)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: %s", op,
-                    wk_shape_str(input, a, sizeof a));
-  if (groups <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive groups is not supported", op);
-  if (g->pd[0] < 0 || g->pd[1] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): negative padding is not supported", op);
-  if (g->st[0] <= 0 || g->st[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive stride is not supported", op);
-  if (g->dl[0] <= 0 || g->dl[1] <= 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation should be greater than zero", op);
-  const int64_t *xs = wk_tensor_sizes(input);
-  int64_t sz[4];
-  for (int i = 0; i < 4; i++) sz[i] = i - (4 - xd) < 0 ? 1 : xs[i - (4 - xd)];
-  if (wd != 4)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected %d-dimensional input for %d-dimensional weight %s, but got 4-dimensional input of "
-                    "size [%lld, %lld, %lld, %lld] instead",
-                    op, wd, wd, wk_shape_str(weight, a, sizeof a), (long long)sz[0], (long long)sz[1],
-                    (long long)sz[2], (long long)sz[3]);
-  const int64_t *ws = wk_tensor_sizes(weight);
+/* Fills g from input, weight, (stride, padding, dilation, groups) at pv[0..3]
+ * (args[3..6] of conv2d and of conv2d_backward) and ys, the output's sizes
+ * (conv2d's result, conv2d_backward's grad_output). The op's meta function
+ * (core/meta_conv.c) checked the arguments and decided ys; what is left is
+ * cuDNN's own limit on sizes. */
+static wk_status conv_geometry(const char *op, wk_tensor *input, wk_tensor *weight, const wk_value *pv,
+                               const int64_t *ys, conv_geo *g) {
+  int xd = wk_tensor_dim(input);
+  const int64_t *xs = wk_tensor_sizes(input), *ws = wk_tensor_sizes(weight);
+  g->xd = xd;
+  g->dt = wk_tensor_dtype(input);
+  g->N = xd == 4 ? xs[0] : 1, g->C = xs[xd - 3], g->H = xs[xd - 2], g->W = xs[xd - 1];
   g->O = ws[0], g->Cg = ws[1], g->kh = ws[2], g->kw = ws[3];
-  if (g->O < groups || g->O % groups)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given groups=%lld, expected weight to be %s %lld at dimension 0, but got weight of size %s "
-                    "instead",
-                    op, (long long)groups, g->O < groups ? "at least" : "divisible by", (long long)groups,
-                    wk_shape_str(weight, a, sizeof a));
-  if (sz[1] != g->Cg * groups)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld "
-                    "channels instead",
-                    op, (long long)groups, wk_shape_str(weight, a, sizeof a),
-                    wk_shape_str(input, b, sizeof b), (long long)(g->Cg * groups), (long long)sz[1]);
-  if (bias && (wk_tensor_dim(bias) != 1 || wk_tensor_size(bias, 0) != g->O))
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got bias "
-                    "of size %s instead",
-                    op, wk_shape_str(weight, a, sizeof a), (long long)g->O,
-                    wk_shape_str(bias, b, sizeof b));
-  int64_t pin[2] = {sz[2] + 2 * g->pd[0], sz[3] + 2 * g->pd[1]};
-  int64_t keff[2] = {g->dl[0] * (g->kh - 1) + 1, g->dl[1] * (g->kw - 1) + 1};
-  if (pin[0] < keff[0] || pin[1] < keff[1])
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x %lld). "
-                    "Kernel size can't be greater than actual input size",
-                    op, (long long)pin[0], (long long)pin[1], (long long)keff[0], (long long)keff[1]);
-  wk_dtype dt = wk_tensor_dtype(input);
-  if (wk_tensor_dtype(weight) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and weight type (%s) should be the same", op, wk_dtype_torch_name(dt),
-                    wk_dtype_torch_name(wk_tensor_dtype(weight)));
-  if (bias && wk_tensor_dtype(bias) != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and bias type (%s) should be the same", op, wk_dtype_torch_name(dt),
-                    wk_dtype_torch_name(wk_tensor_dtype(bias)));
-  if (!dnn_dtype(dt)) return wk_error(WK_ERR_DTYPE, "%s(): \"%s_cuda\" not implemented for '%s'", op, op, wk_dtype_torch_name(dt));
-  g->N = sz[0], g->C = sz[1], g->H = sz[2], g->W = sz[3], g->groups = groups, g->xd = xd, g->dt = dt;
-  g->oh = (pin[0] - keff[0]) / g->st[0] + 1;
-  g->ow = (pin[1] - keff[1]) / g->st[1] + 1;
+  g->oh = ys[xd - 2], g->ow = ys[xd - 1];
+  g->groups = pv[3].u.i;
+  for (int i = 0; i < 2; i++) /* int[2] arguments arrive normalised to two values */
+    g->st[i] = pv[0].u.ints[i], g->pd[i] = pv[1].u.ints[i], g->dl[i] = pv[2].u.ints[i];
   int64_t lim[] = {g->N, g->C, g->H, g->W, g->O, g->oh, g->ow, g->N * g->C * g->H * g->W, g->N * g->O * g->oh * g->ow};
   for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
     if (lim[i] > INT_MAX)
@@ -393,13 +331,14 @@ static wk_status empty_input_out(const char *op, wk_tensor *out, wk_tensor *bias
 static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "conv2d";
   wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_T(1), *bias = WK_ARG_OPT_T(2);
+  const wk_meta_out *m = wk_kernel_meta(ctx, 0);
+  if (!m) return wk_error(WK_ERR_INTERNAL, "%s(): no meta function decided the output", op);
   conv_geo g;
-  wk_status s = conv_check(op, input, weight, bias, &args[3], WK_ARG_I(6), &g);
+  wk_status s = conv_geometry(op, input, weight, &args[3], m->sizes, &g);
   if (s) return s;
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
-  int64_t osz[4] = {g.N, g.O, g.oh, g.ow};
-  wk_tensor *out = wk_empty(g.xd == 4 ? osz : osz + 1, g.xd, (wk_options){.dtype = g.dt, .device = dev});
+  wk_tensor *out = wk_meta_empty(ctx, 0);
   if (!out) return wk_last_error();
   if (wk_tensor_numel(out) == 0) {
     outs[0] = WK_VT(out);
@@ -451,24 +390,9 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   const char *op = "conv2d_backward";
   wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *weight = WK_ARG_T(2);
   conv_geo g;
-  wk_status s = conv_check(op, input, weight, NULL, &args[3], WK_ARG_I(6), &g);
+  wk_status s = conv_geometry(op, input, weight, &args[3], wk_tensor_sizes(go), &g);
   if (s) return s;
-  if (args[7].tag != WK_V_INTS || args[7].len != 3)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values", op);
   bool mask[3] = {args[7].u.ints[0] != 0, args[7].u.ints[1] != 0, args[7].u.ints[2] != 0};
-  int64_t osz[4] = {g.N, g.O, g.oh, g.ow};
-  bool ok = wk_tensor_dim(go) == g.xd;
-  for (int i = 0; ok && i < g.xd; i++) ok = wk_tensor_size(go, i) == osz[i + 4 - g.xd];
-  char a[160];
-  if (!ok)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): expected grad_output of size [%lld, %lld, %lld, %lld] (without the first "
-                    "dimension for an unbatched input), but got %s",
-                    op, (long long)osz[0], (long long)osz[1], (long long)osz[2], (long long)osz[3],
-                    wk_shape_str(go, a, sizeof a));
-  if (wk_tensor_dtype(go) != g.dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): Input type (%s) and grad_output type (%s) should be the same", op, wk_dtype_torch_name(g.dt),
-                    wk_dtype_torch_name(wk_tensor_dtype(go)));
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *w = NULL, *dy = NULL;
@@ -539,7 +463,8 @@ done:
 }
 
 wk_status cuda_register_dnn(void) {
-  wk_status s = cuda_reg("conv2d", k_conv2d, supports_floats, NULL, "cuda.conv2d_cudnn");
-  if (!s) s = cuda_reg("conv2d_backward", k_conv2d_backward, supports_floats, NULL, "cuda.conv2d_backward_cudnn");
+  /* the meta function admits only floating dtypes, and cuDNN takes all four */
+  wk_status s = cuda_reg("conv2d", k_conv2d, NULL, NULL, "cuda.conv2d_cudnn");
+  if (!s) s = cuda_reg("conv2d_backward", k_conv2d_backward, NULL, NULL, "cuda.conv2d_backward_cudnn");
   return s;
 }

@@ -1,8 +1,8 @@
 /* onednn plugin: conv2d forward and conv2d_backward (data, weights, bias)
  * with oneDNN's convolution primitives. Primitives pick their own (blocked)
- * layouts; Wick's NCHW tensors are reordered in and out around them. Every
- * call the reference kernel would reject is declined, so its messages stay
- * the only ones users see. */
+ * layouts; Wick's NCHW tensors are reordered in and out around them. The
+ * core's meta function (core/meta_conv.c) checks the arguments and decides the
+ * output shape before these run. */
 #include <string.h>
 
 #include "onednn.h"
@@ -14,40 +14,35 @@ typedef struct {
   int32_t dt, bias;
 } conv_geo;
 
-/* Fills g from (input, weight, stride, padding, dilation, groups) when the
- * call is one oneDNN handles and the reference kernel would accept. */
-static bool conv_parse(wk_tensor *x, wk_tensor *w, const wk_value *st, const wk_value *pd, const wk_value *dl,
-                       int64_t groups, conv_geo *g) {
+/* Fills g from input x, weight w, (stride, padding, dilation, groups) at pv[0..3]
+ * (args[3..6] of conv2d and of conv2d_backward) and ys, the sizes of the
+ * output (conv2d's result, conv2d_backward's grad_output), when the call is
+ * one oneDNN handles. The op's meta function (core/meta_conv.c) checked the
+ * arguments and decided ys: this only answers "can I run this". */
+static bool conv_parse(wk_tensor *x, wk_tensor *w, const wk_value *pv, const int64_t *ys, conv_geo *g) {
   memset(g, 0, sizeof *g);
-  if (!x || !w || !odn_usable()) return false;
+  if (!odn_usable()) return false;
   wk_dtype dt = wk_tensor_dtype(x);
-  if ((dt != WK_F32 && !(dt == WK_BF16 && odn_bf16())) || wk_tensor_dtype(w) != dt) return false;
-  if (wk_tensor_device(x).type != WK_DEVICE_CPU || wk_tensor_device(w).type != WK_DEVICE_CPU) return false;
+  if (dt != WK_F32 && !(dt == WK_BF16 && odn_bf16())) return false;
   int xd = wk_tensor_dim(x);
-  if ((xd != 3 && xd != 4) || wk_tensor_dim(w) != 4 || groups <= 0) return false;
-  int64_t pad[2];
-  if (!wk_arg_int_pair(st, g->st) || !wk_arg_int_pair(pd, pad) || !wk_arg_int_pair(dl, g->dl)) return false;
-  if (pad[0] < 0 || pad[1] < 0 || g->st[0] <= 0 || g->st[1] <= 0 || g->dl[0] <= 0 || g->dl[1] <= 0) return false;
   const int64_t *xs = wk_tensor_sizes(x), *ws = wk_tensor_sizes(w);
   g->N = xd == 4 ? xs[0] : 1;
   g->C = xs[xd - 3];
   g->H = xs[xd - 2];
   g->W = xs[xd - 1];
   g->O = ws[0];
-  g->G = groups;
+  g->G = pv[3].u.i;
   g->kh = ws[2];
   g->kw = ws[3];
-  if (g->O < groups || g->O % groups || g->C != ws[1] * groups) return false;
-  int64_t keff[2] = {g->dl[0] * (g->kh - 1) + 1, g->dl[1] * (g->kw - 1) + 1};
-  int64_t pin[2] = {g->H + 2 * pad[0], g->W + 2 * pad[1]};
-  if (pin[0] < keff[0] || pin[1] < keff[1]) return false;
-  g->oh = (pin[0] - keff[0]) / g->st[0] + 1;
-  g->ow = (pin[1] - keff[1]) / g->st[1] + 1;
-  for (int i = 0; i < 2; i++) {
-    int64_t in = i ? g->W : g->H, out = i ? g->ow : g->oh;
-    g->pl[i] = pad[i];
+  g->oh = ys[xd - 2];
+  g->ow = ys[xd - 1];
+  for (int i = 0; i < 2; i++) { /* int[2] arguments arrive normalised to two values */
+    int64_t in = i ? g->W : g->H, out = i ? g->ow : g->oh, k = i ? g->kw : g->kh;
+    g->st[i] = pv[0].u.ints[i];
+    g->pl[i] = pv[1].u.ints[i];
+    g->dl[i] = pv[2].u.ints[i];
     /* oneDNN wants the right padding that makes the output size exact */
-    g->pr[i] = (out - 1) * g->st[i] + keff[i] - in - pad[i];
+    g->pr[i] = (out - 1) * g->st[i] + g->dl[i] * (k - 1) + 1 - in - g->pl[i];
   }
   g->dt = (int32_t)odn_dt(dt);
   return g->N * g->C * g->H * g->W > 0 && g->O * ws[1] * g->kh * g->kw > 0 && g->oh > 0 && g->ow > 0;
@@ -192,26 +187,28 @@ static void plain_wei(dnnl_memory_desc_t *md, const wk_tensor *w, const conv_geo
 }
 
 /* ---- conv2d --------------------------------------------------------------------------------------- */
+/* conv2d's geometry; the output's sizes are the meta function's. */
+static bool fwd_parse(const wk_kernel_ctx *ctx, const wk_value *args, conv_geo *g) {
+  const wk_meta_out *m = wk_kernel_meta(ctx, 0);
+  return m && conv_parse(WK_ARG_T(0), WK_ARG_T(1), &args[3], m->sizes, g);
+}
+
 static bool conv2d_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   conv_geo g;
   wk_tensor *b = WK_ARG_OPT_T(2);
-  if (!conv_parse(WK_ARG_T(0), WK_ARG_T(1), &args[3], &args[4], &args[5], WK_ARG_I(6), &g)) return false;
-  return !b || (wk_tensor_dim(b) == 1 && wk_tensor_size(b, 0) == g.O && odn_dense(b, true) &&
-                wk_tensor_dtype(b) == wk_tensor_dtype(WK_ARG_T(0)));
+  return fwd_parse(ctx, args, &g) && (!b || odn_dense(b, true));
 }
 
 static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "conv2d";
-  if (!conv2d_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
-                    op);
   wk_tensor *x = WK_ARG_T(0), *w = WK_ARG_T(1), *b = WK_ARG_OPT_T(2);
   conv_geo g;
-  conv_parse(x, w, &args[3], &args[4], &args[5], WK_ARG_I(6), &g);
+  if (!fwd_parse(ctx, args, &g) || (b && !odn_dense(b, true)))
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
+                    op);
   g.bias = b != NULL;
   int xd = wk_tensor_dim(x);
-  int64_t ys[4] = {g.N, g.O, g.oh, g.ow};
-  wk_tensor *y = wk_empty(xd == 4 ? ys : ys + 1, xd, (wk_options){.dtype = wk_tensor_dtype(x)});
+  wk_tensor *y = wk_meta_empty(ctx, 0);
   if (!y) return wk_last_error();
   int64_t ty, tx;
   if (xd == 4 && odn_conv_point(g.H, g.W, g.oh, g.ow, g.G, g.pl, g.dl, g.kh, g.kw, &ty, &tx) &&
@@ -257,18 +254,9 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
 }
 
 /* ---- conv2d_backward -------------------------------------------------------------------------------- */
-static bool bwd_ok(const wk_value *args) {
-  conv_geo g;
-  wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1);
-  if (!conv_parse(x, WK_ARG_T(2), &args[3], &args[4], &args[5], WK_ARG_I(6), &g)) return false;
-  if (args[7].tag != WK_V_INTS || args[7].len != 3) return false;
-  if (!go || wk_tensor_dtype(go) != wk_tensor_dtype(x) || wk_tensor_device(go).type != WK_DEVICE_CPU) return false;
-  int xd = wk_tensor_dim(x);
-  int64_t ys[4] = {g.N, g.O, g.oh, g.ow};
-  if (wk_tensor_dim(go) != xd) return false;
-  for (int i = 0; i < xd; i++)
-    if (wk_tensor_sizes(go)[i] != ys[i + 4 - xd]) return false;
-  return true;
+/* conv2d_backward's geometry; grad_output has the forward's output sizes. */
+static bool bwd_ok(const wk_value *args, conv_geo *g) {
+  return conv_parse(WK_ARG_T(1), WK_ARG_T(2), &args[3], wk_tensor_sizes(WK_ARG_T(0)), g);
 }
 
 /* Few input channels per group (first layers): oneDNN pads them to a block
@@ -276,22 +264,21 @@ static bool bwd_ok(const wk_value *args) {
  * slower than the cpu kernel (0.5-0.75x), except for the weights' gradient
  * alone of a large kernel (7x7 on RGB: 1.4x faster). */
 static bool bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
-  if (!bwd_ok(args)) return false;
+  conv_geo g;
+  if (!bwd_ok(args, &g)) return false;
   int64_t cg = wk_tensor_size(WK_ARG_T(2), 1), khw = wk_tensor_size(WK_ARG_T(2), 2) * wk_tensor_size(WK_ARG_T(2), 3);
   return !(cg < 4 && (args[7].u.ints[0] || cg * khw < 16));
 }
 
 static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "conv2d_backward";
-  if (!bwd_ok(args))
+  conv_geo g;
+  if (!bwd_ok(args, &g))
     return wk_error(WK_ERR_UNSUPPORTED, "%s(): the onednn kernel does not handle these arguments (the cpu kernel does)",
                     op);
   wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1), *w = WK_ARG_T(2);
   const int64_t *mask = args[7].u.ints;
-  conv_geo g;
-  conv_parse(x, w, &args[3], &args[4], &args[5], WK_ARG_I(6), &g);
   dnnl_data_type_t dt = (dnnl_data_type_t)g.dt;
-  wk_options o = {.dtype = wk_tensor_dtype(x)};
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL;
   odn_entry *ed = NULL, *ew = NULL;
   void *go_tmp = NULL;
@@ -300,8 +287,8 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   int64_t ty, tx;
   if (wk_tensor_dim(x) == 4 && odn_conv_point(g.H, g.W, g.oh, g.ow, g.G, g.pl, g.dl, g.kh, g.kw, &ty, &tx) &&
       odn_conv_point_supported(x, go)) {
-    if ((mask[0] && !(gi = wk_empty(wk_tensor_sizes(x), 4, o))) ||
-        (mask[1] && !(gw = wk_empty(wk_tensor_sizes(w), 4, o))) || (mask[2] && !(gb = wk_empty(&g.O, 1, o))))
+    if ((mask[0] && !(gi = wk_meta_empty(ctx, 0))) ||
+        (mask[1] && !(gw = wk_meta_empty(ctx, 1))) || (mask[2] && !(gb = wk_meta_empty(ctx, 2))))
       goto fail;
     if ((s = odn_conv_point_bwd(op, go, x, w, ty, tx, dt, gi, gw, gb))) goto fail;
     outs[0] = gi ? WK_VT(gi) : WK_VNONE;
@@ -329,7 +316,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     go_data = go_tmp;
   }
   if (mask[0]) {
-    if (!(gi = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o))) goto fail;
+    if (!(gi = wk_meta_empty(ctx, 0))) goto fail;
     const odn_prim *p = odn_entry_val(ed);
     plain_act(&hgi, gi, g.N, g.C, g.H, g.W, dt);
     plain_wei(&hw, w, &g);
@@ -345,8 +332,8 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   }
   if (ew) {
     /* weights' gradient is computed even when only the bias' is asked for */
-    wk_tensor *gwt = wk_empty(wk_tensor_sizes(w), 4, o);
-    if (!gwt || (mask[2] && !(gb = wk_empty(&g.O, 1, o)))) {
+    wk_tensor *gwt = wk_meta_empty(ctx, 1);
+    if (!gwt || (mask[2] && !(gb = wk_meta_empty(ctx, 2)))) {
       wk_release(gwt);
       goto fail;
     }

@@ -2,7 +2,8 @@
  * evenly into the output) forward and backward, f32 NCHW, with oneDNN's
  * pooling primitives. max_pool2d_with_indices stays with the cpu plugin:
  * its result includes PyTorch's flat indices, which oneDNN's opaque
- * workspace cannot give. */
+ * workspace cannot give. The core's meta functions (core/meta_conv.c) check
+ * the arguments and decide the output shapes. */
 #include <string.h>
 
 #include "onednn.h"
@@ -13,13 +14,6 @@ typedef struct {
   int64_t N, C, H, W, oh, ow, k[2], s[2], pl[2], pr[2];
 } pool_key;
 
-static int64_t out_size(int64_t in, int64_t k, int64_t pad, int64_t s, bool ceil_mode) {
-  int64_t num = in + 2 * pad - k + (ceil_mode ? s - 1 : 0);
-  int64_t o = (num >= 0 ? num / s : -((-num + s - 1) / s)) + 1;
-  if (ceil_mode && (o - 1) * s >= in + pad) o--;
-  return o;
-}
-
 static void key_dims(pool_key *k, wk_tensor *x) {
   int nd = wk_tensor_dim(x);
   k->N = nd == 4 ? wk_tensor_size(x, 0) : 1;
@@ -29,30 +23,27 @@ static void key_dims(pool_key *k, wk_tensor *x) {
 }
 
 /* avg_pool2d arguments (self, kernel, stride, padding, ceil_mode,
- * count_include_pad, divisor_override) as a key, when oneDNN computes exactly
- * what PyTorch does. */
-static bool avg_parse(const wk_value *args, pool_key *k) {
+ * count_include_pad, divisor_override) and ys, the sizes of the pooled output
+ * (the forward's result, the backward's grad_output) as a key, when oneDNN
+ * computes exactly what PyTorch does. The op's meta function
+ * (core/meta_conv.c) checked the arguments and decided ys. */
+static bool avg_parse(const wk_value *args, const int64_t *ys, pool_key *k) {
   memset(k, 0, sizeof *k);
   memcpy(k->tag, "avgpool", 8);
   wk_tensor *x = WK_ARG_T(0);
-  if (!odn_usable() || !odn_dense(x, false) || (wk_tensor_dim(x) != 3 && wk_tensor_dim(x) != 4)) return false;
+  if (!odn_usable() || !odn_dense(x, false)) return false;
   if (!WK_ARG_IS_NONE(6)) return false; /* divisor_override */
-  int64_t p[2];
-  if (!wk_arg_int_pair(&args[1], k->k) || !wk_arg_int_pair(&args[3], p)) return false;
-  if (args[2].tag == WK_V_INTS && args[2].len == 0) {
-    k->s[0] = k->k[0];
-    k->s[1] = k->k[1];
-  } else if (!wk_arg_int_pair(&args[2], k->s)) {
-    return false;
-  }
   key_dims(k, x);
-  bool ceil_mode = WK_ARG_B(4);
+  int nd = wk_tensor_dim(x);
+  k->oh = ys[nd - 2];
+  k->ow = ys[nd - 1];
   k->include_pad = WK_ARG_B(5);
+  /* int[2] arguments arrive normalised to two values (stride: or none) */
+  const int64_t *kv = args[1].u.ints, *sv = args[2].len ? args[2].u.ints : kv, *p = args[3].u.ints;
   for (int i = 0; i < 2; i++) {
-    if (k->k[i] <= 0 || k->s[i] <= 0 || p[i] < 0 || p[i] > k->k[i] / 2) return false;
-    int64_t in = i ? k->W : k->H, o = out_size(in, k->k[i], p[i], k->s[i], ceil_mode);
-    if (o < 1) return false;
-    (i ? &k->ow : &k->oh)[0] = o;
+    int64_t in = i ? k->W : k->H, o = i ? k->ow : k->oh;
+    k->k[i] = kv[i];
+    k->s[i] = sv[i];
     k->pl[i] = p[i];
     k->pr[i] = (o - 1) * k->s[i] + k->k[i] - in - p[i];
     /* ceil mode's extra right window: PyTorch divides by the part inside the
@@ -62,12 +53,14 @@ static bool avg_parse(const wk_value *args, pool_key *k) {
   return true;
 }
 
-static bool adaptive_parse(wk_tensor *x, const wk_value *osz, pool_key *k) {
+/* adaptive_avg_pool2d of x to ys's last two sizes, when its windows are even. */
+static bool adaptive_parse(wk_tensor *x, const int64_t *ys, pool_key *k) {
   memset(k, 0, sizeof *k);
   memcpy(k->tag, "avgpool", 8);
-  if (!odn_usable() || !odn_dense(x, false) || (wk_tensor_dim(x) != 3 && wk_tensor_dim(x) != 4)) return false;
-  int64_t o[2];
-  if (!wk_arg_int_pair(osz, o) || o[0] <= 0 || o[1] <= 0) return false;
+  if (!odn_usable() || !odn_dense(x, false)) return false;
+  int nd = wk_tensor_dim(x);
+  int64_t o[2] = {ys[nd - 2], ys[nd - 1]};
+  if (o[0] <= 0 || o[1] <= 0) return false;
   key_dims(k, x);
   if (k->H % o[0] || k->W % o[1]) return false; /* uneven windows: cpu */
   k->oh = o[0];
@@ -75,6 +68,12 @@ static bool adaptive_parse(wk_tensor *x, const wk_value *osz, pool_key *k) {
   k->k[0] = k->s[0] = k->H / o[0];
   k->k[1] = k->s[1] = k->W / o[1];
   return true;
+}
+
+/* The result's sizes the meta function decided (NULL: none, decline). */
+static const int64_t *meta_sizes(const wk_kernel_ctx *ctx) {
+  const wk_meta_out *m = wk_kernel_meta(ctx, 0);
+  return m ? m->sizes : NULL;
 }
 
 static void plain(dnnl_memory_desc_t *md, int64_t N, int64_t C, int64_t H, int64_t W) {
@@ -111,12 +110,10 @@ static odn_prim *pool_make(void *v) {
   return p;
 }
 
-/* Runs the pooling primitive of k: forward x -> new y, or backward go -> new gi. */
-static wk_status pool_run(const char *op, pool_key *k, wk_tensor *in, wk_tensor *shape_of, wk_value *outs) {
-  int nd = wk_tensor_dim(shape_of);
-  int64_t osz[4] = {k->N, k->C, k->oh, k->ow};
-  wk_tensor *r = k->bwd ? wk_empty(wk_tensor_sizes(shape_of), nd, (wk_options){.dtype = WK_F32})
-                        : wk_empty(nd == 4 ? osz : osz + 1, nd, (wk_options){.dtype = WK_F32});
+/* Runs the pooling primitive of k: forward x -> new y, or backward go -> new gi
+ * (the result as the meta function decided). */
+static wk_status pool_run(const wk_kernel_ctx *ctx, const char *op, pool_key *k, wk_tensor *in, wk_value *outs) {
+  wk_tensor *r = wk_meta_empty(ctx, 0);
   if (!r) return wk_last_error();
   odn_entry *e = odn_prim_get(k, sizeof *k, pool_make, k);
   if (!e) {
@@ -142,29 +139,24 @@ static const char *unsupported = "%s(): the onednn kernel does not handle these 
 
 static bool avg_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   pool_key k;
-  return avg_parse(args, &k);
+  const int64_t *ys = meta_sizes(ctx);
+  return ys && avg_parse(args, ys, &k);
 }
 
 static wk_status k_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   pool_key k;
-  if (!avg_parse(args, &k)) return wk_error(WK_ERR_UNSUPPORTED, unsupported, "avg_pool2d");
-  return pool_run("avg_pool2d", &k, WK_ARG_T(0), WK_ARG_T(0), outs);
+  const int64_t *ys = meta_sizes(ctx);
+  if (!ys || !avg_parse(args, ys, &k)) return wk_error(WK_ERR_UNSUPPORTED, unsupported, "avg_pool2d");
+  return pool_run(ctx, "avg_pool2d", &k, WK_ARG_T(0), outs);
 }
 
-/* Backward ops take (grad_output, self, ...the forward's arguments...). */
-static bool grad_fits(wk_tensor *go, const pool_key *k, int nd) {
-  int64_t osz[4] = {k->N, k->C, k->oh, k->ow};
-  if (!odn_dense(go, false) || wk_tensor_dim(go) != nd) return false;
-  for (int i = 0; i < nd; i++)
-    if (wk_tensor_size(go, i) != osz[i + 4 - nd]) return false;
-  return true;
-}
-
+/* Backward ops take (grad_output, self, ...the forward's arguments...);
+ * grad_output has the forward's output sizes. */
 static bool avg_bwd_parse(const wk_value *args, pool_key *k) {
-  /* (grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor) */
-  if (!avg_parse(args + 1, k)) return false;
+  wk_tensor *go = WK_ARG_T(0);
+  if (!odn_dense(go, false) || !avg_parse(args + 1, wk_tensor_sizes(go), k)) return false;
   k->bwd = 1;
-  return grad_fits(WK_ARG_T(0), k, wk_tensor_dim(WK_ARG_T(1)));
+  return true;
 }
 
 static bool avg_bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
@@ -175,30 +167,29 @@ static bool avg_bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status k_avg_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   pool_key k;
   if (!avg_bwd_parse(args, &k)) return wk_error(WK_ERR_UNSUPPORTED, unsupported, "avg_pool2d_backward");
-  return pool_run("avg_pool2d_backward", &k, WK_ARG_T(0), WK_ARG_T(1), outs);
+  return pool_run(ctx, "avg_pool2d_backward", &k, WK_ARG_T(0), outs);
 }
 
 static bool adaptive_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   pool_key k;
-  return adaptive_parse(WK_ARG_T(0), &args[1], &k);
+  const int64_t *ys = meta_sizes(ctx);
+  return ys && adaptive_parse(WK_ARG_T(0), ys, &k);
 }
 
 static wk_status k_adaptive(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   pool_key k;
-  if (!adaptive_parse(WK_ARG_T(0), &args[1], &k))
+  const int64_t *ys = meta_sizes(ctx);
+  if (!ys || !adaptive_parse(WK_ARG_T(0), ys, &k))
     return wk_error(WK_ERR_UNSUPPORTED, unsupported, "adaptive_avg_pool2d");
-  return pool_run("adaptive_avg_pool2d", &k, WK_ARG_T(0), WK_ARG_T(0), outs);
+  return pool_run(ctx, "adaptive_avg_pool2d", &k, WK_ARG_T(0), outs);
 }
 
 /* adaptive_avg_pool2d_backward(grad_output, self): the output size is grad_output's. */
 static bool adaptive_bwd_parse(const wk_value *args, pool_key *k) {
-  wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1);
-  if (!go || wk_tensor_dim(go) < 2) return false;
-  int64_t o[2] = {wk_tensor_size(go, -2), wk_tensor_size(go, -1)};
-  wk_value ov = WK_VINTS(o, 2);
-  if (!adaptive_parse(x, &ov, k)) return false;
+  wk_tensor *go = WK_ARG_T(0);
+  if (!odn_dense(go, false) || !adaptive_parse(WK_ARG_T(1), wk_tensor_sizes(go), k)) return false;
   k->bwd = 1;
-  return grad_fits(go, k, wk_tensor_dim(x));
+  return true;
 }
 
 static bool adaptive_bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
@@ -209,7 +200,7 @@ static bool adaptive_bwd_supports(const wk_kernel_ctx *ctx, const wk_value *args
 static wk_status k_adaptive_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   pool_key k;
   if (!adaptive_bwd_parse(args, &k)) return wk_error(WK_ERR_UNSUPPORTED, unsupported, "adaptive_avg_pool2d_backward");
-  return pool_run("adaptive_avg_pool2d_backward", &k, WK_ARG_T(0), WK_ARG_T(1), outs);
+  return pool_run(ctx, "adaptive_avg_pool2d_backward", &k, WK_ARG_T(0), outs);
 }
 
 wk_status odn_register_pool(void) {
