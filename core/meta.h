@@ -35,8 +35,7 @@ WK__HIDDEN wk_status wk__metas_init(void);
 
 /* Runs op's meta function for a call on `dev` (args normalised): fills
  * outs[0..nouts) and checks mutated results against their targets. */
-WK__HIDDEN wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_out *outs, int nouts,
-                                  bool has_targets);
+WK__HIDDEN wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_out *outs);
 /* The meta device's kernel: results made from what the meta function decided
  * (targets of in-place and out= ops returned borrowed). */
 WK__HIDDEN wk_status wk__meta_materialise(wk_op *op, const wk_value *args, const wk_meta_out *mo, wk_value *outs);
@@ -66,9 +65,6 @@ static inline void wk__meta_shape(wk_meta_out *o, const int64_t *sizes, int ndim
 /* Broadcasts the shapes of the tensors among ts[0..n) (NULLs skipped) into o
  * with PyTorch's message on a mismatch. */
 WK__HIDDEN wk_status wk__meta_broadcast(const char *op, wk_tensor *const *ts, int n, wk_meta_out *o);
-/* The same, fast for two operands of one shape, naming op's family ("add"
- * for add_ and add.out) in the message. */
-WK__HIDDEN wk_status wk__meta_broadcast_op(const wk_op *op, wk_tensor *const *ts, int n, wk_meta_out *o);
 /* PyTorch's canCast: floating to integral and anything but bool to bool are refused. */
 static inline bool wk__can_cast(wk_dtype from, wk_dtype to) {
   if (wk_dtype_is_floating(from) && !wk_dtype_is_floating(to)) return false;
