@@ -414,6 +414,7 @@ static void check_errors(const sw_row *r, wk_op *op) {
       goto next;
     }
     g_n.errcases++;
+    if (g_verbose) printf("  error case: %s -> %s '%s'\n", desc, wk_status_name(s0), m0), fflush(stdout);
     if (!strstr(m0, base)) failf(C_ERRORS, "%s: the message does not name the op: %s", desc, m0);
     for (int kk = 0; kk < wk_op_num_kernels(op); kk++) {
       if (!kernel_on(op, kk, WK_DEVICE_CPU)) continue;
@@ -494,7 +495,6 @@ static void check_grad(const sw_row *r, wk_op *op) {
   sw_gc g = {&c, {0}, {0}};
   wk_tensor *leaves[64];
   int nl = 0;
-  int64_t total = 0;
   if (!r->gen(&c)) goto done;
   describe(&c, c.a, desc, sizeof desc);
   if (c.bad[0]) {
@@ -509,7 +509,6 @@ static void check_grad(const sw_row *r, wk_op *op) {
       if (wk_tensor_dtype(t) != WK_F64) continue;
       wk_tensor *leaf = CALL1("clone", WK_VT(t));
       if (!leaf || wk_tensor_set_requires_grad(leaf, true)) continue;
-      total += wk_tensor_numel(leaf);
       g.pos[nl] = i, g.elem[nl] = c.a[i].tag == WK_V_TENSORS ? j : -1;
       leaves[nl++] = leaf;
     }
@@ -534,7 +533,6 @@ static void check_grad(const sw_row *r, wk_op *op) {
     copy_msg(msg, sizeof msg);
     failf(C_GRAD, "%s: %s", desc, msg);
   }
-  (void)total;
 done:
   wk_clear_error();
   wk_scope_end();

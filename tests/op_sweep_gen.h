@@ -473,9 +473,9 @@ static bool e_pw(sw_case *c, int k) {
     else if (!strcmp(name, "out"))
       at(c, zeros_t(c, outdt, outsz, outnd));
     else if (!strcmp(name, "rounding_mode") || !strcmp(name, "approximate"))
-      str ? astr(c, str) : !strcmp(name, "approximate") ? astr(c, "none") : anone(c);
+      astr(c, str ? str : !strcmp(name, "approximate") ? "none" : NULL); /* NULL: None */
     else if (!strcmp(name, "min") || !strcmp(name, "max"))
-      nobounds ? anone(c) : af(c, !strcmp(name, "min") ? -0.5 : 0.5);
+      c->a[c->n++] = nobounds ? WK_VNONE : WK_VF(!strcmp(name, "min") ? -0.5 : 0.5);
     else if (!strcmp(name, "alpha"))
       af(c, 1);
     else
@@ -936,7 +936,8 @@ static bool e_reduce(sw_case *c, int k) {
     case 1:
       if (di < 0 || (k == 1 && !list)) return false;
       at(c, rt(c, WK_F32, s, 2, -1, 1));
-      for (int i = 1; i < di; i++) anone(c); /* (no op has arguments before dim but self) */
+      for (int i = 1; i < di; i++) /* the arguments before dim (norm's p): their defaults */
+        c->a[c->n++] = wk_op_arg_default(c->op, i) ? *wk_op_arg_default(c->op, i) : WK_VNONE;
       if (k == 0 && list) AINTS(c, 5);
       if (k == 0 && !list) ai(c, 5);
       if (k == 1) AINTS(c, 0, 0);
@@ -948,7 +949,8 @@ static bool e_reduce(sw_case *c, int k) {
       return true;
     case 3:
       if (!is_op(c, "mean")) return false;
-      at(c, rt(c, WK_I64, s, 2, 0, 5));
+      at(c, rt(c, WK_I64, s, 2, 0, 5)); /* integers have no mean */
+      if (di >= 0) AINTS(c, 0);
       return true;
     default:
       return false;
@@ -1082,7 +1084,6 @@ static bool e_linalg(sw_case *c, int k) {
     at(c, rt(c, WK_F32, k == 0 ? s23 : s234, k == 0 ? 2 : 3, -1, 1));
     at(c, rt(c, WK_F32, s45, 2, -1, 1)); /* 3 vs 4; a 3-d operand */
   }
-  (void)s0;
   return true;
 }
 
