@@ -22,17 +22,6 @@ static bool supports_floats(const wk_kernel_ctx *ctx, const wk_value *args) {
   return true;
 }
 
-static wk_status check_param(const char *op, const char *name, wk_tensor *t, int64_t C) {
-  if (!t) return WK_OK;
-  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected %s to be floating point, got %s", op, name,
-                    wk_dtype_name(wk_tensor_dtype(t)));
-  if (wk_tensor_numel(t) != C)
-    return wk_error(WK_ERR_SHAPE, "%s(): %s should contain %lld elements not %lld", op, name, (long long)C,
-                    (long long)wk_tensor_numel(t));
-  return WK_OK;
-}
-
 /* cuDNN's descriptors for x ([N, C, S, 1]) and the per-channel tensors. */
 typedef struct {
   cudnnTensorDescriptor_t x, p;
@@ -67,15 +56,6 @@ static wk_tensor *param_or(wk_tensor *t, int64_t C, wk_dtype pdt, double v, wk_d
   return wk_full(&C, 1, v, (wk_options){.dtype = pdt, .device = dev});
 }
 
-/* Dtype of the saved statistics: the input's, or f32 for a reduced-precision
- * input with any f32 parameter (PyTorch's mixed type). */
-static wk_dtype stat_dtype(wk_dtype in, wk_tensor *const *params, int n) {
-  if (in != WK_F16 && in != WK_BF16) return in;
-  for (int i = 0; i < n; i++)
-    if (params[i] && wk_tensor_dtype(params[i]) == WK_F32) return WK_F32;
-  return in;
-}
-
 /* Converts *t to dt in place of the reference (no-op when it already is). */
 static wk_status to_dtype_own(wk_tensor **t, wk_dtype dt) {
   if (!*t || wk_tensor_dtype(*t) == dt) return WK_OK;
@@ -99,42 +79,24 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_tensor *rmean = WK_ARG_OPT_T(3), *rvar = WK_ARG_OPT_T(4);
   bool training = WK_ARG_B(5);
   double momentum = WK_ARG_F(6), eps = WK_ARG_F(7);
-  char b1[160];
-  wk_dtype dt = wk_tensor_dtype(input);
-  if (!bn_dtype(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected input to be floating point, got %s", op, wk_dtype_name(dt));
+  wk_dtype dt = wk_tensor_dtype(input); /* arguments checked by the meta function */
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
-  if (nd < 2)
-    return wk_error(WK_ERR_SHAPE, "batch_norm(): expected input with at least 2 dimensions (N, C, ...), got %s",
-                    wk_shape_str(input, b1, sizeof b1));
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
   wk_status s;
-  if ((s = check_param(op, "weight", weight, C)) || (s = check_param(op, "bias", bias, C)) ||
-      (s = check_param(op, "running_mean", rmean, C)) || (s = check_param(op, "running_var", rvar, C)))
-    return s;
-  if (!training && (!rmean || !rvar))
-    return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): %s must be defined in evaluation mode",
-                    rmean ? "running_var" : "running_mean");
-  if (training && N * S == 1)
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "batch_norm(): Expected more than 1 value per channel when training, got input size %s",
-                    wk_shape_str(input, b1, sizeof b1));
   if (eps < CUDNN_BN_MIN_EPSILON)
     return wk_error(WK_ERR_INVALID_ARG, "batch_norm(): eps %g is below cuDNN's minimum %g", eps, CUDNN_BN_MIN_EPSILON);
-  wk_tensor *params[4] = {weight, bias, rmean, rvar};
-  wk_dtype sdt = stat_dtype(dt, params, 4), pdt = dt == WK_F64 ? WK_F64 : WK_F32;
+  wk_dtype sdt = wk_kernel_meta(ctx, 1)->dtype, pdt = dt == WK_F64 ? WK_F64 : WK_F32;
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
-  int64_t zero = 0;
-  wk_tensor *y = wk_empty(sz, nd, (wk_options){.dtype = dt, .device = dev});
+  wk_tensor *y = wk_meta_empty(ctx, 0);
   wk_tensor *sm = NULL, *si = NULL, *x = NULL, *w = NULL, *b = NULL, *rm = NULL, *rv = NULL;
   bn_descs d = {0};
   if (!y) return wk_last_error();
   if (!training || wk_tensor_numel(input) == 0) {
-    sm = wk_empty(&zero, 1, (wk_options){.dtype = sdt, .device = dev});
-    si = wk_empty(&zero, 1, (wk_options){.dtype = sdt, .device = dev});
+    sm = wk_meta_empty(ctx, 1);
+    si = wk_meta_empty(ctx, 2);
     if (!sm || !si) goto fail_err;
     if (wk_tensor_numel(input) == 0) goto out; /* nothing to normalise; running stats stay */
   } else {
@@ -210,40 +172,17 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *rmean = WK_ARG_OPT_T(3), *rvar = WK_ARG_OPT_T(4), *smean = WK_ARG_OPT_T(5), *sinv = WK_ARG_OPT_T(6);
   bool train = WK_ARG_B(7);
   double eps = WK_ARG_F(8);
-  char b1[160], b2[160];
-  if (args[9].tag != WK_V_INTS || args[9].len != 3)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values", op);
   bool mask[3] = {args[9].u.ints[0] != 0, args[9].u.ints[1] != 0, args[9].u.ints[2] != 0};
   wk_dtype dt = wk_tensor_dtype(input);
   if (!bn_dtype(dt) || wk_tensor_dtype(go) != dt)
     return wk_error(WK_ERR_DTYPE, "%s(): expected floating-point input and grad_out of one dtype, got %s and %s", op,
                     wk_dtype_name(dt), wk_dtype_name(wk_tensor_dtype(go)));
-  int nd = wk_tensor_dim(input);
+  int nd = wk_tensor_dim(input); /* shapes, options and parameters checked by the meta function */
   const int64_t *sz = wk_tensor_sizes(input);
-  if (nd < 2)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected input with at least 2 dimensions (N, C, ...), got %s", op,
-                    wk_shape_str(input, b1, sizeof b1));
-  bool same = wk_tensor_dim(go) == nd;
-  for (int i = 0; same && i < nd; i++) same = wk_tensor_size(go, i) == sz[i];
-  if (!same)
-    return wk_error(WK_ERR_SHAPE, "%s(): grad_out of shape %s does not match input of shape %s", op,
-                    wk_shape_str(go, b1, sizeof b1), wk_shape_str(input, b2, sizeof b2));
   int64_t N = sz[0], C = sz[1], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
   wk_status s;
-  if ((s = check_param(op, "weight", weight, C)) || (s = check_param(op, "running_mean", rmean, C)) ||
-      (s = check_param(op, "running_var", rvar, C)))
-    return s;
-  if (train) {
-    if (!smean || !sinv)
-      return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in training mode", op,
-                      smean ? "save_invstd" : "save_mean");
-    if ((s = check_param(op, "save_mean", smean, C)) || (s = check_param(op, "save_invstd", sinv, C))) return s;
-  } else if (!rmean || !rvar) {
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in evaluation mode", op,
-                    rmean ? "running_var" : "running_mean");
-  }
-  wk_dtype pdt = dt == WK_F64 ? WK_F64 : WK_F32, gdt = weight ? wk_tensor_dtype(weight) : dt;
+  wk_dtype pdt = dt == WK_F64 ? WK_F64 : WK_F32, gdt = wk_kernel_meta(ctx, 1)->dtype;
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *dy = NULL, *w = NULL, *mean = NULL, *inv = NULL, *dx = NULL;

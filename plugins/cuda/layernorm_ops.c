@@ -1,53 +1,16 @@
-/* cuda layer_norm and layer_norm_backward with the cpu plugin's checks,
- * saved statistics (mean and rstd shaped [*, 1, ..., 1], in the input's
- * dtype, or float32 for f16/bf16 inputs with float32 parameters) and
- * output_mask handling; f16/bf16 compute in f32. */
+/* cuda layer_norm and layer_norm_backward: the arguments, the saved
+ * statistics' shape and dtype and the gradients' dtypes were decided by the
+ * ops' meta functions; output_mask handling; f16/bf16 compute in f32. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_kernels.h"
 
-static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
-  if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
-  return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
-                  wk_dtype_name(wk_tensor_dtype(t)));
-}
-
-static wk_status check_param(const char *op, const char *name, wk_tensor *t, const int64_t *ns, int k) {
-  if (!t) return WK_OK;
-  char a[160], b[160];
-  bool same = wk_tensor_dim(t) == k;
-  for (int i = 0; same && i < k; i++) same = wk_tensor_sizes(t)[i] == ns[i];
-  if (!same)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
-                    "normalized_shape = %s",
-                    op, name, name, wk_shape_str(t, a, sizeof a), wk_sizes_str(ns, k, b, sizeof b));
-  if (!wk_dtype_is_floating(wk_tensor_dtype(t)))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected %s to be floating point, got %s", op, name,
-                    wk_dtype_name(wk_tensor_dtype(t)));
-  return WK_OK;
-}
-
-/* normalized_shape against the input's trailing dims; M rows of N. */
-static wk_status check_shape(const char *op, wk_tensor *input, const int64_t *ns, int k, int64_t *M, int64_t *N) {
-  char a[160], b[160], c[200];
-  if (k < 1)
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-                    "least one element, but got normalized_shape = []",
-                    op);
+/* The input as M rows of N (N: the normalized_shape's k trailing dims). */
+static void rows_of(wk_tensor *input, int k, int64_t *M, int64_t *N) {
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
-  bool ok = nd >= k;
-  for (int i = 0; ok && i < k; i++) ok = sz[nd - k + i] == ns[i];
-  if (!ok) {
-    snprintf(c, sizeof c, "[*, %s", wk_sizes_str(ns, k, a, sizeof a) + 1); /* "[*, 3, 4]" */
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): Given normalized_shape=%s, expected input with shape %s, but got input of size%s", op,
-                    a, c, wk_shape_str(input, b, sizeof b));
-  }
   *M = *N = 1;
   for (int i = 0; i < nd; i++) {
     if (i < nd - k)
@@ -55,7 +18,6 @@ static wk_status check_shape(const char *op, wk_tensor *input, const int64_t *ns
     else
       *N *= sz[i];
   }
-  return WK_OK;
 }
 
 /* A [n] f64 tensor (consumed) reshaped and converted (NULL on error). */
@@ -74,18 +36,15 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   int k = args[1].len;
   double eps = WK_ARG_F(4);
   int64_t M, N;
-  wk_status s = need_float(op, "input", input);
-  if (s || (s = check_shape(op, input, ns, k, &M, &N)) || (s = check_param(op, "weight", weight, ns, k)) ||
-      (s = check_param(op, "bias", bias, ns, k)) || (s = cuda_enter(op, ctx->device)))
-    return s;
+  (void)ns;
+  rows_of(input, k, &M, &N);
+  wk_status s = cuda_enter(op, ctx->device);
+  if (s) return s;
   wk_device dev = ctx->device;
   int nd = wk_tensor_dim(input);
-  int64_t ssz[WK_MAX_DIMS];
-  for (int i = 0; i < nd; i++) ssz[i] = i < nd - k ? wk_tensor_size(input, i) : 1;
-  wk_dtype dt = wk_tensor_dtype(input), cd = dt == WK_F64 ? WK_F64 : WK_F32, sdt = dt;
-  if ((dt == WK_F16 || dt == WK_BF16) &&
-      ((weight && wk_tensor_dtype(weight) == WK_F32) || (bias && wk_tensor_dtype(bias) == WK_F32)))
-    sdt = WK_F32;
+  const wk_meta_out *sm = wk_kernel_meta(ctx, 1); /* mean/rstd: shape and dtype */
+  const int64_t *ssz = sm->sizes;
+  wk_dtype dt = wk_tensor_dtype(input), cd = dt == WK_F64 ? WK_F64 : WK_F32, sdt = sm->dtype;
   wk_tensor *x = cuda_dense(input, cd, dev), *w = weight ? cuda_dense(weight, cd, dev) : NULL,
             *b = bias ? cuda_dense(bias, cd, dev) : NULL;
   wk_tensor *y = x ? cuda_new(wk_tensor_sizes(input), nd, cd, dev) : NULL;
@@ -126,31 +85,16 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *weight = WK_ARG_OPT_T(5), *bias = WK_ARG_OPT_T(6);
   const int64_t *ns = args[2].u.ints;
   int k = args[2].len;
-  char a[160], b[160];
-  if (args[7].tag != WK_V_INTS || args[7].len != 3)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op,
-                    args[7].tag == WK_V_INTS ? args[7].len : 0);
   bool mask[3] = {args[7].u.ints[0] != 0, args[7].u.ints[1] != 0, args[7].u.ints[2] != 0};
   int64_t M, N;
-  wk_status s;
-  if ((s = need_float(op, "input", input)) || (s = need_float(op, "grad_out", go)) ||
-      (s = check_shape(op, input, ns, k, &M, &N)))
-    return s;
-  bool same = wk_tensor_dim(go) == wk_tensor_dim(input);
-  for (int i = 0; same && i < wk_tensor_dim(go); i++) same = wk_tensor_size(go, i) == wk_tensor_size(input, i);
-  if (!same)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_out to have the shape of input %s, but got %s", op,
-                    wk_shape_str(input, a, sizeof a), wk_shape_str(go, b, sizeof b));
-  if ((s = check_param(op, "weight", weight, ns, k)) || (s = check_param(op, "bias", bias, ns, k))) return s;
-  if (wk_tensor_numel(mean_t) != M || wk_tensor_numel(rstd_t) != M)
-    return wk_error(WK_ERR_SHAPE, "%s(): expected mean and rstd with %lld elements, got %lld and %lld", op,
-                    (long long)M, (long long)wk_tensor_numel(mean_t), (long long)wk_tensor_numel(rstd_t));
-  if ((s = need_float(op, "mean", mean_t)) || (s = need_float(op, "rstd", rstd_t)) || (s = cuda_enter(op, ctx->device)))
-    return s;
+  rows_of(input, k, &M, &N);
+  wk_status s = cuda_enter(op, ctx->device);
+  if (s) return s;
   wk_device dev = ctx->device;
   int nd = wk_tensor_dim(input);
   wk_dtype dt = wk_tensor_dtype(input), cd = dt == WK_F64 ? WK_F64 : WK_F32;
-  wk_dtype wdt = weight ? wk_tensor_dtype(weight) : dt, bdt = bias ? wk_tensor_dtype(bias) : wdt;
+  wk_dtype wdt = wk_kernel_meta(ctx, 1)->dtype, bdt = wk_kernel_meta(ctx, 2)->dtype;
+  (void)bias;
   wk_tensor *x = cuda_dense(input, cd, dev), *g = x ? cuda_dense(go, cd, dev) : NULL;
   wk_tensor *w = g && mask[0] && weight ? cuda_dense(weight, cd, dev) : NULL;
   wk_tensor *mean = g ? cuda_dense(mean_t, WK_F64, dev) : NULL, *rstd = mean ? cuda_dense(rstd_t, WK_F64, dev) : NULL;

@@ -1,13 +1,10 @@
 /* cuda softmax family: softmax, log_softmax (optional dtype converts the
- * input first) and softmax_backward_data / log_softmax_backward_data, with
- * the cpu plugin's checks; f16/bf16 compute in f32. */
+ * input first) and softmax_backward_data / log_softmax_backward_data; the
+ * arguments were checked by the ops' meta functions; f16/bf16 compute in f32. */
 #include "cuda_kernels.h"
 
-static wk_status need_float(const char *op, const char *what, wk_tensor *t) {
-  if (wk_dtype_is_floating(wk_tensor_dtype(t))) return WK_OK;
-  return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point %s, got %s", op, what,
-                  wk_dtype_name(wk_tensor_dtype(t)));
-}
+/* dim wrapped into [0, ndim) (already checked). */
+static int wrap_dim(int64_t dim, int ndim) { return (int)(dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim); }
 
 /* outer, C, inner of a shape around dim d (0-dim: 1, 1, 1). */
 static void split3(const wk_tensor *t, int d, int64_t *outer, int64_t *C, int64_t *inner) {
@@ -23,12 +20,10 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   bool lg = ctx->user != NULL;
   const char *op = lg ? "log_softmax" : "softmax";
   wk_tensor *self = WK_ARG_T(0);
-  wk_dtype dt = WK_ARG_IS_NONE(2) ? wk_tensor_dtype(self) : args[2].u.dtype;
-  if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input or dtype, got %s", op, wk_dtype_name(dt));
-  int d = 0;
-  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d);
-  if (s || (s = cuda_enter(op, ctx->device))) return s;
+  wk_dtype dt = wk_kernel_meta(ctx, 0)->dtype;
+  int d = wrap_dim(WK_ARG_I(1), wk_tensor_dim(self));
+  wk_status s = cuda_enter(op, ctx->device);
+  if (s) return s;
   wk_dtype cd = dt == WK_F64 ? WK_F64 : WK_F32;
   wk_tensor *in = wk_kernel_cast(self, dt); /* with a dtype argument the input is converted first */
   wk_tensor *x = in ? cuda_dense(in, cd, ctx->device) : NULL;
@@ -54,20 +49,9 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
   const char *op = lg ? "log_softmax_backward_data" : "softmax_backward_data";
   wk_tensor *go = WK_ARG_T(0), *out = WK_ARG_T(1);
   wk_dtype idt = args[3].u.dtype;
-  wk_status s;
-  if ((s = need_float(op, "grad_output", go)) || (s = need_float(op, "output", out))) return s;
-  if (!wk_dtype_is_floating(idt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input_dtype, got %s", op, wk_dtype_name(idt));
-  int nd = wk_tensor_dim(out);
-  bool same = nd == wk_tensor_dim(go);
-  for (int i = 0; same && i < nd; i++) same = wk_tensor_size(go, i) == wk_tensor_size(out, i);
-  if (!same) {
-    char a[160], b[160];
-    return wk_error(WK_ERR_SHAPE, "%s(): expected grad_output to have the shape of output %s, but got %s", op,
-                    wk_shape_str(out, a, sizeof a), wk_shape_str(go, b, sizeof b));
-  }
-  int d = 0;
-  if ((s = wk_check_dim(op, WK_ARG_I(2), nd, &d)) || (s = cuda_enter(op, ctx->device))) return s;
+  int nd = wk_tensor_dim(out), d = wrap_dim(WK_ARG_I(2), nd);
+  wk_status s = cuda_enter(op, ctx->device);
+  if (s) return s;
   wk_dtype cd = wk_tensor_dtype(go) == WK_F64 || wk_tensor_dtype(out) == WK_F64 ? WK_F64 : WK_F32;
   wk_tensor *g = cuda_dense(go, cd, ctx->device), *y = g ? cuda_dense(out, cd, ctx->device) : NULL;
   wk_tensor *gi = y ? cuda_new(wk_tensor_sizes(out), nd, cd, ctx->device) : NULL;
