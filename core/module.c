@@ -1,6 +1,8 @@
 /* The module object model: parameters, buffers and children by name, walks,
- * train/eval, moving with parameter identity kept, state dicts and printing.
+ * train/eval, moving with parameter identity kept, forward hooks and the
+ * per-thread stack of running forwards, state dicts and printing.
  * Model trees are shallow, so walks recurse. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,18 @@ typedef struct {
   wk_module *m;
 } kid;
 
+typedef struct {
+  int64_t id;
+  bool post; /* fn is a wk_forward_hook */
+  void *fn, *user;
+} hook;
+
+typedef struct hook_list {
+  hook *h;
+  int n;
+  struct hook_list *retired; /* the array this one replaced */
+} hook_list;
+
 struct wk_module {
   atomic_int refcount;
   const wk_module_class *cls;
@@ -29,6 +43,8 @@ struct wk_module {
   int nk, capk;
   char **names; /* dotted names handed out by walks (kept for the module's life) */
   int nnames, capnames;
+  hook *hooks; /* forward pre hooks and hooks, in registration order */
+  int nhooks;
 };
 
 wk_module *wk_module_new(const wk_module_class *cls, void *state) {
@@ -76,6 +92,7 @@ void wk_module_release(wk_module *m) {
   free(m->kids);
   for (int i = 0; i < m->nnames; i++) free(m->names[i]);
   free(m->names);
+  free(m->hooks);
   if (m->cls->struct_size >= offsetof(wk_module_class, extra_repr) && m->cls->destroy) m->cls->destroy(m->state);
   free(m);
 }
@@ -199,6 +216,128 @@ wk_module *wk_module_child(const wk_module *m, const char *path) {
   return NULL;
 }
 
+/* ---- forward hooks and the call stack ---- */
+/* Global hooks: copy-on-write arrays, so a forward reads them without a lock
+ * (an old array stays valid for forwards that took it: retired arrays are kept
+ * until exit, and hooks change rarely). */
+static pthread_mutex_t g_hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(hook_list *) g_hooks;
+static atomic_int_fast64_t g_hook_ids;
+
+#define STACK_MAX 256
+static _Thread_local wk_module *tl_stack[STACK_MAX];
+static _Thread_local int tl_depth;
+
+static wk_status add_hook(hook **list, int *n, bool post, void *fn, void *user, int64_t *id) {
+  hook *p = realloc(*list, sizeof *p * (size_t)(*n + 1));
+  if (!p) return wk_error(WK_ERR_NO_MEMORY, "register_forward_hook: out of memory");
+  *id = atomic_fetch_add(&g_hook_ids, 1) + 1;
+  p[(*n)++] = (hook){*id, post, fn, user};
+  *list = p;
+  return WK_OK;
+}
+
+static int64_t register_hook(wk_module *m, bool post, void *fn, void *user) {
+  const char *what = post ? "register_forward_hook" : "register_forward_pre_hook";
+  if (!fn) {
+    wk__null_arg(what, "fn");
+    return 0;
+  }
+  int64_t id = 0;
+  if (m) return add_hook(&m->hooks, &m->nhooks, post, fn, user, &id) ? 0 : id;
+  pthread_mutex_lock(&g_hook_lock);
+  hook_list *old = atomic_load(&g_hooks), *nl = calloc(1, sizeof *nl);
+  if (nl && old && old->n) {
+    nl->h = malloc(sizeof *nl->h * (size_t)old->n);
+    if (nl->h) memcpy(nl->h, old->h, sizeof *nl->h * (size_t)old->n);
+    nl->n = nl->h ? old->n : 0;
+  }
+  wk_status s = !nl || (old && old->n && !nl->h) ? wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", what)
+                                                  : add_hook(&nl->h, &nl->n, post, fn, user, &id);
+  if (s == WK_OK) {
+    nl->retired = old;
+    atomic_store(&g_hooks, nl);
+  } else if (nl) {
+    free(nl->h);
+    free(nl);
+  }
+  pthread_mutex_unlock(&g_hook_lock);
+  return s ? 0 : id;
+}
+
+int64_t wk_module_register_forward_pre_hook(wk_module *m, wk_forward_pre_hook fn, void *user) {
+  return register_hook(m, false, (void *)fn, user);
+}
+int64_t wk_module_register_forward_hook(wk_module *m, wk_forward_hook fn, void *user) {
+  return register_hook(m, true, (void *)fn, user);
+}
+
+static bool drop_hook(hook *list, int *n, int64_t id) {
+  for (int i = 0; i < *n; i++)
+    if (list[i].id == id) {
+      memmove(list + i, list + i + 1, sizeof *list * (size_t)(*n - i - 1));
+      (*n)--;
+      return true;
+    }
+  return false;
+}
+
+wk_status wk_module_remove_hook(wk_module *m, int64_t id) {
+  bool found;
+  if (m) {
+    found = drop_hook(m->hooks, &m->nhooks, id);
+  } else {
+    pthread_mutex_lock(&g_hook_lock);
+    hook_list *old = atomic_load(&g_hooks), *nl = NULL;
+    found = false;
+    for (int i = 0; old && i < old->n && !found; i++) found = old->h[i].id == id;
+    if (found && (nl = calloc(1, sizeof *nl)) && (nl->h = malloc(sizeof *nl->h * (size_t)old->n))) {
+      memcpy(nl->h, old->h, sizeof *nl->h * (size_t)old->n);
+      nl->n = old->n;
+      drop_hook(nl->h, &nl->n, id);
+      nl->retired = old;
+      atomic_store(&g_hooks, nl);
+    } else if (found) {
+      free(nl);
+      pthread_mutex_unlock(&g_hook_lock);
+      return wk_error(WK_ERR_NO_MEMORY, "remove_hook: out of memory");
+    }
+    pthread_mutex_unlock(&g_hook_lock);
+  }
+  return found ? WK_OK : wk_error(WK_ERR_NOT_FOUND, "remove_hook: no hook with id %lld on %s", (long long)id,
+                                  m ? m->cls->name : "every module (global hooks)");
+}
+
+int wk_module_named_children(const wk_module *m, const char **names, wk_module **children, int cap) {
+  if (!m) return 0;
+  for (int i = 0; i < m->nk && i < cap; i++) {
+    if (names) names[i] = m->kids[i].name;
+    if (children) children[i] = m->kids[i].m;
+  }
+  return m->nk;
+}
+
+int wk_module_call_stack(wk_module **out, int cap) {
+  int n = tl_depth < STACK_MAX ? tl_depth : STACK_MAX;
+  for (int i = 0; out && i < n && i < cap; i++) out[i] = tl_stack[i];
+  return tl_depth;
+}
+
+/* Runs the pre (post = false) or post hooks of one list; stops at an error. */
+static wk_status run_hooks(const hook *h, int n, bool post, wk_module *m, wk_tensor *const *in, int nin,
+                           wk_tensor **out) {
+  for (int i = 0; i < n; i++) {
+    if (h[i].post != post) continue;
+    wk_status s = post ? ((wk_forward_hook)h[i].fn)(h[i].user, m, in, nin, out)
+                       : ((wk_forward_pre_hook)h[i].fn)(h[i].user, m, in, nin);
+    if (s) {
+      if (!wk__error_pending()) wk_error(s, "%s: forward %shook failed without a message", m->cls->name, post ? "" : "pre ");
+      return s;
+    }
+  }
+  return WK_OK;
+}
+
 wk_tensor *wk_module_forward_n(wk_module *m, wk_tensor *const *inputs, int n) {
   if (!m) {
     wk__null_arg("module_forward", "module");
@@ -209,8 +348,21 @@ wk_tensor *wk_module_forward_n(wk_module *m, wk_tensor *const *inputs, int n) {
       if (!wk__error_pending()) wk_error(WK_ERR_NULL, "%s.forward: input %d is NULL", m->cls->name, i);
       return NULL;
     }
-  wk_tensor *r = m->cls->forward(m, inputs, n);
+  const hook_list *g = atomic_load_explicit(&g_hooks, memory_order_acquire);
+  if (g && !g->n) g = NULL;
+  if (tl_depth < STACK_MAX) tl_stack[tl_depth] = m;
+  tl_depth++;
+  wk_tensor *r = NULL;
+  if ((g && run_hooks(g->h, g->n, false, m, inputs, n, NULL)) || run_hooks(m->hooks, m->nhooks, false, m, inputs, n, NULL))
+    goto done;
+  r = m->cls->forward(m, inputs, n);
   if (!r && !wk__error_pending()) wk_error(WK_ERR_INTERNAL, "%s.forward returned NULL without an error", m->cls->name);
+  if (r && ((g && run_hooks(g->h, g->n, true, m, inputs, n, &r)) || run_hooks(m->hooks, m->nhooks, true, m, inputs, n, &r))) {
+    wk_release(r);
+    r = NULL;
+  }
+done:
+  tl_depth--;
   return r;
 }
 

@@ -102,4 +102,73 @@ WK_API wk_status wk_module_load_state_dict(wk_module *m, const wk_state_dict *sd
  * free with wk_free. */
 WK_API char *wk_module_to_string(const wk_module *m);
 
+/* ---- forward hooks and the call stack (ABI 1.2) ----
+ * PyTorch's register_forward_pre_hook / register_forward_hook, and their global
+ * twins (register_module_forward_pre_hook / _hook) when the module is NULL.
+ * wk_module_forward runs: global pre hooks, the module's pre hooks (each in
+ * registration order), forward, global hooks, the module's hooks. A hook that
+ * returns an error stops the call: forward returns NULL with that error. A
+ * hook may not add or remove hooks of the module it runs for. */
+
+/* Runs before forward. inputs are borrowed. */
+typedef wk_status (*wk_forward_pre_hook)(void *user, wk_module *m, wk_tensor *const *inputs, int n);
+/* Runs after a forward that succeeded. *output is the forward's new reference;
+ * a hook may replace it (release the old one, store a new reference). */
+typedef wk_status (*wk_forward_hook)(void *user, wk_module *m, wk_tensor *const *inputs, int n, wk_tensor **output);
+
+/* The direct children of m in registration order (PyTorch's named_children):
+ * fills up to cap entries (borrowed; names live as long as m) and returns
+ * their count. names or children may be NULL. */
+WK_API int wk_module_named_children(const wk_module *m, const char **names, wk_module **children, int cap);
+
+/* Register a hook on m, or on every module when m is NULL. Return the hook's
+ * id (> 0) for wk_module_remove_hook, or 0 with an error (NULL fn, out of memory). */
+WK_API int64_t wk_module_register_forward_pre_hook(wk_module *m, wk_forward_pre_hook fn, void *user);
+WK_API int64_t wk_module_register_forward_hook(wk_module *m, wk_forward_hook fn, void *user);
+/* Removes hook `id` from m (NULL: a global hook). WK_ERR_NOT_FOUND when absent. */
+WK_API wk_status wk_module_remove_hook(wk_module *m, int64_t id);
+
+/* The modules whose forward is running on this thread, outermost first:
+ * fills up to cap entries (borrowed) and returns the depth (0 outside any
+ * forward). out may be NULL to ask for the depth. */
+WK_API int wk_module_call_stack(wk_module **out, int cap);
+
+/* ---- summary (torchinfo's summary(), ABI 1.2) ---- */
+/* Totals of a summary, as torchinfo computes them. */
+typedef struct wk_summary_stats {
+  size_t struct_size;             /* sizeof(wk_summary_stats) */
+  int64_t total_params;           /* each parameter once */
+  int64_t trainable_params;       /* of those, requiring grad */
+  int64_t total_mult_adds;        /* every op run by the forward (see wk_module_summary) */
+  int64_t input_bytes;            /* the input tensor */
+  int64_t forward_backward_bytes; /* 2 x the outputs of leaf modules with parameters */
+  int64_t param_bytes;
+} wk_summary_stats;
+
+/* Options of wk_module_summary; zero fields mean the defaults. */
+typedef struct wk_summary_opts {
+  size_t struct_size;       /* sizeof(wk_summary_opts) */
+  int depth;                /* rows deeper than this are folded into their parent (torchinfo's depth). Default: 3 */
+  wk_dtype dtype;           /* the input's dtype. Default: float32 */
+  wk_device device;         /* where the forward runs. Default: meta (no data is allocated) */
+  wk_summary_stats *stats;  /* (optional) filled with the totals */
+} wk_summary_opts;
+
+/* torchinfo.summary(m, input_size=sizes, col_names=("output_size", "num_params",
+ * "mult_adds")): runs one forward of m on an input of `sizes` (batch included)
+ * under no_grad, and returns a new string (free with wk_free) with one row per
+ * module call (class: depth-index, output shape, parameters, multiply-adds)
+ * and the totals, in torchinfo 1.8's layout. On the meta device (the default)
+ * nothing is computed: parameters and buffers on another device are swapped
+ * for data-less twins during the call and put back, so m is unchanged.
+ * Multiply-adds are counted per op from its shapes, below autograd: conv2d
+ * out_numel * C_in/groups * kH * kW; mm, bmm, addmm, matmul, linear and dot
+ * M * N * K (times the batch); every other op 0 (the convention of fvcore and
+ * torchvision's GFLOPS tables; torchinfo's own per-module rule also adds
+ * batch x the parameters of other layers, such as BatchNorm and biases). A
+ * row shows the multiply-adds of the ops run inside it when it is a leaf or
+ * folds deeper rows, else those its own forward ran directly ("--" for 0).
+ * Returns NULL with the error of the failing forward (naming the module). */
+WK_API char *wk_module_summary(wk_module *m, const int64_t *sizes, int ndim, const wk_summary_opts *opts);
+
 #endif
