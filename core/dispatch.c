@@ -30,6 +30,7 @@ struct wk_op {
   const void *autograd; /* derivative formula (autograd.c owns the meaning) */
   wk_meta_fn meta;      /* checks and result shapes (meta.c owns the meaning) */
   int8_t out_target[WK_MAX_OUTS]; /* argument a result aliases and mutates, or -1 */
+  wk_plugin *owner; /* plugin whose init declared it (NULL: the core, or declared by several) */
 };
 
 struct wk_layer {
@@ -121,6 +122,7 @@ wk_op *wk_op_declare(const char *schema, uint32_t tags) {
   wk_op *old = lookup(s.name);
   if (old) {
     bool same = wk__schema_equal(&old->schema, &s);
+    if (same && old->owner != wk__plugin_current()) old->owner = NULL; /* shared: no rollback removes it */
     pthread_mutex_unlock(&g_lock);
     if (!same) wk_error(WK_ERR_SCHEMA, "wk_op_declare: op '%s' already declared as '%s', not '%s'",
                         s.name, old->schema_text, schema);
@@ -138,6 +140,7 @@ wk_op *wk_op_declare(const char *schema, uint32_t tags) {
   op->schema = s;
   op->schema_text = wk__strdup(schema);
   op->tags = tags;
+  op->owner = wk__plugin_current();
   op->mutated_arg = -1;
   for (int i = 0; i < s.nargs; i++)
     if (s.args[i].mutates && op->mutated_arg < 0) op->mutated_arg = i;
@@ -281,6 +284,41 @@ void wk__kernel_rollback(wk_plugin *owner) {
         op->kernels[w++] = op->kernels[r];
     }
     op->nkernels = w;
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* Removes the ops that `owner` alone declared from the table and the hash,
+ * which is rebuilt. Runs after wk__kernel_rollback took the owner's kernels. */
+void wk__op_rollback(wk_plugin *owner) {
+  if (!owner) return;
+  pthread_mutex_lock(&g_lock);
+  int w = 0;
+  for (int r = 0; r < g_nops; r++) {
+    wk_op *op = g_ops[r];
+    if (op->owner != owner || op->nkernels) { /* kernels left are another plugin's: it stays, shared */
+      if (op->owner == owner) op->owner = NULL;
+      g_ops[w++] = op;
+      continue;
+    }
+    free(op->kernels);
+    wk__schema_free(&op->schema);
+    free(op->schema_text);
+    free(op);
+  }
+  if (w != g_nops) { /* a new hash swapped in, as hash_insert grows it (in place without memory) */
+    g_nops = w;
+    wk_op **h = calloc((size_t)g_hashcap, sizeof *h);
+    if (!h) h = memset(g_hash, 0, sizeof *g_hash * (size_t)g_hashcap);
+    for (int i = 0; i < g_nops; i++) {
+      uint32_t j = hash_str(g_ops[i]->schema.name) & (uint32_t)(g_hashcap - 1);
+      while (h[j]) j = (j + 1) & (uint32_t)(g_hashcap - 1);
+      h[j] = g_ops[i];
+    }
+    if (h != g_hash) {
+      free(g_hash);
+      g_hash = h;
+    }
   }
   pthread_mutex_unlock(&g_lock);
 }

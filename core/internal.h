@@ -123,6 +123,7 @@ WK__HIDDEN bool wk__schema_equal(const wk__schema *a, const wk__schema *b);
 WK__HIDDEN void wk__ops_declare_standard(void);
 WK__HIDDEN void wk__core_kernels_register(void);
 WK__HIDDEN void wk__kernel_rollback(wk_plugin *owner);
+WK__HIDDEN void wk__op_rollback(wk_plugin *owner); /* after wk__kernel_rollback */
 WK__HIDDEN void wk__dispatch_apply_env(void);
 WK__HIDDEN const wk__schema *wk__op_schema(const wk_op *op);
 WK__HIDDEN const void **wk__op_autograd_slot(wk_op *op);

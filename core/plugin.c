@@ -24,6 +24,7 @@ static wk_plugin **g_plugins;
 static int g_nplugins, g_cap;
 static wk_plugin *g_current;
 static char *g_search_path;
+static bool g_started; /* wk_init has reached plugin loading: wk_plugin_load may run */
 
 wk_plugin *wk__plugin_current(void) { return g_current; }
 const char *wk__plugin_name_or_core(const wk_plugin *p) { return p ? p->name : "core"; }
@@ -136,8 +137,21 @@ static void note_late_plugin(const wk_plugin *p) {
 
 static void rollback(wk_plugin *p) {
   wk__kernel_rollback(p);
+  wk__op_rollback(p); /* after the kernels: an op keeps another plugin's kernels */
   wk__service_rollback(p);
   wk__device_rollback(p);
+}
+
+/* The status's enum name ("WK_ERR_IO"), or NULL for a number no wk_status has. */
+static const char *status_ident(wk_status st) {
+  switch (st) {
+#define WK__X(e, n, str) \
+  case e:                \
+    return #e;
+    WK_STATUS_LIST(WK__X)
+#undef WK__X
+  }
+  return NULL;
 }
 
 static wk_status load_one(const char *path) {
@@ -221,7 +235,14 @@ static wk_status load_one(const char *path) {
   st = p->info.init();
   g_current = NULL;
   if (st != WK_OK) {
-    set_reason(p, WK_PLUGIN_FAILED, "init failed: %s", wk__error_pending() ? wk_last_error_message() : wk_status_name(st));
+    if (wk__error_pending())
+      set_reason(p, WK_PLUGIN_FAILED, "init failed: %s", wk_last_error_message());
+    else if (status_ident(st))
+      set_reason(p, WK_PLUGIN_FAILED, "init failed: plugin '%s': init returned %s (%s) without a message", p->name,
+                 status_ident(st), wk_status_name(st));
+    else
+      set_reason(p, WK_PLUGIN_FAILED, "init failed: plugin '%s': init returned status %d without a message", p->name,
+                 (int)st);
     rollback(p);
     /* Not dlclosed: code it ran may still be referenced (atexit, threads). */
   } else {
@@ -296,6 +317,7 @@ static bool running_uninstalled(void) {
 }
 
 void wk__plugins_load_all(void) {
+  g_started = true;
   char path[8192] = "";
   size_t k = 0;
   const char *env = getenv("WICK_PLUGIN_PATH");
@@ -345,12 +367,17 @@ const char *wk_plugin_version(const wk_plugin *p) { return p ? p->version : NULL
 const char *wk_plugin_description(const wk_plugin *p) { return p ? p->description : NULL; }
 wk_plugin_status wk_plugin_get_status(const wk_plugin *p) { return p ? p->status : WK_PLUGIN_FAILED; }
 const char *wk_plugin_reason(const wk_plugin *p) { return p ? p->reason : NULL; }
+uint32_t wk_plugin_abi_version(const wk_plugin *p) { return p ? p->info.abi_version : 0; }
 const char *wk_plugin_search_path(void) { return g_search_path ? g_search_path : ""; }
 
 wk_status wk_plugin_load(const char *path) {
   if (!path) return wk_error(WK_ERR_NULL, "wk_plugin_load: argument 'path' is NULL");
-  wk_status st = wk_init();
-  if (st) return st;
+  /* Loading is wk_init's last step: before it, a plugin's init would find no
+   * ops, devices or services to build on. */
+  if (!g_started)
+    return wk_error(WK_ERR_STATE, "wk_plugin_load: %s: Wick is not initialised; call wk_init() first (and check "
+                    "that it returned WK_OK)", path);
+  wk_status st;
   /* the same file already loaded (e.g. it is also on WICK_PLUGIN_PATH): done */
   char *real = realpath(path, NULL);
   for (int i = 0; real && i < g_nplugins; i++) {

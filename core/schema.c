@@ -1,4 +1,4 @@
-/* Operator schema parser: "name.overload(Type arg=default, *, ...) -> Ret".
+/* Operator schema parser: "[ns::]name[.overload](Type arg=default, *, ...) -> Ret".
  * Validates types, annotations and defaults once, at declaration, so calls
  * only compare tags. */
 #include <ctype.h>
@@ -54,6 +54,60 @@ static char *ident(parser *ps) {
   size_t n = (size_t)(ps->p - b);
   char *r = malloc(n + 1);
   if (!r) return NULL;
+  memcpy(r, b, n);
+  r[n] = 0;
+  return r;
+}
+
+static bool starts_ident(const parser *ps) { return isalpha((unsigned char)*ps->p) || *ps->p == '_'; }
+
+/* The op name: [ns::]name[.overload], three identifiers (PyTorch's scheme:
+ * "acme::rms_norm", "acme::rms_norm.v2", "add.Scalar"). The legacy namespace
+ * form "acme.rms_norm" (one dot, no "::") stays valid: it reads as name
+ * "acme" with overload "rms_norm". Returns the full text as a new string, or
+ * NULL after recording the error. */
+static char *op_name(parser *ps) {
+  ws(ps);
+  const char *b = ps->p;
+  char *part = ident(ps);
+  if (!part) {
+    fail(ps, "expected an op name");
+    return NULL;
+  }
+  free(part);
+  bool ns = false;
+  if (ps->p[0] == ':' && ps->p[1] == ':') {
+    ns = true;
+    ps->p += 2;
+    if (!starts_ident(ps) || !(part = ident(ps))) {
+      fail(ps, "expected an op name after the namespace's '::'");
+      return NULL;
+    }
+    free(part);
+    if (ps->p[0] == ':' && ps->p[1] == ':') {
+      fail(ps, "an op name has one namespace at most (ns::name.overload)");
+      return NULL;
+    }
+  }
+  if (*ps->p == '.') {
+    ps->p++;
+    if (!starts_ident(ps) || !(part = ident(ps))) {
+      fail(ps, "expected an overload name after '.'");
+      return NULL;
+    }
+    free(part);
+    if (*ps->p == '.' || (ps->p[0] == ':' && ps->p[1] == ':')) {
+      fail(ps, ns ? "an op name has one overload at most (ns::name.overload)"
+                  : "an op name has one '.' at most: write a namespaced op with an overload as ns::name.overload");
+      return NULL;
+    }
+  }
+  size_t n = (size_t)(ps->p - b);
+  char *r = malloc(n + 1);
+  if (!r) {
+    fail(ps, "out of memory");
+    return NULL;
+  }
   memcpy(r, b, n);
   r[n] = 0;
   return r;
@@ -316,26 +370,8 @@ bool wk__schema_parse(const char *text, wk__schema *s) {
     wk_error(WK_ERR_NULL, "wk_op_declare: argument 'schema' is NULL");
     return false;
   }
-  char *name = ident(&ps);
-  if (!name) {
-    fail(&ps, "expected an op name");
-    return false;
-  }
-  size_t nlen = strlen(name);
-  if (*ps.p == '.') {
-    ps.p++;
-    char *ov = ident(&ps);
-    if (!ov) {
-      free(name);
-      fail(&ps, "expected an overload name after '.'");
-      return false;
-    }
-    char *full = malloc(nlen + strlen(ov) + 2);
-    if (full) sprintf(full, "%s.%s", name, ov);
-    free(name);
-    free(ov);
-    name = full;
-  }
+  char *name = op_name(&ps);
+  if (!name) return false;
   s->name = name;
   if (!eat(&ps, '(')) {
     fail(&ps, "expected '('");

@@ -1,6 +1,7 @@
 /* check_plugins: the plugin loader against broken and well-behaved plugins:
  * wrong ABI major, an unresolved symbol, a failing init (with rollback of what
- * it registered), junk files, allow/deny lists, duplicates, explicit loads.
+ * it registered, ops included), junk files, allow/deny lists, duplicates,
+ * explicit loads (and before wk_init), namespaced ops, each plugin's ABI.
  * Each test builds its own plugin directory and initialises Wick itself. */
 #include <unistd.h>
 
@@ -93,6 +94,30 @@ START_TEST(test_plugins_broken_ones_are_listed_with_reasons) {
   wk_clear_error();
   ck_assert_int_eq(wk_device_type_find("initfaildev"), -1);
   assert_cpu_works(); /* its high-priority neg kernel is gone */
+  /* its own ops are gone; ops the core or goodop declared too stay */
+  const char *gone[] = {"initfail::probe", "initfail::probe.v2", "initfail.legacy"};
+  for (int i = 0; i < 3; i++) {
+    ck_assert_msg(wk_op_find(gone[i]) == NULL, "op %s of the failed plugin is still declared", gone[i]);
+    TU_FAILS_WITH(WK_ERR_NOT_FOUND, "unknown op");
+  }
+  for (int i = 0; i < wk_op_count(); i++)
+    ck_assert_msg(strncmp(wk_op_name(wk_op_at(i)), "initfail", 8) != 0, "%s left", wk_op_name(wk_op_at(i)));
+  TU_NOTNULL(wk_op_find("neg"));
+  wk_op *tp = wk_op_find("goodop.twice_plus");
+  TU_NOTNULL(tp);
+  ck_assert_int_eq(wk_op_num_kernels(tp), 1);
+  wk_tensor *x = wk_tensor_from_data((float[]){1, 2}, WK_F32, WK_SHAPE(2));
+  wk_value out[1];
+  TU_OK(wk_call("goodop.twice_plus", (wk_value[]){WK_VT(x), WK_VF(1)}, 2, out));
+  TU_EQ_VALS(out[0].u.t, 3, 5);
+  wk_release(out[0].u.t);
+  wk_release(x);
+  /* the ABI each plugin was built for: unknown (0) where no entry ran */
+  ck_assert_uint_eq(wk_plugin_abi_version(wk_plugin_find("goodop")), wk_abi_version());
+  ck_assert_uint_eq(wk_plugin_abi_version(find_any("initfail")), wk_abi_version());
+  ck_assert_uint_eq(wk_plugin_abi_version(find_any("badabi")), 99u << 16);
+  ck_assert_uint_eq(wk_plugin_abi_version(find_any("junk")), 0);
+  ck_assert_uint_eq(wk_plugin_abi_version(NULL), 0);
   ck_assert_int_eq(wk_last_error(), WK_OK); /* broken plugins leave no pending error */
   cleanup();
 }
@@ -267,6 +292,98 @@ START_TEST(test_plugins_kernel_override_for_a_plugin_loaded_later) {
 }
 END_TEST
 
+START_TEST(test_plugins_init_failure_without_message_names_plugin_and_status) {
+  const char *names[] = {"initfail"};
+  make_dir(names, 1, false);
+  setenv("WICK_TEST_INITFAIL_SILENT", "1", 1);
+  ck_assert_int_eq(wk_init(), WK_OK);
+  wk_plugin *p = find_any("initfail");
+  ck_assert_int_eq(wk_plugin_get_status(p), WK_PLUGIN_FAILED);
+  ck_assert_str_eq(wk_plugin_reason(p),
+                   "init failed: plugin 'initfail': init returned WK_ERR_UNSUPPORTED (unsupported) without a message");
+  ck_assert_int_eq(wk_last_error(), WK_OK);
+  /* the same through an explicit load */
+  char path[512];
+  snprintf(path, sizeof path, "%s/initfail.so", TEST_PLUGIN_DIR);
+  ck_assert_int_eq(wk_plugin_load(path), WK_ERR_PLUGIN);
+  TU_FAILS_WITH(WK_ERR_PLUGIN, "initfail.so: init failed: plugin 'initfail': init returned WK_ERR_UNSUPPORTED");
+  cleanup();
+}
+END_TEST
+
+START_TEST(test_plugins_load_before_init_fails_cleanly) {
+  make_dir(NULL, 0, false);
+  char path[512];
+  snprintf(path, sizeof path, "%s/goodop.so", TEST_PLUGIN_DIR);
+  ck_assert_int_eq(wk_plugin_load(path), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "wk_plugin_load: ");
+  ck_assert_int_eq(wk_plugin_load(path), WK_ERR_STATE);
+  ck_assert_msg(strstr(wk_last_error_message(), "goodop.so: Wick is not initialised; call wk_init() first"), "%s",
+                wk_last_error_message());
+  wk_clear_error();
+  ck_assert_int_eq(wk_plugin_count(), 0); /* nothing was loaded, not even recorded */
+  ck_assert_int_eq(wk_op_count(), 0);     /* and wk_init did not run behind the caller's back */
+  ck_assert_int_eq(wk_init(), WK_OK);
+  TU_OK(wk_plugin_load(path));
+  TU_NOTNULL(wk_op_find("goodop.twice_plus"));
+  cleanup();
+}
+END_TEST
+
+START_TEST(test_plugins_namespaced_ops_with_overloads) {
+  const char *names[] = {"goodop"};
+  make_dir(names, 1, false);
+  ck_assert_int_eq(wk_init(), WK_OK);
+  /* a plugin's ns::name and ns::name.overload: two ops, found by their full names */
+  wk_op *a = wk_op_find("goodop::scaled"), *b = wk_op_find("goodop::scaled.v2");
+  TU_NOTNULL(a);
+  TU_NOTNULL(b);
+  ck_assert_ptr_ne(a, b);
+  ck_assert_str_eq(wk_op_name(b), "goodop::scaled.v2");
+  wk_tensor *x = wk_tensor_from_data((float[]){1, 2}, WK_F32, WK_SHAPE(2));
+  wk_value out[1];
+  TU_OK(wk_call("goodop::scaled", (wk_value[]){WK_VT(x)}, 1, out));
+  TU_EQ_VALS(out[0].u.t, 2, 4);
+  wk_release(out[0].u.t);
+  TU_OK(wk_call("goodop::scaled.v2", (wk_value[]){WK_VT(x), WK_VF(3)}, 2, out));
+  TU_EQ_VALS(out[0].u.t, 4, 7);
+  wk_release(out[0].u.t);
+  ck_assert_int_eq(wk_call("goodop::scaled", (wk_value[]){WK_VT(x), WK_VS("no")}, 2, out), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "goodop::scaled(): argument 's' (position 2) must be float");
+  wk_release(x);
+  ck_assert_ptr_null(wk_op_find("goodop::scaled.v3"));
+  TU_FAILS_WITH(WK_ERR_NOT_FOUND, "unknown op 'goodop::scaled.v3'");
+  /* the same scheme from a program; the legacy one-dot namespace stays valid */
+  wk_op *n = wk_op_declare("acme::rms_norm(Tensor self, Tensor weight, float eps=1e-6) -> Tensor", 0);
+  wk_op *v = wk_op_declare("acme::rms_norm.v2(Tensor self, Tensor? weight=None) -> Tensor", 0);
+  TU_NOTNULL(n);
+  TU_NOTNULL(v);
+  ck_assert_ptr_eq(wk_op_find("acme::rms_norm"), n);
+  ck_assert_ptr_eq(wk_op_find("acme::rms_norm.v2"), v);
+  ck_assert_ptr_eq(wk_op_declare("  acme::rms_norm.v2(Tensor self, Tensor? weight=None) -> Tensor", 0), v);
+  TU_NOTNULL(wk_op_declare("acme.legacy(Tensor self) -> Tensor", 0));
+  ck_assert_str_eq(wk_op_name(wk_op_find("acme.legacy")), "acme.legacy");
+  TU_NOTNULL(wk_op_declare("_acme::_x._y(Tensor self) -> Tensor", 0));
+  /* malformed names: each a schema error saying what is wrong */
+  static const struct { const char *schema, *why; } bad[] = {
+      {"acme.rms_norm.v2(Tensor self) -> Tensor", "write a namespaced op with an overload as ns::name.overload"},
+      {"acme::rms_norm.v2.v3(Tensor self) -> Tensor", "one overload at most (ns::name.overload)"},
+      {"acme::sub::rms_norm(Tensor self) -> Tensor", "one namespace at most"},
+      {"acme.rms_norm::v2(Tensor self) -> Tensor", "one '.' at most"},
+      {"acme::(Tensor self) -> Tensor", "expected an op name after the namespace's '::'"},
+      {"acme:: rms_norm(Tensor self) -> Tensor", "expected an op name after the namespace's '::'"},
+      {"acme::rms_norm.(Tensor self) -> Tensor", "expected an overload name after '.'"},
+      {"acme:rms_norm(Tensor self) -> Tensor", "expected '('"},
+      {"::rms_norm(Tensor self) -> Tensor", "expected an op name"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    ck_assert_msg(wk_op_declare(bad[i].schema, 0) == NULL, "'%s' was accepted", bad[i].schema);
+    TU_FAILS_WITH(WK_ERR_SCHEMA, bad[i].why);
+  }
+  cleanup();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("plugins");
   TCase *tc = tcase_create("loader");
@@ -277,6 +394,9 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_plugins_duplicates_and_explicit_load);
   tcase_add_test(tc, test_plugins_misspelled_kernel_override_is_reported);
   tcase_add_test(tc, test_plugins_kernel_override_for_a_plugin_loaded_later);
+  tcase_add_test(tc, test_plugins_init_failure_without_message_names_plugin_and_status);
+  tcase_add_test(tc, test_plugins_load_before_init_fails_cleanly);
+  tcase_add_test(tc, test_plugins_namespaced_ops_with_overloads);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -5,7 +5,9 @@
 #      the installed wick-sdk.pc (never this source tree's headers);
 #   3. with the installed `wick`: `opcheck --plugin swiglu.so custom.swiglu`,
 #      `opcheck relu` (the plugin's faster kernel against the reference one),
-#      `info` (the plugin is listed as loaded);
+#      `info` (the plugin is listed as loaded, with its ABI); a namespaced op
+#      with an overload (acme::scale.v2) under opcheck with per-argument
+#      shapes and dtypes, bad --arg specs, --help, the unknown-op hint;
 #   4. a small C program built against the installed libwick (wick.pc) checks
 #      what opcheck does not: broadcasting, strides, dtypes, errors, gradients
 #      through broadcasting, bit-identical relu, the env overrides, no leaks.
@@ -93,7 +95,7 @@ WICK_PLUGIN_PATH=$ex:$plugdir "$wick" opcheck relu >"$log" 2>&1 || fail "wick op
 grep -q "kernel 'swiglu.relu_fast' (swiglu) agrees" "$log" || fail "opcheck relu did not compare the swiglu kernel"
 
 WICK_PLUGIN_PATH=$ex:$plugdir "$wick" info >"$log" 2>&1 || fail "wick info"
-grep -q "^  swiglu  *loaded  *1\.0\.0  *$ex/swiglu\.so" "$log" || fail "wick info does not list swiglu as loaded"
+grep -q "^  swiglu  *loaded  *1\.0\.0  *ABI [0-9.]*  *$ex/swiglu\.so" "$log" || fail "wick info does not list swiglu as loaded"
 grep -q "^  relu  *swiglu" "$log" || fail "wick info does not show swiglu's kernel winning relu"
 grep -q "^  custom\.swiglu  *swiglu" "$log" || fail "wick info does not list custom.swiglu"
 
@@ -115,6 +117,74 @@ WICK_DENY_KERNELS=swiglu:relu WICK_PLUGIN_PATH=$plugdir "$wick" opcheck --plugin
 grep -q "^wick: note: WICK_DENY_KERNELS: plugin 'swiglu' is loaded now (from $ex/swiglu.so); its entries apply" "$log" ||
   fail "no note that WICK_DENY_KERNELS's entry for swiglu applies once --plugin loaded it"
 grep -q "kernel 'swiglu.relu_fast'" "$log" && fail "opcheck relu ran swiglu's kernel although WICK_DENY_KERNELS denied it"
+
+# `wick info` shows the ABI each plugin was built for (text and --json).
+abi=$(WICK_PLUGIN_PATH=$plugdir "$wick" info 2>/dev/null | sed -n 's/^Wick .* (ABI \([0-9.]*\))$/\1/p')
+[ -n "$abi" ] || fail "wick info prints no core ABI"
+WICK_PLUGIN_PATH=$ex:$plugdir "$wick" info >"$log" 2>&1 || fail "wick info"
+grep -q "^  swiglu  *loaded  *1\.0\.0  *ABI $abi  *$ex/swiglu\.so" "$log" || fail "wick info does not show swiglu's ABI ($abi)"
+WICK_PLUGIN_PATH=$ex:$plugdir "$wick" info --json >"$log" 2>&1 || fail "wick info --json"
+grep -q "\"name\": \"swiglu\", \"status\": \"loaded\", \"version\": \"1.0.0\", \"abi\": \"$abi\"" "$log" ||
+  fail "wick info --json does not show swiglu's ABI ($abi)"
+
+# ---- 3b. a namespaced op with an overload, and opcheck's per-argument inputs ----------------
+# acme::scale and acme::scale.v2 (PyTorch's ns::name.overload), built the way the example is.
+cat >"$ex/acme.c" <<'EOF2'
+#include <wick/sdk.h>
+static wk_tensor *scale(wk_tensor *x, wk_tensor *w) { return wk_mul(x, w); }
+static wk_tensor *scale_v2(wk_tensor *x, wk_tensor *w, double alpha) {
+  wk_tensor *m = wk_mul(x, w), *r = wk_mul_scalar(m, alpha);
+  wk_release(m);
+  return r;
+}
+static wk_status init(void) {
+  if (!wk_op_declare("acme::scale(Tensor self, Tensor weight) -> Tensor", WK_TAG_COMPOSITE) ||
+      !wk_op_declare("acme::scale.v2(Tensor self, Tensor weight, float alpha=2) -> Tensor", WK_TAG_COMPOSITE))
+    return wk_last_error();
+  wk_status s = wk_kernel_register_unboxed("acme::scale", WK_DEVICE_CPU, WK_PRIORITY_REFERENCE,
+                                           (void (*)(void))scale, "acme.scale");
+  if (!s) s = wk_kernel_register_unboxed("acme::scale.v2", WK_DEVICE_CPU, WK_PRIORITY_REFERENCE,
+                                         (void (*)(void))scale_v2, "acme.scale_v2");
+  return s;
+}
+WK_PLUGIN_DEFINE("acme", "0.1.0", "acme::scale and its overload v2", init, NULL)
+EOF2
+# shellcheck disable=SC2046
+$CC -std=c11 -O1 -Wall -Wextra -Werror -fPIC -fvisibility=hidden $("$PKG_CONFIG" --cflags wick-sdk) -shared \
+  -Wl,--no-undefined -o "$ex/acme.so" "$ex/acme.c" $("$PKG_CONFIG" --libs wick-sdk) >"$log" 2>&1 ||
+  fail "building the acme plugin against the installed SDK"
+acme() { WICK_PLUGIN_PATH=$plugdir "$wick" opcheck --plugin "$ex/acme.so" "$@"; }
+acme --arg weight=4 acme::scale >"$log" 2>&1 || fail "wick opcheck acme::scale"
+grep -q "^ok: gradcheck (2 float64 inputs)" "$log" || fail "opcheck acme::scale ran no gradcheck"
+acme --arg weight=4 --arg alpha=0.5 acme::scale.v2 >"$log" 2>&1 || fail "wick opcheck acme::scale.v2"
+grep -q "^PASS: acme::scale.v2" "$log" || fail "opcheck acme::scale.v2 did not pass"
+# per-argument shapes and dtypes: self [2,3,4] f32, weight [4] f64 (promoted), then every tensor f32
+acme --shape 2x3x4 --dtype f32 --arg weight=4:f64 acme::scale.v2 >"$log" 2>&1 ||
+  fail "wick opcheck --dtype f32 --arg weight=4:f64 acme::scale.v2"
+grep -q "^ok: gradcheck (1 float64 input)" "$log" || fail "opcheck with one f64 input did not gradcheck it"
+acme --arg self=5x4:f32 --arg weight=1x4:f32 acme::scale >"$log" 2>&1 || fail "wick opcheck --arg self=5x4:f32"
+grep -q "^skip: gradcheck needs float64 tensor inputs" "$log" || fail "opcheck of f32 inputs did not skip gradcheck"
+# a shape the op refuses is a FAIL naming it, not a crash
+acme --arg weight=5 acme::scale >"$log" 2>&1 && fail "opcheck acme::scale with weight [5] against [3, 4] passed"
+grep -q "^FAIL: opcheck acme::scale: the reference kernel failed on the sample inputs" "$log" ||
+  fail "no FAIL line for mismatched shapes"
+# bad --arg specs: exit 2 with a message naming the problem
+for spec in "nosuch=3|the op has no argument 'nosuch' (it has: self, weight, alpha)" "weight=4x|bad shape '4x'" \
+  "weight=4:f33|unknown dtype 'f33'" "alpha=big|'big' is not a value of 'alpha' (float)" \
+  "weight=none|'weight' is Tensor, which cannot be None" "alpha|argument spec 'alpha' is not NAME=VALUE"; do
+  arg=${spec%%|*}
+  want=${spec#*|}
+  acme --arg "$arg" acme::scale.v2 >"$log" 2>&1
+  [ $? -eq 2 ] || fail "opcheck --arg $arg did not exit 2"
+  grep -qF "$want" "$log" || fail "opcheck --arg $arg: no '$want'"
+done
+# --help answers on stdout; an unknown op hints at --plugin and WICK_PLUGIN_PATH
+"$wick" opcheck --help >"$log" 2>&1 || fail "wick opcheck --help"
+grep -q -e "--arg NAME=VALUE" "$log" && grep -q "SHAPE\[:DTYPE\]" "$log" && grep -q "WICK_PLUGIN_PATH" "$log" ||
+  fail "wick opcheck --help does not describe --arg"
+WICK_PLUGIN_PATH=$plugdir "$wick" opcheck acme::scale >"$log" 2>&1 && fail "opcheck of an op no plugin declares passed"
+grep -q "unknown op 'acme::scale'" "$log" && grep -q -e "--plugin PATH" "$log" &&
+  grep -q "WICK_PLUGIN_PATH (searched now: $plugdir" "$log" || fail "no --plugin / WICK_PLUGIN_PATH hint for an unknown op"
 
 # ---- 4. a program against the installed libwick ---------------------------------------------
 cat >"$tmp/check.c" <<'EOF'

@@ -1,7 +1,8 @@
 /* The `wick` command line: `wick info [--json]` shows what the core found:
  * version and ABI, the plugin search path, every plugin candidate with its
- * status and reason, device types, services, and which plugin's kernel wins
- * each op on each device type. */
+ * status, reason and the ABI it was built for, device types, services, and
+ * which plugin's kernel wins each op on each device type; `wick opcheck` runs
+ * the SDK conformance checks on one op. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,16 @@ static void json_str(const char *s) {
       putchar(c);
   }
   putchar('"');
+}
+
+/* "1.2" for a plugin's ABI version, "?" (and false) when unknown (0). */
+static bool abi_text(uint32_t v, char *buf, size_t n) {
+  if (!v) {
+    snprintf(buf, n, "?");
+    return false;
+  }
+  snprintf(buf, n, "%u.%u", v >> 16, v & 0xffff);
+  return true;
 }
 
 /* Device type ids that exist (cpu first). */
@@ -92,8 +103,10 @@ static void info_text(void) {
   printf("Plugin search path: %s\n\nPlugins:\n", wk_plugin_search_path());
   for (int i = 0; i < wk_plugin_count(); i++) {
     wk_plugin *p = wk_plugin_at(i);
-    printf("  %-12s %-8s %-8s %s\n", wk_plugin_name(p), status_word(wk_plugin_get_status(p)),
-           wk_plugin_version(p), wk_plugin_path(p));
+    char abi[32];
+    abi_text(wk_plugin_abi_version(p), abi, sizeof abi);
+    printf("  %-12s %-8s %-8s ABI %-5s %s\n", wk_plugin_name(p), status_word(wk_plugin_get_status(p)),
+           wk_plugin_version(p), abi, wk_plugin_path(p));
     if (*wk_plugin_reason(p)) printf("               reason: %s\n", wk_plugin_reason(p));
     else if (*wk_plugin_description(p)) printf("               %s\n", wk_plugin_description(p));
   }
@@ -153,6 +166,11 @@ static void info_json(void) {
     json_str(wk_plugin_name(p));
     printf(", \"status\": \"%s\", \"version\": ", status_word(wk_plugin_get_status(p)));
     json_str(wk_plugin_version(p));
+    char abi[32];
+    if (abi_text(wk_plugin_abi_version(p), abi, sizeof abi))
+      printf(", \"abi\": \"%s\"", abi);
+    else
+      printf(", \"abi\": null");
     printf(", \"path\": ");
     json_str(wk_plugin_path(p));
     printf(", \"reason\": ");
@@ -213,56 +231,128 @@ static void info_json(void) {
   printf("]}\n");
 }
 
-/* wick opcheck [--plugin PATH] [--shape AxB] OP: conformance checks of OP on
- * float64 sample inputs built from its schema. */
+static const char g_opcheck_help[] =
+    "usage: wick opcheck [OPTIONS] OP\n"
+    "\n"
+    "Runs the SDK conformance checks on OP (schema sanity, every kernel against the\n"
+    "reference cpu kernel, mutation annotations, strided inputs, gradcheck, other\n"
+    "devices against the cpu) on sample inputs built from its schema: a pseudo-random\n"
+    "tensor for every Tensor argument (optional tensors: None), the schema's\n"
+    "defaults, small values otherwise. Prints 'ok: ...' per check, then PASS (exit 0)\n"
+    "or FAIL (exit 1); bad usage exits 2.\n"
+    "\n"
+    "Options:\n"
+    "  --plugin PATH       load this plugin file first (repeatable); or put its\n"
+    "                      directory on WICK_PLUGIN_PATH, not both\n"
+    "  --shape SHAPE       shape of every tensor argument (default 3x4)\n"
+    "  --dtype DTYPE       dtype of every tensor argument (default f64; gradcheck\n"
+    "                      runs on float64 inputs only)\n"
+    "  --arg NAME=VALUE    one argument's input (repeatable), by its schema name:\n"
+    "                        Tensor:   SHAPE[:DTYPE] or :DTYPE  weight=4x3:f32  x=:i64\n"
+    "                        int, float, Scalar, bool           alpha=0.25  keepdim=true\n"
+    "                        int[], float[]                     dim=0,1\n"
+    "                        str, ScalarType                    reduction=sum  dtype=f32\n"
+    "                        optional arguments                 bias=none  (an optional\n"
+    "                                                           tensor given a SHAPE is passed)\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "SHAPE is sizes joined by 'x' (3x4, 5) or 'scalar' (0-dim); DTYPE is one of\n"
+    "f32 f64 f16 bf16 i8 u8 i16 i32 i64 bool (or torch names: float32, int64, ...).\n"
+    "\n"
+    "Examples:\n"
+    "  wick opcheck --plugin ./swiglu.so custom.swiglu\n"
+    "  wick opcheck --arg self=2x3:f32 --arg other=3:f32 add\n"
+    "  WICK_PLUGIN_PATH=$PWD wick opcheck --arg weight=4x3 --arg bias=none acme::linear\n";
+
+/* wick opcheck [OPTIONS] OP: conformance checks of OP (see g_opcheck_help). */
 static int opcheck_cmd(int argc, char **argv) {
-  const char *plugin = NULL, *opname = NULL;
+  const char *plugins[16], *opname = NULL, *argspecs[WK_MAX_ARGS];
+  int nplugins = 0, nspecs = 0;
   int64_t shape[WK_MAX_DIMS] = {3, 4};
   int nd = 2;
+  wk_dtype dtype = WK_F64;
   for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "--plugin") == 0 && i + 1 < argc) {
-      plugin = argv[++i];
-    } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
-      nd = 0;
-      for (char *p = argv[++i]; *p && nd < WK_MAX_DIMS;) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 0) {
-          fprintf(stderr, "wick opcheck: bad --shape '%s' (want e.g. 3x4)\n", argv[i]);
-          return 2;
-        }
-        shape[nd++] = v;
-        p = *end == 'x' ? end + 1 : end;
-        if (*end && *end != 'x') {
-          fprintf(stderr, "wick opcheck: bad --shape '%s' (want e.g. 3x4)\n", argv[i]);
-          return 2;
-        }
+    const char *o = argv[i];
+    bool takes = strcmp(o, "--plugin") == 0 || strcmp(o, "--shape") == 0 || strcmp(o, "--dtype") == 0 ||
+                 strcmp(o, "--arg") == 0;
+    if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+      fputs(g_opcheck_help, stdout);
+      return 0;
+    } else if (takes && i + 1 == argc) {
+      fprintf(stderr, "wick opcheck: option '%s' needs a value (see wick opcheck --help)\n", o);
+      return 2;
+    } else if (strcmp(o, "--plugin") == 0) {
+      if (nplugins == 16) {
+        fprintf(stderr, "wick opcheck: at most 16 --plugin options\n");
+        return 2;
       }
-    } else if (argv[i][0] == '-') {
-      fprintf(stderr, "wick opcheck: unknown option '%s'\n", argv[i]);
+      plugins[nplugins++] = argv[++i];
+    } else if (strcmp(o, "--shape") == 0) {
+      if (!wk_opcheck_parse_shape(argv[++i], shape, &nd)) {
+        fprintf(stderr, "wick opcheck: bad --shape '%s' (want e.g. 3x4, 5 or scalar)\n", argv[i]);
+        return 2;
+      }
+    } else if (strcmp(o, "--dtype") == 0) {
+      dtype = wk_dtype_parse(argv[++i]);
+      if (dtype == WK_DTYPE_DEFAULT) {
+        fprintf(stderr, "wick opcheck: --dtype: %s\n", wk_last_error_message());
+        return 2;
+      }
+    } else if (strcmp(o, "--arg") == 0) {
+      if (nspecs == WK_MAX_ARGS) {
+        fprintf(stderr, "wick opcheck: at most %d --arg options\n", WK_MAX_ARGS);
+        return 2;
+      }
+      argspecs[nspecs++] = argv[++i];
+    } else if (o[0] == '-') {
+      fprintf(stderr, "wick opcheck: unknown option '%s' (see wick opcheck --help)\n", o);
+      return 2;
+    } else if (opname) {
+      fprintf(stderr, "wick opcheck: one OP at a time ('%s' and '%s' given)\n", opname, o);
       return 2;
     } else {
-      opname = argv[i];
+      opname = o;
     }
   }
   if (!opname) {
-    fprintf(stderr, "usage: wick opcheck [--plugin PATH] [--shape 3x4] OP\n");
+    fprintf(stderr, "usage: wick opcheck [--plugin PATH] [--shape 3x4] [--dtype f64] [--arg NAME=VALUE] OP\n"
+                    "       (wick opcheck --help for more)\n");
     return 2;
   }
-  if (wk_init() != WK_OK || (plugin && wk_plugin_load(plugin) != WK_OK)) {
+  if (wk_init() != WK_OK) {
     fprintf(stderr, "wick opcheck: %s\n", wk_last_error_message());
     return 1;
   }
+  for (int i = 0; i < nplugins; i++)
+    if (wk_plugin_load(plugins[i]) != WK_OK) {
+      fprintf(stderr, "wick opcheck: %s\n", wk_last_error_message());
+      return 1;
+    }
   wk_op *op = wk_op_find(opname);
   if (!op) {
-    fprintf(stderr, "wick opcheck: %s\n", wk_last_error_message());
+    fprintf(stderr,
+            "wick opcheck: %s\n"
+            "  If a plugin declares it, load that plugin: wick opcheck --plugin PATH/TO/PLUGIN.so %s,\n"
+            "  or put its directory on WICK_PLUGIN_PATH (searched now: %s).\n"
+            "  `wick info` lists the plugins found (with why any failed) and every declared op.\n",
+            wk_last_error_message(), opname, *wk_plugin_search_path() ? wk_plugin_search_path() : "(nothing)");
     return 1;
   }
+  static wk_opcheck_arg specs[WK_MAX_ARGS]; /* values point into them */
+  for (int i = 0; i < nspecs; i++)
+    if (wk_opcheck_parse_arg(op, argspecs[i], &specs[i]) != WK_OK) {
+      fprintf(stderr, "wick opcheck: %s\n", wk_last_error_message());
+      return 2;
+    }
   wk_value args[WK_MAX_ARGS];
   wk_tensor *tensors[WK_MAX_ARGS];
   int64_t scratch[WK_MAX_ARGS];
   int nt = 0;
-  int n = wk_opcheck_sample_args(op, shape, nd, 1, args, tensors, &nt, scratch);
+  int n = wk_opcheck_sample_args_ex(op, shape, nd, dtype, specs, nspecs, 1, args, tensors, &nt, scratch);
+  if (n < 0) {
+    printf("FAIL: %s: cannot build the sample inputs: %s\n", opname, wk_last_error_message());
+    return 1;
+  }
   wk_opcheck_opts o = {0, 0, false, stdout};
   wk_status s = wk_opcheck(opname, args, n, &o);
   for (int i = 0; i < nt; i++) wk_release(tensors[i]);
@@ -276,9 +366,9 @@ static int opcheck_cmd(int argc, char **argv) {
 
 static int usage(FILE *f) {
   fprintf(f,
-          "usage: wick info [--json]   show version, plugins (with reasons), devices, services and kernels\n"
-          "       wick opcheck [--plugin PATH] [--shape 3x4] OP\n"
-          "                            run the SDK conformance checks on OP\n"
+          "usage: wick info [--json]   show version, plugins (with reasons and ABI), devices, services and kernels\n"
+          "       wick opcheck [--plugin PATH] [--shape 3x4] [--dtype f64] [--arg NAME=SHAPE[:DTYPE]] OP\n"
+          "                            run the SDK conformance checks on OP (wick opcheck --help)\n"
           "       wick version         print the library version\n");
   return f == stderr ? 2 : 0;
 }

@@ -60,10 +60,17 @@ WK_API const char *wk_plugin_description(const wk_plugin *p);
 WK_API wk_plugin_status wk_plugin_get_status(const wk_plugin *p);
 /* Why it was skipped or failed ("" when loaded). */
 WK_API const char *wk_plugin_reason(const wk_plugin *p);
+/* The ABI version the plugin was built for, as its entry reported it
+ * ((major << 16) | minor, like wk_abi_version()); 0 when unknown (NULL, or a
+ * candidate whose entry never ran: skipped, dlopen failed, no entry symbol).
+ * Added in ABI 1.2. */
+WK_API uint32_t wk_plugin_abi_version(const wk_plugin *p);
 /* The colon-separated directories searched, in order. */
 WK_API const char *wk_plugin_search_path(void);
-/* Loads one plugin file explicitly (after wk_init). Returns WK_OK when it
- * loaded; otherwise its status with the reason recorded. */
+/* Loads one plugin file explicitly, after wk_init() returned WK_OK (before
+ * it: WK_ERR_STATE, nothing loaded). Returns WK_OK when it loaded, or when
+ * that file is loaded already; otherwise WK_ERR_PLUGIN with the reason
+ * recorded ("wk_plugin_load: PATH: REASON"). */
 WK_API wk_status wk_plugin_load(const char *path);
 
 /* ---- Services: named, versioned interfaces plugins offer each other ----------- */

@@ -8,6 +8,8 @@
 #define WICK_SDK_OPCHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <wick/sdk/gradcheck.h>
 
 typedef struct wk_opcheck_opts {
@@ -263,29 +265,226 @@ static inline wk_status wk_opcheck(const char *opname, const wk_value *args, int
   return s;
 }
 
-/* Sample arguments from the schema alone, for `wick opcheck OP`: float64
- * tensors of `shape` for every Tensor, defaults where given, small values
- * otherwise. Tensors are new references in tensors[] (release them). */
-static inline int wk_opcheck_sample_args(wk_op *op, const int64_t *shape, int ndim, uint64_t seed, wk_value *args,
-                                         wk_tensor **tensors, int *ntensors, int64_t *scratch) {
+/* ---- Sample arguments ------------------------------------------------------------
+ * `wick opcheck` builds its inputs from the op's schema: every Tensor argument
+ * a pseudo-random tensor of one default shape and dtype, defaults where the
+ * schema gives them, small values otherwise. A wk_opcheck_arg overrides one
+ * argument: a tensor's shape and/or dtype, None for an optional argument, or
+ * another argument's value. wk_opcheck_parse_arg reads the command line's
+ * form of it, "NAME=VALUE":
+ *   Tensor     SHAPE[:DTYPE] or :DTYPE   weight=4x3:f32, bias=3, x=:i64, s=scalar
+ *              (SHAPE: sizes joined by 'x'; "scalar" is a 0-dim tensor)
+ *   int, float, Scalar, bool             k=2, alpha=0.25, flag=true
+ *   int[], float[]                       dims=0,1 (comma list; "" is empty)
+ *   str, ScalarType                      reduction=sum, dtype=f32
+ *   any optional type                    bias=none
+ */
+typedef struct wk_opcheck_arg {
+  char name[64];              /* the schema's argument name */
+  bool is_none;               /* pass None (optional types only) */
+  int ndim;                   /* Tensor: -1 keeps the default shape */
+  int64_t shape[WK_MAX_DIMS]; /* Tensor: the sizes when ndim >= 0 */
+  wk_dtype dtype;             /* Tensor: WK_DTYPE_DEFAULT keeps the default dtype */
+  bool has_value;             /* other types: `value` is the argument */
+  wk_value value;             /* may point into ints/floats/str below: do not copy the struct after parsing */
+  int64_t ints[WK_MAX_DIMS];
+  double floats[WK_MAX_DIMS];
+  char str[64];
+} wk_opcheck_arg;
+
+/* Reads a shape "3x4" ("5": 1-d, "scalar": 0-d) into shape/ndim. Returns
+ * false (nothing recorded) when the text is not one. */
+static inline bool wk_opcheck_parse_shape(const char *text, int64_t *shape, int *ndim) {
+  if (!text) return false;
+  if (strcmp(text, "scalar") == 0) {
+    *ndim = 0;
+    return true;
+  }
+  int n = 0;
+  for (const char *p = text;;) {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 0 || n == WK_MAX_DIMS || (*end && *end != 'x') || (*end == 'x' && !end[1])) return false;
+    shape[n++] = v;
+    if (!*end) break;
+    p = end + 1;
+  }
+  *ndim = n;
+  return true;
+}
+
+/* Reads a comma list of numbers (integers when `ints`) into out; false when
+ * the text is not one. "" is the empty list. */
+static inline bool wk__oc_parse_list(const char *text, bool ints, int64_t *iout, double *fout, int *n) {
+  *n = 0;
+  for (const char *p = text; *p;) {
+    char *end;
+    if (*n == WK_MAX_DIMS) return false;
+    if (ints) iout[*n] = strtoll(p, &end, 10);
+    else fout[*n] = strtod(p, &end);
+    if (end == p || (*end && *end != ',')) return false;
+    (*n)++;
+    p = *end ? end + 1 : end;
+  }
+  return true;
+}
+
+/* Parses spec "NAME=VALUE" for an argument of `op` (forms above) into *out.
+ * Returns WK_OK, or WK_ERR_INVALID_ARG naming the op, the spec and what is
+ * wrong (no such argument, with the op's argument names; a value that does not
+ * fit the argument's type). */
+static inline wk_status wk_opcheck_parse_arg(const wk_op *op, const char *spec, wk_opcheck_arg *out) {
+  if (!op || !spec || !out) return wk_error(WK_ERR_NULL, "wk_opcheck_parse_arg: argument '%s' is NULL",
+                                            !op ? "op" : !spec ? "spec" : "out");
+  memset(out, 0, sizeof *out);
+  out->ndim = -1;
+  const char *opname = wk_op_name(op), *eq = strchr(spec, '=');
+  if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof out->name)
+    return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s' is not NAME=VALUE", opname, spec);
+  memcpy(out->name, spec, (size_t)(eq - spec));
+  const char *v = eq + 1;
+  int i = wk_op_arg_index(op, out->name);
+  if (i < 0) {
+    char names[512] = "";
+    size_t k = 0;
+    for (int j = 0; j < wk_op_num_args(op) && k < sizeof names; j++)
+      k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", j ? ", " : "", wk_op_arg_name(op, j));
+    return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s': the op has no argument '%s' (it has: %s)",
+                    opname, spec, out->name, wk_op_num_args(op) ? names : "none");
+  }
+  const char *ty = wk_op_arg_type(op, i);
+  bool opt = ty[strlen(ty) - 1] == '?';
+  if (strcmp(v, "none") == 0 || strcmp(v, "None") == 0) {
+    if (!opt)
+      return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s': '%s' is %s, which cannot be None", opname,
+                      spec, out->name, ty);
+    out->is_none = true;
+    return WK_OK;
+  }
+  char *end = NULL;
+  bool ok = true;
+  if (strncmp(ty, "Tensor", 6) == 0 && strstr(ty, "[]")) {
+    return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s': '%s' is %s; only none is accepted for it",
+                    opname, spec, out->name, ty);
+  } else if (strncmp(ty, "Tensor", 6) == 0) {
+    char shape[128];
+    const char *colon = strchr(v, ':');
+    size_t n = colon ? (size_t)(colon - v) : strlen(v);
+    if (n >= sizeof shape) n = sizeof shape - 1;
+    memcpy(shape, v, n);
+    shape[n] = 0;
+    if (n && !wk_opcheck_parse_shape(shape, out->shape, &out->ndim))
+      return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s': bad shape '%s' (want e.g. 4x3, 5 or scalar)",
+                      opname, spec, shape);
+    if (colon) {
+      out->dtype = wk_dtype_parse(colon + 1);
+      if (out->dtype == WK_DTYPE_DEFAULT) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", wk_last_error_message());
+        wk_clear_error();
+        return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s': %s", opname, spec, why);
+      }
+    }
+    if (!n && !colon) ok = false;
+  } else if (strncmp(ty, "int[", 4) == 0 || strncmp(ty, "float[", 6) == 0) {
+    bool ints = ty[0] == 'i';
+    int n = 0;
+    ok = wk__oc_parse_list(v, ints, out->ints, out->floats, &n);
+    out->value = ints ? WK_VINTS(out->ints, n) : WK_VFLOATS(out->floats, n);
+  } else if (strncmp(ty, "int", 3) == 0) {
+    long long x = strtoll(v, &end, 10);
+    ok = end != v && !*end;
+    out->value = WK_VI(x);
+  } else if (strncmp(ty, "float", 5) == 0 || strncmp(ty, "Scalar", 6) == 0) {
+    double x = strtod(v, &end);
+    ok = end != v && !*end;
+    bool integral = ok && strncmp(ty, "Scalar", 6) == 0 && !strpbrk(v, ".eEinfINF");
+    out->value = integral ? WK_VI((int64_t)x) : WK_VF(x);
+  } else if (strncmp(ty, "bool", 4) == 0) {
+    bool t = strcmp(v, "true") == 0 || strcmp(v, "True") == 0 || strcmp(v, "1") == 0;
+    ok = t || strcmp(v, "false") == 0 || strcmp(v, "False") == 0 || strcmp(v, "0") == 0;
+    out->value = WK_VB(t);
+  } else if (strncmp(ty, "ScalarType", 10) == 0) {
+    wk_dtype dt = wk_dtype_parse(v);
+    wk_clear_error();
+    ok = dt != WK_DTYPE_DEFAULT;
+    out->value = WK_VDT(dt);
+  } else if (strncmp(ty, "str", 3) == 0) {
+    ok = strlen(v) < sizeof out->str;
+    snprintf(out->str, sizeof out->str, "%s", v);
+    out->value = WK_VS(out->str);
+  } else {
+    return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s': '%s' is %s, which takes no value here",
+                    opname, spec, out->name, ty);
+  }
+  if (!ok)
+    return wk_error(WK_ERR_INVALID_ARG, "opcheck %s: argument spec '%s': '%s' is not a value of '%s' (%s)", opname,
+                    spec, v, out->name, ty);
+  out->has_value = strncmp(ty, "Tensor", 6) != 0;
+  return WK_OK;
+}
+
+/* A pseudo-random tensor of shape/dtype: floats in [-1, 1), integers in
+ * [-10, 10) (u8: [0, 10)), bools both ways. A new reference, or NULL. */
+static inline wk_tensor *wk__oc_sample(const int64_t *shape, int ndim, wk_dtype dtype, uint64_t seed) {
+  wk_tensor *e = wk_empty(shape, ndim, (wk_options){.dtype = WK_F64});
+  wk_tensor *t = e ? wk__gc_proj(e, seed) : NULL;
+  wk_release(e);
+  if (t && !wk_dtype_is_floating(dtype)) { /* spread [-1, 1) over a few integers first */
+    bool from0 = dtype == WK_U8 || dtype == WK_BOOL;
+    double scale = dtype == WK_BOOL ? 1.0 : dtype == WK_U8 ? 5.0 : 10.0;
+    wk_tensor *s = from0 ? wk_add_scalar(t, 1.0) : wk_retain(t), *m = s ? wk_mul_scalar(s, scale) : NULL;
+    wk_tensor *f = m ? wk_floor(m) : NULL;
+    wk_release(s);
+    wk_release(m);
+    wk_release(t);
+    t = f;
+  }
+  if (!t || dtype == WK_F64) return t;
+  wk_tensor *c = wk_to_dtype(t, dtype);
+  wk_release(t);
+  return c;
+}
+
+/* Sample arguments for `op`: each Tensor argument a pseudo-random tensor of
+ * `shape`/`ndim` and `dtype` (WK_DTYPE_DEFAULT: float64); optional tensors
+ * None; defaults where given, small values otherwise; then each of the
+ * `nspecs` specs (wk_opcheck_parse_arg) overrides its argument. Returns the
+ * number of arguments written to args (the op's), or -1 with the error
+ * recorded. Tensors are new references in tensors[] (*ntensors of them:
+ * release them); args may point into scratch (WK_MAX_ARGS int64s) and specs. */
+static inline int wk_opcheck_sample_args_ex(wk_op *op, const int64_t *shape, int ndim, wk_dtype dtype,
+                                            const wk_opcheck_arg *specs, int nspecs, uint64_t seed, wk_value *args,
+                                            wk_tensor **tensors, int *ntensors, int64_t *scratch) {
   int n = wk_op_num_args(op);
   *ntensors = 0;
+  if (dtype == WK_DTYPE_DEFAULT) dtype = WK_F64;
   for (int i = 0; i < n; i++) {
     const char *ty = wk_op_arg_type(op, i);
-    bool opt = strchr(ty, '?') != NULL;
+    bool opt = strchr(ty, '?') != NULL, tensor = strncmp(ty, "Tensor", 6) == 0 && !strstr(ty, "[]");
     const wk_value *def = wk_op_arg_default(op, i);
-    if (def && !(strncmp(ty, "Tensor", 6) == 0)) {
+    const wk_opcheck_arg *sp = NULL;
+    for (int k = 0; k < nspecs; k++)
+      if (strcmp(specs[k].name, wk_op_arg_name(op, i)) == 0) sp = &specs[k];
+    if (sp && sp->is_none) {
+      args[i] = WK_VNONE;
+    } else if (sp && sp->has_value) {
+      args[i] = sp->value;
+    } else if (def && strncmp(ty, "Tensor", 6) != 0) {
       args[i] = *def;
-      continue;
-    }
-    if (strncmp(ty, "Tensor", 6) == 0 && !strstr(ty, "[]")) {
-      if (opt) {
+    } else if (tensor) {
+      if (opt && !sp) {
         args[i] = WK_VNONE;
         continue;
       }
-      wk_tensor *e = wk_empty(shape, ndim, (wk_options){.dtype = WK_F64});
-      wk_tensor *t = e ? wk__gc_proj(e, seed + (uint64_t)i) : NULL;
-      wk_release(e);
+      bool own = sp && sp->ndim >= 0;
+      wk_tensor *t = wk__oc_sample(own ? sp->shape : shape, own ? sp->ndim : ndim,
+                                   sp && sp->dtype != WK_DTYPE_DEFAULT ? sp->dtype : dtype, seed + (uint64_t)i);
+      if (!t) {
+        for (int k = 0; k < *ntensors; k++) wk_release(tensors[k]);
+        *ntensors = 0;
+        return -1;
+      }
       tensors[(*ntensors)++] = t;
       args[i] = WK_VT(t);
     } else if (strncmp(ty, "int[", 4) == 0) {
@@ -298,11 +497,16 @@ static inline int wk_opcheck_sample_args(wk_op *op, const int64_t *shape, int nd
     } else if (strncmp(ty, "bool", 4) == 0) {
       args[i] = WK_VB(false);
     } else {
-      args[i] = WK_VNONE; /* str, ScalarType, Device: rely on defaults */
+      args[i] = WK_VNONE; /* str, ScalarType, Device, Tensor[]: rely on defaults */
     }
   }
-  /* trailing defaulted arguments use their defaults */
   return n;
+}
+
+/* wk_opcheck_sample_args_ex with float64 tensors and no overrides. */
+static inline int wk_opcheck_sample_args(wk_op *op, const int64_t *shape, int ndim, uint64_t seed, wk_value *args,
+                                         wk_tensor **tensors, int *ntensors, int64_t *scratch) {
+  return wk_opcheck_sample_args_ex(op, shape, ndim, WK_F64, NULL, 0, seed, args, tensors, ntensors, scratch);
 }
 
 #endif
