@@ -590,6 +590,16 @@ static void check_on(const sw_row *r, wk_op *op, int32_t type, unsigned check) {
 
 /* ==== the table =============================================================================== */
 
+/* One row per declared op. To test a new op, add its row: the generator that
+ * builds its calls (g_pw reads any pointwise schema's argument names; write a
+ * g_<op> in op_sweep_gen.h when none fits), the error generator, the dtypes
+ * and shape modes it takes, flags (SW_NOGRAD, SW_RANDOM, ...) with a comment
+ * saying why. Ops of op_list.h's unary, binary and compare families get their
+ * rows from the family macros below, with per-name ranges and dtypes in
+ * op_sweep_gen.h's g_traits. A real bug found by a row is marked there with
+ * .known (the checks that fail) or .crash (the modes not run) and .why (the
+ * repro), so the suite stays green and the report says so. */
+
 /* Families, one row generator each, from op_list.h's lists (X(name, tags[, dtype rule])). */
 #define SW_UNARY_ROWS(name, ...)                                                                \
   {.op = #name, .gen = g_pw, .err = e_pw, .modes = M_ALL},                                      \
