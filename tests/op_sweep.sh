@@ -28,7 +28,8 @@ variant() {
 variant "cpu"
 variant "cpu without onednn" WICK_DISABLE_PLUGINS="onednn${WICK_DISABLE_PLUGINS:+,$WICK_DISABLE_PLUGINS}"
 variant "fake device" SWEEP_DEVICE=fake
-variant "cuda" SWEEP_DEVICE=cuda
+# full f32 on cuda: cuDNN would otherwise use TF32 for f32 convolutions (10-bit mantissa)
+variant "cuda" SWEEP_DEVICE=cuda WICK_CUDNN_ALLOW_TF32=0
 if [ $status -eq 0 ] && [ $ran -eq 0 ]; then
   exit 77
 fi
