@@ -9,6 +9,8 @@
 #include <wick/wick.h>
 #include <wick/sdk/opcheck.h>
 
+#include "tools.h"
+
 static const char *status_word(wk_plugin_status s) {
   return s == WK_PLUGIN_LOADED ? "loaded" : s == WK_PLUGIN_SKIPPED ? "skipped" : "failed";
 }
@@ -369,6 +371,8 @@ static int usage(FILE *f) {
           "usage: wick info [--json]   show version, plugins (with reasons and ABI), devices, services and kernels\n"
           "       wick opcheck [--plugin PATH] [--shape 3x4] [--dtype f64] [--arg NAME=SHAPE[:DTYPE]] OP\n"
           "                            run the SDK conformance checks on OP (wick opcheck --help)\n"
+          "       wick summary MODEL --input 1x3x224x224 [--batch N] [--depth 3] [--device meta] [--stats]\n"
+          "                            torchinfo's table of a zoo model (shapes, params, mult-adds)\n"
           "       wick version         print the library version\n");
   return f == stderr ? 2 : 0;
 }
@@ -381,6 +385,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (strcmp(argv[1], "opcheck") == 0) return opcheck_cmd(argc, argv);
+  if (strcmp(argv[1], "summary") == 0) return wick_summary_cmd(argc, argv);
   if (strcmp(argv[1], "info") == 0) {
     bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
     if (argc > 2 && !json) {

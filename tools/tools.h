@@ -1,0 +1,8 @@
+/* The `wick` command line's subcommands that live in their own files. */
+#ifndef WICK_TOOLS_H
+#define WICK_TOOLS_H
+
+/* wick summary ... (tools/summary.c); argv[1] is "summary". Returns the exit status. */
+int wick_summary_cmd(int argc, char **argv);
+
+#endif
