@@ -135,10 +135,6 @@ const wk_device_iface *wk__device_iface(int32_t type) {
   return &g_devs[type].iface;
 }
 
-wk_device wk__device_norm(wk_device d) {
-  if (d.type == WK_DEVICE_DEFAULT) d.type = WK_DEVICE_CPU;
-  return d;
-}
 
 int32_t wk_device_type_find(const char *name) {
   if (!name) {

@@ -516,7 +516,17 @@ static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
   if (st) return st;
   /* The op's meaning first, once for every device: checks and result shapes. */
   wk_meta_out mo[WK_MAX_OUTS];
-  if (op->meta && (st = wk__meta_run(op, args, dev, mo))) return st;
+  if (op->meta) {
+    if (op->schema.nouts == 1 && op->mutated_arg < 0) { /* the common call, inline: one fresh result */
+      mo[0].dtype = WK_DTYPE_DEFAULT;
+      mo[0].ndim = 0;
+      mo[0].device = dev;
+      mo[0].flags = 0;
+      if ((st = op->meta(op, args, mo))) return wk__meta_failed(op, st);
+    } else if ((st = wk__meta_run(op, args, dev, mo, op->schema.nouts, op->mutated_arg >= 0))) {
+      return st;
+    }
+  }
   wk_kernel_ctx ctx = {sizeof ctx, op, dev, NULL, op->meta ? mo : NULL};
   bool declined = false;
   for (int i = 0; i < op->nkernels; i++) {
@@ -614,7 +624,7 @@ wk_status wk_op_call_kernel(wk_op *op, int i, const wk_value *args, int nargs, w
   wk_device dev;
   if ((st = pick_device(op, norm, &dev))) return st;
   wk_meta_out mo[WK_MAX_OUTS];
-  if (op->meta && (st = wk__meta_run(op, norm, dev, mo))) return st;
+  if (op->meta && (st = wk__meta_run(op, norm, dev, mo, op->schema.nouts, op->mutated_arg >= 0))) return st;
   wk_kernel_ctx ctx = {sizeof ctx, op, dev, k->user, op->meta ? mo : NULL};
   wk__call_depth++;
   st = k->fn(&ctx, norm, outs);
@@ -653,7 +663,7 @@ wk_status wk_op_meta(wk_op *op, const wk_value *args, int nargs, wk_meta_out *ou
   wk_status st = normalize(op, args, nargs, norm, &sc);
   wk_device dev;
   if (!st) st = pick_device(op, norm, &dev);
-  if (!st) st = wk__meta_run(op, norm, dev, outs);
+  if (!st) st = wk__meta_run(op, norm, dev, outs, op->schema.nouts, op->mutated_arg >= 0);
   return st;
 }
 

@@ -84,7 +84,11 @@ WK__HIDDEN void wk__block_free(void *p, size_t n);
 /* ---- devices ----------------------------------------------------------------------- */
 WK__HIDDEN void wk__device_init(void);
 WK__HIDDEN const wk_device_iface *wk__device_iface(int32_t type);
-WK__HIDDEN wk_device wk__device_norm(wk_device d);
+/* A device with "not given" read as cpu (inline: every allocation asks). */
+static inline wk_device wk__device_norm(wk_device d) {
+  if (d.type == WK_DEVICE_DEFAULT) d.type = WK_DEVICE_CPU;
+  return d;
+}
 WK__HIDDEN void wk__device_rollback(wk_plugin *owner);
 
 /* ---- dispatcher and schemas ----------------------------------------------------------- */

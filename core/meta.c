@@ -33,6 +33,28 @@ const char *wk__dtype_word(wk_dtype dt) {
   }
 }
 
+/* The family name of a variant, for messages: "add_" and "add.out" -> "add". */
+static const char *base_name(const wk_op *op, char *buf, size_t n) {
+  const char *s = wk_op_name(op);
+  size_t len = strcspn(s, ".");
+  if (len >= n) len = n - 1;
+  memcpy(buf, s, len);
+  buf[len] = 0;
+  if (len > 1 && buf[len - 1] == '_') buf[len - 1] = 0;
+  return buf;
+}
+
+wk_status wk__meta_broadcast_slow(const wk_op *op, wk_tensor *const *ts, int n, wk_meta_out *o) {
+  wk_status s = wk__meta_broadcast(NULL, ts, n, o);
+  if (s == WK_ERR_SHAPE) { /* name the family in the message, as the kernels did */
+    char b[64], msg[1024];
+    snprintf(msg, sizeof msg, "%s%s", base_name(op, b, sizeof b), wk_last_error_message());
+    wk_clear_error();
+    s = wk_error(WK_ERR_SHAPE, "%s", msg);
+  }
+  return s;
+}
+
 wk_status wk__meta_broadcast(const char *op, wk_tensor *const *ts, int n, wk_meta_out *o) {
   int nd = 0;
   for (int i = 0; i < n; i++)
@@ -53,7 +75,7 @@ wk_status wk__meta_broadcast(const char *op, wk_tensor *const *ts, int n, wk_met
       return wk_error(WK_ERR_SHAPE,
                       "%s: the size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton "
                       "dimension %d (shapes %s and %s)",
-                      op, (long long)o->sizes[k], (long long)s, k, wk__shape_str(o->sizes, nd, b, sizeof b),
+                      op ? op : "", (long long)o->sizes[k], (long long)s, k, wk__shape_str(o->sizes, nd, b, sizeof b),
                       wk__shape_str(t->sizes, t->ndim, a, sizeof a));
     }
   }
@@ -65,8 +87,13 @@ static bool same_shape(const wk_meta_out *o, const wk_tensor *t) {
   return o->ndim == t->ndim && memcmp(o->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim) == 0;
 }
 
-wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_out *outs) {
-  int nouts = wk_op_num_outs(op);
+wk_status wk__meta_failed(const wk_op *op, wk_status st) {
+  if (!wk__error_pending()) wk_error(st, "%s(): meta function failed without a message", wk_op_name(op));
+  return st;
+}
+
+wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_out *outs, int nouts,
+                       bool has_targets) {
   for (int i = 0; i < nouts; i++) {
     outs[i].dtype = WK_DTYPE_DEFAULT;
     outs[i].ndim = 0;
@@ -75,12 +102,9 @@ wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_o
   }
   wk_meta_fn fn = *wk__op_meta_slot(op);
   wk_status st = fn(op, args, outs);
-  if (st) {
-    if (!wk__error_pending()) wk_error(st, "%s(): meta function failed without a message", wk_op_name(op));
-    return st;
-  }
+  if (st) return wk__meta_failed(op, st);
   /* In-place and out= results: the target must hold the functional result. */
-  for (int i = 0; i < nouts; i++) {
+  for (int i = 0; has_targets && i < nouts; i++) {
     int a = wk__op_out_target(op, i);
     if (a < 0 || args[a].tag != WK_V_TENSOR || outs[i].ndim == WK_META_DYNAMIC) continue;
     const wk_tensor *tg = args[a].u.t;

@@ -35,10 +35,14 @@ WK__HIDDEN wk_status wk__metas_init(void);
 
 /* Runs op's meta function for a call on `dev` (args normalised): fills
  * outs[0..nouts) and checks mutated results against their targets. */
-WK__HIDDEN wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_out *outs);
+WK__HIDDEN wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_out *outs, int nouts,
+                                  bool has_targets);
 /* The meta device's kernel: results made from what the meta function decided
  * (targets of in-place and out= ops returned borrowed). */
 WK__HIDDEN wk_status wk__meta_materialise(wk_op *op, const wk_value *args, const wk_meta_out *mo, wk_value *outs);
+
+/* Records "meta function failed without a message" when st came bare; returns st. */
+WK__HIDDEN wk_status wk__meta_failed(const wk_op *op, wk_status st);
 
 /* Dispatcher slots (dispatch.c owns struct wk_op). */
 WK__HIDDEN wk_meta_fn *wk__op_meta_slot(wk_op *op);
@@ -65,6 +69,25 @@ static inline void wk__meta_shape(wk_meta_out *o, const int64_t *sizes, int ndim
 /* Broadcasts the shapes of the tensors among ts[0..n) (NULLs skipped) into o
  * with PyTorch's message on a mismatch. */
 WK__HIDDEN wk_status wk__meta_broadcast(const char *op, wk_tensor *const *ts, int n, wk_meta_out *o);
+/* The same, naming op's family ("add" for add_ and add.out) in the message;
+ * inline and quick for the common call, two operands of one shape. */
+WK__HIDDEN wk_status wk__meta_broadcast_slow(const wk_op *op, wk_tensor *const *ts, int n, wk_meta_out *o);
+static inline wk_status wk__meta_broadcast_op(const wk_op *op, wk_tensor *const *ts, int n, wk_meta_out *o) {
+  if (n == 2 && ts[0] && ts[1] && ts[0]->ndim == ts[1]->ndim) {
+    int nd = ts[0]->ndim;
+    const int64_t *a = ts[0]->sizes, *b = ts[1]->sizes;
+    int d = 0;
+    while (d < nd && a[d] == b[d]) {
+      o->sizes[d] = a[d];
+      d++;
+    }
+    if (d == nd) {
+      o->ndim = nd;
+      return WK_OK;
+    }
+  }
+  return wk__meta_broadcast_slow(op, ts, n, o);
+}
 /* PyTorch's canCast: floating to integral and anything but bool to bool are refused. */
 static inline bool wk__can_cast(wk_dtype from, wk_dtype to) {
   if (wk_dtype_is_floating(from) && !wk_dtype_is_floating(to)) return false;

@@ -117,25 +117,28 @@ static wk_status meta_clamp(wk_op *op, const wk_value *args, wk_meta_out *o) {
 }
 
 /* ---- binary ---------------------------------------------------------------------- */
-typedef enum { B_ARITH, B_DIV, B_POW, B_LOGICAL, B_COMPARE } bkind;
+typedef enum { B_ARITH, B_SUB, B_DIV, B_POW, B_LOGICAL, B_COMPARE } bkind;
 
-/* self (op) other, where other is a Tensor or a Scalar; alpha/rounding as given. */
-static wk_status binary(wk_op *op, const wk_value *args, wk_meta_out *o, bkind k, const wk_value *alpha,
-                        const char *rounding) {
-  char b[64];
-  const char *base = base_name(op, b, sizeof b);
+/* self (op) other, where other is a Tensor or a Scalar; alpha/rounding as given.
+ * The common call (two tensors of one dtype, no bool, no alpha) takes no
+ * string work: names are formatted only for messages. */
+/* Inlined into each row's function, so the branches on k, alpha and rounding fold away. */
+static inline __attribute__((always_inline)) wk_status binary(wk_op *op, const wk_value *args, wk_meta_out *o,
+                                                               bkind k, const wk_value *alpha, const char *rounding) {
   wk_tensor *self = MT(0);
   const wk_value *other = &args[1];
-  wk_value tv[2] = {args[0], *other};
-  wk_dtype rt = wk_result_type(tv, 2);
-  bool self_bool = self->dtype == WK_BOOL;
-  bool other_bool = other->tag == WK_V_TENSOR ? other->u.t->dtype == WK_BOOL : other->tag == WK_V_BOOL;
-  if (strcmp(base, "sub") == 0 && (self_bool || other_bool)) { /* PyTorch's sub_check */
+  wk_tensor *ot = other->tag == WK_V_TENSOR ? other->u.t : NULL;
+  wk_dtype rt = ot && ot->dtype == self->dtype ? self->dtype : wk_result_type(args, 2);
+  char b[64];
+  if (k == B_SUB) { /* PyTorch's sub_check */
+    bool self_bool = self->dtype == WK_BOOL;
+    bool other_bool = ot ? ot->dtype == WK_BOOL : other->tag == WK_V_BOOL;
     if (self_bool && other_bool)
-      return wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with two bool tensors is not supported. "
-                      "Use the `^` or `logical_xor()` operator instead.", base);
-    return wk_error(WK_ERR_DTYPE, "%s: subtraction, the `-` operator, with a bool tensor is not supported. "
-                    "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.", base);
+      return wk_error(WK_ERR_DTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported. "
+                      "Use the `^` or `logical_xor()` operator instead.");
+    if (self_bool || other_bool)
+      return wk_error(WK_ERR_DTYPE, "sub: subtraction, the `-` operator, with a bool tensor is not supported. "
+                      "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   }
   bool trunc_ = false, floor_ = false;
   if (rounding) {
@@ -148,43 +151,50 @@ static wk_status binary(wk_op *op, const wk_value *args, wk_meta_out *o, bkind k
                       "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'", rounding);
   }
   if (rt == WK_BOOL && (k == B_POW || trunc_ || floor_))
-    return wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", base,
+    return wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", base_name(op, b, sizeof b),
                     k == B_POW ? "pow" : trunc_ ? "div_trunc" : "div_floor");
   if (k == B_POW && !wk_dtype_is_floating(self->dtype) && other->tag == WK_V_INT && other->u.i < 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.", base);
-  if (alpha) {
+    return wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.",
+                    base_name(op, b, sizeof b));
+  if (alpha && !(alpha->tag == WK_V_INT && alpha->u.i == 1)) {
     double af = alpha->tag == WK_V_FLOAT ? alpha->u.f : alpha->tag == WK_V_INT ? (double)alpha->u.i : alpha->u.b;
     if (!wk_dtype_is_floating(rt) && alpha->tag == WK_V_FLOAT && !(isfinite(af) && af == trunc(af)))
       return wk_error(WK_ERR_DTYPE,
-                      "%s: for integral input tensors, argument alpha must not be a floating point number", base);
+                      "%s: for integral input tensors, argument alpha must not be a floating point number",
+                      base_name(op, b, sizeof b));
     if (alpha->tag == WK_V_BOOL && rt != WK_BOOL)
-      return wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", base);
+      return wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", base_name(op, b, sizeof b));
   }
   if (k == B_DIV && !trunc_ && !floor_ && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division */
   if (k == B_LOGICAL || k == B_COMPARE) rt = WK_BOOL;
-  wk_tensor *ts[2] = {self, other->tag == WK_V_TENSOR ? other->u.t : NULL};
-  wk_status s = wk__meta_broadcast(base, ts, 2, o);
+  wk_tensor *ts[2] = {self, ot};
+  wk_status s = wk__meta_broadcast_op(op, ts, 2, o);
   o->dtype = rt;
   return s;
 }
 
-static bkind kind_of_name(const char *base) {
+/* The binary family's kind by name (a constant once inlined into each row's function). */
+static inline bkind kind_of_name(const char *base) {
   if (strcmp(base, "pow") == 0) return B_POW;
   if (strncmp(base, "logical_", 8) == 0) return B_LOGICAL;
   return B_ARITH;
 }
 
 /* mul, maximum, minimum, pow, logical_and/or in every form (no extra arguments). */
-static wk_status meta_binary(wk_op *op, const wk_value *args, wk_meta_out *o) {
-  char b[64];
-  return binary(op, args, o, kind_of_name(base_name(op, b, sizeof b)), NULL, NULL);
-}
+#define BINARY_FN(name, tags)                                                              \
+  static wk_status meta_b_##name(wk_op *op, const wk_value *args, wk_meta_out *o) {      \
+    return binary(op, args, o, kind_of_name(#name), NULL, NULL);                         \
+  }
+WK_BINARY_OPS(BINARY_FN)
 static wk_status meta_compare(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return binary(op, args, o, B_COMPARE, NULL, NULL);
 }
 /* add/sub(self, other, alpha[, out]) */
-static wk_status meta_add_sub(wk_op *op, const wk_value *args, wk_meta_out *o) {
+static wk_status meta_add(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return binary(op, args, o, B_ARITH, &args[2], NULL);
+}
+static wk_status meta_sub(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  return binary(op, args, o, B_SUB, &args[2], NULL);
 }
 /* div(self, other, rounding_mode[, out]) */
 static wk_status meta_div(wk_op *op, const wk_value *args, wk_meta_out *o) {
@@ -235,22 +245,22 @@ static wk_status meta_gelu_backward(wk_op *op, const wk_value *args, wk_meta_out
 #define UNARY_ROWS(name, tags, rule)                                                    \
   {#name, meta_unary_##rule}, {#name "_", meta_unary_##rule}, {#name ".out", meta_unary_##rule},
 #define BINARY_ROWS(name, tags)                                                                        \
-  {#name, meta_binary}, {#name "_", meta_binary}, {#name ".out", meta_binary}, {#name ".Scalar", meta_binary}, \
-      {#name "_.Scalar", meta_binary},
+  {#name, meta_b_##name}, {#name "_", meta_b_##name}, {#name ".out", meta_b_##name},                           \
+      {#name ".Scalar", meta_b_##name}, {#name "_.Scalar", meta_b_##name},
 #define COMPARE_ROWS(name) {#name, meta_compare}, {#name ".Scalar", meta_compare}, {#name ".out", meta_compare},
 
 static const wk__meta_row g_rows[] = {
     WK_UNARY_OPS(UNARY_ROWS) WK_BINARY_OPS(BINARY_ROWS) WK_COMPARE_OPS(COMPARE_ROWS)
-    {"add", meta_add_sub},
-    {"add_", meta_add_sub},
-    {"add.out", meta_add_sub},
-    {"add.Scalar", meta_add_sub},
-    {"add_.Scalar", meta_add_sub},
-    {"sub", meta_add_sub},
-    {"sub_", meta_add_sub},
-    {"sub.out", meta_add_sub},
-    {"sub.Scalar", meta_add_sub},
-    {"sub_.Scalar", meta_add_sub},
+    {"add", meta_add},
+    {"add_", meta_add},
+    {"add.out", meta_add},
+    {"add.Scalar", meta_add},
+    {"add_.Scalar", meta_add},
+    {"sub", meta_sub},
+    {"sub_", meta_sub},
+    {"sub.out", meta_sub},
+    {"sub.Scalar", meta_sub},
+    {"sub_.Scalar", meta_sub},
     {"div", meta_div},
     {"div_", meta_div},
     {"div.out", meta_div},

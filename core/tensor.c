@@ -363,8 +363,31 @@ static bool check_dtype(const char *fn, wk_dtype dt) {
   return true;
 }
 
+/* The common allocation, a contiguous tensor of a valid shape, in one pass:
+ * strides and size together. Returns false, doing nothing, for a shape or
+ * dtype the checked path must word an error for; true otherwise, with *out
+ * the tensor or NULL (out of memory, said). */
+static bool empty_contiguous(const int64_t *sizes, int ndim, wk_dtype dt, wk_device dev, wk_tensor **out) {
+  size_t es = wk_dtype_size(dt);
+  if (ndim < 0 || ndim > WK_MAX_DIMS || (ndim && !sizes) || !es) return false;
+  int64_t strides[WK_MAX_DIMS], s = 1, numel = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    int64_t n = sizes[i];
+    if (n < 0 || n > ((int64_t)1 << 53) || s > ((int64_t)1 << 53) / (n > 1 ? n : 1)) return false;
+    strides[i] = s;
+    s *= n > 1 ? n : 1;
+    numel *= n;
+  }
+  wk__storage *st = wk__storage_new(dev, (size_t)numel * es);
+  *out = st ? wk__tensor_new(st, dt, ndim, sizes, strides, 0) : NULL;
+  wk__storage_release(st);
+  return true;
+}
+
 wk_tensor *wk_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, wk_options o) {
   wk_dtype dt = o.dtype ? o.dtype : WK_F32;
+  wk_tensor *fast = NULL;
+  if (!strides && !o.requires_grad && empty_contiguous(sizes, ndim, dt, o.device, &fast)) return adopt(fast);
   if (!wk__check_shape("empty", sizes, ndim) || !check_dtype("empty", dt)) return NULL;
   int64_t st_[WK_MAX_DIMS];
   if (!strides) {
