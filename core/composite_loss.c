@@ -45,7 +45,9 @@ static wk_status finish(arena *a, wk_tensor *r, wk_value *outs) {
   return s;
 }
 
-static wk_dtype compute_dtype(wk_dtype dt) { return dt == WK_F64 ? WK_F64 : WK_F32; }
+static wk_dtype compute_dtype(wk_dtype dt) {
+  return dt == WK_F64 ? WK_F64 : WK_F32;
+}
 
 /* A valid class index outside [0, C) is an error naming its value (read on the
  * host; the meta device has no values to read). */
@@ -156,8 +158,8 @@ static wk_status k_nll_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
   wk_tensor *self = args[0].u.t, *weight = args[2].tag == WK_V_NONE ? NULL : args[2].u.t;
   wk_tensor *lp = wk_to_dtype(self, compute_dtype(self->dtype));
   if (!lp) return wk_last_error();
-  wk_status s = nll_finish("nll_loss", lp, args[1].u.t, false, weight, args[3].u.i, args[4].u.i, 0,
-                           &ctx->meta[0], ctx->device, outs);
+  wk_status s = nll_finish("nll_loss", lp, args[1].u.t, false, weight, args[3].u.i, args[4].u.i, 0, &ctx->meta[0],
+                           ctx->device, outs);
   wk_release(lp);
   return s;
 }
@@ -208,8 +210,8 @@ void wk__composites_loss_register(void) {
             {"mse_loss", k_mse_loss},
             {"binary_cross_entropy_with_logits", k_bce_logits}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
-    wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
-                        "core.composite_loss"};
+    wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT,    WK_PRIORITY_FALLBACK, ks[i].fn,
+                        NULL,     NULL,     "core.composite_loss"};
     wk_kernel_register(&d);
   }
 }

@@ -47,8 +47,7 @@ static wk_status meta_softmax(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_tensor *self = MT(0);
   wk_dtype dt = MNONE(2) ? self->dtype : args[2].u.dtype;
   if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input or dtype, got %s", MNAME,
-                    wk_dtype_name(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input or dtype, got %s", MNAME, wk_dtype_name(dt));
   int d;
   wk_status s = wk_check_dim(MNAME, args[1].u.i, self->ndim, &d);
   if (s) return s;
@@ -117,9 +116,8 @@ static wk_status meta_batch_norm(wk_op *op, const wk_value *args, wk_meta_out *o
     return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be defined in evaluation mode", MNAME,
                     rmean ? "running_var" : "running_mean");
   if (training && N * S == 1)
-    return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): Expected more than 1 value per channel when training, got input size %s", MNAME,
-                    wk__shape_str(input->sizes, input->ndim, a, sizeof a));
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): Expected more than 1 value per channel when training, got input size %s",
+                    MNAME, wk__shape_str(input->sizes, input->ndim, a, sizeof a));
   wk_tensor *params[4] = {weight, bias, rmean, rvar};
   wk_dtype sdt = stat_dtype(input->dtype, params, 4);
   int64_t n = training && wk_tensor_numel(input) > 0 ? C : 0;
@@ -275,8 +273,7 @@ static wk_status meta_embedding(wk_op *op, const wk_value *args, wk_meta_out *o)
   if (s) return s;
   int nd = indices->ndim;
   if (nd + 1 > WK_MAX_DIMS)
-    return wk_error(WK_ERR_SHAPE, "%s(): indices have %d dimensions, at most %d supported", MNAME, nd,
-                    WK_MAX_DIMS - 1);
+    return wk_error(WK_ERR_SHAPE, "%s(): indices have %d dimensions, at most %d supported", MNAME, nd, WK_MAX_DIMS - 1);
   wk__meta_shape(o, indices->sizes, nd, weight->dtype);
   o->sizes[nd] = weight->sizes[1];
   o->ndim = nd + 1;
@@ -294,10 +291,9 @@ static wk_status meta_embedding_dense_backward(wk_op *op, const wk_value *args, 
     return wk_error(WK_ERR_INVALID_ARG, "%s(): num_weights must be non-negative, got %lld", MNAME, (long long)V);
   int nd = indices->ndim;
   if (go->ndim != nd + 1 || memcmp(go->sizes, indices->sizes, sizeof(int64_t) * (size_t)nd))
-    return wk_error(WK_ERR_SHAPE,
-                    "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s",
-                    MNAME, wk__shape_str(indices->sizes, nd, a, sizeof a),
-                    wk__shape_str(go->sizes, go->ndim, b, sizeof b));
+    return wk_error(
+        WK_ERR_SHAPE, "%s(): expected grad_output of shape indices.shape + [embedding_dim] (indices %s), but got %s",
+        MNAME, wk__shape_str(indices->sizes, nd, a, sizeof a), wk__shape_str(go->sizes, go->ndim, b, sizeof b));
   int64_t sz[2] = {V, go->sizes[nd]};
   wk__meta_shape(o, sz, 2, go->dtype);
   return WK_OK;
@@ -364,8 +360,7 @@ static wk_status meta_pad(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_status s = pad_geometry(MNAME, self, &args[1], args[2].u.s, &mode);
   if (s) return s;
   if (mode != PAD_CONSTANT && !MNONE(3) && args[3].u.f != 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): Padding mode \"%s\" doesn't take in value argument", MNAME,
-                    args[2].u.s);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): Padding mode \"%s\" doesn't take in value argument", MNAME, args[2].u.s);
   if ((s = pad_dims(MNAME, self, &args[1], mode, osz))) return s;
   wk__meta_shape(o, osz, self->ndim, self->dtype);
   return WK_OK;
@@ -527,7 +522,8 @@ static wk_status meta_bce_logits(wk_op *op, const wk_value *args, wk_meta_out *o
     }
     if (!ok)
       return wk_error(WK_ERR_SHAPE, "%s(): %s of shape %s cannot be broadcast to the input shape %s", MNAME, names[i],
-                      wk__shape_str(e->sizes, e->ndim, a, sizeof a), wk__shape_str(self->sizes, self->ndim, b, sizeof b));
+                      wk__shape_str(e->sizes, e->ndim, a, sizeof a),
+                      wk__shape_str(self->sizes, self->ndim, b, sizeof b));
   }
   wk__meta_like(o, self, rt);
   if (reduction != 0) o->ndim = 0;

@@ -721,7 +721,8 @@ static const char *const g_cuda_ops[] = {"add",
                                          "optim.rmsprop_step_",
                                          "optim.adagrad_step_"};
 
-/* Every op above has a kernel for device type `type`; prints the missing ones. */
+/* Every op above has a kernel for device type `type`, or a core composite for
+ * every device (losses, cat); prints the missing ones. */
 static int missing_kernels(int32_t type) {
   int missing = 0;
   for (size_t i = 0; i < sizeof g_cuda_ops / sizeof g_cuda_ops[0]; i++) {
@@ -729,7 +730,7 @@ static int missing_kernels(int32_t type) {
     bool has = false;
     for (int k = 0; op && k < wk_op_num_kernels(op); k++) {
       int32_t t = -1;
-      if (wk_op_kernel_info(op, k, &t, NULL, NULL, NULL) == WK_OK && t == type) has = true;
+      if (wk_op_kernel_info(op, k, &t, NULL, NULL, NULL) == WK_OK && (t == type || t == WK_DEVICE_DEFAULT)) has = true;
     }
     if (!has && !(strncmp(g_cuda_ops[i], "optim.", 6) == 0 && !op)) {
       printf("check_cuda_ops: no cuda kernel for %s\n", g_cuda_ops[i]);

@@ -7,7 +7,9 @@
 
 #include "testutil.h"
 
-static wk_device meta_dev(void) { return (wk_device){WK_DEVICE_META, 0}; }
+static wk_device meta_dev(void) {
+  return (wk_device){WK_DEVICE_META, 0};
+}
 
 #define MAXA 12
 /* Calls op `name` with args on cpu, then with every tensor argument moved to
@@ -49,11 +51,14 @@ static bool same_on_meta(const char *name, const wk_value *args, int n) {
   return sc == WK_OK;
 }
 
-#define CALL(name, ...) same_on_meta(name, (const wk_value[]){__VA_ARGS__}, (int)(sizeof((wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
+#define CALL(name, ...) \
+  same_on_meta(name, (const wk_value[]){__VA_ARGS__}, (int)(sizeof((wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
 #define OK(name, ...) ck_assert_msg(CALL(name, __VA_ARGS__), "%s should succeed", name)
 #define FAILS(name, ...) ck_assert_msg(!CALL(name, __VA_ARGS__), "%s should fail", name)
 
-static wk_tensor *R(const int64_t *s, int n, wk_dtype dt) { return tu_rand(s, n, dt, -1, 1, 7); }
+static wk_tensor *R(const int64_t *s, int n, wk_dtype dt) {
+  return tu_rand(s, n, dt, -1, 1, 7);
+}
 #define RT(dt, ...) WK_VT(R(WK_SHAPE(__VA_ARGS__), dt))
 #define IDX(shape, ...) WK_VT(TU_T(WK_I64, shape, __VA_ARGS__))
 #define INTS(...) WK_VINTS(((const int64_t[]){__VA_ARGS__}), (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
@@ -240,8 +245,9 @@ static void composite_matches_cpu(const char *name, const wk_value *args, int n)
   free(va);
   wk_scope_end();
 }
-#define MATCH(name, ...) \
-  composite_matches_cpu(name, (const wk_value[]){__VA_ARGS__}, (int)(sizeof((wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
+#define MATCH(name, ...)                                       \
+  composite_matches_cpu(name, (const wk_value[]){__VA_ARGS__}, \
+                        (int)(sizeof((wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
 
 START_TEST(test_meta_nn_composites_match_cpu) {
   wk_scope_begin();
