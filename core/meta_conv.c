@@ -118,8 +118,7 @@ static wk_status meta_conv2d_backward(wk_op *op, const wk_value *args, wk_meta_o
                     "%s(): Input type (%s), weight type (%s) and grad_output type (%s) should be the same", MNAME,
                     wk__dtype_word(dt), wk__dtype_word(w->dtype), wk__dtype_word(go->dtype));
   if (!wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "%s(): \"conv2d_backward_cpu\" not implemented for '%s'", MNAME,
-                    wk__dtype_word(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"conv2d_backward_cpu\" not implemented for '%s'", MNAME, wk__dtype_word(dt));
   wk__meta_like(&o[0], x, dt);
   wk__meta_like(&o[1], w, dt);
   wk__meta_shape(&o[2], &osz[1], 1, dt);
@@ -155,8 +154,7 @@ static wk_status pool_check(wk_op *op, const wk_tensor *x, const wk_value *kv, c
   int64_t k[2], s[2], p[2];
   const wk_value *sv = kv + 1, *pv = kv + 2;
   if (!wk_arg_int_pair(kv, k))
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints",
-                    MNAME);
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel_size must either be a single int, or a tuple of two ints", MNAME);
   if (sv->len == 0) { /* stride omitted: the kernel size */
     s[0] = k[0];
     s[1] = k[1];
@@ -168,13 +166,12 @@ static wk_status pool_check(wk_op *op, const wk_tensor *x, const wk_value *kv, c
     return wk_error(WK_ERR_INVALID_ARG, "%s(): padding must either be a single int, or a tuple of two ints", MNAME);
   int nd = x->ndim;
   if (nd != 3 && nd != 4)
-    return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s",
-                    MNAME, wk__shape_str(x->sizes, nd, a, sizeof a));
+    return wk_error(WK_ERR_SHAPE, "%s(): non-empty 3D or 4D (batch mode) tensor expected for input, but got %s", MNAME,
+                    wk__shape_str(x->sizes, nd, a, sizeof a));
   for (int i = 0; i < 2; i++) {
     if (s[i] == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should not be zero", MNAME);
     if (p[i] < 0)
-      return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", MNAME,
-                      (long long)p[i]);
+      return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", MNAME, (long long)p[i]);
     if (p[i] > ((k[i] - 1) * dil[i] + 1) / 2)
       return wk_error(WK_ERR_INVALID_ARG,
                       "%s(): pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld "
@@ -235,8 +232,8 @@ static wk_status check_shape_is(wk_op *op, const char *what, const wk_tensor *t,
 static wk_status check_grad_dtype(wk_op *op, const wk_tensor *go, const wk_tensor *self) {
   wk_dtype dt = self->dtype;
   if (go->dtype != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", MNAME,
-                    wk_dtype_name(dt), wk_dtype_name(go->dtype));
+    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", MNAME, wk_dtype_name(dt),
+                    wk_dtype_name(go->dtype));
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "%s(): \"%s\" not implemented for '%s'", MNAME, MNAME, wk__dtype_word(dt));
   return WK_OK;
@@ -260,8 +257,7 @@ static wk_status meta_max_pool2d(wk_op *op, const wk_value *args, wk_meta_out *o
 static wk_status meta_avg_pool2d(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_tensor *x = MT(0);
   int64_t d[2] = {1, 1}, shape[4];
-  if (!MNONE(6) && args[6].u.i == 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", MNAME);
+  if (!MNONE(6) && args[6].u.i == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", MNAME);
   wk_status s = pool_check(op, x, &args[1], d, args[4].u.b, shape);
   if (s) return s;
   wk_dtype dt = x->dtype;
@@ -295,8 +291,8 @@ static wk_status meta_adaptive_avg_pool2d(wk_op *op, const wk_value *args, wk_me
     return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be 2", MNAME);
   if (os[0] < 0 || os[1] < 0)
     return wk_error(WK_ERR_INVALID_ARG,
-                    "%s(): elements of output_size must be greater than or equal to 0 but received {%lld, %lld}",
-                    MNAME, (long long)os[0], (long long)os[1]);
+                    "%s(): elements of output_size must be greater than or equal to 0 but received {%lld, %lld}", MNAME,
+                    (long long)os[0], (long long)os[1]);
   wk_status s = adaptive_input(op, x);
   if (s) return s;
   if (!wk_dtype_is_floating(x->dtype))
@@ -330,18 +326,16 @@ static wk_status meta_max_pool2d_backward(wk_op *op, const wk_value *args, wk_me
 static wk_status meta_avg_pool2d_backward(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_tensor *go = MT(0), *x = MT(1);
   int64_t d[2] = {1, 1}, shape[4];
-  if (!MNONE(7) && args[7].u.i == 0)
-    return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", MNAME);
+  if (!MNONE(7) && args[7].u.i == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", MNAME);
   wk_status s = pool_check(op, x, &args[2], d, args[5].u.b, shape);
   if (!s) s = check_shape_is(op, "grad_output", go, shape, x->ndim);
   if (s) return s;
   wk_dtype dt = x->dtype;
   if (go->dtype != dt)
-    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", MNAME,
-                    wk_dtype_name(dt), wk_dtype_name(go->dtype));
+    return wk_error(WK_ERR_DTYPE, "%s(): expected dtype %s for `gradOutput` but got dtype %s", MNAME, wk_dtype_name(dt),
+                    wk_dtype_name(go->dtype));
   if (!wk_dtype_is_floating(dt) && dt != WK_I64)
-    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d_backward\" not implemented for '%s'", MNAME,
-                    wk__dtype_word(dt));
+    return wk_error(WK_ERR_DTYPE, "%s(): \"avg_pool2d_backward\" not implemented for '%s'", MNAME, wk__dtype_word(dt));
   wk__meta_like(o, x, dt);
   return WK_OK;
 }

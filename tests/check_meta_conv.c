@@ -4,7 +4,9 @@
  * ResNet-18 forward and backward runs on meta at ImageNet size. */
 #include "testutil.h"
 
-static wk_device meta_dev(void) { return (wk_device){WK_DEVICE_META, 0}; }
+static wk_device meta_dev(void) {
+  return (wk_device){WK_DEVICE_META, 0};
+}
 
 #define Z(dt, ...) wk_zeros(WK_SHAPE(__VA_ARGS__), (wk_options){.dtype = (dt)})
 #define PAIR(a, b) WK_VINTS(((int64_t[]){(a), (b)}), 2)
@@ -105,8 +107,8 @@ END_TEST
 /* conv2d_backward(go, x, w, stride, padding, dilation, groups, output_mask) */
 static void conv_bwd_case(wk_tensor *go, wk_tensor *x, wk_tensor *w, int64_t s, int64_t p, int64_t g,
                           const int64_t mask[3], const char *err) {
-  wk_value a[8] = {WK_VT(go), WK_VT(x), WK_VT(w), PAIR(s, s), PAIR(p, p), PAIR(1, 1), WK_VI(g),
-                   WK_VINTS(mask, mask ? 3 : 0)};
+  wk_value a[8] = {WK_VT(go),  WK_VT(x),   WK_VT(w), PAIR(s, s),
+                   PAIR(p, p), PAIR(1, 1), WK_VI(g), WK_VINTS(mask, mask ? 3 : 0)};
   same_on_meta("conv2d_backward", a, 8, err);
 }
 
@@ -219,14 +221,15 @@ START_TEST(test_meta_conv_pool_backward) {
   wk_tensor *x = Z(WK_F64, 2, 3, 6, 6), *go = Z(WK_F64, 2, 3, 3, 3), *ind = Z(WK_I64, 2, 3, 3, 3);
   wk_tensor *bad = Z(WK_F64, 2, 3, 3, 2), *g32 = Z(WK_F32, 2, 3, 3, 3);
   /* max_pool2d_with_indices_backward(go, x, kernel, stride, padding, dilation, ceil_mode, indices) */
-#define MAXB(G, X, I, ERR)                                                                                      \
-  do {                                                                                                          \
+#define MAXB(G, X, I, ERR)                                                                                         \
+  do {                                                                                                             \
     wk_value a_[8] = {WK_VT(G), WK_VT(X), PAIR(2, 2), PAIR(2, 2), PAIR(0, 0), PAIR(1, 1), WK_VB(false), WK_VT(I)}; \
-    same_on_meta("max_pool2d_with_indices_backward", a_, 8, ERR);                                               \
+    same_on_meta("max_pool2d_with_indices_backward", a_, 8, ERR);                                                  \
   } while (0)
   MAXB(go, x, ind, NULL);
   MAXB(Z(WK_F32, 3, 3, 3), Z(WK_F32, 3, 6, 6), Z(WK_I32, 3, 3, 3), NULL); /* unbatched, int32 indices */
-  MAXB(bad, x, ind, "max_pool2d_with_indices_backward(): expected grad_output of size [2, 3, 3, 3], but got [2, 3, 3, 2]");
+  MAXB(bad, x, ind,
+       "max_pool2d_with_indices_backward(): expected grad_output of size [2, 3, 3, 3], but got [2, 3, 3, 2]");
   MAXB(go, x, Z(WK_I64, 2, 3, 3, 2), "expected indices of size [2, 3, 3, 3], but got [2, 3, 3, 2]");
   MAXB(g32, x, ind, "expected dtype f64 for `gradOutput` but got dtype f32");
   MAXB(go, x, Z(WK_F32, 2, 3, 3, 3), "expected indices of an integer dtype, got f32");
@@ -234,10 +237,10 @@ START_TEST(test_meta_conv_pool_backward) {
        "\"max_pool2d_with_indices_backward\" not implemented for 'Long'");
 #undef MAXB
   /* avg_pool2d_backward(go, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor) */
-#define AVGB(G, X, DIV, ERR)                                                                                    \
-  do {                                                                                                          \
-    wk_value a_[8] = {WK_VT(G), WK_VT(X), PAIR(2, 2), NOINTS, PAIR(0, 0), WK_VB(false), WK_VB(true), DIV};       \
-    same_on_meta("avg_pool2d_backward", a_, 8, ERR);                                                            \
+#define AVGB(G, X, DIV, ERR)                                                                               \
+  do {                                                                                                     \
+    wk_value a_[8] = {WK_VT(G), WK_VT(X), PAIR(2, 2), NOINTS, PAIR(0, 0), WK_VB(false), WK_VB(true), DIV}; \
+    same_on_meta("avg_pool2d_backward", a_, 8, ERR);                                                       \
   } while (0)
   AVGB(go, x, WK_VNONE, NULL);
   AVGB(Z(WK_I64, 2, 3, 3, 3), Z(WK_I64, 2, 3, 6, 6), WK_VI(3), NULL);
@@ -270,8 +273,8 @@ static wk_tensor *mconv(wk_tensor *x, int64_t cout, int64_t k, int64_t s, int64_
   wk_value a[7] = {WK_VT(x), WK_VT(w), WK_VNONE, PAIR(s, s), PAIR(p, p), PAIR(1, 1), WK_VI(1)}, out[1];
   TU_OK(wk_call("conv2d", a, 7, out));
   /* and its gradients, as a training step asks for them */
-  wk_value b[8] = {out[0], WK_VT(x), WK_VT(w), PAIR(s, s), PAIR(p, p), PAIR(1, 1), WK_VI(1),
-                   WK_VINTS(((int64_t[]){1, 1, 0}), 3)},
+  wk_value b[8] = {out[0],     WK_VT(x),   WK_VT(w), PAIR(s, s),
+                   PAIR(p, p), PAIR(1, 1), WK_VI(1), WK_VINTS(((int64_t[]){1, 1, 0}), 3)},
            g[3];
   TU_OK(wk_call("conv2d_backward", b, 8, g));
   for (int d = 0; d < 4; d++) {

@@ -23,8 +23,8 @@ static bool supports_self(const wk_kernel_ctx *ctx, const wk_value *args) {
  * ys, the pooled output's sizes (the forward's result, the backward's
  * grad_output). The op's meta function (core/meta_conv.c) checked the
  * arguments and decided ys; what is left is these kernels' 32-bit windows. */
-static wk_status pool_geometry(const char *op, wk_tensor *x, const wk_value *kv, const int64_t d[2],
-                               const int64_t *ys, cuda_pool_geo *g) {
+static wk_status pool_geometry(const char *op, wk_tensor *x, const wk_value *kv, const int64_t d[2], const int64_t *ys,
+                               cuda_pool_geo *g) {
   /* int[2] arguments arrive normalised to two values (stride: or none) */
   const int64_t *k = kv[0].u.ints, *s = kv[1].len ? kv[1].u.ints : k, *p = kv[2].u.ints;
   for (int i = 0; i < 2; i++)

@@ -287,8 +287,8 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   int64_t ty, tx;
   if (wk_tensor_dim(x) == 4 && odn_conv_point(g.H, g.W, g.oh, g.ow, g.G, g.pl, g.dl, g.kh, g.kw, &ty, &tx) &&
       odn_conv_point_supported(x, go)) {
-    if ((mask[0] && !(gi = wk_meta_empty(ctx, 0))) ||
-        (mask[1] && !(gw = wk_meta_empty(ctx, 1))) || (mask[2] && !(gb = wk_meta_empty(ctx, 2))))
+    if ((mask[0] && !(gi = wk_meta_empty(ctx, 0))) || (mask[1] && !(gw = wk_meta_empty(ctx, 1))) ||
+        (mask[2] && !(gb = wk_meta_empty(ctx, 2))))
       goto fail;
     if ((s = odn_conv_point_bwd(op, go, x, w, ty, tx, dt, gi, gw, gb))) goto fail;
     outs[0] = gi ? WK_VT(gi) : WK_VNONE;
