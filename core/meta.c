@@ -45,14 +45,8 @@ static const char *base_name(const wk_op *op, char *buf, size_t n) {
 }
 
 wk_status wk__meta_broadcast_slow(const wk_op *op, wk_tensor *const *ts, int n, wk_meta_out *o) {
-  wk_status s = wk__meta_broadcast(NULL, ts, n, o);
-  if (s == WK_ERR_SHAPE) { /* name the family in the message, as the kernels did */
-    char b[64], msg[1024];
-    snprintf(msg, sizeof msg, "%s%s", base_name(op, b, sizeof b), wk_last_error_message());
-    wk_clear_error();
-    s = wk_error(WK_ERR_SHAPE, "%s", msg);
-  }
-  return s;
+  char b[64]; /* the family's name, for the message (this path is not the common call) */
+  return wk__meta_broadcast(base_name(op, b, sizeof b), ts, n, o);
 }
 
 wk_status wk__meta_broadcast(const char *op, wk_tensor *const *ts, int n, wk_meta_out *o) {
