@@ -13,7 +13,7 @@
 
 /* The layer sits below autograd and the profiler, so it sees each op a module
  * calls once (ops run inside kernels and composites are not seen again). */
-#define SUMMARY_LEVEL 90
+#define SUMMARY_LEVEL 95
 #define NAME_WIDTH 40 /* torchinfo's layer_name_width, widened for deep names */
 #define COL_WIDTH 25
 
