@@ -145,7 +145,8 @@ static wk_status k_matmul(const wk_kernel_ctx *c, const wk_value *args, wk_value
     return out1(outs, r);
   }
   if (da >= 3 && db <= 2) { /* fold the batch into rows: one mm */
-    int64_t rows = wk_tensor_numel(a) / ka;
+    int64_t rows = 1; /* the batch's rows (numel / ka fails for ka == 0) */
+    for (int i = 0; i < da - 1; i++) rows *= a->sizes[i];
     int64_t shp[2] = {rows, ka};
     wk_tensor *bb = db == 1 ? wk_unsqueeze(b, 1) : wk_retain(b);
     wk_tensor *a2 = wk_reshape(a, shp, 2), *m = wk_mm(a2, bb);

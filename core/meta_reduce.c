@@ -323,6 +323,67 @@ static wk_status meta_dot(wk_op *op, const wk_value *args, wk_meta_out *o) {
 }
 
 /* ---- the table ------------------------------------------------------------------- */
+/* matmul(self, other): PyTorch's cases (dot, mv, mm, batched with broadcast
+ * batch dimensions), decided here so errors name matmul on every device; the
+ * composite in core/composite.c computes it with dot/mm/bmm. */
+static wk_status matmul_shape(const char *name, const wk_tensor *a, const wk_tensor *b, wk_meta_out *o) {
+  int da = a->ndim, db = b->ndim;
+  char s1[WK_SHAPE_STR_MAX], s2[WK_SHAPE_STR_MAX];
+  if (da == 0 || db == 0)
+    return wk_error(WK_ERR_SHAPE, "%s(): both arguments need at least 1 dimension, got %dD and %dD", name, da, db);
+  int64_t ka = a->sizes[da - 1], kb = b->sizes[db == 1 ? 0 : db - 2];
+  if (ka != kb) {
+    if (da == 2 && db == 2)
+      return wk_error(WK_ERR_SHAPE, "%s(): mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", name,
+                      (long long)a->sizes[0], (long long)ka, (long long)kb, (long long)b->sizes[1]);
+    return wk_error(WK_ERR_SHAPE, "%s(): shapes %s and %s cannot be multiplied (%lld != %lld)", name,
+                    wk__shape_str(a->sizes, da, s1, sizeof s1), wk__shape_str(b->sizes, db, s2, sizeof s2),
+                    (long long)ka, (long long)kb);
+  }
+  int na = da > 2 ? da - 2 : 0, nb = db > 2 ? db - 2 : 0, nbat = na > nb ? na : nb, on = 0;
+  for (int i = 0; i < nbat; i++) {
+    int ia = i - (nbat - na), ib = i - (nbat - nb);
+    int64_t x = ia >= 0 ? a->sizes[ia] : 1, y = ib >= 0 ? b->sizes[ib] : 1;
+    if (x != y && x != 1 && y != 1)
+      return wk_error(WK_ERR_SHAPE, "%s(): batch dimensions of %s and %s are not broadcastable", name,
+                      wk__shape_str(a->sizes, da, s1, sizeof s1), wk__shape_str(b->sizes, db, s2, sizeof s2));
+    o->sizes[on++] = x == 1 ? y : x;
+  }
+  if (da > 1) o->sizes[on++] = a->sizes[da - 2];
+  if (db > 1) o->sizes[on++] = b->sizes[db - 1];
+  o->ndim = on;
+  o->dtype = wk_promote_types(a->dtype, b->dtype);
+  return WK_OK;
+}
+
+static wk_status meta_matmul(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  return matmul_shape("matmul", MT(0), MT(1), o);
+}
+
+/* linear(input, weight, bias): input @ weight.T (+ bias), PyTorch's message
+ * naming the flattened operands ("(2x3 and 4x5)"). */
+static wk_status meta_linear(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  const wk_tensor *x = MT(0), *w = MT(1);
+  if (w->ndim != 2 && w->ndim != 1)
+    return wk_error(WK_ERR_SHAPE, "linear(): weight must be 1D or 2D, got %dD", w->ndim);
+  if (x->ndim == 0)
+    return wk_error(WK_ERR_SHAPE, "linear(): both arguments need at least 1 dimension, got 0D and %dD", w->ndim);
+  int64_t in = x->sizes[x->ndim - 1], win = w->sizes[w->ndim - 1];
+  if (in != win) {
+    int64_t rows = 1;
+    for (int i = 0; i < x->ndim - 1; i++) rows *= x->sizes[i];
+    return wk_error(WK_ERR_SHAPE, "linear(): mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                    (long long)rows, (long long)in, (long long)win, (long long)(w->ndim == 2 ? w->sizes[0] : 1));
+  }
+  o->ndim = x->ndim - 1;
+  memcpy(o->sizes, x->sizes, sizeof(int64_t) * (size_t)o->ndim);
+  if (w->ndim == 2) o->sizes[o->ndim++] = w->sizes[0];
+  o->dtype = wk_promote_types(x->dtype, w->dtype);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"sum", meta_sum_all},
     {"sum.dim_IntList", meta_sum_dim},
@@ -351,6 +412,8 @@ static const wk__meta_row g_rows[] = {
     {"bmm", meta_bmm},
     {"addmm", meta_addmm},
     {"dot", meta_dot},
+    {"matmul", meta_matmul},
+    {"linear", meta_linear},
 };
 
 const wk__meta_family wk__metas_reduce = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -722,26 +722,8 @@ static const sw_row g_rows[] = {
     {.op = "bmm", .gen = g_bmm, .err = e_linalg, .dtypes = D_FIB, .modes = M_EMPTY},
     {.op = "addmm", .gen = g_addmm, .err = e_linalg, .dtypes = D_FIB, .modes = M_BCAST | M_EMPTY},
     {.op = "dot", .gen = g_dot, .err = e_linalg, .dtypes = D_FIB, .modes = M_EMPTY},
-    /* crash: the composite divides by the inner size when folding a >= 3-d operand (core/composite.c k_matmul) */
-    {.op = "matmul",
-     .gen = g_matmul,
-     .err = e_linalg,
-     .dtypes = D_FIB,
-     .modes = M_BCAST | M_EMPTY,
-     .known = C_ERRORS,
-     .crash = M_EMPTY,
-     .why = "SIGFPE: matmul(zeros [2, 3, 0], zeros [0, 4]); and the composite's errors name the op it calls: "
-            "matmul([2, 3], [4, 5]) says 'mm(): mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)'"},
-    {.op = "linear",
-     .gen = g_linear,
-     .err = e_linalg,
-     .dtypes = D_FB,
-     .modes = M_EMPTY,
-     .known = C_ERRORS,
-     .crash = M_EMPTY,
-     .why = "SIGFPE: linear(zeros [2, 3, 0], weight zeros [4, 0]) (matmul's fold); and the composite's errors name "
-            "the ops it calls: linear([2, 3], weight [4, 5]) says 'mm(): mat1 and mat2 shapes cannot be multiplied "
-            "(2x3 and 5x4)'"},
+    {.op = "matmul", .gen = g_matmul, .err = e_linalg, .dtypes = D_FIB, .modes = M_BCAST | M_EMPTY},
+    {.op = "linear", .gen = g_linear, .err = e_linalg, .dtypes = D_FB, .modes = M_EMPTY},
     {.op = "outer", .gen = g_outer, .err = e_linalg, .dtypes = D_FIB, .modes = M_EMPTY},
     /* ---- neural-network ops ---- */
     {.op = "softmax", .gen = g_softmax, .err = e_dim5, .dtypes = D_FB, .modes = M_ES},
