@@ -30,6 +30,7 @@ struct wk_op {
   const void *autograd; /* derivative formula (autograd.c owns the meaning) */
   wk_meta_fn meta;      /* checks and result shapes (meta.c owns the meaning) */
   int8_t out_target[WK_MAX_OUTS]; /* argument a result aliases and mutates, or -1 */
+  int8_t mask_arg;                /* the `output_mask` argument, or -1 */
   wk_plugin *owner; /* plugin whose init declared it (NULL: the core, or declared by several) */
 };
 
@@ -144,6 +145,9 @@ wk_op *wk_op_declare(const char *schema, uint32_t tags) {
   op->mutated_arg = -1;
   for (int i = 0; i < s.nargs; i++)
     if (s.args[i].mutates && op->mutated_arg < 0) op->mutated_arg = i;
+  op->mask_arg = -1;
+  for (int i = 0; i < s.nargs; i++)
+    if (s.args[i].type == WK__A_INTS && strcmp(s.args[i].name, "output_mask") == 0) op->mask_arg = (int8_t)i;
   for (int i = 0; i < s.nouts; i++) {
     op->out_borrowed[i] = s.outs[i].alias && s.outs[i].mutates;
     op->out_target[i] = -1;
@@ -202,6 +206,7 @@ wk_op *wk_op_at(int i) { return i >= 0 && i < g_nops ? g_ops[i] : NULL; }
 const wk__schema *wk__op_schema(const wk_op *op) { return &op->schema; }
 const void **wk__op_autograd_slot(wk_op *op) { return &op->autograd; }
 wk_meta_fn *wk__op_meta_slot(wk_op *op) { return &op->meta; }
+int wk__op_mask_arg(const wk_op *op) { return op->mask_arg; }
 int wk__op_out_target(const wk_op *op, int i) { return i >= 0 && i < op->schema.nouts ? op->out_target[i] : -1; }
 void wk__op_get_info(const wk_op *op, wk__op_info *out) {
   out->nargs = op->schema.nargs;

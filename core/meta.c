@@ -97,6 +97,10 @@ wk_status wk__meta_run(wk_op *op, const wk_value *args, wk_device dev, wk_meta_o
   wk_meta_fn fn = *wk__op_meta_slot(op);
   wk_status st = fn(op, args, outs);
   if (st) return wk__meta_failed(op, st);
+  int m = wk__op_mask_arg(op); /* results the call does not want are None */
+  if (m >= 0 && args[m].tag == WK_V_INTS)
+    for (int i = 0; i < nouts && i < args[m].len; i++)
+      if (!args[m].u.ints[i]) outs[i].flags |= WK_META_NONE;
   /* In-place and out= results: the target must hold the functional result. */
   for (int i = 0; has_targets && i < nouts; i++) {
     int a = wk__op_out_target(op, i);
@@ -124,9 +128,13 @@ wk_status wk__meta_materialise(wk_op *op, const wk_value *args, const wk_meta_ou
       outs[i] = WK_VT(args[a].u.t);
       continue;
     }
+    if (mo[i].flags & WK_META_NONE) {
+      outs[i] = WK_VNONE;
+      continue;
+    }
     if (mo[i].ndim == WK_META_DYNAMIC) {
       for (int k = 0; k < i; k++)
-        if (wk__op_out_target(op, k) < 0) wk_release(outs[k].u.t);
+        if (wk__op_out_target(op, k) < 0 && outs[k].tag == WK_V_TENSOR) wk_release(outs[k].u.t);
       return wk_error(WK_ERR_UNSUPPORTED,
                       "%s(): the shape of result %d depends on the data, so the op cannot run on the meta device",
                       wk_op_name(op), i);
@@ -138,7 +146,7 @@ wk_status wk__meta_materialise(wk_op *op, const wk_value *args, const wk_meta_ou
                                     mo[i].ndim, o);
     if (!t) {
       for (int k = 0; k < i; k++)
-        if (wk__op_out_target(op, k) < 0) wk_release(outs[k].u.t);
+        if (wk__op_out_target(op, k) < 0 && outs[k].tag == WK_V_TENSOR) wk_release(outs[k].u.t);
       return wk_last_error();
     }
     outs[i] = WK_VT(t);

@@ -46,6 +46,8 @@ WK__HIDDEN wk_status wk__meta_failed(const wk_op *op, wk_status st);
 
 /* Dispatcher slots (dispatch.c owns struct wk_op). */
 WK__HIDDEN wk_meta_fn *wk__op_meta_slot(wk_op *op);
+/* The op's `output_mask` argument, or -1. */
+WK__HIDDEN int wk__op_mask_arg(const wk_op *op);
 /* Argument a result aliases and mutates (in-place, out=), or -1. */
 WK__HIDDEN int wk__op_out_target(const wk_op *op, int i);
 

@@ -300,7 +300,30 @@ static wk_status meta_to_dtype(wk_op *op, const wk_value *args, wk_meta_out *o) 
   return WK_OK;
 }
 
+/* copy_(self, src): src broadcasts to self, which must not write one memory
+ * location twice (the same check on every device, and on meta). */
+static wk_status meta_copy_(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0), *src = MT(1);
+  for (int d = 0; d < self->ndim; d++)
+    if (self->strides[d] == 0 && self->sizes[d] > 1)
+      return wk_error(WK_ERR_INVALID_ARG, "copy_: unsupported operation: more than one element of the written-to "
+                      "tensor refers to a single memory location. Please clone() the tensor before performing the "
+                      "operation.");
+  wk_tensor *pair[2] = {self, src};
+  wk_status s = wk__meta_broadcast("copy_", pair, 2, o);
+  if (s) return s;
+  if (o->ndim != self->ndim || memcmp(o->sizes, self->sizes, sizeof(int64_t) * (size_t)self->ndim) != 0) {
+    char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+    return wk_error(WK_ERR_SHAPE, "copy_: source of shape %s cannot be broadcast to destination of shape %s",
+                    wk__shape_str(src->sizes, src->ndim, a, sizeof a), wk__shape_str(self->sizes, self->ndim, b, sizeof b));
+  }
+  o->dtype = self->dtype; /* the result is self */
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
+    {"copy_", meta_copy_},
     {"cat", meta_cat},
     {"index_select", meta_index_select},
     {"gather", meta_gather},

@@ -137,8 +137,11 @@ WK_API wk_op *wk_op_at(int i);
  * shape and device, before any kernel runs. ndim == WK_META_DYNAMIC marks a
  * result whose shape depends on the data (masked_select): the kernel decides,
  * and the op cannot run on the meta device. Strides are contiguous unless
- * the meta function set WK_META_STRIDED and filled strides[]. */
-enum { WK_META_DYNAMIC = -1, WK_META_STRIDED = 1 };
+ * the meta function set WK_META_STRIDED and filled strides[]. For an op with
+ * an `int[N] output_mask` argument, the dispatcher marks each result the
+ * mask switches off WK_META_NONE (the kernel returns None there). */
+enum { WK_META_DYNAMIC = -1, WK_META_STRIDED = 1,
+       WK_META_NONE = 2 /* the result is None: an output the call's output_mask switched off */ };
 typedef struct wk_meta_out {
   wk_dtype dtype;
   int32_t ndim;
