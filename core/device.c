@@ -13,6 +13,14 @@ typedef struct {
 } dev_entry;
 
 static dev_entry g_devs[WK_MAX_DEVICE_TYPES];
+_Thread_local wk_device wk__default_dev;
+
+wk_device wk_set_default_device(wk_device dev) {
+  wk_device prev = wk__default_dev;
+  wk__default_dev = dev;
+  return prev;
+}
+wk_device wk_default_device(void) { return wk__default_dev; }
 
 static int cpu_count(void *u) {
   (void)u;

@@ -503,6 +503,7 @@ static wk_status pick_device(const wk_op *op, const wk_value *args, wk_device *d
     }
   }
   if (!have && !have_scalar) {
+    if (wk__call_depth <= 1) d = wk__device_norm(wk__default_dev); /* the program's factory call */
     for (int i = 0; i < s->nargs; i++)
       if (s->args[i].type == WK__A_DEVICE && args[i].tag == WK_V_DEVICE) {
         d = wk__device_norm(args[i].u.device);

@@ -84,6 +84,8 @@ WK__HIDDEN void wk__block_free(void *p, size_t n);
 /* ---- devices ----------------------------------------------------------------------- */
 WK__HIDDEN void wk__device_init(void);
 WK__HIDDEN const wk_device_iface *wk__device_iface(int32_t type);
+/* The thread's default device for new tensors (wk_set_default_device). */
+WK__HIDDEN extern _Thread_local wk_device wk__default_dev;
 /* A device with "not given" read as cpu (inline: every allocation asks). */
 static inline wk_device wk__device_norm(wk_device d) {
   if (d.type == WK_DEVICE_DEFAULT) d.type = WK_DEVICE_CPU;

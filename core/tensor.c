@@ -386,6 +386,7 @@ static bool empty_contiguous(const int64_t *sizes, int ndim, wk_dtype dt, wk_dev
 
 wk_tensor *wk_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, wk_options o) {
   wk_dtype dt = o.dtype ? o.dtype : WK_F32;
+  if (!o.device.type && !wk__call_depth) o.device = wk__default_dev; /* the program's call, not a kernel's */
   wk_tensor *fast = NULL;
   if (!strides && !o.requires_grad && empty_contiguous(sizes, ndim, dt, o.device, &fast)) return adopt(fast);
   if (!wk__check_shape("empty", sizes, ndim) || !check_dtype("empty", dt)) return NULL;

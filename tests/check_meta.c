@@ -192,8 +192,31 @@ START_TEST(test_meta_third_party_op) {
 }
 END_TEST
 
-/* Progress of the table: every standard op runs on meta. Lists the ops that
- * do not yet. */
+/* wk_set_default_device: the program's factories land on meta (a model is
+ * built without data), ops on cpu tensors and their temporaries stay cpu. */
+START_TEST(test_meta_default_device) {
+  wk_scope_begin();
+  wk_device prev = wk_set_default_device(meta_dev());
+  ck_assert_int_eq(prev.type, WK_DEVICE_DEFAULT);
+  ck_assert_int_eq(wk_default_device().type, WK_DEVICE_META);
+  wk_tensor *e = wk_empty(WK_SHAPE(1000, 1000), (wk_options){0});
+  wk_tensor *z = wk_zeros(WK_SHAPE(3), (wk_options){0});
+  wk_tensor *c = wk_ones(WK_SHAPE(2), (wk_options){.device = wk_cpu()}); /* explicit device wins */
+  ck_assert_int_eq(wk_tensor_device(e).type, WK_DEVICE_META);
+  ck_assert_int_eq(wk_tensor_device(z).type, WK_DEVICE_META);
+  ck_assert_int_eq(wk_tensor_device(c).type, WK_DEVICE_CPU);
+  wk_tensor *s = wk_sum(wk_mul(c, c)); /* a cpu op, its kernel's temporaries on cpu */
+  ck_assert_int_eq(wk_tensor_device(s).type, WK_DEVICE_CPU);
+  double v = 0;
+  TU_OK(wk_item(s, &v));
+  ck_assert(v == 2.0);
+  wk_set_default_device(prev);
+  ck_assert_int_eq(wk_tensor_device(wk_zeros(WK_SHAPE(3), (wk_options){0})).type, WK_DEVICE_CPU);
+  wk_scope_end();
+}
+END_TEST
+
+/* Every op declared (standard and the loaded plugins') runs on meta. */
 START_TEST(test_meta_every_standard_op_has_one) {
   int missing = 0;
   char list[4096] = "";
@@ -207,7 +230,7 @@ START_TEST(test_meta_every_standard_op_has_one) {
       if (k < sizeof list - 64) k += (size_t)snprintf(list + k, sizeof list - k, " %s", n);
     }
   }
-  if (missing) fprintf(stderr, "check_meta: %d standard ops have no meta function yet:%s\n", missing, list);
+  ck_assert_msg(missing == 0, "%d ops have no meta function:%s", missing, list);
 }
 END_TEST
 
@@ -224,6 +247,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_meta_factories);
   tcase_add_test(tc, test_meta_op_meta_without_running);
   tcase_add_test(tc, test_meta_third_party_op);
+  tcase_add_test(tc, test_meta_default_device);
   tcase_add_test(tc, test_meta_every_standard_op_has_one);
   suite_add_tcase(s, tc);
   return s;

@@ -99,14 +99,19 @@ int wick_summary_cmd(int argc, char **argv) {
   }
   double t1 = now_ms();
   wk_module *m = NULL;
+  /* built where it runs (torch's `with torch.device(...)`): on meta the
+   * constructors allocate and initialise no data */
+  wk_device prev = wk_set_default_device(dev);
   if (!strcmp(model, "resnet18") || !strcmp(model, "resnet34") || !strcmp(model, "resnet50")) {
     m = wk_nn_resnet(atoi(model + 6), (wk_resnet_opts){0});
   } else if (!strcmp(model, "lenet")) {
     m = wk_nn_lenet();
   } else {
+    wk_set_default_device(prev);
     fprintf(stderr, "wick summary: unknown model '%s' (resnet18, resnet34, resnet50, lenet)\n", model);
     return 2;
   }
+  wk_set_default_device(prev);
   /* the model lives where it runs: on meta its parameters hold no data */
   if (!m || wk_module_to(m, dev, WK_DTYPE_DEFAULT) != WK_OK) {
     fprintf(stderr, "wick summary: %s\n", wk_last_error_message());

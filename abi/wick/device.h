@@ -146,6 +146,17 @@ WK_API const char *wk_device_str(wk_device dev, char *buf, size_t n);
 static inline wk_device wk_cpu(void) { wk_device d = {WK_DEVICE_CPU, 0}; return d; }
 /* True when both name the same device (default is treated as cpu:0). */
 WK_API bool wk_device_equal(wk_device a, wk_device b);
+
+/* ABI 1.2. Sets the calling thread's default device for new tensors, like
+ * torch.set_default_device (and `with torch.device("meta"):`): factory ops
+ * and wk_empty* called by the program with no device given create their
+ * tensors there, so `wk_set_default_device(meta)` around a model's
+ * constructor builds it without allocating data. Ops choose their device
+ * from their tensors as before, and kernels' temporaries are not affected.
+ * {WK_DEVICE_DEFAULT, 0} restores cpu. Returns the previous default. */
+WK_API wk_device wk_set_default_device(wk_device dev);
+/* The calling thread's default device ({WK_DEVICE_DEFAULT, 0}: cpu). */
+WK_API wk_device wk_default_device(void);
 /* Waits for all work on `dev`. */
 WK_API wk_status wk_device_synchronize(wk_device dev);
 
