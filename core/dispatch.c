@@ -217,10 +217,16 @@ void wk__op_get_info(const wk_op *op, wk__op_info *out) {
 }
 
 /* ---- kernels ---- */
+/* What a registration owns: its name, and an unboxed kernel's libffi call interface. */
+static void kernel_entry_free(kernel_entry *k) {
+  free(k->name);
+  if (k->fn == wk__ffi_kernel) free(k->user);
+}
+
 static wk_status add_kernel(wk_op *op, kernel_entry k) {
   const char *plugin = wk__plugin_name_or_core(k.owner);
   if (env_match(g_deny, plugin, op->schema.name)) {
-    free(k.name);
+    kernel_entry_free(&k);
     return WK_OK; /* denied by WICK_DENY_KERNELS: silently not registered */
   }
   if (env_match(g_force, plugin, op->schema.name)) k.priority += 1000000;
@@ -230,7 +236,7 @@ static wk_status add_kernel(wk_op *op, kernel_entry k) {
     kernel_entry *p = realloc(op->kernels, sizeof *p * (size_t)cap);
     if (!p) {
       pthread_mutex_unlock(&g_lock);
-      free(k.name);
+      kernel_entry_free(&k);
       return wk_error(WK_ERR_NO_MEMORY, "wk_kernel_register: out of memory");
     }
     op->kernels = p;
@@ -284,7 +290,7 @@ void wk__kernel_rollback(wk_plugin *owner) {
     int w = 0;
     for (int r = 0; r < op->nkernels; r++) {
       if (op->kernels[r].owner == owner)
-        free(op->kernels[r].name);
+        kernel_entry_free(&op->kernels[r]);
       else
         op->kernels[w++] = op->kernels[r];
     }

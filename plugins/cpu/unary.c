@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include <wick/sdk/unary.h>
 
 /* The inner loops below are plain loops over contiguous data; ask GCC to
  * vectorise them at -O2 too (clang does by default). No errno is read here. */
@@ -15,46 +16,11 @@
 #pragma GCC optimize("tree-vectorize", "no-math-errno")
 #endif
 
-/* The unary family's ops, in WK_UNARY_OPS order (so its names and dtype rules
- * come from the list), then the other ops this file computes. */
-typedef enum {
-#define UOP_ENUM(name, tags, rule) U_##name,
-  WK_UNARY_OPS(UOP_ENUM)
-#undef UOP_ENUM
-  U_LEAKY_RELU, U_GELU, U_CLAMP, U_ISNAN, U_ISINF, U_NAN_TO_NUM,
-  U_GELU_TANH, U_FILL /* internal: gelu(approximate="tanh"); clamp with a NaN bound */
-} uop;
-
-#define UOP_NAME(name, tags, rule) #name,
-static const char *const g_names[] = {WK_UNARY_OPS(UOP_NAME)};
-#define UOP_RULE(name, tags, rule) rule,
-static const unsigned char g_rules[] = {WK_UNARY_OPS(UOP_RULE)};
-#define N_FAMILY ((int)(sizeof g_names / sizeof g_names[0]))
-
-/* How an op treats dtypes (WK_UNARY_FLOAT ... WK_UNARY_PRED, op_list.h): the
- * core's meta function decided the result dtype; the loops still need it. */
-static int kind_of(uop op) {
-  if ((int)op < N_FAMILY) return g_rules[op];
-  switch (op) {
-    case U_LEAKY_RELU: case U_GELU: case U_GELU_TANH: return WK_UNARY_FLOAT_ONLY;
-    case U_NAN_TO_NUM: return WK_UNARY_ROUNDING;
-    case U_ISNAN: case U_ISINF: return WK_UNARY_PRED;
-    default: return WK_UNARY_KEEP; /* clamp */
-  }
-}
-
 typedef struct {
-  uop op;
+  int op; /* wk_uop */
   cpu_mode mode;
 } uinfo;
 
-/* What a loop needs: the op, its parameters, the input dtype (predicates). */
-typedef struct {
-  uop op;
-  wk_dtype src;
-  double p, q, r;   /* leaky slope | clamp lo, hi | nan, posinf, neginf | fill value */
-  int64_t ilo, ihi; /* integer clamp bounds */
-} uctx;
 
 /* ---- loops ------------------------------------------------------------------------ */
 /* Applies EXPR (of x, the input element of type TI) to each of the n elements
@@ -82,38 +48,38 @@ typedef struct {
 /* Floating loops (T = float with F = f, or double with F = d). */
 #define FLOAT_LOOP(NAME, T, F)                                                                     \
   static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                              \
-    const uctx *c = cp;                                                                            \
+    const wk_unary_params *c = cp;                                                                            \
     const T p = (T)c->p, q = (T)c->q, r = (T)c->r;                                                 \
     const T one = 1, half = (T)0.5;                                                                \
     switch (c->op) {                                                                               \
-      case U_neg: EACH(T, T, -x); break;                                                           \
-      case U_abs: EACH(T, T, FN_##F(fabs)(x)); break;                                              \
-      case U_exp: EACH(T, T, FN_##F(exp)(x)); break;                                               \
-      case U_log: EACH(T, T, FN_##F(log)(x)); break;                                               \
-      case U_log1p: EACH(T, T, FN_##F(log1p)(x)); break;                                           \
-      case U_sqrt: EACH(T, T, FN_##F(sqrt)(x)); break;                                             \
-      case U_rsqrt: EACH(T, T, one / FN_##F(sqrt)(x)); break;                                      \
-      case U_sin: EACH(T, T, FN_##F(sin)(x)); break;                                               \
-      case U_erf: EACH(T, T, FN_##F(erf)(x)); break;                                               \
-      case U_cos: EACH(T, T, FN_##F(cos)(x)); break;                                               \
-      case U_tanh: EACH(T, T, FN_##F(tanh)(x)); break;                                             \
-      case U_sigmoid: EACH(T, T, one / (one + FN_##F(exp)(-x))); break;                            \
-      case U_relu: EACH(T, T, x < 0 ? 0 : x); break;                                               \
-      case U_silu: EACH(T, T, x / (one + FN_##F(exp)(-x))); break;                                 \
-      case U_sign: EACH(T, T, (T)((x > 0) - (x < 0))); break;                                      \
-      case U_floor: EACH(T, T, FN_##F(floor)(x)); break;                                           \
-      case U_ceil: EACH(T, T, FN_##F(ceil)(x)); break;                                             \
-      case U_round: EACH(T, T, FN_##F(rint)(x)); break; /* half to even */                         \
-      case U_LEAKY_RELU: EACH(T, T, x > 0 ? x : x * p); break;                                     \
-      case U_GELU: EACH(T, T, half * x * (one + FN_##F(erf)(x * (T)M_SQRT1_2))); break;           \
-      case U_GELU_TANH: {                                                                          \
+      case WK_UOP_neg: EACH(T, T, -x); break;                                                           \
+      case WK_UOP_abs: EACH(T, T, FN_##F(fabs)(x)); break;                                              \
+      case WK_UOP_exp: EACH(T, T, FN_##F(exp)(x)); break;                                               \
+      case WK_UOP_log: EACH(T, T, FN_##F(log)(x)); break;                                               \
+      case WK_UOP_log1p: EACH(T, T, FN_##F(log1p)(x)); break;                                           \
+      case WK_UOP_sqrt: EACH(T, T, FN_##F(sqrt)(x)); break;                                             \
+      case WK_UOP_rsqrt: EACH(T, T, one / FN_##F(sqrt)(x)); break;                                      \
+      case WK_UOP_sin: EACH(T, T, FN_##F(sin)(x)); break;                                               \
+      case WK_UOP_erf: EACH(T, T, FN_##F(erf)(x)); break;                                               \
+      case WK_UOP_cos: EACH(T, T, FN_##F(cos)(x)); break;                                               \
+      case WK_UOP_tanh: EACH(T, T, FN_##F(tanh)(x)); break;                                             \
+      case WK_UOP_sigmoid: EACH(T, T, one / (one + FN_##F(exp)(-x))); break;                            \
+      case WK_UOP_relu: EACH(T, T, x < 0 ? 0 : x); break;                                               \
+      case WK_UOP_silu: EACH(T, T, x / (one + FN_##F(exp)(-x))); break;                                 \
+      case WK_UOP_sign: EACH(T, T, (T)((x > 0) - (x < 0))); break;                                      \
+      case WK_UOP_floor: EACH(T, T, FN_##F(floor)(x)); break;                                           \
+      case WK_UOP_ceil: EACH(T, T, FN_##F(ceil)(x)); break;                                             \
+      case WK_UOP_round: EACH(T, T, FN_##F(rint)(x)); break; /* half to even */                         \
+      case WK_UOP_leaky_relu: EACH(T, T, x > 0 ? x : x * p); break;                                     \
+      case WK_UOP_gelu: EACH(T, T, half * x * (one + FN_##F(erf)(x * (T)M_SQRT1_2))); break;           \
+      case WK_UOP_gelu_tanh: {                                                                          \
         const T beta = (T)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = (T)0.044715;                       \
         EACH(T, T, half * x * (one + FN_##F(tanh)(beta * (x + kappa * x * x * x))));               \
         break;                                                                                     \
       }                                                                                            \
-      case U_CLAMP: EACH(T, T, (x < p ? p : x) > q ? q : (x < p ? p : x)); break;                  \
-      case U_FILL: EACH(T, T, p + x * 0); break; /* p is NaN */                                                 \
-      case U_NAN_TO_NUM:                                                                           \
+      case WK_UOP_clamp: EACH(T, T, (x < p ? p : x) > q ? q : (x < p ? p : x)); break;                  \
+      case WK_UOP_fill: EACH(T, T, p + x * 0); break; /* p is NaN */                                                 \
+      case WK_UOP_nan_to_num:                                                                           \
         EACH(T, T, x != x ? p : x == (T)INFINITY ? q : x == -(T)INFINITY ? r : x);                 \
         break;                                                                                     \
       default: break;                                                                              \
@@ -135,14 +101,14 @@ static inline int64_t clamp_i(int64_t v, int64_t lo, int64_t hi) {
 
 #define INT_LOOP(NAME, T)                                                       \
   static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {           \
-    const uctx *c = cp;                                                         \
+    const wk_unary_params *c = cp;                                                         \
     const int64_t lo = c->ilo, hi = c->ihi;                                     \
     switch (c->op) {                                                            \
-      case U_neg: EACH(T, T, (T)neg_i(x)); break;                               \
-      case U_abs: EACH(T, T, (T)abs_i(x)); break;                               \
-      case U_sign: EACH(T, T, (T)sign_i(x)); break;                             \
-      case U_relu: EACH(T, T, (T)relu_i(x)); break;                             \
-      case U_CLAMP: EACH(T, T, (T)clamp_i(x, lo, hi)); break;                   \
+      case WK_UOP_neg: EACH(T, T, (T)neg_i(x)); break;                               \
+      case WK_UOP_abs: EACH(T, T, (T)abs_i(x)); break;                               \
+      case WK_UOP_sign: EACH(T, T, (T)sign_i(x)); break;                             \
+      case WK_UOP_relu: EACH(T, T, (T)relu_i(x)); break;                             \
+      case WK_UOP_clamp: EACH(T, T, (T)clamp_i(x, lo, hi)); break;                   \
       default: break;                                                           \
     }                                                                           \
   }
@@ -156,23 +122,23 @@ INT_LOOP(loop_i64, int64_t)
 #define PRED_FLOAT(T)                                        \
   do {                                                       \
     switch (c->op) {                                         \
-      case U_ISNAN: EACH(T, bool, x != x); break;            \
-      case U_ISINF: EACH(T, bool, isinf(x) != 0); break;     \
+      case WK_UOP_isnan: EACH(T, bool, x != x); break;            \
+      case WK_UOP_isinf: EACH(T, bool, isinf(x) != 0); break;     \
       default: EACH(T, bool, x == 0); break;                 \
     }                                                        \
   } while (0)
 
 static void loop_pred(void *cp, char **d, const int64_t *s, int64_t n) {
-  const uctx *c = cp;
+  const wk_unary_params *c = cp;
   switch (c->src) {
     case WK_F32: PRED_FLOAT(float); return;
     case WK_F64: PRED_FLOAT(double); return;
     default: break;
   }
   if (!wk_dtype_is_floating(c->src)) { /* integers and bool: never NaN or infinite */
-    if (c->op == U_logical_not && c->src == WK_BOOL) {
+    if (c->op == WK_UOP_logical_not && c->src == WK_BOOL) {
       EACH(bool, bool, !x);
-    } else if (c->op == U_logical_not) {
+    } else if (c->op == WK_UOP_logical_not) {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = wk_load_i64(d[1] + i * s[1], c->src) == 0;
     } else {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = false;
@@ -181,12 +147,12 @@ static void loop_pred(void *cp, char **d, const int64_t *s, int64_t n) {
   }
   for (int64_t i = 0; i < n; i++) { /* f16, bf16 */
     double x = wk_load_f64(d[1] + i * s[1], c->src);
-    *(bool *)(d[0] + i * s[0]) = c->op == U_ISNAN ? x != x : c->op == U_ISINF ? isinf(x) != 0 : x == 0;
+    *(bool *)(d[0] + i * s[0]) = c->op == WK_UOP_isnan ? x != x : c->op == WK_UOP_isinf ? isinf(x) != 0 : x == 0;
   }
 }
 
-static wk_loop_fn loop_for(uop op, wk_dtype dt) {
-  if (kind_of(op) == WK_UNARY_PRED) return loop_pred;
+static wk_loop_fn loop_for(int op, wk_dtype dt) {
+  if (wk_uop_rule(op) == WK_UNARY_PRED) return loop_pred;
   switch (dt) {
     case WK_F32: return loop_f32;
     case WK_F64: return loop_f64;
@@ -206,76 +172,17 @@ static bool same_strides(const wk_tensor *a, const wk_tensor *b) {
          memcmp(wk_tensor_strides(a), wk_tensor_strides(b), sizeof(int64_t) * (size_t)nd) == 0;
 }
 
-/* The largest finite value of a floating dtype (nan_to_num's default posinf). */
-static double dtype_max(wk_dtype dt) {
-  switch (dt) {
-    case WK_F64: return DBL_MAX;
-    case WK_F16: return 65504.0;
-    case WK_BF16: return 3.3895313892515355e38;
-    default: return FLT_MAX;
-  }
-}
-
-/* A clamp bound as an integer (the meta function checked it fits the dtype). */
-static int64_t int_bound(const wk_value *v) {
-  return v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
-}
-
-/* Reads the op's extra arguments into c. The core's meta function checked
- * them and decided the result dtype rt. */
-static void setup(const wk_value *args, uctx *c, wk_dtype rt) {
-  wk_dtype dt = wk_tensor_dtype(args[0].u.t);
-  c->src = dt;
-  switch (c->op) {
-    case U_LEAKY_RELU: c->p = wk_value_as_f64(&args[1]); break;
-    case U_GELU:
-      if (strcmp(args[1].u.s, "tanh") == 0) c->op = U_GELU_TANH;
-      break;
-    case U_NAN_TO_NUM:
-      c->p = args[1].tag == WK_V_NONE ? 0.0 : args[1].u.f;
-      c->q = args[2].tag == WK_V_NONE ? dtype_max(dt) : args[2].u.f;
-      c->r = args[3].tag == WK_V_NONE ? -dtype_max(dt) : args[3].u.f;
-      break;
-    case U_CLAMP: {
-      bool lo = args[1].tag != WK_V_NONE, hi = args[2].tag != WK_V_NONE;
-      if (wk_dtype_is_floating(rt)) {
-        c->p = lo ? wk_value_as_f64(&args[1]) : -INFINITY;
-        c->q = hi ? wk_value_as_f64(&args[2]) : INFINITY;
-        if (c->p != c->p || c->q != c->q) { /* a NaN bound makes every result NaN */
-          c->op = U_FILL;
-          c->p = NAN;
-        }
-      } else {
-        c->ilo = lo ? int_bound(&args[1]) : INT64_MIN;
-        c->ihi = hi ? int_bound(&args[2]) : INT64_MAX;
-      }
-      break;
-    }
-    default: break;
-  }
-}
-
-/* True when the op leaves values of this dtype unchanged (floor of an
- * integer, nan_to_num of an integer, abs/sign of a bool, relu of uint8). */
-static bool is_identity(uop op, wk_dtype dt) {
-  if (wk_dtype_is_floating(dt)) return false;
-  int k = kind_of(op);
-  if (k == WK_UNARY_ROUNDING) return true;
-  if (dt == WK_BOOL) return op == U_abs || op == U_sign;
-  return dt == WK_U8 && (op == U_abs || op == U_relu);
-}
-
 static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const uinfo *info = ctx->user;
   const char *name = WK_OPNAME;
   wk_tensor *self = WK_ARG_T(0), *target = NULL;
   if (info->mode == CPU_INPLACE) target = self;
   if (info->mode == CPU_OUT) target = WK_ARG_T(1); /* name.out(Tensor self, *, Tensor(a!) out) */
-  uctx c = {info->op, WK_F32, 0, 0, 0, 0, 0};
+  wk_unary_params c;
   wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
-  setup(args, &c, rt);
+  wk_unary_params_read(&c, info->op, args, rt);
   wk_status s;
-  if (is_identity(c.op, wk_tensor_dtype(self))) {
+  if (wk_uop_is_identity(c.op, wk_tensor_dtype(self))) {
     if (info->mode == CPU_INPLACE) {
       wk_tensor_bump_version(self);
       outs[0] = WK_VT(self);
@@ -284,7 +191,7 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
     return cpu_deliver(name, info->mode, wk_clone(self), target, outs);
   }
   /* cd: the dtype the loop reads; od: the dtype it writes. */
-  bool pred = kind_of(c.op) == WK_UNARY_PRED;
+  bool pred = wk_uop_rule(c.op) == WK_UNARY_PRED;
   wk_dtype cd = pred ? wk_tensor_dtype(self) : wk_dtype_is_floating(rt) ? wk_compute_dtype(rt) : rt;
   wk_dtype od = pred ? WK_BOOL : cd;
   wk_tensor *x = wk_kernel_cast(self, cd), *dst = NULL;
@@ -339,7 +246,7 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
 static uinfo g_infos[N_UINFO];
 static int g_ninfos;
 
-static wk_status reg(const char *name, uop op, cpu_mode mode) {
+static wk_status reg(const char *name, int op, cpu_mode mode) {
   if (g_ninfos == N_UINFO) return wk_error(WK_ERR_INTERNAL, "cpu: too many unary registrations");
   uinfo *u = &g_infos[g_ninfos++];
   *u = (uinfo){op, mode};
@@ -350,21 +257,21 @@ wk_status cpu_register_unary(void) {
   g_ninfos = 0;
   wk_status s = WK_OK;
   char n[64];
-  for (int op = 0; op < N_FAMILY && !s; op++) {
-    s = reg(g_names[op], (uop)op, CPU_FUNCTIONAL);
-    snprintf(n, sizeof n, "%s_", g_names[op]);
-    if (!s) s = reg(n, (uop)op, CPU_INPLACE);
-    snprintf(n, sizeof n, "%s.out", g_names[op]);
-    if (!s) s = reg(n, (uop)op, CPU_OUT);
+  for (int op = 0; op < WK_UOP_FAMILY_COUNT && !s; op++) {
+    s = reg(wk_uop_family_name(op), op, CPU_FUNCTIONAL);
+    snprintf(n, sizeof n, "%s_", wk_uop_family_name(op));
+    if (!s) s = reg(n, op, CPU_INPLACE);
+    snprintf(n, sizeof n, "%s.out", wk_uop_family_name(op));
+    if (!s) s = reg(n, op, CPU_OUT);
   }
   static const struct {
     const char *name;
-    uop op;
+    int op;
     cpu_mode mode;
-  } other[] = {{"leaky_relu", U_LEAKY_RELU, CPU_FUNCTIONAL}, {"leaky_relu_", U_LEAKY_RELU, CPU_INPLACE},
-               {"gelu", U_GELU, CPU_FUNCTIONAL},             {"clamp", U_CLAMP, CPU_FUNCTIONAL},
-               {"clamp_", U_CLAMP, CPU_INPLACE},             {"isnan", U_ISNAN, CPU_FUNCTIONAL},
-               {"isinf", U_ISINF, CPU_FUNCTIONAL},           {"nan_to_num", U_NAN_TO_NUM, CPU_FUNCTIONAL}};
+  } other[] = {{"leaky_relu", WK_UOP_leaky_relu, CPU_FUNCTIONAL}, {"leaky_relu_", WK_UOP_leaky_relu, CPU_INPLACE},
+               {"gelu", WK_UOP_gelu, CPU_FUNCTIONAL},             {"clamp", WK_UOP_clamp, CPU_FUNCTIONAL},
+               {"clamp_", WK_UOP_clamp, CPU_INPLACE},             {"isnan", WK_UOP_isnan, CPU_FUNCTIONAL},
+               {"isinf", WK_UOP_isinf, CPU_FUNCTIONAL},           {"nan_to_num", WK_UOP_nan_to_num, CPU_FUNCTIONAL}};
   for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++) s = reg(other[i].name, other[i].op, other[i].mode);
   return s;
 }

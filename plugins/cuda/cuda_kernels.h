@@ -7,9 +7,8 @@
 #ifndef WICK_CUDA_KERNELS_H
 #define WICK_CUDA_KERNELS_H
 
-#include <wick/op_list.h> /* the unary family's order */
-
 #include "cuda_plugin.h"
+#include <wick/sdk/unary.h> /* the one-input pointwise ops' numbering */
 
 #ifdef __cplusplus
 extern "C" {
@@ -54,21 +53,7 @@ int cuda_launch_pointwise_backward(int kind, int ct, void *out, const void *g, c
                                    cuda_strided lx, double threshold, int64_t n, cudaStream_t st);
 
 /* ---- unary.cu ---- */
-/* The unary family in WK_UNARY_OPS order (names from the list), then the
- * other ops unary.cu computes. */
-enum {
-#define CUDA_U_ENUM(name, tags, rule) CUDA_U_##name,
-  WK_UNARY_OPS(CUDA_U_ENUM)
-#undef CUDA_U_ENUM
-  CUDA_U_LEAKY_RELU,
-  CUDA_U_GELU,
-  CUDA_U_CLAMP,
-  CUDA_U_ISNAN,
-  CUDA_U_ISINF,
-  CUDA_U_NAN_TO_NUM,
-  CUDA_U_GELU_TANH,
-  CUDA_U_FILL
-};
+/* Ops are numbered by <wick/sdk/unary.h> (WK_UOP_neg ...), as on every backend. */
 /* out = op(a): ct F32/F64/I64; predicates (logical_not, isnan, isinf) write
  * bool. p, q, r: leaky slope | clamp bounds | nan_to_num values | fill;
  * ilo, ihi: integer clamp bounds. */

@@ -303,5 +303,5 @@ extern "C" int cuda_launch_binary_f32(int op, float *out, const float *a, cuda_s
 extern "C" int cuda_launch_unary_f32(int op, float *out, const float *a, cuda_strided la, int64_t n,
                                      cudaStream_t stream) {
   (void)op;  // CUDA_EW_RELU
-  return cuda_launch_unary(CUDA_U_relu, CUDA_F32, out, a, la, 0, 0, 0, 0, 0, n, stream);
+  return cuda_launch_unary(WK_UOP_relu, CUDA_F32, out, a, la, 0, 0, 0, 0, 0, n, stream);
 }

@@ -38,7 +38,7 @@ EXTRA_DIST += $(cuda_kernel_sources) plugins/cuda/nvcc-lt tests/gpu/run
 CUDA_CCBIN = g++
 CUDA_ARCH_FLAGS = -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
 CUDA_NVCCFLAGS = -ccbin $(CUDA_CCBIN) -std=c++17 -O3 $(CUDA_ARCH_FLAGS) --compiler-options=-fvisibility=hidden \
-	-I$(top_builddir) -I$(top_srcdir)/abi -I$(top_srcdir)/plugins/cuda $(CUDA_CFLAGS)
+	-I$(top_builddir) -I$(top_srcdir)/abi -I$(top_srcdir)/sdk -I$(top_srcdir)/plugins/cuda $(CUDA_CFLAGS)
 
 if BUILD_CUDA
 cuda_kernel_objects = $(cuda_kernel_sources:.cu=.lo)
@@ -49,7 +49,7 @@ cuda_kernel_objects = $(cuda_kernel_sources:.cu=.lo)
 	$(AM_V_GEN)$(LIBTOOL) $(AM_V_lt) --tag=CC $(AM_LIBTOOLFLAGS) $(LIBTOOLFLAGS) --mode=compile \
 	  $(SHELL) $(top_srcdir)/plugins/cuda/nvcc-lt $(NVCC) $(CUDA_NVCCFLAGS) $(NVCCFLAGS) -c -o $@ $<
 # nvcc writes no dependency files for automake: every kernel file depends on the shared header.
-$(cuda_kernel_objects): $(top_srcdir)/plugins/cuda/cuda_plugin.h $(top_srcdir)/plugins/cuda/cuda_kernels.h $(top_srcdir)/abi/wick/op_list.h \
+$(cuda_kernel_objects): $(top_srcdir)/plugins/cuda/cuda_plugin.h $(top_srcdir)/plugins/cuda/cuda_kernels.h $(top_srcdir)/abi/wick/op_list.h $(top_srcdir)/sdk/wick/sdk/unary.h \
 	$(top_srcdir)/plugins/cuda/cuda_device.h
 
 plugins_LTLIBRARIES += plugins/cuda/cuda.la

@@ -10,57 +10,57 @@ template <typename T>
 __device__ __forceinline__ T ufloat(int op, T x, T p, T q, T r) {
   const T one = 1, half = (T)0.5;
   switch (op) {
-    case CUDA_U_neg:
+    case WK_UOP_neg:
       return -x;
-    case CUDA_U_abs:
+    case WK_UOP_abs:
       return fabs(x);
-    case CUDA_U_exp:
+    case WK_UOP_exp:
       return exp(x);
-    case CUDA_U_log:
+    case WK_UOP_log:
       return log(x);
-    case CUDA_U_log1p:
+    case WK_UOP_log1p:
       return log1p(x);
-    case CUDA_U_sqrt:
+    case WK_UOP_sqrt:
       return sqrt(x);
-    case CUDA_U_rsqrt:
+    case WK_UOP_rsqrt:
       return one / sqrt(x);
-    case CUDA_U_sin:
+    case WK_UOP_sin:
       return sin(x);
-    case CUDA_U_erf:
+    case WK_UOP_erf:
       return erf(x);
-    case CUDA_U_cos:
+    case WK_UOP_cos:
       return cos(x);
-    case CUDA_U_tanh:
+    case WK_UOP_tanh:
       return tanh(x);
-    case CUDA_U_sigmoid:
+    case WK_UOP_sigmoid:
       return one / (one + exp(-x));
-    case CUDA_U_relu:
+    case WK_UOP_relu:
       return x < 0 ? (T)0 : x;  // NaN propagates
-    case CUDA_U_silu:
+    case WK_UOP_silu:
       return x / (one + exp(-x));
-    case CUDA_U_sign:
+    case WK_UOP_sign:
       return (T)((x > 0) - (x < 0));
-    case CUDA_U_floor:
+    case WK_UOP_floor:
       return floor(x);
-    case CUDA_U_ceil:
+    case WK_UOP_ceil:
       return ceil(x);
-    case CUDA_U_round:
+    case WK_UOP_round:
       return rint(x);  // half to even
-    case CUDA_U_LEAKY_RELU:
+    case WK_UOP_leaky_relu:
       return x > 0 ? x : x * p;
-    case CUDA_U_GELU:
+    case WK_UOP_gelu:
       return half * x * (one + erf(x * (T)M_SQRT1_2));
-    case CUDA_U_GELU_TANH: {
+    case WK_UOP_gelu_tanh: {
       const T beta = (T)(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = (T)0.044715;
       return half * x * (one + tanh(beta * (x + kappa * x * x * x)));
     }
-    case CUDA_U_CLAMP: {
+    case WK_UOP_clamp: {
       T m = x < p ? p : x;
       return m > q ? q : m;
     }
-    case CUDA_U_FILL:
+    case WK_UOP_fill:
       return p + x * 0;
-    case CUDA_U_NAN_TO_NUM:
+    case WK_UOP_nan_to_num:
       return x != x ? p : isinf(x) ? (x > 0 ? q : r) : x;
     default:
       return x;
@@ -69,15 +69,15 @@ __device__ __forceinline__ T ufloat(int op, T x, T p, T q, T r) {
 
 __device__ __forceinline__ int64_t uint64op(int op, int64_t x, int64_t lo, int64_t hi) {
   switch (op) {
-    case CUDA_U_neg:
+    case WK_UOP_neg:
       return (int64_t)(0 - (uint64_t)x);  // wraps like PyTorch's
-    case CUDA_U_abs:
+    case WK_UOP_abs:
       return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-    case CUDA_U_sign:
+    case WK_UOP_sign:
       return (x > 0) - (x < 0);
-    case CUDA_U_relu:
+    case WK_UOP_relu:
       return x < 0 ? 0 : x;
-    case CUDA_U_CLAMP: {
+    case WK_UOP_clamp: {
       int64_t m = x < lo ? lo : x;
       return m > hi ? hi : m;
     }
@@ -101,7 +101,7 @@ __global__ void unary_pred(int op, bool *out, const T *a, cuda_strided la, int64
   CUDA_GRID_LOOP(i, n) {
     T x = a[contig ? i : cd_offset(i, la)];
     double d = (double)x;
-    out[i] = op == CUDA_U_ISNAN ? d != d : op == CUDA_U_ISINF ? isinf(d) != 0 : x == 0;
+    out[i] = op == WK_UOP_isnan ? d != d : op == WK_UOP_isinf ? isinf(d) != 0 : x == 0;
   }
 }
 
@@ -110,7 +110,7 @@ extern "C" int cuda_launch_unary(int op, int ct, void *out, const void *a, cuda_
   if (n <= 0) return 0;
   unsigned g = cuda_blocks(n);
   bool c = cd_dense(la);
-  bool pred = op == CUDA_U_ISNAN || op == CUDA_U_ISINF || op == CUDA_U_logical_not;
+  bool pred = op == WK_UOP_isnan || op == WK_UOP_isinf || op == WK_UOP_logical_not;
   if (pred) {
     if (ct == CUDA_F32)
       unary_pred<float><<<g, CUDA_THREADS, 0, st>>>(op, (bool *)out, (const float *)a, la, n, c);

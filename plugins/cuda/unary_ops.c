@@ -10,93 +10,10 @@
 
 #include "cuda_kernels.h"
 
-#define UOP_NAME(name, tags, rule) #name,
-static const char *const g_names[] = {WK_UNARY_OPS(UOP_NAME)};
-#define UOP_RULE(name, tags, rule) rule,
-static const unsigned char g_rules[] = {WK_UNARY_OPS(UOP_RULE)};
-#define N_FAMILY ((int)(sizeof g_names / sizeof g_names[0]))
-
-/* The op's dtype rule (WK_UNARY_FLOAT ... WK_UNARY_PRED, op_list.h); the
- * core's meta function already decided the result dtype from it. */
-static int kind_of(int op) {
-  if (op < N_FAMILY) return g_rules[op];
-  switch (op) {
-    case CUDA_U_LEAKY_RELU: case CUDA_U_GELU: case CUDA_U_GELU_TANH: return WK_UNARY_FLOAT_ONLY;
-    case CUDA_U_NAN_TO_NUM: return WK_UNARY_ROUNDING;
-    case CUDA_U_ISNAN: case CUDA_U_ISINF: return WK_UNARY_PRED;
-    default: return WK_UNARY_KEEP; /* clamp */
-  }
-}
-
 typedef struct {
   int op;
   cuda_mode mode;
 } uinfo;
-
-typedef struct {
-  int op;
-  double p, q, r;
-  int64_t ilo, ihi;
-} uctx;
-
-static double dtype_max(wk_dtype dt) {
-  switch (dt) {
-    case WK_F64:
-      return DBL_MAX;
-    case WK_F16:
-      return 65504.0;
-    case WK_BF16:
-      return 3.3895313892515355e38;
-    default:
-      return FLT_MAX;
-  }
-}
-
-/* A clamp bound as an integer (the meta function checked it fits the dtype). */
-static int64_t int_bound(const wk_value *v) {
-  return v->tag == WK_V_INT ? v->u.i : v->tag == WK_V_BOOL ? (int64_t)v->u.b : (int64_t)v->u.f;
-}
-
-/* Reads the op's extra arguments into c. The core's meta function checked
- * them and decided the result dtype rt. */
-static void setup(const wk_value *args, uctx *c, wk_dtype rt) {
-  wk_dtype dt = wk_tensor_dtype(args[0].u.t);
-  switch (c->op) {
-    case CUDA_U_LEAKY_RELU: c->p = wk_value_as_f64(&args[1]); break;
-    case CUDA_U_GELU:
-      if (strcmp(args[1].u.s, "tanh") == 0) c->op = CUDA_U_GELU_TANH;
-      break;
-    case CUDA_U_NAN_TO_NUM:
-      c->p = args[1].tag == WK_V_NONE ? 0.0 : args[1].u.f;
-      c->q = args[2].tag == WK_V_NONE ? dtype_max(dt) : args[2].u.f;
-      c->r = args[3].tag == WK_V_NONE ? -dtype_max(dt) : args[3].u.f;
-      break;
-    case CUDA_U_CLAMP: {
-      bool lo = args[1].tag != WK_V_NONE, hi = args[2].tag != WK_V_NONE;
-      if (wk_dtype_is_floating(rt)) {
-        c->p = lo ? wk_value_as_f64(&args[1]) : -INFINITY;
-        c->q = hi ? wk_value_as_f64(&args[2]) : INFINITY;
-        if (c->p != c->p || c->q != c->q) { /* a NaN bound makes every result NaN */
-          c->op = CUDA_U_FILL;
-          c->p = NAN;
-        }
-      } else {
-        c->ilo = lo ? int_bound(&args[1]) : INT64_MIN;
-        c->ihi = hi ? int_bound(&args[2]) : INT64_MAX;
-      }
-      break;
-    }
-    default: break;
-  }
-}
-
-static bool is_identity(int op, wk_dtype dt) {
-  if (wk_dtype_is_floating(dt)) return false;
-  int k = kind_of(op);
-  if (k == WK_UNARY_ROUNDING) return true;
-  if (dt == WK_BOOL) return op == CUDA_U_abs || op == CUDA_U_sign;
-  return dt == WK_U8 && (op == CUDA_U_abs || op == CUDA_U_relu);
-}
 
 static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const uinfo *info = ctx->user;
@@ -104,13 +21,13 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   wk_tensor *self = WK_ARG_T(0), *target = NULL;
   if (info->mode == CUDA_INPLACE) target = self;
   if (info->mode == CUDA_OUT) target = WK_ARG_T(1);
-  uctx c = {info->op, 0, 0, 0, 0, 0};
+  wk_unary_params c;
   wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
-  setup(args, &c, rt);
+  wk_unary_params_read(&c, info->op, args, rt);
   wk_status s;
   wk_device dev = ctx->device;
   if ((s = cuda_enter(name, dev))) return s;
-  if (is_identity(c.op, wk_tensor_dtype(self))) {
+  if (wk_uop_is_identity(c.op, wk_tensor_dtype(self))) {
     if (info->mode == CUDA_INPLACE) {
       wk_tensor_bump_version(self);
       outs[0] = WK_VT(self);
@@ -120,7 +37,7 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   }
   /* cd: the dtype the kernel reads; integers compute in int64. */
   wk_dtype sd = wk_tensor_dtype(self);
-  bool pred = kind_of(c.op) == WK_UNARY_PRED;
+  bool pred = wk_uop_rule(c.op) == WK_UNARY_PRED;
   wk_dtype cd = pred                       ? (wk_dtype_is_floating(sd) ? wk_compute_dtype(sd) : WK_I64)
                 : wk_dtype_is_floating(rt) ? wk_compute_dtype(rt)
                                            : WK_I64;
@@ -159,25 +76,25 @@ wk_status cuda_register_unary(void) {
   g_ninfos = 0;
   wk_status s = WK_OK;
   char n[64];
-  for (int op = 0; op < N_FAMILY && !s; op++) {
-    s = reg(g_names[op], op, CUDA_FUNCTIONAL);
-    snprintf(n, sizeof n, "%s_", g_names[op]);
+  for (int op = 0; op < WK_UOP_FAMILY_COUNT && !s; op++) {
+    s = reg(wk_uop_family_name(op), op, CUDA_FUNCTIONAL);
+    snprintf(n, sizeof n, "%s_", wk_uop_family_name(op));
     if (!s) s = reg(n, op, CUDA_INPLACE);
-    snprintf(n, sizeof n, "%s.out", g_names[op]);
+    snprintf(n, sizeof n, "%s.out", wk_uop_family_name(op));
     if (!s) s = reg(n, op, CUDA_OUT);
   }
   static const struct {
     const char *name;
     int op;
     cuda_mode mode;
-  } other[] = {{"leaky_relu", CUDA_U_LEAKY_RELU, CUDA_FUNCTIONAL},
-               {"leaky_relu_", CUDA_U_LEAKY_RELU, CUDA_INPLACE},
-               {"gelu", CUDA_U_GELU, CUDA_FUNCTIONAL},
-               {"clamp", CUDA_U_CLAMP, CUDA_FUNCTIONAL},
-               {"clamp_", CUDA_U_CLAMP, CUDA_INPLACE},
-               {"isnan", CUDA_U_ISNAN, CUDA_FUNCTIONAL},
-               {"isinf", CUDA_U_ISINF, CUDA_FUNCTIONAL},
-               {"nan_to_num", CUDA_U_NAN_TO_NUM, CUDA_FUNCTIONAL}};
+  } other[] = {{"leaky_relu", WK_UOP_leaky_relu, CUDA_FUNCTIONAL},
+               {"leaky_relu_", WK_UOP_leaky_relu, CUDA_INPLACE},
+               {"gelu", WK_UOP_gelu, CUDA_FUNCTIONAL},
+               {"clamp", WK_UOP_clamp, CUDA_FUNCTIONAL},
+               {"clamp_", WK_UOP_clamp, CUDA_INPLACE},
+               {"isnan", WK_UOP_isnan, CUDA_FUNCTIONAL},
+               {"isinf", WK_UOP_isinf, CUDA_FUNCTIONAL},
+               {"nan_to_num", WK_UOP_nan_to_num, CUDA_FUNCTIONAL}};
   for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++) s = reg(other[i].name, other[i].op, other[i].mode);
   return s;
 }
