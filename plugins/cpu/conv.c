@@ -282,12 +282,7 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     out = r;
     if (!out) s = wk_last_error();
   }
-  if (s) {
-    wk_release(out);
-    return s;
-  }
-  outs[0] = WK_VT(out);
-  return WK_OK;
+  return wk_kernel_done(s, out, outs);
 }
 
 wk_status cpu_register_conv(void) { return cpu_reg("conv2d", k_conv2d, NULL); }

@@ -8,6 +8,7 @@
 
 #include <wick/sdk.h>
 #include <wick/sdk/kernel.h>
+#include <wick/sdk/kernel_util.h>
 
 #define CPU_HIDDEN __attribute__((visibility("hidden")))
 
@@ -37,16 +38,13 @@ CPU_HIDDEN wk_status cpu_reg(const char *op, wk_kernel_fn fn, void *user);
  * dispatcher). NULL with an error recorded on failure. */
 CPU_HIDDEN wk_tensor *cpu_empty(const int64_t *sizes, int ndim, wk_dtype dt);
 
-/* PyTorch's canCast: floating -> integral and non-bool -> bool are refused. */
-CPU_HIDDEN bool cpu_can_cast(wk_dtype from, wk_dtype to);
-
 /* How an elementwise kernel delivers its result. */
 typedef enum { CPU_FUNCTIONAL = 0, CPU_INPLACE = 1, CPU_OUT = 2 } cpu_mode;
 
 /* Delivers `result` (a new reference, consumed) for the kernel's mode:
  * functional returns it; in place copies it into `target` (self) and returns
- * target borrowed; out= copies into `target` (out), which must have the
- * result's shape. Casting follows cpu_can_cast. */
+ * target borrowed; out= copies into `target` (out). The core's meta function
+ * checked the target's shape and castability (SDK wk_deliver). */
 CPU_HIDDEN wk_status cpu_deliver(const char *op, cpu_mode mode, wk_tensor *result, wk_tensor *target,
                                  wk_value *outs);
 

@@ -336,12 +336,7 @@ static wk_status random_new(const wk_kernel_ctx *ctx, rjob *j, wk_value *outs) {
   wk_tensor *t = wk_meta_empty(ctx, 0);
   if (!t) return wk_last_error();
   wk_status s = run_random(j, ctx->device, t);
-  if (s) {
-    wk_release(t);
-    return s;
-  }
-  outs[0] = WK_VT(t);
-  return WK_OK;
+  return wk_kernel_done(s, t, outs);
 }
 
 /* rand, rand_like */
@@ -378,17 +373,7 @@ static wk_status k_randperm(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
     wk_release(t);
     return s;
   }
-  for (int64_t i = 0; i < n; i++) perm[i] = i;
-  /* Fisher-Yates: step i swaps i with a uniform pick from [i, n), drawn from counter off + i. */
-  for (int64_t i = 0; i + 1 < n; i++) {
-    uint32_t r[4];
-    wk_philox_at(seed, off + (uint64_t)i, r);
-    uint64_t span = (uint64_t)(n - i);
-    uint64_t x = span <= ((uint64_t)1 << 32) ? (uint64_t)r[0] % span : ((((uint64_t)r[0] << 32) | r[1]) % span);
-    int64_t k = i + (int64_t)x, tmp = perm[i];
-    perm[i] = perm[k];
-    perm[k] = tmp;
-  }
+  wk_randperm_fill(perm, n, seed, off);
   if (dt != WK_I64) {
     char *d = (char *)wk_tensor_data(t);
     size_t es = wk_dtype_size(dt);

@@ -301,19 +301,12 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   return WK_OK;
 }
 
-typedef struct {
-  bool add;
-  cpu_mode mode;
-  const char *label; /* op name for messages */
-} scatter_info;
-
 static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const scatter_info *info = ctx->user;
+  const wk_index_variant *info = ctx->user; /* add, inplace, label (SDK kernel_util.h) */
   const char *op = info->label;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
-  int d = 0;
-  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d); /* checked by the meta function */
-  if (s) return s;
+  int d = wk_wrap_dim(WK_ARG_I(1), wk_tensor_dim(self)); /* checked by the meta function */
+  wk_status s = WK_OK;
   int64_t n = wk_tensor_numel(index);
   wk_dtype dt = wk_tensor_dtype(self);
   int64_t *idx = n ? load_index(index) : NULL;
@@ -325,7 +318,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   /* f16/bf16 accumulate in f32; the target is a copy unless we can write self. */
   wk_dtype cd = info->add && (dt == WK_F16 || dt == WK_BF16) ? WK_F32 : dt;
   wk_tensor *target = NULL, *srcc = NULL;
-  if (info->mode == CPU_INPLACE && cd == dt) {
+  if (info->inplace && cd == dt) {
     target = wk_retain(self);
   } else {
     target = cpu_empty(wk_tensor_sizes(self), wk_tensor_dim(self), cd);
@@ -350,7 +343,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     wk_release(target);
     return s;
   }
-  if (info->mode == CPU_FUNCTIONAL) {
+  if (!info->inplace) {
     wk_tensor *r = target;
     if (cd != dt) {
       r = wk_to_dtype(target, dt);
@@ -390,7 +383,7 @@ static void loop_mfill(void *cp, char **d, const int64_t *s, int64_t n) {
 }
 
 static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  bool inplace = ctx->user != NULL;
+  bool inplace = ((const wk_index_variant *)ctx->user)->inplace;
   const char *op = inplace ? "masked_fill_" : "masked_fill";
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
   wk_dtype dt = wk_tensor_dtype(self);
@@ -424,13 +417,10 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
 static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
-  wk_tensor *pair[2] = {self, mask};
-  int64_t shape[WK_MAX_DIMS]; /* the meta function checked that they broadcast */
-  int nd = 0;
-  wk_status s = wk_broadcast_shapes("masked_select", pair, 2, shape, &nd);
+  wk_tensor *xe, *me;
+  wk_status s = wk_expand_pair("masked_select", self, mask, &xe, &me);
   if (s) return s;
-  wk_tensor *xe = wk_expand(self, shape, nd), *me = wk_expand(mask, shape, nd);
-  wk_tensor *xc = xe ? wk_contiguous(xe) : NULL, *mc = me ? wk_contiguous(me) : NULL;
+  wk_tensor *xc = wk_contiguous(xe), *mc = wk_contiguous(me);
   wk_release(xe);
   wk_release(me);
   wk_tensor *r = NULL;
@@ -472,12 +462,7 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   if (!r) return wk_last_error();
   if (nr == 0) { /* 0-dim self, no repeats: a copy */
     wk_status s = cpu_copy(r, self);
-    if (s) {
-      wk_release(r);
-      return s;
-    }
-    outs[0] = WK_VT(r);
-    return WK_OK;
+    return wk_kernel_done(s, r, outs);
   }
   int64_t *tab[WK_MAX_DIMS];
   int64_t *buf = remap_tables(osz, nr, tab);
@@ -529,52 +514,24 @@ static wk_tensor *flip_roll(wk_tensor *self, const bool *flip, const int64_t *sh
 
 static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   (void)ctx;
-  wk_tensor *self = WK_ARG_T(0);
-  int nd = wk_tensor_dim(self);
-  bool flip[WK_MAX_DIMS + 1] = {false};
-  int64_t shift[WK_MAX_DIMS + 1] = {0};
-  for (int i = 0; i < args[1].len; i++) {
-    int d = 0;
-    wk_status s = wk_check_dim("flip", args[1].u.ints[i], nd, &d); /* checked by the meta function */
-    if (s) return s;
-    flip[d] = true;
-  }
-  wk_tensor *r = flip_roll(self, flip, shift);
-  if (!r) return wk_last_error();
-  outs[0] = WK_VT(r);
-  return WK_OK;
+  wk_remap_plan p;
+  wk_flip_plan(&p, WK_ARG_T(0), &args[1]);
+  return wk_kernel_out1(outs, flip_roll(WK_ARG_T(0), p.flip, p.shift));
 }
 
 static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   (void)ctx;
   wk_tensor *self = WK_ARG_T(0);
-  int ns = args[1].len, ndims = args[2].len, nd = wk_tensor_dim(self);
-  bool flip[WK_MAX_DIMS + 1] = {false};
-  int64_t shift[WK_MAX_DIMS + 1] = {0};
-  if (ndims == 0 && ns == 1) { /* no dims: roll the flattened tensor */
-    int64_t numel = wk_tensor_numel(self);
-    wk_tensor *flat = wk_reshape(self, &numel, 1);
-    if (!flat) return wk_last_error();
-    shift[0] = args[1].u.ints[0];
-    wk_tensor *rf = flip_roll(flat, flip, shift);
-    wk_release(flat);
-    wk_tensor *r = rf ? wk_reshape(rf, wk_tensor_sizes(self), nd) : NULL;
-    wk_release(rf);
-    if (!r) return wk_last_error();
-    outs[0] = WK_VT(r);
-    return WK_OK;
-  }
-  for (int i = 0; i < ndims; i++) { /* shifts and dims align: the meta function checked */
-    int d = 0;
-    wk_status s = wk_check_dim("roll", args[2].u.ints[i], nd, &d);
-    if (s) return s;
-    int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
-    if (n > 0) shift[d] = (shift[d] + args[1].u.ints[i] % n) % n; /* repeated dims roll again */
-  }
-  wk_tensor *r = flip_roll(self, flip, shift);
-  if (!r) return wk_last_error();
-  outs[0] = WK_VT(r);
-  return WK_OK;
+  wk_remap_plan p;
+  wk_roll_plan(&p, self, &args[1], &args[2]);
+  if (!p.flat) return wk_kernel_out1(outs, flip_roll(self, p.flip, p.shift));
+  int64_t numel = wk_tensor_numel(self); /* no dims: roll the flattened tensor */
+  wk_tensor *flat = wk_reshape(self, &numel, 1);
+  wk_tensor *rf = flat ? flip_roll(flat, p.flip, p.shift) : NULL;
+  wk_release(flat);
+  wk_tensor *r = rf ? wk_reshape(rf, wk_tensor_sizes(self), wk_tensor_dim(self)) : NULL;
+  wk_release(rf);
+  return wk_kernel_out1(outs, r);
 }
 
 /* ---- one_hot -------------------------------------------------------------------------- */
@@ -627,29 +584,14 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
 /* ---- registration ---------------------------------------------------------------------- */
 
 wk_status cpu_register_index(void) {
-  static const scatter_info sc[4] = {{false, CPU_FUNCTIONAL, "scatter"},
-                                     {false, CPU_INPLACE, "scatter_"},
-                                     {true, CPU_FUNCTIONAL, "scatter_add"},
-                                     {true, CPU_INPLACE, "scatter_add_"}};
-  static int inplace_tag = 1;
-  static const struct {
-    const char *name;
-    wk_kernel_fn fn;
-    void *user;
-  } ks[] = {{"index_select", k_index_select, NULL},
-            {"gather", k_gather, NULL},
-            {"scatter.src", k_scatter, (void *)&sc[0]},
-            {"scatter_.src", k_scatter, (void *)&sc[1]},
-            {"scatter_add", k_scatter, (void *)&sc[2]},
-            {"scatter_add_", k_scatter, (void *)&sc[3]},
-            {"masked_fill.Scalar", k_masked_fill, NULL},
-            {"masked_fill_.Scalar", k_masked_fill, &inplace_tag},
-            {"masked_select", k_masked_select, NULL},
-            {"repeat", k_repeat, NULL},
-            {"flip", k_flip, NULL},
-            {"roll", k_roll, NULL},
-            {"one_hot", k_one_hot, NULL}};
   wk_status s = WK_OK;
-  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);
+#define REG(op, k, v) \
+  if (!s) s = cpu_reg(op, k_##k, (void *)wk_index_variant_at(v));
+  WK_INDEX_KERNELS(REG)
+  REG("masked_select", masked_select, 0)
+  REG("repeat", repeat, 0)
+  REG("flip", flip, 0)
+  REG("roll", roll, 0)
+#undef REG
   return s;
 }

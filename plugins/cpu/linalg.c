@@ -297,15 +297,9 @@ static wk_tensor *product(const wk_kernel_ctx *ctx, wk_tensor *self, wk_tensor *
 static const gemm_scalars plain = {1.0, 0.0, 1, 0, false};
 
 /* ---- mm, addmm, bmm (shapes and dtypes checked by the core's meta functions) ----------- */
-static wk_status out1(wk_value *outs, wk_tensor *t) {
-  if (!t) return wk_last_error();
-  outs[0] = WK_VT(t);
-  return WK_OK;
-}
-
 static wk_status k_mm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  return out1(outs, product(ctx, NULL, a, b, wk_tensor_size(a, 1), plain));
+  return wk_kernel_out1(outs, product(ctx, NULL, a, b, wk_tensor_size(a, 1), plain));
 }
 
 static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -314,12 +308,12 @@ static wk_status k_addmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
                      scalar_as_u64(&args[3]), false};
   /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
   sc.use_beta = wk_dtype_is_floating(wk_tensor_dtype(b)) ? sc.beta != 0 : sc.ibeta != 0;
-  return out1(outs, product(ctx, self, a, b, wk_tensor_size(a, 1), sc));
+  return wk_kernel_out1(outs, product(ctx, self, a, b, wk_tensor_size(a, 1), sc));
 }
 
 static wk_status k_bmm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *a = WK_ARG_T(0), *b = WK_ARG_T(1);
-  return out1(outs, product(ctx, NULL, a, b, wk_tensor_size(a, 2), plain));
+  return wk_kernel_out1(outs, product(ctx, NULL, a, b, wk_tensor_size(a, 2), plain));
 }
 
 /* ---- dot ------------------------------------------------------------------------------ */
@@ -430,18 +424,14 @@ static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
 done:
   wk_release(x);
   wk_release(y);
-  if (s) {
-    wk_release(r);
-    return s;
-  }
-  outs[0] = WK_VT(r);
-  return WK_OK;
+  return wk_kernel_done(s, r, outs);
 }
 
 wk_status cpu_register_linalg(void) {
-  wk_status s = cpu_reg("mm", k_mm, NULL);
-  if (!s) s = cpu_reg("bmm", k_bmm, NULL);
-  if (!s) s = cpu_reg("addmm", k_addmm, NULL);
-  if (!s) s = cpu_reg("dot", k_dot, NULL);
+  wk_status s = WK_OK;
+#define REG(op, k) \
+  if (!s) s = cpu_reg(op, k_##k, NULL);
+  WK_LINALG_KERNELS(REG)
+#undef REG
   return s;
 }

@@ -589,12 +589,7 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   int64_t numel = wk_tensor_numel(y);
   if (nd == 0 || numel == 0) {
     wk_status s = nd == 0 ? cpu_copy(y, self) : WK_OK;
-    if (s) {
-      wk_release(y);
-      return s;
-    }
-    outs[0] = WK_VT(y);
-    return WK_OK;
+    return wk_kernel_done(s, y, outs);
   }
   int64_t *maps = malloc(sizeof(int64_t) * (size_t)total);
   if (!maps) {

@@ -39,12 +39,6 @@ wk_tensor *cpu_empty(const int64_t *sizes, int ndim, wk_dtype dt) {
   return wk_empty(sizes, ndim, (wk_options){.dtype = dt});
 }
 
-bool cpu_can_cast(wk_dtype from, wk_dtype to) {
-  if (wk_dtype_is_floating(from) && !wk_dtype_is_floating(to)) return false;
-  if (from != WK_BOOL && to == WK_BOOL) return false;
-  return true;
-}
-
 bool cpu_same_shape(const wk_tensor *a, const wk_tensor *b) {
   int n = wk_tensor_dim(a);
   if (n != wk_tensor_dim(b)) return false;
@@ -55,26 +49,6 @@ bool cpu_same_shape(const wk_tensor *a, const wk_tensor *b) {
 }
 
 wk_status cpu_deliver(const char *op, cpu_mode mode, wk_tensor *result, wk_tensor *target, wk_value *outs) {
-  if (!result) return wk_last_error();
-  if (mode == CPU_FUNCTIONAL) {
-    outs[0] = WK_VT(result);
-    return WK_OK;
-  }
-  char a[160], b[160];
-  wk_status s = WK_OK;
-  if (!cpu_same_shape(result, target)) {
-    s = wk_error(WK_ERR_SHAPE, "%s: %s has shape %s but the result has shape %s", op,
-                 mode == CPU_INPLACE ? "self (in-place)" : "out", wk_shape_str(target, a, sizeof a),
-                 wk_shape_str(result, b, sizeof b));
-  } else if (!cpu_can_cast(wk_tensor_dtype(result), wk_tensor_dtype(target))) {
-    s = wk_error(WK_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
-                 wk_dtype_name(wk_tensor_dtype(result)), wk_dtype_name(wk_tensor_dtype(target)));
-  } else {
-    s = cpu_copy(target, result);
-  }
-  wk_release(result);
-  if (s) return s;
-  wk_tensor_bump_version(target);
-  outs[0] = WK_VT(target);
-  return WK_OK;
+  (void)op; /* the core's meta function checked target's shape and dtype against the result */
+  return wk_deliver(result, mode == CPU_FUNCTIONAL ? NULL : target, outs, cpu_copy);
 }

@@ -21,26 +21,13 @@
  * checked the dims, so they are only wrapped here. */
 wk_status cpu_reduce_plan(rplan *p, wk_tensor *x, const int64_t *dims, int ndims) {
   memset(p, 0, sizeof *p);
-  int nd = wk_tensor_dim(x);
+  wk_reduce_layout l;
+  wk_reduce_layout_of(&l, x, dims, ndims);
+  int nd = l.ndim;
   const int64_t *sz = wk_tensor_sizes(x);
-  bool red[WK_MAX_DIMS] = {false};
-  for (int i = 0; i < ndims && nd > 0; i++) red[dims[i] < 0 ? dims[i] + nd : dims[i]] = true;
-  if (ndims == 0)
-    for (int d = 0; d < nd; d++) red[d] = true;
-  int64_t perm[WK_MAX_DIMS];
-  int k = 0;
-  p->rows = 1;
-  p->n = 1;
-  for (int d = 0; d < nd; d++)
-    if (!red[d]) {
-      perm[k++] = d;
-      p->rows *= sz[d];
-    }
-  for (int d = 0; d < nd; d++)
-    if (red[d]) {
-      perm[k++] = d;
-      p->n *= sz[d];
-    }
+  const bool *red = l.reduced;
+  p->rows = l.rows;
+  p->n = l.n;
   p->outer = p->rows;
   p->inner = 1;
   /* Reduced dims (of size > 1) with no kept dim between them, in a contiguous
@@ -63,7 +50,7 @@ wk_status cpu_reduce_plan(rplan *p, wk_tensor *x, const int64_t *dims, int ndims
     }
     p->c = wk_retain(x);
   } else {
-    wk_tensor *v = wk_permute(x, perm, nd);
+    wk_tensor *v = wk_permute(x, l.perm, nd);
     p->c = wk_contiguous(v);
     wk_release(v);
   }

@@ -152,12 +152,7 @@ static wk_status run(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, 
                                     wk_tensor_data(self), wk_tensor_dtype(self), cuda_layout(self, sz, nd),
                                     batch * n * m, cuda_current_stream(dev.index));
   if (!s) s = gemm(op, dev, c, a, b, batch, n, k, m, alpha, self ? beta : 0.0);
-  if (s) {
-    wk_release(c);
-    return s;
-  }
-  outs[0] = WK_VT(c);
-  return WK_OK;
+  return wk_kernel_done(s, c, outs);
 }
 
 static wk_status k_mm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -215,18 +210,14 @@ static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   }
   wk_release(x);
   wk_release(y);
-  if (s) {
-    wk_release(r);
-    return s;
-  }
-  outs[0] = WK_VT(r);
-  return WK_OK;
+  return wk_kernel_done(s, r, outs);
 }
 
 wk_status cuda_register_blas(void) {
-  wk_status s = cuda_reg("mm", k_mm, supports_floats, NULL, "cuda.mm_cublas");
-  if (!s) s = cuda_reg("bmm", k_bmm, supports_floats, NULL, "cuda.bmm_cublas");
-  if (!s) s = cuda_reg("addmm", k_addmm, supports_floats, NULL, "cuda.addmm_cublas");
-  if (!s) s = cuda_reg("dot", k_dot, supports_floats, NULL, "cuda.dot_cublas");
+  wk_status s = WK_OK;
+#define REG(op, k) \
+  if (!s) s = cuda_reg(op, k_##k, supports_floats, NULL, "cuda." #k "_cublas");
+  WK_LINALG_KERNELS(REG)
+#undef REG
   return s;
 }

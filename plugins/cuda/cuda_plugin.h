@@ -86,6 +86,7 @@ int cuda_launch_unary_f32(int op, float *out, const float *a, cuda_strided la, i
 #ifndef __CUDACC__
 #include <wick/sdk.h>
 #include <wick/sdk/kernel.h>
+#include <wick/sdk/kernel_util.h>
 
 /* In C the checks give a wk_status: `if ((s = CUDA_CHECK("op", cudaX(...)))) return s;` */
 #undef CUDA_CHECK

@@ -378,12 +378,7 @@ done:
   wk_release(x);
   wk_release(w);
   wk_release(bc);
-  if (s) {
-    wk_release(out);
-    return s;
-  }
-  outs[0] = WK_VT(out);
-  return WK_OK;
+  return wk_kernel_done(s, out, outs);
 }
 
 static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

@@ -30,12 +30,6 @@ static wk_status bad_index(wk_tensor *slot, wk_tensor *idx, int64_t n, bool *fou
   return s;
 }
 
-static wk_status out1(wk_value *outs, wk_tensor *t) {
-  if (!t) return wk_last_error();
-  outs[0] = WK_VT(t);
-  return WK_OK;
-}
-
 /* ---- index_select ---- */
 static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2);
@@ -74,7 +68,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
     wk_release(r);
     return s;
   }
-  return out1(outs, r);
+  return wk_kernel_out1(outs, r);
 }
 
 /* ---- gather / scatter ---- */
@@ -137,22 +131,15 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   wk_status s = wk_check_dim("gather", WK_ARG_I(1), wk_tensor_dim(self), &d); /* checked by the meta function */
   if (s) return s;
   if ((s = cuda_enter("gather", ctx->device))) return s;
-  return out1(outs, gather_run(self, d, index, ctx->device, true));
+  return wk_kernel_out1(outs, gather_run(self, d, index, ctx->device, true));
 }
 
-typedef struct {
-  bool add;
-  cuda_mode mode;
-  const char *label;
-} scatter_info;
-
 static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const scatter_info *info = ctx->user;
+  const wk_index_variant *info = ctx->user; /* add, inplace, label (SDK kernel_util.h) */
   const char *op = info->label;
   wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
-  int d = 0;
-  wk_status s = wk_check_dim(op, WK_ARG_I(1), wk_tensor_dim(self), &d); /* checked by the meta function */
-  if (s) return s;
+  int d = wk_wrap_dim(WK_ARG_I(1), wk_tensor_dim(self)); /* checked by the meta function */
+  wk_status s = WK_OK;
   int64_t n = wk_tensor_numel(index);
   wk_dtype dt = wk_tensor_dtype(self);
   wk_device dev = ctx->device;
@@ -196,13 +183,13 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     wk_release(w);
     return s;
   }
-  if (info->mode == CUDA_INPLACE) return cuda_deliver(op, CUDA_INPLACE, w, self, outs);
-  return out1(outs, cuda_cast_own(w, dt));
+  if (info->inplace) return cuda_deliver(op, CUDA_INPLACE, w, self, outs);
+  return wk_kernel_out1(outs, cuda_cast_own(w, dt));
 }
 
 /* ---- masked_fill ---- */
 static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  bool inplace = ctx->user != NULL;
+  bool inplace = ((const wk_index_variant *)ctx->user)->inplace;
   const char *op = inplace ? "masked_fill_" : "masked_fill";
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
   wk_dtype dt = wk_tensor_dtype(self);
@@ -279,7 +266,7 @@ static wk_status k_embedding(const wk_kernel_ctx *ctx, const wk_value *args, wk_
     wk_release(r);
     return s;
   }
-  return out1(outs, r);
+  return wk_kernel_out1(outs, r);
 }
 
 static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -330,7 +317,7 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
     wk_release(r);
     return s;
   }
-  return out1(outs, cuda_cast_own(r, dt));
+  return wk_kernel_out1(outs, cuda_cast_own(r, dt));
 }
 
 /* ---- one_hot: eq(self[..., None], arange(C)) as int64 ---- */
@@ -378,32 +365,16 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   wk_release(ar);
   wk_release(u);
   wk_release(e);
-  return out1(outs, r);
+  return wk_kernel_out1(outs, r);
 }
 
 wk_status cuda_register_index(void) {
-  static const scatter_info sc[4] = {{false, CUDA_FUNCTIONAL, "scatter"},
-                                     {false, CUDA_INPLACE, "scatter_"},
-                                     {true, CUDA_FUNCTIONAL, "scatter_add"},
-                                     {true, CUDA_INPLACE, "scatter_add_"}};
-  static int inplace_tag = 1;
-  static const struct {
-    const char *name;
-    wk_kernel_fn fn;
-    void *user;
-  } ks[] = {{"index_select", k_index_select, NULL},
-            {"gather", k_gather, NULL},
-            {"scatter.src", k_scatter, (void *)&sc[0]},
-            {"scatter_.src", k_scatter, (void *)&sc[1]},
-            {"scatter_add", k_scatter, (void *)&sc[2]},
-            {"scatter_add_", k_scatter, (void *)&sc[3]},
-            {"masked_fill.Scalar", k_masked_fill, NULL},
-            {"masked_fill_.Scalar", k_masked_fill, &inplace_tag},
-            {"embedding", k_embedding, NULL},
-            {"embedding_dense_backward", k_embedding_dense_backward, NULL},
-            {"one_hot", k_one_hot, NULL}};
   wk_status s = WK_OK;
-  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++)
-    s = cuda_reg(ks[i].name, ks[i].fn, NULL, ks[i].user, "cuda.index");
+#define REG(op, k, v) \
+  if (!s) s = cuda_reg(op, k_##k, NULL, (void *)wk_index_variant_at(v), "cuda.index");
+  WK_INDEX_KERNELS(REG)
+  REG("embedding", embedding, 0)
+  REG("embedding_dense_backward", embedding_dense_backward, 0)
+#undef REG
   return s;
 }

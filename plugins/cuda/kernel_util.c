@@ -37,40 +37,12 @@ wk_tensor *cuda_cast_own(wk_tensor *t, wk_dtype dt) {
   return r;
 }
 
-bool cuda_can_cast(wk_dtype from, wk_dtype to) {
-  if (wk_dtype_is_floating(from) && !wk_dtype_is_floating(to)) return false;
-  if (from != WK_BOOL && to == WK_BOOL) return false;
-  return true;
-}
-
-static bool same_shape(const wk_tensor *a, const wk_tensor *b) {
-  int n = wk_tensor_dim(a);
-  return n == wk_tensor_dim(b) && memcmp(wk_tensor_sizes(a), wk_tensor_sizes(b), sizeof(int64_t) * (size_t)n) == 0;
-}
+/* wk_copy_ as the status wk_deliver wants. */
+static wk_status copy_into(wk_tensor *dst, wk_tensor *src) { return wk_copy_(dst, src) ? WK_OK : wk_last_error(); }
 
 wk_status cuda_deliver(const char *op, cuda_mode mode, wk_tensor *result, wk_tensor *target, wk_value *outs) {
-  if (!result) return wk_last_error();
-  if (mode == CUDA_FUNCTIONAL) {
-    outs[0] = WK_VT(result);
-    return WK_OK;
-  }
-  char a[160], b[160];
-  wk_status s = WK_OK;
-  if (!same_shape(result, target)) {
-    s = wk_error(WK_ERR_SHAPE, "%s: %s has shape %s but the result has shape %s", op,
-                 mode == CUDA_INPLACE ? "self (in-place)" : "out", wk_shape_str(target, a, sizeof a),
-                 wk_shape_str(result, b, sizeof b));
-  } else if (!cuda_can_cast(wk_tensor_dtype(result), wk_tensor_dtype(target))) {
-    s = wk_error(WK_ERR_DTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
-                 wk_dtype_name(wk_tensor_dtype(result)), wk_dtype_name(wk_tensor_dtype(target)));
-  } else if (!wk_copy_(target, result)) { /* result is fresh: no overlap with target */
-    s = wk_last_error();
-  }
-  wk_release(result);
-  if (s) return s;
-  wk_tensor_bump_version(target);
-  outs[0] = WK_VT(target);
-  return WK_OK;
+  (void)op; /* the core's meta function checked target's shape and dtype against the result */
+  return wk_deliver(result, mode == CUDA_FUNCTIONAL ? NULL : target, outs, copy_into);
 }
 
 wk_tensor *cuda_slot_new(wk_device dev) {

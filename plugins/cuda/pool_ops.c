@@ -147,12 +147,7 @@ static wk_status run_bwd(const char *op, const wk_kernel_ctx *ctx, wk_tensor *go
   }
   wk_release(gy);
   wk_release(ind);
-  if (s) {
-    wk_release(gx);
-    return s;
-  }
-  outs[0] = WK_VT(gx);
-  return WK_OK;
+  return wk_kernel_done(s, gx, outs);
 }
 
 /* Backward ops take (grad_output, self, ...the forward's arguments...);

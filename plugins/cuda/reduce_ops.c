@@ -23,29 +23,13 @@ static wk_dtype reduce_cd(wk_dtype dt) {
 static wk_status plan(rplan *p, const char *op, wk_tensor *x, const int64_t *dims, int ndims, wk_dtype cd,
                       wk_device dev) {
   memset(p, 0, sizeof *p);
-  int nd = wk_tensor_dim(x);
-  const int64_t *sz = wk_tensor_sizes(x);
-  bool red[WK_MAX_DIMS] = {false};
-  for (int i = 0; i < ndims && nd > 0; i++) red[dims[i] < 0 ? dims[i] + nd : dims[i]] = true;
-  if (ndims == 0)
-    for (int d = 0; d < nd; d++) red[d] = true;
-  int64_t perm[WK_MAX_DIMS];
-  int k = 0;
-  p->rows = 1;
-  p->len = 1;
-  for (int d = 0; d < nd; d++)
-    if (!red[d]) {
-      perm[k++] = d;
-      p->rows *= sz[d];
-    }
-  for (int d = 0; d < nd; d++)
-    if (red[d]) {
-      perm[k++] = d;
-      p->len *= sz[d];
-    }
+  wk_reduce_layout l;
+  wk_reduce_layout_of(&l, x, dims, ndims);
+  p->rows = l.rows;
+  p->len = l.n;
   wk_status s = cuda_enter(op, dev);
   if (s) return s;
-  wk_tensor *v = nd > 0 ? wk_permute(x, perm, nd) : wk_retain(x);
+  wk_tensor *v = l.ndim > 0 ? wk_permute(x, l.perm, l.ndim) : wk_retain(x);
   p->c = v ? cuda_dense(v, cd, dev) : NULL;
   wk_release(v);
   return p->c ? WK_OK : wk_last_error();
@@ -94,12 +78,6 @@ static wk_tensor *shaped(const wk_kernel_ctx *ctx, int i, wk_tensor *t) {
   return r;
 }
 
-static wk_status out1(wk_value *outs, wk_tensor *t) {
-  if (!t) return wk_last_error();
-  outs[0] = WK_VT(t);
-  return WK_OK;
-}
-
 static const int64_t *opt_dims(const wk_value *v, int *n) {
   *n = v->tag == WK_V_INTS ? v->len : 0;
   return v->tag == WK_V_INTS ? v->u.ints : NULL;
@@ -124,7 +102,7 @@ static wk_status sum_prod(const wk_kernel_ctx *ctx, const char *op, bool prod, b
   int rop = is_mean ? CUDA_R_MEAN : prod ? CUDA_R_PROD : CUDA_R_SUM;
   s = run(&p, rop, 0, 0, isint ? NULL : &f, isint ? &i : NULL, NULL, ctx->device);
   if (s) return s;
-  return out1(outs, shaped(ctx, 0, isint ? i : f));
+  return wk_kernel_out1(outs, shaped(ctx, 0, isint ? i : f));
 }
 
 static wk_status k_sum(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -210,7 +188,7 @@ static wk_status float_red(const wk_kernel_ctx *ctx, const char *op, int rop, wk
   if (s) return s;
   wk_tensor *f = NULL;
   if ((s = run(&p, rop, pp, q, &f, NULL, NULL, ctx->device))) return s;
-  return out1(outs, shaped(ctx, 0, f));
+  return wk_kernel_out1(outs, shaped(ctx, 0, f));
 }
 
 static wk_status var_std(const wk_kernel_ctx *ctx, const char *op, bool is_std, const wk_value *args, wk_value *outs) {
@@ -252,7 +230,7 @@ static wk_status all_any(const wk_kernel_ctx *ctx, const char *op, bool is_all, 
   if (s) return s;
   wk_tensor *i = NULL;
   if ((s = run(&p, is_all ? CUDA_R_ALL : CUDA_R_ANY, 0, 0, NULL, &i, NULL, ctx->device))) return s;
-  return out1(outs, shaped(ctx, 0, i));
+  return wk_kernel_out1(outs, shaped(ctx, 0, i));
 }
 static wk_status k_all(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   return all_any(ctx, "all", true, WK_ARG_T(0), false, 0, outs);

@@ -10,12 +10,6 @@
 
 #include "cuda_kernels.h"
 
-static wk_status out1(wk_value *outs, wk_tensor *t) {
-  if (!t) return wk_last_error();
-  outs[0] = WK_VT(t);
-  return WK_OK;
-}
-
 /* x (consumed) with dimension d remapped: out[.., c, ..] = x[.., src(c), ..],
  * src(c) = n-1-c (flip) or (c - shift) mod n (roll). */
 static wk_tensor *remap_dim(wk_tensor *x, int d, bool flip, int64_t shift, wk_device dev) {
@@ -56,46 +50,27 @@ static wk_tensor *flip_roll(wk_tensor *self, const bool *flip, const int64_t *sh
 }
 
 static wk_status k_flip(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  wk_tensor *self = WK_ARG_T(0);
-  int nd = wk_tensor_dim(self);
-  bool flip[WK_MAX_DIMS + 1] = {false};
-  int64_t shift[WK_MAX_DIMS + 1] = {0};
-  for (int i = 0; i < args[1].len; i++) {
-    int d = 0;
-    wk_status s = wk_check_dim("flip", args[1].u.ints[i], nd, &d); /* checked by the meta function */
-    if (s) return s;
-    flip[d] = true;
-  }
+  wk_remap_plan p;
+  wk_flip_plan(&p, WK_ARG_T(0), &args[1]);
   wk_status s = cuda_enter("flip", ctx->device);
   if (s) return s;
-  return out1(outs, flip_roll(self, flip, shift, ctx->device));
+  return wk_kernel_out1(outs, flip_roll(WK_ARG_T(0), p.flip, p.shift, ctx->device));
 }
 
 static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0);
-  int ns = args[1].len, ndims = args[2].len, nd = wk_tensor_dim(self);
-  bool flip[WK_MAX_DIMS + 1] = {false};
-  int64_t shift[WK_MAX_DIMS + 1] = {0};
+  wk_remap_plan p;
+  wk_roll_plan(&p, self, &args[1], &args[2]);
   wk_status s = cuda_enter("roll", ctx->device);
   if (s) return s;
-  if (ndims == 0 && ns == 1) { /* no dims: roll the flattened tensor */
-    int64_t numel = wk_tensor_numel(self);
-    wk_tensor *flat = wk_reshape(self, &numel, 1);
-    if (!flat) return wk_last_error();
-    shift[0] = args[1].u.ints[0];
-    wk_tensor *rf = flip_roll(flat, flip, shift, ctx->device);
-    wk_release(flat);
-    wk_tensor *r = rf ? wk_reshape(rf, wk_tensor_sizes(self), nd) : NULL;
-    wk_release(rf);
-    return out1(outs, r);
-  }
-  for (int i = 0; i < ndims; i++) { /* shifts and dims align: the meta function checked */
-    int d = 0;
-    if ((s = wk_check_dim("roll", args[2].u.ints[i], nd, &d))) return s;
-    int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
-    if (n > 0) shift[d] = (shift[d] + args[1].u.ints[i] % n) % n; /* repeated dims roll again */
-  }
-  return out1(outs, flip_roll(self, flip, shift, ctx->device));
+  if (!p.flat) return wk_kernel_out1(outs, flip_roll(self, p.flip, p.shift, ctx->device));
+  /* no dims: roll the flattened tensor */
+  int64_t numel = wk_tensor_numel(self);
+  wk_tensor *flat = wk_reshape(self, &numel, 1), *rf = flat ? flip_roll(flat, p.flip, p.shift, ctx->device) : NULL;
+  wk_release(flat);
+  wk_tensor *r = rf ? wk_reshape(rf, wk_tensor_sizes(self), wk_tensor_dim(self)) : NULL;
+  wk_release(rf);
+  return wk_kernel_out1(outs, r);
 }
 
 /* repeat: x viewed as [1, s0, 1, s1, ...], expanded to [r0, s0, r1, s1, ...],
@@ -116,7 +91,7 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   }
   wk_status s = cuda_enter("repeat", ctx->device);
   if (s) return s;
-  if (nr == 0) return out1(outs, wk_clone(self));
+  if (nr == 0) return wk_kernel_out1(outs, wk_clone(self));
   /* the [r, s] pairs need 2 * nr dims */
   if (2 * nr > WK_MAX_DIMS)
     return wk_error(WK_ERR_SHAPE, "repeat(): the cuda kernel handles at most %d repeat dims, got %d", WK_MAX_DIMS / 2,
@@ -134,18 +109,15 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   wk_release(v);
   wk_release(e);
   wk_release(r);
-  return out1(outs, o);
+  return wk_kernel_out1(outs, o);
 }
 
 static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
-  wk_tensor *pair[2] = {self, mask};
-  int64_t shape[WK_MAX_DIMS];
-  int nd = 0;
-  wk_status s = wk_broadcast_shapes("masked_select", pair, 2, shape, &nd);
-  if (s || (s = cuda_enter("masked_select", ctx->device))) return s;
-  wk_tensor *xe = wk_expand(self, shape, nd), *me = wk_expand(mask, shape, nd);
-  wk_tensor *xc = xe ? wk_contiguous(xe) : NULL, *mh = me ? wk_to_device(me, wk_cpu()) : NULL;
+  wk_tensor *xe, *me;
+  wk_status s = cuda_enter("masked_select", ctx->device);
+  if (s || (s = wk_expand_pair("masked_select", self, mask, &xe, &me))) return s;
+  wk_tensor *xc = wk_contiguous(xe), *mh = wk_to_device(me, wk_cpu());
   wk_tensor *mc = mh ? wk_contiguous(mh) : NULL;
   wk_release(xe);
   wk_release(me);
@@ -170,7 +142,7 @@ static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args,
   }
   wk_release(xc);
   wk_release(mc);
-  return out1(outs, r);
+  return wk_kernel_out1(outs, r);
 }
 
 wk_status cuda_register_remap(void) {

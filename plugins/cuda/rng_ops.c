@@ -16,12 +16,6 @@ static wk_dtype opt_dtype(const wk_value *v, wk_dtype def) {
   return v->tag == WK_V_DTYPE ? v->u.dtype : def;
 }
 
-static wk_status out1(wk_value *outs, wk_tensor *t) {
-  if (!t) return wk_last_error();
-  outs[0] = WK_VT(t);
-  return WK_OK;
-}
-
 static wk_status check_sizes(const char *op, const int64_t *sizes, int nd) {
   if (nd > WK_MAX_DIMS)
     return wk_error(WK_ERR_SHAPE, "%s(): %d dimensions requested, at most %d supported", op, nd, WK_MAX_DIMS);
@@ -61,7 +55,7 @@ static wk_tensor *to_dev(wk_tensor *t, wk_device dev) {
 static wk_status k_via_cpu(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_status s = cuda_enter(WK_OPNAME, ctx->device);
   if (s) return s;
-  return out1(outs, to_dev(call_cpu(ctx, args, -1), ctx->device));
+  return wk_kernel_out1(outs, to_dev(call_cpu(ctx, args, -1), ctx->device));
 }
 
 /* New tensor of shape sizes on dev filled with the Scalar v (checked by the
@@ -96,29 +90,29 @@ static wk_tensor *filled(const wk_kernel_ctx *ctx, const int64_t *sizes, int nd,
 
 static wk_status k_zeros(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_value z = WK_VI(0);
-  return out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[1], WK_F32), &z));
+  return wk_kernel_out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[1], WK_F32), &z));
 }
 static wk_status k_ones(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_value one = WK_VI(1);
-  return out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[1], WK_F32), &one));
+  return wk_kernel_out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[1], WK_F32), &one));
 }
 static wk_status k_full(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_dtype def = args[1].tag == WK_V_INT ? WK_I64 : args[1].tag == WK_V_BOOL ? WK_BOOL : WK_F32;
-  return out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[2], def), &args[1]));
+  return wk_kernel_out1(outs, filled(ctx, args[0].u.ints, args[0].len, opt_dtype(&args[2], def), &args[1]));
 }
 static wk_status k_zeros_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
   wk_value z = WK_VI(0);
-  return out1(outs, filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[1], wk_tensor_dtype(x)), &z));
+  return wk_kernel_out1(outs, filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[1], wk_tensor_dtype(x)), &z));
 }
 static wk_status k_ones_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
   wk_value one = WK_VI(1);
-  return out1(outs, filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[1], wk_tensor_dtype(x)), &one));
+  return wk_kernel_out1(outs, filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[1], wk_tensor_dtype(x)), &one));
 }
 static wk_status k_full_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
-  return out1(outs,
+  return wk_kernel_out1(outs,
               filled(ctx, wk_tensor_sizes(x), wk_tensor_dim(x), opt_dtype(&args[2], wk_tensor_dtype(x)), &args[1]));
 }
 
@@ -167,7 +161,7 @@ static wk_status k_rand_factory(const wk_kernel_ctx *ctx, const wk_value *args, 
     j.low = args[0].u.i;
     j.range = (uint64_t)args[1].u.i - (uint64_t)args[0].u.i;
   }
-  return out1(outs, random_new(op, ctx->device, &j, args[size_arg].u.ints, args[size_arg].len, dt));
+  return wk_kernel_out1(outs, random_new(op, ctx->device, &j, args[size_arg].u.ints, args[size_arg].len, dt));
 }
 
 static wk_status k_rand_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -177,44 +171,27 @@ static wk_status k_rand_like(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   if (!wk_dtype_is_floating(dt))
     return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point dtype, but got %s", op, wk_dtype_name(dt));
   rjob j = {strcmp(op, "randn_like") == 0 ? CUDA_RNG_NORMAL : CUDA_RNG_UNIFORM, 0, 1, 0, 0, NULL};
-  return out1(outs, random_new(op, ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), dt));
+  return wk_kernel_out1(outs, random_new(op, ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), dt));
 }
 
 /* randperm: the cpu's Fisher-Yates on the host, drawing from the cuda
  * generator's counters (a sequential algorithm), then copied over. */
 static wk_status k_randperm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  int64_t n = args[0].u.i;
-  if (n < 0) return wk_error(WK_ERR_INVALID_ARG, "randperm(): n must be non-negative, got %lld", (long long)n);
-  /* the cpu kernel checks dtype and n against it; n = 0 draws nothing */
-  wk_tensor *probe = call_cpu(ctx, (wk_value[]){WK_VI(0), args[1], args[2]}, -1);
-  if (!probe) return wk_last_error();
-  wk_release(probe);
-  wk_dtype dt = opt_dtype(&args[1], WK_I64);
+  int64_t n = args[0].u.i; /* n and the dtype: checked by the meta function */
   wk_tensor *h = wk_empty(&n, 1, (wk_options){.dtype = WK_I64});
   if (!h) return wk_last_error();
   uint64_t seed, off;
   wk_status s = wk_rng_reserve(ctx->device, (uint64_t)n, &seed, &off);
+  if (!s) {
+    wk_randperm_fill(wk_tensor_data(h), n, seed, off);
+    s = cuda_enter("randperm", ctx->device);
+  }
   if (s) {
     wk_release(h);
     return s;
   }
-  int64_t *perm = wk_tensor_data(h);
-  for (int64_t i = 0; i < n; i++) perm[i] = i;
-  for (int64_t i = 0; i + 1 < n; i++) {
-    uint32_t r[4];
-    wk_philox_at(seed, off + (uint64_t)i, r);
-    uint64_t span = (uint64_t)(n - i);
-    uint64_t x = span <= ((uint64_t)1 << 32) ? (uint64_t)r[0] % span : ((((uint64_t)r[0] << 32) | r[1]) % span);
-    int64_t k = i + (int64_t)x, tmp = perm[i];
-    perm[i] = perm[k];
-    perm[k] = tmp;
-  }
-  if ((s = cuda_enter("randperm", ctx->device))) {
-    wk_release(h);
-    return s;
-  }
   wk_tensor *d = to_dev(h, ctx->device);
-  return out1(outs, cuda_cast_own(d, dt));
+  return wk_kernel_out1(outs, cuda_cast_own(d, wk_kernel_meta(ctx, 0)->dtype));
 }
 
 static wk_status k_bernoulli(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -257,7 +234,7 @@ static wk_status k_bernoulli(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   if (!j.probs) return wk_last_error();
   wk_tensor *r = random_new("bernoulli", ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), dt);
   wk_release(j.probs);
-  return out1(outs, r);
+  return wk_kernel_out1(outs, r);
 }
 
 static wk_status k_bernoulli_p(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -266,7 +243,7 @@ static wk_status k_bernoulli_p(const wk_kernel_ctx *ctx, const wk_value *args, w
   if (!(p >= 0 && p <= 1))
     return wk_error(WK_ERR_INVALID_ARG, "bernoulli.p(): bernoulli_ expects p to be in [0, 1], but got p=%g", p);
   rjob j = {CUDA_RNG_BERN_P, p, 0, 0, 0, NULL};
-  return out1(outs, random_new("bernoulli", ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), wk_tensor_dtype(x)));
+  return wk_kernel_out1(outs, random_new("bernoulli", ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), wk_tensor_dtype(x)));
 }
 
 /* In-place fills draw in logical row-major order into a contiguous buffer. */
