@@ -142,11 +142,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   }
 out:
   bn_descs_free(&d);
-  wk_release(x);
-  wk_release(w);
-  wk_release(b);
-  wk_release(rm);
-  wk_release(rv);
+  wk_release_n((wk_tensor *[]){x, w, b, rm, rv}, 5);
   outs[0] = WK_VT(y);
   outs[1] = WK_VT(sm);
   outs[2] = WK_VT(si);
@@ -155,14 +151,7 @@ fail_err:
   s = wk_last_error();
 fail:
   bn_descs_free(&d);
-  wk_release(x);
-  wk_release(w);
-  wk_release(b);
-  wk_release(rm);
-  wk_release(rv);
-  wk_release(y);
-  wk_release(sm);
-  wk_release(si);
+  wk_release_n((wk_tensor *[]){x, w, b, rm, rv, y, sm, si}, 8);
   return s;
 }
 

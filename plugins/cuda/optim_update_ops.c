@@ -188,9 +188,14 @@ static wk_status reg(const char *name, const char *schema, wk_kernel_fn fn) {
 }
 
 wk_status cuda_register_optim_update(void) {
-  wk_status s = reg("optim.sgd_step_", SGD_SCHEMA, k_sgd);
-  if (!s) s = reg("optim.adam_step_", ADAM_SCHEMA, k_adam);
-  if (!s) s = reg("optim.rmsprop_step_", RMSPROP_SCHEMA, k_rmsprop);
-  if (!s) s = reg("optim.adagrad_step_", ADAGRAD_SCHEMA, k_adagrad);
+  static const struct {
+    const char *name, *schema;
+    wk_kernel_fn fn;
+  } ks[] = {{"optim.sgd_step_", SGD_SCHEMA, k_sgd},
+            {"optim.adam_step_", ADAM_SCHEMA, k_adam},
+            {"optim.rmsprop_step_", RMSPROP_SCHEMA, k_rmsprop},
+            {"optim.adagrad_step_", ADAGRAD_SCHEMA, k_adagrad}};
+  wk_status s = WK_OK;
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = reg(ks[i].name, ks[i].schema, ks[i].fn);
   return s;
 }
