@@ -8,30 +8,17 @@
 #include <string.h>
 
 #include "cpu.h"
-
-typedef enum {
-  B_ADD, B_SUB, B_MUL, B_DIV, B_DIV_TRUNC, B_DIV_FLOOR, B_MAX, B_MIN, B_POW,
-  B_AND, B_OR, B_EQ, B_NE, B_LT, B_LE, B_GT, B_GE
-} bop;
+#include <wick/sdk/binary.h>
 
 typedef struct {
-  bop op;
-  cpu_mode mode;
-  bool scalar;       /* `other` is a Scalar argument */
-  bool has_alpha;    /* add/sub: alpha follows `other` */
-  bool has_rounding; /* div: rounding_mode follows `other` */
-} binfo;
-
-typedef struct {
-  bop op;
+  int op;
   double alpha_f;
   int64_t alpha_i;
-  bool alpha_bool;
   bool int_div_by_zero;
 } bctx;
 
-static bool is_compare(bop op) { return op >= B_EQ; }
-static bool is_logical(bop op) { return op == B_AND || op == B_OR; }
+#define is_compare wk_bop_is_compare
+#define is_logical wk_bop_is_logical
 
 /* PyTorch's div_floor_floating, in the loop's own precision: the quotient of
  * the exact remainder's complement, with the sign of zero kept. */
@@ -74,20 +61,20 @@ static int64_t ipow(int64_t base, int64_t exp) {
     const T *a = (const T *)d[1], *b = (const T *)d[2];                                            \
     bool contig = s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T);                    \
     bool bscal = s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 0;                             \
-    if (c->op == B_ADD && contig) {                                                                \
+    if (c->op == WK_BOP_add && contig) {                                                                \
       for (int64_t i = 0; i < n; i++) o[i] = a[i] + al * b[i];                                     \
       return;                                                                                      \
     }                                                                                              \
-    if (c->op == B_MUL && contig) {                                                                \
+    if (c->op == WK_BOP_mul && contig) {                                                                \
       for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i];                                          \
       return;                                                                                      \
     }                                                                                              \
-    if (c->op == B_ADD && bscal) {                                                                 \
+    if (c->op == WK_BOP_add && bscal) {                                                                 \
       T v = al * b[0];                                                                             \
       for (int64_t i = 0; i < n; i++) o[i] = a[i] + v;                                             \
       return;                                                                                      \
     }                                                                                              \
-    if (c->op == B_MUL && bscal) {                                                                 \
+    if (c->op == WK_BOP_mul && bscal) {                                                                 \
       T v = b[0];                                                                                  \
       for (int64_t i = 0; i < n; i++) o[i] = a[i] * v;                                             \
       return;                                                                                      \
@@ -95,15 +82,15 @@ static int64_t ipow(int64_t base, int64_t exp) {
     for (int64_t i = 0; i < n; i++) {                                                              \
       T x = *(const T *)(d[1] + i * s[1]), y = *(const T *)(d[2] + i * s[2]), r;                   \
       switch (c->op) {                                                                             \
-        case B_ADD: r = x + al * y; break;                                                         \
-        case B_SUB: r = x - al * y; break;                                                         \
-        case B_MUL: r = x * y; break;                                                              \
-        case B_DIV: r = x / y; break;                                                              \
-        case B_DIV_TRUNC: r = (T)trunc((double)(x / y)); break;                                      \
-        case B_DIV_FLOOR: r = FLOORDIV(x, y); break;                       \
-        case B_MAX: r = (x != x || y != y) ? (T)NAN : (x > y ? x : y); break;                       \
-        case B_MIN: r = (x != x || y != y) ? (T)NAN : (x < y ? x : y); break;                       \
-        case B_POW: r = POW(x, y); break;                                                          \
+        case WK_BOP_add: r = x + al * y; break;                                                         \
+        case WK_BOP_sub: r = x - al * y; break;                                                         \
+        case WK_BOP_mul: r = x * y; break;                                                              \
+        case WK_BOP_div: r = x / y; break;                                                              \
+        case WK_BOP_div_trunc: r = (T)trunc((double)(x / y)); break;                                      \
+        case WK_BOP_div_floor: r = FLOORDIV(x, y); break;                       \
+        case WK_BOP_maximum: r = (x != x || y != y) ? (T)NAN : (x > y ? x : y); break;                       \
+        case WK_BOP_minimum: r = (x != x || y != y) ? (T)NAN : (x < y ? x : y); break;                       \
+        case WK_BOP_pow: r = POW(x, y); break;                                                          \
         default: r = 0; break;                                                                     \
       }                                                                                            \
       *(T *)(d[0] + i * s[0]) = r;                                                                 \
@@ -122,10 +109,10 @@ static void arith_bf16(void *cp, char **d, const int64_t *s, int64_t n) {
   if (s[0] == 2 && s[1] == 2 && s[2] == 2) { /* contiguous: one loop per op, vectorised */
     uint16_t *restrict o = (uint16_t *)d[0];
     const uint16_t *restrict a = (const uint16_t *)d[1], *restrict b = (const uint16_t *)d[2];
-    if (c->op == B_MUL)
+    if (c->op == WK_BOP_mul)
       for (int64_t i = 0; i < n; i++) o[i] = wk_f32_to_bf16(wk_bf16_to_f32(a[i]) * wk_bf16_to_f32(b[i]));
     else {
-      const float sal = c->op == B_SUB ? -al : al; /* x - al*y == x + (-al)*y exactly */
+      const float sal = c->op == WK_BOP_sub ? -al : al; /* x - al*y == x + (-al)*y exactly */
       for (int64_t i = 0; i < n; i++) o[i] = wk_f32_to_bf16(wk_bf16_to_f32(a[i]) + sal * wk_bf16_to_f32(b[i]));
     }
     return;
@@ -133,7 +120,7 @@ static void arith_bf16(void *cp, char **d, const int64_t *s, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     float x = wk_bf16_to_f32(*(const uint16_t *)(d[1] + i * s[1]));
     float y = wk_bf16_to_f32(*(const uint16_t *)(d[2] + i * s[2]));
-    float r = c->op == B_ADD ? x + al * y : c->op == B_SUB ? x - al * y : x * y;
+    float r = c->op == WK_BOP_add ? x + al * y : c->op == WK_BOP_sub ? x - al * y : x * y;
     *(uint16_t *)(d[0] + i * s[0]) = wk_f32_to_bf16(r);
   }
 }
@@ -145,11 +132,11 @@ static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
     int64_t x = *(const int64_t *)(d[1] + i * s[1]), y = *(const int64_t *)(d[2] + i * s[2]), r = 0;
     switch (c->op) {
       /* wrap-around arithmetic like PyTorch's, computed unsigned to stay defined */
-      case B_ADD: r = (int64_t)((uint64_t)x + (uint64_t)c->alpha_i * (uint64_t)y); break;
-      case B_SUB: r = (int64_t)((uint64_t)x - (uint64_t)c->alpha_i * (uint64_t)y); break;
-      case B_MUL: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
-      case B_DIV_TRUNC:
-      case B_DIV_FLOOR:
+      case WK_BOP_add: r = (int64_t)((uint64_t)x + (uint64_t)c->alpha_i * (uint64_t)y); break;
+      case WK_BOP_sub: r = (int64_t)((uint64_t)x - (uint64_t)c->alpha_i * (uint64_t)y); break;
+      case WK_BOP_mul: r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+      case WK_BOP_div_trunc:
+      case WK_BOP_div_floor:
         if (y == 0) {
           c->int_div_by_zero = true;
           break;
@@ -159,11 +146,11 @@ static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
           break;
         }
         r = x / y;
-        if (c->op == B_DIV_FLOOR && (x % y != 0) && ((x < 0) != (y < 0))) r--;
+        if (c->op == WK_BOP_div_floor && (x % y != 0) && ((x < 0) != (y < 0))) r--;
         break;
-      case B_MAX: r = x > y ? x : y; break;
-      case B_MIN: r = x < y ? x : y; break;
-      case B_POW: r = ipow(x, y); break;
+      case WK_BOP_maximum: r = x > y ? x : y; break;
+      case WK_BOP_minimum: r = x < y ? x : y; break;
+      case WK_BOP_pow: r = ipow(x, y); break;
       default: break;
     }
     *(int64_t *)(d[0] + i * s[0]) = r;
@@ -178,14 +165,14 @@ static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
       T x = *(const T *)(d[1] + i * s[1]), y = *(const T *)(d[2] + i * s[2]);           \
       bool r;                                                                          \
       switch (c->op) {                                                                 \
-        case B_EQ: r = x == y; break;                                                  \
-        case B_NE: r = x != y; break;                                                  \
-        case B_LT: r = x < y; break;                                                   \
-        case B_LE: r = x <= y; break;                                                  \
-        case B_GT: r = x > y; break;                                                   \
-        case B_GE: r = x >= y; break;                                                  \
-        case B_AND: r = (x != 0) && (y != 0); break;                                   \
-        case B_OR: r = (x != 0) || (y != 0); break;                                    \
+        case WK_BOP_eq: r = x == y; break;                                                  \
+        case WK_BOP_ne: r = x != y; break;                                                  \
+        case WK_BOP_lt: r = x < y; break;                                                   \
+        case WK_BOP_le: r = x <= y; break;                                                  \
+        case WK_BOP_gt: r = x > y; break;                                                   \
+        case WK_BOP_ge: r = x >= y; break;                                                  \
+        case WK_BOP_logical_and: r = (x != 0) && (y != 0); break;                                   \
+        case WK_BOP_logical_or: r = (x != 0) || (y != 0); break;                                    \
         default: r = false; break;                                                     \
       }                                                                                \
       *(bool *)(d[0] + i * s[0]) = r;                                                  \
@@ -196,23 +183,14 @@ CMP_LOOP(cmp_f64, double)
 CMP_LOOP(cmp_i64, int64_t)
 CMP_LOOP(cmp_bool, bool)
 
-static const char *op_label(bop op) {
-  static const char *names[] = {"add", "sub", "mul", "div", "div", "div", "maximum", "minimum", "pow",
-                                "logical_and", "logical_or", "eq", "ne", "lt", "le", "gt", "ge"};
-  return names[op];
-}
 
 /* Computes op(a, b) into a new tensor of the result dtype rt, which the
  * core's meta function decided after checking the arguments (bool
  * subtraction, integer powers, alpha, rounding mode). */
 static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk_value *other, wk_dtype rt) {
-  bop op = c->op;
-  wk_dtype cd = is_logical(op) ? WK_F64 : wk_compute_dtype(rt);
-  if (cd == WK_BOOL && !is_compare(op)) cd = WK_I64;
-  if (!is_compare(op) && !is_logical(op) && !wk_dtype_is_floating(cd) &&
-      (op == B_DIV_TRUNC || op == B_DIV_FLOOR))
-    cd = WK_I64;
-  if (rt == WK_BF16 && (op == B_ADD || op == B_SUB || op == B_MUL) && wk_tensor_dtype(self) == WK_BF16 &&
+  int op = c->op;
+  wk_dtype cd = wk_bop_compute_dtype(op, rt);
+  if (rt == WK_BF16 && (op == WK_BOP_add || op == WK_BOP_sub || op == WK_BOP_mul) && wk_tensor_dtype(self) == WK_BF16 &&
       other->tag == WK_V_TENSOR && wk_tensor_dtype(other->u.t) == WK_BF16) {
     wk_tensor *ops[3] = {NULL, self, other->u.t};
     int64_t shape[WK_MAX_DIMS];
@@ -258,7 +236,7 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
     fn = cd == WK_F32 ? cmp_f32 : cd == WK_F64 ? cmp_f64 : cd == WK_BOOL ? cmp_bool : cmp_i64;
   else
     fn = cd == WK_F32 ? arith_f32 : cd == WK_F64 ? arith_f64 : arith_i64;
-  if (cd == WK_I64 && (op == B_DIV_TRUNC || op == B_DIV_FLOOR))
+  if (cd == WK_I64 && (op == WK_BOP_div_trunc || op == WK_BOP_div_floor))
     wk_iter_run_serial(&it, fn, c); /* the error flag is written without atomics */
   else
     wk_iter_run(&it, fn, c);
@@ -288,13 +266,13 @@ done:
     T *o = (T *)wk_tensor_data(r), al = (T)alpha;                                       \
     int64_t sy = nb == 1 ? 0 : 1;                                                        \
     switch (op) {                                                                        \
-      case B_ADD: for (int64_t i = 0; i < n; i++) o[i] = x[i] + al * y[i * sy]; break;   \
-      case B_SUB: for (int64_t i = 0; i < n; i++) o[i] = x[i] - al * y[i * sy]; break;   \
-      case B_MUL: for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i * sy]; break;        \
+      case WK_BOP_add: for (int64_t i = 0; i < n; i++) o[i] = x[i] + al * y[i * sy]; break;   \
+      case WK_BOP_sub: for (int64_t i = 0; i < n; i++) o[i] = x[i] - al * y[i * sy]; break;   \
+      case WK_BOP_mul: for (int64_t i = 0; i < n; i++) o[i] = x[i] * y[i * sy]; break;        \
       default: for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i * sy]; break;           \
     }                                                                                    \
   }
-static wk_tensor *fast_binary(bop op, wk_tensor *a, wk_tensor *b, double alpha) {
+static wk_tensor *fast_binary(int op, wk_tensor *a, wk_tensor *b, double alpha) {
   wk_dtype dt = wk_tensor_dtype(a);
   if ((dt != WK_F32 && dt != WK_F64) || wk_tensor_dtype(b) != dt) return NULL;
   int64_t n = wk_tensor_numel(a), nb = wk_tensor_numel(b);
@@ -314,7 +292,7 @@ static wk_tensor *fast_binary(bop op, wk_tensor *a, wk_tensor *b, double alpha) 
  * mask of the same shape (x * (float)m, NaN and signed zeros as the general
  * path gives them). Split over the pool in contiguous ranges. */
 typedef struct {
-  bop op;
+  int op;
   const float *x;
   const bool *m;
   float v;
@@ -326,11 +304,11 @@ static void fast_cmp_range(void *p, int64_t b, int64_t e) {
   const float *x = j->x, v = j->v;
   bool *o = j->o;
   switch (j->op) {
-    case B_EQ: for (int64_t i = b; i < e; i++) o[i] = x[i] == v; break;
-    case B_NE: for (int64_t i = b; i < e; i++) o[i] = x[i] != v; break;
-    case B_LT: for (int64_t i = b; i < e; i++) o[i] = x[i] < v; break;
-    case B_LE: for (int64_t i = b; i < e; i++) o[i] = x[i] <= v; break;
-    case B_GT: for (int64_t i = b; i < e; i++) o[i] = x[i] > v; break;
+    case WK_BOP_eq: for (int64_t i = b; i < e; i++) o[i] = x[i] == v; break;
+    case WK_BOP_ne: for (int64_t i = b; i < e; i++) o[i] = x[i] != v; break;
+    case WK_BOP_lt: for (int64_t i = b; i < e; i++) o[i] = x[i] < v; break;
+    case WK_BOP_le: for (int64_t i = b; i < e; i++) o[i] = x[i] <= v; break;
+    case WK_BOP_gt: for (int64_t i = b; i < e; i++) o[i] = x[i] > v; break;
     default: for (int64_t i = b; i < e; i++) o[i] = x[i] >= v; break;
   }
 }
@@ -344,7 +322,7 @@ static void fast_mask_range(void *p, int64_t b, int64_t e) {
 }
 
 /* 0: does not apply; 1: *out holds the result; -1: error recorded. */
-static int fast_f32(bop op, wk_tensor *a, const wk_value *other, wk_tensor **out) {
+static int fast_f32(int op, wk_tensor *a, const wk_value *other, wk_tensor **out) {
   if (wk_tensor_dtype(a) != WK_F32 || !wk_tensor_is_contiguous(a)) return 0;
   int64_t n = wk_tensor_numel(a);
   fastf_job j = {op, wk_tensor_data(a), NULL, 0, NULL};
@@ -357,7 +335,7 @@ static int fast_f32(bop op, wk_tensor *a, const wk_value *other, wk_tensor **out
     rt = WK_BOOL;
   } else {
     wk_tensor *b = other->u.t;
-    if (op != B_MUL || other->tag != WK_V_TENSOR || wk_tensor_dtype(b) != WK_BOOL || !wk_tensor_is_contiguous(b) ||
+    if (op != WK_BOP_mul || other->tag != WK_V_TENSOR || wk_tensor_dtype(b) != WK_BOOL || !wk_tensor_is_contiguous(b) ||
         !cpu_same_shape(a, b))
       return 0;
     j.m = wk_tensor_data(b);
@@ -376,47 +354,35 @@ static int fast_f32(bop op, wk_tensor *a, const wk_value *other, wk_tensor **out
 }
 
 static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const binfo *info = ctx->user;
-  if (info->mode == CPU_FUNCTIONAL && !info->scalar && info->op <= B_DIV && !(info->has_rounding && args[2].tag == WK_V_STR)) {
-    double alpha = info->has_alpha ? wk_value_as_f64(&args[2]) : 1.0;
-    wk_tensor *r = fast_binary(info->op, WK_ARG_T(0), WK_ARG_T(1), alpha);
+  const wk_binary_variant *info = ctx->user;
+  int op = info->op;
+  bool arith = op == WK_BOP_add || op == WK_BOP_sub || op == WK_BOP_mul || op == WK_BOP_div;
+  if (info->mode == CPU_FUNCTIONAL && !info->scalar && arith && !(info->rounding && args[2].tag == WK_V_STR)) {
+    double alpha = info->alpha ? wk_value_as_f64(&args[2]) : 1.0;
+    wk_tensor *r = fast_binary(op, WK_ARG_T(0), WK_ARG_T(1), alpha);
     if (r) {
       outs[0] = WK_VT(r);
       return WK_OK;
     }
   }
-  if (info->mode == CPU_FUNCTIONAL && ((is_compare(info->op) && info->scalar) || (info->op == B_MUL && !info->scalar))) {
+  if (info->mode == CPU_FUNCTIONAL && ((is_compare(op) && info->scalar) || (op == WK_BOP_mul && !info->scalar))) {
     wk_tensor *r = NULL;
-    int done = fast_f32(info->op, WK_ARG_T(0), &args[1], &r);
+    int done = fast_f32(op, WK_ARG_T(0), &args[1], &r);
     if (done < 0) return wk_last_error();
     if (done) {
       outs[0] = WK_VT(r);
       return WK_OK;
     }
   }
-  bctx c = {info->op, 1.0, 1, false, false};
-  int next = 2;
-  if (info->has_alpha) {
-    c.alpha_f = wk_value_as_f64(&args[2]);
-    c.alpha_i = args[2].tag == WK_V_INT ? args[2].u.i : wk_f64_to_i64_sat(c.alpha_f);
-    c.alpha_bool = args[2].tag == WK_V_BOOL;
-    next = 3;
-  }
-  if (info->has_rounding) {
-    if (args[2].tag == WK_V_STR) {
-      if (strcmp(args[2].u.s, "trunc") == 0)
-        c.op = B_DIV_TRUNC;
-      else /* "floor": the meta function refused anything else */
-        c.op = B_DIV_FLOOR;
-    }
-    next = 3;
-  }
-  wk_tensor *target = info->mode == CPU_INPLACE ? WK_ARG_T(0) : info->mode == CPU_OUT ? WK_ARG_T(next) : NULL;
+  wk_binary_call call;
+  wk_binary_call_read(&call, info, args);
+  bctx c = {call.op, call.alpha_f, call.alpha_i, false};
+  wk_tensor *target = info->mode == CPU_INPLACE ? WK_ARG_T(0) : info->mode == CPU_OUT ? WK_ARG_T(call.out_index) : NULL;
   /* The result dtype the meta function decided; comparisons and logical ops
    * compute in the operands' promoted dtype and write bool. */
   wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
-  if (is_compare(info->op) || is_logical(info->op)) rt = wk_result_type(args, 2);
-  wk_tensor *r = compute(op_label(info->op), &c, WK_ARG_T(0), &args[1], rt);
+  if (is_compare(op) || is_logical(op)) rt = wk_result_type(args, 2);
+  wk_tensor *r = compute(wk_bop_name(op), &c, WK_ARG_T(0), &args[1], rt);
   return cpu_deliver(WK_OPNAME, info->mode, r, target, outs);
 }
 
@@ -466,62 +432,10 @@ static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   return WK_OK;
 }
 
-#define N_BINFO 64
-static binfo g_infos[N_BINFO];
-static int g_ninfos;
-
-static wk_status reg(const char *name, bop op, cpu_mode mode, bool scalar, bool alpha, bool rounding) {
-  if (g_ninfos == N_BINFO) return wk_error(WK_ERR_INTERNAL, "cpu: too many binary registrations");
-  binfo *b = &g_infos[g_ninfos++];
-  *b = (binfo){op, mode, scalar, alpha, rounding};
-  return cpu_reg(name, k_binary, b);
-}
-
 wk_status cpu_register_binary(void) {
-  static const struct {
-    const char *name;
-    bop op;
-  } fam[] = {{"mul", B_MUL}, {"maximum", B_MAX}, {"minimum", B_MIN}, {"pow", B_POW},
-             {"logical_and", B_AND}, {"logical_or", B_OR}};
   wk_status s = WK_OK;
-  char n[64];
-  for (size_t i = 0; i < sizeof fam / sizeof fam[0] && !s; i++) {
-    s = reg(fam[i].name, fam[i].op, CPU_FUNCTIONAL, false, false, false);
-    snprintf(n, sizeof n, "%s_", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CPU_INPLACE, false, false, false);
-    snprintf(n, sizeof n, "%s.out", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CPU_OUT, false, false, false);
-    snprintf(n, sizeof n, "%s.Scalar", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CPU_FUNCTIONAL, true, false, false);
-    snprintf(n, sizeof n, "%s_.Scalar", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CPU_INPLACE, true, false, false);
-  }
-  static const struct {
-    const char *name;
-    bop op;
-  } cmp[] = {{"eq", B_EQ}, {"ne", B_NE}, {"lt", B_LT}, {"le", B_LE}, {"gt", B_GT}, {"ge", B_GE}};
-  for (size_t i = 0; i < sizeof cmp / sizeof cmp[0] && !s; i++) {
-    s = reg(cmp[i].name, cmp[i].op, CPU_FUNCTIONAL, false, false, false);
-    snprintf(n, sizeof n, "%s.Scalar", cmp[i].name);
-    if (!s) s = reg(n, cmp[i].op, CPU_FUNCTIONAL, true, false, false);
-    snprintf(n, sizeof n, "%s.out", cmp[i].name);
-    if (!s) s = reg(n, cmp[i].op, CPU_OUT, false, false, false);
-  }
-  static const struct {
-    const char *name;
-    bop op;
-    cpu_mode mode;
-    bool scalar, alpha, rounding;
-  } other[] = {{"add", B_ADD, CPU_FUNCTIONAL, false, true, false}, {"add_", B_ADD, CPU_INPLACE, false, true, false},
-               {"add.out", B_ADD, CPU_OUT, false, true, false},    {"add.Scalar", B_ADD, CPU_FUNCTIONAL, true, true, false},
-               {"add_.Scalar", B_ADD, CPU_INPLACE, true, true, false}, {"sub_.Scalar", B_SUB, CPU_INPLACE, true, true, false},
-               {"div_.Scalar", B_DIV, CPU_INPLACE, true, false, true},
-               {"sub", B_SUB, CPU_FUNCTIONAL, false, true, false}, {"sub_", B_SUB, CPU_INPLACE, false, true, false},
-               {"sub.out", B_SUB, CPU_OUT, false, true, false},    {"sub.Scalar", B_SUB, CPU_FUNCTIONAL, true, true, false},
-               {"div", B_DIV, CPU_FUNCTIONAL, false, false, true}, {"div_", B_DIV, CPU_INPLACE, false, false, true},
-               {"div.out", B_DIV, CPU_OUT, false, false, true},    {"div.Scalar", B_DIV, CPU_FUNCTIONAL, true, false, true}};
-  for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++)
-    s = reg(other[i].name, other[i].op, other[i].mode, other[i].scalar, other[i].alpha, other[i].rounding);
+  for (int i = 0; i < WK_BINARY_VARIANT_COUNT && !s; i++)
+    s = cpu_reg(wk_binary_variants[i].name, k_binary, (void *)&wk_binary_variants[i]);
   if (!s) s = cpu_reg("where.self", k_where, NULL);
   return s;
 }

@@ -8,32 +8,14 @@
 #define WICK_CUDA_KERNELS_H
 
 #include "cuda_plugin.h"
-#include <wick/sdk/unary.h> /* the one-input pointwise ops' numbering */
+#include <wick/sdk/binary.h> /* the two-input pointwise ops' numbering */
+#include <wick/sdk/unary.h>  /* the one-input pointwise ops' numbering */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- elementwise.cu: binary ops ---- */
-enum {
-  CUDA_B_ADD,
-  CUDA_B_SUB,
-  CUDA_B_MUL,
-  CUDA_B_DIV,
-  CUDA_B_DIV_TRUNC,
-  CUDA_B_DIV_FLOOR,
-  CUDA_B_MAX,
-  CUDA_B_MIN,
-  CUDA_B_POW,
-  CUDA_B_AND,
-  CUDA_B_OR,
-  CUDA_B_EQ,
-  CUDA_B_NE,
-  CUDA_B_LT,
-  CUDA_B_LE,
-  CUDA_B_GT,
-  CUDA_B_GE
-};
+/* ---- elementwise.cu: binary ops, numbered by <wick/sdk/binary.h> (WK_BOP_add ...) ---- */
 /* out = a op b over n elements; a and b of dtype ct laid out over out's shape;
  * b == NULL takes the scalar (bf for floating ct, bi otherwise). Arithmetic
  * writes ct (F32, F64 or I64), comparisons and logical ops write bool. */

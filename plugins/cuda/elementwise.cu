@@ -36,23 +36,23 @@ __device__ int64_t ipow(int64_t base, int64_t exp) {
 template <typename T>
 __device__ __forceinline__ T arith(int op, T x, T y, T al) {
   switch (op) {
-    case CUDA_B_ADD:
+    case WK_BOP_add:
       return x + al * y;
-    case CUDA_B_SUB:
+    case WK_BOP_sub:
       return x - al * y;
-    case CUDA_B_MUL:
+    case WK_BOP_mul:
       return x * y;
-    case CUDA_B_DIV:
+    case WK_BOP_div:
       return x / y;
-    case CUDA_B_DIV_TRUNC:
+    case WK_BOP_div_trunc:
       return trunc(x / y);
-    case CUDA_B_DIV_FLOOR:
+    case WK_BOP_div_floor:
       return floor_div(x, y);
-    case CUDA_B_MAX:
+    case WK_BOP_maximum:
       return (x != x || y != y) ? (T)NAN : (x > y ? x : y);
-    case CUDA_B_MIN:
+    case WK_BOP_minimum:
       return (x != x || y != y) ? (T)NAN : (x < y ? x : y);
-    case CUDA_B_POW:
+    case WK_BOP_pow:
       return pow(x, y);
     default:
       return 0;
@@ -61,23 +61,23 @@ __device__ __forceinline__ T arith(int op, T x, T y, T al) {
 template <>
 __device__ __forceinline__ float arith<float>(int op, float x, float y, float al) {
   switch (op) {
-    case CUDA_B_ADD:
+    case WK_BOP_add:
       return x + al * y;
-    case CUDA_B_SUB:
+    case WK_BOP_sub:
       return x - al * y;
-    case CUDA_B_MUL:
+    case WK_BOP_mul:
       return x * y;
-    case CUDA_B_DIV:
+    case WK_BOP_div:
       return x / y;
-    case CUDA_B_DIV_TRUNC:
+    case WK_BOP_div_trunc:
       return (float)trunc((double)(x / y));
-    case CUDA_B_DIV_FLOOR:
+    case WK_BOP_div_floor:
       return floor_div(x, y);
-    case CUDA_B_MAX:
+    case WK_BOP_maximum:
       return (x != x || y != y) ? NAN : (x > y ? x : y);
-    case CUDA_B_MIN:
+    case WK_BOP_minimum:
       return (x != x || y != y) ? NAN : (x < y ? x : y);
-    case CUDA_B_POW:
+    case WK_BOP_pow:
       return powf(x, y);
     default:
       return 0;
@@ -87,25 +87,25 @@ template <>
 __device__ __forceinline__ int64_t arith<int64_t>(int op, int64_t x, int64_t y, int64_t al) {
   uint64_t ux = (uint64_t)x, uy = (uint64_t)y, ua = (uint64_t)al;
   switch (op) {
-    case CUDA_B_ADD:
+    case WK_BOP_add:
       return (int64_t)(ux + ua * uy);
-    case CUDA_B_SUB:
+    case WK_BOP_sub:
       return (int64_t)(ux - ua * uy);
-    case CUDA_B_MUL:
+    case WK_BOP_mul:
       return (int64_t)(ux * uy);
-    case CUDA_B_DIV_TRUNC:
-    case CUDA_B_DIV_FLOOR: {
+    case WK_BOP_div_trunc:
+    case WK_BOP_div_floor: {
       if (y == 0) return 0;  // the host refuses zero divisors before launching
       if (x == INT64_MIN && y == -1) return INT64_MIN;
       int64_t r = x / y;
-      if (op == CUDA_B_DIV_FLOOR && (x % y != 0) && ((x < 0) != (y < 0))) r--;
+      if (op == WK_BOP_div_floor && (x % y != 0) && ((x < 0) != (y < 0))) r--;
       return r;
     }
-    case CUDA_B_MAX:
+    case WK_BOP_maximum:
       return x > y ? x : y;
-    case CUDA_B_MIN:
+    case WK_BOP_minimum:
       return x < y ? x : y;
-    case CUDA_B_POW:
+    case WK_BOP_pow:
       return ipow(x, y);
     default:
       return 0;
@@ -124,21 +124,21 @@ __device__ __forceinline__ bool arith<bool>(int op, bool x, bool y, bool al) {
 template <typename T>
 __device__ __forceinline__ bool compare(int op, T x, T y) {
   switch (op) {
-    case CUDA_B_EQ:
+    case WK_BOP_eq:
       return x == y;
-    case CUDA_B_NE:
+    case WK_BOP_ne:
       return x != y;
-    case CUDA_B_LT:
+    case WK_BOP_lt:
       return x < y;
-    case CUDA_B_LE:
+    case WK_BOP_le:
       return x <= y;
-    case CUDA_B_GT:
+    case WK_BOP_gt:
       return x > y;
-    case CUDA_B_GE:
+    case WK_BOP_ge:
       return x >= y;
-    case CUDA_B_AND:
+    case WK_BOP_logical_and:
       return x != 0 && y != 0;
-    case CUDA_B_OR:
+    case WK_BOP_logical_or:
       return x != 0 || y != 0;
     default:
       return false;
@@ -169,7 +169,7 @@ template <typename T>
 static void launch_binary(int op, void *out, const void *a, cuda_strided la, const void *b, cuda_strided lb, T bs, T al,
                           int64_t n, cudaStream_t st) {
   bool contig = cd_dense(la) && (!b || cd_dense(lb));
-  if (op >= CUDA_B_AND)
+  if (op >= WK_BOP_logical_and)
     compare_kernel<T>
         <<<cuda_blocks(n), CUDA_THREADS, 0, st>>>(op, (bool *)out, (const T *)a, la, (const T *)b, lb, bs, n, contig);
   else
@@ -297,7 +297,7 @@ extern "C" int cuda_launch_gelu_backward(int ct, void *out, const void *g, cuda_
 // The first launchers of the plugin (cuda_plugin.h), kept as f32 wrappers.
 extern "C" int cuda_launch_binary_f32(int op, float *out, const float *a, cuda_strided la, const float *b,
                                       cuda_strided lb, float alpha, int64_t n, cudaStream_t stream) {
-  return cuda_launch_binary(op == CUDA_EW_ADD ? CUDA_B_ADD : CUDA_B_MUL, CUDA_F32, out, a, la, b, lb, 0, 0, alpha, 1, n,
+  return cuda_launch_binary(op == CUDA_EW_ADD ? WK_BOP_add : WK_BOP_mul, CUDA_F32, out, a, la, b, lb, 0, 0, alpha, 1, n,
                             stream);
 }
 extern "C" int cuda_launch_unary_f32(int op, float *out, const float *a, cuda_strided la, int64_t n,

@@ -11,24 +11,8 @@
 
 #include "cuda_kernels.h"
 
-typedef struct {
-  int op;
-  cuda_mode mode;
-  bool scalar, has_alpha, has_rounding;
-} binfo;
-
-static bool is_compare(int op) {
-  return op >= CUDA_B_EQ;
-}
-static bool is_logical(int op) {
-  return op == CUDA_B_AND || op == CUDA_B_OR;
-}
-
-static const char *op_label(int op) {
-  static const char *names[] = {"add",         "sub",        "mul", "div", "div", "div", "maximum", "minimum", "pow",
-                                "logical_and", "logical_or", "eq",  "ne",  "lt",  "le",  "gt",      "ge"};
-  return names[op];
-}
+#define is_compare wk_bop_is_compare
+#define is_logical wk_bop_is_logical
 
 /* True when some element of the i64 tensor b is 0 (integer division check). */
 static wk_status has_zero(wk_tensor *b, bool *out) {
@@ -47,11 +31,7 @@ static wk_status has_zero(wk_tensor *b, bool *out) {
  * compute(), on the device). */
 static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t alpha_i, wk_tensor *self,
                           const wk_value *other, wk_dtype rt, wk_device dev) {
-  wk_dtype cd = is_logical(op) ? WK_F64 : wk_compute_dtype(rt);
-  if (cd == WK_BOOL && !is_compare(op)) cd = WK_I64;
-  if (!is_compare(op) && !is_logical(op) && !wk_dtype_is_floating(cd) &&
-      (op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR))
-    cd = WK_I64;
+  wk_dtype cd = wk_bop_compute_dtype(op, rt);
   wk_tensor *a = cuda_operand(self, cd, dev), *b = NULL, *res = NULL;
   double bf = 0;
   int64_t bi = 0;
@@ -78,7 +58,7 @@ static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t al
     wk_tensor *ts[2] = {a, b};
     if (wk_broadcast_shapes(opname, ts, 2, shape, &nd)) goto done;
   }
-  if (cd == WK_I64 && (op == CUDA_B_DIV_TRUNC || op == CUDA_B_DIV_FLOOR)) {
+  if (cd == WK_I64 && (op == WK_BOP_div_trunc || op == WK_BOP_div_floor)) {
     bool zero = scalar && bi == 0;
     if (!scalar && has_zero(b, &zero)) goto done;
     if (zero) {
@@ -103,31 +83,17 @@ done:
 }
 
 static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const binfo *info = ctx->user;
-  int op = info->op, next = 2;
-  double alpha_f = 1.0;
-  int64_t alpha_i = 1;
+  const wk_binary_variant *info = ctx->user;
   wk_status s = cuda_enter(WK_OPNAME, ctx->device);
   if (s) return s;
-  if (info->has_alpha) {
-    alpha_f = wk_value_as_f64(&args[2]);
-    alpha_i = args[2].tag == WK_V_INT ? args[2].u.i : wk_f64_to_i64_sat(alpha_f);
-    next = 3;
-  }
-  if (info->has_rounding) {
-    if (args[2].tag == WK_V_STR) {
-      if (strcmp(args[2].u.s, "trunc") == 0)
-        op = CUDA_B_DIV_TRUNC;
-      else /* "floor": the meta function refused anything else */
-        op = CUDA_B_DIV_FLOOR;
-    }
-    next = 3;
-  }
-  wk_tensor *target = info->mode == CUDA_INPLACE ? WK_ARG_T(0) : info->mode == CUDA_OUT ? WK_ARG_T(next) : NULL;
+  wk_binary_call call;
+  wk_binary_call_read(&call, info, args);
+  int op = call.op;
+  wk_tensor *target = info->mode == CUDA_INPLACE ? WK_ARG_T(0) : info->mode == CUDA_OUT ? WK_ARG_T(call.out_index) : NULL;
   /* Comparisons and logical ops compute in the operands' promoted dtype. */
   wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype;
   if (is_compare(op) || is_logical(op)) rt = wk_result_type(args, 2);
-  wk_tensor *r = compute(op_label(op), op, alpha_f, alpha_i, WK_ARG_T(0), &args[1], rt, ctx->device);
+  wk_tensor *r = compute(wk_bop_name(op), op, call.alpha_f, call.alpha_i, WK_ARG_T(0), &args[1], rt, ctx->device);
   return cuda_deliver(WK_OPNAME, info->mode, r, target, outs);
 }
 
@@ -214,71 +180,10 @@ static wk_status k_pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *
   return pointwise_backward(ctx, args, outs, (int)(intptr_t)ctx->user, false);
 }
 
-#define N_BINFO 64
-static binfo g_infos[N_BINFO];
-static int g_ninfos;
-
-static wk_status reg(const char *name, int op, cuda_mode mode, bool scalar, bool alpha, bool rounding) {
-  if (g_ninfos == N_BINFO) return wk_error(WK_ERR_INTERNAL, "cuda: too many binary registrations");
-  binfo *b = &g_infos[g_ninfos++];
-  *b = (binfo){op, mode, scalar, alpha, rounding};
-  return cuda_reg(name, k_binary, NULL, b, "cuda.binary");
-}
-
 wk_status cuda_register_elementwise(void) {
-  static const struct {
-    const char *name;
-    int op;
-  } fam[] = {{"mul", CUDA_B_MUL}, {"maximum", CUDA_B_MAX},     {"minimum", CUDA_B_MIN},
-             {"pow", CUDA_B_POW}, {"logical_and", CUDA_B_AND}, {"logical_or", CUDA_B_OR}};
-  g_ninfos = 0;
   wk_status s = WK_OK;
-  char n[64];
-  for (size_t i = 0; i < sizeof fam / sizeof fam[0] && !s; i++) {
-    s = reg(fam[i].name, fam[i].op, CUDA_FUNCTIONAL, false, false, false);
-    snprintf(n, sizeof n, "%s_", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CUDA_INPLACE, false, false, false);
-    snprintf(n, sizeof n, "%s.out", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CUDA_OUT, false, false, false);
-    snprintf(n, sizeof n, "%s.Scalar", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CUDA_FUNCTIONAL, true, false, false);
-    snprintf(n, sizeof n, "%s_.Scalar", fam[i].name);
-    if (!s) s = reg(n, fam[i].op, CUDA_INPLACE, true, false, false);
-  }
-  static const struct {
-    const char *name;
-    int op;
-  } cmp[] = {{"eq", CUDA_B_EQ}, {"ne", CUDA_B_NE}, {"lt", CUDA_B_LT},
-             {"le", CUDA_B_LE}, {"gt", CUDA_B_GT}, {"ge", CUDA_B_GE}};
-  for (size_t i = 0; i < sizeof cmp / sizeof cmp[0] && !s; i++) {
-    s = reg(cmp[i].name, cmp[i].op, CUDA_FUNCTIONAL, false, false, false);
-    snprintf(n, sizeof n, "%s.Scalar", cmp[i].name);
-    if (!s) s = reg(n, cmp[i].op, CUDA_FUNCTIONAL, true, false, false);
-    snprintf(n, sizeof n, "%s.out", cmp[i].name);
-    if (!s) s = reg(n, cmp[i].op, CUDA_OUT, false, false, false);
-  }
-  static const struct {
-    const char *name;
-    int op;
-    cuda_mode mode;
-    bool scalar, alpha, rounding;
-  } other[] = {{"add", CUDA_B_ADD, CUDA_FUNCTIONAL, false, true, false},
-               {"add_", CUDA_B_ADD, CUDA_INPLACE, false, true, false},
-               {"add.out", CUDA_B_ADD, CUDA_OUT, false, true, false},
-               {"add.Scalar", CUDA_B_ADD, CUDA_FUNCTIONAL, true, true, false},
-               {"add_.Scalar", CUDA_B_ADD, CUDA_INPLACE, true, true, false},
-               {"sub", CUDA_B_SUB, CUDA_FUNCTIONAL, false, true, false},
-               {"sub_", CUDA_B_SUB, CUDA_INPLACE, false, true, false},
-               {"sub.out", CUDA_B_SUB, CUDA_OUT, false, true, false},
-               {"sub.Scalar", CUDA_B_SUB, CUDA_FUNCTIONAL, true, true, false},
-               {"sub_.Scalar", CUDA_B_SUB, CUDA_INPLACE, true, true, false},
-               {"div", CUDA_B_DIV, CUDA_FUNCTIONAL, false, false, true},
-               {"div_", CUDA_B_DIV, CUDA_INPLACE, false, false, true},
-               {"div.out", CUDA_B_DIV, CUDA_OUT, false, false, true},
-               {"div.Scalar", CUDA_B_DIV, CUDA_FUNCTIONAL, true, false, true},
-               {"div_.Scalar", CUDA_B_DIV, CUDA_INPLACE, true, false, true}};
-  for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++)
-    s = reg(other[i].name, other[i].op, other[i].mode, other[i].scalar, other[i].alpha, other[i].rounding);
+  for (int i = 0; i < WK_BINARY_VARIANT_COUNT && !s; i++)
+    s = cuda_reg(wk_binary_variants[i].name, k_binary, NULL, (void *)&wk_binary_variants[i], "cuda.binary");
   if (!s) s = cuda_reg("where.self", k_where, NULL, NULL, "cuda.where");
   if (!s) s = cuda_reg("gelu_backward", k_gelu_backward, NULL, NULL, "cuda.gelu_backward");
   /* fused backward ops of newer cores: registered when the core declares them */

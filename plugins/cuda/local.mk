@@ -49,7 +49,7 @@ cuda_kernel_objects = $(cuda_kernel_sources:.cu=.lo)
 	$(AM_V_GEN)$(LIBTOOL) $(AM_V_lt) --tag=CC $(AM_LIBTOOLFLAGS) $(LIBTOOLFLAGS) --mode=compile \
 	  $(SHELL) $(top_srcdir)/plugins/cuda/nvcc-lt $(NVCC) $(CUDA_NVCCFLAGS) $(NVCCFLAGS) -c -o $@ $<
 # nvcc writes no dependency files for automake: every kernel file depends on the shared header.
-$(cuda_kernel_objects): $(top_srcdir)/plugins/cuda/cuda_plugin.h $(top_srcdir)/plugins/cuda/cuda_kernels.h $(top_srcdir)/abi/wick/op_list.h $(top_srcdir)/sdk/wick/sdk/unary.h \
+$(cuda_kernel_objects): $(top_srcdir)/plugins/cuda/cuda_plugin.h $(top_srcdir)/plugins/cuda/cuda_kernels.h $(top_srcdir)/abi/wick/op_list.h $(top_srcdir)/sdk/wick/sdk/unary.h $(top_srcdir)/sdk/wick/sdk/binary.h \
 	$(top_srcdir)/plugins/cuda/cuda_device.h
 
 plugins_LTLIBRARIES += plugins/cuda/cuda.la
