@@ -20,37 +20,7 @@ typedef struct {
 #define is_compare wk_bop_is_compare
 #define is_logical wk_bop_is_logical
 
-/* PyTorch's div_floor_floating, in the loop's own precision: the quotient of
- * the exact remainder's complement, with the sign of zero kept. */
-#define FLOOR_DIV(NAME, T, FMOD, FLOOR, COPYSIGN)                  \
-  static T NAME(T a, T b) {                                        \
-    if (b == 0) return a / b;                                      \
-    T mod = FMOD(a, b), div = (a - mod) / b;                       \
-    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;              \
-    if (div == 0) return COPYSIGN((T)0, a / b);                    \
-    T fl = FLOOR(div);                                             \
-    if (div - fl > (T)0.5) fl += 1;                                \
-    return fl;                                                     \
-  }
-FLOOR_DIV(floor_div_f32, float, fmodf, floorf, copysignf)
-FLOOR_DIV(floor_div_f64, double, fmod, floor, copysign)
 
-/* Integer power with wrap-around (computed unsigned to stay defined); a
- * negative exponent gives 0 except for bases 1 and -1, like PyTorch's powi. */
-static int64_t ipow(int64_t base, int64_t exp) {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exp & 1) ? -1 : 1;
-    return 0;
-  }
-  uint64_t r = 1, b = (uint64_t)base;
-  while (exp > 0) {
-    if (exp & 1) r *= b;
-    b *= b;
-    exp >>= 1;
-  }
-  return (int64_t)r;
-}
 
 /* Arithmetic on floating types (T = float or double). */
 #define FLOAT_LOOP(NAME, T, POW, FLOORDIV)                                                      \
@@ -96,8 +66,8 @@ static int64_t ipow(int64_t base, int64_t exp) {
       *(T *)(d[0] + i * s[0]) = r;                                                                 \
     }                                                                                              \
   }
-FLOAT_LOOP(arith_f32, float, powf, floor_div_f32)
-FLOAT_LOOP(arith_f64, double, pow, floor_div_f64)
+FLOAT_LOOP(arith_f32, float, powf, wk_floor_div_f32)
+FLOAT_LOOP(arith_f64, double, pow, wk_floor_div_f64)
 
 /* add, sub and mul of two bfloat16 tensors (autocast's activations): each
  * element computed in f32 as arith_f32 does and rounded once — the same bits
@@ -150,7 +120,7 @@ static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
         break;
       case WK_BOP_maximum: r = x > y ? x : y; break;
       case WK_BOP_minimum: r = x < y ? x : y; break;
-      case WK_BOP_pow: r = ipow(x, y); break;
+      case WK_BOP_pow: r = wk_ipow(x, y); break;
       default: break;
     }
     *(int64_t *)(d[0] + i * s[0]) = r;

@@ -9,29 +9,11 @@
 #include "cuda_device.h"
 #include "cuda_kernels.h"
 
-// PyTorch's div_floor_floating (same steps as the cpu plugin).
-template <typename T>
-__device__ T floor_div(T a, T b) {
-  if (b == 0) return a / b;
-  T mod = fmod(a, b), div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-  if (div == 0) return copysign((T)0, a / b);
-  T fl = floor(div);
-  if (div - fl > (T)0.5) fl += 1;
-  return fl;
-}
-
-// Integer power with wrap-around (unsigned arithmetic stays defined).
-__device__ int64_t ipow(int64_t base, int64_t exp) {
-  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
-  uint64_t r = 1, b = (uint64_t)base;
-  while (exp > 0) {
-    if (exp & 1) r *= b;
-    b *= b;
-    exp >>= 1;
-  }
-  return (int64_t)r;
-}
+// PyTorch's div_floor_floating and the wrapping integer power: the SDK's
+// formulas (<wick/sdk/binary.h>), the cpu plugin's too.
+__device__ __forceinline__ float floor_div(float a, float b) { return wk_floor_div_f32(a, b); }
+__device__ __forceinline__ double floor_div(double a, double b) { return wk_floor_div_f64(a, b); }
+#define ipow wk_ipow
 
 template <typename T>
 __device__ __forceinline__ T arith(int op, T x, T y, T al) {

@@ -8,6 +8,7 @@
 #ifndef WICK_SDK_BINARY_H
 #define WICK_SDK_BINARY_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <wick/op_list.h>
@@ -26,6 +27,40 @@ typedef enum wk_bop {
 #undef WK__BOP_CMP
   WK_BOP_COUNT_
 } wk_bop;
+
+/* Element formulas every backend computes the same way, host and device. */
+#ifdef __CUDACC__
+#define WK__SDK_HD static inline __host__ __device__
+#else
+#define WK__SDK_HD static inline
+#endif
+/* PyTorch's div_floor_floating in the loop's own precision: the quotient of
+ * the exact remainder's complement, with the sign of zero kept. */
+#define WK__FLOOR_DIV(NAME, T, FMOD, FLOOR, COPYSIGN)  \
+  WK__SDK_HD T NAME(T a, T b) {                        \
+    if (b == 0) return a / b;                          \
+    T mod = FMOD(a, b), div = (a - mod) / b;           \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;  \
+    if (div == 0) return COPYSIGN((T)0, a / b);        \
+    T fl = FLOOR(div);                                 \
+    if (div - fl > (T)0.5) fl += 1;                    \
+    return fl;                                         \
+  }
+WK__FLOOR_DIV(wk_floor_div_f32, float, fmodf, floorf, copysignf)
+WK__FLOOR_DIV(wk_floor_div_f64, double, fmod, floor, copysign)
+#undef WK__FLOOR_DIV
+/* Integer power with wrap-around (computed unsigned to stay defined); a
+ * negative exponent gives 0 except for bases 1 and -1, like PyTorch's powi. */
+WK__SDK_HD int64_t wk_ipow(int64_t base, int64_t exp) {
+  if (exp < 0) return base == 1 ? 1 : base == -1 ? ((exp & 1) ? -1 : 1) : 0;
+  uint64_t r = 1, b = (uint64_t)base;
+  while (exp > 0) {
+    if (exp & 1) r *= b;
+    b *= b;
+    exp >>= 1;
+  }
+  return (int64_t)r;
+}
 
 /* Comparisons write bool; logical ops too (after reading their operands as numbers). */
 static inline bool wk_bop_is_compare(int op) { return op >= WK_BOP_eq; }
