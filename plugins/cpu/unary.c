@@ -16,11 +16,6 @@
 #pragma GCC optimize("tree-vectorize", "no-math-errno")
 #endif
 
-typedef struct {
-  int op; /* wk_uop */
-  cpu_mode mode;
-} uinfo;
-
 
 /* ---- loops ------------------------------------------------------------------------ */
 /* Applies EXPR (of x, the input element of type TI) to each of the n elements
@@ -173,7 +168,7 @@ static bool same_strides(const wk_tensor *a, const wk_tensor *b) {
 }
 
 static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const uinfo *info = ctx->user;
+  const wk_unary_variant *info = ctx->user;
   const char *name = WK_OPNAME;
   wk_tensor *self = WK_ARG_T(0), *target = NULL;
   if (info->mode == CPU_INPLACE) target = self;
@@ -242,36 +237,8 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
 }
 
 /* ---- registration ----------------------------------------------------------------- */
-#define N_UINFO 80
-static uinfo g_infos[N_UINFO];
-static int g_ninfos;
-
-static wk_status reg(const char *name, int op, cpu_mode mode) {
-  if (g_ninfos == N_UINFO) return wk_error(WK_ERR_INTERNAL, "cpu: too many unary registrations");
-  uinfo *u = &g_infos[g_ninfos++];
-  *u = (uinfo){op, mode};
-  return cpu_reg(name, k_unary, u);
-}
-
 wk_status cpu_register_unary(void) {
-  g_ninfos = 0;
   wk_status s = WK_OK;
-  char n[64];
-  for (int op = 0; op < WK_UOP_FAMILY_COUNT && !s; op++) {
-    s = reg(wk_uop_family_name(op), op, CPU_FUNCTIONAL);
-    snprintf(n, sizeof n, "%s_", wk_uop_family_name(op));
-    if (!s) s = reg(n, op, CPU_INPLACE);
-    snprintf(n, sizeof n, "%s.out", wk_uop_family_name(op));
-    if (!s) s = reg(n, op, CPU_OUT);
-  }
-  static const struct {
-    const char *name;
-    int op;
-    cpu_mode mode;
-  } other[] = {{"leaky_relu", WK_UOP_leaky_relu, CPU_FUNCTIONAL}, {"leaky_relu_", WK_UOP_leaky_relu, CPU_INPLACE},
-               {"gelu", WK_UOP_gelu, CPU_FUNCTIONAL},             {"clamp", WK_UOP_clamp, CPU_FUNCTIONAL},
-               {"clamp_", WK_UOP_clamp, CPU_INPLACE},             {"isnan", WK_UOP_isnan, CPU_FUNCTIONAL},
-               {"isinf", WK_UOP_isinf, CPU_FUNCTIONAL},           {"nan_to_num", WK_UOP_nan_to_num, CPU_FUNCTIONAL}};
-  for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++) s = reg(other[i].name, other[i].op, other[i].mode);
+  for (int i = 0; i < WK_UNARY_VARIANT_COUNT && !s; i++) s = cpu_reg(wk_unary_variants[i].name, k_unary, (void *)&wk_unary_variants[i]);
   return s;
 }

@@ -10,13 +10,8 @@
 
 #include "cuda_kernels.h"
 
-typedef struct {
-  int op;
-  cuda_mode mode;
-} uinfo;
-
 static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const uinfo *info = ctx->user;
+  const wk_unary_variant *info = ctx->user;
   const char *name = WK_OPNAME;
   wk_tensor *self = WK_ARG_T(0), *target = NULL;
   if (info->mode == CUDA_INPLACE) target = self;
@@ -61,40 +56,8 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   return cuda_deliver(name, info->mode, dst, target, outs);
 }
 
-#define N_UINFO 80
-static uinfo g_infos[N_UINFO];
-static int g_ninfos;
-
-static wk_status reg(const char *name, int op, cuda_mode mode) {
-  if (g_ninfos == N_UINFO) return wk_error(WK_ERR_INTERNAL, "cuda: too many unary registrations");
-  uinfo *u = &g_infos[g_ninfos++];
-  *u = (uinfo){op, mode};
-  return cuda_reg(name, k_unary, NULL, u, "cuda.unary");
-}
-
 wk_status cuda_register_unary(void) {
-  g_ninfos = 0;
   wk_status s = WK_OK;
-  char n[64];
-  for (int op = 0; op < WK_UOP_FAMILY_COUNT && !s; op++) {
-    s = reg(wk_uop_family_name(op), op, CUDA_FUNCTIONAL);
-    snprintf(n, sizeof n, "%s_", wk_uop_family_name(op));
-    if (!s) s = reg(n, op, CUDA_INPLACE);
-    snprintf(n, sizeof n, "%s.out", wk_uop_family_name(op));
-    if (!s) s = reg(n, op, CUDA_OUT);
-  }
-  static const struct {
-    const char *name;
-    int op;
-    cuda_mode mode;
-  } other[] = {{"leaky_relu", WK_UOP_leaky_relu, CUDA_FUNCTIONAL},
-               {"leaky_relu_", WK_UOP_leaky_relu, CUDA_INPLACE},
-               {"gelu", WK_UOP_gelu, CUDA_FUNCTIONAL},
-               {"clamp", WK_UOP_clamp, CUDA_FUNCTIONAL},
-               {"clamp_", WK_UOP_clamp, CUDA_INPLACE},
-               {"isnan", WK_UOP_isnan, CUDA_FUNCTIONAL},
-               {"isinf", WK_UOP_isinf, CUDA_FUNCTIONAL},
-               {"nan_to_num", WK_UOP_nan_to_num, CUDA_FUNCTIONAL}};
-  for (size_t i = 0; i < sizeof other / sizeof other[0] && !s; i++) s = reg(other[i].name, other[i].op, other[i].mode);
+  for (int i = 0; i < WK_UNARY_VARIANT_COUNT && !s; i++) s = cuda_reg(wk_unary_variants[i].name, k_unary, NULL, (void *)&wk_unary_variants[i], "cuda.unary");
   return s;
 }

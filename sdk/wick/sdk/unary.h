@@ -57,6 +57,27 @@ static inline const char *wk_uop_family_name(int op) {
   return op >= 0 && op < WK_UOP_FAMILY_COUNT ? names[op] : "";
 }
 
+/* A registration: op name, wk_uop, mode (0 functional, 1 in place, 2 out=:
+ * the cpu and cuda plugins' mode numbers). */
+typedef struct wk_unary_variant {
+  const char *name;
+  int op, mode;
+} wk_unary_variant;
+#define WK__UV_FAMILY(name, tags, rule) \
+  {#name, WK_UOP_##name, 0}, {#name "_", WK_UOP_##name, 1}, {#name ".out", WK_UOP_##name, 2},
+/* Every variant, for a backend's registration loop. */
+static const wk_unary_variant wk_unary_variants[] = {
+    WK_UNARY_OPS(WK__UV_FAMILY){"leaky_relu", WK_UOP_leaky_relu, 0},
+    {"leaky_relu_", WK_UOP_leaky_relu, 1},
+    {"gelu", WK_UOP_gelu, 0},
+    {"clamp", WK_UOP_clamp, 0},
+    {"clamp_", WK_UOP_clamp, 1},
+    {"isnan", WK_UOP_isnan, 0},
+    {"isinf", WK_UOP_isinf, 0},
+    {"nan_to_num", WK_UOP_nan_to_num, 0}};
+#undef WK__UV_FAMILY
+#define WK_UNARY_VARIANT_COUNT ((int)(sizeof wk_unary_variants / sizeof wk_unary_variants[0]))
+
 /* What a loop needs: the op (possibly a variant), the input dtype, and its
  * parameters: p leaky slope | clamp low | nan_to_num nan | fill value;
  * q clamp high | nan_to_num posinf; r nan_to_num neginf; ilo, ihi integer
