@@ -391,15 +391,8 @@ static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
     where_ctx w = {wk_dtype_size(rt)};
     if (!s) wk_iter_run(&it, loop_where, &w);
   }
-  wk_release(cb);
-  wk_release(a);
-  wk_release(b);
-  if (s) {
-    wk_release(res);
-    return s;
-  }
-  outs[0] = WK_VT(res);
-  return WK_OK;
+  wk_release_n((wk_tensor *const[]){cb, a, b}, 3);
+  return wk_kernel_done(s, res, outs);
 }
 
 wk_status cpu_register_binary(void) {

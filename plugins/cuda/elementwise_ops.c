@@ -117,15 +117,8 @@ static wk_status k_where(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
                                      cuda_layout(cb, shape, nd), wk_tensor_data(a), cuda_layout(a, shape, nd), 0,
                                      wk_tensor_data(b), cuda_layout(b, shape, nd), 0, wk_tensor_numel(res),
                                      cuda_stream(dev));
-  wk_release(cb);
-  wk_release(a);
-  wk_release(b);
-  if (s) {
-    wk_release(res);
-    return s;
-  }
-  outs[0] = WK_VT(res);
-  return WK_OK;
+  wk_release_n((wk_tensor *const[]){cb, a, b}, 3);
+  return wk_kernel_done(s, res, outs);
 }
 
 /* Fused pointwise backward ops: gelu_backward(grad_output, self,
