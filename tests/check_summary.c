@@ -11,10 +11,14 @@
 static wk_tensor *net_forward(wk_module *self, wk_tensor *const *in, int n) {
   (void)n;
   wk_module *act = wk_module_child(self, "act");
-  wk_tensor *h = wk_module_forward(act, wk_module_forward(wk_module_child(self, "fc1"), in[0]));
-  wk_tensor *y = wk_module_forward(act, wk_module_forward(wk_module_child(self, "fc2"), h));
+  wk_tensor *a = wk_module_forward(wk_module_child(self, "fc1"), in[0]);
+  wk_tensor *h = wk_module_forward(act, a);
+  wk_tensor *b = wk_module_forward(wk_module_child(self, "fc2"), h);
+  wk_tensor *y = wk_module_forward(act, b);
   wk_tensor *r = wk_matmul(y, wk_module_param(self, "W"));
+  wk_release(a); /* every intermediate, also when a child failed (NULL is fine) */
   wk_release(h);
+  wk_release(b);
   wk_release(y);
   return r;
 }
