@@ -430,11 +430,9 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   wk_release(g);
   wk_release(w);
   x = g = w = NULL;
-  if ((gi && !(gi = cpu_cast_own(gi, dt))) || (gw && !(gw = cpu_cast_own(gw, dt))) || (gb && !(gb = cpu_cast_own(gb, dt))))
+  if ((gi && !(gi = wk_cast_own(gi, dt))) || (gw && !(gw = wk_cast_own(gw, dt))) || (gb && !(gb = wk_cast_own(gb, dt))))
     goto fail;
-  outs[0] = gi ? WK_VT(gi) : WK_VNONE;
-  outs[1] = gw ? WK_VT(gw) : WK_VNONE;
-  outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
   return WK_OK;
 fail:
   if (!s) s = wk_last_error();
@@ -545,7 +543,7 @@ static wk_status pool_bwd_run(pool_job *j, wk_tensor *go, wk_tensor *self, wk_dt
     run_tasks(planes, per_plane, fn, j);
     wk_release(g);
   }
-  if (!(gi = cpu_cast_own(gi, wk_tensor_dtype(self)))) return wk_last_error();
+  if (!(gi = wk_cast_own(gi, wk_tensor_dtype(self)))) return wk_last_error();
   outs[0] = WK_VT(gi);
   return WK_OK;
 fail:
@@ -614,9 +612,7 @@ static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const 
   grad_hw(go, o);
   if (o[0] == 0 || o[1] == 0) { /* no outputs: the gradient is zero */
     wk_tensor *gi = zeros_of(wk_tensor_sizes(self), nd, wk_tensor_dtype(self));
-    if (!gi) return wk_last_error();
-    outs[0] = WK_VT(gi);
-    return WK_OK;
+    return wk_kernel_out1(outs, gi);
   }
   wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
   pool_job j = {0};

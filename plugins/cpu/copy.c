@@ -107,10 +107,7 @@ wk_status cpu_copy(wk_tensor *dst, wk_tensor *src) {
 static wk_status k_copy(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0), *src = WK_ARG_T(1); /* shapes and overlap: the meta function checked */
   wk_status s = cpu_copy(self, src);
-  if (s) return s;
-  wk_tensor_bump_version(self);
-  outs[0] = WK_VT(self);
-  return WK_OK;
+  return wk_kernel_done_inplace(s, self, outs);
 }
 
 /* copy_ on the cpu handles cpu sources only; other devices go through the

@@ -33,6 +33,8 @@ CPU_HIDDEN wk_status cpu_register_pointwise_backward(void);
 /* Registers a boxed kernel for `op` on the cpu at reference priority; `user`
  * comes back as ctx->user. Fails (with the core's message) on an unknown op. */
 CPU_HIDDEN wk_status cpu_reg(const char *op, wk_kernel_fn fn, void *user);
+/* cpu_reg of one table row (aux unused): for wk_register_rows. */
+CPU_HIDDEN wk_status cpu_reg_row(const wk_kernel_row *row);
 
 /* New contiguous cpu tensor (not scope-owned: kernels run inside the
  * dispatcher). NULL with an error recorded on failure. */
@@ -67,9 +69,6 @@ CPU_HIDDEN wk_dtype cpu_fcompute(wk_dtype dt);
 /* t (borrowed) converted to dt and made contiguous: a new reference, NULL on
  * error. */
 CPU_HIDDEN wk_tensor *cpu_prep(wk_tensor *t, wk_dtype dt);
-
-/* Consumes t and returns it converted to dt (NULL on error; NULL for NULL). */
-CPU_HIDDEN wk_tensor *cpu_cast_own(wk_tensor *t, wk_dtype dt);
 
 /* New contiguous tensor of dtype dt and shape sizes[ndim] holding the n
  * doubles v: a new reference, NULL on error. */

@@ -413,21 +413,13 @@ static wk_status k_bernoulli_p(const wk_kernel_ctx *ctx, const wk_value *args, w
   return random_new(ctx, &j, outs);
 }
 
+/* run_random as wk_fill_inplace wants it (buf on its own device). */
+static wk_status fill_random(void *job, wk_tensor *buf) { return run_random(job, wk_tensor_device(buf), buf); }
+
 /* In-place random fill of self (any strides): numbers are drawn in logical
  * row-major order into a contiguous buffer, then copied when self is strided. */
 static wk_status random_inplace(wk_tensor *self, rjob *j, wk_value *outs) {
-  int nd = wk_tensor_dim(self);
-  const int64_t *sz = wk_tensor_sizes(self);
-  bool contig = wk_tensor_is_contiguous(self);
-  wk_tensor *buf = contig ? wk_retain(self) : cpu_empty(sz, nd, wk_tensor_dtype(self));
-  if (!buf) return wk_last_error();
-  wk_status s = run_random(j, wk_tensor_device(self), buf);
-  if (!s && !contig) s = cpu_copy(self, buf);
-  wk_release(buf);
-  if (s) return s;
-  wk_tensor_bump_version(self);
-  outs[0] = WK_VT(self);
-  return WK_OK;
+  return wk_fill_inplace(self, fill_random, j, cpu_copy, outs);
 }
 
 static wk_status k_uniform_(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

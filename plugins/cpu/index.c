@@ -302,63 +302,47 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
 }
 
 static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const wk_index_variant *info = ctx->user; /* add, inplace, label (SDK kernel_util.h) */
-  const char *op = info->label;
-  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
-  int d = wk_wrap_dim(WK_ARG_I(1), wk_tensor_dim(self)); /* checked by the meta function */
+  wk_scatter_args a; /* variant (add, inplace, label), dim checked by the meta function: SDK kernel_util.h */
+  wk_scatter_args_of(&a, ctx, args);
   wk_status s = WK_OK;
-  int64_t n = wk_tensor_numel(index);
-  wk_dtype dt = wk_tensor_dtype(self);
-  int64_t *idx = n ? load_index(index) : NULL;
-  if (n && !idx) return wk_last_error();
-  if (n && (s = check_bounds(op, idx, n, cpu_nsize(self, d), d))) {
+  int64_t *idx = a.n ? load_index(a.index) : NULL;
+  if (a.n && !idx) return wk_last_error();
+  if (a.n && (s = check_bounds(a.op, idx, a.n, cpu_nsize(a.self, a.dim), a.dim))) {
     free(idx);
     return s;
   }
   /* f16/bf16 accumulate in f32; the target is a copy unless we can write self. */
-  wk_dtype cd = info->add && (dt == WK_F16 || dt == WK_BF16) ? WK_F32 : dt;
+  wk_dtype cd = a.v->add && (a.dt == WK_F16 || a.dt == WK_BF16) ? WK_F32 : a.dt;
   wk_tensor *target = NULL, *srcc = NULL;
-  if (info->inplace && cd == dt) {
-    target = wk_retain(self);
+  if (a.v->inplace && cd == a.dt) {
+    target = wk_retain(a.self);
   } else {
-    target = cpu_empty(wk_tensor_sizes(self), wk_tensor_dim(self), cd);
-    if (target && (s = cpu_copy(target, self))) {
+    target = cpu_empty(wk_tensor_sizes(a.self), wk_tensor_dim(a.self), cd);
+    if (target && (s = cpu_copy(target, a.self))) {
       wk_release(target);
       target = NULL;
     }
   }
   if (target) {
-    if (cd != dt)
-      srcc = wk_kernel_cast(src, cd);
-    else if (wk_tensor_same_storage(src, target))
-      srcc = wk_clone(src);
+    if (cd != a.dt)
+      srcc = wk_kernel_cast(a.src, cd);
+    else if (wk_tensor_same_storage(a.src, target))
+      srcc = wk_clone(a.src);
     else
-      srcc = wk_retain(src);
+      srcc = wk_retain(a.src);
   }
   if (!target || !srcc) s = wk_last_error();
-  if (!s && n) sg_run(info->add ? SG_ADD : SG_SCATTER, d, index, idx, target, srcc);
+  if (!s && a.n) sg_run(a.v->add ? SG_ADD : SG_SCATTER, a.dim, a.index, idx, target, srcc);
   free(idx);
   wk_release(srcc);
   if (s) {
     wk_release(target);
     return s;
   }
-  if (!info->inplace) {
-    wk_tensor *r = target;
-    if (cd != dt) {
-      r = wk_to_dtype(target, dt);
-      wk_release(target);
-      if (!r) return wk_last_error();
-    }
-    outs[0] = WK_VT(r);
-    return WK_OK;
-  }
-  if (target != self) s = cpu_copy(self, target);
+  if (!a.v->inplace) return wk_kernel_out1(outs, wk_cast_own(target, a.dt));
+  if (target != a.self) s = cpu_copy(a.self, target);
   wk_release(target);
-  if (s) return s;
-  wk_tensor_bump_version(self);
-  outs[0] = WK_VT(self);
-  return WK_OK;
+  return wk_kernel_done_inplace(s, a.self, outs);
 }
 
 /* ---- masked_fill / masked_select ---------------------------------------------------- */
@@ -416,32 +400,23 @@ static wk_status k_masked_fill(const wk_kernel_ctx *ctx, const wk_value *args, w
 
 static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   (void)ctx;
-  wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
-  wk_tensor *xe, *me;
-  wk_status s = wk_expand_pair("masked_select", self, mask, &xe, &me);
+  wk_tensor *self = WK_ARG_T(0), *xc, *mc;
+  int64_t cnt;
+  wk_status s = wk_masked_select_operands(self, WK_ARG_T(1), &xc, &mc, &cnt);
   if (s) return s;
-  wk_tensor *xc = wk_contiguous(xe), *mc = wk_contiguous(me);
-  wk_release(xe);
-  wk_release(me);
-  wk_tensor *r = NULL;
-  if (xc && mc) {
-    int64_t numel = wk_tensor_numel(mc), cnt = 0;
-    const bool *m = wk_tensor_data(mc);
-    for (int64_t i = 0; i < numel; i++) cnt += m[i];
-    r = cpu_empty(&cnt, 1, wk_tensor_dtype(self));
-    if (r && cnt) {
-      size_t es = wk_dtype_size(wk_tensor_dtype(self));
-      const char *x = wk_tensor_data(xc);
-      char *o = wk_tensor_data(r);
-      for (int64_t i = 0, k = 0; i < numel; i++)
-        if (m[i]) cpu_copy_elem(o + (k++) * (int64_t)es, x + i * (int64_t)es, es);
-    }
+  int64_t numel = wk_tensor_numel(mc);
+  const bool *m = wk_tensor_data(mc);
+  wk_tensor *r = cpu_empty(&cnt, 1, wk_tensor_dtype(self));
+  if (r && cnt) {
+    size_t es = wk_dtype_size(wk_tensor_dtype(self));
+    const char *x = wk_tensor_data(xc);
+    char *o = wk_tensor_data(r);
+    for (int64_t i = 0, k = 0; i < numel; i++)
+      if (m[i]) cpu_copy_elem(o + (k++) * (int64_t)es, x + i * (int64_t)es, es);
   }
   wk_release(xc);
   wk_release(mc);
-  if (!r) return wk_last_error();
-  outs[0] = WK_VT(r);
-  return WK_OK;
+  return wk_kernel_out1(outs, r);
 }
 
 /* ---- repeat / flip / roll ------------------------------------------------------------ */

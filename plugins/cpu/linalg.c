@@ -428,10 +428,8 @@ done:
 }
 
 wk_status cpu_register_linalg(void) {
-  wk_status s = WK_OK;
-#define REG(op, k) \
-  if (!s) s = cpu_reg(op, k_##k, NULL);
-  WK_LINALG_KERNELS(REG)
-#undef REG
-  return s;
+#define ROW(op, k) {op, k_##k, NULL, NULL},
+  static const wk_kernel_row ks[] = {WK_LINALG_KERNELS(ROW)};
+#undef ROW
+  return wk_register_rows(ks, sizeof ks / sizeof ks[0], cpu_reg_row);
 }

@@ -225,7 +225,7 @@ static wk_status pointwise_loss(const char *op, wk_tensor **ops, int n, const in
   }
   wk_iter_run(&it, fn, pc);
   if (reduction == 0) {
-    res = cpu_cast_own(L, out_dt);
+    res = wk_cast_own(L, out_dt);
   } else {
     int64_t numel = wk_tensor_numel(L);
     double tot = block_sum(wk_tensor_data(L), cd == WK_F64, numel);
@@ -233,9 +233,7 @@ static wk_status pointwise_loss(const char *op, wk_tensor **ops, int n, const in
     wk_release(L);
     res = wk_scalar_tensor(tot, out_dt);
   }
-  if (!res) return wk_last_error();
-  outs[0] = WK_VT(res);
-  return WK_OK;
+  return wk_kernel_out1(outs, res);
 }
 
 static wk_status k_mse_loss(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

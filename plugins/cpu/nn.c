@@ -35,13 +35,6 @@ wk_tensor *cpu_prep(wk_tensor *t, wk_dtype dt) {
   return r;
 }
 
-wk_tensor *cpu_cast_own(wk_tensor *t, wk_dtype dt) {
-  if (!t || wk_tensor_dtype(t) == dt) return t;
-  wk_tensor *r = wk_to_dtype(t, dt);
-  wk_release(t);
-  return r;
-}
-
 /* Pointer to the k-th element (row-major order) of a strided cpu tensor. */
 static void *elem_ptr(wk_tensor *t, int64_t k) {
   int nd = wk_tensor_dim(t);
@@ -163,10 +156,7 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   wk_release(in);
   wk_tensor *y = x ? cpu_softmax_cd(x, d, ctx->user != NULL) : NULL;
   wk_release(x);
-  y = cpu_cast_own(y, dt);
-  if (!y) return wk_last_error();
-  outs[0] = WK_VT(y);
-  return WK_OK;
+  return wk_kernel_out1(outs, wk_cast_own(y, dt));
 }
 
 /* ---- batch_norm ------------------------------------------------------------------------ */
@@ -243,16 +233,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
 
   if (wk_tensor_numel(input) == 0) { /* nothing to normalise; running stats stay */
     wk_tensor *y = wk_meta_empty(ctx, 0), *m = wk_meta_empty(ctx, 1), *v = wk_meta_empty(ctx, 2);
-    if (!y || !m || !v) {
-      wk_release(y);
-      wk_release(m);
-      wk_release(v);
-      return wk_last_error();
-    }
-    outs[0] = WK_VT(y);
-    outs[1] = WK_VT(m);
-    outs[2] = WK_VT(v);
-    return WK_OK;
+    return wk_kernel_done_n(WK_OK, (wk_tensor *[]){y, m, v}, 3, outs);
   }
 
   double *buf = malloc(sizeof(double) * (size_t)(6 * C));
@@ -303,26 +284,16 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   } else {
     if (!(sm = wk_meta_empty(ctx, 1)) || !(si = wk_meta_empty(ctx, 2))) goto fail_err;
   }
-  free(buf);
   wk_release(x);
-  if (!(y = cpu_cast_own(y, dt))) {
-    wk_release(sm);
-    wk_release(si);
-    return wk_last_error();
-  }
-  outs[0] = WK_VT(y);
-  outs[1] = WK_VT(sm);
-  outs[2] = WK_VT(si);
-  return WK_OK;
-fail_err:
-  s = wk_last_error();
+  x = NULL;
+  y = wk_cast_own(y, dt);
 fail:
   free(buf);
   wk_release(x);
-  wk_release(y);
-  wk_release(sm);
-  wk_release(si);
-  return s;
+  return wk_kernel_done_n(s, (wk_tensor *[]){y, sm, si}, 3, outs);
+fail_err:
+  s = wk_last_error();
+  goto fail;
 }
 
 /* ---- layer_norm ------------------------------------------------------------------------ */
@@ -400,7 +371,7 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_release(w);
   wk_release(bb);
   x = w = bb = NULL;
-  if (!(y = cpu_cast_own(y, dt))) goto fail;
+  if (!(y = wk_cast_own(y, dt))) goto fail;
   free(buf);
   outs[0] = WK_VT(y);
   outs[1] = WK_VT(mt);
@@ -474,18 +445,14 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     cpu_par(n, 16, cd == WK_F64 ? drop_f64 : drop_f32, &j);
     wk_release(x);
     x = NULL;
-    if (!(y = cpu_cast_own(y, dt))) goto fail_err;
+    y = wk_cast_own(y, dt);
   }
-  outs[0] = WK_VT(y);
-  outs[1] = WK_VT(mask);
-  return WK_OK;
-fail_err:
-  s = wk_last_error();
 fail:
   wk_release(x);
-  wk_release(y);
-  wk_release(mask);
-  return s;
+  return wk_kernel_done_n(s, (wk_tensor *[]){y, mask}, 2, outs);
+fail_err:
+  s = wk_last_error();
+  goto fail;
 }
 
 /* ---- embedding --------------------------------------------------------------------------- */
@@ -625,18 +592,9 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
 }
 
 wk_status cpu_register_nn(void) {
-  static const struct {
-    const char *name;
-    wk_kernel_fn fn;
-    void *user;
-  } ks[] = {{"softmax", k_softmax, NULL},
-            {"log_softmax", k_softmax, (void *)1},
-            {"batch_norm", k_batch_norm, NULL},
-            {"layer_norm", k_layer_norm, NULL},
-            {"dropout", k_dropout, NULL},
-            {"embedding", k_embedding, NULL},
-            {"pad", k_pad, NULL}};
-  wk_status s = WK_OK;
-  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);
-  return s;
+  static const wk_kernel_row ks[] = {{"softmax", k_softmax, NULL, NULL},       {"log_softmax", k_softmax, (void *)1, NULL},
+                                     {"batch_norm", k_batch_norm, NULL, NULL}, {"layer_norm", k_layer_norm, NULL, NULL},
+                                     {"dropout", k_dropout, NULL, NULL},       {"embedding", k_embedding, NULL, NULL},
+                                     {"pad", k_pad, NULL, NULL}};
+  return wk_register_rows(ks, sizeof ks / sizeof ks[0], cpu_reg_row);
 }

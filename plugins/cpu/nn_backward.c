@@ -22,17 +22,6 @@ static wk_tensor *zeros_of(const int64_t *sizes, int nd, wk_dtype dt) {
   return t;
 }
 
-/* Reads output_mask (int[3], checked by the meta function) into m. */
-static void mask_arg(const wk_value *v, bool m[3]) {
-  for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
-}
-
-/* Stores up to three optional results (NULL: None). */
-static void put3(wk_value *outs, wk_tensor *a, wk_tensor *b, wk_tensor *c) {
-  outs[0] = a ? WK_VT(a) : WK_VNONE;
-  outs[1] = b ? WK_VT(b) : WK_VNONE;
-  outs[2] = c ? WK_VT(c) : WK_VNONE;
-}
 
 /* ---- softmax_backward_data / log_softmax_backward_data ------------------------------------ */
 /* Tensors viewed as [outer, n, inner] (contiguous); a task is one outer index
@@ -94,7 +83,7 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
   wk_release(g);
   wk_release(y);
   g = y = NULL;
-  if (!(gi = cpu_cast_own(gi, idt))) goto fail;
+  if (!(gi = wk_cast_own(gi, idt))) goto fail;
   outs[0] = WK_VT(gi);
   return WK_OK;
 fail:
@@ -167,7 +156,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   bool train = WK_ARG_B(7), mask[3];
   double eps = WK_ARG_F(8);
   wk_status s;
-  mask_arg(&args[9], mask); /* arguments checked by the meta function */
+  wk_output_mask(&args[9], mask); /* arguments checked by the meta function */
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
   int64_t N = sz[0], C = sz[1], S = 1;
@@ -214,8 +203,8 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_release(x);
   wk_release(g);
   x = g = NULL;
-  if (gi && !(gi = cpu_cast_own(gi, dt))) goto fail_err;
-  put3(outs, gi, gw, gb);
+  if (gi && !(gi = wk_cast_own(gi, dt))) goto fail_err;
+  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
   return WK_OK;
 fail_err:
   s = wk_last_error();
@@ -288,33 +277,21 @@ DEF_LNB(double, f64)
 
 static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "layer_norm_backward";
-  wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *mean_t = WK_ARG_T(3), *rstd_t = WK_ARG_T(4);
-  wk_tensor *weight = WK_ARG_OPT_T(5), *bias = WK_ARG_OPT_T(6);
-  const int64_t *ns = args[2].u.ints;
-  int k = args[2].len;
-  bool mask[3];
+  wk_lnb_args a; /* checked by the meta function; SDK kernel_util.h */
+  wk_lnb_args_of(&a, args);
+  int nd = wk_tensor_dim(a.input);
+  const int64_t *sz = wk_tensor_sizes(a.input), M = a.rows, N = a.cols;
   wk_status s;
-  mask_arg(&args[7], mask); /* arguments checked by the meta function */
-  int nd = wk_tensor_dim(input);
-  const int64_t *sz = wk_tensor_sizes(input);
-  int64_t M = 1, N = 1;
-  for (int i = 0; i < nd; i++) {
-    if (i < nd - k)
-      M *= sz[i];
-    else
-      N *= sz[i];
-  }
-  wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
+  wk_dtype dt = wk_tensor_dtype(a.input), cd = cpu_fcompute(dt);
   wk_dtype wdt = wk_kernel_meta(ctx, 1)->dtype, bdt = wk_kernel_meta(ctx, 2)->dtype;
-  (void)bias;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL, *w = NULL;
   double *buf = calloc((size_t)(2 * M + 2 * N + 1), sizeof(double));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   double *mean = buf, *rstd = buf + M, *sw = buf + 2 * M, *sb = buf + 2 * M + N;
-  if ((s = wk_tensor_to_f64(mean_t, mean, M)) || (s = wk_tensor_to_f64(rstd_t, rstd, M))) goto fail;
-  if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
-  if (M > 0 && N > 0 && (mask[0] || mask[1] || mask[2])) {
-    if (!(x = cpu_prep(input, cd)) || !(g = cpu_prep(go, cd)) || (mask[0] && weight && !(w = cpu_prep(weight, cd)))) goto fail_err;
+  if ((s = wk_tensor_to_f64(a.mean, mean, M)) || (s = wk_tensor_to_f64(a.rstd, rstd, M))) goto fail;
+  if (a.mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
+  if (M > 0 && N > 0 && (a.mask[0] || a.mask[1] || a.mask[2])) {
+    if (!(x = cpu_prep(a.input, cd)) || !(g = cpu_prep(a.go, cd)) || (a.mask[0] && a.weight && !(w = cpu_prep(a.weight, cd)))) goto fail_err;
     lnb_job j = {wk_tensor_data(x),
                  wk_tensor_data(g),
                  w ? wk_tensor_data(w) : NULL,
@@ -326,18 +303,18 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                  sw,
                  sb};
     if (gi) cpu_par(M, 2 * N, cd == WK_F64 ? lnb_rows_f64 : lnb_rows_f32, &j);
-    if (mask[1] || mask[2]) cpu_par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
+    if (a.mask[1] || a.mask[2]) cpu_par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
   }
-  if (mask[1] && !(gw = cpu_from_doubles(sw, N, ns, k, wdt))) goto fail_err;
-  if (mask[2] && !(gb = cpu_from_doubles(sb, N, ns, k, bdt))) goto fail_err;
+  if (a.mask[1] && !(gw = cpu_from_doubles(sw, N, a.ns, a.k, wdt))) goto fail_err;
+  if (a.mask[2] && !(gb = cpu_from_doubles(sb, N, a.ns, a.k, bdt))) goto fail_err;
   free(buf);
   buf = NULL;
   wk_release(x);
   wk_release(g);
   wk_release(w);
   x = g = w = NULL;
-  if (gi && !(gi = cpu_cast_own(gi, dt))) goto fail_err;
-  put3(outs, gi, gw, gb);
+  if (gi && !(gi = wk_cast_own(gi, dt))) goto fail_err;
+  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
   return WK_OK;
 fail_err:
   s = wk_last_error();
@@ -423,7 +400,7 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
   free(order);
   wk_release(idx);
   wk_release(g);
-  if (!(gw = cpu_cast_own(gw, dt))) return wk_last_error();
+  if (!(gw = wk_cast_own(gw, dt))) return wk_last_error();
   outs[0] = WK_VT(gw);
   return WK_OK;
 fail_err:
@@ -495,9 +472,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   wk_dtype dt = wk_tensor_dtype(go), cd = cpu_fcompute(dt);
   if (nd == 0 || wk_tensor_numel(self) == 0 || wk_tensor_numel(go) == 0) {
     wk_tensor *r = nd == 0 ? wk_clone(go) : zeros_of(sz, nd, dt);
-    if (!r) return wk_last_error();
-    outs[0] = WK_VT(r);
-    return WK_OK;
+    return wk_kernel_out1(outs, r);
   }
   int64_t *map = malloc(sizeof(int64_t) * (size_t)(total + 1));
   if (!map) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
@@ -549,7 +524,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
     wk_release(cur);
     cur = c;
   }
-  if (!(cur = cpu_cast_own(cur, dt))) return wk_last_error();
+  if (!(cur = wk_cast_own(cur, dt))) return wk_last_error();
   outs[0] = WK_VT(cur);
   return WK_OK;
 fail:
@@ -559,17 +534,11 @@ fail:
 }
 
 wk_status cpu_register_nn_backward(void) {
-  static const struct {
-    const char *name;
-    wk_kernel_fn fn;
-    void *user;
-  } ks[] = {{"softmax_backward_data", k_softmax_backward, NULL},
-            {"log_softmax_backward_data", k_softmax_backward, (void *)1},
-            {"batch_norm_backward", k_batch_norm_backward, NULL},
-            {"layer_norm_backward", k_layer_norm_backward, NULL},
-            {"embedding_dense_backward", k_embedding_dense_backward, NULL},
-            {"pad_backward", k_pad_backward, NULL}};
-  wk_status s = WK_OK;
-  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = cpu_reg(ks[i].name, ks[i].fn, ks[i].user);
-  return s;
+  static const wk_kernel_row ks[] = {{"softmax_backward_data", k_softmax_backward, NULL, NULL},
+                                     {"log_softmax_backward_data", k_softmax_backward, (void *)1, NULL},
+                                     {"batch_norm_backward", k_batch_norm_backward, NULL, NULL},
+                                     {"layer_norm_backward", k_layer_norm_backward, NULL, NULL},
+                                     {"embedding_dense_backward", k_embedding_dense_backward, NULL, NULL},
+                                     {"pad_backward", k_pad_backward, NULL, NULL}};
+  return wk_register_rows(ks, sizeof ks / sizeof ks[0], cpu_reg_row);
 }

@@ -102,18 +102,7 @@ static wk_status extreme(const wk_kernel_ctx *ctx, bool is_max, int want, wk_ten
     }
   wk_release(p.c);
   free(res);
-  if (!ok) {
-    wk_release(vals);
-    wk_release(idx);
-    return wk_last_error();
-  }
-  if (want == (WANT_VALUES | WANT_INDICES)) {
-    outs[0] = WK_VT(vals);
-    outs[1] = WK_VT(idx);
-  } else {
-    outs[0] = WK_VT(vals ? vals : idx);
-  }
-  return WK_OK;
+  return wk_kernel_done_some(ok ? WK_OK : wk_last_error(), vals, want & WANT_VALUES, idx, want & WANT_INDICES, outs);
 }
 
 static wk_status k_max(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

@@ -213,11 +213,12 @@ static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   return wk_kernel_done(s, r, outs);
 }
 
+/* cuda_reg of one row (aux: the kernel's name), for the floating dtypes cuBLAS takes. */
+static wk_status reg(const wk_kernel_row *row) { return cuda_reg(row->op, row->fn, supports_floats, NULL, row->aux); }
+
 wk_status cuda_register_blas(void) {
-  wk_status s = WK_OK;
-#define REG(op, k) \
-  if (!s) s = cuda_reg(op, k_##k, supports_floats, NULL, "cuda." #k "_cublas");
-  WK_LINALG_KERNELS(REG)
-#undef REG
-  return s;
+#define ROW(op, k) {op, k_##k, NULL, "cuda." #k "_cublas"},
+  static const wk_kernel_row ks[] = {WK_LINALG_KERNELS(ROW)};
+#undef ROW
+  return wk_register_rows(ks, sizeof ks / sizeof ks[0], reg);
 }

@@ -98,7 +98,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     sm = wk_meta_empty(ctx, 1);
     si = wk_meta_empty(ctx, 2);
     if (!sm || !si) goto fail_err;
-    if (wk_tensor_numel(input) == 0) goto out; /* nothing to normalise; running stats stay */
+    if (wk_tensor_numel(input) == 0) goto done; /* nothing to normalise; running stats stay */
   } else {
     sm = wk_empty(&C, 1, (wk_options){.dtype = pdt, .device = dev});
     si = wk_empty(&C, 1, (wk_options){.dtype = pdt, .device = dev});
@@ -117,7 +117,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     goto fail_err;
   }
   cudnnHandle_t h;
-  if ((s = cuda_cudnn(op, dev.index, &h)) || (s = bn_descs_make(op, dt, N, C, S, &d))) goto fail;
+  if ((s = cuda_cudnn(op, dev.index, &h)) || (s = bn_descs_make(op, dt, N, C, S, &d))) goto done;
   double one = 1.0, zero_d = 0.0;
   float onef = 1.0f, zerof = 0.0f;
   const void *pone = dt == WK_F64 ? (const void *)&one : (const void *)&onef;
@@ -128,31 +128,25 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
                             h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, d.x, wk_tensor_data(x), d.x, wk_tensor_data(y),
                             d.p, wk_tensor_data(w), wk_tensor_data(b), momentum, rm ? wk_tensor_data(rm) : NULL,
                             rv ? wk_tensor_data(rv) : NULL, eps, wk_tensor_data(sm), wk_tensor_data(si)));
-    if (s) goto fail;
+    if (s) goto done;
     if (rmean && rm != rmean && !wk_copy_(rmean, rm)) goto fail_err;
     if (rvar && rv != rvar && !wk_copy_(rvar, rv)) goto fail_err;
     if (rmean) wk_tensor_bump_version(rmean);
     if (rvar) wk_tensor_bump_version(rvar);
-    if ((s = to_dtype_own(&sm, sdt)) || (s = to_dtype_own(&si, sdt))) goto fail;
+    if (!(sm = wk_cast_own(sm, sdt)) || !(si = wk_cast_own(si, sdt))) goto fail_err;
   } else {
     s = CUDNN_CHECK(op, cudnnBatchNormalizationForwardInference(
                             h, CUDNN_BATCHNORM_SPATIAL, pone, pzero, d.x, wk_tensor_data(x), d.x, wk_tensor_data(y),
                             d.p, wk_tensor_data(w), wk_tensor_data(b), wk_tensor_data(rm), wk_tensor_data(rv), eps));
-    if (s) goto fail;
+    if (s) goto done;
   }
-out:
+done:
   bn_descs_free(&d);
   wk_release_n((wk_tensor *[]){x, w, b, rm, rv}, 5);
-  outs[0] = WK_VT(y);
-  outs[1] = WK_VT(sm);
-  outs[2] = WK_VT(si);
-  return WK_OK;
+  return wk_kernel_done_n(s, (wk_tensor *[]){y, sm, si}, 3, outs);
 fail_err:
   s = wk_last_error();
-fail:
-  bn_descs_free(&d);
-  wk_release_n((wk_tensor *[]){x, w, b, rm, rv, y, sm, si}, 8);
-  return s;
+  goto done;
 }
 
 static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -161,7 +155,8 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *rmean = WK_ARG_OPT_T(3), *rvar = WK_ARG_OPT_T(4), *smean = WK_ARG_OPT_T(5), *sinv = WK_ARG_OPT_T(6);
   bool train = WK_ARG_B(7);
   double eps = WK_ARG_F(8);
-  bool mask[3] = {args[9].u.ints[0] != 0, args[9].u.ints[1] != 0, args[9].u.ints[2] != 0};
+  bool mask[3];
+  wk_output_mask(&args[9], mask);
   wk_dtype dt = wk_tensor_dtype(input);
   if (!bn_dtype(dt) || wk_tensor_dtype(go) != dt)
     return wk_error(WK_ERR_DTYPE, "%s(): expected floating-point input and grad_out of one dtype, got %s and %s", op,
@@ -236,9 +231,7 @@ out:
   wk_release(mean);
   wk_release(inv);
   wk_release(dx);
-  outs[0] = gi ? WK_VT(gi) : WK_VNONE;
-  outs[1] = gw ? WK_VT(gw) : WK_VNONE;
-  outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
   return WK_OK;
 fail_err:
   s = wk_last_error();

@@ -50,10 +50,7 @@ static wk_status k_copy(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   } else {
     s = copy_within(self, src);
   }
-  if (s) return s;
-  wk_tensor_bump_version(self);
-  outs[0] = WK_VT(self);
-  return WK_OK;
+  return wk_kernel_done_inplace(s, self, outs);
 }
 
 static wk_status fill(wk_tensor *self, const wk_value *v, wk_value *outs) {
@@ -68,10 +65,7 @@ static wk_status fill(wk_tensor *self, const wk_value *v, wk_value *outs) {
   if (!s)
     s = (wk_status)cuda_launch_fill(wk_tensor_data(self), (int)wk_dtype_size(dt), cuda_layout(self, NULL, 0), bits,
                                     wk_tensor_numel(self), cuda_current_stream(dd.index));
-  if (s) return s;
-  wk_tensor_bump_version(self);
-  outs[0] = WK_VT(self);
-  return WK_OK;
+  return wk_kernel_done_inplace(s, self, outs);
 }
 
 static wk_status k_fill(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

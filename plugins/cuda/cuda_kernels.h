@@ -157,11 +157,9 @@ wk_tensor *cuda_operand(wk_tensor *t, wk_dtype dt, wk_device dev);
 wk_tensor *cuda_dense(wk_tensor *t, wk_dtype dt, wk_device dev);
 /* Consumes t; returns it converted to dt (NULL for NULL). */
 wk_tensor *cuda_cast_own(wk_tensor *t, wk_dtype dt);
-/* PyTorch's canCast: floating -> integral and non-bool -> bool are refused. */
-bool cuda_can_cast(wk_dtype from, wk_dtype to);
-/* Delivers result (a new reference, consumed) like the cpu plugin's
- * cpu_deliver: functional returns it; in place / out= copy it into target
- * (shape must match, cast allowed by cuda_can_cast) and return target. */
+/* Delivers result (a new reference, consumed): functional returns it; in
+ * place / out= copy it into target and return target (the core's meta
+ * function checked target's shape and that the result type casts to it). */
 wk_status cuda_deliver(const char *op, cuda_mode mode, wk_tensor *result, wk_tensor *target, wk_value *outs);
 /* The current stream of dev. */
 static inline cudaStream_t cuda_stream(wk_device dev) {

@@ -387,7 +387,8 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   conv_geo g;
   wk_status s = conv_geometry(op, input, weight, &args[3], wk_tensor_sizes(go), &g);
   if (s) return s;
-  bool mask[3] = {args[7].u.ints[0] != 0, args[7].u.ints[1] != 0, args[7].u.ints[2] != 0};
+  bool mask[3];
+  wk_output_mask(&args[7], mask);
   wk_device dev = ctx->device;
   if ((s = cuda_enter(op, dev))) return s;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *w = NULL, *dy = NULL;
@@ -451,9 +452,7 @@ done:
     wk_release(gb);
     return s;
   }
-  outs[0] = gi ? WK_VT(gi) : WK_VNONE;
-  outs[1] = gw ? WK_VT(gw) : WK_VNONE;
-  outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
   return WK_OK;
 }
 

@@ -135,21 +135,17 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
 }
 
 static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  const wk_index_variant *info = ctx->user; /* add, inplace, label (SDK kernel_util.h) */
-  const char *op = info->label;
-  wk_tensor *self = WK_ARG_T(0), *index = WK_ARG_T(2), *src = WK_ARG_T(3);
-  int d = wk_wrap_dim(WK_ARG_I(1), wk_tensor_dim(self)); /* checked by the meta function */
+  wk_scatter_args a; /* variant (add, inplace, label), dim checked by the meta function: SDK kernel_util.h */
+  wk_scatter_args_of(&a, ctx, args);
   wk_status s = WK_OK;
-  int64_t n = wk_tensor_numel(index);
-  wk_dtype dt = wk_tensor_dtype(self);
   wk_device dev = ctx->device;
-  if ((s = cuda_enter(op, dev))) return s;
+  if ((s = cuda_enter(a.op, dev))) return s;
   /* the work copy: self in the compute dtype (sums of f16/bf16/narrow ints in f32/i64) */
-  wk_dtype cd = info->add ? (wk_dtype_is_floating(dt) ? (dt == WK_F64 ? WK_F64 : WK_F32) : WK_I64) : dt;
-  wk_tensor *w = cuda_operand(self, cd, dev);
-  if (w && w == self) { /* never write the caller's tensor before the checks pass */
+  wk_dtype cd = a.v->add ? (wk_dtype_is_floating(a.dt) ? (a.dt == WK_F64 ? WK_F64 : WK_F32) : WK_I64) : a.dt;
+  wk_tensor *w = cuda_operand(a.self, cd, dev);
+  if (w && w == a.self) { /* never write the caller's tensor before the checks pass */
     wk_release(w);
-    w = wk_clone(self);
+    w = wk_clone(a.self);
   }
   if (w && !wk_tensor_is_contiguous(w)) {
     wk_tensor *c = wk_contiguous(w);
@@ -157,24 +153,24 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     w = c;
   }
   wk_tensor *sv = NULL, *ix = NULL, *slot = NULL;
-  if (w && n) {
-    sv = cuda_operand(src, cd, dev);
-    ix = cuda_dense(index, WK_I64, dev);
+  if (w && a.n) {
+    sv = cuda_operand(a.src, cd, dev);
+    ix = cuda_dense(a.index, WK_I64, dev);
     slot = cuda_slot_new(dev);
   }
-  if (!w || (n && (!sv || !ix || !slot))) s = wk_last_error();
-  if (!s && n) {
+  if (!w || (a.n && (!sv || !ix || !slot))) s = wk_last_error();
+  if (!s && a.n) {
     int ind = wk_tensor_dim(ix) > 0 ? wk_tensor_dim(ix) : 1;
-    s = (wk_status)cuda_launch_scatter(info->add, cuda_dt(cd), (int)wk_dtype_size(cd), wk_tensor_data(w),
+    s = (wk_status)cuda_launch_scatter(a.v->add, cuda_dt(cd), (int)wk_dtype_size(cd), wk_tensor_data(w),
                                        sg_layout(w, ind), wk_tensor_data(ix), sg_layout(ix, ind), wk_tensor_data(sv),
-                                       sg_layout(sv, ind), d, wk_tensor_data(slot), cuda_stream(dev));
+                                       sg_layout(sv, ind), a.dim, wk_tensor_data(slot), cuda_stream(dev));
     bool bad = false;
     int64_t bv = 0;
     if (!s) {
-      s = bad_index(slot, ix, n, &bad, &bv);
+      s = bad_index(slot, ix, a.n, &bad, &bv);
       slot = NULL;
     }
-    if (!s && bad) s = bounds_error(op, bv, d, nsize(self, d));
+    if (!s && bad) s = bounds_error(a.op, bv, a.dim, nsize(a.self, a.dim));
   }
   wk_release(slot);
   wk_release(sv);
@@ -183,8 +179,8 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     wk_release(w);
     return s;
   }
-  if (info->inplace) return cuda_deliver(op, CUDA_INPLACE, w, self, outs);
-  return wk_kernel_out1(outs, cuda_cast_own(w, dt));
+  if (a.v->inplace) return cuda_deliver(a.op, CUDA_INPLACE, w, a.self, outs);
+  return wk_kernel_out1(outs, wk_cast_own(w, a.dt));
 }
 
 /* ---- masked_fill ---- */
@@ -317,7 +313,7 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
     wk_release(r);
     return s;
   }
-  return wk_kernel_out1(outs, cuda_cast_own(r, dt));
+  return wk_kernel_out1(outs, wk_cast_own(r, dt));
 }
 
 /* ---- one_hot: eq(self[..., None], arange(C)) as int64 ---- */

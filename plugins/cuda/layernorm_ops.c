@@ -7,18 +7,6 @@
 
 #include "cuda_kernels.h"
 
-/* The input as M rows of N (N: the normalized_shape's k trailing dims). */
-static void rows_of(wk_tensor *input, int k, int64_t *M, int64_t *N) {
-  int nd = wk_tensor_dim(input);
-  const int64_t *sz = wk_tensor_sizes(input);
-  *M = *N = 1;
-  for (int i = 0; i < nd; i++) {
-    if (i < nd - k)
-      *M *= sz[i];
-    else
-      *N *= sz[i];
-  }
-}
 
 /* A [n] f64 tensor (consumed) reshaped and converted (NULL on error). */
 static wk_tensor *finish_stat(wk_tensor *t, const int64_t *shape, int nd, wk_dtype dt) {
@@ -37,7 +25,7 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   double eps = WK_ARG_F(4);
   int64_t M, N;
   (void)ns;
-  rows_of(input, k, &M, &N);
+  wk_norm_rows(input, k, &M, &N); /* M rows of N: the normalized_shape's k trailing dims */
   wk_status s = cuda_enter(op, ctx->device);
   if (s) return s;
   wk_device dev = ctx->device;
@@ -62,7 +50,7 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_release(w);
   wk_release(b);
   if (!s) {
-    y = cuda_cast_own(y, dt);
+    y = wk_cast_own(y, dt);
     mt = finish_stat(mt, ssz, nd, sdt);
     rt = finish_stat(rt, ssz, nd, sdt);
     if (!y || !mt || !rt) s = wk_last_error();
@@ -81,28 +69,23 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
 
 static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "layer_norm_backward";
-  wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *mean_t = WK_ARG_T(3), *rstd_t = WK_ARG_T(4);
-  wk_tensor *weight = WK_ARG_OPT_T(5), *bias = WK_ARG_OPT_T(6);
-  const int64_t *ns = args[2].u.ints;
-  int k = args[2].len;
-  bool mask[3] = {args[7].u.ints[0] != 0, args[7].u.ints[1] != 0, args[7].u.ints[2] != 0};
-  int64_t M, N;
-  rows_of(input, k, &M, &N);
+  wk_lnb_args a; /* checked by the meta function; SDK kernel_util.h */
+  wk_lnb_args_of(&a, args);
+  const int64_t M = a.rows, N = a.cols;
   wk_status s = cuda_enter(op, ctx->device);
   if (s) return s;
   wk_device dev = ctx->device;
-  int nd = wk_tensor_dim(input);
-  wk_dtype dt = wk_tensor_dtype(input), cd = dt == WK_F64 ? WK_F64 : WK_F32;
+  int nd = wk_tensor_dim(a.input);
+  wk_dtype dt = wk_tensor_dtype(a.input), cd = dt == WK_F64 ? WK_F64 : WK_F32;
   wk_dtype wdt = wk_kernel_meta(ctx, 1)->dtype, bdt = wk_kernel_meta(ctx, 2)->dtype;
-  (void)bias;
-  wk_tensor *x = cuda_dense(input, cd, dev), *g = x ? cuda_dense(go, cd, dev) : NULL;
-  wk_tensor *w = g && mask[0] && weight ? cuda_dense(weight, cd, dev) : NULL;
-  wk_tensor *mean = g ? cuda_dense(mean_t, WK_F64, dev) : NULL, *rstd = mean ? cuda_dense(rstd_t, WK_F64, dev) : NULL;
+  wk_tensor *x = cuda_dense(a.input, cd, dev), *g = x ? cuda_dense(a.go, cd, dev) : NULL;
+  wk_tensor *w = g && a.mask[0] && a.weight ? cuda_dense(a.weight, cd, dev) : NULL;
+  wk_tensor *mean = g ? cuda_dense(a.mean, WK_F64, dev) : NULL, *rstd = mean ? cuda_dense(a.rstd, WK_F64, dev) : NULL;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL;
-  if (!rstd || (mask[0] && weight && !w)) goto fail;
-  if (mask[0] && !(gi = cuda_new(wk_tensor_sizes(input), nd, cd, dev))) goto fail;
-  if (mask[1] && !(gw = wk_zeros(&N, 1, (wk_options){.dtype = WK_F64, .device = dev}))) goto fail;
-  if (mask[2] && !(gb = wk_zeros(&N, 1, (wk_options){.dtype = WK_F64, .device = dev}))) goto fail;
+  if (!rstd || (a.mask[0] && a.weight && !w)) goto fail;
+  if (a.mask[0] && !(gi = cuda_new(wk_tensor_sizes(a.input), nd, cd, dev))) goto fail;
+  if (a.mask[1] && !(gw = wk_zeros(&N, 1, (wk_options){.dtype = WK_F64, .device = dev}))) goto fail;
+  if (a.mask[2] && !(gb = wk_zeros(&N, 1, (wk_options){.dtype = WK_F64, .device = dev}))) goto fail;
   if ((s = (wk_status)cuda_launch_layer_norm_backward(
            cuda_dt(cd), gi ? wk_tensor_data(gi) : NULL, gw ? wk_tensor_data(gw) : NULL, gb ? wk_tensor_data(gb) : NULL,
            wk_tensor_data(g), wk_tensor_data(x), w ? wk_tensor_data(w) : NULL, wk_tensor_data(mean),
@@ -114,12 +97,10 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_release(mean);
   wk_release(rstd);
   x = g = w = mean = rstd = NULL;
-  if (gi && !(gi = cuda_cast_own(gi, dt))) goto fail;
-  if (gw && !(gw = finish_stat(gw, ns, k, wdt))) goto fail;
-  if (gb && !(gb = finish_stat(gb, ns, k, bdt))) goto fail;
-  outs[0] = gi ? WK_VT(gi) : WK_VNONE;
-  outs[1] = gw ? WK_VT(gw) : WK_VNONE;
-  outs[2] = gb ? WK_VT(gb) : WK_VNONE;
+  if (gi && !(gi = wk_cast_own(gi, dt))) goto fail;
+  if (gw && !(gw = finish_stat(gw, a.ns, a.k, wdt))) goto fail;
+  if (gb && !(gb = finish_stat(gb, a.ns, a.k, bdt))) goto fail;
+  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
   return WK_OK;
 fail:
   s = wk_last_error();

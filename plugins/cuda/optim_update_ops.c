@@ -178,24 +178,20 @@ static wk_status k_adagrad(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   return run(ctx, &a, in, names, 3, outs);
 }
 
-/* Finds or declares the op (same schema text as the optim plugin), then registers. */
-static wk_status reg(const char *name, const char *schema, wk_kernel_fn fn) {
-  if (!wk_op_find(name)) {
+/* Finds or declares the row's op (aux: the same schema text as the optim
+ * plugin's), then registers its kernel. */
+static wk_status reg(const wk_kernel_row *row) {
+  if (!wk_op_find(row->op)) {
     wk_clear_error(); /* not declared yet: not an error (wk_op_find recorded one) */
-    if (!wk_op_declare(schema, WK_TAG_INPLACE | WK_TAG_NONDIFF)) return wk_last_error();
+    if (!wk_op_declare(row->aux, WK_TAG_INPLACE | WK_TAG_NONDIFF)) return wk_last_error();
   }
-  return cuda_reg(name, fn, NULL, NULL, "cuda.optim");
+  return cuda_reg(row->op, row->fn, NULL, NULL, "cuda.optim");
 }
 
 wk_status cuda_register_optim_update(void) {
-  static const struct {
-    const char *name, *schema;
-    wk_kernel_fn fn;
-  } ks[] = {{"optim.sgd_step_", SGD_SCHEMA, k_sgd},
-            {"optim.adam_step_", ADAM_SCHEMA, k_adam},
-            {"optim.rmsprop_step_", RMSPROP_SCHEMA, k_rmsprop},
-            {"optim.adagrad_step_", ADAGRAD_SCHEMA, k_adagrad}};
-  wk_status s = WK_OK;
-  for (size_t i = 0; i < sizeof ks / sizeof ks[0] && !s; i++) s = reg(ks[i].name, ks[i].schema, ks[i].fn);
-  return s;
+  static const wk_kernel_row ks[] = {{"optim.sgd_step_", k_sgd, NULL, SGD_SCHEMA},
+                                     {"optim.adam_step_", k_adam, NULL, ADAM_SCHEMA},
+                                     {"optim.rmsprop_step_", k_rmsprop, NULL, RMSPROP_SCHEMA},
+                                     {"optim.adagrad_step_", k_adagrad, NULL, ADAGRAD_SCHEMA}};
+  return wk_register_rows(ks, sizeof ks / sizeof ks[0], reg);
 }

@@ -145,18 +145,7 @@ static wk_status extreme(const wk_kernel_ctx *ctx, const char *op, bool is_max, 
   if (s) return s;
   wk_tensor *v = vals ? shaped(ctx, 0, isint ? i : f) : NULL;
   wk_tensor *k = idx ? shaped(ctx, vals ? 1 : 0, ix) : NULL;
-  if ((vals && !v) || (idx && !k)) {
-    wk_release(v);
-    wk_release(k);
-    return wk_last_error();
-  }
-  if (vals && idx) {
-    outs[0] = WK_VT(v);
-    outs[1] = WK_VT(k);
-  } else {
-    outs[0] = WK_VT(v ? v : k);
-  }
-  return WK_OK;
+  return wk_kernel_done_some(WK_OK, v, vals, k, idx, outs);
 }
 
 static wk_status k_max(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {

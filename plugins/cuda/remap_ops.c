@@ -113,32 +113,24 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
 }
 
 static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
-  wk_tensor *self = WK_ARG_T(0), *mask = WK_ARG_T(1);
-  wk_tensor *xe, *me;
+  wk_tensor *xc, *mc;
+  int64_t cnt;
   wk_status s = cuda_enter("masked_select", ctx->device);
-  if (s || (s = wk_expand_pair("masked_select", self, mask, &xe, &me))) return s;
-  wk_tensor *xc = wk_contiguous(xe), *mh = wk_to_device(me, wk_cpu());
-  wk_tensor *mc = mh ? wk_contiguous(mh) : NULL;
-  wk_release(xe);
-  wk_release(me);
-  wk_release(mh);
-  wk_tensor *r = NULL;
-  if (xc && mc) {
-    int64_t numel = wk_tensor_numel(mc), cnt = 0;
-    const bool *m = wk_tensor_data(mc);
-    for (int64_t i = 0; i < numel; i++) cnt += m[i];
-    wk_tensor *h = wk_empty(&cnt, 1, (wk_options){.dtype = WK_I64});
-    if (h) {
-      int64_t *ix = wk_tensor_data(h);
-      for (int64_t i = 0, k = 0; i < numel; i++)
-        if (m[i]) ix[k++] = i;
-      wk_tensor *ixd = wk_to_device(h, ctx->device);
-      wk_tensor *flat = ixd ? wk_reshape(xc, &numel, 1) : NULL;
-      r = flat ? wk_index_select(flat, 0, ixd) : NULL;
-      wk_release(flat);
-      wk_release(ixd);
-      wk_release(h);
-    }
+  if (s || (s = wk_masked_select_operands(WK_ARG_T(0), WK_ARG_T(1), &xc, &mc, &cnt))) return s;
+  /* the selected flat positions, gathered on the device by index_select */
+  int64_t numel = wk_tensor_numel(mc);
+  const bool *m = wk_tensor_data(mc);
+  wk_tensor *r = NULL, *h = wk_empty(&cnt, 1, (wk_options){.dtype = WK_I64});
+  if (h) {
+    int64_t *ix = wk_tensor_data(h);
+    for (int64_t i = 0, k = 0; i < numel; i++)
+      if (m[i]) ix[k++] = i;
+    wk_tensor *ixd = wk_to_device(h, ctx->device);
+    wk_tensor *flat = ixd ? wk_reshape(xc, &numel, 1) : NULL;
+    r = flat ? wk_index_select(flat, 0, ixd) : NULL;
+    wk_release(flat);
+    wk_release(ixd);
+    wk_release(h);
   }
   wk_release(xc);
   wk_release(mc);

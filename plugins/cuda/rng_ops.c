@@ -191,7 +191,7 @@ static wk_status k_randperm(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
     return s;
   }
   wk_tensor *d = to_dev(h, ctx->device);
-  return wk_kernel_out1(outs, cuda_cast_own(d, wk_kernel_meta(ctx, 0)->dtype));
+  return wk_kernel_out1(outs, wk_cast_own(d, wk_kernel_meta(ctx, 0)->dtype));
 }
 
 static wk_status k_bernoulli(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -239,60 +239,31 @@ static wk_status k_bernoulli(const wk_kernel_ctx *ctx, const wk_value *args, wk_
 
 static wk_status k_bernoulli_p(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *x = WK_ARG_T(0);
-  double p = args[1].u.f;
-  if (!(p >= 0 && p <= 1))
-    return wk_error(WK_ERR_INVALID_ARG, "bernoulli.p(): bernoulli_ expects p to be in [0, 1], but got p=%g", p);
+  double p = args[1].u.f; /* in [0, 1]: checked by the meta function */
   rjob j = {CUDA_RNG_BERN_P, p, 0, 0, 0, NULL};
   return wk_kernel_out1(outs, random_new("bernoulli", ctx->device, &j, wk_tensor_sizes(x), wk_tensor_dim(x), wk_tensor_dtype(x)));
 }
 
-/* In-place fills draw in logical row-major order into a contiguous buffer. */
-static wk_status random_inplace(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, const rjob *j,
-                                wk_value *outs) {
-  int nd = wk_tensor_dim(self);
-  const int64_t *sz = wk_tensor_sizes(self), *st = wk_tensor_strides(self);
-  for (int d = 0; d < nd; d++)
-    if (sz[d] > 1 && st[d] == 0)
-      return wk_error(WK_ERR_INVALID_ARG,
-                      "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
-                      "single memory location. Please clone() the tensor before performing the operation.",
-                      op);
-  wk_status s = cuda_enter(op, ctx->device);
-  if (s) return s;
-  bool contig = wk_tensor_is_contiguous(self);
-  wk_tensor *buf = contig ? wk_retain(self) : cuda_new(sz, nd, wk_tensor_dtype(self), ctx->device);
-  if (!buf) return wk_last_error();
-  s = run_random(j, wk_tensor_device(self), buf);
-  if (!s && !contig && !wk_copy_(self, buf)) s = wk_last_error();
-  wk_release(buf);
-  if (s) return s;
-  wk_tensor_bump_version(self);
-  outs[0] = WK_VT(self);
-  return WK_OK;
-}
+/* run_random as wk_fill_inplace wants it (buf on its own device). */
+static wk_status fill_random(void *job, wk_tensor *buf) { return run_random(job, wk_tensor_device(buf), buf); }
 
-/* uniform_/normal_: the cpu kernel checks the arguments on a 0-element tensor. */
-static wk_status probe_inplace(const wk_kernel_ctx *ctx, const wk_value *args, wk_tensor *self) {
-  int64_t z = 0;
-  wk_tensor *e = wk_empty(&z, 1, (wk_options){.dtype = wk_tensor_dtype(self)});
-  if (!e) return wk_last_error();
-  wk_value a[3] = {WK_VT(e), args[1], args[2]}, o[1];
-  wk_status s = wk_op_call(ctx->op, a, 3, o);
-  wk_release(e);
-  return s;
+/* wk_copy_ as the status wk_fill_inplace wants. */
+static wk_status copy_into(wk_tensor *dst, wk_tensor *src) { return wk_copy_(dst, src) ? WK_OK : wk_last_error(); }
+
+/* In-place fills draw in logical row-major order into a contiguous buffer
+ * (the arguments and self's internal overlap checked by the meta function). */
+static wk_status random_inplace(const char *op, const wk_kernel_ctx *ctx, wk_tensor *self, rjob *j, wk_value *outs) {
+  wk_status s = cuda_enter(op, ctx->device);
+  return s ? s : wk_fill_inplace(self, fill_random, j, copy_into, outs);
 }
 
 static wk_status k_uniform_(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0);
-  wk_status s = probe_inplace(ctx, args, self);
-  if (s) return s;
   rjob j = {CUDA_RNG_UNIFORM, args[1].u.f, args[2].u.f, 0, 0, NULL};
   return random_inplace("uniform_", ctx, self, &j, outs);
 }
 static wk_status k_normal_(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0);
-  wk_status s = probe_inplace(ctx, args, self);
-  if (s) return s;
   rjob j = {CUDA_RNG_NORMAL, args[1].u.f, args[2].u.f, 0, 0, NULL};
   return random_inplace("normal_", ctx, self, &j, outs);
 }
@@ -302,16 +273,11 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   wk_tensor *input = WK_ARG_T(0);
   double p = WK_ARG_F(1);
   bool train = WK_ARG_B(2);
-  if (!(p >= 0 && p <= 1))
-    return wk_error(WK_ERR_INVALID_ARG, "dropout(): dropout probability has to be between 0 and 1, but got %g", p);
   wk_dtype dt = wk_tensor_dtype(input);
   int nd = wk_tensor_dim(input);
   const int64_t *sz = wk_tensor_sizes(input);
   int64_t n = wk_tensor_numel(input);
-  bool active = train && p > 0;
-  if (active && !wk_dtype_is_floating(dt))
-    return wk_error(WK_ERR_DTYPE, "dropout(): expected a floating point input when training, got %s",
-                    wk_dtype_name(dt));
+  bool active = train && p > 0; /* p and the dtype checked by the meta function */
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("dropout", dev);
   if (s) return s;
@@ -332,17 +298,12 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
       goto fail;
     wk_release(x);
     x = NULL;
-    if (!(y = cuda_cast_own(y, dt))) goto fail;
+    y = wk_cast_own(y, dt);
   }
-  outs[0] = WK_VT(y);
-  outs[1] = WK_VT(mask);
-  return WK_OK;
+  return wk_kernel_done_n(WK_OK, (wk_tensor *[]){y, mask}, 2, outs);
 fail:
-  s = wk_last_error();
   wk_release(x);
-  wk_release(y);
-  wk_release(mask);
-  return s;
+  return wk_kernel_done_n(wk_last_error(), (wk_tensor *[]){y, mask}, 2, outs);
 }
 
 wk_status cuda_register_rng(void) {

@@ -34,10 +34,7 @@ static wk_status k_cumsum(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     wk_release(out);
     return s;
   }
-  out = cuda_cast_own(out, rt);
-  if (!out) return wk_last_error();
-  outs[0] = WK_VT(out);
-  return WK_OK;
+  return wk_kernel_out1(outs, wk_cast_own(out, rt));
 }
 
 wk_status cuda_register_scan(void) {

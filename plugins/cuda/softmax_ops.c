@@ -38,10 +38,7 @@ static wk_status k_softmax(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     }
   }
   wk_release(x);
-  y = cuda_cast_own(y, dt);
-  if (!y) return wk_last_error();
-  outs[0] = WK_VT(y);
-  return WK_OK;
+  return wk_kernel_out1(outs, wk_cast_own(y, dt));
 }
 
 static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -66,10 +63,7 @@ static wk_status k_softmax_backward(const wk_kernel_ctx *ctx, const wk_value *ar
   }
   wk_release(g);
   wk_release(y);
-  gi = cuda_cast_own(gi, idt);
-  if (!gi) return wk_last_error();
-  outs[0] = WK_VT(gi);
-  return WK_OK;
+  return wk_kernel_out1(outs, wk_cast_own(gi, idt));
 }
 
 wk_status cuda_register_softmax(void) {

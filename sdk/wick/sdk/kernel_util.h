@@ -36,6 +36,76 @@ static inline void wk_release_n(wk_tensor *const *ts, int n) {
   for (int i = 0; i < n; i++) wk_release(ts[i]);
 }
 
+/* Ends a kernel with n results rs[0..n): with s == WK_OK and none of them
+ * NULL, hands them over as outs[0..n) and returns WK_OK; else releases them
+ * all (NULL entries are fine) and returns s, or the pending error when s is
+ * WK_OK but one is NULL. Consumes rs[0..n). */
+static inline wk_status wk_kernel_done_n(wk_status s, wk_tensor *const *rs, int n, wk_value *outs) {
+  for (int i = 0; i < n && !s; i++)
+    if (!rs[i]) s = wk_last_error();
+  if (s) {
+    for (int i = 0; i < n; i++) wk_release(rs[i]);
+    return s;
+  }
+  for (int i = 0; i < n; i++) outs[i] = WK_VT(rs[i]);
+  return WK_OK;
+}
+
+/* Ends a kernel whose results are those of (a, b) it was asked for (want_a,
+ * want_b; a result not asked for is NULL): wk_kernel_done_n over them, in
+ * order. Consumes a and b. */
+static inline wk_status wk_kernel_done_some(wk_status s, wk_tensor *a, bool want_a, wk_tensor *b, bool want_b,
+                                            wk_value *outs) {
+  wk_tensor *rs[2];
+  int n = 0;
+  if (want_a) rs[n++] = a;
+  if (want_b) rs[n++] = b;
+  return wk_kernel_done_n(s, rs, n, outs);
+}
+
+/* Stores n optional results (consumed; NULL: None), as the backward ops that
+ * take an output_mask return them. */
+static inline void wk_kernel_put_opt(wk_value *outs, wk_tensor *const *rs, int n) {
+  for (int i = 0; i < n; i++) outs[i] = rs[i] ? WK_VT(rs[i]) : WK_VNONE;
+}
+
+/* Ends an in-place kernel that wrote self: with s == WK_OK, bumps self's
+ * version and returns self, borrowed, as outs[0]; else returns s. */
+static inline wk_status wk_kernel_done_inplace(wk_status s, wk_tensor *self, wk_value *outs) {
+  if (s) return s;
+  wk_tensor_bump_version(self);
+  outs[0] = WK_VT(self);
+  return WK_OK;
+}
+
+/* t (consumed) converted to dt: t itself when it already has dt or is NULL;
+ * NULL (the pending error) when the conversion fails. */
+static inline wk_tensor *wk_cast_own(wk_tensor *t, wk_dtype dt) {
+  if (!t || wk_tensor_dtype(t) == dt) return t;
+  wk_tensor *r = wk_to_dtype(t, dt);
+  wk_release(t);
+  return r;
+}
+
+/* Writes every element of self (any strides; the meta function checked that
+ * no two share memory) with fill(job, buf), which fills a contiguous tensor
+ * in row-major order: buf is self when self is contiguous, else a fresh
+ * contiguous tensor like self (its dtype, on its device) then copied into
+ * self with copy (the plugin's own; returns a status). Ends the in-place
+ * kernel as wk_kernel_done_inplace does. */
+static inline wk_status wk_fill_inplace(wk_tensor *self, wk_status (*fill)(void *job, wk_tensor *buf), void *job,
+                                        wk_status (*copy)(wk_tensor *dst, wk_tensor *src), wk_value *outs) {
+  bool contig = wk_tensor_is_contiguous(self);
+  wk_tensor *buf = contig ? wk_retain(self)
+                          : wk_empty(wk_tensor_sizes(self), wk_tensor_dim(self),
+                                     (wk_options){.dtype = wk_tensor_dtype(self), .device = wk_tensor_device(self)});
+  if (!buf) return wk_last_error();
+  wk_status s = fill(job, buf);
+  if (!s && !contig) s = copy(self, buf);
+  wk_release(buf);
+  return wk_kernel_done_inplace(s, self, outs);
+}
+
 /* Delivers a kernel's fresh result (consumed) as outs[0]. target NULL: the
  * functional variant, result itself. Else in place / out=: result is copied
  * into target with copy (the plugin's own copy; returns a status), target's
@@ -52,10 +122,7 @@ static inline wk_status wk_deliver(wk_tensor *result, wk_tensor *target, wk_valu
   }
   wk_status s = copy(target, result); /* result is fresh: no overlap with target */
   wk_release(result);
-  if (s) return s;
-  wk_tensor_bump_version(target);
-  outs[0] = WK_VT(target);
-  return WK_OK;
+  return wk_kernel_done_inplace(s, target, outs);
 }
 
 /* ---- reduction layout ------------------------------------------------------------ */
@@ -115,6 +182,35 @@ static inline wk_status wk_expand_pair(const char *op, wk_tensor *a, wk_tensor *
   return wk_last_error();
 }
 
+/* masked_select(self, mask)'s operands broadcast (the meta function checked
+ * that they do): *xc self expanded and contiguous on its device, *mc the mask
+ * expanded and contiguous on the cpu (the caller reads it there), *count its
+ * true elements. New references; on error both are NULL. */
+static inline wk_status wk_masked_select_operands(wk_tensor *self, wk_tensor *mask, wk_tensor **xc, wk_tensor **mc,
+                                                  int64_t *count) {
+  wk_tensor *xe, *me;
+  *xc = *mc = NULL;
+  *count = 0;
+  wk_status s = wk_expand_pair("masked_select", self, mask, &xe, &me);
+  if (s) return s;
+  wk_tensor *mh = wk_tensor_device(me).type == WK_DEVICE_CPU ? wk_retain(me) : wk_to_device(me, wk_cpu());
+  *xc = wk_contiguous(xe);
+  *mc = mh ? wk_contiguous(mh) : NULL;
+  wk_release(xe);
+  wk_release(me);
+  wk_release(mh);
+  if (!*xc || !*mc) {
+    wk_release(*xc);
+    wk_release(*mc);
+    *xc = *mc = NULL;
+    return wk_last_error();
+  }
+  int64_t n = wk_tensor_numel(*mc);
+  const bool *m = wk_tensor_data(*mc);
+  for (int64_t i = 0; i < n; i++) *count += m[i];
+  return WK_OK;
+}
+
 /* ---- flip / roll ----------------------------------------------------------------- */
 
 /* What flip(self, dims) and roll(self, shifts, dims) do per dim: reverse it,
@@ -170,6 +266,13 @@ static inline void wk_randperm_fill(int64_t *perm, int64_t n, uint64_t seed, uin
   }
 }
 
+/* ---- arguments --------------------------------------------------------------------- */
+
+/* Reads a backward op's output_mask (bool[3], checked by the meta function). */
+static inline void wk_output_mask(const wk_value *v, bool m[3]) {
+  for (int i = 0; i < 3; i++) m[i] = v->u.ints[i] != 0;
+}
+
 /* ---- normalization rows ---------------------------------------------------------- */
 
 /* layer_norm's view of x normalized over its last k dims: *rows = product of
@@ -185,6 +288,30 @@ static inline void wk_norm_rows(wk_tensor *x, int k, int64_t *rows, int64_t *col
     else
       *cols *= sz[i];
   }
+}
+
+/* layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight?,
+ * bias?, output_mask) as its kernels read it (checked by the meta function):
+ * input viewed as rows x cols, cols the product of the normalized_shape's k
+ * trailing dims ns[0..k). */
+typedef struct {
+  wk_tensor *go, *input, *mean, *rstd, *weight;
+  const int64_t *ns;
+  int k;
+  bool mask[3];
+  int64_t rows, cols;
+} wk_lnb_args;
+
+static inline void wk_lnb_args_of(wk_lnb_args *a, const wk_value *args) {
+  a->go = WK_ARG_T(0);
+  a->input = WK_ARG_T(1);
+  a->ns = args[2].u.ints;
+  a->k = args[2].len;
+  a->mean = WK_ARG_T(3);
+  a->rstd = WK_ARG_T(4);
+  a->weight = WK_ARG_OPT_T(5);
+  wk_output_mask(&args[7], a->mask);
+  wk_norm_rows(a->input, a->k, &a->rows, &a->cols);
 }
 
 /* ---- op lists the reference plugins share ---------------------------------------- */
@@ -205,6 +332,29 @@ static inline const wk_index_variant *wk_index_variant_at(int v) {
   return &t[v];
 }
 
+/* scatter / scatter_add (self, dim, index, src) as their kernels read them:
+ * the variant (ctx->user), its label, dim wrapped (checked by the meta
+ * function), the index's element count n and self's dtype. */
+typedef struct {
+  const wk_index_variant *v;
+  const char *op;
+  wk_tensor *self, *index, *src;
+  int dim;
+  int64_t n;
+  wk_dtype dt;
+} wk_scatter_args;
+
+static inline void wk_scatter_args_of(wk_scatter_args *a, const wk_kernel_ctx *ctx, const wk_value *args) {
+  a->v = ctx->user;
+  a->op = a->v->label;
+  a->self = WK_ARG_T(0);
+  a->index = WK_ARG_T(2);
+  a->src = WK_ARG_T(3);
+  a->dim = wk_wrap_dim(WK_ARG_I(1), wk_tensor_dim(a->self));
+  a->n = wk_tensor_numel(a->index);
+  a->dt = wk_tensor_dtype(a->self);
+}
+
 /* X(op, kernel, variant) for each index op every reference plugin registers:
  * the plugin defines k_<kernel> and passes wk_index_variant_at(variant) as
  * the kernel's user data. */
@@ -218,6 +368,26 @@ static inline const wk_index_variant *wk_index_variant_at(int v) {
   X("masked_fill.Scalar", masked_fill, 0)                                                      \
   X("masked_fill_.Scalar", masked_fill, 1)                                                     \
   X("one_hot", one_hot, 0)
+
+/* ---- registration tables --------------------------------------------------------- */
+
+/* One row of a plugin's registration table: the op, its kernel, the kernel's
+ * user data and one string more that the plugin's registrar reads (a schema
+ * to declare, a kernel name; NULL where it reads none). */
+typedef struct {
+  const char *op;
+  wk_kernel_fn fn;
+  const void *user;
+  const char *aux;
+} wk_kernel_row;
+
+/* Registers rows[0..n) in order with reg (the plugin's registrar) and stops
+ * at the first failure; returns its status. */
+static inline wk_status wk_register_rows(const wk_kernel_row *rows, size_t n, wk_status (*reg)(const wk_kernel_row *)) {
+  wk_status s = WK_OK;
+  for (size_t i = 0; i < n && !s; i++) s = reg(&rows[i]);
+  return s;
+}
 
 /* X(op, kernel) for the dense linear algebra every reference plugin registers. */
 #define WK_LINALG_KERNELS(X) X("mm", mm) X("bmm", bmm) X("addmm", addmm) X("dot", dot)
