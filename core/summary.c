@@ -1,7 +1,8 @@
 /* wk_module_summary: torchinfo's summary() in C. One forward (on the meta
  * device by default) observed by global forward hooks (one row per module
  * call) and by a dispatch layer below autograd that counts each op's
- * multiply-adds into the innermost running module; printed in torchinfo 1.8's layout. */
+ * multiply-adds into the innermost running module (torchinfo's rule, and
+ * ptflops' per-leaf-module rule as a second total); printed in torchinfo 1.8's layout. */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -25,6 +26,8 @@ typedef struct {
   int out_nd; /* -1: no output recorded */
   int64_t out_sizes[WK_MAX_DIMS], out_bytes;
   int64_t self_macs, incl_macs; /* ops its own forward ran / ran inside it */
+  int64_t pt_macs;              /* ptflops' rule, leaf rows only (see pt_op_macs) */
+  int64_t in_numel;             /* its first input */
 } row;
 
 typedef struct {
@@ -41,6 +44,11 @@ static wk_layer *g_layer;
 static atomic_int g_users; /* summaries running: the layer is on while > 0 */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static wk_op *op_conv2d, *op_linear, *op_mm, *op_bmm, *op_addmm, *op_matmul, *op_dot;
+static wk_op *op_batch_norm, *op_layer_norm, *op_relu, *op_relu_, *op_leaky_relu, *op_leaky_relu_;
+static wk_op *op_max_pool, *op_avg_pool, *op_adaptive_avg_pool;
+
+static int64_t numel_of(const wk_value *v) { return v->tag == WK_V_TENSOR && v->u.t ? wk_tensor_numel(v->u.t) : 0; }
+static bool given(const wk_value *v) { return v->tag == WK_V_TENSOR && v->u.t; }
 
 static int64_t last_size(const wk_value *v) {
   if (v->tag != WK_V_TENSOR || !v->u.t || v->u.t->ndim == 0) return 1;
@@ -61,6 +69,23 @@ static int64_t op_macs(const wk_op *op, const wk_value *args, const wk_value *ou
   return 0;
 }
 
+/* ptflops' count (its PyTorch module backend) of one op run directly by a
+ * leaf module: conv and linear-like MACs plus out_numel for a bias; norms the
+ * input's numel, twice with an affine weight; ReLU / LeakyReLU the output's
+ * numel; pools the input's numel; every other op 0. */
+static int64_t pt_op_macs(const wk_op *op, const wk_value *args, const wk_value *outs) {
+  int64_t out = numel_of(&outs[0]);
+  if (op == op_conv2d || op == op_linear) return op_macs(op, args, outs) + (given(&args[2]) ? out : 0);
+  if (op == op_addmm) return op_macs(op, args, outs) + out;
+  if (op == op_batch_norm || op == op_layer_norm) {
+    int w = op == op_batch_norm ? 1 : 2; /* batch_norm(input, weight, ..), layer_norm(input, shape, weight, ..) */
+    return numel_of(&args[0]) * (given(&args[w]) ? 2 : 1);
+  }
+  if (op == op_relu || op == op_relu_ || op == op_leaky_relu || op == op_leaky_relu_) return out;
+  if (op == op_max_pool || op == op_avg_pool || op == op_adaptive_avg_pool) return numel_of(&args[0]);
+  return op_macs(op, args, outs); /* mm, bmm, matmul, dot */
+}
+
 static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
   (void)user;
   tl_nested++;
@@ -68,8 +93,9 @@ static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value 
   tl_nested--;
   run *r = tl_run;
   if (s == WK_OK && r && r->nopen > 0 && tl_nested == 0) {
-    int64_t macs = op_macs(op, args, outs);
-    r->rows[r->open[r->nopen - 1]].self_macs += macs;
+    row *w = &r->rows[r->open[r->nopen - 1]];
+    w->self_macs += op_macs(op, args, outs);
+    if (w->leaf) w->pt_macs += pt_op_macs(op, args, outs);
   }
   return s;
 }
@@ -84,6 +110,15 @@ static void setup(void) {
   op_addmm = wk_op_find("addmm");
   op_matmul = wk_op_find("matmul");
   op_dot = wk_op_find("dot");
+  op_batch_norm = wk_op_find("batch_norm");
+  op_layer_norm = wk_op_find("layer_norm");
+  op_relu = wk_op_find("relu");
+  op_relu_ = wk_op_find("relu_");
+  op_leaky_relu = wk_op_find("leaky_relu");
+  op_leaky_relu_ = wk_op_find("leaky_relu_");
+  op_max_pool = wk_op_find("max_pool2d_with_indices");
+  op_avg_pool = wk_op_find("avg_pool2d");
+  op_adaptive_avg_pool = wk_op_find("adaptive_avg_pool2d");
   wk_clear_error();
 }
 
@@ -102,7 +137,6 @@ static void param_stats(const wk_module *m, row *w) {
 }
 
 static wk_status pre_hook(void *user, wk_module *m, wk_tensor *const *in, int n) {
-  (void)in, (void)n;
   run *r = tl_run;
   if (!r || r != user) return WK_OK; /* another thread's forward */
   if (r->n == r->cap) {
@@ -119,6 +153,7 @@ static wk_status pre_hook(void *user, wk_module *m, wk_tensor *const *in, int n)
   w->m = m;
   w->depth = r->nopen;
   w->out_nd = -1;
+  w->in_numel = n > 0 && in[0] ? wk_tensor_numel(in[0]) : 0;
   w->leaf = wk_module_named_children(m, NULL, NULL, 0) == 0;
   for (int i = 0; i < r->n && !w->recursive; i++)
     if (r->rows[i].m == m) {
@@ -133,12 +168,31 @@ static wk_status pre_hook(void *user, wk_module *m, wk_tensor *const *in, int n)
   return WK_OK;
 }
 
+/* ptflops' count of the two nn layers whose ops don't tell it: ConvTranspose2d
+ * (run as a conv2d over a zero-stuffed input; ptflops counts per input
+ * position) and GroupNorm (composed of pointwise ops). -1: not one of them. */
+static int64_t pt_module_macs(const row *w, const wk_tensor *out) {
+  const char *cls = wk_module_class_name(w->m);
+  bool deconv = !strcmp(cls, "ConvTranspose2d");
+  if (!deconv && strcmp(cls, "GroupNorm")) return -1;
+  /* the nn plugin registers both (None when absent): no lookup error */
+  wk_tensor *weight = wk_module_param(w->m, "weight"), *bias = wk_module_param(w->m, "bias");
+  if (!deconv) return w->in_numel * (weight ? 2 : 1);
+  if (!weight || weight->ndim == 0 || weight->sizes[0] <= 0) return -1;
+  /* weight (C_in, C_out/groups, kH, kW): per input position C_out/groups x kH x kW */
+  return w->in_numel / weight->sizes[0] * wk_tensor_numel(weight) + (bias ? wk_tensor_numel(out) : 0);
+}
+
 static wk_status post_hook(void *user, wk_module *m, wk_tensor *const *in, int n, wk_tensor **out) {
   (void)m, (void)in, (void)n;
   run *r = tl_run;
   if (!r || r != user || r->nopen == 0) return WK_OK;
   row *w = &r->rows[r->open[--r->nopen]];
   const wk_tensor *t = *out;
+  if (w->leaf) {
+    int64_t pt = pt_module_macs(w, t);
+    if (pt >= 0) w->pt_macs = pt;
+  }
   w->out_nd = t->ndim;
   memcpy(w->out_sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
   w->out_bytes = wk_tensor_numel(t) * (int64_t)wk_dtype_size(t->dtype);
@@ -245,18 +299,18 @@ static void layer_title(const row *w, char *buf, size_t cap) {
 }
 
 /* torchinfo's format_output_num with Units.AUTO (T, G, else M). */
-static void put_macs(text *b, int64_t macs) {
+static void put_macs(text *b, const char *label, int64_t macs) {
   double unit = macs >= 1e12 ? 1e12 : macs >= 1e9 ? 1e9 : 1e6, v = (double)macs / unit;
   const char *u = unit == 1e12 ? "T" : unit == 1e9 ? "G" : "M";
   char c[40];
   if (v == floor(v)) {
-    putf(b, "Total mult-adds (%s): %s\n", u, commas((int64_t)v, c, sizeof c));
+    putf(b, "%s (%s): %s\n", label, u, commas((int64_t)v, c, sizeof c));
   } else {
     char f[40];
     snprintf(f, sizeof f, "%.2f", v);
     char *dot = strchr(f, '.');
     *dot = 0;
-    putf(b, "Total mult-adds (%s): %s.%s\n", u, commas(strtoll(f, NULL, 10), c, sizeof c), dot + 1);
+    putf(b, "%s (%s): %s.%s\n", label, u, commas(strtoll(f, NULL, 10), c, sizeof c), dot + 1);
   }
 }
 
@@ -274,10 +328,11 @@ static char *format(run *r, int max_depth, int64_t input_bytes, wk_summary_stats
     if (len > longest) longest = len;
   }
   if (longest >= name_width) name_width = (longest + 4) / 5 * 5;
-  wk_summary_stats s = {sizeof s, 0, 0, 0, input_bytes, 0, 0};
+  wk_summary_stats s = {sizeof s, 0, 0, 0, input_bytes, 0, 0, 0};
   for (int i = 0; i < r->n; i++) {
     const row *w = &r->rows[i];
     s.total_mult_adds += w->self_macs;
+    s.ptflops_macs += w->pt_macs;
     if (w->leaf) {
       if (w->params > 0) s.forward_backward_bytes += w->out_bytes * 2;
       if (w->recursive) continue;
@@ -329,7 +384,8 @@ static char *format(run *r, int max_depth, int64_t input_bytes, wk_summary_stats
   putf(&b, "%s\nTotal params: %s\nTrainable params: %s\nNon-trainable params: %s\n", div,
        commas(s.total_params, n1, sizeof n1), commas(s.trainable_params, n2, sizeof n2),
        commas(s.total_params - s.trainable_params, n3, sizeof n3));
-  put_macs(&b, s.total_mult_adds);
+  put_macs(&b, "Total mult-adds", s.total_mult_adds);
+  put_macs(&b, "Total MACs, ptflops rule", s.ptflops_macs);
   putf(&b, "%s\nInput size (MB): %.2f\nForward/backward pass size (MB): %.2f\nParams size (MB): %.2f\n", div,
        (double)s.input_bytes / 1e6, (double)s.forward_backward_bytes / 1e6, (double)s.param_bytes / 1e6);
   putf(&b, "Estimated Total Size (MB): %.2f\n%s\n",

@@ -1,6 +1,7 @@
 /* Check suite: module forward hooks and the call stack, modules on the meta
  * device (the zoo's ResNets run with no data), and wk_module_summary's figures
  * and layout (torchinfo 1.8) for the zoo and a user module. */
+#include <stddef.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <wick/nn.h>
@@ -228,6 +229,10 @@ START_TEST(test_summary_resnet18_hand_count) {
   ck_assert_int_eq(st.input_bytes, 602112);
   ck_assert_int_eq(st.param_bytes, 46758048);
   ck_assert_int_eq(st.forward_backward_bytes, 39747392); /* torchinfo: 39.75 MB */
+  /* ptflops' rule (issue 12's hand count): conv 1,813,561,344 + BatchNorm 2 x 2,483,712
+   * + ReLU 2,308,096 (each call of a block's one ReLU) + maxpool input 802,816
+   * + avgpool input 25,088 + fc 512,000 + its bias 1,000 */
+  ck_assert_int_eq(st.ptflops_macs, 1822177768);
   static const char *const lines[] = {
       "Layer (type:depth-idx)                   Output Shape              Param #                   Mult-Adds\n",
       "\nResNet                                   [1, 1000]                 --                        --\n",
@@ -240,7 +245,8 @@ START_TEST(test_summary_resnet18_hand_count) {
       "│    │    └─Sequential: 3-18             [1, 128, 28, 28]          8,448                     6,422,528\n",
       "├─AdaptiveAvgPool2d: 1-9                 [1, 512, 1, 1]            --                        --\n",
       "├─Linear: 1-10                           [1, 1000]                 513,000                   512,000\n",
-      "Total params: 11,689,512\nTrainable params: 11,689,512\nNon-trainable params: 0\nTotal mult-adds (G): 1.81\n",
+      "Total params: 11,689,512\nTrainable params: 11,689,512\nNon-trainable params: 0\nTotal mult-adds (G): 1.81\n"
+      "Total MACs, ptflops rule (G): 1.82\n",
       "Input size (MB): 0.60\nForward/backward pass size (MB): 39.75\nParams size (MB): 46.76\n"
       "Estimated Total Size (MB): 87.11\n"};
   for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
@@ -265,7 +271,9 @@ START_TEST(test_summary_resnet18_hand_count) {
 END_TEST
 
 START_TEST(test_summary_resnet34_50_params) {
-  static const struct { int depth; int64_t params, macs; } want[] = {{34, 21797672, 3663761408}, {50, 25557032, 4089184256}};
+  /* pt: ptflops' rule, counted by hand as for ResNet-18 (ptflops' table: 3.68 and 4.12 GMac) */
+  static const struct { int depth; int64_t params, macs, pt; } want[] = {{34, 21797672, 3663761408, 3675629032},
+                                                                       {50, 25557032, 4089184256, 4121925096}};
   for (int i = 0; i < 2; i++) {
     wk_module *m = wk_nn_resnet(want[i].depth, (wk_resnet_opts){0});
     TU_NOTNULL(m);
@@ -275,6 +283,7 @@ START_TEST(test_summary_resnet34_50_params) {
     ck_assert_msg(s != NULL, "%s", wk_last_error_message());
     ck_assert_int_eq(st.total_params, want[i].params);
     ck_assert_int_eq(st.total_mult_adds, want[i].macs);
+    ck_assert_int_eq(st.ptflops_macs, want[i].pt);
     wk_free(s);
     wk_module_release(m);
   }
@@ -300,6 +309,7 @@ START_TEST(test_summary_user_module_layout) {
       "Trainable params: 228\n"
       "Non-trainable params: 0\n"
       "Total mult-adds (M): 0.00\n"
+      "Total MACs, ptflops rule (M): 0.00\n"
       "===================================================================================================================\n"
       "Input size (MB): 0.00\n"
       "Forward/backward pass size (MB): 0.00\n"
@@ -308,6 +318,8 @@ START_TEST(test_summary_user_module_layout) {
       "===================================================================================================================\n";
   ck_assert_str_eq(s, want);
   ck_assert_int_eq(st.total_mult_adds, 416);
+  /* ptflops: fc1 256 + bias 32, relu 32, fc2 128 + bias 8, relu 8; Net's own matmul is functional */
+  ck_assert_int_eq(st.ptflops_macs, 464);
   ck_assert_int_eq(st.forward_backward_bytes, 320);
   wk_free(s);
   /* frozen parameters print in parentheses and count as non-trainable */
@@ -319,10 +331,50 @@ START_TEST(test_summary_user_module_layout) {
   ck_assert_ptr_nonnull(strstr(s, "Non-trainable params: 144\n"));
   ck_assert_int_eq(st.trainable_params, 84);
   wk_free(s);
+  /* a caller built against ABI 1.1's struct: the appended field is not written */
+  wk_summary_stats old = {offsetof(wk_summary_stats, ptflops_macs), .ptflops_macs = -7};
+  s = wk_module_summary(net, WK_SHAPE(2, 8), &(wk_summary_opts){sizeof(wk_summary_opts), .stats = &old});
+  TU_NOTNULL(s);
+  ck_assert_int_eq(old.struct_size, offsetof(wk_summary_stats, ptflops_macs));
+  ck_assert_int_eq(old.total_mult_adds, 416);
+  ck_assert_int_eq(old.ptflops_macs, -7);
+  wk_free(s);
   /* on cpu, with data: the same figures */
   s = wk_module_summary(net, WK_SHAPE(2, 8), &(wk_summary_opts){sizeof(wk_summary_opts), .device = {WK_DEVICE_CPU, 0}});
   ck_assert_msg(s != NULL, "%s", wk_last_error_message());
   ck_assert_ptr_nonnull(strstr(s, "├─Linear: 1-3                            [2, 4]                    68                        128\n"));
+  wk_free(s);
+  wk_module_release(net);
+}
+END_TEST
+
+/* ptflops' rule for the layers the ResNets don't use: bias-free convs,
+ * ConvTranspose2d (per input position), GroupNorm, non-affine BatchNorm,
+ * AvgPool2d, LeakyReLU, LayerNorm, bias-free Linear; Flatten counts nothing. */
+START_TEST(test_summary_ptflops_rule_layers) {
+  wk_module *mods[] = {
+      wk_nn_conv2d(3, 4, 3, (wk_conv2d_opts){.padding = 1, .no_bias = true}), /* 25 x 4 x 27 = 2,700 */
+      wk_nn_conv_transpose2d(4, 8, 3, (wk_conv2d_opts){.stride = 2}), /* 25 x 4 x 8 x 9 + bias 8 x 11 x 11 = 8,168 */
+      wk_nn_group_norm(2, 8, (wk_norm_opts){0}),                      /* 2 x 968 */
+      wk_nn_batch_norm2d(8, (wk_norm_opts){.no_affine = true}),       /* 968 */
+      wk_nn_avg_pool2d(2, (wk_pool2d_opts){0}),                       /* input 968 -> [1, 8, 5, 5] */
+      wk_nn_leaky_relu(0.1),                                          /* 200 */
+      wk_nn_flatten(1, -1),                                           /* 0 */
+      wk_nn_layer_norm(WK_SHAPE(200), (wk_norm_opts){0}),             /* 2 x 200 */
+      wk_nn_linear(200, 3, false)};                                   /* 600 */
+  for (size_t i = 0; i < sizeof mods / sizeof *mods; i++) ck_assert_msg(mods[i] != NULL, "%zu: %s", i, wk_last_error_message());
+  wk_module *net = wk_nn_sequential(mods, (int)(sizeof mods / sizeof *mods)); /* takes the references */
+  TU_NOTNULL(net);
+  wk_summary_stats st = {sizeof st};
+  char *s = wk_module_summary(net, WK_SHAPE(1, 3, 5, 5), &(wk_summary_opts){sizeof(wk_summary_opts), .stats = &st});
+  ck_assert_msg(s != NULL, "%s", wk_last_error_message());
+  ck_assert_int_eq(st.ptflops_macs, 2700 + 8168 + 1936 + 968 + 968 + 200 + 400 + 600);
+  ck_assert_ptr_nonnull(strstr(s, "Total MACs, ptflops rule (M): 0.02\n"));
+  wk_free(s);
+  /* batch 3: three times every count */
+  s = wk_module_summary(net, WK_SHAPE(3, 3, 5, 5), &(wk_summary_opts){sizeof(wk_summary_opts), .stats = &st});
+  ck_assert_msg(s != NULL, "%s", wk_last_error_message());
+  ck_assert_int_eq(st.ptflops_macs, 3 * (2700 + 8168 + 1936 + 968 + 968 + 200 + 400 + 600));
   wk_free(s);
   wk_module_release(net);
 }
@@ -345,6 +397,7 @@ START_TEST(test_summary_resnet50_batch256_cost) {
   double t1 = now_ms();
   ck_assert_msg(s != NULL, "%s", wk_last_error_message());
   ck_assert_int_eq(st.total_mult_adds, 256 * 4089184256LL);
+  ck_assert_int_eq(st.ptflops_macs, 256 * 4121925096LL); /* batch N: N x every count */
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   fprintf(stderr, "check_summary: resnet50 batch 256 summarised in %.1f ms (peak RSS of this test process %.1f MB)\n",
@@ -365,6 +418,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_summary_resnet18_hand_count);
   tcase_add_test(tc, test_summary_resnet34_50_params);
   tcase_add_test(tc, test_summary_user_module_layout);
+  tcase_add_test(tc, test_summary_ptflops_rule_layers);
   tcase_add_test(tc, test_summary_resnet50_batch256_cost);
   suite_add_tcase(s, tc);
   return s;

@@ -143,6 +143,8 @@ typedef struct wk_summary_stats {
   int64_t input_bytes;            /* the input tensor */
   int64_t forward_backward_bytes; /* 2 x the outputs of leaf modules with parameters */
   int64_t param_bytes;
+  /* Appended in ABI 1.2 (read only when struct_size covers it): */
+  int64_t ptflops_macs;           /* ptflops' count: leaf module calls only (see wk_module_summary) */
 } wk_summary_stats;
 
 /* Options of wk_module_summary; zero fields mean the defaults. */
@@ -168,6 +170,12 @@ typedef struct wk_summary_opts {
  * batch x the parameters of other layers, such as BatchNorm and biases). A
  * row shows the multiply-adds of the ops run inside it when it is a leaf or
  * folds deeper rows, else those its own forward ran directly ("--" for 0).
+ * A second total, "Total MACs, ptflops rule", follows ptflops' PyTorch
+ * module backend: each call of a leaf module counts conv / linear / addmm
+ * MACs plus out_numel for a bias, BatchNorm/LayerNorm/GroupNorm the input's
+ * numel (twice when affine), ReLU/LeakyReLU the output's numel, max, avg and
+ * adaptive-avg pools the input's numel, ConvTranspose2d per input position;
+ * ops run by non-leaf modules (functional adds, matmuls) count nothing.
  * Returns NULL with the error of the failing forward (naming the module). */
 WK_API char *wk_module_summary(wk_module *m, const int64_t *sizes, int ndim, const wk_summary_opts *opts);
 

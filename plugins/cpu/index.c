@@ -423,16 +423,10 @@ static wk_status k_masked_select(const wk_kernel_ctx *ctx, const wk_value *args,
 
 static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0);
-  const int64_t *rep = args[1].u.ints;
-  int nr = args[1].len, nd = wk_tensor_dim(self);
   int64_t psz[WK_MAX_DIMS], pst[WK_MAX_DIMS], osz[WK_MAX_DIMS];
-  int lead = nr - nd;
+  int nr = wk_repeat_shapes(args, psz, pst, osz);
   int64_t es = (int64_t)wk_dtype_size(wk_tensor_dtype(self));
-  for (int k = 0; k < nr; k++) {
-    psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
-    pst[k] = k < lead ? 0 : wk_tensor_strides(self)[k - lead] * es;
-    osz[k] = psz[k] * rep[k];
-  }
+  for (int k = 0; k < nr; k++) pst[k] *= es; /* remap tables hold byte offsets */
   wk_tensor *r = wk_meta_empty(ctx, 0);
   if (!r) return wk_last_error();
   if (nr == 0) { /* 0-dim self, no repeats: a copy */

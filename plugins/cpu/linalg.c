@@ -106,38 +106,6 @@ static wk_status ref_gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b,
 
 /* ---- OpenBLAS GEMM ---------------------------------------------------------------- */
 #ifdef CPU_HAVE_OPENBLAS
-/* A batch of matrices [batch, rows, cols] seen through element strides. */
-typedef struct {
-  char *data;
-  int64_t rows, cols;
-  int64_t sb, s0, s1; /* elements; sb is 0 for a single matrix */
-} mat;
-
-static mat mat_of(wk_tensor *t) {
-  int nd = wk_tensor_dim(t);
-  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
-  mat m = {(char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
-  return m;
-}
-
-/* How BLAS can read a row-major matrix view without a copy: as itself with
- * unit column stride, or as the transpose of a row-major matrix (unit row
- * stride). Strides of size-1 dimensions do not matter. */
-static bool blas_layout(const mat *x, bool *trans, int64_t *ld) {
-  int64_t r = x->rows, c = x->cols;
-  if ((c <= 1 || x->s1 == 1) && (r <= 1 || x->s0 >= (c > 1 ? c : 1))) {
-    *trans = false;
-    *ld = r <= 1 ? (c > 1 ? c : 1) : x->s0;
-    return true;
-  }
-  if ((r <= 1 || x->s0 == 1) && (c <= 1 || x->s1 >= (r > 1 ? r : 1))) {
-    *trans = true;
-    *ld = c <= 1 ? (r > 1 ? r : 1) : x->s1;
-    return true;
-  }
-  return false;
-}
-
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 /* Splitting of large products over the pool (multiply-adds; rows/columns). */
@@ -148,7 +116,7 @@ static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 typedef struct {
   wk_dtype cd;
   int64_t batch, n, m, k;
-  mat x[2];
+  wk_blas_mat x[2];
   bool tr[2];
   int64_t ld[2];
   double alpha, beta;
@@ -193,24 +161,11 @@ static void blas_units(void *p, int64_t b, int64_t e) {
 static wk_status blas_gemm(wk_dtype cd, wk_tensor *c, wk_tensor *a, wk_tensor *b, int64_t batch, int64_t n,
                            int64_t k, int64_t m, const gemm_scalars *sc) {
   wk_tensor *ops[2] = {wk_retain(a), wk_retain(b)};
-  mat x[2];
-  bool tr[2];
+  wk_blas_mat x[2];
+  bool tr[2], ok;
   int64_t ld[2];
-  wk_status s = WK_OK;
-  for (int i = 0; i < 2 && !s; i++) {
-    x[i] = mat_of(ops[i]);
-    if (blas_layout(&x[i], &tr[i], &ld[i]) && fits_int(ld[i])) continue;
-    wk_tensor *cc = wk_contiguous(ops[i]);
-    wk_release(ops[i]);
-    ops[i] = cc;
-    if (!cc) {
-      s = wk_last_error();
-      break;
-    }
-    x[i] = mat_of(cc);
-    if (!blas_layout(&x[i], &tr[i], &ld[i]) || !fits_int(ld[i]))
-      s = wk_error(WK_ERR_INTERNAL, "gemm: contiguous operand has no BLAS layout");
-  }
+  wk_status s = wk_blas_operands(ops, x, tr, ld, &ok);
+  if (!s && !ok) s = wk_error(WK_ERR_INTERNAL, "gemm: contiguous operand has no BLAS layout");
   if (!s) {
     /* OpenBLAS runs sequentially (see plugin.c): a large product is split
      * into blocks of rows or columns of C over the pool. The blocks depend on

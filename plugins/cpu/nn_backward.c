@@ -198,24 +198,15 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
     if (!(gw = cpu_from_doubles(dotp, C, &C, 1, pdt))) goto fail_err;
   }
   if (mask[2] && !(gb = cpu_from_doubles(sum_g, C, &C, 1, pdt))) goto fail_err;
-  free(buf);
-  buf = NULL;
-  wk_release(x);
-  wk_release(g);
-  x = g = NULL;
-  if (gi && !(gi = wk_cast_own(gi, dt))) goto fail_err;
-  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
-  return WK_OK;
-fail_err:
-  s = wk_last_error();
+  gi = wk_cast_own(gi, dt);
 fail:
   free(buf);
-  wk_release(gi);
-  wk_release(gw);
-  wk_release(gb);
   wk_release(x);
   wk_release(g);
-  return s;
+  return wk_kernel_done_opt(s, (wk_tensor *[]){gi, gw, gb}, mask, 3, outs);
+fail_err:
+  s = wk_last_error();
+  goto fail;
 }
 
 /* ---- layer_norm_backward ---------------------------------------------------------------- */
@@ -307,26 +298,14 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   }
   if (a.mask[1] && !(gw = cpu_from_doubles(sw, N, a.ns, a.k, wdt))) goto fail_err;
   if (a.mask[2] && !(gb = cpu_from_doubles(sb, N, a.ns, a.k, bdt))) goto fail_err;
-  free(buf);
-  buf = NULL;
-  wk_release(x);
-  wk_release(g);
-  wk_release(w);
-  x = g = w = NULL;
-  if (gi && !(gi = wk_cast_own(gi, dt))) goto fail_err;
-  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
-  return WK_OK;
-fail_err:
-  s = wk_last_error();
+  gi = wk_cast_own(gi, dt);
 fail:
   free(buf);
-  wk_release(gi);
-  wk_release(gw);
-  wk_release(gb);
-  wk_release(x);
-  wk_release(g);
-  wk_release(w);
-  return s;
+  wk_release_n((wk_tensor *[]){x, g, w}, 3);
+  return wk_kernel_done_opt(s, (wk_tensor *[]){gi, gw, gb}, a.mask, 3, outs);
+fail_err:
+  s = wk_last_error();
+  goto fail;
 }
 
 /* ---- embedding_dense_backward ------------------------------------------------------------- */

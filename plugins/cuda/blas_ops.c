@@ -39,37 +39,6 @@ static cublasComputeType_t compute_type(wk_dtype dt) {
   return CUBLAS_COMPUTE_32F;
 }
 
-/* A batch of row-major matrices [batch, rows, cols] seen through element strides. */
-typedef struct {
-  const char *data;
-  int64_t rows, cols, sb, s0, s1; /* sb: 0 for a single matrix */
-} mat;
-
-static mat mat_of(wk_tensor *t) {
-  int nd = wk_tensor_dim(t);
-  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
-  mat m = {(const char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
-  return m;
-}
-
-/* How cuBLAS (column-major) reads row-major x: with unit column stride x is
- * the column-major x^T with ld = row stride (op N on x^T); with unit row
- * stride it is column-major x itself, ld = column stride (op T gives x^T).
- * Strides of size-1 dimensions do not matter. */
-static bool blas_layout(const mat *x, bool *trans, int64_t *ld) {
-  int64_t r = x->rows, c = x->cols;
-  if ((c <= 1 || x->s1 == 1) && (r <= 1 || x->s0 >= (c > 1 ? c : 1))) {
-    *trans = false;
-    *ld = r <= 1 ? (c > 1 ? c : 1) : x->s0;
-  } else if ((r <= 1 || x->s0 == 1) && (c <= 1 || x->s1 >= (r > 1 ? r : 1))) {
-    *trans = true;
-    *ld = c <= 1 ? (r > 1 ? r : 1) : x->s1;
-  } else {
-    return false;
-  }
-  return *ld <= INT_MAX;
-}
-
 static bool fits_int(int64_t v) {
   return v >= 0 && v <= INT_MAX;
 }
@@ -99,23 +68,11 @@ static wk_status gemm(const char *op, wk_device dev, wk_tensor *c, wk_tensor *a,
                                          wk_tensor_data(c), data_type(dt), 1, dt == WK_F64 ? CUDA_R_64F : CUDA_R_32F));
   }
   wk_tensor *ops[2] = {wk_retain(a), wk_retain(b)};
-  mat x[2];
-  bool tr[2];
+  wk_blas_mat x[2]; /* cuBLAS (column-major) reads a row-major operand as its transpose */
+  bool tr[2], ok;
   int64_t ld[2];
-  for (int i = 0; i < 2 && !s; i++) {
-    x[i] = mat_of(ops[i]);
-    if (blas_layout(&x[i], &tr[i], &ld[i])) continue;
-    wk_tensor *cc = wk_contiguous(ops[i]); /* e.g. a view with both strides > 1 */
-    wk_release(ops[i]);
-    ops[i] = cc;
-    if (!cc) {
-      s = wk_last_error();
-      break;
-    }
-    x[i] = mat_of(cc);
-    if (!blas_layout(&x[i], &tr[i], &ld[i]))
-      s = wk_error(WK_ERR_INTERNAL, "%s(): a contiguous operand has no cuBLAS layout", op);
-  }
+  s = wk_blas_operands(ops, x, tr, ld, &ok);
+  if (!s && !ok) s = wk_error(WK_ERR_INTERNAL, "%s(): a contiguous operand has no cuBLAS layout", op);
   if (!s) {
     /* row-major C = A B is column-major C^T = B^T A^T: B comes first */
     cublasOperation_t ob = tr[1] ? CUBLAS_OP_T : CUBLAS_OP_N, oa = tr[0] ? CUBLAS_OP_T : CUBLAS_OP_N;

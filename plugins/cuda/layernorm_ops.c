@@ -90,30 +90,22 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
            cuda_dt(cd), gi ? wk_tensor_data(gi) : NULL, gw ? wk_tensor_data(gw) : NULL, gb ? wk_tensor_data(gb) : NULL,
            wk_tensor_data(g), wk_tensor_data(x), w ? wk_tensor_data(w) : NULL, wk_tensor_data(mean),
            wk_tensor_data(rstd), M, N, cuda_stream(dev))))
-    goto fail_s;
+    goto done;
   wk_release(x);
   wk_release(g);
   wk_release(w);
   wk_release(mean);
   wk_release(rstd);
   x = g = w = mean = rstd = NULL;
-  if (gi && !(gi = wk_cast_own(gi, dt))) goto fail;
-  if (gw && !(gw = finish_stat(gw, a.ns, a.k, wdt))) goto fail;
-  if (gb && !(gb = finish_stat(gb, a.ns, a.k, bdt))) goto fail;
-  wk_kernel_put_opt(outs, (wk_tensor *[]){gi, gw, gb}, 3);
-  return WK_OK;
+  gi = wk_cast_own(gi, dt);
+  gw = finish_stat(gw, a.ns, a.k, wdt);
+  gb = finish_stat(gb, a.ns, a.k, bdt);
+done:
+  wk_release_n((wk_tensor *[]){x, g, w, mean, rstd}, 5);
+  return wk_kernel_done_opt(s, (wk_tensor *[]){gi, gw, gb}, a.mask, 3, outs);
 fail:
   s = wk_last_error();
-fail_s:
-  wk_release(x);
-  wk_release(g);
-  wk_release(w);
-  wk_release(mean);
-  wk_release(rstd);
-  wk_release(gi);
-  wk_release(gw);
-  wk_release(gb);
-  return s;
+  goto done;
 }
 
 wk_status cuda_register_layernorm(void) {

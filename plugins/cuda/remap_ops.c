@@ -77,16 +77,12 @@ static wk_status k_roll(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
  * made contiguous and reshaped to [r0*s0, r1*s1, ...]. */
 static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *self = WK_ARG_T(0);
-  const int64_t *rep = args[1].u.ints;
-  int nr = args[1].len, nd = wk_tensor_dim(self);
   int64_t psz[WK_MAX_DIMS], osz[WK_MAX_DIMS], vsz[2 * WK_MAX_DIMS], esz[2 * WK_MAX_DIMS];
-  int lead = nr - nd;
+  int nr = wk_repeat_shapes(args, psz, NULL, osz);
   for (int k = 0; k < nr; k++) {
-    psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
-    osz[k] = psz[k] * rep[k];
     vsz[2 * k] = 1;
     vsz[2 * k + 1] = psz[k];
-    esz[2 * k] = rep[k];
+    esz[2 * k] = args[1].u.ints[k]; /* repeats[k] */
     esz[2 * k + 1] = psz[k];
   }
   wk_status s = cuda_enter("repeat", ctx->device);

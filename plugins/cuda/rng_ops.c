@@ -273,26 +273,25 @@ static wk_status k_dropout(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   wk_tensor *input = WK_ARG_T(0);
   double p = WK_ARG_F(1);
   bool train = WK_ARG_B(2);
-  wk_dtype dt = wk_tensor_dtype(input);
-  int nd = wk_tensor_dim(input);
-  const int64_t *sz = wk_tensor_sizes(input);
-  int64_t n = wk_tensor_numel(input);
   bool active = train && p > 0; /* p and the dtype checked by the meta function */
+  wk_dtype dt = wk_tensor_dtype(input);
+  int64_t n = wk_tensor_numel(input);
   wk_device dev = ctx->device;
   wk_status s = cuda_enter("dropout", dev);
   if (s) return s;
-  wk_tensor *mask = cuda_new(sz, nd, WK_BOOL, dev), *y = NULL, *x = NULL;
+  wk_tensor *mask = wk_meta_empty(ctx, 1), *y = NULL, *x = NULL;
   if (!mask) return wk_last_error();
   if (!active || p == 1) {
     if (!wkx_fill_(mask, WK_VB(!active))) goto fail;
-    y = !active ? wk_clone(input) : cuda_new(sz, nd, dt, dev);
+    y = !active ? wk_clone(input) : wk_meta_empty(ctx, 0);
     if (!y) goto fail;
     if (active && !wk_zero_(y)) goto fail;
   } else {
     wk_dtype cd = dt == WK_F64 ? WK_F64 : WK_F32;
     uint64_t seed = 0, offset = 0;
     if (wk_rng_reserve(dev, (uint64_t)n, &seed, &offset)) goto fail;
-    if (!(x = cuda_dense(input, cd, dev)) || !(y = cuda_new(sz, nd, cd, dev))) goto fail;
+    if (!(x = cuda_dense(input, cd, dev)) || !(y = cuda_new(wk_tensor_sizes(input), wk_tensor_dim(input), cd, dev)))
+      goto fail;
     if (cuda_launch_dropout(cuda_dt(cd), wk_tensor_data(y), wk_tensor_data(mask), wk_tensor_data(x), n, p, seed, offset,
                             cuda_stream(dev)))
       goto fail;

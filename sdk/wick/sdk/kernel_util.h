@@ -69,6 +69,23 @@ static inline void wk_kernel_put_opt(wk_value *outs, wk_tensor *const *rs, int n
   for (int i = 0; i < n; i++) outs[i] = rs[i] ? WK_VT(rs[i]) : WK_VNONE;
 }
 
+/* Ends a backward kernel with n optional results, want[i] from its
+ * output_mask (a result not wanted is NULL): with s == WK_OK and every wanted
+ * one there, stores them as wk_kernel_put_opt does; else releases them all
+ * and returns s, or the pending error where a wanted one is NULL. Consumes
+ * rs[0..n). */
+static inline wk_status wk_kernel_done_opt(wk_status s, wk_tensor *const *rs, const bool *want, int n,
+                                           wk_value *outs) {
+  for (int i = 0; i < n && !s; i++)
+    if (want[i] && !rs[i]) s = wk_last_error();
+  if (s) {
+    for (int i = 0; i < n; i++) wk_release(rs[i]);
+    return s;
+  }
+  wk_kernel_put_opt(outs, rs, n);
+  return WK_OK;
+}
+
 /* Ends an in-place kernel that wrote self: with s == WK_OK, bumps self's
  * version and returns self, borrowed, as outs[0]; else returns s. */
 static inline wk_status wk_kernel_done_inplace(wk_status s, wk_tensor *self, wk_value *outs) {
@@ -211,6 +228,62 @@ static inline wk_status wk_masked_select_operands(wk_tensor *self, wk_tensor *ma
   return WK_OK;
 }
 
+/* ---- BLAS operands ---------------------------------------------------------------- */
+
+/* A batch of row-major matrices [batch, rows, cols] ([rows, cols]: one)
+ * seen through element strides. */
+typedef struct {
+  const char *data;
+  int64_t rows, cols, sb, s0, s1; /* sb: 0 for a single matrix */
+} wk_blas_mat;
+
+/* t (2-d or 3-d) as a wk_blas_mat. */
+static inline wk_blas_mat wk_blas_mat_of(wk_tensor *t) {
+  int nd = wk_tensor_dim(t);
+  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
+  wk_blas_mat m = {(const char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
+  return m;
+}
+
+/* How a BLAS call reads the row-major view x without a copy: as itself with
+ * unit column stride (*trans false, *ld its row stride; a column-major
+ * library sees x^T), or as the transpose of a row-major matrix with unit row
+ * stride (*trans true, *ld its column stride). Strides of size-1 dims do not
+ * matter. False when neither, or when ld is not an int. */
+static inline bool wk_blas_layout(const wk_blas_mat *x, bool *trans, int64_t *ld) {
+  int64_t r = x->rows, c = x->cols;
+  if ((c <= 1 || x->s1 == 1) && (r <= 1 || x->s0 >= (c > 1 ? c : 1))) {
+    *trans = false;
+    *ld = r <= 1 ? (c > 1 ? c : 1) : x->s0;
+  } else if ((r <= 1 || x->s0 == 1) && (c <= 1 || x->s1 >= (r > 1 ? r : 1))) {
+    *trans = true;
+    *ld = c <= 1 ? (r > 1 ? r : 1) : x->s1;
+  } else {
+    return false;
+  }
+  return *ld >= 0 && *ld <= INT32_MAX;
+}
+
+/* The two operands of a product, ops[0..2) (references the caller owns),
+ * made readable by BLAS: an operand BLAS cannot read as it is (e.g. a view
+ * with both strides > 1) is replaced by a contiguous copy; x, tr, ld then
+ * describe each. Returns the pending error when a copy fails; *ok false when
+ * even a contiguous operand has no layout (the caller reports it). */
+static inline wk_status wk_blas_operands(wk_tensor *ops[2], wk_blas_mat x[2], bool tr[2], int64_t ld[2], bool *ok) {
+  *ok = true;
+  for (int i = 0; i < 2 && *ok; i++) {
+    x[i] = wk_blas_mat_of(ops[i]);
+    if (wk_blas_layout(&x[i], &tr[i], &ld[i])) continue;
+    wk_tensor *cc = wk_contiguous(ops[i]);
+    wk_release(ops[i]);
+    ops[i] = cc;
+    if (!cc) return wk_last_error();
+    x[i] = wk_blas_mat_of(cc);
+    *ok = wk_blas_layout(&x[i], &tr[i], &ld[i]);
+  }
+  return WK_OK;
+}
+
 /* ---- flip / roll ----------------------------------------------------------------- */
 
 /* What flip(self, dims) and roll(self, shifts, dims) do per dim: reverse it,
@@ -246,6 +319,25 @@ static inline void wk_roll_plan(wk_remap_plan *p, wk_tensor *self, const wk_valu
     int64_t n = nd ? wk_tensor_sizes(self)[d] : 1;
     if (n > 0) p->shift[d] = (p->shift[d] + shifts->u.ints[i] % n) % n;
   }
+}
+
+/* ---- repeat ---------------------------------------------------------------------- */
+
+/* repeat(self, repeats) from its args (repeats cover self's dims: checked
+ * by the meta function): returns nr, the number of repeats, and fills psz
+ * with self's sizes left-padded with 1 to nr dims, osz with the result's
+ * (psz times the repeats) and, when pst is not NULL, pst with self's strides
+ * (elements) left-padded with 0. */
+static inline int wk_repeat_shapes(const wk_value *args, int64_t *psz, int64_t *pst, int64_t *osz) {
+  wk_tensor *self = WK_ARG_T(0);
+  const int64_t *rep = args[1].u.ints;
+  int nr = args[1].len, lead = nr - wk_tensor_dim(self);
+  for (int k = 0; k < nr; k++) {
+    psz[k] = k < lead ? 1 : wk_tensor_sizes(self)[k - lead];
+    if (pst) pst[k] = k < lead ? 0 : wk_tensor_strides(self)[k - lead];
+    osz[k] = psz[k] * rep[k];
+  }
+  return nr;
 }
 
 /* ---- randperm -------------------------------------------------------------------- */
