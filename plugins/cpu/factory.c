@@ -414,7 +414,9 @@ static wk_status k_bernoulli_p(const wk_kernel_ctx *ctx, const wk_value *args, w
 }
 
 /* run_random as wk_fill_inplace wants it (buf on its own device). */
-static wk_status fill_random(void *job, wk_tensor *buf) { return run_random(job, wk_tensor_device(buf), buf); }
+static wk_status fill_random(void *job, wk_tensor *buf) {
+  return run_random(job, wk_tensor_device(buf), buf);
+}
 
 /* In-place random fill of self (any strides): numbers are drawn in logical
  * row-major order into a contiguous buffer, then copied when self is strided. */

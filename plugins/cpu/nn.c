@@ -592,9 +592,12 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
 }
 
 wk_status cpu_register_nn(void) {
-  static const wk_kernel_row ks[] = {{"softmax", k_softmax, NULL, NULL},       {"log_softmax", k_softmax, (void *)1, NULL},
-                                     {"batch_norm", k_batch_norm, NULL, NULL}, {"layer_norm", k_layer_norm, NULL, NULL},
-                                     {"dropout", k_dropout, NULL, NULL},       {"embedding", k_embedding, NULL, NULL},
+  static const wk_kernel_row ks[] = {{"softmax", k_softmax, NULL, NULL},
+                                     {"log_softmax", k_softmax, (void *)1, NULL},
+                                     {"batch_norm", k_batch_norm, NULL, NULL},
+                                     {"layer_norm", k_layer_norm, NULL, NULL},
+                                     {"dropout", k_dropout, NULL, NULL},
+                                     {"embedding", k_embedding, NULL, NULL},
                                      {"pad", k_pad, NULL, NULL}};
   return wk_register_rows(ks, sizeof ks / sizeof ks[0], cpu_reg_row);
 }

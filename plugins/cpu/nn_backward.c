@@ -22,7 +22,6 @@ static wk_tensor *zeros_of(const int64_t *sizes, int nd, wk_dtype dt) {
   return t;
 }
 
-
 /* ---- softmax_backward_data / log_softmax_backward_data ------------------------------------ */
 /* Tensors viewed as [outer, n, inner] (contiguous); a task is one outer index
  * and a block of up to SMX_B inner columns. */
@@ -282,7 +281,9 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if ((s = wk_tensor_to_f64(a.mean, mean, M)) || (s = wk_tensor_to_f64(a.rstd, rstd, M))) goto fail;
   if (a.mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
   if (M > 0 && N > 0 && (a.mask[0] || a.mask[1] || a.mask[2])) {
-    if (!(x = cpu_prep(a.input, cd)) || !(g = cpu_prep(a.go, cd)) || (a.mask[0] && a.weight && !(w = cpu_prep(a.weight, cd)))) goto fail_err;
+    if (!(x = cpu_prep(a.input, cd)) || !(g = cpu_prep(a.go, cd)) ||
+        (a.mask[0] && a.weight && !(w = cpu_prep(a.weight, cd))))
+      goto fail_err;
     lnb_job j = {wk_tensor_data(x),
                  wk_tensor_data(g),
                  w ? wk_tensor_data(w) : NULL,
@@ -294,7 +295,8 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                  sw,
                  sb};
     if (gi) cpu_par(M, 2 * N, cd == WK_F64 ? lnb_rows_f64 : lnb_rows_f32, &j);
-    if (a.mask[1] || a.mask[2]) cpu_par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
+    if (a.mask[1] || a.mask[2])
+      cpu_par((N + LNB_B - 1) / LNB_B, M * LNB_B, cd == WK_F64 ? lnb_cols_f64 : lnb_cols_f32, &j);
   }
   if (a.mask[1] && !(gw = cpu_from_doubles(sw, N, a.ns, a.k, wdt))) goto fail_err;
   if (a.mask[2] && !(gb = cpu_from_doubles(sb, N, a.ns, a.k, bdt))) goto fail_err;

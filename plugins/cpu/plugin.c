@@ -35,7 +35,9 @@ wk_status cpu_reg(const char *op, wk_kernel_fn fn, void *user) {
   return wk_kernel_register(&d);
 }
 
-wk_status cpu_reg_row(const wk_kernel_row *row) { return cpu_reg(row->op, row->fn, (void *)row->user); }
+wk_status cpu_reg_row(const wk_kernel_row *row) {
+  return cpu_reg(row->op, row->fn, (void *)row->user);
+}
 
 wk_tensor *cpu_empty(const int64_t *sizes, int ndim, wk_dtype dt) {
   return wk_empty(sizes, ndim, (wk_options){.dtype = dt});

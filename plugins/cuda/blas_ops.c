@@ -171,7 +171,9 @@ static wk_status k_dot(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
 }
 
 /* cuda_reg of one row (aux: the kernel's name), for the floating dtypes cuBLAS takes. */
-static wk_status reg(const wk_kernel_row *row) { return cuda_reg(row->op, row->fn, supports_floats, NULL, row->aux); }
+static wk_status reg(const wk_kernel_row *row) {
+  return cuda_reg(row->op, row->fn, supports_floats, NULL, row->aux);
+}
 
 wk_status cuda_register_blas(void) {
 #define ROW(op, k) {op, k_##k, NULL, "cuda." #k "_cublas"},

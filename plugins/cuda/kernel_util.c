@@ -30,7 +30,9 @@ wk_tensor *cuda_dense(wk_tensor *t, wk_dtype dt, wk_device dev) {
   return c;
 }
 
-wk_tensor *cuda_cast_own(wk_tensor *t, wk_dtype dt) { return wk_cast_own(t, dt); }
+wk_tensor *cuda_cast_own(wk_tensor *t, wk_dtype dt) {
+  return wk_cast_own(t, dt);
+}
 
 /* wk_copy_ as the status wk_deliver wants. */
 static wk_status copy_into(wk_tensor *dst, wk_tensor *src) { return wk_copy_(dst, src) ? WK_OK : wk_last_error(); }

@@ -7,7 +7,6 @@
 
 #include "cuda_kernels.h"
 
-
 /* A [n] f64 tensor (consumed) reshaped and converted (NULL on error). */
 static wk_tensor *finish_stat(wk_tensor *t, const int64_t *shape, int nd, wk_dtype dt) {
   wk_tensor *v = t ? wk_reshape(t, shape, nd) : NULL;

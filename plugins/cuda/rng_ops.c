@@ -245,10 +245,14 @@ static wk_status k_bernoulli_p(const wk_kernel_ctx *ctx, const wk_value *args, w
 }
 
 /* run_random as wk_fill_inplace wants it (buf on its own device). */
-static wk_status fill_random(void *job, wk_tensor *buf) { return run_random(job, wk_tensor_device(buf), buf); }
+static wk_status fill_random(void *job, wk_tensor *buf) {
+  return run_random(job, wk_tensor_device(buf), buf);
+}
 
 /* wk_copy_ as the status wk_fill_inplace wants. */
-static wk_status copy_into(wk_tensor *dst, wk_tensor *src) { return wk_copy_(dst, src) ? WK_OK : wk_last_error(); }
+static wk_status copy_into(wk_tensor *dst, wk_tensor *src) {
+  return wk_copy_(dst, src) ? WK_OK : wk_last_error();
+}
 
 /* In-place fills draw in logical row-major order into a contiguous buffer
  * (the arguments and self's internal overlap checked by the meta function). */

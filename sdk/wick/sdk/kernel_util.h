@@ -1,9 +1,10 @@
 /* Wick SDK: device-independent plumbing that every kernel family repeats once
- * the core's meta functions have checked the arguments: handing results over,
- * delivering into an in-place / out= target, planning a reduction's layout,
- * flip/roll plans, a seeded permutation, and the op lists of the families that
- * the reference plugins share. Header-only, public API only. Include after
- * <wick/sdk/kernel.h>. */
+ * the core's meta functions have checked the arguments: handing results over
+ * (one, several, optional, in place), delivering into an in-place / out=
+ * target, reading the arguments of ops with many, BLAS operand layouts,
+ * reduction / flip / roll / repeat plans, a seeded permutation, registration
+ * tables and the op lists of the families the reference plugins share.
+ * Header-only, public API only. Include after <wick/sdk/kernel.h>. */
 #ifndef WICK_SDK_KERNEL_UTIL_H
 #define WICK_SDK_KERNEL_UTIL_H
 
@@ -74,8 +75,7 @@ static inline void wk_kernel_put_opt(wk_value *outs, wk_tensor *const *rs, int n
  * one there, stores them as wk_kernel_put_opt does; else releases them all
  * and returns s, or the pending error where a wanted one is NULL. Consumes
  * rs[0..n). */
-static inline wk_status wk_kernel_done_opt(wk_status s, wk_tensor *const *rs, const bool *want, int n,
-                                           wk_value *outs) {
+static inline wk_status wk_kernel_done_opt(wk_status s, wk_tensor *const *rs, const bool *want, int n, wk_value *outs) {
   for (int i = 0; i < n && !s; i++)
     if (want[i] && !rs[i]) s = wk_last_error();
   if (s) {
@@ -241,7 +241,8 @@ typedef struct {
 static inline wk_blas_mat wk_blas_mat_of(wk_tensor *t) {
   int nd = wk_tensor_dim(t);
   const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
-  wk_blas_mat m = {(const char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
+  wk_blas_mat m = {
+      (const char *)wk_tensor_data(t), sz[nd - 2], sz[nd - 1], nd == 3 ? st[0] : 0, st[nd - 2], st[nd - 1]};
   return m;
 }
 
