@@ -47,8 +47,12 @@ static wk_op *op_conv2d, *op_linear, *op_mm, *op_bmm, *op_addmm, *op_matmul, *op
 static wk_op *op_batch_norm, *op_layer_norm, *op_relu, *op_relu_, *op_leaky_relu, *op_leaky_relu_;
 static wk_op *op_max_pool, *op_avg_pool, *op_adaptive_avg_pool;
 
-static int64_t numel_of(const wk_value *v) { return v->tag == WK_V_TENSOR && v->u.t ? wk_tensor_numel(v->u.t) : 0; }
-static bool given(const wk_value *v) { return v->tag == WK_V_TENSOR && v->u.t; }
+static int64_t numel_of(const wk_value *v) {
+  return v->tag == WK_V_TENSOR && v->u.t ? wk_tensor_numel(v->u.t) : 0;
+}
+static bool given(const wk_value *v) {
+  return v->tag == WK_V_TENSOR && v->u.t;
+}
 
 static int64_t last_size(const wk_value *v) {
   if (v->tag != WK_V_TENSOR || !v->u.t || v->u.t->ndim == 0) return 1;

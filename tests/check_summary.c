@@ -272,8 +272,10 @@ END_TEST
 
 START_TEST(test_summary_resnet34_50_params) {
   /* pt: ptflops' rule, counted by hand as for ResNet-18 (ptflops' table: 3.68 and 4.12 GMac) */
-  static const struct { int depth; int64_t params, macs, pt; } want[] = {{34, 21797672, 3663761408, 3675629032},
-                                                                       {50, 25557032, 4089184256, 4121925096}};
+  static const struct {
+    int depth;
+    int64_t params, macs, pt;
+  } want[] = {{34, 21797672, 3663761408, 3675629032}, {50, 25557032, 4089184256, 4121925096}};
   for (int i = 0; i < 2; i++) {
     wk_module *m = wk_nn_resnet(want[i].depth, (wk_resnet_opts){0});
     TU_NOTNULL(m);

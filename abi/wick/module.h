@@ -144,7 +144,7 @@ typedef struct wk_summary_stats {
   int64_t forward_backward_bytes; /* 2 x the outputs of leaf modules with parameters */
   int64_t param_bytes;
   /* Appended in ABI 1.2 (read only when struct_size covers it): */
-  int64_t ptflops_macs;           /* ptflops' count: leaf module calls only (see wk_module_summary) */
+  int64_t ptflops_macs; /* ptflops' count: leaf module calls only (see wk_module_summary) */
 } wk_summary_stats;
 
 /* Options of wk_module_summary; zero fields mean the defaults. */
