@@ -33,8 +33,7 @@ const char *wk__dtype_word(wk_dtype dt) {
   }
 }
 
-/* The family name of a variant, for messages: "add_" and "add.out" -> "add". */
-static const char *base_name(const wk_op *op, char *buf, size_t n) {
+const char *wk__meta_base_name(const wk_op *op, char *buf, size_t n) {
   const char *s = wk_op_name(op);
   size_t len = strcspn(s, ".");
   if (len >= n) len = n - 1;
@@ -44,9 +43,19 @@ static const char *base_name(const wk_op *op, char *buf, size_t n) {
   return buf;
 }
 
+wk_status wk__meta_no_overlap(const char *op, const wk_tensor *t) {
+  for (int d = 0; d < t->ndim; d++)
+    if (t->strides[d] == 0 && t->sizes[d] > 1)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
+                      "single memory location. Please clone() the tensor before performing the operation.",
+                      op);
+  return WK_OK;
+}
+
 wk_status wk__meta_broadcast_slow(const wk_op *op, wk_tensor *const *ts, int n, wk_meta_out *o) {
   char b[64]; /* the family's name, for the message (this path is not the common call) */
-  return wk__meta_broadcast(base_name(op, b, sizeof b), ts, n, o);
+  return wk__meta_broadcast(wk__meta_base_name(op, b, sizeof b), ts, n, o);
 }
 
 wk_status wk__meta_broadcast(const char *op, wk_tensor *const *ts, int n, wk_meta_out *o) {

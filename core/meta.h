@@ -96,6 +96,11 @@ static inline bool wk__can_cast(wk_dtype from, wk_dtype to) {
   if (from != WK_BOOL && to == WK_BOOL) return false;
   return true;
 }
+/* The family name of an op's variant, for messages: "add_" and "add.out" -> "add". */
+WK__HIDDEN const char *wk__meta_base_name(const wk_op *op, char *buf, size_t n);
+/* An in-place write needs every element of its target at its own address
+ * (PyTorch's "more than one element ... refers to a single memory location"). */
+WK__HIDDEN wk_status wk__meta_no_overlap(const char *op, const wk_tensor *t);
 /* PyTorch's ScalarType word ("Float", "Long"), for "not implemented for" messages. */
 WK__HIDDEN const char *wk__dtype_word(wk_dtype dt);
 

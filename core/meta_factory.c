@@ -243,16 +243,6 @@ static wk_status need_float(const char *op, wk_dtype dt) {
   return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point dtype, but got %s", op, wk_dtype_name(dt));
 }
 
-/* In-place writes need every element of the target at its own address. */
-static wk_status no_internal_overlap(const char *op, const wk_tensor *t) {
-  for (int d = 0; d < t->ndim; d++)
-    if (t->strides[d] == 0 && t->sizes[d] > 1)
-      return wk_error(WK_ERR_INVALID_ARG,
-                      "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
-                      "single memory location. Please clone() the tensor before performing the operation.",
-                      op);
-  return WK_OK;
-}
 
 static wk_status meta_rand(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_dtype dt = opt_dtype(&args[1], WK_F32);
@@ -347,7 +337,7 @@ static wk_status meta_uniform_(wk_op *op, const wk_value *args, wk_meta_out *o) 
   if (!(to - from <= float_max(self->dtype)))
     return wk_error(WK_ERR_INVALID_ARG, "uniform_(): expects to-from <= the largest %s, but found to=%g and from=%g",
                     wk_dtype_name(self->dtype), to, from);
-  if ((s = no_internal_overlap("uniform_", self))) return s;
+  if ((s = wk__meta_no_overlap("uniform_", self))) return s;
   wk__meta_like(o, self, self->dtype);
   return WK_OK;
 }
@@ -359,7 +349,7 @@ static wk_status meta_normal_(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_status s = need_float("normal_", self->dtype);
   if (s) return s;
   if (!(sd >= 0)) return wk_error(WK_ERR_INVALID_ARG, "normal_(): expects std >= 0.0, but found std %g", sd);
-  if ((s = no_internal_overlap("normal_", self))) return s;
+  if ((s = wk__meta_no_overlap("normal_", self))) return s;
   wk__meta_like(o, self, self->dtype);
   return WK_OK;
 }

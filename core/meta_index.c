@@ -16,16 +16,6 @@ static int64_t numel(const wk_tensor *t) {
 }
 static const char *shape_of(const wk_tensor *t, char *b, size_t n) { return wk_sizes_str(t->sizes, t->ndim, b, n); }
 
-/* In-place writes need every element of the target at its own address. */
-static wk_status no_internal_overlap(const char *op, const wk_tensor *t) {
-  for (int d = 0; d < t->ndim; d++)
-    if (t->strides[d] == 0 && t->sizes[d] > 1)
-      return wk_error(WK_ERR_INVALID_ARG,
-                      "%s(): unsupported operation: more than one element of the written-to tensor refers to a "
-                      "single memory location. Please clone() the tensor before performing the operation.",
-                      op);
-  return WK_OK;
-}
 
 /* ---- cat --------------------------------------------------------------------------- */
 /* PyTorch skips legacy empty tensors of shape [0] when checking shapes. */
@@ -159,7 +149,7 @@ static wk_status meta_scatter(wk_op *op, const wk_value *args, wk_meta_out *o) {
     return wk_error(WK_ERR_DTYPE, "%s(): Expected self.dtype to be equal to src.dtype (got %s and %s)", op_name,
                     wk_dtype_name(self->dtype), wk_dtype_name(src->dtype));
   if (n != 0 && (s = sg_shape_check(op_name, self, d, index, src))) return s;
-  if ((wk_op_tags(op) & WK_TAG_INPLACE) && (s = no_internal_overlap(op_name, self))) return s;
+  if ((wk_op_tags(op) & WK_TAG_INPLACE) && (s = wk__meta_no_overlap(op_name, self))) return s;
   wk__meta_like(o, self, self->dtype);
   return WK_OK;
 }
@@ -183,7 +173,7 @@ static wk_status meta_masked_fill(wk_op *op, const wk_value *args, wk_meta_out *
     return wk_error(WK_ERR_SHAPE, "%s(): mask of shape %s cannot be broadcast to self of shape %s", name,
                     shape_of(mask, a, sizeof a), shape_of(self, b, sizeof b));
   }
-  return no_internal_overlap(name, self);
+  return wk__meta_no_overlap(name, self);
 }
 
 static wk_status meta_masked_select(wk_op *op, const wk_value *args, wk_meta_out *o) {

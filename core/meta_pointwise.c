@@ -7,22 +7,12 @@
 
 #include "meta.h"
 
-/* The family name of a variant: "exp_" and "exp.out" -> "exp". */
-static const char *base_name(const wk_op *op, char *buf, size_t n) {
-  const char *s = wk_op_name(op);
-  size_t len = strcspn(s, ".");
-  if (len >= n) len = n - 1;
-  memcpy(buf, s, len);
-  buf[len] = 0;
-  if (len > 1 && buf[len - 1] == '_') buf[len - 1] = 0;
-  return buf;
-}
 
 /* ---- unary ---------------------------------------------------------------------- */
 /* Result dtype of a unary op with dtype rule `rule` on input dtype dt. */
 static wk_status unary_dtype(wk_op *op, int rule, wk_dtype dt, wk_dtype *rt) {
   char b[64];
-  const char *base = base_name(op, b, sizeof b);
+  const char *base = wk__meta_base_name(op, b, sizeof b);
   *rt = dt;
   if (rule == WK_UNARY_PRED) {
     *rt = WK_BOOL;
@@ -151,19 +141,19 @@ static inline __attribute__((always_inline)) wk_status binary(wk_op *op, const w
                       "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'", rounding);
   }
   if (rt == WK_BOOL && (k == B_POW || trunc_ || floor_))
-    return wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", base_name(op, b, sizeof b),
+    return wk_error(WK_ERR_DTYPE, "%s: \"%s\" not implemented for 'Bool'", wk__meta_base_name(op, b, sizeof b),
                     k == B_POW ? "pow" : trunc_ ? "div_trunc" : "div_floor");
   if (k == B_POW && !wk_dtype_is_floating(self->dtype) && other->tag == WK_V_INT && other->u.i < 0)
     return wk_error(WK_ERR_INVALID_ARG, "%s: Integers to negative integer powers are not allowed.",
-                    base_name(op, b, sizeof b));
+                    wk__meta_base_name(op, b, sizeof b));
   if (alpha && !(alpha->tag == WK_V_INT && alpha->u.i == 1)) {
     double af = alpha->tag == WK_V_FLOAT ? alpha->u.f : alpha->tag == WK_V_INT ? (double)alpha->u.i : alpha->u.b;
     if (!wk_dtype_is_floating(rt) && alpha->tag == WK_V_FLOAT && !(isfinite(af) && af == trunc(af)))
       return wk_error(WK_ERR_DTYPE,
                       "%s: for integral input tensors, argument alpha must not be a floating point number",
-                      base_name(op, b, sizeof b));
+                      wk__meta_base_name(op, b, sizeof b));
     if (alpha->tag == WK_V_BOOL && rt != WK_BOOL)
-      return wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", base_name(op, b, sizeof b));
+      return wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", wk__meta_base_name(op, b, sizeof b));
   }
   if (k == B_DIV && !trunc_ && !floor_ && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division */
   if (k == B_LOGICAL || k == B_COMPARE) rt = WK_BOOL;

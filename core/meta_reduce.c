@@ -8,15 +8,6 @@
 
 #include "meta.h"
 
-/* The family name of a variant: "sum.dim_IntList" -> "sum" (messages say "sum(): ..."). */
-static const char *base_name(const wk_op *op, char *buf, size_t n) {
-  const char *s = wk_op_name(op);
-  size_t len = strcspn(s, ".");
-  if (len >= n) len = n - 1;
-  memcpy(buf, s, len);
-  buf[len] = 0;
-  return buf;
-}
 
 static double scalar_f64(const wk_value *v) {
   return v->tag == WK_V_INT ? (double)v->u.i : v->tag == WK_V_BOOL ? (double)v->u.b : v->u.f;
@@ -65,7 +56,7 @@ static wk_status sum_prod(wk_op *op, const wk_tensor *x, const int64_t *dims, in
                           wk_meta_out *o) {
   char b[32];
   wk_dtype dt = dtype ? dtype : wk_dtype_is_floating(x->dtype) ? x->dtype : WK_I64;
-  return reduce_shape(base_name(op, b, sizeof b), x, dims, n, keepdim, dt, o, NULL);
+  return reduce_shape(wk__meta_base_name(op, b, sizeof b), x, dims, n, keepdim, dt, o, NULL);
 }
 /* sum(self, *, dtype), prod(self, *, dtype) */
 static wk_status meta_sum_all(wk_op *op, const wk_value *args, wk_meta_out *o) {
@@ -128,11 +119,11 @@ static wk_status extreme(const char *name, bool values, bool indices, const wk_t
 }
 static wk_status meta_max_min(wk_op *op, const wk_value *args, wk_meta_out *o) {
   char b[32];
-  return extreme(base_name(op, b, sizeof b), true, false, MT(0), false, 0, false, o);
+  return extreme(wk__meta_base_name(op, b, sizeof b), true, false, MT(0), false, 0, false, o);
 }
 static wk_status meta_max_min_dim(wk_op *op, const wk_value *args, wk_meta_out *o) {
   char b[32];
-  return extreme(base_name(op, b, sizeof b), true, true, MT(0), true, args[1].u.i, args[2].u.b, o);
+  return extreme(wk__meta_base_name(op, b, sizeof b), true, true, MT(0), true, args[1].u.i, args[2].u.b, o);
 }
 /* argmax with dim None reduces the flattened input (keepdim keeps every dim as 1). */
 static wk_status meta_argmax_min(wk_op *op, const wk_value *args, wk_meta_out *o) {
@@ -142,7 +133,7 @@ static wk_status meta_argmax_min(wk_op *op, const wk_value *args, wk_meta_out *o
 /* var.correction / std.correction(self, dim, *, correction, keepdim) */
 static wk_status meta_var_std(wk_op *op, const wk_value *args, wk_meta_out *o) {
   char b[32];
-  const char *name = base_name(op, b, sizeof b);
+  const char *name = wk__meta_base_name(op, b, sizeof b);
   const wk_tensor *x = MT(0);
   if (!wk_dtype_is_floating(x->dtype))
     return wk_error(WK_ERR_DTYPE, "%s(): std and var only support floating point and complex dtypes, got %s", name,
@@ -183,7 +174,7 @@ static wk_status meta_all_any(wk_op *op, const wk_value *args, wk_meta_out *o) {
   const wk_tensor *x = MT(0);
   bool has_dim = wk_op_num_args(op) > 1;
   int64_t dim = has_dim ? args[1].u.i : 0;
-  return reduce_shape(base_name(op, b, sizeof b), x, has_dim ? &dim : NULL, has_dim ? 1 : 0,
+  return reduce_shape(wk__meta_base_name(op, b, sizeof b), x, has_dim ? &dim : NULL, has_dim ? 1 : 0,
                       has_dim ? args[2].u.b : false, x->dtype == WK_U8 ? WK_U8 : WK_BOOL, o, NULL);
 }
 
