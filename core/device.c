@@ -17,6 +17,11 @@ _Thread_local wk_device wk__default_dev;
 
 wk_device wk_set_default_device(wk_device dev) {
   wk_device prev = wk__default_dev;
+  if (dev.type != WK_DEVICE_DEFAULT && (dev.index < 0 || !wk__device_iface(dev.type))) {
+    wk_error(WK_ERR_DEVICE, "wk_set_default_device: unknown device type %d (index %d); the default stays", dev.type,
+             dev.index);
+    return prev;
+  }
   wk__default_dev = dev;
   return prev;
 }

@@ -187,6 +187,8 @@ START_TEST(test_meta_third_party_op) {
   ck_assert_str_eq(wk_last_error_message(), "meta_test_double_rows: expected a 2-D tensor, got 1 dims");
   wk_clear_error();
   ck_assert_int_ne(wk_op_set_meta(NULL, third_party_meta), WK_OK);
+  ck_assert_int_ne(wk_op_set_meta(op, NULL), WK_OK);
+  ck_assert(!wk_op_has_meta(NULL));
   wk_clear_error();
   wk_scope_end();
 }
@@ -212,6 +214,10 @@ START_TEST(test_meta_default_device) {
   ck_assert(v == 2.0);
   wk_set_default_device(prev);
   ck_assert_int_eq(wk_tensor_device(wk_zeros(WK_SHAPE(3), (wk_options){0})).type, WK_DEVICE_CPU);
+  wk_set_default_device((wk_device){WK_MAX_DEVICE_TYPES - 1, 0}); /* no such type: refused */
+  ck_assert_int_eq(wk_last_error(), WK_ERR_DEVICE);
+  ck_assert_int_eq(wk_default_device().type, WK_DEVICE_DEFAULT);
+  wk_clear_error();
   wk_scope_end();
 }
 END_TEST

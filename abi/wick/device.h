@@ -153,7 +153,8 @@ WK_API bool wk_device_equal(wk_device a, wk_device b);
  * tensors there, so `wk_set_default_device(meta)` around a model's
  * constructor builds it without allocating data. Ops choose their device
  * from their tensors as before, and kernels' temporaries are not affected.
- * {WK_DEVICE_DEFAULT, 0} restores cpu. Returns the previous default. */
+ * {WK_DEVICE_DEFAULT, 0} restores cpu. Returns the previous default; an
+ * unknown device type records WK_ERR_DEVICE and leaves the default as it was. */
 WK_API wk_device wk_set_default_device(wk_device dev);
 /* The calling thread's default device ({WK_DEVICE_DEFAULT, 0}: cpu). */
 WK_API wk_device wk_default_device(void);
