@@ -12,6 +12,7 @@
 #include <wick/sdk/gradcheck.h>
 
 #include "op_sweep_gen.h"
+#include "op_sweep_gen_nn.h"
 #include "testutil.h"
 
 /* ==== the harness ============================================================================ */
