@@ -109,6 +109,16 @@ static void add_problem(char *buf, size_t cap, int *count, const char *fmt, ...)
   va_end(ap);
 }
 
+/* The op a formula row names, or NULL after noting the row as a problem. */
+static wk_op *row_op(const wk__formula *row, char *problems, size_t cap, int *nbad) {
+  wk_op *op = wk_op_find(row->op);
+  if (!op) {
+    wk_clear_error();
+    add_problem(problems, cap, nbad, "the formula %s names op '%s', which is not declared", row->name, row->op);
+  }
+  return op;
+}
+
 /* Binds each formula row to its op, once, at start-up. A row naming an op
  * that is not declared (a misspelling, or an op renamed in the list) and two
  * rows for one op are errors. */
@@ -118,13 +128,8 @@ wk_status wk__formulas_init(void) {
   for (size_t f = 0; f < sizeof g_families / sizeof g_families[0]; f++)
     for (size_t i = 0; i < g_families[f]->n; i++) {
       const wk__formula *row = &g_families[f]->rows[i];
-      wk_op *op = wk_op_find(row->op);
-      if (!op) {
-        wk_clear_error();
-        add_problem(problems, sizeof problems, &nbad, "the formula %s names op '%s', which is not declared", row->name,
-                    row->op);
-        continue;
-      }
+      wk_op *op = row_op(row, problems, sizeof problems, &nbad);
+      if (!op) continue;
       const void **slot = wk__op_autograd_slot(op);
       if (*slot == row) continue; /* bound by an earlier call */
       if (*slot)
@@ -165,12 +170,8 @@ wk_status wk__autograd_audit(const char *const *extra_rows, int nextra, bool all
   for (size_t f = 0; f < sizeof g_families / sizeof g_families[0]; f++)
     for (size_t i = 0; i < g_families[f]->n; i++) {
       const wk__formula *row = &g_families[f]->rows[i];
-      wk_op *op = wk_op_find(row->op);
-      if (!op) {
-        wk_clear_error();
-        add_problem(problems, sizeof problems, &nbad, "the formula %s names op '%s', which is not declared", row->name,
-                    row->op);
-      } else {
+      wk_op *op = row_op(row, problems, sizeof problems, &nbad);
+      if (op) {
         const wk__formula *bound = wk__formula_for(op);
         if (!bound || (bound != row && !bound->ext)) /* (a plugin may replace a core formula) */
           add_problem(problems, sizeof problems, &nbad, "the formula %s is not the one bound to op '%s'", row->name,
