@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <wick/io.h>
 
@@ -506,6 +507,64 @@ START_TEST(test_io_rejects_corrupt_files) {
 }
 END_TEST
 
+/* The strict JSON pre-check: what cJSON would tolerate or mangle is refused with its byte offset. */
+static void strict_rejects(const char *header, size_t data, const char *needle) {
+  static unsigned char buf[4096];
+  size_t n = craft(buf, ~0ull, header, data);
+  wk_state_dict *sd = (wk_state_dict *)buf;
+  ck_assert_msg(wk_load_safetensors_buffer(buf, n, &sd, NULL) == WK_ERR_IO && !sd, "%s loaded", header);
+  TU_FAILS_WITH(WK_ERR_IO, needle);
+  wk_clear_error();
+}
+
+START_TEST(test_io_strict_json) {
+  int64_t live = wk_live_tensors();
+  /* \u0000 would end cJSON's string early: "F32\u0000garbage" read as F32, two keys collapsed into one */
+  strict_rejects("{\"a\":{\"dtype\":\"F32\\u0000garbage\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                 "not valid JSON: \\u0000 (NUL) in a string at header byte 18");
+  strict_rejects("{\"__metadata__\":{\"a\\u0000x\":\"1\",\"a\\u0000y\":\"2\"}}", 0,
+                 "\\u0000 (NUL) in a string at header byte 19");
+  /* a raw newline inside a string; a 0x02 byte between tokens */
+  strict_rejects("{\"a\n\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4,
+                 "control character 0x0a in a string at header byte 3");
+  strict_rejects("{\"__metadata__\":\x02{}}", 0, "unexpected byte 0x02 where a value should be at header byte 16");
+  strict_rejects("{\"__metadata__\":{}\x02}", 0, "unexpected byte 0x02 where ',' or '}' should be at header byte 18");
+  /* deep nesting */
+  char deep[512] = "{\"__metadata__\":";
+  for (int i = 0; i < 100; i++) strcat(deep, "[");
+  for (int i = 0; i < 100; i++) strcat(deep, "]");
+  strcat(deep, "}");
+  strict_rejects(deep, 0, "nesting deeper than 64 levels at header byte 79");
+  /* the rest of the grammar */
+  strict_rejects("{\"a\":{\"dtype\":\"F32\",\"shape\":[01],\"data_offsets\":[0,4]}}", 4,
+                 "leading zero at header byte 29");
+  strict_rejects("{\"a\":{\"dtype\":\"F32\",\"shape\":[1,],\"data_offsets\":[0,4]}}", 4,
+                 "unexpected character ']' where a value should be at header byte 31");
+  strict_rejects("{\"a\":{\"dtype\":\"F32\",\"shape\":[1.],\"data_offsets\":[0,4]}}", 4, "malformed number");
+  strict_rejects("{\"a\\x\":{}}", 0, "invalid escape sequence in a string at header byte 3");
+  strict_rejects("{\"a\\ud800\":{}}", 0, "unpaired UTF-16 surrogate");
+  strict_rejects("{\"a\\u12\":{}}", 0, "invalid \\u escape");
+  strict_rejects("{\"__metadata__\":{\"k\":tru}}", 0, "where a value should be at header byte 21");
+  strict_rejects("{\"__metadata__\":{'k':\"v\"}}", 0, "where an object key should be at header byte 17");
+  strict_rejects("{\"__metadata__\":{\"k\" \"v\"}}", 0, "where ':' should be at header byte 21");
+  strict_rejects("{\"__metadata__\":{\"k\":\"v", 0, "unterminated string at header byte 21");
+  strict_rejects("{\"__metadata__\":{}\f}", 0, "unexpected byte 0x0c");
+  strict_rejects("{}\v", 3, "bytes after its JSON object (header byte 2)");
+  /* a valid header with every escape, \u escapes (a surrogate pair too), raw UTF-8 and spaces, tabs, CR, LF */
+  const char *ok =
+      "{ \"__metadata__\" :\t{\"k\\\"\\\\\\/\\b\\f\\n\\r\\t\":\"caf\\u00e9 \\ud83d\\ude00 \xc3\xa9\"},\r\n"
+      "\"a\\u00e9\":{\"dtype\":\"F32\",\"shape\":[1E0],\"data_offsets\":[0,4]}}  ";
+  unsigned char buf[512];
+  size_t n = craft(buf, ~0ull, ok, 4);
+  wk_state_dict *sd = NULL;
+  TU_OK(wk_load_safetensors_buffer(buf, n, &sd, NULL));
+  ck_assert_str_eq(wk_state_dict_get_meta(sd, "k\"\\/\b\f\n\r\t"), "caf\xc3\xa9 \xf0\x9f\x98\x80 \xc3\xa9");
+  ck_assert_ptr_nonnull(wk_state_dict_get(sd, "a\xc3\xa9"));
+  wk_state_dict_free(sd);
+  ck_assert_int_eq(wk_live_tensors(), live);
+}
+END_TEST
+
 START_TEST(test_io_fuzz_mutations) {
   int64_t live = wk_live_tensors();
   wk_state_dict *sd = wk_state_dict_new();
@@ -878,6 +937,33 @@ START_TEST(test_io_checkpoint_written_by_torch) {
 }
 END_TEST
 
+/* Temporary files a writer killed with kill -9 left (".NAME.tmp-PID-N", PID gone) are removed at the next
+ * save into the directory; a live writer's file and other names stay. */
+START_TEST(test_io_save_removes_stale_temp_files) {
+  pid_t dead = fork();
+  ck_assert_int_ge(dead, 0);
+  if (dead == 0) _exit(0);
+  ck_assert_int_eq(waitpid(dead, NULL, 0), dead);
+  if (kill(dead, 0) == 0) return; /* reused already: nothing to test */
+  char stale1[64], stale2[64], mine[64], nodot[64], suffix[64];
+  snprintf(stale1, sizeof stale1, ".model.safetensors.tmp-%ld-0", (long)dead);
+  snprintf(stale2, sizeof stale2, ".other.safetensors.tmp-%ld-7", (long)dead);
+  snprintf(mine, sizeof mine, ".model.safetensors.tmp-%ld-999", (long)getpid());
+  snprintf(nodot, sizeof nodot, "model.safetensors.tmp-%ld-0", (long)dead);
+  snprintf(suffix, sizeof suffix, ".model.safetensors.tmp-%ld-0.bak", (long)dead);
+  const char *names[] = {stale1, stale2, mine, nodot, suffix};
+  for (int i = 0; i < 5; i++) write_all(path_in(names[i]), "x", 1);
+  wk_state_dict *sd = small_dict(1);
+  TU_OK(wk_save_safetensors(sd, path_in("model.safetensors")));
+  struct stat sb;
+  ck_assert_int_ne(stat(path_in(stale1), &sb), 0);
+  ck_assert_int_ne(stat(path_in(stale2), &sb), 0);
+  for (int i = 2; i < 5; i++) ck_assert_msg(stat(path_in(names[i]), &sb) == 0, "%s was removed", names[i]);
+  ck_assert_int_eq(dir_entries(), 4);
+  wk_state_dict_free(sd);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("check_io");
   struct {
@@ -887,8 +973,10 @@ static Suite *make_suite(void) {
       {"service", {test_io_service_registered, test_io_null_arguments}},
       {"roundtrip", {test_io_roundtrip_all_dtypes, test_io_map_location_and_devices, test_io_spec_bytes}},
       {"interop", {test_io_interop_loads_torch_file, test_io_interop_torch_reads_ours}},
-      {"corrupt", {test_io_rejects_corrupt_files, test_io_fuzz_mutations}},
-      {"atomic", {test_io_atomic_device_failure_keeps_old_file, test_io_atomic_write_failure_keeps_old_file}},
+      {"corrupt", {test_io_rejects_corrupt_files, test_io_fuzz_mutations, test_io_strict_json}},
+      {"atomic",
+       {test_io_atomic_device_failure_keeps_old_file, test_io_atomic_write_failure_keeps_old_file,
+        test_io_save_removes_stale_temp_files}},
       {"checkpoint",
        {test_io_checkpoint_roundtrip, test_io_checkpoint_strict_and_non_strict, test_io_checkpoint_bad_input,
         test_io_checkpoint_written_by_torch}},

@@ -5,4 +5,7 @@
 /* wick summary ... (tools/summary.c); argv[1] is "summary". Returns the exit status. */
 int wick_summary_cmd(int argc, char **argv);
 
+/* wick doctor DIR [--clean] (tools/doctor.c); argv[1] is "doctor". Returns the exit status. */
+int wick_doctor_cmd(int argc, char **argv);
+
 #endif

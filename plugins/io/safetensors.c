@@ -16,10 +16,12 @@
 #include <cjson/cJSON.h>
 
 #include "io.h"
+#include "stale_tmp.h"
 
 #define ST_MAX_HEADER 100000000ull /* safetensors' own limit */
 #define ST_MAX_TENSORS 65536       /* core state dicts are linear maps: bounds a crafted file's load time */
 #define ST_MAX_ELEMS 9.0e15        /* the core's limit on a shape's element count */
+#define ST_MAX_DEPTH 64            /* JSON nesting: a safetensors header needs 3 */
 
 static const struct {
   const char *name;
@@ -252,6 +254,16 @@ static wk_status parse_header(const src *s, const char *h, uint64_t n, uint64_t 
   int64_t bad = utf8_bad((const unsigned char *)h, (size_t)n);
   if (bad >= 0) return fail(s, "the header is not valid UTF-8 (header byte %lld)", (long long)bad);
   if (h[0] != '{') return fail(s, "the header does not start with '{': not a safetensors file");
+  size_t at = 0;
+  char why[128];
+  switch (io_json_strict(h, (size_t)n, ST_MAX_DEPTH, &at, why, sizeof why)) {
+    case IO_JSON_BAD:
+      return fail(s, "the header is not valid JSON: %s at header byte %zu", why, at);
+    case IO_JSON_TRAILING:
+      return fail(s, "the header has bytes after its JSON object (header byte %zu)", at);
+    default:
+      break;
+  }
   const char *end = NULL;
   cJSON *js = cJSON_ParseWithLengthOpts(h, (size_t)n, &end, 0);
   if (!js) {
@@ -442,6 +454,10 @@ static wk_status sink_open(sink *k, size_t total) {
   size_t cap = strlen(k->path) + 64;
   k->tmp = malloc(cap);
   if (!k->tmp) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", k->fn);
+  /* best effort: remove what writers killed mid-save (kill -9) left in this directory */
+  int dl = base == k->path ? 0 : base - 1 == k->path ? 1 : (int)(base - 1 - k->path); /* "/x": "/" */
+  snprintf(k->tmp, cap, "%.*s", dl ? dl : 1, dl ? k->path : ".");
+  io_tmp_stale(k->tmp, true, NULL, NULL);
   for (int attempt = 0; attempt < 100; attempt++) {
     snprintf(k->tmp, cap, "%.*s.%s.tmp-%ld-%u", (int)(base - k->path), k->path, base, (long)getpid(),
              atomic_fetch_add(&g_tmp_counter, 1u));
