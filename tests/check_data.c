@@ -1,8 +1,11 @@
 /* check_data: the data service: datasets, IDX/CIFAR readers (generated files,
  * corrupt ones, the real Fashion-MNIST when installed), the DataLoader
  * (ordering, determinism across workers, shuffling, errors, early close),
- * transforms, samplers, and a fuzz loop over mutated IDX headers. */
+ * transforms, samplers, gzip bombs and malformed gzip streams, and a fuzz
+ * loop over mutated IDX headers. */
 #include <stdint.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 #include <wick/data.h>
 
@@ -317,6 +320,152 @@ START_TEST(test_data_mnist_corrupt) {
 }
 END_TEST
 
+/* ---- gzip bombs and malformed gzip streams -------------------------------------------------------- */
+/* A deflate bit writer: fixed-Huffman blocks only, enough to emit a long run of
+ * zeros as length-258 distance-1 matches (13 bits per 258 bytes). */
+typedef struct {
+  uint8_t *o;
+  size_t k;
+  uint32_t acc;
+  int nb;
+} bitw;
+static void bw_bits(bitw *w, uint32_t v, int n) { /* deflate packs values LSB first */
+  w->acc |= v << w->nb;
+  w->nb += n;
+  for (; w->nb >= 8; w->nb -= 8, w->acc >>= 8) w->o[w->k++] = (uint8_t)w->acc;
+}
+static void bw_code(bitw *w, uint32_t code, int n) { /* ... and Huffman codes MSB first */
+  uint32_t r = 0;
+  for (int i = 0; i < n; i++) r |= ((code >> i) & 1) << (n - 1 - i);
+  bw_bits(w, r, n);
+}
+static void bw_literal(bitw *w, uint8_t b) {
+  if (b < 144)
+    bw_code(w, 0x30 + b, 8);
+  else
+    bw_code(w, 0x190 + b - 144, 9);
+}
+/* A gzip member holding p[0..n) followed by 1 + 258 * runs zero bytes. The
+ * trailer's length is right; its CRC too with `crc`, else 0 (a reader must
+ * refuse the stream long before the trailer: computing it would be slow). */
+static uint8_t *gzip_bomb(const uint8_t *p, size_t n, size_t runs, bool crc, size_t *out_n) {
+  bitw w = {.o = malloc(32 + 2 * n + runs * 13 / 8 + 8)};
+  ck_assert_ptr_nonnull(w.o);
+  const uint8_t hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+  memcpy(w.o, hdr, 10);
+  w.k = 10;
+  bw_bits(&w, 1, 1); /* BFINAL */
+  bw_bits(&w, 1, 2); /* BTYPE = fixed Huffman */
+  for (size_t i = 0; i < n; i++) bw_literal(&w, p[i]);
+  bw_literal(&w, 0);
+  for (size_t r = 0; r < runs; r++) {
+    bw_code(&w, 0xC5, 8); /* length code 285: 258 bytes */
+    bw_bits(&w, 0, 5);    /* distance code 0: distance 1 */
+  }
+  bw_code(&w, 0, 7); /* end of block */
+  if (w.nb) bw_bits(&w, 0, 8 - w.nb);
+  uint64_t total = n + 1 + 258 * (uint64_t)runs;
+  uint32_t c = 0;
+  if (crc) {
+    uint8_t *all = calloc(1, (size_t)total);
+    ck_assert_ptr_nonnull(all);
+    memcpy(all, p, n);
+    c = crc32_of(all, (size_t)total);
+    free(all);
+  }
+  for (int i = 0; i < 4; i++) w.o[w.k++] = (uint8_t)(c >> (8 * i));
+  for (int i = 0; i < 4; i++) w.o[w.k++] = (uint8_t)(total >> (8 * i));
+  *out_n = w.k;
+  return w.o;
+}
+static long peak_rss_kb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+START_TEST(test_data_mnist_gzip_bomb) {
+  /* A valid 2-image 28x28 header, then 512 MiB of zeros in a 3.4 MB gzip member. */
+  const size_t runs = ((size_t)512 << 20) / 258;
+  size_t hn, gn;
+  uint8_t zeros[2 * 28 * 28] = {0};
+  uint8_t *hdr = idx_bytes(3, (uint32_t[]){2, 28, 28}, zeros, &hn);
+  hn = 16; /* the header only: the zeros follow */
+  uint8_t *bomb = gzip_bomb(hdr, hn, runs, false, &gn);
+  write_mnist(path_of("bi"), path_of("bl"), false);
+  write_bytes(path_of("bi"), bomb, gn);
+  free(bomb);
+  ck_assert_uint_lt(gn, (size_t)4 << 20);
+  long before = peak_rss_kb();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ck_assert_ptr_null(wk_dataset_mnist(path_of("bi"), path_of("bl")));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long grew = peak_rss_kb() - before;
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  ck_assert_msg(strstr(wk_last_error_message(), path_of("bi")) != NULL, "no file name in '%s'", wk_last_error_message());
+  TU_FAILS_WITH(WK_ERR_IO, "goes on past the 2 records (1568 bytes) the header declares: at least");
+  ck_assert_msg(grew < 64 * 1024, "peak RSS grew by %ld KiB rejecting a gzip bomb", grew);
+  ck_assert_msg(secs < 1.0, "rejecting a gzip bomb took %.2f s", secs);
+  /* Declaring 2^20 images over 2 MiB of data: memory follows the data actually read */
+  hdr[5] = 0x10; /* dims[0] = 0x00100002 */
+  bomb = gzip_bomb(hdr, hn, ((size_t)2 << 20) / 258, true, &gn);
+  write_bytes(path_of("bi"), bomb, gn);
+  free(bomb);
+  ck_assert_ptr_null(wk_dataset_mnist(path_of("bi"), path_of("bl")));
+  TU_FAILS_WITH(WK_ERR_IO, "truncated: the header declares 1048578 records of 784 bytes");
+  /* A header declaring more than can be held is refused before anything is read */
+  memset(hdr + 4, 0xff, 12);
+  write_bytes(path_of("bi"), hdr, hn);
+  ck_assert_ptr_null(wk_dataset_mnist(path_of("bi"), path_of("bl")));
+  TU_FAILS_WITH(WK_ERR_IO, "records of more than 4294967296 bytes are too large");
+  hdr[8] = hdr[9] = hdr[10] = 0, hdr[12] = hdr[13] = hdr[14] = 0; /* 2^32-1 images of 255 x 255 */
+  write_bytes(path_of("bi"), hdr, hn);
+  ck_assert_ptr_null(wk_dataset_mnist(path_of("bi"), path_of("bl")));
+  TU_FAILS_WITH(WK_ERR_IO, "more than the 17179869184-byte limit");
+  free(hdr);
+}
+END_TEST
+
+START_TEST(test_data_mnist_gzip_streams) {
+  uint8_t px[N * H * W];
+  for (int i = 0; i < N * H * W; i++) px[i] = (uint8_t)((i / (H * W)) * 7 + i % (H * W));
+  size_t n, g1, g2;
+  uint8_t *good = idx_bytes(3, (uint32_t[]){N, H, W}, px, &n);
+  /* Two gzip members, as `cat a.gz b.gz` gives: read as one stream, like gunzip */
+  uint8_t *z1 = gzip_of(good, 100, &g1), *z2 = gzip_of(good + 100, n - 100, &g2);
+  uint8_t *cat = malloc(g1 + g2 + 16);
+  memcpy(cat, z1, g1), memcpy(cat + g1, z2, g2);
+  write_mnist(path_of("gi"), path_of("gl"), false);
+  write_bytes(path_of("gi"), cat, g1 + g2);
+  wk_dataset *ds = wk_dataset_mnist(path_of("gi"), path_of("gl"));
+  check_small_mnist(ds);
+  wk_dataset_free(ds);
+  /* Garbage after the last member */
+  memcpy(cat + g1 + g2, "junk", 4);
+  expect_bad(cat, g1 + g2 + 4, true, "trailing garbage after the gzip stream (316 bytes inflated)");
+  cat[g1 + g2] = 0x1f; /* a lone first magic byte is garbage too */
+  expect_bad(cat, g1 + g2 + 1, true, "trailing garbage after the gzip stream");
+  /* The members inflate to one byte more than the header declares */
+  uint8_t *big = malloc(n + 1);
+  memcpy(big, good, n), big[n] = 9;
+  free(z2);
+  z2 = gzip_of(big + 100, n + 1 - 100, &g2);
+  memcpy(cat + g1, z2, g2);
+  expect_bad(cat, g1 + g2, true, "1 trailing bytes after the 25 records");
+  /* Truncated inside the deflate data, inside the trailer, and short of the declared size */
+  expect_bad(z1, g1 - 40, true, "corrupt or truncated gzip data after");
+  expect_bad(z1, g1 - 3, true, "unexpected end of file");
+  expect_bad(z1, g1, true, "truncated: the header declares 25 records of 12 bytes (300 bytes) but 84 bytes follow");
+  /* A bad CRC is caught even though the data fills the declared size exactly */
+  free(z2);
+  z2 = gzip_of(good, n, &g2);
+  z2[g2 - 8] ^= 1;
+  expect_bad(z2, g2, true, "incorrect data check");
+  free(good), free(big), free(z1), free(z2), free(cat);
+}
+END_TEST
+
 START_TEST(test_data_cifar) {
   int64_t live = wk_live_tensors();
   for (int classes = 10; classes <= 100; classes += 90) {
@@ -342,6 +491,17 @@ START_TEST(test_data_cifar) {
     ck_assert_double_eq(v, (uint8_t)((2 * 1024 + 31 * 32 + 30) * 3 + 1));
     wk_sample_clear(&s);
     wk_dataset_free(ds);
+    size_t gn; /* gzip, inflated record by record; then truncated */
+    uint8_t *gz = gzip_of(b, rec * 3, &gn);
+    write_bytes(path_of("c3.gz"), gz, gn);
+    ds = wk_dataset_cifar((const char *[]){path_of("c3.gz")}, 1, classes);
+    TU_NOTNULL(ds);
+    ck_assert_int_eq(wk_dataset_len(ds), 3);
+    wk_dataset_free(ds);
+    write_bytes(path_of("c3.gz"), gz, gn - 100);
+    ck_assert_ptr_null(wk_dataset_cifar((const char *[]){path_of("c3.gz")}, 1, classes));
+    TU_FAILS_WITH(WK_ERR_IO, "corrupt or truncated gzip data");
+    free(gz);
     write_bytes(path_of("c2"), b, rec * 2 - 1);
     ck_assert_ptr_null(wk_dataset_cifar((const char *[]){path_of("c1"), path_of("c2")}, 2, classes));
     TU_FAILS_WITH(WK_ERR_IO, "record 1 has");
@@ -873,7 +1033,8 @@ static Suite *make_suite(void) {
     const TTest *t;
   } tests[] = {{"service", test_data_service},         {"datasets", test_data_tensor_dataset},
                {"datasets", test_data_user_dataset},   {"readers", test_data_mnist_small},
-               {"readers", test_data_mnist_corrupt},   {"readers", test_data_cifar},
+               {"readers", test_data_mnist_corrupt},   {"readers", test_data_mnist_gzip_bomb},
+               {"readers", test_data_mnist_gzip_streams},   {"readers", test_data_cifar},
                {"readers", test_data_csv},             {"readers", test_data_fashion_mnist},   {"readers", test_data_fuzz_idx},
                {"loader", test_data_loader_workers},   {"loader", test_data_loader_errors},
                {"loader", test_data_loader_close},     {"transforms", test_data_transforms},

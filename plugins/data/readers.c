@@ -1,8 +1,8 @@
 /* data plugin: readers for real formats: MNIST / Fashion-MNIST IDX files
- * (plain or gzip) and CIFAR-10/100 binary batches. Every file is read whole
- * (through zlib, which passes plain files through), then validated before any
- * record is used: no read goes past the buffer. Errors are WK_ERR_IO naming the
- * file, the record and the fault. */
+ * (plain or gzip) and CIFAR-10/100 binary batches. Files are read through a
+ * small stream (plain, or gzip inflated in chunks) so that an IDX header is
+ * checked before its data is inflated and memory never exceeds what the
+ * header declares. Errors are WK_ERR_IO naming the file, the record and the fault. */
 #include <errno.h>
 #include <zlib.h>
 
@@ -10,45 +10,142 @@
 
 #define DT_MAX_FILE ((size_t)1 << 34) /* 16 GiB: refuse anything larger */
 
-/* Reads `path` whole (decompressing gzip) into *buf / *n (malloc'd). */
-static wk_status read_all(const char *fn, const char *path, uint8_t **buf, size_t *n) {
+/* ---- Input stream: a plain file, or gzip members inflated chunk by chunk -------------------------- */
+typedef struct {
+  const char *fn, *path;
+  FILE *fp;
+  bool gz, zinit, member_end, eof;
+  z_stream z;
+  size_t out;         /* bytes produced so far */
+  uint8_t in[1 << 16]; /* compressed input (gzip only) */
+} dt_src;
+
+static wk_status src_read_error(dt_src *s) {
+  return wk_error(WK_ERR_IO, "%s: cannot read '%s' after %zu bytes: %s", s->fn, s->path, s->out, strerror(errno));
+}
+static wk_status src_open(dt_src *s, const char *fn, const char *path) {
+  memset(s, 0, sizeof *s);
+  s->fn = fn;
+  s->path = path;
+  errno = 0;
+  s->fp = fopen(path, "rb");
+  if (!s->fp) return wk_error(WK_ERR_IO, "%s: cannot open '%s': %s", fn, path, errno ? strerror(errno) : "out of memory");
+  size_t k = fread(s->in, 1, 2, s->fp);
+  if (k == 2 && s->in[0] == 0x1f && s->in[1] == 0x8b) {
+    s->gz = true;
+    s->z.next_in = s->in;
+    s->z.avail_in = 2;
+    if (inflateInit2(&s->z, 15 + 16) != Z_OK) {
+      fclose(s->fp);
+      return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory opening '%s'", fn, path);
+    }
+    s->zinit = true;
+  } else if (k < 2 && ferror(s->fp)) {
+    wk_status st = src_read_error(s);
+    fclose(s->fp);
+    return st;
+  } else { /* plain: the peeked bytes are served first (no seek: pipes work too) */
+    s->z.next_in = s->in;
+    s->z.avail_in = (unsigned)k;
+  }
+  return WK_OK;
+}
+static void src_close(dt_src *s) {
+  if (s->zinit) inflateEnd(&s->z);
+  if (s->fp) fclose(s->fp);
+  s->fp = NULL;
+  s->zinit = false;
+}
+/* Tops the compressed input up to at least `need` bytes when the file has them. */
+static wk_status src_fill(dt_src *s, unsigned need) {
+  if (s->z.avail_in >= need || s->eof) return WK_OK;
+  memmove(s->in, s->z.next_in, s->z.avail_in);
+  s->z.next_in = s->in;
+  while (s->z.avail_in < need && !s->eof) {
+    size_t k = fread(s->in + s->z.avail_in, 1, sizeof s->in - s->z.avail_in, s->fp);
+    if (k == 0 && ferror(s->fp)) return src_read_error(s);
+    if (k == 0) s->eof = true;
+    s->z.avail_in += (unsigned)k;
+  }
+  return WK_OK;
+}
+/* Reads up to `want` bytes into `buf`; *got < want only at the end of the data.
+ * A gzip stream must end cleanly (complete member, CRC and length checked);
+ * further gzip members are read on, anything else after a member is refused. */
+static wk_status src_read(dt_src *s, uint8_t *buf, size_t want, size_t *got) {
+  *got = 0;
+  if (!s->gz) {
+    size_t p = want < s->z.avail_in ? want : s->z.avail_in;
+    memcpy(buf, s->z.next_in, p);
+    s->z.next_in += p;
+    s->z.avail_in -= (unsigned)p;
+    size_t k = p + (want > p ? fread(buf + p, 1, want - p, s->fp) : 0);
+    if (k < want && ferror(s->fp)) return src_read_error(s);
+    s->out += k;
+    *got = k;
+    return WK_OK;
+  }
+  while (*got < want) {
+    wk_status st;
+    if (s->member_end) { /* between members: another member, the end, or trailing garbage */
+      if ((st = src_fill(s, 2)) != WK_OK) return st;
+      if (s->z.avail_in == 0) return WK_OK;
+      if (s->z.avail_in < 2 || s->z.next_in[0] != 0x1f || s->z.next_in[1] != 0x8b)
+        return wk_error(WK_ERR_IO, "%s: '%s': trailing garbage after the gzip stream (%zu bytes inflated): the "
+                        "bytes that follow are not another gzip member", s->fn, s->path, s->out);
+      inflateReset(&s->z);
+      s->member_end = false;
+    }
+    if ((st = src_fill(s, 1)) != WK_OK) return st;
+    size_t chunk = want - *got > (1u << 30) ? (1u << 30) : want - *got;
+    s->z.next_out = buf + *got;
+    s->z.avail_out = (unsigned)chunk;
+    int zr = inflate(&s->z, Z_NO_FLUSH);
+    size_t made = chunk - s->z.avail_out;
+    *got += made;
+    s->out += made;
+    if (zr == Z_STREAM_END) {
+      s->member_end = true;
+    } else if (zr == Z_MEM_ERROR) {
+      return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory inflating '%s'", s->fn, s->path);
+    } else if (zr == Z_NEED_DICT || zr == Z_DATA_ERROR || zr == Z_STREAM_ERROR) {
+      return wk_error(WK_ERR_IO, "%s: '%s': corrupt or truncated gzip data after %zu bytes: %s", s->fn, s->path, s->out,
+                      s->z.msg ? s->z.msg : "invalid stream");
+    } else if (made == 0 && s->z.avail_in == 0 && s->eof) {
+      return wk_error(WK_ERR_IO, "%s: '%s': corrupt or truncated gzip data after %zu bytes: unexpected end of file",
+                      s->fn, s->path, s->out);
+    }
+  }
+  return WK_OK;
+}
+
+/* Reads the rest of `s` into *buf / *n (malloc'd, capped at DT_MAX_FILE bytes); closes `s`.
+ * For formats with no header that declares a size. */
+static wk_status read_rest(dt_src *s, uint8_t **buf, size_t *n) {
   *buf = NULL;
   *n = 0;
-  gzFile f = gzopen(path, "rb");
-  if (!f) return wk_error(WK_ERR_IO, "%s: cannot open '%s': %s", fn, path, errno ? strerror(errno) : "out of memory");
-  gzbuffer(f, 1 << 17);
-  size_t cap = 1 << 16, len = 0;
+  size_t cap = 1 << 16, len = 0, got;
   uint8_t *b = malloc(cap);
-  wk_status st = b ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", fn, path);
+  wk_status st = b ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", s->fn, s->path);
   while (st == WK_OK) {
     if (len == cap) {
       if (cap >= DT_MAX_FILE) {
-        st = wk_error(WK_ERR_IO, "%s: '%s' is larger than %zu bytes", fn, path, DT_MAX_FILE);
+        st = wk_error(WK_ERR_IO, "%s: '%s' is larger than %zu bytes", s->fn, s->path, DT_MAX_FILE);
         break;
       }
       uint8_t *nb = realloc(b, cap * 2);
       if (!nb) {
-        st = wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s' (%zu bytes so far)", fn, path, len);
+        st = wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s' (%zu bytes so far)", s->fn, s->path, len);
         break;
       }
       b = nb;
       cap *= 2;
     }
-    size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
-    int got = gzread(f, b + len, (unsigned)want);
-    if (got < 0) {
-      int zerr = 0;
-      const char *m = gzerror(f, &zerr);
-      st = wk_error(WK_ERR_IO, "%s: '%s': corrupt or truncated gzip data after %zu bytes: %s", fn, path, len,
-                    zerr == Z_ERRNO ? strerror(errno) : m);
-      break;
-    }
-    if (got == 0) break;
-    len += (size_t)got;
+    if ((st = src_read(s, b + len, cap - len, &got)) != WK_OK) break;
+    len += got;
+    if (len < cap) break;
   }
-  int zc = gzclose(f); /* Z_BUF_ERROR: the last read ended inside a gzip stream */
-  if (st == WK_OK && zc == Z_BUF_ERROR)
-    st = wk_error(WK_ERR_IO, "%s: '%s': corrupt or truncated gzip data after %zu bytes: unexpected end of file", fn, path, len);
+  src_close(s);
   if (st != WK_OK) {
     free(b);
     return st;
@@ -56,6 +153,17 @@ static wk_status read_all(const char *fn, const char *path, uint8_t **buf, size_
   *buf = b;
   *n = len;
   return WK_OK;
+}
+/* Reads `path` whole (decompressing gzip) into *buf / *n (malloc'd). */
+static wk_status read_all(const char *fn, const char *path, uint8_t **buf, size_t *n) {
+  *buf = NULL;
+  *n = 0;
+  dt_src *s = malloc(sizeof *s);
+  if (!s) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", fn, path);
+  wk_status st = src_open(s, fn, path);
+  if (st == WK_OK) st = read_rest(s, buf, n);
+  free(s);
+  return st;
 }
 
 /* ---- IDX ----------------------------------------------------------------------------------------- */
@@ -78,56 +186,96 @@ static size_t idx_esize(int type) {
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
 /* Reads and validates an IDX file of `nd` dims and unsigned bytes. `what` is
- * "images" or "labels". */
+ * "images" or "labels". The header is read and checked first; the data is then
+ * read into a buffer of at most the declared size, so a stream holding more
+ * (a gzip bomb) is refused after one extra chunk, and one holding less is
+ * refused with the sizes. */
+static wk_status idx_read(dt_src *s, const char *path, int nd, const char *what, idx_file *f) {
+  uint8_t h[4 + 4 * 8];
+  size_t hn = 0, got;
+  wk_status st = src_read(s, h, 4, &hn);
+  if (st != WK_OK) return st;
+  if (hn < 4)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': truncated: %zu bytes, an IDX file starts with a 4-byte magic number",
+                    what, path, hn);
+  if (h[0] != 0 || h[1] != 0)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': bad magic number 0x%08x (IDX files start with two zero bytes, a "
+                    "type byte and a dimension count)", what, path, be32(h));
+  if (!idx_esize(h[2]))
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': bad magic number 0x%08x: unknown element type 0x%02x", what, path,
+                    be32(h), h[2]);
+  if (h[3] != nd)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': magic number 0x%08x declares %d dimensions, %s files have %d%s", what,
+                    path, be32(h), h[3], what, nd,
+                    h[3] == 1 || h[3] == 3 ? (nd == 3 ? " (is this a labels file?)" : " (is this an images file?)") : "");
+  if (h[2] != 0x08)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': element type 0x%02x, expected 0x08 (unsigned byte)", what, path, h[2]);
+  f->hdr = 4 + 4 * (size_t)nd;
+  if ((st = src_read(s, h + 4, f->hdr - 4, &got)) != WK_OK) return st;
+  hn += got;
+  if (hn < f->hdr)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': truncated header: %zu bytes, the %d dimensions need %d", what, path,
+                    hn, nd, 4 + 4 * nd);
+  f->type = h[2];
+  f->nd = nd;
+  uint64_t rec = idx_esize(h[2]); /* bytes per record: dims[1..) x element size, each factor < 2^32 */
+  for (int d = 0; d < nd; d++) {
+    f->dims[d] = be32(h + 4 + 4 * d);
+    if (d > 0 && f->dims[d] == 0) return wk_error(WK_ERR_IO, "mnist: %s file '%s': dimension %d is 0", what, path, d);
+    if (d > 0) rec *= (uint64_t)f->dims[d];
+    if (rec > ((uint64_t)1 << 32)) /* checked at every step, so the next product cannot overflow */
+      return wk_error(WK_ERR_IO, "mnist: %s file '%s': records of more than %llu bytes are too large", what, path,
+                      (unsigned long long)1 << 32);
+  }
+  uint64_t want = (uint64_t)f->dims[0] * rec; /* < 2^32 * 2^32: no overflow */
+  if (want > DT_MAX_FILE - f->hdr)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': the header declares %lld records of %llu bytes (%llu bytes), more "
+                    "than the %zu-byte limit", what, path, (long long)f->dims[0], (unsigned long long)rec,
+                    (unsigned long long)want, DT_MAX_FILE);
+  /* The buffer grows with the data actually read, up to exactly the declared size. */
+  size_t total = f->hdr + (size_t)want, cap = total < ((size_t)1 << 20) ? total : ((size_t)1 << 20), len = f->hdr;
+  f->buf = malloc(cap);
+  if (!f->buf) return wk_error(WK_ERR_NO_MEMORY, "mnist: out of memory reading '%s' (%zu bytes)", path, cap);
+  memcpy(f->buf, h, f->hdr);
+  for (;;) {
+    if ((st = src_read(s, f->buf + len, cap - len, &got)) != WK_OK) return st;
+    len += got;
+    if (len < cap || cap == total) break;
+    size_t ncap = cap > total / 2 ? total : cap * 2;
+    uint8_t *nb = realloc(f->buf, ncap);
+    if (!nb)
+      return wk_error(WK_ERR_NO_MEMORY, "mnist: out of memory reading '%s' (%zu of %zu bytes)", path, ncap, total);
+    f->buf = nb;
+    cap = ncap;
+  }
+  size_t data = len - f->hdr;
+  if (data < want)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': truncated: the header declares %lld records of %llu bytes (%llu bytes) "
+                    "but %zu bytes follow: record %llu is incomplete", what, path, (long long)f->dims[0],
+                    (unsigned long long)rec, (unsigned long long)want, data, (unsigned long long)(data / rec));
+  /* Anything past the declared size is an error: look one chunk ahead, never further. */
+  uint8_t extra[1 << 12];
+  if ((st = src_read(s, extra, sizeof extra, &got)) != WK_OK) return st;
+  if (got == sizeof extra)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': the data goes on past the %lld records (%llu bytes) the header "
+                    "declares: at least %zu trailing bytes (reading stopped there)", what, path, (long long)f->dims[0],
+                    (unsigned long long)want, got);
+  if (got)
+    return wk_error(WK_ERR_IO, "mnist: %s file '%s': %zu trailing bytes after the %lld records the header declares", what,
+                    path, got, (long long)f->dims[0]);
+  f->n = len;
+  return WK_OK;
+}
 static wk_status idx_load(const char *path, int nd, const char *what, idx_file *f) {
   memset(f, 0, sizeof *f);
-  wk_status st = read_all("mnist", path, &f->buf, &f->n);
-  if (st != WK_OK) return st;
-  const uint8_t *b = f->buf;
-  if (f->n < 4)
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': truncated: %zu bytes, an IDX file starts with a 4-byte magic number",
-                  what, path, f->n);
-  else if (b[0] != 0 || b[1] != 0)
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': bad magic number 0x%08x (IDX files start with two zero bytes, a type "
-                  "byte and a dimension count)", what, path, be32(b));
-  else if (!idx_esize(b[2]))
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': bad magic number 0x%08x: unknown element type 0x%02x", what, path,
-                  be32(b), b[2]);
-  else if (b[3] != nd)
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': magic number 0x%08x declares %d dimensions, %s files have %d%s", what,
-                  path, be32(b), b[3], what, nd,
-                  b[3] == 1 || b[3] == 3 ? (nd == 3 ? " (is this a labels file?)" : " (is this an images file?)") : "");
-  else if (b[2] != 0x08)
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': element type 0x%02x, expected 0x08 (unsigned byte)", what, path, b[2]);
-  else if (f->n < 4 + 4 * (size_t)nd)
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': truncated header: %zu bytes, the %d dimensions need %d", what, path,
-                  f->n, nd, 4 + 4 * nd);
-  if (st != WK_OK) {
-    free(f->buf);
-    f->buf = NULL;
-    return st;
+  dt_src *s = malloc(sizeof *s);
+  if (!s) return wk_error(WK_ERR_NO_MEMORY, "mnist: out of memory reading '%s'", path);
+  wk_status st = src_open(s, "mnist", path);
+  if (st == WK_OK) {
+    st = idx_read(s, path, nd, what, f);
+    src_close(s);
   }
-  f->type = b[2];
-  f->nd = nd;
-  f->hdr = 4 + 4 * (size_t)nd;
-  uint64_t rec = 1; /* bytes per record */
-  for (int d = 0; d < nd; d++) {
-    f->dims[d] = be32(b + 4 + 4 * d);
-    if (d > 0) rec *= (uint64_t)f->dims[d];
-    if (d > 0 && f->dims[d] == 0)
-      st = wk_error(WK_ERR_IO, "mnist: %s file '%s': dimension %d is 0", what, path, d);
-  }
-  size_t data = f->n - f->hdr;
-  uint64_t want = (uint64_t)f->dims[0] * rec; /* < 2^96 cannot happen: dims < 2^32, rec < 2^64 checked below */
-  if (st == WK_OK && rec > ((uint64_t)1 << 32))
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': records of %llu bytes are too large", what, path, (unsigned long long)rec);
-  else if (st == WK_OK && want > data)
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': truncated: the header declares %lld records of %llu bytes (%llu bytes) "
-                  "but %zu bytes follow: record %llu is incomplete", what, path, (long long)f->dims[0],
-                  (unsigned long long)rec, (unsigned long long)want, data, (unsigned long long)(data / rec));
-  else if (st == WK_OK && want < data)
-    st = wk_error(WK_ERR_IO, "mnist: %s file '%s': %zu trailing bytes after the %lld records the header declares", what,
-                  path, data - (size_t)want, (long long)f->dims[0]);
+  free(s);
   if (st != WK_OK) {
     free(f->buf);
     f->buf = NULL;
@@ -228,41 +376,62 @@ wk_dataset *dt_cifar(const char *const *paths, int npaths, int classes) {
     return NULL;
   }
   wk_status st = WK_OK;
-  size_t total = 0;
+  size_t total = 0, cap = 0;
+  dt_src *s = malloc(sizeof *s);
+  if (!s) st = wk_error(WK_ERR_NO_MEMORY, "cifar: out of memory");
   for (int k = 0; k < npaths && st == WK_OK; k++) {
-    uint8_t *b;
-    size_t n;
     if (!paths[k]) {
       st = wk_error(WK_ERR_NULL, "cifar: path %d is NULL", k);
       break;
     }
-    if ((st = read_all("cifar", paths[k], &b, &n)) != WK_OK) break;
-    if (n == 0)
-      st = wk_error(WK_ERR_IO, "cifar: '%s' is empty", paths[k]);
-    else if (n % rec)
-      st = wk_error(WK_ERR_IO, "cifar: '%s': truncated: %zu bytes is not a whole number of %zu-byte CIFAR-%d records: "
-                    "record %zu has %zu bytes%s", paths[k], n, rec, classes, n / rec, n % rec,
-                    n % (classes == 10 ? 3074 : 3073) ? "" : classes == 10 ? " (the size fits CIFAR-100 records)"
-                                                                         : " (the size fits CIFAR-10 records)");
-    size_t m = st == WK_OK ? n / rec : 0;
-    uint8_t *nb = st == WK_OK ? realloc(d->buf, (total + m) * img) : NULL;
-    int64_t *nl = st == WK_OK && nb ? realloc(d->labels, (total + m) * sizeof(int64_t)) : NULL;
-    if (nb) d->buf = nb;
-    if (nl) d->labels = nl;
-    if (st == WK_OK && (!nb || !nl)) st = wk_error(WK_ERR_NO_MEMORY, "cifar: out of memory");
-    for (size_t r = 0; st == WK_OK && r < m; r++) {
-      const uint8_t *p = b + r * rec;
+    if ((st = src_open(s, "cifar", paths[k])) != WK_OK) break;
+    /* Record by record straight into the images buffer: no copy of the whole file is held. */
+    uint8_t p[2 + 3072];
+    for (size_t r = 0;; r++) {
+      size_t got;
+      if ((st = src_read(s, p, rec, &got)) != WK_OK) break;
+      if (got == 0 && r == 0) {
+        st = wk_error(WK_ERR_IO, "cifar: '%s' is empty", paths[k]);
+        break;
+      }
+      if (got == 0) break;
+      if (got < rec) {
+        size_t n = r * rec + got;
+        st = wk_error(WK_ERR_IO, "cifar: '%s': truncated: %zu bytes is not a whole number of %zu-byte CIFAR-%d records: "
+                      "record %zu has %zu bytes%s", paths[k], n, rec, classes, r, got,
+                      n % (classes == 10 ? 3074 : 3073) ? "" : classes == 10 ? " (the size fits CIFAR-100 records)"
+                                                                           : " (the size fits CIFAR-10 records)");
+        break;
+      }
+      if (total == cap) {
+        if ((total + 1) * img > DT_MAX_FILE) {
+          st = wk_error(WK_ERR_IO, "cifar: '%s': more than %zu bytes of images", paths[k], DT_MAX_FILE);
+          break;
+        }
+        size_t ncap = cap ? cap * 2 : 1024;
+        uint8_t *nb = realloc(d->buf, ncap * img);
+        if (nb) d->buf = nb;
+        int64_t *nl = nb ? realloc(d->labels, ncap * sizeof(int64_t)) : NULL;
+        if (nl) d->labels = nl;
+        if (!nb || !nl) {
+          st = wk_error(WK_ERR_NO_MEMORY, "cifar: out of memory (%zu records)", ncap);
+          break;
+        }
+        cap = ncap;
+      }
       if (classes == 100 && p[0] >= 20)
         st = wk_error(WK_ERR_IO, "cifar: '%s': record %zu: coarse label %u is out of range [0, 19]", paths[k], r, p[0]);
       else if (p[nlab - 1] >= classes)
         st = wk_error(WK_ERR_IO, "cifar: '%s': record %zu: %slabel %u is out of range [0, %d]", paths[k], r,
                       classes == 100 ? "fine " : "", p[nlab - 1], classes - 1);
-      d->labels[total + r] = p[nlab - 1];
-      memcpy(d->buf + (total + r) * img, p + nlab, img);
+      if (st != WK_OK) break;
+      d->labels[total] = p[nlab - 1];
+      memcpy(d->buf + total * img, p + nlab, img);
+      total++;
     }
-    total += m;
-    free(b);
+    src_close(s);
   }
+  free(s);
   if (st != WK_OK) {
     image_free(d);
     return NULL;
