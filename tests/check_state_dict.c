@@ -193,6 +193,53 @@ START_TEST(test_state_dict_many_metadata) {
 }
 END_TEST
 
+/* Random sets, replaces and removes over a small name space (long probe runs,
+ * wrapping round the index) against a plain ordered list. */
+START_TEST(test_state_dict_random_ops) {
+  enum { NAMES = 300, OPS = 20000 };
+  int order[NAMES], n = 0, val[NAMES];
+  char k[32];
+  uint64_t rng = 12345;
+  wk_state_dict *sd = wk_state_dict_new();
+  TU_NOTNULL(sd);
+  for (int op = 0; op < OPS; op++) {
+    int x = (int)(tu_uniform(&rng) * NAMES) % NAMES, at = -1;
+    for (int i = 0; i < n; i++)
+      if (order[i] == x) at = i;
+    snprintf(k, sizeof k, "n%d", x);
+    if (tu_uniform(&rng) < 0.45) {
+      ck_assert_int_eq(wk_state_dict_remove(sd, k), at >= 0 ? WK_OK : WK_ERR_NOT_FOUND);
+      wk_clear_error();
+      if (at >= 0) memmove(&order[at], &order[at + 1], sizeof *order * (size_t)(n-- - at - 1));
+    } else {
+      wk_tensor *t = scalar_i32(op);
+      TU_OK(wk_state_dict_set(sd, k, t));
+      wk_release(t);
+      if (at < 0) order[n++] = x;
+      val[x] = op;
+    }
+    ck_assert_int_eq(wk_state_dict_size(sd), n);
+    if (op % 97 == 0 || op == OPS - 1)
+      for (int i = 0; i < NAMES; i++) {
+        snprintf(k, sizeof k, "n%d", i);
+        wk_tensor *t = wk_state_dict_get(sd, k);
+        bool in = false;
+        for (int j = 0; j < n; j++) in |= order[j] == i;
+        if (in)
+          ck_assert_int_eq(value_i32(t), val[i]);
+        else
+          ck_assert_ptr_null(t);
+        if (i < n) {
+          snprintf(k, sizeof k, "n%d", order[i]);
+          ck_assert_str_eq(wk_state_dict_key(sd, i), k);
+        }
+      }
+  }
+  wk_state_dict_free(sd);
+  ck_assert_int_eq(wk_live_tensors(), 0);
+}
+END_TEST
+
 /* Saves sd through the io service and loads it back; returns the load time. */
 static double round_trip(const wk_state_dict *sd, wk_state_dict **back) {
   void *buf = NULL;
@@ -260,6 +307,7 @@ static Suite *make_suite(void) {
   tcase_set_timeout(tc, 120); /* seconds of headroom on a loaded machine; linear maps need about one */
   tcase_add_test(tc, test_state_dict_many_tensors);
   tcase_add_test(tc, test_state_dict_many_metadata);
+  tcase_add_test(tc, test_state_dict_random_ops);
   tcase_add_test(tc, test_state_dict_safetensors_round_trip_large);
   suite_add_tcase(s, tc);
   return s;
