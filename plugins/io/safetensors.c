@@ -19,7 +19,7 @@
 #include "stale_tmp.h"
 
 #define ST_MAX_HEADER 100000000ull /* safetensors' own limit */
-#define ST_MAX_TENSORS 65536       /* core state dicts are linear maps: bounds a crafted file's load time */
+#define ST_MAX_TENSORS 65536       /* the documented limit (io.h): bounds a crafted file's memory */
 #define ST_MAX_ELEMS 9.0e15        /* the core's limit on a shape's element count */
 #define ST_MAX_DEPTH 64            /* JSON nesting: a safetensors header needs 3 */
 
