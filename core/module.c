@@ -216,6 +216,32 @@ wk_module *wk_module_child(const wk_module *m, const char *path) {
   return NULL;
 }
 
+/* True when x is root or one of its descendants. */
+static bool contains(const wk_module *root, const wk_module *x) {
+  if (root == x) return true;
+  for (int i = 0; i < root->nk; i++)
+    if (contains(root->kids[i].m, x)) return true;
+  return false;
+}
+
+wk_status wk_module_set_child(wk_module *m, const char *path, wk_module *child) {
+  if (!m || !path || !child)
+    return wk_error(WK_ERR_NULL, "set_child: argument '%s' is NULL", !m ? "module" : !path ? "path" : "child");
+  const wk_module *o;
+  const char *leaf = resolve(m, path, &o);
+  for (int i = 0; leaf && i < o->nk; i++)
+    if (!strcmp(o->kids[i].name, leaf)) {
+      if (contains(child, o)) /* o (m or inside it) would contain itself */
+        return wk_error(WK_ERR_INVALID_ARG, "set_child: '%s' would make %s contain itself", path, m->cls->name);
+      kid *k = &((wk_module *)o)->kids[i];
+      wk_module *old = k->m;
+      k->m = wk_module_retain(child); /* same name, same place in the order (PyTorch's setattr) */
+      wk_module_release(old);
+      return WK_OK;
+    }
+  return wk_error(WK_ERR_NOT_FOUND, "set_child: %s has no submodule '%s'", m->cls->name, path);
+}
+
 /* ---- forward hooks and the call stack ---- */
 /* Global hooks: copy-on-write arrays, so a forward reads them without a lock
  * (an old array stays valid for forwards that took it: retired arrays are kept

@@ -1,5 +1,7 @@
 /* check_module: the module object model with a user-defined model written
  * the way a C user would (the seed's SimpleNet: fc1, relu, fc2). */
+#include <wick/nn.h>
+
 #include "testutil.h"
 
 /* ---- a user's Linear and ReLU, as plain C ---- */
@@ -211,6 +213,54 @@ START_TEST(test_module_buffers_none_shared_and_errors) {
 }
 END_TEST
 
+/* Transfer learning: resnet18's fc replaced by a 10-class head (built on meta). */
+START_TEST(test_module_set_child_replaces_in_place) {
+  wk_scope_begin();
+  wk_device meta = {WK_DEVICE_META, 0};
+  wk_device prev = wk_set_default_device(meta);
+  wk_module *net = wk_nn_resnet(18, (wk_resnet_opts){0});
+  wk_module *head = wk_nn_linear(512, 10, true);
+  wk_set_default_device(prev);
+  TU_NOTNULL(net);
+  TU_NOTNULL(head);
+  char first[64];
+  wk_state_dict *sd = wk_module_state_dict(net);
+  snprintf(first, sizeof first, "%s", wk_state_dict_key(sd, 0));
+  wk_state_dict_free(sd);
+  TU_OK(wk_module_set_child(net, "fc", head));
+  ck_assert_ptr_eq(wk_module_child(net, "fc"), head);
+  ck_assert_int_eq(wk_tensor_size(wk_module_param(net, "fc.weight"), 0), 10);
+  sd = wk_module_state_dict(net);
+  ck_assert_str_eq(wk_state_dict_key(sd, 0), first); /* order kept */
+  wk_state_dict_free(sd);
+  wk_tensor *x = wk_empty(WK_SHAPE(2, 3, 64, 64), (wk_options){.device = meta});
+  wk_module_train(net, false);
+  wk_tensor *y = wk_module_forward(net, x);
+  TU_NOTNULL(y);
+  ck_assert_int_eq(wk_tensor_size(y, 1), 10);
+  /* a dotted path, and the errors */
+  wk_module *conv = wk_nn_conv2d(512, 512, 3, (wk_conv2d_opts){.padding = 1, .no_bias = true});
+  if (conv) {
+    TU_OK(wk_module_set_child(net, "layer4.1.conv2", conv));
+    ck_assert_ptr_eq(wk_module_child(net, "layer4.1.conv2"), conv);
+    wk_module_release(conv);
+  }
+  wk_clear_error();
+  ck_assert_int_eq(wk_module_set_child(net, "classifier", head), WK_ERR_NOT_FOUND);
+  ck_assert_str_eq(wk_last_error_message(), "set_child: ResNet has no submodule 'classifier'");
+  wk_clear_error();
+  ck_assert_int_eq(wk_module_set_child(net, "fc", NULL), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_module_set_child(NULL, "fc", head), WK_ERR_NULL);
+  wk_clear_error();
+  ck_assert_int_eq(wk_module_set_child(net, "layer1", net), WK_ERR_INVALID_ARG); /* a cycle */
+  wk_clear_error();
+  wk_module_release(head);
+  wk_module_release(net);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("module");
   TCase *tc = tcase_create("object-model");
@@ -219,6 +269,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_module_state_dict_round_trip_and_reports);
   tcase_add_test(tc, test_module_to_keeps_parameter_identity);
   tcase_add_test(tc, test_module_buffers_none_shared_and_errors);
+  tcase_add_test(tc, test_module_set_child_replaces_in_place);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -83,7 +83,7 @@
 #define WK_HOST_API_1_2(X) X(wk_op_set_meta) X(wk_op_has_meta) X(wk_op_meta) \
   X(wk_module_register_forward_pre_hook) X(wk_module_register_forward_hook)                  \
   X(wk_module_remove_hook) X(wk_module_call_stack) X(wk_module_named_children) X(wk_module_summary) \
-  X(wk_plugin_abi_version) X(wk_set_default_device) X(wk_default_device)
+  X(wk_plugin_abi_version) X(wk_set_default_device) X(wk_default_device) X(wk_module_set_child)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -51,6 +51,13 @@ WK_API wk_status wk_module_register_child(wk_module *m, const char *name, wk_mod
 WK_API wk_tensor *wk_module_param(const wk_module *m, const char *path);
 WK_API wk_tensor *wk_module_buffer(const wk_module *m, const char *path);
 WK_API wk_module *wk_module_child(const wk_module *m, const char *path);
+/* ABI 1.2. Replaces the existing child at `path` ("fc", "layer4.1.conv2") by
+ * `child` (retained; the old one released), keeping its name and place in
+ * the order: PyTorch's `model.fc = nn.Linear(512, 10)` for transfer
+ * learning. WK_ERR_NOT_FOUND when no child has that path; WK_ERR_NULL for a
+ * NULL argument; WK_ERR_INVALID_ARG when the module itself would become its
+ * own descendant. */
+WK_API wk_status wk_module_set_child(wk_module *m, const char *path, wk_module *child);
 
 /* forward(inputs) through the class; returns a new reference. */
 WK_API wk_tensor *wk_module_forward(wk_module *m, wk_tensor *input);
