@@ -94,25 +94,25 @@ static wk_op *lookup(const char *name) {
   }
 }
 
+/* Puts op in the first free slot of its probe sequence in h (cap a power of 2). */
+static void hash_place(wk_op **h, int cap, wk_op *op) {
+  uint32_t j = hash_str(op->schema.name) & (uint32_t)(cap - 1);
+  while (h[j]) j = (j + 1) & (uint32_t)(cap - 1);
+  h[j] = op;
+}
+
 static bool hash_insert(wk_op *op) {
   if ((g_nops + 1) * 2 > g_hashcap) {
     int cap = g_hashcap ? g_hashcap * 2 : 512;
     wk_op **h = calloc((size_t)cap, sizeof *h);
     if (!h) return false;
-    for (int i = 0; i < g_hashcap; i++) {
-      wk_op *o = g_hash[i];
-      if (!o) continue;
-      uint32_t j = hash_str(o->schema.name) & (uint32_t)(cap - 1);
-      while (h[j]) j = (j + 1) & (uint32_t)(cap - 1);
-      h[j] = o;
-    }
+    for (int i = 0; i < g_hashcap; i++)
+      if (g_hash[i]) hash_place(h, cap, g_hash[i]);
     free(g_hash);
     g_hash = h;
     g_hashcap = cap;
   }
-  uint32_t j = hash_str(op->schema.name) & (uint32_t)(g_hashcap - 1);
-  while (g_hash[j]) j = (j + 1) & (uint32_t)(g_hashcap - 1);
-  g_hash[j] = op;
+  hash_place(g_hash, g_hashcap, op);
   return true;
 }
 
@@ -321,11 +321,7 @@ void wk__op_rollback(wk_plugin *owner) {
     g_nops = w;
     wk_op **h = calloc((size_t)g_hashcap, sizeof *h);
     if (!h) h = memset(g_hash, 0, sizeof *g_hash * (size_t)g_hashcap);
-    for (int i = 0; i < g_nops; i++) {
-      uint32_t j = hash_str(g_ops[i]->schema.name) & (uint32_t)(g_hashcap - 1);
-      while (h[j]) j = (j + 1) & (uint32_t)(g_hashcap - 1);
-      h[j] = g_ops[i];
-    }
+    for (int i = 0; i < g_nops; i++) hash_place(h, g_hashcap, g_ops[i]);
     if (h != g_hash) {
       free(g_hash);
       g_hash = h;
@@ -522,23 +518,28 @@ static wk_status pick_device(const wk_op *op, const wk_value *args, wk_device *d
   return WK_OK;
 }
 
+/* Runs op's meta function for a call on dev (args normalised) into mo. The
+ * common call (one fresh result) is set up inline; others go through
+ * wk__meta_run, which also checks in-place/out= targets and output masks. */
+static inline wk_status run_meta(wk_op *op, const wk_value *args, wk_device dev, wk_meta_out *mo) {
+  if (op->schema.nouts == 1 && op->mutated_arg < 0) {
+    mo[0].dtype = WK_DTYPE_DEFAULT;
+    mo[0].ndim = 0;
+    mo[0].device = dev;
+    mo[0].flags = 0;
+    wk_status st = op->meta(op, args, mo);
+    return st ? wk__meta_failed(op, st) : WK_OK;
+  }
+  return wk__meta_run(op, args, dev, mo, op->schema.nouts, op->mutated_arg >= 0);
+}
+
 static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
   wk_device dev;
   wk_status st = pick_device(op, args, &dev);
   if (st) return st;
   /* The op's meaning first, once for every device: checks and result shapes. */
   wk_meta_out mo[WK_MAX_OUTS];
-  if (op->meta) {
-    if (op->schema.nouts == 1 && op->mutated_arg < 0) { /* the common call, inline: one fresh result */
-      mo[0].dtype = WK_DTYPE_DEFAULT;
-      mo[0].ndim = 0;
-      mo[0].device = dev;
-      mo[0].flags = 0;
-      if ((st = op->meta(op, args, mo))) return wk__meta_failed(op, st);
-    } else if ((st = wk__meta_run(op, args, dev, mo, op->schema.nouts, op->mutated_arg >= 0))) {
-      return st;
-    }
-  }
+  if (op->meta && (st = run_meta(op, args, dev, mo))) return st;
   wk_kernel_ctx ctx = {sizeof ctx, op, dev, NULL, op->meta ? mo : NULL};
   bool declined = false;
   for (int i = 0; i < op->nkernels; i++) {
@@ -636,7 +637,7 @@ wk_status wk_op_call_kernel(wk_op *op, int i, const wk_value *args, int nargs, w
   wk_device dev;
   if ((st = pick_device(op, norm, &dev))) return st;
   wk_meta_out mo[WK_MAX_OUTS];
-  if (op->meta && (st = wk__meta_run(op, norm, dev, mo, op->schema.nouts, op->mutated_arg >= 0))) return st;
+  if (op->meta && (st = run_meta(op, norm, dev, mo))) return st;
   wk_kernel_ctx ctx = {sizeof ctx, op, dev, k->user, op->meta ? mo : NULL};
   wk__call_depth++;
   st = k->fn(&ctx, norm, outs);
@@ -675,7 +676,7 @@ wk_status wk_op_meta(wk_op *op, const wk_value *args, int nargs, wk_meta_out *ou
   wk_status st = normalize(op, args, nargs, norm, &sc);
   wk_device dev;
   if (!st) st = pick_device(op, norm, &dev);
-  if (!st) st = wk__meta_run(op, norm, dev, outs, op->schema.nouts, op->mutated_arg >= 0);
+  if (!st) st = run_meta(op, norm, dev, outs);
   return st;
 }
 
