@@ -95,7 +95,7 @@ void wk__node_release(wk__node *first) {
         if (!nx) continue;
         if (n == cap) {
           size_t nc = cap * 2;
-          wk__node **p = stack == local ? malloc(nc * sizeof *p) : realloc(stack, nc * sizeof *p);
+          wk__node **p = stack == local ? wk_malloc(nc * sizeof *p) : wk_realloc(stack, nc * sizeof *p);
           if (!p) { /* cannot defer: release recursively as a last resort */
             wk__node_release(nx);
             continue;
@@ -388,7 +388,7 @@ bool wk_anomaly_enabled(void) { return atomic_load(&g_anomaly); }
 
 /* ---- hooks ---- */
 static wk_status add_hook(wk__hook **list, wk_grad_hook_fn fn, wk_post_accumulate_hook_fn post, void *user) {
-  wk__hook *h = calloc(1, sizeof *h);
+  wk__hook *h = wk_calloc(1, sizeof *h);
   if (!h) return wk_error(WK_ERR_NO_MEMORY, "register_hook: out of memory");
   h->fn = fn;
   h->post = post;
@@ -496,7 +496,7 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
       n->args[i].u.tensors = NULL;
       if (keep) {
         n->has_saved = true;
-        n->saved_lists[i] = calloc((size_t)(v.len ? v.len : 1), sizeof(wk__saved));
+        n->saved_lists[i] = wk_calloc((size_t)(v.len ? v.len : 1), sizeof(wk__saved));
         if (!n->saved_lists[i]) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
         for (int k = 0; k < v.len; k++)
           if (save_tensor(&n->saved_lists[i][k], v.u.tensors[k], false, false)) return wk_last_error();
@@ -505,12 +505,12 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
     }
     if (v.tag == WK_V_INTS || v.tag == WK_V_FLOATS || v.tag == WK_V_STR) n->owns_args = true;
     if (v.tag == WK_V_INTS) {
-      int64_t *p = malloc(sizeof(int64_t) * (size_t)(v.len ? v.len : 1));
+      int64_t *p = wk_malloc(sizeof(int64_t) * (size_t)(v.len ? v.len : 1));
       if (!p) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
       if (v.len) memcpy(p, v.u.ints, sizeof(int64_t) * (size_t)v.len);
       v.u.ints = p;
     } else if (v.tag == WK_V_FLOATS) {
-      double *p = malloc(sizeof(double) * (size_t)(v.len ? v.len : 1));
+      double *p = wk_malloc(sizeof(double) * (size_t)(v.len ? v.len : 1));
       if (!p) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
       if (v.len) memcpy(p, v.u.floats, sizeof(double) * (size_t)v.len);
       v.u.floats = p;

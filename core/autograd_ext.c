@@ -28,7 +28,7 @@ wk_status wk_op_register_derivative(const char *op, const char *node_name, wk_de
   if (!op || !fn) return wk_error(WK_ERR_NULL, "wk_op_register_derivative: argument '%s' is NULL", op ? "fn" : "op");
   wk_op *o = wk_op_find(op);
   if (!o) return wk_last_error();
-  wk__formula *f = calloc(1, sizeof *f); /* lives as long as the op */
+  wk__formula *f = wk_calloc(1, sizeof *f); /* lives as long as the op */
   if (!f) return wk_error(WK_ERR_NO_MEMORY, "wk_op_register_derivative: out of memory");
   f->op = wk_op_name(o);
   f->name = wk__strdup(node_name ? node_name : "PluginBackward0");

@@ -256,7 +256,7 @@ static wk_status k_stack(const wk_kernel_ctx *c, const wk_value *args, wk_value 
   bool ok;
   int d = wk__wrap_dim("stack", I(1), ts[0]->ndim + 1, &ok);
   if (!ok) return wk_last_error();
-  wk_tensor **u = calloc((size_t)n, sizeof *u);
+  wk_tensor **u = wk_calloc((size_t)n, sizeof *u);
   if (!u) return wk_error(WK_ERR_NO_MEMORY, "stack(): out of memory");
   wk_tensor *r = NULL;
   int k = 0;

@@ -35,7 +35,7 @@ static void *cpu_alloc(void *u, int index, size_t n) {
   (void)u;
   (void)index;
   size_t sz = (n + 63) & ~(size_t)63;
-  void *p = aligned_alloc(64, sz ? sz : 64);
+  void *p = wk__aligned_alloc(64, sz ? sz : 64);
   if (!p) wk_error(WK_ERR_NO_MEMORY, "cpu: out of memory allocating %zu bytes", n);
   return p;
 }
@@ -519,7 +519,7 @@ static wk_tensor *pinned_empty(const char *fn, int32_t type, const int64_t *size
   int64_t numel = 1;
   for (int i = 0; i < ndim; i++) numel *= sizes[i];
   size_t nbytes = (size_t)numel * wk_dtype_size(dt);
-  pinned_block *b = malloc(sizeof *b);
+  pinned_block *b = wk_malloc(sizeof *b);
   if (!b) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", fn);
     return NULL;
@@ -680,7 +680,7 @@ char *wk_device_memory_summary(wk_device dev) {
   int index = wk__device_norm(dev).index;
   if (d->memory_summary) {
     size_t n = d->memory_summary(d->user, index, NULL, 0);
-    char *buf = malloc(n + 1);
+    char *buf = wk_malloc(n + 1);
     if (!buf) {
       wk_error(WK_ERR_NO_MEMORY, "wk_device_memory_summary: out of memory");
       return NULL;
@@ -690,7 +690,7 @@ char *wk_device_memory_summary(wk_device dev) {
   }
   wk_memory_stats st = {.struct_size = sizeof st};
   if (d->memory_stats(d->user, index, &st)) return NULL;
-  char *buf = malloc(512);
+  char *buf = wk_malloc(512);
   if (!buf) {
     wk_error(WK_ERR_NO_MEMORY, "wk_device_memory_summary: out of memory");
     return NULL;

@@ -104,7 +104,7 @@ static void hash_place(wk_op **h, int cap, wk_op *op) {
 static bool hash_insert(wk_op *op) {
   if ((g_nops + 1) * 2 > g_hashcap) {
     int cap = g_hashcap ? g_hashcap * 2 : 512;
-    wk_op **h = calloc((size_t)cap, sizeof *h);
+    wk_op **h = wk_calloc((size_t)cap, sizeof *h);
     if (!h) return false;
     for (int i = 0; i < g_hashcap; i++)
       if (g_hash[i]) hash_place(h, cap, g_hash[i]);
@@ -130,8 +130,8 @@ wk_op *wk_op_declare(const char *schema, uint32_t tags) {
     wk__schema_free(&s);
     return same ? old : NULL;
   }
-  wk_op *op = calloc(1, sizeof *op);
-  if (!op || (g_nops == g_capops && !(g_ops = realloc(g_ops, sizeof *g_ops * (size_t)(g_capops = g_capops ? g_capops * 2 : 256))))) {
+  wk_op *op = wk_calloc(1, sizeof *op);
+  if (!op || (g_nops == g_capops && !(g_ops = wk_realloc(g_ops, sizeof *g_ops * (size_t)(g_capops = g_capops ? g_capops * 2 : 256))))) {
     pthread_mutex_unlock(&g_lock);
     free(op);
     wk__schema_free(&s);
@@ -233,7 +233,7 @@ static wk_status add_kernel(wk_op *op, kernel_entry k) {
   pthread_mutex_lock(&g_lock);
   if (op->nkernels == op->cap) {
     int cap = op->cap ? op->cap * 2 : 4;
-    kernel_entry *p = realloc(op->kernels, sizeof *p * (size_t)cap);
+    kernel_entry *p = wk_realloc(op->kernels, sizeof *p * (size_t)cap);
     if (!p) {
       pthread_mutex_unlock(&g_lock);
       kernel_entry_free(&k);
@@ -319,7 +319,7 @@ void wk__op_rollback(wk_plugin *owner) {
   }
   if (w != g_nops) { /* a new hash swapped in, as hash_insert grows it (in place without memory) */
     g_nops = w;
-    wk_op **h = calloc((size_t)g_hashcap, sizeof *h);
+    wk_op **h = wk_calloc((size_t)g_hashcap, sizeof *h);
     if (!h) h = memset(g_hash, 0, sizeof *g_hash * (size_t)g_hashcap);
     for (int i = 0; i < g_nops; i++) hash_place(h, g_hashcap, g_ops[i]);
     if (h != g_hash) {
@@ -602,6 +602,7 @@ wk_status wk_op_call(wk_op *op, const wk_value *args, int nargs, wk_value *outs)
   clear_outs(outs, nouts);
   wk_value norm[WK_MAX_ARGS];
   scratch_t sc;
+  if (wk__call_depth == 0) wk__error_new_call(); /* a clean error slot; a NULL argument revives it (error.h) */
   wk_status st = normalize(op, args, nargs, norm, &sc);
   if (st) return st;
   wk__call_depth++;
@@ -631,6 +632,7 @@ wk_status wk_op_call_kernel(wk_op *op, int i, const wk_value *args, int nargs, w
   clear_outs(outs, nouts);
   wk_value norm[WK_MAX_ARGS];
   scratch_t sc;
+  if (wk__call_depth == 0) wk__error_new_call();
   wk_status st = normalize(op, args, nargs, norm, &sc);
   if (st) return st;
   const kernel_entry *k = &op->kernels[i];
@@ -709,7 +711,7 @@ wk_layer *wk_layer_register(const char *name, int level, wk_layer_fn fn, void *u
     wk_error(WK_ERR_INVALID_ARG, "wk_layer_register: too many layers");
     return NULL;
   }
-  wk_layer *l = calloc(1, sizeof *l);
+  wk_layer *l = wk_calloc(1, sizeof *l);
   if (!l) {
     pthread_mutex_unlock(&g_lock);
     wk_error(WK_ERR_NO_MEMORY, "wk_layer_register: out of memory");

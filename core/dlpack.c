@@ -51,7 +51,7 @@ DLManagedTensor *wk_to_dlpack(wk_tensor *t) {
     wk__null_arg("to_dlpack", "t");
     return NULL;
   }
-  export_ctx *c = calloc(1, sizeof *c);
+  export_ctx *c = wk_calloc(1, sizeof *c);
   if (!c) {
     wk_error(WK_ERR_NO_MEMORY, "to_dlpack: out of memory");
     return NULL;

@@ -18,7 +18,7 @@ typedef struct {
 static bool push(nodevec *s, wk__node *n) {
   if (s->n == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 256;
-    wk__node **p = realloc(s->v, cap * sizeof *p);
+    wk__node **p = wk_realloc(s->v, cap * sizeof *p);
     if (!p) return false;
     s->v = p;
     s->cap = cap;
@@ -93,7 +93,7 @@ static wk_tensor *run_hooks(wk__hook *h, wk_tensor *g) {
 static bool has_nonfinite(wk_tensor *g) {
   int64_t n = wk_tensor_numel(g);
   if (n == 0 || !wk_dtype_is_floating(g->dtype)) return false;
-  double *v = malloc(sizeof(double) * (size_t)n);
+  double *v = wk_malloc(sizeof(double) * (size_t)n);
   if (!v) return false;
   bool bad = false;
   if (wk_tensor_to_f64(g, v, n) == WK_OK)
@@ -273,7 +273,7 @@ static wk_status run_backward(wk__edge *roots, wk_tensor **grads, int nroots, co
     }
   }
   for (size_t i = 0; !s && i < all.n; i++) {
-    all.v[i]->buffer = calloc((size_t)(all.v[i]->nout ? all.v[i]->nout : 1), sizeof(wk_tensor *));
+    all.v[i]->buffer = wk_calloc((size_t)(all.v[i]->nout ? all.v[i]->nout : 1), sizeof(wk_tensor *));
     if (!all.v[i]->buffer) s = WK_ERR_NO_MEMORY;
   }
   if (s == WK_ERR_NO_MEMORY) wk_error(s, "autograd: out of memory walking the graph");
@@ -385,7 +385,7 @@ wk_status wk_grad(wk_tensor *const *outputs, int noutputs, wk_tensor *const *gra
     return wk_error(WK_ERR_NULL, "grad: argument '%s' is NULL", !outputs ? "outputs" : !inputs ? "inputs" : "grads_out");
   if (ninputs < 1) return wk_error(WK_ERR_INVALID_ARG, "grad: needs at least one input");
   for (int i = 0; i < ninputs; i++) grads_out[i] = NULL;
-  capture *caps = calloc((size_t)ninputs, sizeof *caps);
+  capture *caps = wk_calloc((size_t)ninputs, sizeof *caps);
   if (!caps) return wk_error(WK_ERR_NO_MEMORY, "grad: out of memory");
   wk_status s = WK_OK;
   for (int i = 0; i < ninputs && !s; i++) {

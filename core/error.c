@@ -1,21 +1,31 @@
-/* Thread-local error state: the first error since the last clear is kept, so
- * nested calls that propagate NULL report the root cause. */
+/* Thread-local error state: the first error of a call is kept, so nested
+ * calls that propagate NULL report the root cause. A new top-level call with
+ * valid arguments (wk__error_new_call: the dispatcher at depth 0, the service
+ * wrappers) marks an earlier call's error stale: it is no longer reported,
+ * the next error replaces it, and a WK_ERR_NULL (a call receiving the NULL an
+ * earlier failure returned) revives it instead of naming the NULL. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static _Thread_local wk_status g_code = WK_OK;
+_Thread_local wk_status wk__err_code = WK_OK;
+_Thread_local bool wk__err_stale;
 static _Thread_local char g_msg[1024];
 
-wk_status wk_last_error(void) { return g_code; }
-const char *wk_last_error_message(void) { return g_code == WK_OK ? "" : g_msg; }
+wk_status wk_last_error(void) { return wk__err_stale ? WK_OK : wk__err_code; }
+const char *wk_last_error_message(void) { return wk__err_code == WK_OK || wk__err_stale ? "" : g_msg; }
 void wk_clear_error(void) {
-  g_code = WK_OK;
+  wk__err_code = WK_OK;
+  wk__err_stale = false;
   g_msg[0] = 0;
 }
-bool wk__error_pending(void) { return g_code != WK_OK; }
+bool wk__error_pending(void) { return wk__err_code != WK_OK && !wk__err_stale; }
+
+void wk_error_new_call(void) {
+  if (wk__call_depth == 0) wk__error_new_call();
+}
 
 const char *wk_status_name(wk_status s) {
   switch (s) {
@@ -30,8 +40,14 @@ const char *wk_status_name(wk_status s) {
 
 static wk_status record(bool replace, wk_status code, const char *fmt, va_list ap) {
   if (code == WK_OK) code = WK_ERR_INTERNAL;
-  if (g_code != WK_OK && !replace) return code;
-  g_code = code;
+  if (wk__err_stale && wk__err_code != WK_OK) {
+    wk__err_stale = false;
+    if (code == WK_ERR_NULL && !replace) return code; /* a propagated NULL: the earlier failure is the cause */
+  } else if (wk__err_code != WK_OK && !replace) {
+    return code;
+  }
+  wk__err_stale = false;
+  wk__err_code = code;
   vsnprintf(g_msg, sizeof g_msg, fmt, ap);
   return code;
 }
@@ -68,7 +84,7 @@ const char *wk__shape_str(const int64_t *sizes, int ndim, char *buf, size_t n) {
 char *wk__strdup(const char *s) {
   if (!s) return NULL;
   size_t n = strlen(s) + 1;
-  char *p = malloc(n);
+  char *p = wk_malloc(n);
   if (p) memcpy(p, s, n);
   return p;
 }

@@ -23,7 +23,7 @@ void *wk__ffi_prepare(const wk__schema *s, void (*fn)(void)) {
              s->name);
     return NULL;
   }
-  ffi_prep *p = calloc(1, sizeof *p);
+  ffi_prep *p = wk_calloc(1, sizeof *p);
   if (!p) {
     wk_error(WK_ERR_NO_MEMORY, "wk_kernel_register_unboxed: out of memory");
     return NULL;

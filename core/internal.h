@@ -67,10 +67,22 @@ WK__HIDDEN extern _Thread_local int wk__call_depth;
 
 /* ---- errors ------------------------------------------------------------------------ */
 WK__HIDDEN bool wk__error_pending(void);
+/* The error slot (error.c): the code recorded, and whether it is stale (left
+ * by an earlier top-level call: not reported, replaced by the next error,
+ * revived by a WK_ERR_NULL). */
+WK__HIDDEN extern _Thread_local wk_status wk__err_code;
+WK__HIDDEN extern _Thread_local bool wk__err_stale;
+/* A top-level call whose arguments are valid starts here: an earlier call's
+ * error stops being reported (one store; callers check wk__call_depth == 0). */
+static inline void wk__error_new_call(void) { wk__err_stale = true; }
 /* Records WK_ERR_NULL for a NULL argument unless an error is pending. */
 WK__HIDDEN void wk__null_arg(const char *fn, const char *arg);
 /* Formats a shape as "[2, 3]" into buf. */
 WK__HIDDEN const char *wk__shape_str(const int64_t *sizes, int ndim, char *buf, size_t n);
+
+/* ---- the allocator hook (alloc.c) ---- */
+/* aligned_alloc through the hook (wk_malloc and friends are public). */
+WK__HIDDEN void *wk__aligned_alloc(size_t align, size_t n);
 
 /* ---- small blocks ------------------------------------------------------------------- */
 /* n bytes (64-byte aligned) from the calling thread's cache of small blocks

@@ -53,7 +53,7 @@ wk_module *wk_module_new(const wk_module_class *cls, void *state) {
              "module_new: the class needs struct_size, a name and a forward function");
     return NULL;
   }
-  wk_module *m = calloc(1, sizeof *m);
+  wk_module *m = wk_calloc(1, sizeof *m);
   if (!m) {
     wk_error(WK_ERR_NO_MEMORY, "module_new: out of memory");
     return NULL;
@@ -121,7 +121,7 @@ static wk_status check_name(const char *fn, const wk_module *m, const char *name
 static wk_status push_slot(slot **s, int *n, int *cap, const char *name, wk_tensor *t, bool persistent) {
   if (*n == *cap) {
     int c = *cap ? *cap * 2 : 4;
-    slot *p = realloc(*s, sizeof *p * (size_t)c);
+    slot *p = wk_realloc(*s, sizeof *p * (size_t)c);
     if (!p) return wk_error(WK_ERR_NO_MEMORY, "module: out of memory");
     *s = p;
     *cap = c;
@@ -156,7 +156,7 @@ wk_status wk_module_register_child(wk_module *m, const char *name, wk_module *ch
   if (child == m) return wk_error(WK_ERR_INVALID_ARG, "register_child: a module cannot be its own child");
   if (m->nk == m->capk) {
     int c = m->capk ? m->capk * 2 : 4;
-    kid *p = realloc(m->kids, sizeof *p * (size_t)c);
+    kid *p = wk_realloc(m->kids, sizeof *p * (size_t)c);
     if (!p) return wk_error(WK_ERR_NO_MEMORY, "module: out of memory");
     m->kids = p;
     m->capk = c;
@@ -255,7 +255,7 @@ static _Thread_local wk_module *tl_stack[STACK_MAX];
 static _Thread_local int tl_depth;
 
 static wk_status add_hook(hook **list, int *n, bool post, void *fn, void *user, int64_t *id) {
-  hook *p = realloc(*list, sizeof *p * (size_t)(*n + 1));
+  hook *p = wk_realloc(*list, sizeof *p * (size_t)(*n + 1));
   if (!p) return wk_error(WK_ERR_NO_MEMORY, "register_forward_hook: out of memory");
   *id = atomic_fetch_add(&g_hook_ids, 1) + 1;
   p[(*n)++] = (hook){*id, post, fn, user};
@@ -272,9 +272,9 @@ static int64_t register_hook(wk_module *m, bool post, void *fn, void *user) {
   int64_t id = 0;
   if (m) return add_hook(&m->hooks, &m->nhooks, post, fn, user, &id) ? 0 : id;
   pthread_mutex_lock(&g_hook_lock);
-  hook_list *old = atomic_load(&g_hooks), *nl = calloc(1, sizeof *nl);
+  hook_list *old = atomic_load(&g_hooks), *nl = wk_calloc(1, sizeof *nl);
   if (nl && old && old->n) {
-    nl->h = malloc(sizeof *nl->h * (size_t)old->n);
+    nl->h = wk_malloc(sizeof *nl->h * (size_t)old->n);
     if (nl->h) memcpy(nl->h, old->h, sizeof *nl->h * (size_t)old->n);
     nl->n = nl->h ? old->n : 0;
   }
@@ -317,7 +317,7 @@ wk_status wk_module_remove_hook(wk_module *m, int64_t id) {
     hook_list *old = atomic_load(&g_hooks), *nl = NULL;
     found = false;
     for (int i = 0; old && i < old->n && !found; i++) found = old->h[i].id == id;
-    if (found && (nl = calloc(1, sizeof *nl)) && (nl->h = malloc(sizeof *nl->h * (size_t)old->n))) {
+    if (found && (nl = wk_calloc(1, sizeof *nl)) && (nl->h = wk_malloc(sizeof *nl->h * (size_t)old->n))) {
       memcpy(nl->h, old->h, sizeof *nl->h * (size_t)old->n);
       nl->n = old->n;
       drop_hook(nl->h, &nl->n, id);
@@ -410,7 +410,7 @@ static const char *intern(wk_module *root, const char *prefix, const char *name)
     if (!strcmp(root->names[i], buf)) return root->names[i];
   if (root->nnames == root->capnames) {
     int c = root->capnames ? root->capnames * 2 : 32;
-    char **p = realloc(root->names, sizeof *p * (size_t)c);
+    char **p = wk_realloc(root->names, sizeof *p * (size_t)c);
     if (!p) return NULL;
     root->names = p;
     root->capnames = c;
@@ -435,7 +435,7 @@ static bool seen_before(walk_ctx *w, wk_tensor *t) {
     if (w->seen[k] == t) return true;
   if (w->nseen == w->capseen) {
     int c = w->capseen ? w->capseen * 2 : 64;
-    wk_tensor **p = realloc(w->seen, sizeof *p * (size_t)c);
+    wk_tensor **p = wk_realloc(w->seen, sizeof *p * (size_t)c);
     if (!p) return false;
     w->seen = p;
     w->capseen = c;
@@ -483,7 +483,7 @@ int wk_module_named_buffers(const wk_module *m, const char **names, wk_tensor **
 /* Every parameter once, as a malloc'd array (count in *n). */
 static wk_tensor **all_params(const wk_module *m, int *n) {
   int cnt = wk_module_named_parameters(m, NULL, NULL, 0);
-  wk_tensor **ps = calloc((size_t)(cnt ? cnt : 1), sizeof *ps);
+  wk_tensor **ps = wk_calloc((size_t)(cnt ? cnt : 1), sizeof *ps);
   *n = ps ? wk_module_named_parameters(m, NULL, ps, cnt) : 0;
   return ps;
 }
@@ -574,9 +574,9 @@ static void entries_walk(entries_ctx *e, const wk_module *m, const char *prefix)
       if (seen) continue;
       if (e->n == e->cap) {
         int c = e->cap ? e->cap * 2 : 64;
-        const char **pn = realloc(e->names, sizeof *pn * (size_t)c);
+        const char **pn = wk_realloc(e->names, sizeof *pn * (size_t)c);
         if (pn) e->names = pn;
-        wk_tensor **pt = realloc(e->ts, sizeof *pt * (size_t)c);
+        wk_tensor **pt = wk_realloc(e->ts, sizeof *pt * (size_t)c);
         if (pt) e->ts = pt;
         if (!pn || !pt) continue;
         e->cap = c;
@@ -643,7 +643,7 @@ static bool same_shape(const wk_tensor *a, const wk_tensor *b) {
 }
 
 static void add_str(char ***list, int *n, const char *s) {
-  char **p = realloc(*list, sizeof *p * (size_t)(*n + 1));
+  char **p = wk_realloc(*list, sizeof *p * (size_t)(*n + 1));
   if (!p) return;
   *list = p;
   if ((p[*n] = wk__strdup(s))) (*n)++;
@@ -728,7 +728,7 @@ static void put(buf *b, const char *s) {
   size_t l = strlen(s);
   if (b->n + l + 1 > b->cap) {
     size_t c = (b->cap + l + 1) * 2;
-    char *p = realloc(b->s, c);
+    char *p = wk_realloc(b->s, c);
     if (!p) return;
     b->s = p;
     b->cap = c;

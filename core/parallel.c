@@ -125,7 +125,7 @@ static void start(int n) {
   g_stop = false;
   g_nthreads = n;
   g_nworkers = 0;
-  g_threads = calloc((size_t)(n > 1 ? n - 1 : 1), sizeof *g_threads);
+  g_threads = wk_calloc((size_t)(n > 1 ? n - 1 : 1), sizeof *g_threads);
   for (int i = 0; g_threads && i < n - 1; i++)
     if (pthread_create(&g_threads[g_nworkers], NULL, worker, NULL) == 0) g_nworkers++;
   g_nthreads = g_nworkers + 1;

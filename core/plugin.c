@@ -32,12 +32,12 @@ const char *wk__plugin_name_or_core(const wk_plugin *p) { return p ? p->name : "
 static wk_plugin *record(const char *path, const char *stem) {
   if (g_nplugins == g_cap) {
     int cap = g_cap ? g_cap * 2 : 16;
-    wk_plugin **p = realloc(g_plugins, sizeof *p * (size_t)cap);
+    wk_plugin **p = wk_realloc(g_plugins, sizeof *p * (size_t)cap);
     if (!p) return NULL;
     g_plugins = p;
     g_cap = cap;
   }
-  wk_plugin *p = calloc(1, sizeof *p);
+  wk_plugin *p = wk_calloc(1, sizeof *p);
   if (!p) return NULL;
   p->path = wk__strdup(path);
   p->name = wk__strdup(stem);
@@ -277,7 +277,7 @@ static void scan_dir(const char *dir, bool nested) {
     size_t *cnt = is_dir ? &ns : &n, *cp = is_dir ? &caps : &cap;
     if (*cnt == *cp) {
       *cp = *cp ? *cp * 2 : 16;
-      char **p = realloc(*list, *cp * sizeof *p);
+      char **p = wk_realloc(*list, *cp * sizeof *p);
       if (!p) break;
       *list = p;
     }

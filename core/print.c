@@ -19,7 +19,7 @@ static void put(sbuf *b, const char *s) {
   size_t l = strlen(s);
   if (b->n + l + 1 > b->cap) {
     size_t cap = (b->cap + l + 1) * 2;
-    char *p = realloc(b->buf, cap);
+    char *p = wk_realloc(b->buf, cap);
     if (!p) {
       b->oom = true;
       return;
@@ -163,7 +163,7 @@ char *wk_tensor_to_string(wk_tensor *t) {
   /* A meta tensor has no values: PyTorch prints tensor(..., device='meta', size=(2, 3)). */
   bool meta = t->storage->device.type == WK_DEVICE_META;
   int64_t numel = meta ? 0 : wk_tensor_numel(t);
-  double *vals = malloc(sizeof(double) * (size_t)(numel ? numel : 1));
+  double *vals = wk_malloc(sizeof(double) * (size_t)(numel ? numel : 1));
   if (!vals) {
     wk_error(WK_ERR_NO_MEMORY, "tensor_to_string: out of memory");
     return NULL;
@@ -180,7 +180,7 @@ char *wk_tensor_to_string(wk_tensor *t) {
   wk__contiguous_strides(t->sizes, t->ndim, f.strides);
   /* choose the format from the shown elements only, as PyTorch does */
   if (f.summarize) {
-    double *sel = malloc(sizeof(double) * (size_t)numel);
+    double *sel = wk_malloc(sizeof(double) * (size_t)numel);
     int64_t k = 0, idx[WK_MAX_DIMS] = {0};
     for (int64_t i = 0; sel && i < numel; i++) {
       bool keep = true;

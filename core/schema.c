@@ -52,7 +52,7 @@ static char *ident(parser *ps) {
   if (!(isalpha((unsigned char)*b) || *b == '_')) return NULL;
   while (isalnum((unsigned char)*ps->p) || *ps->p == '_') ps->p++;
   size_t n = (size_t)(ps->p - b);
-  char *r = malloc(n + 1);
+  char *r = wk_malloc(n + 1);
   if (!r) return NULL;
   memcpy(r, b, n);
   r[n] = 0;
@@ -103,7 +103,7 @@ static char *op_name(parser *ps) {
     }
   }
   size_t n = (size_t)(ps->p - b);
-  char *r = malloc(n + 1);
+  char *r = wk_malloc(n + 1);
   if (!r) {
     fail(ps, "out of memory");
     return NULL;
@@ -195,7 +195,7 @@ static bool parse_type(parser *ps, wk__arg *a) {
     a->optional = true;
   }
   size_t n = (size_t)(ps->p - start);
-  a->type_text = malloc(n + 1);
+  a->type_text = wk_malloc(n + 1);
   if (!a->type_text) {
     fail(ps, "out of memory");
     return false;
@@ -272,7 +272,7 @@ static bool parse_default(parser *ps, wk__arg *a) {
       while (*ps->p && *ps->p != q) ps->p++;
       if (*ps->p != q) { fail(ps, "unterminated string default"); return false; }
       size_t n = (size_t)(ps->p - b);
-      char *s = malloc(n + 1);
+      char *s = wk_malloc(n + 1);
       if (!s) { fail(ps, "out of memory"); return false; }
       memcpy(s, b, n);
       s[n] = 0;
@@ -299,7 +299,7 @@ static bool parse_default(parser *ps, wk__arg *a) {
         int m = a->fixed_len ? a->fixed_len : 1;
         for (n = 0; n < m; n++) buf[n] = i;
       }
-      int64_t *p = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+      int64_t *p = wk_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
       if (!p) { fail(ps, "out of memory"); return false; }
       memcpy(p, buf, sizeof(int64_t) * (size_t)n);
       a->def = WK_VINTS(p, n);
@@ -324,7 +324,7 @@ static bool parse_default(parser *ps, wk__arg *a) {
         int m = a->fixed_len ? a->fixed_len : 1;
         for (n = 0; n < m; n++) buf[n] = f;
       }
-      double *p = malloc(sizeof(double) * (size_t)(n ? n : 1));
+      double *p = wk_malloc(sizeof(double) * (size_t)(n ? n : 1));
       if (!p) { fail(ps, "out of memory"); return false; }
       memcpy(p, buf, sizeof(double) * (size_t)n);
       a->def = WK_VFLOATS(p, n);

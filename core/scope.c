@@ -15,7 +15,7 @@ static _Thread_local wk__scope *g_top;
 static _Thread_local int g_depth;
 
 int wk_scope_begin(void) {
-  wk__scope *s = calloc(1, sizeof *s);
+  wk__scope *s = wk_calloc(1, sizeof *s);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "scope_begin: out of memory");
     return -1;
@@ -28,7 +28,7 @@ int wk_scope_begin(void) {
 static bool push(wk__scope *s, wk_tensor *t) {
   if (s->n == s->cap) {
     int64_t cap = s->cap ? s->cap * 2 : 64;
-    wk_tensor **p = realloc(s->items, sizeof *p * (size_t)cap);
+    wk_tensor **p = wk_realloc(s->items, sizeof *p * (size_t)cap);
     if (!p) return false;
     s->items = p;
     s->cap = cap;

@@ -68,14 +68,14 @@ static bool map_reserve(map *m) {
   if (m->n >= INT32_MAX / 4) return false;
   if (m->n == m->cap) {
     int cap = m->cap ? m->cap * 2 : 16;
-    item *p = realloc(m->v, sizeof *p * (size_t)cap);
+    item *p = wk_realloc(m->v, sizeof *p * (size_t)cap);
     if (!p) return false;
     m->v = p;
     m->cap = cap;
   }
   if (2 * ((size_t)m->n + 1) > m->nslot) {
     size_t ns = m->nslot ? m->nslot * 2 : 32;
-    int32_t *s = malloc(sizeof *s * ns);
+    int32_t *s = wk_malloc(sizeof *s * ns);
     if (!s) return false;
     free(m->slot);
     m->slot = s;
@@ -120,7 +120,7 @@ static void map_remove_at(map *m, int i) {
 }
 
 wk_state_dict *wk_state_dict_new(void) {
-  wk_state_dict *sd = calloc(1, sizeof *sd);
+  wk_state_dict *sd = wk_calloc(1, sizeof *sd);
   if (!sd)
     wk_error(WK_ERR_NO_MEMORY, "state_dict: out of memory");
   else

@@ -129,7 +129,7 @@ static void setup(void) {
 /* Every parameter of m once: count, trainable count and bytes. */
 static void param_stats(const wk_module *m, row *w) {
   int n = wk_module_named_parameters(m, NULL, NULL, 0);
-  wk_tensor **ps = calloc((size_t)(n ? n : 1), sizeof *ps);
+  wk_tensor **ps = wk_calloc((size_t)(n ? n : 1), sizeof *ps);
   n = ps ? wk_module_named_parameters(m, NULL, ps, n) : 0;
   for (int i = 0; i < n; i++) {
     int64_t k = wk_tensor_numel(ps[i]);
@@ -145,7 +145,7 @@ static wk_status pre_hook(void *user, wk_module *m, wk_tensor *const *in, int n)
   if (!r || r != user) return WK_OK; /* another thread's forward */
   if (r->n == r->cap) {
     int c = r->cap ? r->cap * 2 : 64;
-    row *p = realloc(r->rows, sizeof *p * (size_t)c);
+    row *p = wk_realloc(r->rows, sizeof *p * (size_t)c);
     if (!p) return wk_error(WK_ERR_NO_MEMORY, "module_summary: out of memory");
     r->rows = p;
     r->cap = c;
@@ -219,7 +219,7 @@ static void putf(text *b, const char *fmt, ...) {
   if (k < 0 || b->oom) return;
   if (b->n + (size_t)k + 1 > b->cap) {
     size_t c = (b->cap + (size_t)k + 1) * 2;
-    char *p = realloc(b->s, c);
+    char *p = wk_realloc(b->s, c);
     if (!p) {
       b->oom = true;
       return;
@@ -351,7 +351,7 @@ static char *format(run *r, int max_depth, int64_t input_bytes, wk_summary_stats
   }
   text b = {0};
   int width = name_width + 3 * COL_WIDTH;
-  char *div = malloc((size_t)width + 1);
+  char *div = wk_malloc((size_t)width + 1);
   if (!div) return NULL;
   memset(div, '=', (size_t)width);
   div[width] = 0;
@@ -415,8 +415,8 @@ typedef struct {
 
 static wk_status swap_to_meta(wk_module *m, swap **out, int *nout) {
   int np = wk_module_named_parameters(m, NULL, NULL, 0), nb = wk_module_named_buffers(m, NULL, NULL, 0);
-  wk_tensor **ts = calloc((size_t)(np + nb + 1), sizeof *ts);
-  swap *sw = calloc((size_t)(np + nb + 1), sizeof *sw);
+  wk_tensor **ts = wk_calloc((size_t)(np + nb + 1), sizeof *ts);
+  swap *sw = wk_calloc((size_t)(np + nb + 1), sizeof *sw);
   if (!ts || !sw) {
     free(ts);
     free(sw);

@@ -138,7 +138,7 @@ void *wk__block_alloc(size_t n) {
   size_t total = n ? (n + 63) & ~(size_t)63 : 64;
   if (total < n) return NULL;
   void *p = total <= SMALL_MAX ? small_take(total) : NULL;
-  return p ? p : aligned_alloc(64, total);
+  return p ? p : wk__aligned_alloc(64, total);
 }
 
 void wk__block_free(void *p, size_t n) {
@@ -158,7 +158,7 @@ static _Thread_local struct {
 
 static wk_tensor *handle_take(void) {
   cached_block *b = tl_handles.head;
-  if (!b) return malloc(sizeof(wk_tensor));
+  if (!b) return wk_malloc(sizeof(wk_tensor));
   tl_handles.head = b->next;
   tl_handles.n--;
   return (wk_tensor *)b;
@@ -209,7 +209,7 @@ wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
     wk__storage *st = NULL;
     if (total >= head && total - head >= nbytes) {
       st = total <= SMALL_MAX ? small_take(total) : cache_take(total);
-      if (!st) st = aligned_alloc(64, total);
+      if (!st) st = wk__aligned_alloc(64, total);
     }
     if (!st) {
       wk_error(WK_ERR_NO_MEMORY, "cpu: out of memory allocating %zu bytes", nbytes);
@@ -225,7 +225,7 @@ wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
     return st;
   }
   if (dev.type == WK_DEVICE_META) { /* a size and no memory */
-    wk__storage *st = calloc(1, sizeof *st);
+    wk__storage *st = wk_calloc(1, sizeof *st);
     if (!st) {
       wk_error(WK_ERR_NO_MEMORY, "out of memory allocating a storage");
       return NULL;
@@ -239,7 +239,7 @@ wk__storage *wk__storage_new(wk_device dev, size_t nbytes) {
   }
   void *data = wk_device_alloc(dev, nbytes);
   if (!data) return NULL;
-  wk__storage *st = calloc(1, sizeof *st);
+  wk__storage *st = wk_calloc(1, sizeof *st);
   if (!st) {
     wk_device_free(dev, data);
     wk_error(WK_ERR_NO_MEMORY, "out of memory allocating a storage");
@@ -476,7 +476,7 @@ wk_tensor *wk_tensor_from_blob(void *data, wk_dtype dtype, wk_device dev, const 
     wk__null_arg("tensor_from_blob", "data");
     return NULL;
   }
-  wk__storage *st = calloc(1, sizeof *st);
+  wk__storage *st = wk_calloc(1, sizeof *st);
   if (!st) {
     wk_error(WK_ERR_NO_MEMORY, "tensor_from_blob: out of memory");
     return NULL;
@@ -717,7 +717,7 @@ wk_status wk_tensor_to_f64(wk_tensor *t, double *out, int64_t n) {
   const char *base = t->storage->data;
   char *host = NULL;
   if (wk__device_norm(t->storage->device).type != WK_DEVICE_CPU) {
-    host = malloc(t->storage->nbytes);
+    host = wk_malloc(t->storage->nbytes);
     if (!host) return wk_error(WK_ERR_NO_MEMORY, "tensor_to_f64: out of memory");
     wk_status s = wk_device_copy(host, wk_cpu(), base, t->storage->device, t->storage->nbytes);
     if (s) {

@@ -385,7 +385,7 @@ static wk_status split_sizes(const char *op, wk_tensor *self, int64_t dim, const
   if (self->ndim == 0) return wk_error(WK_ERR_SHAPE, "%s(): cannot be applied to a 0-dim tensor", op);
   int d = wk__wrap_dim(op, dim, self->ndim, &ok);
   if (!ok) return wk_last_error();
-  wk_tensor **list = calloc((size_t)(n ? n : 1), sizeof *list);
+  wk_tensor **list = wk_calloc((size_t)(n ? n : 1), sizeof *list);
   if (!list) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   int64_t start = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -416,7 +416,7 @@ static wk_status k_split(const wk_kernel_ctx *c, const wk_value *args, wk_value 
                     (long long)ss);
   int64_t cnt = ss ? (n + ss - 1) / ss : 1;
   if (cnt == 0) cnt = 1;
-  int64_t *sizes = malloc(sizeof(int64_t) * (size_t)cnt);
+  int64_t *sizes = wk_malloc(sizeof(int64_t) * (size_t)cnt);
   if (!sizes) return wk_error(WK_ERR_NO_MEMORY, "split(): out of memory");
   for (int64_t i = 0; i < cnt; i++) sizes[i] = ss ? (i == cnt - 1 ? n - ss * (cnt - 1) : ss) : 0;
   wk_status s = split_sizes("split", self, d, sizes, cnt, outs);

@@ -232,8 +232,10 @@ static inline const wk_data_iface *wk__data(size_t need) {
   return d;
 }
 #define WK__DATA(field) wk__data(offsetof(wk_data_iface, field) + sizeof(void (*)(void)))
+/* Every call but the *_free ones starts a new error scope (error.h). */
 #define WK__DATA_CALL(field, fail, ...)               \
   do {                                                \
+    wk_error_new_call();                              \
     const wk_data_iface *d_ = WK__DATA(field);        \
     return d_ ? d_->field(__VA_ARGS__) : (fail);      \
   } while (0)

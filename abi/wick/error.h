@@ -1,6 +1,24 @@
 /* Wick ABI: errors cross the ABI as values. Every call that fails returns a
  * status (or NULL) and records a thread-local message naming the op and the
- * offending values. The first error is kept until wk_clear_error(). */
+ * offending values.
+ *
+ * Scoping (ABI 1.3). The slot is per thread and per top-level call:
+ *  - A call whose arguments are all valid starts with a clean slot: if it
+ *    fails, wk_last_error_message() names its own fault, never an earlier
+ *    call's (load a bad file, then a good one, then another bad one: the
+ *    message names the second bad file). If it succeeds, wk_last_error() is
+ *    WK_OK. No wk_clear_error() is needed between calls.
+ *  - A call receiving NULL (the handle an earlier call failed to make) keeps
+ *    the propagated error, so wk_relu(wk_add(a, b)) with a failing add
+ *    reports add's fault, not "argument 'self' is NULL".
+ *  - Inside one call, the first error is kept: nested calls that fail and
+ *    propagate NULL report the root cause.
+ * Where: the dispatcher (every op call: wk_add, wk_op_call, wk_call, ...) at
+ * the outermost level once it has checked the arguments, and the service
+ * wrappers (wk_load_safetensors, wk_checkpoint_load, wk_dataset_mnist, ...
+ * in io.h, data.h) through wk_error_new_call() before calling the plugin.
+ * Other calls (accessors, wk_release, wk_state_dict_*) leave the slot alone,
+ * so cleanup after a failure does not erase its message. */
 #ifndef WICK_ERROR_H
 #define WICK_ERROR_H
 
@@ -20,6 +38,14 @@ WK_API void wk_clear_error(void);
 
 /* Returns the static short name of a status ("shape mismatch"). */
 WK_API const char *wk_status_name(wk_status s);
+
+/* Marks the start of a top-level call (ABI 1.3): an error recorded by an
+ * earlier call is no longer reported (wk_last_error() gives WK_OK), the next
+ * error recorded replaces it, and a WK_ERR_NULL error revives it instead (the
+ * call received the NULL that failure returned). Does nothing inside a
+ * dispatched op (kernels, composite ops). The service wrappers call it;
+ * plugin authors offering a service through inline wrappers do the same. */
+WK_API void wk_error_new_call(void);
 
 /* Records an error (printf-style message) unless one is already recorded, and
  * returns `code` so callers can write `return wk_error(...)`. Plugins use this

@@ -85,6 +85,9 @@
   X(wk_module_remove_hook) X(wk_module_call_stack) X(wk_module_named_children) X(wk_module_summary) \
   X(wk_plugin_abi_version) X(wk_set_default_device) X(wk_default_device) X(wk_module_set_child)
 
+/* ABI 1.3: error scoping (error.h), the allocator hook (tensor.h) */
+#define WK_HOST_API_1_3(X) X(wk_error_new_call) X(wk_malloc) X(wk_calloc) X(wk_realloc)
+
 typedef struct wk_host_api {
   size_t struct_size;
   uint32_t abi_version;
@@ -92,6 +95,7 @@ typedef struct wk_host_api {
   WK_HOST_API_1_0(WK__HOST_SLOT)
   WK_HOST_API_1_1(WK__HOST_SLOT)
   WK_HOST_API_1_2(WK__HOST_SLOT)
+  WK_HOST_API_1_3(WK__HOST_SLOT)
 #undef WK__HOST_SLOT
 } wk_host_api;
 

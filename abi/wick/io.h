@@ -89,6 +89,9 @@ static inline const wk_io_iface *wk__io(size_t need) {
   return io;
 }
 #define WK__IO(field) wk__io(offsetof(wk_io_iface, field) + sizeof(void (*)(void)))
+/* The service for a call that starts a new error scope (error.h): all but
+ * wk_checkpoint_clear, which cleans up after failures. */
+#define WK__IO_CALL(field) (wk_error_new_call(), WK__IO(field))
 
 /* Saves every tensor of sd (any device, any strides: written contiguous,
  * row-major, little-endian) and its string metadata as the "__metadata__"
@@ -96,7 +99,7 @@ static inline const wk_io_iface *wk__io(size_t need) {
  * written, fsync'd and renamed over `path`, then the directory is fsync'd. On
  * failure `path` is untouched and the temporary file removed. Borrows sd. */
 static inline wk_status wk_save_safetensors(const wk_state_dict *sd, const char *path) {
-  const wk_io_iface *io = WK__IO(save_safetensors);
+  const wk_io_iface *io = WK__IO_CALL(save_safetensors);
   return io ? io->save_safetensors(sd, path) : wk_last_error();
 }
 /* Loads a safetensors file into a new state dict (*out; free it with
@@ -108,26 +111,26 @@ static inline wk_status wk_save_safetensors(const wk_state_dict *sd, const char 
  * the 10 dtypes Wick has are read (F32 F64 F16 BF16 I8 U8 I16 I32 I64 BOOL).
  * opts may be NULL. */
 static inline wk_status wk_load_safetensors(const char *path, wk_state_dict **out, const wk_io_load_opts *opts) {
-  const wk_io_iface *io = WK__IO(load_safetensors);
+  const wk_io_iface *io = WK__IO_CALL(load_safetensors);
   if (!io && out) *out = NULL;
   return io ? io->load_safetensors(path, out, opts) : wk_last_error();
 }
 /* The same in memory: *data (free with wk_free) receives *nbytes bytes. */
 static inline wk_status wk_save_safetensors_buffer(const wk_state_dict *sd, void **data, size_t *nbytes) {
-  const wk_io_iface *io = WK__IO(save_safetensors_buffer);
+  const wk_io_iface *io = WK__IO_CALL(save_safetensors_buffer);
   if (!io && data) *data = NULL;
   return io ? io->save_safetensors_buffer(sd, data, nbytes) : wk_last_error();
 }
 /* Loads from nbytes bytes at data (borrowed). */
 static inline wk_status wk_load_safetensors_buffer(const void *data, size_t nbytes, wk_state_dict **out,
                                                    const wk_io_load_opts *opts) {
-  const wk_io_iface *io = WK__IO(load_safetensors_buffer);
+  const wk_io_iface *io = WK__IO_CALL(load_safetensors_buffer);
   if (!io && out) *out = NULL;
   return io ? io->load_safetensors_buffer(data, nbytes, out, opts) : wk_last_error();
 }
 /* Saves a checkpoint (borrowed) to one safetensors file, atomically. */
 static inline wk_status wk_checkpoint_save(const char *path, const wk_checkpoint *ck) {
-  const wk_io_iface *io = WK__IO(checkpoint_save);
+  const wk_io_iface *io = WK__IO_CALL(checkpoint_save);
   return io ? io->checkpoint_save(path, ck) : wk_last_error();
 }
 /* Loads a checkpoint into *out (out->struct_size set, e.g. WK_CHECKPOINT_INIT;
@@ -135,7 +138,7 @@ static inline wk_status wk_checkpoint_save(const char *path, const wk_checkpoint
  * then owned by *out: release them with wk_checkpoint_clear. Restores the
  * generators' states unless opts->keep_rng. On failure *out is cleared. */
 static inline wk_status wk_checkpoint_load(const char *path, wk_checkpoint *out, const wk_io_load_opts *opts) {
-  const wk_io_iface *io = WK__IO(checkpoint_load);
+  const wk_io_iface *io = WK__IO_CALL(checkpoint_load);
   return io ? io->checkpoint_load(path, out, opts) : wk_last_error();
 }
 /* Frees what wk_checkpoint_load put in ck (parts, names, meta, key lists)

@@ -144,5 +144,13 @@ WK_API char *wk_tensor_to_string(wk_tensor *t);
 WK_API wk_status wk_print(wk_tensor *t, FILE *f);
 /* Frees memory returned by Wick calls that say "free with wk_free". */
 WK_API void wk_free(void *p);
+/* The allocator every Wick allocation goes through (ABI 1.3), for plugins and
+ * programs whose memory Wick frees or hands back: malloc/calloc/realloc
+ * semantics (NULL when exhausted, no error recorded), freed with wk_free.
+ * WICK_FAIL_ALLOC=N makes the Nth allocation fail (fault injection, see
+ * tests/fault_sweep.sh). */
+WK_API void *wk_malloc(size_t n);
+WK_API void *wk_calloc(size_t n, size_t size);
+WK_API void *wk_realloc(void *p, size_t n);
 
 #endif

@@ -11,8 +11,9 @@
 #define WK_VERSION_STRING "0.1.0"
 
 #define WK_ABI_MAJOR 1
-#define WK_ABI_MINOR 2 /* 1.1: streams, events, pinned memory, memory statistics, device properties;
-                          1.2: meta functions (wk_op_set_meta, ctx->meta), the meta device */
+#define WK_ABI_MINOR 3 /* 1.1: streams, events, pinned memory, memory statistics, device properties;
+                          1.2: meta functions (wk_op_set_meta, ctx->meta), the meta device;
+                          1.3: error scoping (wk_error_new_call), the allocator hook (wk_malloc) */
 
 /* Returns the library's version string (static, never freed). Compare with
  * WK_VERSION_STRING to check that header and library match. */
