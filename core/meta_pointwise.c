@@ -18,6 +18,8 @@ static wk_status unary_dtype(wk_op *op, int rule, wk_dtype dt, wk_dtype *rt) {
     *rt = WK_BOOL;
     return WK_OK;
   }
+  if (rule == WK_UNARY_INTEGER && wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", MNAME, base, wk__dtype_word(dt));
   if (wk_dtype_is_floating(dt)) return WK_OK;
   switch (rule) {
     case WK_UNARY_FLOAT:
@@ -35,6 +37,9 @@ static wk_status unary_dtype(wk_op *op, int rule, wk_dtype dt, wk_dtype *rt) {
                         "trying to invert a mask, use the `~` or `logical_not()` operator instead.", MNAME);
       if (dt == WK_BOOL && strcmp(base, "relu") == 0)
         return wk_error(WK_ERR_DTYPE, "%s: Boolean inputs not supported for relu", MNAME);
+      if (dt == WK_BOOL && (strcmp(base, "relu6") == 0 || strcmp(base, "hardtanh") == 0))
+        return wk_error(WK_ERR_DTYPE, "%s: Bool inputs not supported for hardtanh", MNAME);
+      if (dt == WK_BOOL && strcmp(base, "square") == 0) *rt = WK_I64; /* pow(bool, 2) is int64 */
       return WK_OK;
   }
 }
@@ -57,6 +62,7 @@ UNARY_RULE_FN(WK_UNARY_FLOAT_ONLY)
 UNARY_RULE_FN(WK_UNARY_KEEP)
 UNARY_RULE_FN(WK_UNARY_ROUNDING)
 UNARY_RULE_FN(WK_UNARY_PRED)
+UNARY_RULE_FN(WK_UNARY_INTEGER)
 
 static wk_status meta_leaky_relu(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return unary_with(op, args, o, WK_UNARY_FLOAT_ONLY);
@@ -68,6 +74,40 @@ static wk_status meta_gelu(wk_op *op, const wk_value *args, wk_meta_out *o) {
     return wk_error(WK_ERR_INVALID_ARG, "%s: approximate argument must be either none or tanh, not '%s'", MNAME,
                     mode);
   return unary_with(op, args, o, WK_UNARY_FLOAT_ONLY);
+}
+
+static double scalar_f64(const wk_value *v) {
+  return v->tag == WK_V_INT ? (double)v->u.i : v->tag == WK_V_BOOL ? (double)v->u.b : v->u.f;
+}
+
+/* softplus(beta, threshold), elu(alpha, scale, input_scale): floating only. */
+static wk_status meta_float_act(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  return unary_with(op, args, o, WK_UNARY_FLOAT_ONLY);
+}
+static wk_status meta_celu(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  if (scalar_f64(&args[1]) == 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s: ZeroDivisionError from celu calculation, make sure alpha is not zero",
+                    MNAME);
+  return unary_with(op, args, o, WK_UNARY_FLOAT_ONLY);
+}
+
+static wk_status int_bound(const char *name, const wk_value *v, wk_dtype rt);
+/* hardtanh(min_val, max_val): integers keep their dtype (bounds must fit it), bool is refused. */
+static wk_status meta_hardtanh(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  double lo = scalar_f64(&args[1]), hi = scalar_f64(&args[2]);
+  if (lo > hi) return wk_error(WK_ERR_INVALID_ARG, "%s: min_val cannot be greater than max_val", MNAME);
+  wk_status s = unary_with(op, args, o, WK_UNARY_KEEP);
+  if (!s && !wk_dtype_is_floating(o->dtype)) {
+    for (int i = 1; i <= 2 && !s; i++) {
+      double v = scalar_f64(&args[i]);
+      if (!(fabs(v) < 9.2e18))
+        s = wk_error(WK_ERR_INVALID_ARG, "%s: value %g cannot be converted to type %s without overflow", MNAME, v,
+                     wk_dtype_name(o->dtype));
+      else
+        s = int_bound(MNAME, &(wk_value){.tag = WK_V_INT, .u.i = (int64_t)v}, o->dtype);
+    }
+  }
+  return s;
 }
 
 static wk_status meta_nan_to_num(wk_op *op, const wk_value *args, wk_meta_out *o) {
@@ -107,7 +147,7 @@ static wk_status meta_clamp(wk_op *op, const wk_value *args, wk_meta_out *o) {
 }
 
 /* ---- binary ---------------------------------------------------------------------- */
-typedef enum { B_ARITH, B_SUB, B_DIV, B_POW, B_LOGICAL, B_COMPARE } bkind;
+typedef enum { B_ARITH, B_SUB, B_DIV, B_POW, B_LOGICAL, B_COMPARE, B_FLOAT, B_FLOAT_ONLY, B_MOD, B_BITWISE } bkind;
 
 /* self (op) other, where other is a Tensor or a Scalar; alpha/rounding as given.
  * The common call (two tensors of one dtype, no bool, no alpha) takes no
@@ -156,6 +196,15 @@ static inline __attribute__((always_inline)) wk_status binary(wk_op *op, const w
       return wk_error(WK_ERR_DTYPE, "%s: Boolean alpha only supported for Boolean results.", wk__meta_base_name(op, b, sizeof b));
   }
   if (k == B_DIV && !trunc_ && !floor_ && !wk_dtype_is_floating(rt)) rt = WK_F32; /* true division */
+  if (k == B_FLOAT && !wk_dtype_is_floating(rt)) rt = WK_F32; /* atan2, copysign */
+  if ((k == B_FLOAT_ONLY && !wk_dtype_is_floating(rt)) || (k == B_MOD && rt == WK_BOOL) ||
+      (k == B_BITWISE && wk_dtype_is_floating(rt))) { /* PyTorch's kernel names in the message */
+    const char *base = wk__meta_base_name(op, b, sizeof b);
+    const char *kn = !strcmp(base, "bitwise_left_shift") ? "lshift" : !strcmp(base, "bitwise_right_shift") ? "rshift" : base;
+    return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for '%s'", base, kn, wk__dtype_word(rt));
+  }
+  if (k == B_BITWISE && rt == WK_BOOL && strstr(wk__meta_base_name(op, b, sizeof b), "shift"))
+    return wk_error(WK_ERR_DTYPE, "%s: \"%s_cpu\" not implemented for 'Bool'", b, b[8] == 'l' ? "lshift" : "rshift");
   if (k == B_LOGICAL || k == B_COMPARE) rt = WK_BOOL;
   wk_tensor *ts[2] = {self, ot};
   wk_status s = wk__meta_broadcast_op(op, ts, 2, o);
@@ -167,10 +216,14 @@ static inline __attribute__((always_inline)) wk_status binary(wk_op *op, const w
 static inline bkind kind_of_name(const char *base) {
   if (strcmp(base, "pow") == 0) return B_POW;
   if (strncmp(base, "logical_", 8) == 0) return B_LOGICAL;
+  if (strcmp(base, "atan2") == 0 || strcmp(base, "copysign") == 0) return B_FLOAT;
+  if (strcmp(base, "hypot") == 0 || strcmp(base, "logaddexp") == 0) return B_FLOAT_ONLY;
+  if (strcmp(base, "fmod") == 0 || strcmp(base, "remainder") == 0) return B_MOD;
+  if (strncmp(base, "bitwise_", 8) == 0) return B_BITWISE;
   return B_ARITH;
 }
 
-/* mul, maximum, minimum, pow, logical_and/or in every form (no extra arguments). */
+/* mul, maximum, minimum, pow, logical_and/or, atan2 ... bitwise_right_shift in every form (no extra arguments). */
 #define BINARY_FN(name, tags)                                                              \
   static wk_status meta_b_##name(wk_op *op, const wk_value *args, wk_meta_out *o) {      \
     return binary(op, args, o, kind_of_name(#name), NULL, NULL);                         \
@@ -265,6 +318,13 @@ static const wk__meta_row g_rows[] = {
     {"isnan", meta_unary_WK_UNARY_PRED},
     {"isinf", meta_unary_WK_UNARY_PRED},
     {"nan_to_num", meta_nan_to_num},
+    {"softplus", meta_float_act},
+    {"elu", meta_float_act},
+    {"elu_", meta_float_act},
+    {"celu", meta_celu},
+    {"celu_", meta_celu},
+    {"hardtanh", meta_hardtanh},
+    {"hardtanh_", meta_hardtanh},
     {"gelu_backward", meta_gelu_backward},
     {"threshold_backward", pointwise_backward},
     {"sigmoid_backward", pointwise_backward},

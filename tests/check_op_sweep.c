@@ -315,8 +315,9 @@ static bool mode_on(const sw_row *r, int mode) {
   return (mode == SW_BASIC || (r->modes & (1u << mode))) && !(r->crash & (1u << mode));
 }
 static unsigned dtypes_of(const sw_row *r) {
-  if (r->dtypes) return r->dtypes;
   const sw_trait *t = trait_of(r->op);
+  if (r->dtypes == D_INPLACE) return t && t->inplace ? t->inplace : D_FB;
+  if (r->dtypes) return r->dtypes;
   return t && t->dtypes ? t->dtypes : D_FIB;
 }
 
@@ -602,16 +603,20 @@ static void check_on(const sw_row *r, wk_op *op, int32_t type, unsigned check) {
  * repro), so the suite stays green and the report says so. */
 
 /* Families, one row generator each, from op_list.h's lists (X(name, tags[, dtype rule])). */
-#define SW_UNARY_ROWS(name, ...)                                                                \
-  {.op = #name, .gen = g_pw, .err = e_pw, .modes = M_ALL},                                      \
-      {.op = #name "_", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_EMPTY | M_SCALAR}, \
+#define SW_UNARY_ROWS(name, tags, rule)                                                                    \
+  {.op = #name, .gen = g_pw, .err = e_pw, .modes = M_ALL},                                                 \
+      {.op = #name "_",                                                                                    \
+       .gen = g_pw,                                                                                        \
+       .err = e_pw,                                                                                        \
+       .dtypes = D_INPLACE,                                                                                \
+       .modes = M_EMPTY | M_SCALAR},                                                                       \
       {.op = #name ".out", .gen = g_pw, .err = e_pw, .modes = M_EMPTY | M_SCALAR},
 #define SW_BINARY_ROWS(name, ...)                                                                         \
   {.op = #name, .gen = g_pw, .err = e_pw, .modes = M_ALL},                                                \
-      {.op = #name "_", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY | M_SCALAR}, \
-      {.op = #name ".out", .gen = g_pw, .err = e_pw, .modes = M_BCAST | M_EMPTY},                         \
-      {.op = #name ".Scalar", .gen = g_pw, .err = e_pw, .modes = M_EMPTY | M_SCALAR},                     \
-      {.op = #name "_.Scalar", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_EMPTY},
+      {.op = #name "_", .gen = g_pw, .err = e_pw, .dtypes = D_INPLACE, .modes = M_BCAST | M_EMPTY | M_SCALAR}, \
+      {.op = #name ".out", .gen = g_pw, .err = e_pw, .modes = M_BCAST | M_EMPTY},                              \
+      {.op = #name ".Scalar", .gen = g_pw, .err = e_pw, .modes = M_EMPTY | M_SCALAR},                          \
+      {.op = #name "_.Scalar", .gen = g_pw, .err = e_pw, .dtypes = D_INPLACE, .modes = M_EMPTY},
 #define SW_COMPARE_ROWS(name, ...)                                                    \
   {.op = #name, .gen = g_pw, .err = e_pw, .modes = M_ALL},                            \
       {.op = #name ".Scalar", .gen = g_pw, .err = e_pw, .modes = M_EMPTY | M_SCALAR}, \
@@ -632,6 +637,13 @@ static const sw_row g_rows[] = {
     {.op = "leaky_relu_", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ES},
     {.op = "gelu", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ALL},
     {.op = "clamp", .gen = g_pw, .err = e_pw, .dtypes = D_FIB, .modes = M_ALL},
+    {.op = "softplus", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ALL},
+    {.op = "elu", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ALL},
+    {.op = "elu_", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ES},
+    {.op = "celu", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ALL},
+    {.op = "celu_", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ES},
+    {.op = "hardtanh", .gen = g_pw, .err = e_pw, .dtypes = D_FIB, .modes = M_ALL},
+    {.op = "hardtanh_", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ES},
     {.op = "clamp_", .gen = g_pw, .err = e_pw, .dtypes = D_FB, .modes = M_ES},
     {.op = "where.self", .gen = g_pw, .err = e_pw, .dtypes = D_FIB, .modes = M_ALL},
     {.op = "isnan", .gen = g_pw, .err = e_pw, .dtypes = D_FIB, .modes = M_ES},

@@ -40,13 +40,13 @@ typedef struct {
 } ref_grad_case;
 
 #include "torch_ref/ref_data.h"
+#include "torch_ref/ops_ref_data.h" /* issue 21's ops (gen_ops_ref.py): ops_ref_cases, ops_ref_grad_cases */
 
 static wk_tensor *make(const ref_arg *a) {
   return tu_tensor(a->data, a->dtype, a->shape, a->ndim);
 }
 
-START_TEST(test_torch_ref_case) {
-  const ref_case *c = &ref_cases[_i];
+static void run_case(const ref_case *c) {
   wk_value args[8];
   wk_tensor *owned[32];
   int nowned = 0;
@@ -85,11 +85,13 @@ START_TEST(test_torch_ref_case) {
   for (int o = 0; o < wk_op_num_outs(wk_op_find(c->op)); o++) wk_release(outs[o].u.t);
   for (int k = 0; k < nowned; k++) wk_release(owned[k]);
 }
+START_TEST(test_torch_ref_case) { run_case(&ref_cases[_i]); }
+END_TEST
+START_TEST(test_torch_ref_ops_case) { run_case(&ops_ref_cases[_i]); }
 END_TEST
 
 /* Gradients: backward(grad_output) through the op gives PyTorch's .grad. */
-START_TEST(test_torch_ref_grad_case) {
-  const ref_grad_case *c = &ref_grad_cases[_i];
+static void run_grad_case(const ref_grad_case *c) {
   wk_scope_begin();
   wk_value args[8];
   wk_tensor *ts[8] = {0};
@@ -121,6 +123,9 @@ START_TEST(test_torch_ref_grad_case) {
   for (int k = 0; k < c->nargs; k++) wk_release(ts[k]);
   wk_scope_end();
 }
+START_TEST(test_torch_ref_grad_case) { run_grad_case(&ref_grad_cases[_i]); }
+END_TEST
+START_TEST(test_torch_ref_ops_grad_case) { run_grad_case(&ops_ref_grad_cases[_i]); }
 END_TEST
 
 static Suite *make_suite(void) {
@@ -133,6 +138,12 @@ static Suite *make_suite(void) {
   tcase_add_checked_fixture(gc, tu_setup, NULL);
   tcase_add_loop_test(gc, test_torch_ref_grad_case, 0, (int)(sizeof ref_grad_cases / sizeof ref_grad_cases[0]));
   suite_add_tcase(s, gc);
+  TCase *oc = tcase_create("pytorch-1.13.1-op-surface");
+  tcase_add_checked_fixture(oc, tu_setup, NULL);
+  tcase_add_loop_test(oc, test_torch_ref_ops_case, 0, (int)(sizeof ops_ref_cases / sizeof ops_ref_cases[0]));
+  tcase_add_loop_test(oc, test_torch_ref_ops_grad_case, 0,
+                      (int)(sizeof ops_ref_grad_cases / sizeof ops_ref_grad_cases[0]));
+  suite_add_tcase(s, oc);
   return s;
 }
 TU_MAIN(make_suite)

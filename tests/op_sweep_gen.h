@@ -20,8 +20,11 @@ static bool g_pw(sw_case *c) {
   bool fl = wk_dtype_is_floating(c->dt);
   if (is_op(c, "pow")) {
     l1 = fl ? 0.5 : 1, h1 = fl ? 2 : 4, l2 = fl ? -2 : 0, h2 = 3;
-  } else if (is_op(c, "div")) {
+  } else if (is_op(c, "div") || is_op(c, "fmod") || is_op(c, "remainder")) {
     l2 = fl ? 0.5 : 1, h2 = fl ? 2.5 : 3; /* no integer division by zero */
+    if (!is_op(c, "div") && runif(c) < 0.5) l2 = -h2, h2 = fl ? -0.5 : 0; /* negative divisors too */
+  } else if (is_op(c, "bitwise_left_shift") || is_op(c, "bitwise_right_shift")) {
+    l2 = 0, h2 = 9; /* counts in range (PyTorch 1.13 leaves negative counts undefined) */
   }
   wk_dtype odt = c->dt;
   bool swap = false;
@@ -30,6 +33,7 @@ static bool g_pw(sw_case *c) {
     if (!inplace && mut < 0) {
       swap = runif(c) < 0.5;
       odt = c->dt == WK_F64 ? WK_F32 : WK_F64; /* type promotion too */
+      if (!strncmp(c->row->op, "bitwise_", 8)) odt = c->dt == WK_I64 ? WK_I32 : WK_I64; /* integers only */
     }
   } else if (c->mode == SW_SCALAR && !inplace) {
     ond = 1;
@@ -65,6 +69,14 @@ static bool g_pw(sw_case *c) {
         anone(c);
       else
         ascalar(c, fl ? v : v * 2);
+    } else if (!strcmp(name, "min_val") || !strcmp(name, "max_val")) { /* hardtanh */
+      ascalar(c, !strcmp(name, "min_val") ? -0.5 : 0.7);
+    } else if (!strcmp(name, "beta")) { /* softplus: both sides of the threshold in [-2, 2) */
+      af(c, 1.5);
+    } else if (!strcmp(name, "threshold")) {
+      af(c, 2);
+    } else if (!strcmp(name, "scale") || !strcmp(name, "input_scale")) { /* elu */
+      af(c, !strcmp(name, "scale") ? 1.25 : 0.75);
     } else if (!strcmp(name, "nan") || !strcmp(name, "posinf") || !strcmp(name, "neginf")) {
       if (runif(c) < 0.5)
         anone(c);
@@ -95,7 +107,7 @@ static bool e_pw(sw_case *c, int k) {
   const int64_t *ss = s23, *os = s23, *outsz = s23;
   int snd = 2, ond = 2, outnd = 2;
   const char *str = NULL;
-  bool nobounds = false;
+  bool nobounds = false, badparam = false;
   switch (k) {
     case 0: /* [2, 3] with [4]; in place: [1, 3] with [2, 3] */
       if (!other_t && !has_cond) return false;
@@ -131,6 +143,10 @@ static bool e_pw(sw_case *c, int k) {
       if (!has_min) return false;
       nobounds = true;
       break;
+    case 7: /* hardtanh with min_val > max_val; celu with alpha 0 */
+      if (wk_op_arg_index(c->op, "min_val") < 0 && !is_op(c, "celu")) return false;
+      badparam = true;
+      break;
     default:
       return false;
   }
@@ -152,7 +168,9 @@ static bool e_pw(sw_case *c, int k) {
     else if (!strcmp(name, "min") || !strcmp(name, "max"))
       c->a[c->n++] = nobounds ? WK_VNONE : WK_VF(!strcmp(name, "min") ? -0.5 : 0.5);
     else if (!strcmp(name, "alpha"))
-      af(c, 1);
+      af(c, badparam ? 0 : 1);
+    else if (!strcmp(name, "min_val") || !strcmp(name, "max_val"))
+      af(c, (!strcmp(name, "min_val")) == badparam ? 1 : 0); /* min 0, max 1; badparam: min 1, max 0 */
     else
       break;
   }

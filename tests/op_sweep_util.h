@@ -22,6 +22,8 @@ enum { SW_BASIC, SW_BCAST, SW_EMPTY, SW_SCALAR, SW_NMODES };
 #define D_FB (D_F | DT(WK_BF16))
 #define D_FIB (D_FI | DT(WK_BF16))
 #define D_ALL (D_FI | DT(WK_I32) | DT(WK_BOOL))
+#define D_INT (DT(WK_I64) | DT(WK_I32))
+#define D_INPLACE (1u << 31) /* a family's in-place row: the name's trait says (default D_FB) */
 
 /* Row flags. */
 enum {
@@ -178,11 +180,24 @@ typedef struct {
   const char *name;
   double lo, hi;   /* 0, 0: the default range */
   unsigned dtypes; /* 0: the family's default */
+  unsigned inplace; /* the in-place variants' dtypes (0: D_FB) */
 } sw_trait;
 static const sw_trait g_traits[] = {
     {"log", 0.1, 3, 0},   {"log1p", -0.5, 2, 0},        {"sqrt", 0.1, 3, 0},          {"rsqrt", 0.2, 3, 0},
     {"silu", 0, 0, D_FB}, {"logical_not", 0, 0, D_ALL}, {"logical_and", 0, 0, D_ALL}, {"logical_or", 0, 0, D_ALL},
     {"eq", 0, 0, D_ALL},  {"ne", 0, 0, D_ALL},
+    /* issue 21's unary ops: their domains, and the dtypes their rule accepts */
+    {"log2", 0.1, 3, 0}, {"log10", 0.1, 3, 0}, {"tan", -1.2, 1.2, 0}, {"asin", -0.9, 0.9, 0},
+    {"acos", -0.9, 0.9, 0}, {"atanh", -0.9, 0.9, 0}, {"acosh", 1.1, 3, 0}, {"erfinv", -0.9, 0.9, 0},
+    {"reciprocal", 0.25, 3, 0}, {"square", 0, 0, D_ALL}, {"frac", 0, 0, D_FB}, {"selu", 0, 0, D_FB},
+    {"mish", 0, 0, D_FB}, {"hardswish", -4.5, 4.5, D_FB}, {"hardsigmoid", -4.5, 4.5, D_FB},
+    {"relu6", -2, 8, 0}, {"hardtanh", 0, 0, 0}, {"log_sigmoid", 0, 0, D_FB}, {"softplus", 0, 0, D_FB},
+    {"elu", 0, 0, D_FB}, {"celu", 0, 0, D_FB}, {"isfinite", 0, 0, D_ALL}, {"signbit", 0, 0, D_ALL},
+    {"bitwise_not", 0, 0, D_INT | DT(WK_BOOL), DT(WK_I64)},
+    /* issue 21's binary ops */
+    {"hypot", 0, 0, D_FB}, {"logaddexp", 0, 0, D_FB}, {"bitwise_and", 0, 0, D_INT | DT(WK_BOOL), D_INT},
+    {"bitwise_or", 0, 0, D_INT | DT(WK_BOOL), D_INT}, {"bitwise_xor", 0, 0, D_INT | DT(WK_BOOL), D_INT},
+    {"bitwise_left_shift", 0, 0, D_INT, D_INT}, {"bitwise_right_shift", -40, 40, D_INT, D_INT},
 };
 static const sw_trait *trait_of(const char *op) {
   char b[64];
@@ -323,7 +338,10 @@ static void add_specials(sw_case *c, wk_tensor *t) {
 static bool wants_specials(const sw_case *c) {
   static const char *const names[] = {"isnan", "isinf", "nan_to_num", "maximum", "minimum", "clamp", "relu", "abs",
                                       "neg",   "sign",  "floor",      "ceil",    "round",   "eq",    "ne",   "lt",
-                                      "le",    "gt",    "ge",         "sigmoid", "tanh",    "exp"};
+                                      "le",    "gt",    "ge",         "sigmoid", "tanh",    "exp",
+                                      "isfinite", "signbit", "trunc", "frac", "square", "reciprocal", "expm1",
+                                      "exp2", "log_sigmoid", "softplus", "relu6", "hardtanh", "hardswish", "mish",
+                                      "elu", "selu", "celu", "sinh", "cosh", "atan", "asinh"};
   char b[64];
   base_name(c->row->op, b, sizeof b);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

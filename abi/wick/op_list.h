@@ -23,8 +23,16 @@
  *   FLOAT_ONLY  integers and bool are refused (silu: "not implemented for 'Long'")
  *   KEEP        every dtype keeps its own (neg, abs, relu)
  *   ROUNDING    integers pass through unchanged, bool is refused (floor)
- *   PRED        any dtype in, bool out (logical_not) */
-enum { WK_UNARY_FLOAT = 0, WK_UNARY_FLOAT_ONLY = 1, WK_UNARY_KEEP = 2, WK_UNARY_ROUNDING = 3, WK_UNARY_PRED = 4 };
+ *   PRED        any dtype in, bool out (logical_not)
+ *   INTEGER     integers and bool keep their dtype, floating dtypes are refused (bitwise_not) */
+enum {
+  WK_UNARY_FLOAT = 0,
+  WK_UNARY_FLOAT_ONLY = 1,
+  WK_UNARY_KEEP = 2,
+  WK_UNARY_ROUNDING = 3,
+  WK_UNARY_PRED = 4,
+  WK_UNARY_INTEGER = 5
+};
 
 /* Unary pointwise ops with in-place and out= variants: X(name, tags, dtype rule). */
 #define WK_UNARY_OPS(X)                                                                               \
@@ -35,12 +43,26 @@ enum { WK_UNARY_FLOAT = 0, WK_UNARY_FLOAT_ONLY = 1, WK_UNARY_KEEP = 2, WK_UNARY_
   X(silu, WK_PW, WK_UNARY_FLOAT_ONLY) X(sign, WK_PW | WK_ND, WK_UNARY_KEEP)                           \
   X(floor, WK_PW | WK_ND, WK_UNARY_ROUNDING) X(ceil, WK_PW | WK_ND, WK_UNARY_ROUNDING)                \
   X(round, WK_PW | WK_ND, WK_UNARY_ROUNDING) X(logical_not, WK_PW | WK_ND, WK_UNARY_PRED)              \
-  X(erf, WK_PW, WK_UNARY_FLOAT)
+  X(erf, WK_PW, WK_UNARY_FLOAT) X(expm1, WK_PW, WK_UNARY_FLOAT) X(log2, WK_PW, WK_UNARY_FLOAT)        \
+  X(log10, WK_PW, WK_UNARY_FLOAT) X(exp2, WK_PW, WK_UNARY_FLOAT) X(tan, WK_PW, WK_UNARY_FLOAT)        \
+  X(asin, WK_PW, WK_UNARY_FLOAT) X(acos, WK_PW, WK_UNARY_FLOAT) X(atan, WK_PW, WK_UNARY_FLOAT)        \
+  X(sinh, WK_PW, WK_UNARY_FLOAT) X(cosh, WK_PW, WK_UNARY_FLOAT) X(asinh, WK_PW, WK_UNARY_FLOAT)       \
+  X(acosh, WK_PW, WK_UNARY_FLOAT) X(atanh, WK_PW, WK_UNARY_FLOAT) X(reciprocal, WK_PW, WK_UNARY_FLOAT) \
+  X(square, WK_PW, WK_UNARY_KEEP) X(trunc, WK_PW | WK_ND, WK_UNARY_ROUNDING)                          \
+  X(frac, WK_PW, WK_UNARY_FLOAT_ONLY) X(erfinv, WK_PW, WK_UNARY_FLOAT)                                \
+  X(selu, WK_PW, WK_UNARY_FLOAT_ONLY) X(mish, WK_PW, WK_UNARY_FLOAT_ONLY)                             \
+  X(hardswish, WK_PW, WK_UNARY_FLOAT_ONLY) X(hardsigmoid, WK_PW, WK_UNARY_FLOAT_ONLY)                 \
+  X(relu6, WK_PW, WK_UNARY_KEEP) X(log_sigmoid, WK_PW, WK_UNARY_FLOAT_ONLY)                           \
+  X(isfinite, WK_PW | WK_ND, WK_UNARY_PRED) X(signbit, WK_PW | WK_ND, WK_UNARY_PRED)                  \
+  X(bitwise_not, WK_PW | WK_ND, WK_UNARY_INTEGER)
 
 /* Binary pointwise ops (broadcasting, type promotion) with variants. */
 #define WK_BINARY_OPS(X)                                                       \
   X(mul, WK_PW) X(maximum, WK_PW) X(minimum, WK_PW) X(pow, WK_PW)              \
-  X(logical_and, WK_PW | WK_ND) X(logical_or, WK_PW | WK_ND)
+  X(logical_and, WK_PW | WK_ND) X(logical_or, WK_PW | WK_ND) X(atan2, WK_PW) X(fmod, WK_PW)        \
+  X(remainder, WK_PW) X(hypot, WK_PW) X(logaddexp, WK_PW) X(copysign, WK_PW)                  \
+  X(bitwise_and, WK_PW | WK_ND) X(bitwise_or, WK_PW | WK_ND) X(bitwise_xor, WK_PW | WK_ND)     \
+  X(bitwise_left_shift, WK_PW | WK_ND) X(bitwise_right_shift, WK_PW | WK_ND)
 
 /* Comparisons: bool results, no in-place variant. */
 #define WK_COMPARE_OPS(X) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
@@ -66,6 +88,13 @@ enum { WK_UNARY_FLOAT = 0, WK_UNARY_FLOAT_ONLY = 1, WK_UNARY_KEEP = 2, WK_UNARY_
   X("leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor", WK_PW)                      \
   X("leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("gelu(Tensor self, *, str approximate=\"none\") -> Tensor", WK_PW)                           \
+  X("softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor", WK_PW)               \
+  X("elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor", WK_PW)  \
+  X("elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
+  X("celu(Tensor self, Scalar alpha=1.0) -> Tensor", WK_PW)                                    \
+  X("celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE)           \
+  X("hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", WK_PW)              \
+  X("hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", WK_PW)                   \
   X("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", WK_PW)                  \

@@ -486,6 +486,573 @@ static inline wk_tensor *wkx_erf__out(wk_tensor *self, wk_tensor *out) {
   return wk__gen_call(&wk__op, "erf.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
+/* expm1(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_expm1(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "expm1", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* expm1_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_expm1_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "expm1_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_expm1__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "expm1.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log2(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_log2(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "log2", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log2_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_log2_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "log2_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_log2__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "log2.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log10(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_log10(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "log10", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log10_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_log10_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "log10_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_log10__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "log10.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* exp2(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_exp2(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "exp2", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* exp2_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_exp2_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "exp2_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_exp2__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "exp2.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* tan(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_tan(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "tan", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* tan_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_tan_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "tan_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_tan__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "tan.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* asin(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_asin(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "asin", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* asin_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_asin_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "asin_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_asin__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "asin.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* acos(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_acos(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "acos", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* acos_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_acos_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "acos_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_acos__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "acos.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_atan(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "atan", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_atan_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "atan_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_atan__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "atan.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* sinh(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_sinh(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "sinh", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* sinh_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_sinh_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "sinh_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_sinh__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "sinh.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* cosh(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_cosh(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "cosh", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* cosh_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_cosh_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "cosh_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_cosh__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "cosh.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* asinh(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_asinh(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "asinh", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* asinh_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_asinh_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "asinh_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_asinh__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "asinh.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* acosh(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_acosh(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "acosh", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* acosh_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_acosh_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "acosh_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_acosh__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "acosh.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atanh(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_atanh(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "atanh", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atanh_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_atanh_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "atanh_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_atanh__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "atanh.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* reciprocal(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_reciprocal(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "reciprocal", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* reciprocal_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_reciprocal_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "reciprocal_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_reciprocal__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "reciprocal.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* square(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_square(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "square", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* square_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_square_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "square_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_square__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "square.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* trunc(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_trunc(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "trunc", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* trunc_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_trunc_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "trunc_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_trunc__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "trunc.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* frac(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_frac(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "frac", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* frac_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_frac_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "frac_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_frac__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "frac.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* erfinv(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_erfinv(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "erfinv", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* erfinv_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_erfinv_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "erfinv_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_erfinv__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "erfinv.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* selu(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_selu(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "selu", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* selu_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_selu_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "selu_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* selu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_selu__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "selu.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* mish(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_mish(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "mish", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* mish_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_mish_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "mish_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_mish__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "mish.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardswish(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_hardswish(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "hardswish", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardswish_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_hardswish_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "hardswish_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_hardswish__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "hardswish.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardsigmoid(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_hardsigmoid(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "hardsigmoid", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardsigmoid_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_hardsigmoid_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "hardsigmoid_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_hardsigmoid__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "hardsigmoid.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* relu6(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_relu6(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "relu6", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* relu6_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_relu6_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "relu6_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* relu6.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_relu6__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "relu6.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log_sigmoid(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_log_sigmoid(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "log_sigmoid", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log_sigmoid_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_log_sigmoid_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "log_sigmoid_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_log_sigmoid__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "log_sigmoid.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* isfinite(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_isfinite(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "isfinite", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* isfinite_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_isfinite_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "isfinite_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* isfinite.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_isfinite__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "isfinite.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* signbit(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_signbit(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "signbit", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* signbit_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_signbit_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "signbit_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* signbit.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_signbit__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "signbit.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_not(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_bitwise_not(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "bitwise_not", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_not_(Tensor(a!) self) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_not_(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "bitwise_not_", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_not__out(wk_tensor *self, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(out)};
+  return wk__gen_call(&wk__op, "bitwise_not.out", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
 /* mul(Tensor self, Tensor other) -> Tensor */
 static inline wk_tensor *wkx_mul(wk_tensor *self, wk_tensor *other) {
   static wk_op *wk__op;
@@ -694,6 +1261,391 @@ static inline wk_tensor *wkx_logical_or___Scalar(wk_tensor *self, wk_value other
   static wk_op *wk__op;
   const wk_value wk__a[2] = {WK_VT(self), other};
   return wk__gen_call(&wk__op, "logical_or_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan2(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_atan2(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "atan2", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_atan2_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "atan2_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_atan2__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "atan2.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan2.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_atan2__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "atan2.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* atan2_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_atan2___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "atan2_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fmod(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_fmod(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "fmod", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fmod_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_fmod_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "fmod_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_fmod__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "fmod.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fmod.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_fmod__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "fmod.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_fmod___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "fmod_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* remainder(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_remainder(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "remainder", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* remainder_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_remainder_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "remainder_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_remainder__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "remainder.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* remainder.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_remainder__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "remainder.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_remainder___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "remainder_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hypot(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_hypot(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "hypot", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_hypot_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "hypot_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_hypot__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "hypot.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hypot.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_hypot__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "hypot.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hypot_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_hypot___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "hypot_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* logaddexp(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_logaddexp(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "logaddexp", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* logaddexp_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_logaddexp_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "logaddexp_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_logaddexp__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "logaddexp.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* logaddexp.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_logaddexp__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "logaddexp.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* logaddexp_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_logaddexp___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "logaddexp_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* copysign(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_copysign(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "copysign", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_copysign_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "copysign_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_copysign__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "copysign.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* copysign.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_copysign__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "copysign.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_copysign___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "copysign_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_and(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_and(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_and", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_and_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_and_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_and_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_and__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "bitwise_and.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_and__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_and.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_and___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_and_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_or(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_or(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_or", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_or_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_or_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_or_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_or__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "bitwise_or.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_or__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_or.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_or___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_or_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_xor(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_xor(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_xor", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_xor_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_xor_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_xor__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "bitwise_xor.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_xor__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_xor.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_xor___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_xor_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_left_shift(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_left_shift(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_left_shift", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_left_shift_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_left_shift_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_left_shift_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_left_shift__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "bitwise_left_shift.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_left_shift.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_left_shift__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_left_shift.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_left_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_left_shift___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_left_shift_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_right_shift(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_right_shift(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_right_shift", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_right_shift_(Tensor(a!) self, Tensor other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_right_shift_(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "bitwise_right_shift_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_right_shift__out(wk_tensor *self, wk_tensor *other, wk_tensor *out) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(other), WK_VT(out)};
+  return wk__gen_call(&wk__op, "bitwise_right_shift.out", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_right_shift.Scalar(Tensor self, Scalar other) -> Tensor */
+static inline wk_tensor *wkx_bitwise_right_shift__Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_right_shift.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bitwise_right_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!) */
+static inline wk_tensor *wkx_bitwise_right_shift___Scalar(wk_tensor *self, wk_value other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), other};
+  return wk__gen_call(&wk__op, "bitwise_right_shift_.Scalar", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
 /* eq(Tensor self, Tensor other) -> Tensor */
@@ -947,6 +1899,55 @@ static inline wk_tensor *wkx_gelu(wk_tensor *self, const char *approximate) {
   static wk_op *wk__op;
   const wk_value wk__a[2] = {WK_VT(self), WK_VS(approximate)};
   return wk__gen_call(&wk__op, "gelu", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor */
+static inline wk_tensor *wkx_softplus(wk_tensor *self, wk_value beta, wk_value threshold) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), beta, threshold};
+  return wk__gen_call(&wk__op, "softplus", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor */
+static inline wk_tensor *wkx_elu(wk_tensor *self, wk_value alpha, wk_value scale, wk_value input_scale) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), alpha, scale, input_scale};
+  return wk__gen_call(&wk__op, "elu", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!) */
+static inline wk_tensor *wkx_elu_(wk_tensor *self, wk_value alpha, wk_value scale, wk_value input_scale) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), alpha, scale, input_scale};
+  return wk__gen_call(&wk__op, "elu_", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* celu(Tensor self, Scalar alpha=1.0) -> Tensor */
+static inline wk_tensor *wkx_celu(wk_tensor *self, wk_value alpha) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), alpha};
+  return wk__gen_call(&wk__op, "celu", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!) */
+static inline wk_tensor *wkx_celu_(wk_tensor *self, wk_value alpha) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), alpha};
+  return wk__gen_call(&wk__op, "celu_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor */
+static inline wk_tensor *wkx_hardtanh(wk_tensor *self, wk_value min_val, wk_value max_val) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), min_val, max_val};
+  return wk__gen_call(&wk__op, "hardtanh", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!) */
+static inline wk_tensor *wkx_hardtanh_(wk_tensor *self, wk_value min_val, wk_value max_val) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), min_val, max_val};
+  return wk__gen_call(&wk__op, "hardtanh_", wk__a, 3, (wk_tensor **const *)0, 0, 0);
 }
 
 /* clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor */
@@ -1993,6 +2994,87 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_erf, "erf", "erf(Tensor self) -> Tensor") \
   X(wkx_erf_, "erf_", "erf_(Tensor(a!) self) -> Tensor(a!)") \
   X(wkx_erf__out, "erf.out", "erf.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_expm1, "expm1", "expm1(Tensor self) -> Tensor") \
+  X(wkx_expm1_, "expm1_", "expm1_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_expm1__out, "expm1.out", "expm1.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_log2, "log2", "log2(Tensor self) -> Tensor") \
+  X(wkx_log2_, "log2_", "log2_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_log2__out, "log2.out", "log2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_log10, "log10", "log10(Tensor self) -> Tensor") \
+  X(wkx_log10_, "log10_", "log10_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_log10__out, "log10.out", "log10.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_exp2, "exp2", "exp2(Tensor self) -> Tensor") \
+  X(wkx_exp2_, "exp2_", "exp2_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_exp2__out, "exp2.out", "exp2.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_tan, "tan", "tan(Tensor self) -> Tensor") \
+  X(wkx_tan_, "tan_", "tan_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_tan__out, "tan.out", "tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_asin, "asin", "asin(Tensor self) -> Tensor") \
+  X(wkx_asin_, "asin_", "asin_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_asin__out, "asin.out", "asin.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_acos, "acos", "acos(Tensor self) -> Tensor") \
+  X(wkx_acos_, "acos_", "acos_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_acos__out, "acos.out", "acos.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_atan, "atan", "atan(Tensor self) -> Tensor") \
+  X(wkx_atan_, "atan_", "atan_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_atan__out, "atan.out", "atan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_sinh, "sinh", "sinh(Tensor self) -> Tensor") \
+  X(wkx_sinh_, "sinh_", "sinh_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_sinh__out, "sinh.out", "sinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_cosh, "cosh", "cosh(Tensor self) -> Tensor") \
+  X(wkx_cosh_, "cosh_", "cosh_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_cosh__out, "cosh.out", "cosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_asinh, "asinh", "asinh(Tensor self) -> Tensor") \
+  X(wkx_asinh_, "asinh_", "asinh_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_asinh__out, "asinh.out", "asinh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_acosh, "acosh", "acosh(Tensor self) -> Tensor") \
+  X(wkx_acosh_, "acosh_", "acosh_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_acosh__out, "acosh.out", "acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_atanh, "atanh", "atanh(Tensor self) -> Tensor") \
+  X(wkx_atanh_, "atanh_", "atanh_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_atanh__out, "atanh.out", "atanh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_reciprocal, "reciprocal", "reciprocal(Tensor self) -> Tensor") \
+  X(wkx_reciprocal_, "reciprocal_", "reciprocal_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_reciprocal__out, "reciprocal.out", "reciprocal.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_square, "square", "square(Tensor self) -> Tensor") \
+  X(wkx_square_, "square_", "square_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_square__out, "square.out", "square.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_trunc, "trunc", "trunc(Tensor self) -> Tensor") \
+  X(wkx_trunc_, "trunc_", "trunc_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_trunc__out, "trunc.out", "trunc.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_frac, "frac", "frac(Tensor self) -> Tensor") \
+  X(wkx_frac_, "frac_", "frac_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_frac__out, "frac.out", "frac.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_erfinv, "erfinv", "erfinv(Tensor self) -> Tensor") \
+  X(wkx_erfinv_, "erfinv_", "erfinv_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_erfinv__out, "erfinv.out", "erfinv.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_selu, "selu", "selu(Tensor self) -> Tensor") \
+  X(wkx_selu_, "selu_", "selu_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_selu__out, "selu.out", "selu.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_mish, "mish", "mish(Tensor self) -> Tensor") \
+  X(wkx_mish_, "mish_", "mish_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_mish__out, "mish.out", "mish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_hardswish, "hardswish", "hardswish(Tensor self) -> Tensor") \
+  X(wkx_hardswish_, "hardswish_", "hardswish_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_hardswish__out, "hardswish.out", "hardswish.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_hardsigmoid, "hardsigmoid", "hardsigmoid(Tensor self) -> Tensor") \
+  X(wkx_hardsigmoid_, "hardsigmoid_", "hardsigmoid_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_hardsigmoid__out, "hardsigmoid.out", "hardsigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_relu6, "relu6", "relu6(Tensor self) -> Tensor") \
+  X(wkx_relu6_, "relu6_", "relu6_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_relu6__out, "relu6.out", "relu6.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_log_sigmoid, "log_sigmoid", "log_sigmoid(Tensor self) -> Tensor") \
+  X(wkx_log_sigmoid_, "log_sigmoid_", "log_sigmoid_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_log_sigmoid__out, "log_sigmoid.out", "log_sigmoid.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_isfinite, "isfinite", "isfinite(Tensor self) -> Tensor") \
+  X(wkx_isfinite_, "isfinite_", "isfinite_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_isfinite__out, "isfinite.out", "isfinite.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_signbit, "signbit", "signbit(Tensor self) -> Tensor") \
+  X(wkx_signbit_, "signbit_", "signbit_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_signbit__out, "signbit.out", "signbit.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_bitwise_not, "bitwise_not", "bitwise_not(Tensor self) -> Tensor") \
+  X(wkx_bitwise_not_, "bitwise_not_", "bitwise_not_(Tensor(a!) self) -> Tensor(a!)") \
+  X(wkx_bitwise_not__out, "bitwise_not.out", "bitwise_not.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)") \
   X(wkx_mul, "mul", "mul(Tensor self, Tensor other) -> Tensor") \
   X(wkx_mul_, "mul_", "mul_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
   X(wkx_mul__out, "mul.out", "mul.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
@@ -2023,6 +3105,61 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_logical_or__out, "logical_or.out", "logical_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
   X(wkx_logical_or__Scalar, "logical_or.Scalar", "logical_or.Scalar(Tensor self, Scalar other) -> Tensor") \
   X(wkx_logical_or___Scalar, "logical_or_.Scalar", "logical_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_atan2, "atan2", "atan2(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_atan2_, "atan2_", "atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_atan2__out, "atan2.out", "atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_atan2__Scalar, "atan2.Scalar", "atan2.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_atan2___Scalar, "atan2_.Scalar", "atan2_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_fmod, "fmod", "fmod(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_fmod_, "fmod_", "fmod_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_fmod__out, "fmod.out", "fmod.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_fmod__Scalar, "fmod.Scalar", "fmod.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_fmod___Scalar, "fmod_.Scalar", "fmod_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_remainder, "remainder", "remainder(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_remainder_, "remainder_", "remainder_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_remainder__out, "remainder.out", "remainder.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_remainder__Scalar, "remainder.Scalar", "remainder.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_remainder___Scalar, "remainder_.Scalar", "remainder_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_hypot, "hypot", "hypot(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_hypot_, "hypot_", "hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_hypot__out, "hypot.out", "hypot.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_hypot__Scalar, "hypot.Scalar", "hypot.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_hypot___Scalar, "hypot_.Scalar", "hypot_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_logaddexp, "logaddexp", "logaddexp(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_logaddexp_, "logaddexp_", "logaddexp_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_logaddexp__out, "logaddexp.out", "logaddexp.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_logaddexp__Scalar, "logaddexp.Scalar", "logaddexp.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_logaddexp___Scalar, "logaddexp_.Scalar", "logaddexp_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_copysign, "copysign", "copysign(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_copysign_, "copysign_", "copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_copysign__out, "copysign.out", "copysign.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_copysign__Scalar, "copysign.Scalar", "copysign.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_copysign___Scalar, "copysign_.Scalar", "copysign_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_bitwise_and, "bitwise_and", "bitwise_and(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_bitwise_and_, "bitwise_and_", "bitwise_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_bitwise_and__out, "bitwise_and.out", "bitwise_and.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_bitwise_and__Scalar, "bitwise_and.Scalar", "bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_bitwise_and___Scalar, "bitwise_and_.Scalar", "bitwise_and_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_bitwise_or, "bitwise_or", "bitwise_or(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_bitwise_or_, "bitwise_or_", "bitwise_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_bitwise_or__out, "bitwise_or.out", "bitwise_or.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_bitwise_or__Scalar, "bitwise_or.Scalar", "bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_bitwise_or___Scalar, "bitwise_or_.Scalar", "bitwise_or_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_bitwise_xor, "bitwise_xor", "bitwise_xor(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_bitwise_xor_, "bitwise_xor_", "bitwise_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_bitwise_xor__out, "bitwise_xor.out", "bitwise_xor.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_bitwise_xor__Scalar, "bitwise_xor.Scalar", "bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_bitwise_xor___Scalar, "bitwise_xor_.Scalar", "bitwise_xor_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_bitwise_left_shift, "bitwise_left_shift", "bitwise_left_shift(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_bitwise_left_shift_, "bitwise_left_shift_", "bitwise_left_shift_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_bitwise_left_shift__out, "bitwise_left_shift.out", "bitwise_left_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_bitwise_left_shift__Scalar, "bitwise_left_shift.Scalar", "bitwise_left_shift.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_bitwise_left_shift___Scalar, "bitwise_left_shift_.Scalar", "bitwise_left_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
+  X(wkx_bitwise_right_shift, "bitwise_right_shift", "bitwise_right_shift(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_bitwise_right_shift_, "bitwise_right_shift_", "bitwise_right_shift_(Tensor(a!) self, Tensor other) -> Tensor(a!)") \
+  X(wkx_bitwise_right_shift__out, "bitwise_right_shift.out", "bitwise_right_shift.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
+  X(wkx_bitwise_right_shift__Scalar, "bitwise_right_shift.Scalar", "bitwise_right_shift.Scalar(Tensor self, Scalar other) -> Tensor") \
+  X(wkx_bitwise_right_shift___Scalar, "bitwise_right_shift_.Scalar", "bitwise_right_shift_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)") \
   X(wkx_eq, "eq", "eq(Tensor self, Tensor other) -> Tensor") \
   X(wkx_eq__Scalar, "eq.Scalar", "eq.Scalar(Tensor self, Scalar other) -> Tensor") \
   X(wkx_eq__out, "eq.out", "eq.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)") \
@@ -2059,6 +3196,13 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_leaky_relu, "leaky_relu", "leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor") \
   X(wkx_leaky_relu_, "leaky_relu_", "leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)") \
   X(wkx_gelu, "gelu", "gelu(Tensor self, *, str approximate=\"none\") -> Tensor") \
+  X(wkx_softplus, "softplus", "softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor") \
+  X(wkx_elu, "elu", "elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor") \
+  X(wkx_elu_, "elu_", "elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)") \
+  X(wkx_celu, "celu", "celu(Tensor self, Scalar alpha=1.0) -> Tensor") \
+  X(wkx_celu_, "celu_", "celu_(Tensor(a!) self, Scalar alpha=1.0) -> Tensor(a!)") \
+  X(wkx_hardtanh, "hardtanh", "hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor") \
+  X(wkx_hardtanh_, "hardtanh_", "hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)") \
   X(wkx_clamp, "clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor") \
   X(wkx_clamp_, "clamp_", "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)") \
   X(wkx_where__self, "where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor") \

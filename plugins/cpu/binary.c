@@ -1,6 +1,7 @@
 /* cpu plugin: binary pointwise ops with broadcasting and PyTorch's type
  * promotion: add/sub (alpha), mul, div (rounding modes), maximum, minimum,
- * pow, logical and/or, comparisons, where, each in its functional, in-place,
+ * pow, logical and/or, atan2, fmod, remainder, hypot, logaddexp, copysign,
+ * bitwise and/or/xor and shifts, comparisons, where, each in its functional, in-place,
  * out= and Scalar forms. Inputs are converted to a compute dtype (f32, f64,
  * i64 or bool) once; the typed loops below do the arithmetic. */
 #include <math.h>
@@ -23,7 +24,7 @@ typedef struct {
 
 
 /* Arithmetic on floating types (T = float or double). */
-#define FLOAT_LOOP(NAME, T, POW, FLOORDIV)                                                      \
+#define FLOAT_LOOP(NAME, T, POW, FLOORDIV, F)                                                   \
   static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                              \
     bctx *c = cp;                                                                                  \
     const T al = (T)c->alpha_f;                                                                    \
@@ -61,13 +62,19 @@ typedef struct {
         case WK_BOP_maximum: r = (x != x || y != y) ? (T)NAN : (x > y ? x : y); break;                       \
         case WK_BOP_minimum: r = (x != x || y != y) ? (T)NAN : (x < y ? x : y); break;                       \
         case WK_BOP_pow: r = POW(x, y); break;                                                          \
+        case WK_BOP_atan2: r = atan2##F(x, y); break;                                                   \
+        case WK_BOP_fmod: r = fmod##F(x, y); break;                                                     \
+        case WK_BOP_remainder: r = wk_remainder_##T(x, y); break;                                       \
+        case WK_BOP_hypot: r = hypot##F(x, y); break;                                                   \
+        case WK_BOP_logaddexp: r = wk_logaddexp_##T(x, y); break;                                       \
+        case WK_BOP_copysign: r = copysign##F(x, y); break;                                             \
         default: r = 0; break;                                                                     \
       }                                                                                            \
       *(T *)(d[0] + i * s[0]) = r;                                                                 \
     }                                                                                              \
   }
-FLOAT_LOOP(arith_f32, float, powf, wk_floor_div_f32)
-FLOAT_LOOP(arith_f64, double, pow, wk_floor_div_f64)
+FLOAT_LOOP(arith_f32, float, powf, wk_floor_div_f32, f)
+FLOAT_LOOP(arith_f64, double, pow, wk_floor_div_f64, )
 
 /* add, sub and mul of two bfloat16 tensors (autocast's activations): each
  * element computed in f32 as arith_f32 does and rounded once — the same bits
@@ -121,6 +128,20 @@ static void arith_i64(void *cp, char **d, const int64_t *s, int64_t n) {
       case WK_BOP_maximum: r = x > y ? x : y; break;
       case WK_BOP_minimum: r = x < y ? x : y; break;
       case WK_BOP_pow: r = wk_ipow(x, y); break;
+      case WK_BOP_fmod:
+      case WK_BOP_remainder:
+        if (y == 0) {
+          c->int_div_by_zero = true;
+          break;
+        }
+        r = y == -1 ? 0 : x % y; /* INT64_MIN % -1 overflows in C */
+        if (c->op == WK_BOP_remainder && r != 0 && ((r < 0) != (y < 0))) r += y;
+        break;
+      case WK_BOP_bitwise_and: r = x & y; break;
+      case WK_BOP_bitwise_or: r = x | y; break;
+      case WK_BOP_bitwise_xor: r = x ^ y; break;
+      case WK_BOP_bitwise_left_shift: r = wk_shl_i64(x, y); break;
+      case WK_BOP_bitwise_right_shift: r = wk_shr_i64(x, y); break;
       default: break;
     }
     *(int64_t *)(d[0] + i * s[0]) = r;
@@ -206,7 +227,7 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
     fn = cd == WK_F32 ? cmp_f32 : cd == WK_F64 ? cmp_f64 : cd == WK_BOOL ? cmp_bool : cmp_i64;
   else
     fn = cd == WK_F32 ? arith_f32 : cd == WK_F64 ? arith_f64 : arith_i64;
-  if (cd == WK_I64 && (op == WK_BOP_div_trunc || op == WK_BOP_div_floor))
+  if (cd == WK_I64 && (op == WK_BOP_div_trunc || op == WK_BOP_div_floor || op == WK_BOP_fmod || op == WK_BOP_remainder))
     wk_iter_run_serial(&it, fn, c); /* the error flag is written without atomics */
   else
     wk_iter_run(&it, fn, c);

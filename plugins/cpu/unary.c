@@ -1,5 +1,6 @@
-/* cpu plugin: unary pointwise ops (neg ... logical_not, each functional, in
- * place and out=), leaky_relu, gelu, clamp, isnan, isinf and nan_to_num, with
+/* cpu plugin: unary pointwise ops (neg ... bitwise_not, each functional, in
+ * place and out=), leaky_relu, gelu, clamp, isnan, isinf, nan_to_num,
+ * softplus, elu/celu and hardtanh, with
  * PyTorch's dtype rules: float ops promote integers to float32, sign-like ops
  * keep integer dtypes, predicates give bool. f16/bf16 compute in f32. */
 #include <float.h>
@@ -40,6 +41,9 @@
 #define FN_f(name) name##f
 #define FN_d(name) name
 
+/* min(max(v, 0), 6) as std::min/max compute it: NaN propagates (hardswish, hardsigmoid). */
+#define hard6(v) ((v) < 0 ? 0 : (v) > 6 ? 6 : (v))
+
 /* Floating loops (T = float with F = f, or double with F = d). */
 #define FLOAT_LOOP(NAME, T, F)                                                                     \
   static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                              \
@@ -77,6 +81,41 @@
       case WK_UOP_nan_to_num:                                                                           \
         EACH(T, T, x != x ? p : x == (T)INFINITY ? q : x == -(T)INFINITY ? r : x);                 \
         break;                                                                                     \
+      case WK_UOP_expm1: EACH(T, T, FN_##F(expm1)(x)); break;                                           \
+      case WK_UOP_log2: EACH(T, T, FN_##F(log2)(x)); break;                                             \
+      case WK_UOP_log10: EACH(T, T, FN_##F(log10)(x)); break;                                           \
+      case WK_UOP_exp2: EACH(T, T, FN_##F(exp2)(x)); break;                                             \
+      case WK_UOP_tan: EACH(T, T, FN_##F(tan)(x)); break;                                               \
+      case WK_UOP_asin: EACH(T, T, FN_##F(asin)(x)); break;                                             \
+      case WK_UOP_acos: EACH(T, T, FN_##F(acos)(x)); break;                                             \
+      case WK_UOP_atan: EACH(T, T, FN_##F(atan)(x)); break;                                             \
+      case WK_UOP_sinh: EACH(T, T, FN_##F(sinh)(x)); break;                                             \
+      case WK_UOP_cosh: EACH(T, T, FN_##F(cosh)(x)); break;                                             \
+      case WK_UOP_asinh: EACH(T, T, FN_##F(asinh)(x)); break;                                           \
+      case WK_UOP_acosh: EACH(T, T, FN_##F(acosh)(x)); break;                                           \
+      case WK_UOP_atanh: EACH(T, T, FN_##F(atanh)(x)); break;                                           \
+      case WK_UOP_reciprocal: EACH(T, T, one / x); break;                                               \
+      case WK_UOP_square: EACH(T, T, x * x); break;                                                     \
+      case WK_UOP_trunc: EACH(T, T, FN_##F(trunc)(x)); break;                                           \
+      case WK_UOP_frac: EACH(T, T, x - FN_##F(trunc)(x)); break;                                        \
+      case WK_UOP_erfinv: EACH(T, T, (T)wk_erfinv_f64((double)x)); break;                                   \
+      case WK_UOP_selu: {                                                                               \
+        const T a = (T)WK_SELU_ALPHA, sc = (T)WK_SELU_SCALE;                                       \
+        EACH(T, T, x <= 0 ? FN_##F(expm1)(x) * a * sc : x * sc);                                   \
+        break;                                                                                     \
+      }                                                                                            \
+      case WK_UOP_elu: EACH(T, T, x <= 0 ? FN_##F(expm1)(x * r) * p * q : x * q); break;                \
+      case WK_UOP_softplus:                                                                             \
+        EACH(T, T, x * p > q ? x : FN_##F(log1p)(FN_##F(exp)(x * p)) / p);                         \
+        break;                                                                                     \
+      case WK_UOP_mish: EACH(T, T, x * FN_##F(tanh)(FN_##F(log1p)(FN_##F(exp)(x)))); break;             \
+      case WK_UOP_hardswish: EACH(T, T, x * hard6(x + 3) / 6); break;                                   \
+      case WK_UOP_hardsigmoid: EACH(T, T, hard6(x + 3) / 6); break;                                     \
+      case WK_UOP_relu6:                                                                                \
+      case WK_UOP_hardtanh: EACH(T, T, (x < p ? p : x) > q ? q : (x < p ? p : x)); break;               \
+      case WK_UOP_log_sigmoid:                                                                          \
+        EACH(T, T, (x < 0 ? x : (T)0) - FN_##F(log1p)(FN_##F(exp)(-FN_##F(fabs)(x))));            \
+        break;                                                                                     \
       default: break;                                                                              \
     }                                                                                              \
   }
@@ -104,6 +143,10 @@ static inline int64_t clamp_i(int64_t v, int64_t lo, int64_t hi) {
       case WK_UOP_sign: EACH(T, T, (T)sign_i(x)); break;                             \
       case WK_UOP_relu: EACH(T, T, (T)relu_i(x)); break;                             \
       case WK_UOP_clamp: EACH(T, T, (T)clamp_i(x, lo, hi)); break;                   \
+      case WK_UOP_relu6:                                                        \
+      case WK_UOP_hardtanh: EACH(T, T, (T)clamp_i(x, lo, hi)); break;                \
+      case WK_UOP_square: EACH(T, T, (T)(int64_t)((uint64_t)x * (uint64_t)x)); break;  \
+      case WK_UOP_bitwise_not: EACH(T, T, (T)~x); break;                             \
       default: break;                                                           \
     }                                                                           \
   }
@@ -119,6 +162,8 @@ INT_LOOP(loop_i64, int64_t)
     switch (c->op) {                                         \
       case WK_UOP_isnan: EACH(T, bool, x != x); break;            \
       case WK_UOP_isinf: EACH(T, bool, isinf(x) != 0); break;     \
+      case WK_UOP_isfinite: EACH(T, bool, isfinite(x) != 0); break; \
+      case WK_UOP_signbit: EACH(T, bool, signbit(x) != 0); break; \
       default: EACH(T, bool, x == 0); break;                 \
     }                                                        \
   } while (0)
@@ -135,6 +180,10 @@ static void loop_pred(void *cp, char **d, const int64_t *s, int64_t n) {
       EACH(bool, bool, !x);
     } else if (c->op == WK_UOP_logical_not) {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = wk_load_i64(d[1] + i * s[1], c->src) == 0;
+    } else if (c->op == WK_UOP_signbit) {
+      for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = wk_load_i64(d[1] + i * s[1], c->src) < 0;
+    } else if (c->op == WK_UOP_isfinite) {
+      for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = true;
     } else {
       for (int64_t i = 0; i < n; i++) *(bool *)(d[0] + i * s[0]) = false;
     }
@@ -142,7 +191,11 @@ static void loop_pred(void *cp, char **d, const int64_t *s, int64_t n) {
   }
   for (int64_t i = 0; i < n; i++) { /* f16, bf16 */
     double x = wk_load_f64(d[1] + i * s[1], c->src);
-    *(bool *)(d[0] + i * s[0]) = c->op == WK_UOP_isnan ? x != x : c->op == WK_UOP_isinf ? isinf(x) != 0 : x == 0;
+    *(bool *)(d[0] + i * s[0]) = c->op == WK_UOP_isnan      ? x != x
+                                 : c->op == WK_UOP_isinf    ? isinf(x) != 0
+                                 : c->op == WK_UOP_isfinite ? isfinite(x) != 0
+                                 : c->op == WK_UOP_signbit  ? signbit(x) != 0
+                                                            : x == 0;
   }
 }
 

@@ -1,4 +1,5 @@
-// Device code of the pointwise binary family: arithmetic (add ... pow) in
+// Device code of the pointwise binary family: arithmetic (add ... pow, atan2,
+// fmod, remainder, hypot, logaddexp, copysign, bitwise and shifts) in
 // f32/f64/i64, comparisons and logical ops writing bool, where, and
 // gelu_backward. Operands arrive in the compute dtype (the host converts),
 // may broadcast or be strided; the output is contiguous. The op is a run-time
@@ -36,6 +37,18 @@ __device__ __forceinline__ T arith(int op, T x, T y, T al) {
       return (x != x || y != y) ? (T)NAN : (x < y ? x : y);
     case WK_BOP_pow:
       return pow(x, y);
+    case WK_BOP_atan2:
+      return atan2(x, y);
+    case WK_BOP_fmod:
+      return fmod(x, y);
+    case WK_BOP_remainder:
+      return wk_remainder_double(x, y);
+    case WK_BOP_hypot:
+      return hypot(x, y);
+    case WK_BOP_logaddexp:
+      return wk_logaddexp_double(x, y);
+    case WK_BOP_copysign:
+      return copysign(x, y);
     default:
       return 0;
   }
@@ -61,6 +74,18 @@ __device__ __forceinline__ float arith<float>(int op, float x, float y, float al
       return (x != x || y != y) ? NAN : (x < y ? x : y);
     case WK_BOP_pow:
       return powf(x, y);
+    case WK_BOP_atan2:
+      return atan2f(x, y);
+    case WK_BOP_fmod:
+      return fmodf(x, y);
+    case WK_BOP_remainder:
+      return wk_remainder_float(x, y);
+    case WK_BOP_hypot:
+      return hypotf(x, y);
+    case WK_BOP_logaddexp:
+      return wk_logaddexp_float(x, y);
+    case WK_BOP_copysign:
+      return copysignf(x, y);
     default:
       return 0;
   }
@@ -89,6 +114,23 @@ __device__ __forceinline__ int64_t arith<int64_t>(int op, int64_t x, int64_t y, 
       return x < y ? x : y;
     case WK_BOP_pow:
       return ipow(x, y);
+    case WK_BOP_fmod:
+    case WK_BOP_remainder: {
+      if (y == 0) return 0;  // the host refuses zero divisors before launching
+      int64_t r = y == -1 ? 0 : x % y;
+      if (op == WK_BOP_remainder && r != 0 && ((r < 0) != (y < 0))) r += y;
+      return r;
+    }
+    case WK_BOP_bitwise_and:
+      return x & y;
+    case WK_BOP_bitwise_or:
+      return x | y;
+    case WK_BOP_bitwise_xor:
+      return x ^ y;
+    case WK_BOP_bitwise_left_shift:
+      return wk_shl_i64(x, y);
+    case WK_BOP_bitwise_right_shift:
+      return wk_shr_i64(x, y);
     default:
       return 0;
   }

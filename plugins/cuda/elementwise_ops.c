@@ -58,7 +58,7 @@ static wk_tensor *compute(const char *opname, int op, double alpha_f, int64_t al
     wk_tensor *ts[2] = {a, b};
     if (wk_broadcast_shapes(opname, ts, 2, shape, &nd)) goto done;
   }
-  if (cd == WK_I64 && (op == WK_BOP_div_trunc || op == WK_BOP_div_floor)) {
+  if (cd == WK_I64 && (op == WK_BOP_div_trunc || op == WK_BOP_div_floor || op == WK_BOP_fmod || op == WK_BOP_remainder)) {
     bool zero = scalar && bi == 0;
     if (!scalar && has_zero(b, &zero)) goto done;
     if (zero) {

@@ -1,6 +1,7 @@
 // Device code of the unary pointwise family: f32/f64 math, int64 for the
-// ops that keep integer dtypes (neg, abs, sign, relu, clamp), and predicates
-// writing bool. Same formulas as the cpu plugin's loops.
+// ops that keep integer dtypes (neg, abs, sign, relu, clamp, relu6, hardtanh,
+// square, bitwise_not), and predicates writing bool. Same formulas as the cpu
+// plugin's loops.
 #include <math.h>
 
 #include "cuda_device.h"
@@ -62,6 +63,63 @@ __device__ __forceinline__ T ufloat(int op, T x, T p, T q, T r) {
       return p + x * 0;
     case WK_UOP_nan_to_num:
       return x != x ? p : isinf(x) ? (x > 0 ? q : r) : x;
+    case WK_UOP_expm1:
+      return expm1(x);
+    case WK_UOP_log2:
+      return log2(x);
+    case WK_UOP_log10:
+      return log10(x);
+    case WK_UOP_exp2:
+      return exp2(x);
+    case WK_UOP_tan:
+      return tan(x);
+    case WK_UOP_asin:
+      return asin(x);
+    case WK_UOP_acos:
+      return acos(x);
+    case WK_UOP_atan:
+      return atan(x);
+    case WK_UOP_sinh:
+      return sinh(x);
+    case WK_UOP_cosh:
+      return cosh(x);
+    case WK_UOP_asinh:
+      return asinh(x);
+    case WK_UOP_acosh:
+      return acosh(x);
+    case WK_UOP_atanh:
+      return atanh(x);
+    case WK_UOP_reciprocal:
+      return one / x;
+    case WK_UOP_square:
+      return x * x;
+    case WK_UOP_trunc:
+      return trunc(x);
+    case WK_UOP_frac:
+      return x - trunc(x);
+    case WK_UOP_erfinv:
+      return (T)erfinv((double)x);
+    case WK_UOP_selu:
+      return x <= 0 ? expm1(x) * (T)WK_SELU_ALPHA * (T)WK_SELU_SCALE : x * (T)WK_SELU_SCALE;
+    case WK_UOP_elu:  // p alpha, q scale, r input_scale (celu: alpha, 1, 1/alpha)
+      return x <= 0 ? expm1(x * r) * p * q : x * q;
+    case WK_UOP_softplus:  // p beta, q threshold
+      return x * p > q ? x : log1p(exp(x * p)) / p;
+    case WK_UOP_mish:
+      return x * tanh(log1p(exp(x)));
+    case WK_UOP_hardswish:  // min(max(x + 3, 0), 6) as std::min/max: NaN propagates
+    case WK_UOP_hardsigmoid: {
+      T v = x + (T)3;
+      T h = v < 0 ? (T)0 : v > 6 ? (T)6 : v;
+      return op == WK_UOP_hardswish ? x * h / (T)6 : h / (T)6;
+    }
+    case WK_UOP_relu6:
+    case WK_UOP_hardtanh: {  // p min, q max; NaN propagates
+      T m = x < p ? p : x;
+      return m > q ? q : m;
+    }
+    case WK_UOP_log_sigmoid:
+      return (x < 0 ? x : (T)0) - log1p(exp(-fabs(x)));
     default:
       return x;
   }
@@ -77,10 +135,16 @@ __device__ __forceinline__ int64_t uint64op(int op, int64_t x, int64_t lo, int64
       return (x > 0) - (x < 0);
     case WK_UOP_relu:
       return x < 0 ? 0 : x;
-    case WK_UOP_clamp: {
+    case WK_UOP_clamp:
+    case WK_UOP_relu6:
+    case WK_UOP_hardtanh: {
       int64_t m = x < lo ? lo : x;
       return m > hi ? hi : m;
     }
+    case WK_UOP_square:
+      return (int64_t)((uint64_t)x * (uint64_t)x);  // wraps like PyTorch's
+    case WK_UOP_bitwise_not:
+      return ~x;
     default:
       return x;
   }
@@ -101,7 +165,11 @@ __global__ void unary_pred(int op, bool *out, const T *a, cuda_strided la, int64
   CUDA_GRID_LOOP(i, n) {
     T x = a[contig ? i : cd_offset(i, la)];
     double d = (double)x;
-    out[i] = op == WK_UOP_isnan ? d != d : op == WK_UOP_isinf ? isinf(d) != 0 : x == 0;
+    out[i] = op == WK_UOP_isnan      ? d != d
+             : op == WK_UOP_isinf    ? isinf(d) != 0
+             : op == WK_UOP_isfinite ? isfinite(d) != 0
+             : op == WK_UOP_signbit  ? signbit(d) != 0
+                                     : x == 0;
   }
 }
 
@@ -110,7 +178,7 @@ extern "C" int cuda_launch_unary(int op, int ct, void *out, const void *a, cuda_
   if (n <= 0) return 0;
   unsigned g = cuda_blocks(n);
   bool c = cd_dense(la);
-  bool pred = op == WK_UOP_isnan || op == WK_UOP_isinf || op == WK_UOP_logical_not;
+  bool pred = wk_uop_rule(op) == WK_UNARY_PRED;
   if (pred) {
     if (ct == CUDA_F32)
       unary_pred<float><<<g, CUDA_THREADS, 0, st>>>(op, (bool *)out, (const float *)a, la, n, c);

@@ -62,6 +62,31 @@ WK__SDK_HD int64_t wk_ipow(int64_t base, int64_t exp) {
   return (int64_t)r;
 }
 
+/* PyTorch's remainder (the result takes the divisor's sign) and logaddexp
+ * (log(exp(a) + exp(b)) without overflow; equal infinities give themselves). */
+#define WK__REM_LAE(T, FMOD, FABS, EXP, LOG1P)                                 \
+  WK__SDK_HD T wk_remainder_##T(T a, T b) {                                    \
+    T m = FMOD(a, b);                                                          \
+    if (m != 0 && ((b < 0) != (m < 0))) m += b;                                \
+    return m;                                                                  \
+  }                                                                            \
+  WK__SDK_HD T wk_logaddexp_##T(T a, T b) {                                    \
+    if (isinf(a) && a == b) return a;                                          \
+    T m = a > b ? a : b;                                                       \
+    return (a != a || b != b) ? a + b : m + LOG1P(EXP(-FABS(a - b)));          \
+  }
+WK__REM_LAE(float, fmodf, fabsf, expf, log1pf)
+WK__REM_LAE(double, fmod, fabs, exp, log1p)
+#undef WK__REM_LAE
+/* Integer shifts as PyTorch's: a shift by a negative count or by 64 or more
+ * gives 0 (left) or the sign (right); computed on int64. */
+WK__SDK_HD int64_t wk_shl_i64(int64_t a, int64_t b) {
+  return (b < 0 || b >= 64) ? 0 : (int64_t)((uint64_t)a << b);
+}
+WK__SDK_HD int64_t wk_shr_i64(int64_t a, int64_t b) {
+  return (b < 0 || b >= 64) ? (a < 0 ? -1 : 0) : a >> b;
+}
+
 /* Comparisons write bool; logical ops too (after reading their operands as numbers). */
 static inline bool wk_bop_is_compare(int op) { return op >= WK_BOP_eq; }
 static inline bool wk_bop_is_logical(int op) { return op == WK_BOP_logical_and || op == WK_BOP_logical_or; }

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""Generates tests/torch_ref/ops_ref_data.h: inputs, PyTorch 1.13.1 outputs and
+gradients for the ops of issue 21 (the op surface), checked by
+tests/check_torch_ref.c next to ref_data.h. Run with Debian's python3-torch:
+  /usr/bin/python3 tests/torch_ref/gen_ops_ref.py > tests/torch_ref/ops_ref_data.h
+Inputs include the edge values NaN, +-inf and -0; values come from torch's own
+generator (seeded), so the file is reproducible."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from gen_ref import T, emit  # noqa: E402
+
+torch.manual_seed(20261203)
+cases, grad_cases = [], []
+
+
+def r(*shape, dtype=torch.float32, lo=-2.0, hi=2.0):
+    return (torch.rand(*shape, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
+
+
+def case(label, op, args, outs, rtol=1e-5, atol=1e-6):
+    if isinstance(outs, torch.Tensor):
+        outs = [outs]
+    cases.append((label, op, args, [o.detach() for o in outs], rtol, atol))
+
+
+def gcase(label, op, args, fn, grad_args, rtol=1e-6, atol=1e-9):
+    """fn(*tensors) computes the op in torch; args: Wick's arguments (T for tensors)."""
+    for i in grad_args:
+        args[i].t = args[i].t.detach().requires_grad_(True)
+    out = fn()
+    o = out if isinstance(out, torch.Tensor) else out[0]
+    go = torch.randn_like(o.detach())
+    o.backward(go)
+    grads = [args[i].t.grad.detach().clone() for i in grad_args]
+    for i in grad_args:
+        args[i].t = args[i].t.detach()
+    grad_cases.append((label, op, args, go, grad_args, grads, rtol, atol))
+
+
+SPECIAL = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0]
+
+
+def with_specials(t):
+    """t (1-d, float) with the edge values in front."""
+    return torch.cat([torch.tensor(SPECIAL, dtype=t.dtype), t])
+
+
+# ---- unary (one-input) ops: edge values, f32 and f64, integer promotion, gradients ----
+UNARY = [  # name, torch function, input range for values and gradients
+    ("expm1", torch.expm1, (-3, 3)), ("log2", torch.log2, (0.05, 5)), ("log10", torch.log10, (0.05, 5)),
+    ("exp2", torch.exp2, (-4, 4)), ("tan", torch.tan, (-1.4, 1.4)), ("asin", torch.asin, (-0.95, 0.95)),
+    ("acos", torch.acos, (-0.95, 0.95)), ("atan", torch.atan, (-4, 4)), ("sinh", torch.sinh, (-4, 4)),
+    ("cosh", torch.cosh, (-4, 4)), ("asinh", torch.asinh, (-4, 4)), ("acosh", torch.acosh, (1.05, 5)),
+    ("atanh", torch.atanh, (-0.95, 0.95)), ("reciprocal", torch.reciprocal, (0.2, 4)),
+    ("square", torch.square, (-3, 3)), ("frac", torch.frac, (-4, 4)), ("erfinv", torch.erfinv, (-0.99, 0.99)),
+    ("selu", torch.selu, (-3, 3)), ("mish", F.mish, (-4, 4)), ("hardswish", F.hardswish, (-5, 5)),
+    ("hardsigmoid", F.hardsigmoid, (-5, 5)), ("relu6", F.relu6, (-2, 8)), ("log_sigmoid", F.logsigmoid, (-6, 6)),
+]
+for name, fn, (lo, hi) in UNARY:
+    x = with_specials(r(12, lo=lo, hi=hi))
+    case(name + " f32 edges", name, [T(x)], fn(x))
+    xd = r(3, 5, lo=lo, hi=hi, dtype=torch.float64)
+    case(name + " f64", name, [T(xd)], fn(xd), rtol=1e-12, atol=1e-14)
+    xg = r(2, 5, lo=lo, hi=hi, dtype=torch.float64)
+    arg = T(xg)
+    gcase(name + " grad", name, [arg], lambda: fn(arg.t), [0])
+for name, fn in [("trunc", torch.trunc), ("isfinite", torch.isfinite), ("signbit", torch.signbit)]:
+    x = with_specials(r(10, lo=-4, hi=4))
+    case(name + " f32 edges", name, [T(x)], fn(x))
+# integers compute in float32 (PyTorch's unary float rule) or keep their dtype
+xi = torch.tensor([-3, -1, 0, 1, 2, 5], dtype=torch.int64)
+for name, fn in [("expm1", torch.expm1), ("atan", torch.atan), ("reciprocal", torch.reciprocal),
+                 ("square", torch.square), ("trunc", torch.trunc), ("isfinite", torch.isfinite),
+                 ("signbit", torch.signbit), ("relu6", F.relu6), ("bitwise_not", torch.bitwise_not)]:
+    case(name + " int64", name, [T(xi)], fn(xi))
+xu = torch.tensor([0, 1, 5, 200, 255], dtype=torch.uint8)
+case("bitwise_not uint8", "bitwise_not", [T(xu)], torch.bitwise_not(xu))
+case("square uint8 wraps", "square", [T(xu)], torch.square(xu))
+xb = torch.tensor([True, False, True])
+case("bitwise_not bool", "bitwise_not", [T(xb)], torch.bitwise_not(xb))
+case("square bool", "square", [T(xb)], torch.square(xb))
+case("signbit bool", "signbit", [T(xb)], torch.signbit(xb))
+
+# ---- activations with arguments ----
+x = with_specials(r(12, lo=-4, hi=4))
+for label, op, args, fn in [
+        ("softplus default", "softplus", [1, 20], lambda t: F.softplus(t)),
+        ("softplus beta 2 threshold 3", "softplus", [2.0, 3.0], lambda t: F.softplus(t, 2.0, 3.0)),
+        ("elu alpha 1.5", "elu", [1.5, 1, 1], lambda t: F.elu(t, 1.5)),
+        ("elu scale input_scale", "elu", [0.7, 1.2, 0.5], lambda t: torch._C._nn.elu(t, 0.7, 1.2, 0.5)),
+        ("celu alpha 0.5", "celu", [0.5], lambda t: F.celu(t, 0.5)),
+        ("hardtanh -0.5 2", "hardtanh", [-0.5, 2.0], lambda t: F.hardtanh(t, -0.5, 2.0))]:
+    case(label, op, [T(x)] + args, fn(x))
+    xg = r(2, 6, lo=-3, hi=3, dtype=torch.float64)
+    arg = T(xg)
+    gcase(label + " grad", op, [arg] + args, lambda: fn(arg.t), [0])
+# gradients at the kinks (PyTorch's boundary conventions: hardswish, hardsigmoid, hardtanh/relu6, elu at 0)
+kinks = torch.tensor([-3.0, 3.0, 0.0, -1.0, 1.0, 6.0], dtype=torch.float64)
+for label, op, args, fn in [("hardswish kinks", "hardswish", [], F.hardswish),
+                            ("hardsigmoid kinks", "hardsigmoid", [], F.hardsigmoid),
+                            ("relu6 kinks", "relu6", [], F.relu6),
+                            ("hardtanh kinks", "hardtanh", [-1, 1], F.hardtanh),
+                            ("elu kinks", "elu", [2.0, 1, 1], lambda t: F.elu(t, 2.0)),
+                            ("selu kinks", "selu", [], torch.selu),
+                            ("celu kinks", "celu", [2.0], lambda t: F.celu(t, 2.0))]:
+    arg = T(kinks.clone())
+    gcase(label, op, [arg] + args, lambda: fn(arg.t), [0])
+xi = torch.tensor([-3, -1, 0, 1, 2, 5], dtype=torch.int64)
+case("hardtanh int64", "hardtanh", [T(xi), -1, 2], F.hardtanh(xi, -1, 2))
+
+# ---- binary ops: broadcasting, edge values, Scalar forms, integer rules, gradients ----
+a = with_specials(r(7, lo=-3, hi=3)).reshape(3, 4)
+b = torch.cat([torch.tensor([2.0, -0.0, float("inf"), float("nan")]), r(8, lo=-3, hi=3)]).reshape(3, 4)[:, :1]
+bpos = r(1, 4, lo=0.5, hi=2.5)
+for name, fn in [("atan2", torch.atan2), ("fmod", torch.fmod), ("remainder", torch.remainder),
+                 ("hypot", torch.hypot), ("logaddexp", torch.logaddexp), ("copysign", torch.copysign)]:
+    case(name + " broadcast edges", name, [T(a), T(b)], fn(a, b))
+    case(name + " positive divisor", name, [T(a), T(bpos)], fn(a, bpos))
+    if name not in ("hypot", "atan2", "logaddexp"):
+        case(name + " Scalar", name + ".Scalar", [T(a), -1.5], fn(a, -1.5))
+    xa, xb = r(2, 3, lo=-2, hi=2, dtype=torch.float64), r(3, lo=0.6, hi=2, dtype=torch.float64)
+    if name in ("fmod", "remainder"):
+        xb = xb * torch.tensor([1.0, -1.0, 1.0], dtype=torch.float64)
+    A, B = T(xa), T(xb)
+    gcase(name + " grads", name, [A, B], lambda: fn(A.t, B.t), [0, 1])
+case("atan2 Scalar", "atan2.Scalar", [T(a), -1.5], torch.atan2(a, torch.tensor(-1.5)))
+case("logaddexp Scalar", "logaddexp.Scalar", [T(a), 0.5], torch.logaddexp(a, torch.tensor(0.5)))
+ia = torch.tensor([[-7, -3, 0, 5, 9, 2**40]], dtype=torch.int64)
+ib = torch.tensor([[3], [-4]], dtype=torch.int64)
+for name, fn in [("fmod", torch.fmod), ("remainder", torch.remainder), ("atan2", torch.atan2),
+                 ("copysign", torch.copysign), ("bitwise_and", torch.bitwise_and), ("bitwise_or", torch.bitwise_or),
+                 ("bitwise_xor", torch.bitwise_xor)]:
+    case(name + " int64", name, [T(ia), T(ib)], fn(ia, ib))
+sh = torch.tensor([[0], [1], [5], [63]], dtype=torch.int64)
+for name, fn in [("bitwise_left_shift", torch.bitwise_left_shift), ("bitwise_right_shift", torch.bitwise_right_shift)]:
+    case(name + " int64", name, [T(ia), T(sh)], fn(ia, sh))
+    i32 = torch.tensor([-100, -1, 1, 77, 2**30], dtype=torch.int32)
+    case(name + " int32 Scalar", name + ".Scalar", [T(i32), 3], fn(i32, 3))
+ba, bb = torch.tensor([True, True, False, False]), torch.tensor([True, False, True, False])
+for name, fn in [("bitwise_and", torch.bitwise_and), ("bitwise_or", torch.bitwise_or), ("bitwise_xor", torch.bitwise_xor)]:
+    case(name + " bool", name, [T(ba), T(bb)], fn(ba, bb))
+u8 = torch.tensor([0, 1, 128, 255], dtype=torch.uint8)
+case("bitwise_xor uint8 Scalar", "bitwise_xor.Scalar", [T(u8), 170], torch.bitwise_xor(u8, 170))
+case("bitwise_left_shift bool Scalar", "bitwise_left_shift.Scalar", [T(ba), 2], torch.bitwise_left_shift(ba, 2))
+
+if __name__ == "__main__":
+    emit(sys.stdout, cases, grad_cases, pre="o", arr="ops_ref_cases", garr="ops_ref_grad_cases",
+         script="gen_ops_ref.py")
