@@ -4,6 +4,7 @@
 
 #include "internal.h"
 #include "meta.h"
+#include "graph_internal.h"
 
 void wk__views_register(void);
 void wk__composites_register(void);
@@ -49,6 +50,7 @@ wk_status wk_init(void) {
   wk__composites_register();
   wk__composites_loss_register();
   wk__autograd_init();
+  wk__trace_init();
   wk__plugins_load_all();
   pthread_mutex_unlock(&g_init_lock);
   return WK_OK;

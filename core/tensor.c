@@ -8,6 +8,7 @@
 #include <wick/sdk/half.h>
 
 #include "internal.h"
+#include "graph_internal.h"
 
 static atomic_llong g_live;
 
@@ -601,6 +602,7 @@ bool wk_tensor_is_contiguous(const wk_tensor *t) {
 }
 void *wk_tensor_data(const wk_tensor *t) {
   if (!t || !t->storage->data) return NULL;
+  if (__builtin_expect(wk__tl_trace != NULL, 0)) wk__trace_note_read(t, "tensor_data()");
   if (!t->offset) return t->storage->data;
   return (char *)t->storage->data + t->offset * (int64_t)wk_dtype_size(t->dtype);
 }
@@ -655,6 +657,7 @@ static wk_status read_elem(wk_tensor *t, int64_t off, unsigned char *buf) {
 wk_status wk_tensor_get(wk_tensor *t, const int64_t *index, double *out) {
   int64_t off;
   if (!out) return wk_error(WK_ERR_NULL, "tensor_get: argument 'out' is NULL");
+  if (wk__tl_trace) wk__trace_note_read(t, "tensor_get()");
   wk_status s = elem_ptr("tensor_get", t, index, &off);
   if (s) return s;
   unsigned char buf[8];
@@ -688,6 +691,7 @@ static wk_status single(const char *fn, wk_tensor *t, unsigned char *buf) {
 wk_status wk_item(wk_tensor *t, double *out) {
   unsigned char buf[8];
   if (!out) return wk_error(WK_ERR_NULL, "item: argument 'out' is NULL");
+  if (wk__tl_trace) wk__trace_note_read(t, "item()");
   wk_status s = single("item", t, buf);
   if (!s) *out = load_f64(buf, t->dtype);
   return s;
@@ -696,6 +700,7 @@ wk_status wk_item(wk_tensor *t, double *out) {
 wk_status wk_item_i64(wk_tensor *t, int64_t *out) {
   unsigned char buf[8];
   if (!out) return wk_error(WK_ERR_NULL, "item: argument 'out' is NULL");
+  if (wk__tl_trace) wk__trace_note_read(t, "item()");
   wk_status s = single("item", t, buf);
   if (s) return s;
   if (t->dtype == WK_I64)
@@ -707,6 +712,7 @@ wk_status wk_item_i64(wk_tensor *t, int64_t *out) {
 
 wk_status wk_tensor_to_f64(wk_tensor *t, double *out, int64_t n) {
   if (!t) return wk_error(WK_ERR_NULL, "tensor_to_f64: argument 'tensor' is NULL");
+  if (wk__tl_trace) wk__trace_note_read(t, "tensor_to_f64()");
   int64_t numel = wk_tensor_numel(t);
   if (numel > 0 && !out) return wk_error(WK_ERR_NULL, "tensor_to_f64: argument 'out' is NULL");
   if (n < numel)

@@ -85,8 +85,21 @@
   X(wk_module_remove_hook) X(wk_module_call_stack) X(wk_module_named_children) X(wk_module_summary) \
   X(wk_plugin_abi_version) X(wk_set_default_device) X(wk_default_device) X(wk_module_set_child)
 
-/* ABI 1.3: error scoping (error.h), the allocator hook (tensor.h) */
-#define WK_HOST_API_1_3(X) X(wk_error_new_call) X(wk_malloc) X(wk_calloc) X(wk_realloc)
+/* ABI 1.3: error scoping (error.h), the allocator hook (tensor.h), graphs, tracing and replay (graph.h) */
+#define WK_HOST_API_1_3(X) X(wk_error_new_call) X(wk_malloc) X(wk_calloc) X(wk_realloc)                \
+  X(wk_graph_new) X(wk_graph_retain) X(wk_graph_release) X(wk_graph_copy) X(wk_graph_add_symbol)    \
+  X(wk_graph_num_symbols) X(wk_graph_symbol_name) X(wk_graph_symbol_hint) X(wk_graph_add_input)     \
+  X(wk_graph_add_param) X(wk_graph_add_const) X(wk_graph_add_node) X(wk_graph_set_outputs)          \
+  X(wk_graph_num_nodes) X(wk_graph_node_at) X(wk_graph_node_op) X(wk_graph_node_module_path)        \
+  X(wk_graph_node_num_args) X(wk_graph_node_args) X(wk_graph_node_num_outputs) X(wk_graph_node_output) \
+  X(wk_graph_num_values) X(wk_graph_value_kind) X(wk_graph_value_name) X(wk_graph_value_dtype)      \
+  X(wk_graph_value_device) X(wk_graph_value_ndim) X(wk_graph_value_dims) X(wk_graph_value_tensor)   \
+  X(wk_graph_value_producer) X(wk_graph_value_num_uses) X(wk_graph_num_inputs) X(wk_graph_input)    \
+  X(wk_graph_num_outputs) X(wk_graph_output) X(wk_graph_find_param) X(wk_graph_set_param)           \
+  X(wk_symdim_str) X(wk_symdim_eval) X(wk_graph_to_string) X(wk_graph_validate)                     \
+  X(wk_graph_replace_uses) X(wk_graph_erase_node) X(wk_graph_dce) X(wk_graph_cse)                   \
+  X(wk_graph_fold_constants) X(wk_graph_propagate) X(wk_graph_num_guards) X(wk_graph_guard)         \
+  X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run)
 
 typedef struct wk_host_api {
   size_t struct_size;
