@@ -41,6 +41,12 @@ void wk__ameta_free(wk_tensor *t) {
   if (m->spare_acc) wk__block_free(m->spare_acc, m->spare_acc->alloc_size);
   wk__node_release(m->grad_fn);
   wk_release(m->grad);
+  if (m->base) { /* plain release: a scope's reference on the base is not this one */
+    int depth = wk__call_depth;
+    wk__call_depth = depth + 1;
+    wk_release(m->base);
+    wk__call_depth = depth;
+  }
   free_hooks(m->hooks);
   free_hooks(m->post_hooks);
   wk__block_free(m, sizeof *m);
@@ -50,7 +56,16 @@ bool wk__requires_grad(const wk_tensor *t) {
   if (!t) return false;
   if (t->flags & WK__T_REQUIRES_GRAD) return true;
   const wk__ameta *m = t->autograd;
-  return m && m->grad_fn;
+  /* a view requires grad when its base does (the base may have gained a
+   * history through an in-place op on another view) */
+  return m && (m->grad_fn || (m->base && wk__requires_grad(m->base)));
+}
+
+void wk__geom_of(const wk_tensor *t, wk__geom *g) {
+  g->ndim = t->ndim;
+  memcpy(g->sizes, t->sizes, sizeof g->sizes);
+  memcpy(g->strides, t->strides, sizeof g->strides);
+  g->offset = t->offset;
 }
 
 wk__node *wk__node_retain(wk__node *n) {
@@ -65,6 +80,7 @@ static void free_saved(wk__saved *s) {
 
 void wk__node_release_saved(wk__node *n) {
   n->released = true;
+  if (n->inner) wk__node_release_saved(n->inner); /* CopySlices: the in-place op's node */
   if (!n->has_saved) return; /* most nodes (add, sub, ...) keep nothing */
   int depth = wk__call_depth;
   wk__call_depth = depth + 1; /* plain releases */
@@ -90,8 +106,8 @@ void wk__node_release(wk__node *first) {
   wk__node *cur = first;
   for (;;) {
     if (cur && atomic_fetch_sub(&cur->refcount, 1) == 1) {
-      for (int i = 0; i < cur->nin; i++) {
-        wk__node *nx = cur->next[i].node;
+      for (int i = 0; i <= cur->nin; i++) {
+        wk__node *nx = i < cur->nin ? cur->next[i].node : cur->inner;
         if (!nx) continue;
         if (n == cap) {
           size_t nc = cap * 2;
@@ -115,6 +131,8 @@ void wk__node_release(wk__node *first) {
         }
       if (cur->has_hooks)
         for (int i = 0; i < cur->nout; i++) free_hooks(cur->out_hooks[i]);
+      free(cur->geom);
+      if (cur->extra_free) cur->extra_free(cur->extra);
       bool spared = false;
       if (cur->variable) {
         /* A leaf used again builds a new AccumulateGrad for the next graph:
@@ -199,7 +217,7 @@ static const node_layout *layout_for(int nin, int nargs, int nout) {
   return L;
 }
 
-static wk__node *node_new(int nin, int nargs, int nout) {
+wk__node *wk__node_new(int nin, int nargs, int nout) {
   const node_layout *L = layout_for(nin, nargs, nout);
   char *mem = wk__block_alloc(L->total);
   if (!mem) return NULL;
@@ -243,7 +261,7 @@ static wk__node *accumulator(wk_tensor *t) {
     atomic_init(&n->refcount, 1);
     n->released = false;
     n->sequence = atomic_fetch_add(&g_sequence, 1);
-  } else if (!(n = node_new(0, 0, 1))) {
+  } else if (!(n = wk__node_new(0, 0, 1))) {
     return NULL;
   }
   n->name = "AccumulateGrad";
@@ -261,6 +279,10 @@ static inline wk__edge gradient_edge(wk_tensor *t) {
   wk__edge e = {NULL, 0};
   if (!t) return e;
   wk__ameta *m = t->autograd;
+  if (m && m->base) {
+    wk__view_refresh(t);
+    m = t->autograd;
+  }
   if (m && m->grad_fn) {
     e.node = wk__node_retain(m->grad_fn);
     e.input_nr = m->output_nr;
@@ -271,13 +293,157 @@ static inline wk__edge gradient_edge(wk_tensor *t) {
 }
 wk__edge wk__gradient_edge(wk_tensor *t) { return gradient_edge(t); }
 
+void wk__node_set_output(wk__node *n, int i, const wk_tensor *t) {
+  n->out_ndim[i] = t->ndim;
+  copy_sizes(n->out_sizes[i], t->sizes, t->ndim);
+  n->out_dtype[i] = t->dtype;
+  n->out_device[i] = t->storage->device;
+  n->out_differentiable[i] = true;
+}
+
+void wk__node_set_input(wk__node *n, int k, wk_tensor *t) {
+  n->next[k] = gradient_edge(t);
+  n->in_ndim[k] = t->ndim;
+  copy_sizes(n->in_sizes[k], t->sizes, t->ndim);
+  n->in_dtype[k] = t->dtype;
+  if (k == 0) n->in_device0 = t->storage->device;
+}
+
+/* ---- views: lazy grad_fn, CopySlices ---- */
+
+static wk_op *g_as_strided_op;
+
+/* An AsStridedBackward node taking the gradient of view v back to its base b
+ * (PyTorch's regenerated view grad_fn): as_strided(b, v's sizes, strides and
+ * storage offset), b's geometry kept. NULL with an error when out of memory. */
+static wk__node *as_strided_node(wk_tensor *b, wk_tensor *v) {
+  wk__node *n = wk__node_new(1, 4, 1);
+  int64_t *sz = wk_malloc(sizeof(int64_t) * (size_t)(v->ndim ? v->ndim : 1));
+  int64_t *st = wk_malloc(sizeof(int64_t) * (size_t)(v->ndim ? v->ndim : 1));
+  wk__geom *g = wk_malloc(sizeof *g);
+  if (!n || !sz || !st || !g) {
+    if (n) wk__block_free(n, n->alloc_size);
+    free(sz);
+    free(st);
+    free(g);
+    wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory remaking a view's grad_fn");
+    return NULL;
+  }
+  memcpy(sz, v->sizes, sizeof(int64_t) * (size_t)v->ndim);
+  memcpy(st, v->strides, sizeof(int64_t) * (size_t)v->ndim);
+  n->f = wk__formula_for(g_as_strided_op);
+  n->name = n->f->name;
+  n->op = g_as_strided_op;
+  n->owns_args = true;
+  n->args[0] = (wk_value){.tag = WK_V_TENSOR};
+  n->args[1] = WK_VINTS(sz, v->ndim);
+  n->args[2] = WK_VINTS(st, v->ndim);
+  n->args[3] = WK_VI(v->offset);
+  n->k_of_arg[0] = 0;
+  n->k_of_arg[1] = n->k_of_arg[2] = n->k_of_arg[3] = -1;
+  wk__geom_of(b, g);
+  n->geom = g;
+  wk__node_set_input(n, 0, b);
+  wk__node_set_output(n, 0, v);
+  return n;
+}
+
+void wk__view_refresh(wk_tensor *t) {
+  wk__ameta *m = t ? t->autograd : NULL;
+  if (!m || !m->base || (t->flags & WK__T_REQUIRES_GRAD)) return;
+  uint64_t v = atomic_load(&t->storage->version);
+  if (m->attr_version == v) return;
+  if (!m->grad_fn && !wk__requires_grad(m->base)) return; /* no history to follow yet */
+  wk__node *n = as_strided_node(m->base, t);
+  if (!n) return; /* (the stale node stays; the error is set) */
+  wk__node *old = m->grad_fn;
+  m->grad_fn = n;
+  m->output_nr = 0;
+  m->attr_version = v;
+  wk__node_release(old);
+}
+
+/* Records that the outputs of view op `op` alias its first argument: each
+ * keeps the root base and the storage version. */
+static void track_view(wk_op *op, const wk_value *args, const wk_value *outs) {
+  if (args[0].tag != WK_V_TENSOR || !args[0].u.t) return;
+  wk_tensor *in = args[0].u.t;
+  const wk__ameta *im = in->autograd;
+  wk_tensor *base = im && im->base ? im->base : in;
+  int n = wk_op_num_outs(op);
+  for (int i = 0; i < n; i++) {
+    wk_tensor *o = outs[i].tag == WK_V_TENSOR ? outs[i].u.t : NULL;
+    if (!o || o == in || o == base || o->storage != in->storage) continue; /* reshape/contiguous may copy */
+    wk__ameta *m = wk__ameta_get(o);
+    if (!m) {
+      wk_clear_error(); /* out of memory: the view is simply not tracked */
+      continue;
+    }
+    if (m->base) continue;
+    m->base = wk_retain(base);
+    m->attr_version = atomic_load(&o->storage->version);
+  }
+}
+
+/* The in-place op `n` (just run on view v of base b) becomes the inner
+ * function of a CopySlices node that is b's new history (PyTorch's
+ * rebase_history): the gradient of b flows through n on v's slice and
+ * unchanged elsewhere; v's grad_fn becomes an AsStridedBackward onto it.
+ * Takes n's creation reference. */
+static wk_status rebase_on_view(wk__node *n, wk_tensor *b, wk_tensor *v) {
+  wk__node *cs = wk__node_new(n->nin, 0, 1);
+  wk__geom *g = wk_malloc(2 * sizeof *g);
+  if (!cs || !g) {
+    if (cs) wk__block_free(cs, cs->alloc_size);
+    free(g);
+    wk__node_release(n);
+    return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory recording the autograd graph", wk_op_name(n->op));
+  }
+  cs->f = &wk__copy_slices_formula;
+  cs->name = "CopySlices";
+  cs->op = n->op;
+  cs->inner = n;
+  wk__geom_of(b, &g[0]);
+  wk__geom_of(v, &g[1]);
+  cs->geom = g;
+  wk__node_set_input(cs, 0, b);
+  for (int k = 1; k < n->nin; k++) {
+    cs->next[k] = n->next[k];
+    wk__node_retain(n->next[k].node);
+    cs->in_ndim[k] = n->in_ndim[k];
+    copy_sizes(cs->in_sizes[k], n->in_sizes[k], n->in_ndim[k]);
+    cs->in_dtype[k] = n->in_dtype[k];
+  }
+  wk__node_set_output(cs, 0, b);
+  if (n->forward_trace) cs->forward_trace = wk__strdup(n->forward_trace);
+  wk__ameta *bm = wk__ameta_get(b), *vm = wk__ameta_get(v);
+  if (!bm || !vm) {
+    wk__node_release(cs);
+    return wk_last_error();
+  }
+  wk__node *old = bm->grad_fn;
+  bm->grad_fn = cs;
+  bm->output_nr = 0;
+  wk__node_release(old);
+  wk__node *vn = as_strided_node(b, v);
+  if (!vn) return wk_last_error();
+  old = vm->grad_fn;
+  vm->grad_fn = vn;
+  vm->output_nr = 0;
+  vm->attr_version = atomic_load(&v->storage->version);
+  wk__node_release(old);
+  return WK_OK;
+}
+
 /* ---- public inspection API ---- */
 bool wk_tensor_is_leaf(const wk_tensor *t) {
+  wk__view_refresh((wk_tensor *)t); /* (a stale view's grad_fn is remade on access, as in PyTorch) */
   const wk__ameta *m = t ? t->autograd : NULL;
   return !(m && m->grad_fn);
 }
 
 const char *wk_tensor_grad_fn_name(const wk_tensor *t) {
+  wk__view_refresh((wk_tensor *)t);
   const wk__ameta *m = t ? t->autograd : NULL;
   return m && m->grad_fn ? m->grad_fn->name : NULL;
 }
@@ -403,6 +569,7 @@ wk_status wk_tensor_register_hook(wk_tensor *t, wk_grad_hook_fn fn, void *user) 
   if (!t || !fn) return wk_error(WK_ERR_NULL, "register_hook: argument '%s' is NULL", t ? "fn" : "self");
   if (!wk__requires_grad(t))
     return wk_error(WK_ERR_AUTOGRAD, "register_hook: cannot register a hook on a tensor that doesn't require gradient");
+  wk__view_refresh(t);
   wk__ameta *m = wk__ameta_get(t);
   if (!m) return wk_last_error();
   if (m->grad_fn) {
@@ -461,13 +628,16 @@ static void mark_inference(wk_op *op, wk_value *outs) {
 /* Inputs are kept as the tensor itself (so create_graph sees their history;
  * no cycle: a node never feeds its own inputs). Outputs are kept as plain
  * aliases (their grad_fn is this node) and get their history back on unpack.
- * A mutated input is cloned first: the op is about to overwrite it. */
+ * A mutated input is cloned first: the op is about to overwrite it. The
+ * clone is recorded (PyTorch's self.clone() in in-place ops' VariableType):
+ * double backward then reaches the history of the value it had. */
 static wk_status save_tensor(wk__saved *s, wk_tensor *t, bool clone, bool is_output) {
   if (!t) return WK_OK;
   if (clone) {
-    bool prev = wk_set_grad_enabled(false);
+    int depth = wk__call_depth;
+    wk__call_depth = depth + 1; /* owned by the node, not by a scope */
     s->t = wk_clone(t);
-    wk_set_grad_enabled(prev);
+    wk__call_depth = depth;
   } else if (is_output) {
     s->t = wk__view_of(t, t->ndim, t->sizes, t->strides, t->offset);
   } else {
@@ -478,8 +648,15 @@ static wk_status save_tensor(wk__saved *s, wk_tensor *t, bool clone, bool is_out
   return WK_OK;
 }
 
-/* Copies the boxed args the formula wants into the node (lists duplicated). */
+/* Copies the boxed args the formula wants into the node (lists duplicated).
+ * A saved input that shares the mutated tensor's storage (the tensor itself,
+ * its base or another view of it) is kept as a plain alias, without history:
+ * the in-place op makes this node that tensor's (or its base's) history, and
+ * the history would otherwise hold itself. The version check still applies. */
 static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *args, int nargs, int mutated) {
+  const wk__storage *mst = mutated >= 0 && args[mutated].tag == WK_V_TENSOR && args[mutated].u.t
+                               ? args[mutated].u.t->storage
+                               : NULL;
   for (int i = 0; i < nargs; i++) {
     wk_value v = args[i];
     bool keep = (f->save_args >> i) & 1u;
@@ -487,7 +664,9 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
       n->args[i].tag = WK_V_TENSOR;
       n->args[i].u.t = NULL;
       if (keep) n->has_saved = true;
-      if (keep && save_tensor(&n->saved_args[i], v.u.t, i == mutated, false)) return wk_last_error();
+      bool alias = v.u.t && v.u.t->storage == mst && i != mutated;
+      if (keep && save_tensor(&n->saved_args[i], v.u.t, i == mutated, alias)) return wk_last_error();
+      if (keep && alias) n->saved_args[i].is_output = false;
       continue;
     }
     if (v.tag == WK_V_TENSORS) {
@@ -538,9 +717,15 @@ static bool any_requires_grad(const wk_op *op, const wk_value *args) {
 
 static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
   (void)user;
-  /* Fast path: nothing to record. Kernels called below see no grad either. */
-  if ((wk__grad_mode_off || !any_requires_grad(op, args)) && g_inference_depth == 0)
-    return wk_layer_redispatch(self, op, args, outs);
+  /* Fast path: nothing to record. Kernels called below see no grad either.
+   * Views made in grad mode still note their base (an in-place op on one
+   * later records CopySlices). */
+  if ((wk__grad_mode_off || !any_requires_grad(op, args)) && g_inference_depth == 0) {
+    if (wk__grad_mode_off || !(wk_op_tags(op) & WK_TAG_VIEW)) return wk_layer_redispatch(self, op, args, outs);
+    wk_status s = wk_layer_redispatch(self, op, args, outs);
+    if (!s) track_view(op, args, outs);
+    return s;
+  }
   wk__op_info oi;
   wk__op_get_info(op, &oi);
   wk_tensor *ins[WK__MAX_NODE_INPUTS];
@@ -584,13 +769,17 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
                       "make a clone to get a normal tensor and use it in autograd.", wk_op_name(op));
   }
   wk_tensor *mut = mutated >= 0 && args[mutated].tag == WK_V_TENSOR ? args[mutated].u.t : NULL;
-  if (mut) {
-    wk__ameta *mm = mut->autograd; /* (leaves were refused above) */
-    if (mm && mm->is_view)
-      return wk_error(WK_ERR_AUTOGRAD, "%s(): in-place operations on a view of a tensor that requires grad are not "
-                      "supported; use the out-of-place op", wk_op_name(op));
+  wk_tensor *vbase = NULL; /* in place on a view: the base whose history is rebased (CopySlices) */
+  if (mut && (tags & WK_TAG_INPLACE) && mut->autograd && ((wk__ameta *)mut->autograd)->base) {
+    vbase = ((wk__ameta *)mut->autograd)->base;
+    if ((vbase->flags & WK__T_REQUIRES_GRAD) && wk_tensor_is_leaf(vbase))
+      return wk_error(WK_ERR_AUTOGRAD, "%s(): a view of a leaf Variable that requires grad is being used in an "
+                      "in-place operation.", wk_op_name(op));
+    if (oi.nouts != 1)
+      return wk_error(WK_ERR_AUTOGRAD, "%s(): functions which modify views in-place must return a single Variable",
+                      wk_op_name(op));
   }
-  wk__node *n = node_new(nin, oi.nargs, oi.nouts);
+  wk__node *n = wk__node_new(nin, oi.nargs, oi.nouts);
   if (!n) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory recording the autograd graph", wk_op_name(op));
   n->f = f;
   n->name = f->name;
@@ -609,6 +798,12 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
     for (int k = nin - 1; k >= 0; k--) n->k_of_arg[argpos[k]] = k;
   }
   if (nin && ins[0]) n->in_device0 = ins[0]->storage->device;
+  if (!s && f->save_geom && nin && ins[0]) {
+    if ((n->geom = wk_malloc(sizeof *n->geom)))
+      wk__geom_of(ins[0], n->geom);
+    else
+      s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory recording the autograd graph", wk_op_name(op));
+  }
   for (int k = 0; !s && k < nin; k++) {
     wk_tensor *t = ins[k];
     if (!t) continue;
@@ -648,6 +843,7 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
              (unsigned long long)n->sequence);
     n->forward_trace = wk__strdup(buf);
   }
+  if (vbase) return rebase_on_view(n, vbase, mut);
   bool handed = false; /* the creation reference went to an output */
   for (int i = 0; i < nout; i++) {
     if (!n->out_differentiable[i]) continue;
@@ -658,10 +854,10 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
     m->grad_fn = handed ? wk__node_retain(n) : n;
     handed = true;
     m->output_nr = i;
-    if (tags & WK_TAG_VIEW) m->is_view = true;
     wk__node_release(old); /* in-place: the history is rebased on this node */
   }
   if (!handed) wk__node_release(n); /* no output holds it: it goes */
+  if (tags & WK_TAG_VIEW) track_view(op, args, outs);
   return WK_OK;
 }
 
@@ -671,5 +867,6 @@ void wk__autograd_init(void) {
     fprintf(stderr, "wick: internal error: %s\n", g_table_error ? g_table_error : "autograd: broken formula table");
     wk_clear_error();
   }
+  g_as_strided_op = wk_op_find("as_strided");
   g_layer = wk_layer_register("autograd", WK_LEVEL_AUTOGRAD, autograd_layer, NULL, true);
 }

@@ -33,6 +33,7 @@ typedef struct wk__bctx {
   bool create_graph;
   wk_tensor **held;      /* saved inputs handed to the formula, released after it */
   int *nheld;
+  bool accumulate;       /* the run accumulates into leaves' .grad (backward, not grad) */
 } wk__bctx;
 #define WK__MAX_HELD 32
 
@@ -51,7 +52,16 @@ struct wk__formula {
   uint32_t save_args;  /* bit i: keep argument i (tensor or list) for backward */
   uint32_t save_outs;  /* bit i: keep output i */
   wk_derivative_fn ext; /* a plugin's derivative (called through the public ABI) */
+  bool save_geom;      /* keep the first input's geometry (as_strided's backward) */
 };
+
+/* Sizes, strides and storage offset of a tensor (PyTorch's TensorGeometry):
+ * what a backward needs of a tensor whose values it does not read. */
+typedef struct wk__geom {
+  int ndim;
+  int64_t sizes[WK_MAX_DIMS], strides[WK_MAX_DIMS], offset;
+} wk__geom;
+WK__HIDDEN void wk__geom_of(const wk_tensor *t, wk__geom *g);
 
 enum { WK__MAX_NODE_INPUTS = 64 };
 
@@ -93,10 +103,21 @@ struct wk__node {
   wk_tensor *variable;
   /* anomaly mode: the forward op that created the node */
   char *forward_trace;
-  /* engine bookkeeping for the running backward */
+  /* geometries (malloc'd, or NULL): the first input's when f->save_geom;
+   * CopySlices: [0] the base, [1] the view written in place */
+  wk__geom *geom;
+  /* CopySlices: the node of the in-place op on the view (strong); its
+   * formula runs on the view's slice of the base's gradient */
+  wk__node *inner;
+  /* custom nodes (checkpoint): data freed with the node */
+  void *extra;
+  void (*extra_free)(void *extra);
+  /* engine bookkeeping for the running backward (a nested backward, run by
+   * a formula, stashes and restores the fields of the nodes it shares) */
+  uint64_t run;    /* id of the backward run that discovered the node */
   int deps;
   wk_tensor **buffer;
-  bool visited;
+  bool queued;
   uint64_t sequence; /* creation order: later nodes run first on ties */
 };
 
@@ -113,8 +134,14 @@ typedef struct wk__ameta {
   int output_nr;
   wk_tensor *grad;     /* strong */
   bool retains_grad;
-  bool is_view;        /* produced by a recorded view op */
   bool inference;      /* created in inference mode */
+  /* A view made by a view op in grad mode: the tensor it views (strong; the
+   * root of a chain of views, never itself a view) and the storage version
+   * when grad_fn was made. An in-place op on the view, its base or another
+   * view of the base bumps the version; grad_fn is then remade lazily as an
+   * AsStridedBackward node onto the base's history (wk__view_refresh). */
+  wk_tensor *base;
+  uint64_t attr_version;
   wk__node *accumulator; /* weak cache of the leaf's AccumulateGrad node */
   wk__node *spare_acc;   /* owned: a dead AccumulateGrad block, reused by the next graph */
   wk__hook *hooks;       /* leaf gradient hooks */
@@ -129,9 +156,21 @@ WK__HIDDEN bool wk__requires_grad(const wk_tensor *t);
 /* The edge a gradient for t flows along (grad_fn or the leaf's accumulator). */
 WK__HIDDEN wk__edge wk__gradient_edge(wk_tensor *t);
 WK__HIDDEN void wk__node_release(wk__node *n);
+/* Remakes a stale view's grad_fn (see wk__ameta.base); no-op otherwise. */
+WK__HIDDEN void wk__view_refresh(wk_tensor *t);
+/* A new node (one block, zeroed) with nin inputs, nargs boxed arguments and
+ * nout outputs; NULL when out of memory (no error set). */
+WK__HIDDEN wk__node *wk__node_new(int nin, int nargs, int nout);
+/* Fills node output i's shape, dtype and device from t (differentiable). */
+WK__HIDDEN void wk__node_set_output(wk__node *n, int i, const wk_tensor *t);
+/* Fills node input k's edge (from t's history), shape and dtype. */
+WK__HIDDEN void wk__node_set_input(wk__node *n, int k, wk_tensor *t);
 WK__HIDDEN wk__node *wk__node_retain(wk__node *n);
 /* Frees the saved tensors of a node (after backward without retain_graph). */
 WK__HIDDEN void wk__node_release_saved(wk__node *n);
+
+/* The formula of CopySlices nodes (derivatives_shape.c). */
+WK__HIDDEN extern const wk__formula wk__copy_slices_formula;
 
 /* Formula lookup by op (NULL when the op has none). */
 WK__HIDDEN const wk__formula *wk__formula_for(const wk_op *op);

@@ -88,10 +88,8 @@ static const wk__formula_family *const g_families[] = {&wk__formulas_pointwise, 
  * formula must be tagged WK_TAG_NONDIFF, be a factory or a composite, or be
  * an out= variant (see wk__autograd_audit). */
 static const char *const g_not_differentiable[] = {
-    "as_strided", /* PyTorch's as_strided_backward needs the base's geometry */
     /* backward helpers: no double backward through these yet */
-    "conv2d_backward", "max_pool2d_with_indices_backward", "avg_pool2d_backward", "adaptive_avg_pool2d_backward",
-    "batch_norm_backward", "layer_norm_backward", "embedding_dense_backward", "pad_backward", "gelu_backward",
+    "embedding_dense_backward", "pad_backward", "gelu_backward",
 };
 
 static int g_core_ops = -1; /* ops declared before the formulas were bound: the core's own */

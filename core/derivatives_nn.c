@@ -134,6 +134,231 @@ static wk_status d_pad(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gi
   END
 }
 
+/* ---- double backward: derivatives of the backward kernels ------------------------------------------- */
+/* Output i's gradient, or NULL when the output was not produced (masked). */
+#define GOPT(i) (N->out_differentiable[i] ? G(i) : NULL)
+/* A saved optional tensor argument, or NULL when it was None / NULL. */
+#define XO(i) (N->saved_args[i].t ? X(i) : NULL)
+
+static wk_tensor *conv_call(wk_tensor *x, wk_tensor *w, const wk__node *n) {
+  wk_value a[7] = {WK_VT(x), WK_VT(w), WK_VNONE, n->args[3], n->args[4], n->args[5], n->args[6]};
+  return wk__call1("conv2d", a, 7);
+}
+/* conv2d_backward's output i (a new tensor adopted by the scope): the
+ * gradient of conv2d(x, w) with g flowing into its result. */
+static wk_tensor *conv_back_call(wk_tensor *g, wk_tensor *x, wk_tensor *w, const wk__node *n, int i) {
+  int64_t mask[3] = {i == 0, i == 1, i == 2};
+  wk_value a[8] = {WK_VT(g), WK_VT(x), WK_VT(w), n->args[3], n->args[4], n->args[5], n->args[6], WK_VINTS(mask, 3)};
+  wk_value o[3];
+  if (wk_call("conv2d_backward", a, 8, o) != WK_OK) return NULL;
+  wk_tensor *r = NULL;
+  for (int k = 0; k < 3; k++)
+    if (o[k].tag == WK_V_TENSOR) {
+      wk__scope_adopt(o[k].u.t);
+      if (k == i) r = o[k].u.t;
+    }
+  return r;
+}
+/* conv2d_backward(gO, x, w) = (gI, gW, gB) is linear in gO and bilinear in
+ * (gO, x) and (gO, w) (PyTorch's _convolution_double_backward):
+ * ggO = conv(ggI, w) + conv(x, ggW) + ggB, gx = convolution_backward's input
+ * gradient with weight ggW, gw = its weight gradient with input ggI. */
+static wk_status d_conv2d_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *gO = X(0), *x = X(1), *w = X(2);
+  CHECK(gO);
+  CHECK(x);
+  CHECK(w);
+  wk_tensor *ggI = GOPT(0), *ggW = GOPT(1), *ggB = GOPT(2);
+  if (NEEDS(0)) {
+    wk_tensor *r = NULL;
+    if (ggI) r = conv_call(ggI, w, N);
+    if (ggW) r = r ? wk_add(r, conv_call(x, ggW, N)) : conv_call(x, ggW, N);
+    if (ggB) {
+      wk_tensor *b = wk_reshape(ggB, WK_SHAPE(1, -1, 1, 1));
+      r = r ? wk_add(r, b) : wk_expand(b, wk_tensor_sizes(gO), wk_tensor_dim(gO));
+    }
+    GIN(0, r ? r : wk_zeros_like(gO, OPT0));
+  }
+  if (NEEDS(1)) GIN(1, ggW ? conv_back_call(gO, x, ggW, N, 0) : wk_zeros_like(x, OPT0));
+  if (NEEDS(2)) GIN(2, ggI ? conv_back_call(gO, ggI, w, N, 1) : wk_zeros_like(w, OPT0));
+  END
+}
+/* max_pool2d backward routes each output gradient to its argmax: the second
+ * derivative gathers ggI at the same indices (self only decides indices). */
+static wk_status d_max_pool_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *ind = X(7);
+  CHECK(ind);
+  if (NEEDS(0)) {
+    int nd = wk_tensor_dim(ind);
+    int64_t shp[WK_MAX_DIMS], ishp[WK_MAX_DIMS];
+    for (int d = 0; d < nd - 2; d++) shp[d] = ishp[d] = wk_tensor_size(ind, d);
+    shp[nd - 2] = ishp[nd - 2] = -1;
+    wk_tensor *gg = wk_reshape(G(0), shp, nd - 1), *fi = wk_reshape(ind, ishp, nd - 1);
+    GIN(0, wk_reshape(wk_gather(gg, nd - 2, fi), wk_tensor_sizes(ind), nd));
+  }
+  GIN(1, wk_zeros(IN_SHAPE(1), (wk_options){.dtype = wk_tensor_dtype(G(0)), .device = wk_tensor_device(G(0))}));
+  END
+}
+/* avg_pool2d backward is linear in grad_output with adjoint avg_pool2d. */
+static wk_status d_avg_pool_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (NEEDS(0)) {
+    wk_value a[7] = {WK_VT(G(0)), N->args[2], N->args[3], N->args[4], N->args[5], N->args[6], N->args[7]};
+    GIN(0, wk__call1("avg_pool2d", a, 7));
+  }
+  GIN(1, wk_zeros(IN_SHAPE(1), (wk_options){.dtype = wk_tensor_dtype(G(0)), .device = wk_tensor_device(G(0))}));
+  END
+}
+static wk_status d_adaptive_avg_pool_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (NEEDS(0)) {
+    int nd = N->in_ndim[N->k_of_arg[0]];
+    const int64_t *gs = N->in_sizes[N->k_of_arg[0]];
+    GIN(0, wk_adaptive_avg_pool2d(G(0), gs[nd - 2], gs[nd - 1]));
+  }
+  GIN(1, wk_zeros(IN_SHAPE(1), (wk_options){.dtype = wk_tensor_dtype(G(0)), .device = wk_tensor_device(G(0))}));
+  END
+}
+
+/* t viewed as [1, C, 1, ...] against an input of nd dims. */
+static wk_tensor *as_dim1(wk_tensor *t, int nd) {
+  int64_t shp[WK_MAX_DIMS];
+  for (int d = 0; d < nd; d++) shp[d] = d == 1 ? -1 : 1;
+  return wk_reshape(t, shp, nd);
+}
+/* sum over every dim but dims [from, from + nkeep) (kept as size 1). */
+static wk_tensor *sum_except(wk_tensor *t, int from, int nkeep) {
+  int64_t dims[WK_MAX_DIMS];
+  int n = 0, nd = wk_tensor_dim(t);
+  for (int d = 0; d < nd; d++)
+    if (d < from || d >= from + nkeep) dims[n++] = d;
+  return n ? wk_sum_dim(t, dims, n, true) : t;
+}
+static wk_tensor *add_opt(wk_tensor *a, wk_tensor *b) { return a ? wk_add(a, b) : b; }
+
+/* The second derivative of normalisation over groups: PyTorch's
+ * batchnorm_double_backward / layer_norm_double_backward in one. x is
+ * normalised over the reduction dims (sum_r, M elements) with mean mu and
+ * inverse deviation is; gamma (or NULL) scales per channel; ggI/ggG/ggB are
+ * the incoming gradients of (gI, gG, gB); gamma_in_red: gamma varies along
+ * the reduction dims (layer norm), so it enters before the sums. */
+typedef struct {
+  wk_tensor *(*sum_r)(wk_tensor *t, int nd); /* reduce over the normalised elements, keep dims */
+  wk_tensor *(*sum_g)(wk_tensor *t, int nd); /* reduce to gamma's elements, keep dims */
+} norm_dims;
+typedef struct {
+  wk_tensor *gI, *gG, *ggO;
+} norm_dd;
+static norm_dd norm_double_backward(wk_tensor *x, wk_tensor *gO, wk_tensor *mu, wk_tensor *is, wk_tensor *gamma,
+                                    wk_tensor *ggI, wk_tensor *ggG, wk_tensor *ggB, double M, bool training,
+                                    bool gamma_in_red, const norm_dims *nd_) {
+  norm_dd r = {NULL, NULL, NULL};
+  int nd = wk_tensor_dim(x);
+  wk_tensor *xmu = wk_sub(x, mu), *is2 = wk_mul(is, is), *is3 = wk_mul(is2, is);
+  wk_tensor *g = gamma ? gamma : wk_ones(WK_SHAPE(1), (wk_options){.dtype = wk_tensor_dtype(x), .device = wk_tensor_device(x)});
+  /* gxhat: the gradient reaching the normalised value */
+  wk_tensor *gx = gamma_in_red ? wk_mul(gO, g) : gO;
+  wk_tensor *xmu_is3 = wk_mul(xmu, is3);
+  wk_tensor *gx_xmu_sum = nd_->sum_r(wk_mul(gx, xmu), nd), *gx_sum = nd_->sum_r(gx, nd);
+  if (ggI && training) {
+    wk_tensor *ggI_sum = nd_->sum_r(ggI, nd), *ggI_xmu_sum = nd_->sum_r(wk_mul(ggI, xmu), nd);
+    wk_tensor *all = wk_add(wk_sub(wk_div_scalar(wk_mul(ggI_sum, gx_sum), M), nd_->sum_r(wk_mul(gx, ggI), nd)),
+                            wk_mul_scalar(wk_mul(wk_mul(is2, gx_xmu_sum), ggI_xmu_sum), 3.0 / M));
+    wk_tensor *t0 = wk_div_scalar(wk_mul(xmu_is3, all), M);
+    wk_tensor *t1 = wk_mul(wk_div_scalar(wk_mul(ggI_xmu_sum, is3), M), wk_sub(wk_div_scalar(gx_sum, M), gx));
+    wk_tensor *t2 = wk_mul(wk_div_scalar(wk_mul(gx_xmu_sum, is3), M), wk_sub(wk_div_scalar(ggI_sum, M), ggI));
+    wk_tensor *s = wk_add(wk_add(t0, t1), t2);
+    r.gI = gamma_in_red ? s : wk_mul(g, s);
+  }
+  if (gamma && ggG) {
+    wk_tensor *t;
+    if (training) {
+      wk_tensor *gG_ = wk_mul(gO, ggG);
+      t = wk_add(wk_sub(wk_mul(gG_, is), wk_div_scalar(wk_mul(is, nd_->sum_r(gG_, nd)), M)),
+                 wk_div_scalar(wk_mul(xmu_is3, nd_->sum_r(wk_mul(gG_, xmu), nd)), -M));
+    } else {
+      t = wk_mul(wk_mul(ggG, is), gO);
+    }
+    r.gI = add_opt(r.gI, t);
+  }
+  if (ggI) { /* first backward's grad_input, with gO -> ggI */
+    wk_tensor *h1 = training ? wk_sub(wk_sub(wk_mul_scalar(ggI, M), nd_->sum_r(ggI, nd)),
+                                      wk_mul(wk_mul(xmu, is2), nd_->sum_r(wk_mul(ggI, xmu), nd)))
+                             : wk_mul_scalar(ggI, M);
+    wk_tensor *base = wk_div_scalar(wk_mul(is, h1), M); /* the first backward without gamma */
+    if (gamma) r.gG = nd_->sum_g(wk_mul(gO, base), nd);
+    r.ggO = wk_mul(g, base);
+  }
+  if (ggG) r.ggO = add_opt(r.ggO, wk_mul(wk_mul(xmu, is), ggG));
+  if (ggB) r.ggO = add_opt(r.ggO, wk_expand(ggB, wk_tensor_sizes(x), nd));
+  return r;
+}
+static wk_tensor *bn_sum_r(wk_tensor *t, int nd) {
+  (void)nd;
+  return sum_except(t, 1, 1);
+}
+static wk_status d_batch_norm_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *gO = X(0), *x = X(1);
+  CHECK(gO);
+  CHECK(x);
+  bool train = BARG(7);
+  double eps = FARG(8);
+  int nd = wk_tensor_dim(x);
+  wk_tensor *w = XO(2), *mu, *is;
+  if (train) {
+    mu = X(5);
+    is = X(6);
+  } else {
+    mu = X(3);
+    is = XO(4) ? wk_rsqrt(wk_add_scalar(X(4), eps)) : NULL;
+  }
+  CHECK(mu);
+  CHECK(is);
+  double M = (double)wk_tensor_numel(x) / (double)wk_tensor_size(x, 1);
+  norm_dims dims = {bn_sum_r, bn_sum_r};
+  wk_tensor *ggG = GOPT(1), *ggB = GOPT(2);
+  norm_dd r = norm_double_backward(x, gO, as_dim1(mu, nd), as_dim1(is, nd), w ? as_dim1(w, nd) : NULL, GOPT(0),
+                                   ggG ? as_dim1(ggG, nd) : NULL, ggB ? as_dim1(ggB, nd) : NULL, M, train, false,
+                                   &dims);
+  wk_options fo = {.dtype = wk_tensor_dtype(x), .device = wk_tensor_device(x)};
+  GIN(0, r.ggO ? r.ggO : wk_zeros_like(gO, OPT0));
+  GIN(1, r.gI ? r.gI : wk_zeros_like(x, OPT0));
+  if (NEEDS(2)) GIN(2, r.gG ? wk_reshape(r.gG, WK_SHAPE(-1)) : wk_zeros(IN_SHAPE(2), fo));
+  /* the statistics are functions of the input, already differentiated
+   * through it above: no second path */
+  for (int a = 3; a <= 6; a++)
+    if (NEEDS(a)) GIN(a, wk_zeros(IN_SHAPE(a), fo));
+  END
+}
+static int g_ln_axis; /* (set right before each norm_double_backward call of layer norm) */
+static wk_tensor *ln_sum_r(wk_tensor *t, int nd) { return sum_except(t, 0, g_ln_axis < nd ? g_ln_axis : nd); }
+static wk_tensor *ln_sum_g(wk_tensor *t, int nd) { return sum_except(t, g_ln_axis, nd - g_ln_axis); }
+static wk_status d_layer_norm_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *gO = X(0), *x = X(1), *mu = X(3), *is = X(4);
+  CHECK(gO);
+  CHECK(x);
+  CHECK(mu);
+  CHECK(is);
+  int nd = wk_tensor_dim(x), axis = nd - N->args[2].len;
+  int64_t sshape[WK_MAX_DIMS];
+  double M = 1;
+  for (int d = 0; d < nd; d++) {
+    sshape[d] = d < axis ? wk_tensor_size(x, d) : 1;
+    if (d >= axis) M *= (double)wk_tensor_size(x, d);
+  }
+  wk_tensor *w = XO(5);
+  wk_tensor *ggG = GOPT(1), *ggB = GOPT(2);
+  norm_dims dims = {ln_sum_r, ln_sum_g};
+  g_ln_axis = axis;
+  norm_dd r = norm_double_backward(x, gO, wk_reshape(mu, sshape, nd), wk_reshape(is, sshape, nd), w, GOPT(0), ggG,
+                                   ggB, M, true, true, &dims);
+  wk_options fo = {.dtype = wk_tensor_dtype(x), .device = wk_tensor_device(x)};
+  GIN(0, r.ggO ? r.ggO : wk_zeros_like(gO, OPT0));
+  GIN(1, r.gI ? r.gI : wk_zeros_like(x, OPT0));
+  if (NEEDS(5)) GIN(5, r.gG ? wk_reshape(r.gG, IN_SHAPE(5)) : wk_zeros(IN_SHAPE(5), fo));
+  for (int a = 3; a <= 6; a += a == 4 ? 2 : 1)
+    if (NEEDS(a)) GIN(a, wk_zeros(IN_SHAPE(a), fo));
+  END
+}
+
 /* Losses are differentiated with forward ops (so double backward works):
  * G = dloss/dlogp for class targets, then through log_softmax. */
 static wk_tensor *class_index_grad(wk_tensor *logp_like, wk_tensor *target, wk_tensor *weight, int64_t reduction,
@@ -296,5 +521,14 @@ static const wk__formula rows[] = {
     {"nll_loss", "NllLossBackward0", d_nll_loss, A(0) | A(1) | A(2), 0},
     {"mse_loss", "MseLossBackward0", d_mse, A(0) | A(1), 0},
     {"binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0", d_bce_logits, A(0) | A(1) | A(2) | A(3), 0},
+    /* double backward */
+    {"conv2d_backward", "ConvolutionBackwardBackward0", d_conv2d_backward, A(0) | A(1) | A(2), 0},
+    {"max_pool2d_with_indices_backward", "MaxPool2DWithIndicesBackwardBackward0", d_max_pool_backward, A(7), 0},
+    {"avg_pool2d_backward", "AvgPool2DBackwardBackward0", d_avg_pool_backward, 0, 0},
+    {"adaptive_avg_pool2d_backward", "AdaptiveAvgPool2DBackwardBackward0", d_adaptive_avg_pool_backward, 0, 0},
+    {"batch_norm_backward", "NativeBatchNormBackwardBackward0", d_batch_norm_backward,
+     A(0) | A(1) | A(2) | A(3) | A(4) | A(5) | A(6), 0},
+    {"layer_norm_backward", "NativeLayerNormBackwardBackward0", d_layer_norm_backward,
+     A(0) | A(1) | A(3) | A(4) | A(5), 0},
 };
 const wk__formula_family wk__formulas_nn = {rows, sizeof rows / sizeof rows[0]};

@@ -81,6 +81,140 @@ static wk_status d_select(const wk__bctx *c, wk_tensor *const *gout, wk_tensor *
   END
 }
 
+/* ---- as_strided and in-place ops on views ------------------------------------------------------------ */
+static int64_t geom_numel(const int64_t *sz, int nd) {
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) n *= sz[i];
+  return n;
+}
+/* The last storage element a geometry reaches (numel > 0). */
+static int64_t geom_last(const int64_t *sz, const int64_t *st, int nd, int64_t off) {
+  for (int i = 0; i < nd; i++) off += (sz[i] - 1) * st[i];
+  return off;
+}
+/* True when two elements of the geometry may share a storage element
+ * (PyTorch's _maybe_overlapping_memory: sorted by stride, each stride must
+ * pass the reach of the smaller ones). */
+static bool geom_overlaps(const int64_t *sz, const int64_t *st, int nd) {
+  int idx[WK_MAX_DIMS], n = 0;
+  for (int d = 0; d < nd; d++) {
+    if (sz[d] < 2) continue;
+    if (st[d] == 0) return true;
+    int j = n++;
+    while (j > 0 && st[idx[j - 1]] > st[d]) {
+      idx[j] = idx[j - 1];
+      j--;
+    }
+    idx[j] = d;
+  }
+  int64_t reach = 0;
+  for (int i = 0; i < n; i++) {
+    if (st[idx[i]] <= reach) return true;
+    reach += (sz[idx[i]] - 1) * st[idx[i]];
+  }
+  return false;
+}
+static bool geom_dense(const wk__geom *g) {
+  int64_t want = 1;
+  for (int d = g->ndim - 1; d >= 0; d--) {
+    if (g->sizes[d] != 1 && g->strides[d] != want) return false;
+    want *= g->sizes[d];
+  }
+  return true;
+}
+/* The storage positions (relative to the first element of a buffer) of the
+ * elements of a geometry, in logical order: a flat int64 tensor. */
+static wk_tensor *positions(wk_tensor *pos, const int64_t *sz, const int64_t *st, int nd, int64_t off) {
+  return wk_reshape(wk_as_strided(pos, sz, st, nd, off), WK_SHAPE(-1));
+}
+
+/* PyTorch's as_strided_backward: the output's gradient is summed into a zero
+ * buffer covering both geometries' storage (overlapping output elements
+ * accumulate), divided by how often the input reaches each element when the
+ * input overlaps itself, and read back through the input's geometry. Written
+ * with scatter_add and index_select, so it is differentiable again. */
+static wk_tensor *as_strided_back(wk_tensor *g, const wk__geom *in, const int64_t *osz, const int64_t *ost, int ond,
+                                  int64_t ooff) {
+  wk_options fo = {.dtype = wk_tensor_dtype(g), .device = wk_tensor_device(g)};
+  int64_t in_numel = geom_numel(in->sizes, in->ndim);
+  if (in_numel == 0 || geom_numel(osz, ond) == 0) return wk_zeros(in->sizes, in->ndim, fo);
+  int64_t lo = in->offset < ooff ? in->offset : ooff;
+  int64_t hi = geom_last(in->sizes, in->strides, in->ndim, in->offset), ohi = geom_last(osz, ost, ond, ooff);
+  if (ohi > hi) hi = ohi;
+  int64_t extent = hi - lo + 1;
+  wk_tensor *pos = wk_arange_int(0, extent, 1, (wk_options){.dtype = WK_I64, .device = fo.device});
+  wk_tensor *flat = wk_scatter_add(wk_zeros(WK_SHAPE(extent), fo), 0, positions(pos, osz, ost, ond, ooff - lo),
+                                   wk_reshape(g, WK_SHAPE(-1)));
+  wk_tensor *ipos = positions(pos, in->sizes, in->strides, in->ndim, in->offset - lo);
+  if (geom_overlaps(in->sizes, in->strides, in->ndim)) {
+    wk_tensor *cnt = wk_scatter_add(wk_zeros(WK_SHAPE(extent), fo), 0, ipos, wk_ones(WK_SHAPE(in_numel), fo));
+    flat = wk_div(flat, wk_clamp(cnt, 1, NAN));
+  }
+  return wk_reshape(wk_index_select(flat, 0, ipos), in->sizes, in->ndim);
+}
+static wk_status d_as_strided(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN const wk__geom *in = N->geom;
+  if (!in) {
+    st__ = wk_error(WK_ERR_INTERNAL, "%s: the input's geometry was not kept", N->name);
+    goto done;
+  }
+  int64_t ooff = NONE(3) ? in->offset : IARG(3);
+  GIN(0, as_strided_back(G(0), in, N->args[1].u.ints, N->args[2].u.ints, N->args[1].len, ooff));
+  END
+}
+
+/* CopySlices (PyTorch's): the history of a base after an in-place op on one
+ * of its views. The base's gradient passes unchanged outside the view; on
+ * the view's elements it goes through the in-place op's own formula (the
+ * inner node), whose other inputs' gradients are this node's inputs 1.. .
+ * Out of place (index_select / scatter over the base's storage positions),
+ * so create_graph records it like any formula. */
+static wk_status d_copy_slices(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN const wk__geom *bg = &N->geom[0], *vg = &N->geom[1];
+  wk__node *fn = N->inner;
+  wk_tensor *g = G(0);
+  wk_options fo = {.dtype = wk_tensor_dtype(g), .device = wk_tensor_device(g)};
+  bool dense = geom_dense(bg);
+  int64_t extent = geom_numel(bg->sizes, bg->ndim) ? geom_last(bg->sizes, bg->strides, bg->ndim, 0) + 1 : 0;
+  wk_tensor *pos = wk_arange_int(0, extent, 1, (wk_options){.dtype = WK_I64, .device = fo.device});
+  wk_tensor *bpos = dense ? NULL : positions(pos, bg->sizes, bg->strides, bg->ndim, 0);
+  /* the base's gradient laid out over its storage elements */
+  wk_tensor *flat = dense ? wk_reshape(g, WK_SHAPE(-1))
+                          : wk_scatter(wk_zeros(WK_SHAPE(extent), fo), 0, bpos, wk_reshape(g, WK_SHAPE(-1)));
+  wk_tensor *vpos = positions(pos, vg->sizes, vg->strides, vg->ndim, vg->offset - bg->offset);
+  wk_tensor *gv = wk_reshape(wk_index_select(flat, 0, vpos), vg->sizes, vg->ndim);
+  CHECK(gv);
+  bool ineeds[WK__MAX_NODE_INPUTS];
+  wk_tensor *igin[WK__MAX_NODE_INPUTS] = {0};
+  for (int k = 0; k < fn->nin; k++) ineeds[k] = c->needs[k];
+  wk__bctx ic = {fn, fn->nin, ineeds, c->create_graph, c->held, c->nheld, c->accumulate};
+  wk_tensor *ig[1] = {gv};
+  st__ = fn->f->fn(&ic, ig, igin);
+  for (int k = 0; !st__ && k < fn->nin; k++)
+    if (ineeds[k] && !igin[k])
+      st__ = wk_error(WK_ERR_AUTOGRAD, "%s: the derivative of %s for input %d is not implemented", N->name, fn->name,
+                      k);
+  if (st__) {
+    if (!wk__error_pending()) wk_error(st__, "autograd: %s failed", fn->name);
+    for (int k = 0; k < fn->nin; k++) wk_release(igin[k]);
+    goto done;
+  }
+  for (int k = 1; k < fn->nin; k++) gin[k] = igin[k];
+  if (igin[0] && c->needs[0]) {
+    wk_tensor *r = wk_scatter(flat, 0, vpos, wk_reshape(wk_expand(igin[0], vg->sizes, vg->ndim), WK_SHAPE(-1)));
+    wk_tensor *res = dense ? wk_reshape(r, bg->sizes, bg->ndim)
+                           : wk_reshape(wk_index_select(r, 0, bpos), bg->sizes, bg->ndim);
+    if (res) gin[0] = wk_retain(res);
+    else st__ = wk_last_error();
+  }
+  /* igin[0] is a plain reference (it may be one of this scope's tensors) */
+  wk__call_depth = 1;
+  wk_release(igin[0]);
+  wk__call_depth = 0;
+  END
+}
+const wk__formula wk__copy_slices_formula = {"copy_", "CopySlices", d_copy_slices, 0, 0, NULL, false};
+
 /* ---- indexing ------------------------------------------------------------------------------------ */
 static wk_status d_cat(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
   BEGIN int n = N->args[0].len;
@@ -212,6 +346,7 @@ static const wk__formula rows[] = {
     {"contiguous", "CloneBackward0", d_identity, 0, 0}, {"clone", "CloneBackward0", d_identity, 0, 0},
     {"to.dtype", "ToCopyBackward0", d_identity, 0, 0}, {"to.device", "ToCopyBackward0", d_to_device, 0, 0},
     {"copy_", "CopyBackwards", d_copy, 0, 0},
+    {"as_strided", "AsStridedBackward0", d_as_strided, 0, 0, NULL, true},
     /* indexing */
     {"cat", "CatBackward0", d_cat, 0, 0},
     {"index_select", "IndexSelectBackward0", d_index_select, A(2), 0},

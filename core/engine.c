@@ -215,7 +215,7 @@ static wk_status run_node(wk__node *n, const run_opts *o, nodevec *ready) {
     for (int k = 0; k < n->nin; k++) needs[k] = n->next[k].node != NULL;
     wk_tensor *held[WK__MAX_HELD];
     int nheld = 0;
-    wk__bctx c = {n, n->nin, needs, o->create_graph, held, &nheld};
+    wk__bctx c = {n, n->nin, needs, o->create_graph, held, &nheld, o->accumulate};
     if (!s) s = n->f->fn(&c, buf, gin);
     for (int i = 0; i < nheld; i++) wk_release(held[i]);
     if (s && !wk__error_pending()) wk_error(s, "autograd: %s failed", n->name);
@@ -248,27 +248,58 @@ static wk_status run_node(wk__node *n, const run_opts *o, nodevec *ready) {
   return s;
 }
 
+/* A node's bookkeeping in an outer backward that is paused while a formula
+ * runs a nested one over a graph sharing that node (checkpoint's recompute
+ * reaches the same parameters' AccumulateGrad nodes). */
+typedef struct {
+  wk__node *n;
+  uint64_t run;
+  int deps;
+  wk_tensor **buffer;
+  bool queued;
+} stashed;
+typedef struct {
+  stashed *v;
+  size_t n, cap;
+} stashvec;
+
+static atomic_uint_fast64_t g_runs = 1;
+
+/* Marks n as part of run `run` (stashing an outer run's bookkeeping). */
+static bool discover(wk__node *n, uint64_t run, nodevec *all, nodevec *stack, stashvec *st) {
+  if (n->run) {
+    if (st->n == st->cap) {
+      size_t cap = st->cap ? st->cap * 2 : 16;
+      stashed *p = wk_realloc(st->v, cap * sizeof *p);
+      if (!p) return false;
+      st->v = p;
+      st->cap = cap;
+    }
+    st->v[st->n++] = (stashed){n, n->run, n->deps, n->buffer, n->queued};
+  }
+  n->run = run;
+  n->deps = 0;
+  n->buffer = NULL;
+  n->queued = false;
+  return push(all, n) && push(stack, n);
+}
+
 /* Runs backward from roots (edges + gradients, consumed). */
 static wk_status run_backward(wk__edge *roots, wk_tensor **grads, int nroots, const run_opts *o) {
   nodevec all = {0}, stack = {0}, ready = {0};
+  stashvec st = {0};
+  uint64_t run = atomic_fetch_add(&g_runs, 1);
   wk_status s = WK_OK;
   /* 1. discover the graph and count dependencies */
   for (int r = 0; r < nroots && !s; r++)
-    if (roots[r].node && !roots[r].node->visited) {
-      roots[r].node->visited = true;
-      roots[r].node->deps = 0;
-      if (!push(&all, roots[r].node) || !push(&stack, roots[r].node)) s = WK_ERR_NO_MEMORY;
-    }
+    if (roots[r].node && roots[r].node->run != run && !discover(roots[r].node, run, &all, &stack, &st))
+      s = WK_ERR_NO_MEMORY;
   while (!s && stack.n) {
     wk__node *n = stack.v[--stack.n];
     for (int k = 0; k < n->nin && !s; k++) {
       wk__node *nx = n->next[k].node;
       if (!nx) continue;
-      if (!nx->visited) {
-        nx->visited = true;
-        nx->deps = 0;
-        if (!push(&all, nx) || !push(&stack, nx)) s = WK_ERR_NO_MEMORY;
-      }
+      if (nx->run != run && !discover(nx, run, &all, &stack, &st)) s = WK_ERR_NO_MEMORY;
       nx->deps++;
     }
   }
@@ -286,8 +317,8 @@ static wk_status run_backward(wk__edge *roots, wk_tensor **grads, int nroots, co
     wk_release(grads[r]);
   }
   for (int r = 0; !s && r < nroots; r++)
-    if (roots[r].node && roots[r].node->deps == 0 && roots[r].node->visited) {
-      roots[r].node->visited = false; /* reused as "queued" */
+    if (roots[r].node && roots[r].node->deps == 0 && !roots[r].node->queued) {
+      roots[r].node->queued = true;
       if (!push(&ready, roots[r].node)) s = wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
     }
   /* 3. run */
@@ -300,16 +331,26 @@ static wk_status run_backward(wk__edge *roots, wk_tensor **grads, int nroots, co
     }
     if (!o->keep_graph && n->f) wk__node_release_saved(n);
   }
-  /* 4. clean up bookkeeping (also after an error) */
+  /* 4. clean up bookkeeping (also after an error), then give an outer run
+   * back the fields of the nodes this one shared with it */
   for (size_t i = 0; i < all.n; i++) {
     wk__node *n = all.v[i];
-    n->visited = false;
+    n->run = 0;
+    n->queued = false;
     n->deps = 0;
     if (n->buffer)
       for (int k = 0; k < n->nout; k++) wk_release(n->buffer[k]);
     free(n->buffer);
     n->buffer = NULL;
   }
+  for (size_t i = st.n; i-- > 0;) {
+    wk__node *n = st.v[i].n;
+    n->run = st.v[i].run;
+    n->deps = st.v[i].deps;
+    n->buffer = st.v[i].buffer;
+    n->queued = st.v[i].queued;
+  }
+  free(st.v);
   free(all.v);
   free(stack.v);
   free(ready.v);

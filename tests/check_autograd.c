@@ -388,6 +388,19 @@ F1(f_bn_eval, wk_batch_norm(in[0], in[1], in[2], wk_zeros(WK_SHAPE(2), WK_OPTS(.
 F1(f_nll_w, wk_call_nll_weighted(in[0]))
 F1(f_contig, wk_contiguous(wk_t(in[0])))
 F1(f_where_inplace, wk_relu_(wk_mul_scalar(in[0], 2)))
+/* squared results: the gradient reaching the backward kernels depends on the
+ * inputs, so gradgradcheck also checks their derivative in grad_output */
+static wk_tensor *sq(wk_tensor *t) { return wk_mul(t, t); }
+F1(f_sq_conv, sq(f_conv(in)))
+F1(f_sq_conv_s2g2, sq(f_conv_s2g2(in)))
+F1(f_sq_maxpool, sq(f_maxpool(in)))
+F1(f_sq_avgpool, sq(wk_avg_pool2d(in[0], 2, 1, 1)))
+F1(f_sq_adaptive, sq(f_adaptive(in)))
+F1(f_sq_bn_train, sq(f_bn_train(in)))
+F1(f_sq_bn_train_noaffine, sq(wk_batch_norm(in[0], NULL, NULL, NULL, NULL, true, 0.1, 1e-5, NULL)))
+F1(f_sq_bn_eval, sq(f_bn_eval(in)))
+F1(f_sq_ln, sq(f_ln(in)))
+F1(f_sq_ln2, sq(wk_layer_norm(in[0], (int64_t[]){2, 3}, 2, in[1], NULL, 1e-5, NULL)))
 
 static const gc_case g_cases[] = {
     {"add broadcast", f_add, 2, {{3, 1, 4}, {2, 4}}, {3, 2}, false, true},
@@ -456,13 +469,13 @@ static const gc_case g_cases[] = {
     {"split", f_split, 1, {{2, 4}}, {2}, false, true},
     {"topk", f_topk, 1, {{2, 5}}, {2}, false, false},
     {"masked_fill", f_masked_fill, 2, {{2, 3}, {2, 3}}, {2, 2}, false, false},
-    {"conv2d", f_conv, 3, {{2, 2, 4, 4}, {3, 2, 3, 3}, {3}}, {4, 4, 1}, false, false},
-    {"conv2d stride groups dilation", f_conv_s2g2, 3, {{1, 4, 5, 6}, {4, 2, 2, 3}, {4}}, {4, 4, 1}, false, false},
-    {"max_pool2d", f_maxpool, 1, {{1, 2, 4, 4}}, {4}, false, false},
-    {"avg_pool2d", f_avgpool, 1, {{1, 2, 5, 5}}, {4}, false, false},
-    {"adaptive_avg_pool2d", f_adaptive, 1, {{1, 2, 5, 7}}, {4}, false, false},
-    {"batch_norm train", f_bn_train, 3, {{3, 2, 2, 2}, {2}, {2}}, {4, 1, 1}, false, false},
-    {"layer_norm", f_ln, 3, {{3, 4}, {4}, {4}}, {2, 1, 1}, false, false},
+    {"conv2d", f_conv, 3, {{2, 2, 4, 4}, {3, 2, 3, 3}, {3}}, {4, 4, 1}, false, true},
+    {"conv2d stride groups dilation", f_conv_s2g2, 3, {{1, 4, 5, 6}, {4, 2, 2, 3}, {4}}, {4, 4, 1}, false, true},
+    {"max_pool2d", f_maxpool, 1, {{1, 2, 4, 4}}, {4}, false, true},
+    {"avg_pool2d", f_avgpool, 1, {{1, 2, 5, 5}}, {4}, false, true},
+    {"adaptive_avg_pool2d", f_adaptive, 1, {{1, 2, 5, 7}}, {4}, false, true},
+    {"batch_norm train", f_bn_train, 3, {{3, 2, 2, 2}, {2}, {2}}, {4, 1, 1}, false, true},
+    {"layer_norm", f_ln, 3, {{3, 4}, {4}, {4}}, {2, 1, 1}, false, true},
     {"embedding", f_embed, 1, {{5, 3}}, {2}, false, false},
     {"pad reflect", f_pad_reflect, 1, {{1, 2, 3, 4}}, {4}, false, false},
     {"log1p", f_log1p, 1, {{2, 3}}, {2}, true, true},
@@ -479,10 +492,20 @@ static const gc_case g_cases[] = {
     {"narrow of transpose", f_narrow_t, 1, {{3, 4}}, {2}, false, true},
     {"squeeze/unsqueeze/flatten", f_sq_unsq_flat, 1, {{3, 1, 2}}, {3}, false, true},
     {"dropout eval", f_dropout_eval, 1, {{3, 4}}, {2}, false, true},
-    {"batch_norm eval", f_bn_eval, 3, {{3, 2, 2}, {2}, {2}}, {3, 1, 1}, false, false},
+    {"batch_norm eval", f_bn_eval, 3, {{3, 2, 2}, {2}, {2}}, {3, 1, 1}, false, true},
     {"nll_loss weight sum", f_nll_w, 1, {{3, 4}}, {2}, false, true},
     {"contiguous of transpose", f_contig, 1, {{2, 3}}, {2}, false, true},
     {"in-place relu_ on a non-leaf", f_where_inplace, 1, {{2, 3}}, {2}, false, false},
+    {"conv2d squared", f_sq_conv, 3, {{2, 2, 4, 4}, {3, 2, 3, 3}, {3}}, {4, 4, 1}, false, true},
+    {"conv2d stride groups dilation squared", f_sq_conv_s2g2, 3, {{1, 4, 5, 6}, {4, 2, 2, 3}, {4}}, {4, 4, 1}, false, true},
+    {"max_pool2d squared", f_sq_maxpool, 1, {{1, 2, 4, 4}}, {4}, false, true},
+    {"avg_pool2d squared", f_sq_avgpool, 1, {{2, 3, 3}}, {3}, false, true},
+    {"adaptive_avg_pool2d squared", f_sq_adaptive, 1, {{1, 2, 5, 7}}, {4}, false, true},
+    {"batch_norm train squared", f_sq_bn_train, 3, {{3, 2, 2, 2}, {2}, {2}}, {4, 1, 1}, false, true},
+    {"batch_norm train no affine squared", f_sq_bn_train_noaffine, 1, {{4, 3}}, {2}, false, true},
+    {"batch_norm eval squared", f_sq_bn_eval, 3, {{3, 2, 2}, {2}, {2}}, {3, 1, 1}, false, true},
+    {"layer_norm squared", f_sq_ln, 3, {{3, 4}, {4}, {4}}, {2, 1, 1}, false, true},
+    {"layer_norm 2-D shape, no bias, squared", f_sq_ln2, 2, {{2, 2, 3}, {2, 3}}, {3, 2}, false, true},
 };
 
 START_TEST(test_autograd_gradcheck_ops) {
