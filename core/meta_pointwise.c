@@ -292,6 +292,63 @@ static wk_status meta_gelu_backward(wk_op *op, const wk_value *args, wk_meta_out
       {#name ".Scalar", meta_b_##name}, {#name "_.Scalar", meta_b_##name},
 #define COMPARE_ROWS(name) {#name, meta_compare}, {#name ".Scalar", meta_compare}, {#name ".out", meta_compare},
 
+/* ---- GradScaler's fused steps (PyTorch's _amp_* ops, their messages) ----------------- */
+static int64_t numel_of(const wk_tensor *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->sizes[d];
+  return n;
+}
+
+/* A one-element tensor of dtype dt, named `what` in PyTorch's messages. */
+static wk_status amp_scalar_arg(wk_op *op, const wk_tensor *t, const char *what, wk_dtype dt, const char *word) {
+  if (numel_of(t) != 1) return wk_error(WK_ERR_SHAPE, "%s: %s must be a 1-element tensor.", MNAME, what);
+  if (t->dtype != dt) return wk_error(WK_ERR_DTYPE, "%s: %s must be %s tensor.", MNAME, what, word);
+  return WK_OK;
+}
+
+/* amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> () */
+static wk_status meta_amp_unscale(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)o;
+  wk_tensor *found = MT(1), *inv = MT(2);
+  wk_status s;
+  if ((s = amp_scalar_arg(op, inv, "inv_scale", WK_F32, "a float")) ||
+      (s = amp_scalar_arg(op, found, "found_inf", WK_F32, "a float")))
+    return s;
+  if (!wk_device_equal(found->storage->device, inv->storage->device))
+    return wk_error(WK_ERR_DEVICE, "%s: inv_scale and found_inf must be on the same device", MNAME);
+  for (int i = 0; i < args[0].len; i++) {
+    const wk_tensor *t = args[0].u.tensors[i];
+    if (!t) return wk_error(WK_ERR_NULL, "%s: scaled_grads[%d] is NULL", MNAME, i);
+    if (!wk_dtype_is_floating(t->dtype))
+      return wk_error(WK_ERR_DTYPE, "%s: scaled_grads[%d] must be floating point, got %s", MNAME, i,
+                      wk_dtype_name(t->dtype));
+    if (!wk_device_equal(t->storage->device, found->storage->device))
+      return wk_error(WK_ERR_DEVICE, "%s: scaled_grads[%d] is not on found_inf's device", MNAME, i);
+    s = wk__meta_no_overlap(MNAME, t);
+    if (s) return s;
+  }
+  return WK_OK;
+}
+
+/* amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor,
+ *                   float scale_backoff_factor, int growth_interval) -> Tensor(a!) */
+static wk_status meta_amp_update_scale(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *scale = MT(0), *tracker = MT(1), *found = MT(2);
+  wk_status s;
+  if ((s = amp_scalar_arg(op, scale, "current_scale", WK_F32, "a float")) ||
+      (s = amp_scalar_arg(op, tracker, "growth_tracker", WK_I32, "an int")) ||
+      (s = amp_scalar_arg(op, found, "found_inf", WK_F32, "a float")))
+    return s;
+  if (!wk_device_equal(scale->storage->device, tracker->storage->device) ||
+      !wk_device_equal(scale->storage->device, found->storage->device))
+    return wk_error(WK_ERR_DEVICE, "%s: current_scale, growth_tracker and found_inf must be on the same device", MNAME);
+  if (args[5].u.i < 1)
+    return wk_error(WK_ERR_INVALID_ARG, "%s: growth_interval must be positive, got %lld", MNAME,
+                    (long long)args[5].u.i);
+  wk__meta_like(o, scale, WK_F32);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     WK_UNARY_OPS(UNARY_ROWS) WK_BINARY_OPS(BINARY_ROWS) WK_COMPARE_OPS(COMPARE_ROWS)
     {"add", meta_add},
@@ -329,6 +386,8 @@ static const wk__meta_row g_rows[] = {
     {"threshold_backward", pointwise_backward},
     {"sigmoid_backward", pointwise_backward},
     {"tanh_backward", pointwise_backward},
+    {"amp_foreach_non_finite_check_and_unscale_", meta_amp_unscale},
+    {"amp_update_scale_", meta_amp_update_scale},
 };
 
 const wk__meta_family wk__metas_pointwise = {g_rows, sizeof g_rows / sizeof g_rows[0]};

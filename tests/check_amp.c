@@ -3,9 +3,12 @@
  * dtype=torch.bfloat16) (printed by Debian's python3-torch, 2026-12-02);
  * lower-precision results equal the op on bf16-rounded inputs; gradients
  * reach float32 parameters in float32; regions nest, are per thread, and
- * errors name what was wrong. */
+ * errors name what was wrong. The CUDA op lists by policy query; GradScaler
+ * against PyTorch's algorithm replayed step by step, its state dict, its
+ * call-order errors, and the two fused ops it runs. */
 #include <pthread.h>
 #include <wick/amp.h>
+#include <wick/optim.h>
 
 #include "testutil.h"
 
@@ -264,6 +267,356 @@ START_TEST(test_amp_bf16_kernels_match_f32_path) {
 }
 END_TEST
 
+
+/* ==== GradScaler ============================================================================ */
+/* PyTorch's GradScaler (torch/amp/grad_scaler.py) replayed in plain C: the
+ * float32 scale, the int growth tracker, inv_scale = float(1 / double(scale)),
+ * _amp_update_scale_'s arithmetic. The scaler under test must agree with it
+ * at every step. */
+typedef struct {
+  float scale;
+  int tracker;
+  double growth, backoff;
+  int interval;
+} ref_scaler;
+
+static void ref_update(ref_scaler *r, bool found) {
+  if (found) {
+    r->scale = (float)((double)r->scale * r->backoff);
+    r->tracker = 0;
+  } else if (r->tracker + 1 == r->interval) {
+    float grown = (float)((double)r->scale * r->growth);
+    if (isfinite(grown)) r->scale = grown;
+    r->tracker = 0;
+  } else {
+    r->tracker++;
+  }
+}
+
+#define NP 4
+/* One parameter p (f32, NP elements) and loss = sum(p * c_k): the scaled
+ * gradient is float(scale * c_k), which overflows to inf when c_k is large,
+ * as real float16 training overflows. SGD(lr = 0.25) steps unless inf/NaN. */
+START_TEST(test_amp_scaler_matches_pytorch_trajectory) {
+  wk_scope_begin();
+  wk_tensor *p = TU_T(WK_F32, (NP), 0.5, -1.25, 2.0, 0.125);
+  wk_tensor_set_requires_grad(p, true);
+  wk_optimizer *opt = wk_optim_sgd(&p, 1, (wk_sgd_opts){.lr = 0.25});
+  TU_NOTNULL(opt);
+  wk_grad_scaler *sc = wk_grad_scaler_new((wk_grad_scaler_opts){.growth_interval = 3});
+  TU_NOTNULL(sc);
+  ck_assert(wk_grad_scaler_is_enabled(sc));
+  ck_assert(wk_grad_scaler_get_scale(sc) == 65536.0); /* init_scale before the first scale() */
+  ref_scaler ref = {65536.0f, 0, 2.0, 0.5, 3};
+  float pv[NP] = {0.5f, -1.25f, 2.0f, 0.125f};
+  /* the gradient sequence: ordinary, overflowing four times in a row (3e34 * 131072 .. 16384 are inf in
+   * float32, 3e34 * 8192 fits),
+   * NaN, inf, tiny, and long clean runs that grow the scale back */
+  static const double seq[][NP] = {
+      {1, -2, 0.5, 3},        {0.25, 0.5, -1, 2},   {1e-3, 2e-3, -3e-3, 4e-3}, {3e34, 1, 1, 1},
+      {3e34, 1, 1, 1},        {3e34, 1, 1, 1},      {3e34, 1, 1, 1},           {3e34, 1, 1, 1},
+      {1, 2, 3, 4},           {-1, -1, -1, -1},     {NAN, 1, 1, 1},            {2, 2, 2, 2},
+      {1, INFINITY, 0, 0},    {1e-30, 1e-30, 0, 0}, {0.5, 0.5, 0.5, 0.5},      {1, 0, 0, 0},
+      {3, 3, 3, 3},           {1, 1, 1, 1},         {-2, 1, -2, 1},            {2e34, 0, 0, 0},
+      {1, 1, 1, 1},           {0.125, 0.25, 1, 2},  {4, 3, 2, 1},              {1, 1, 1, 1},
+      {1, 1, 1, 1},           {1, 1, 1, 1},         {1, 1, 1, 1},              {7, 7, 7, 7}};
+  int nsteps = (int)(sizeof seq / sizeof seq[0]), skipped = 0, grown = 0;
+  for (int k = 0; k < nsteps; k++) {
+    wk_scope_begin();
+    TU_OK(wk_optim_zero_grad(opt, true));
+    wk_tensor *c = TU_T(WK_F32, (NP), seq[k][0], seq[k][1], seq[k][2], seq[k][3]);
+    wk_tensor *loss = wk_sum(wk_mul(p, c));
+    wk_tensor *scaled = wk_grad_scaler_scale(sc, loss);
+    TU_NOTNULL(scaled);
+    TU_OK(wk_backward(scaled));
+    if (k % 4 == 1) TU_OK(wk_grad_scaler_unscale_(sc, opt)); /* explicit unscale_ before step, sometimes */
+    bool stepped = true;
+    TU_OK(wk_grad_scaler_step(sc, opt, &stepped));
+    TU_OK(wk_grad_scaler_update(sc));
+    /* the reference */
+    float inv = (float)(1.0 / (double)ref.scale);
+    bool found = false;
+    float g[NP];
+    for (int i = 0; i < NP; i++) {
+      float scaled_g = (float)(ref.scale * (float)seq[k][i]);
+      found |= !isfinite(scaled_g);
+      g[i] = scaled_g * inv;
+    }
+    if (!found)
+      for (int i = 0; i < NP; i++) pv[i] = (float)((double)pv[i] + (double)(float)-0.25 * (double)g[i]);
+    float before = ref.scale;
+    ref_update(&ref, found);
+    skipped += found;
+    grown += ref.scale > before;
+    ck_assert_msg(stepped == !found, "step %d: stepped %d, PyTorch %s", k, stepped, found ? "skips" : "steps");
+    ck_assert_msg(wk_grad_scaler_get_scale(sc) == (double)ref.scale, "step %d: scale %.9g, PyTorch %.9g", k,
+                  wk_grad_scaler_get_scale(sc), (double)ref.scale);
+    ck_assert_msg(wk_grad_scaler_growth_tracker(sc) == ref.tracker, "step %d: growth tracker %lld, PyTorch %d", k,
+                  (long long)wk_grad_scaler_growth_tracker(sc), ref.tracker);
+    float *now = wk_tensor_data(p);
+    for (int i = 0; i < NP; i++)
+      ck_assert_msg(fabsf(now[i] - pv[i]) <= 1e-6f * (1 + fabsf(pv[i])), "step %d: p[%d] = %.9g, expected %.9g", k,
+                    i, now[i], pv[i]);
+    wk_scope_end();
+  }
+  /* the sequence exercised what it is for */
+  ck_assert_int_eq(skipped, 6); /* four overflows in a row, NaN, inf */
+  ck_assert_int_ge(grown, 3);
+  wk_grad_scaler_free(sc);
+  wk_optimizer_free(opt);
+  wk_scope_end();
+}
+END_TEST
+
+/* state_dict holds PyTorch's keys; a scaler loaded from it continues the
+ * same trajectory; a disabled scaler passes everything through. */
+START_TEST(test_amp_scaler_state_dict_round_trip) {
+  wk_scope_begin();
+  wk_tensor *p = TU_T(WK_F32, (2), 1, 2);
+  wk_tensor_set_requires_grad(p, true);
+  wk_optimizer *opt = wk_optim_sgd(&p, 1, (wk_sgd_opts){.lr = 0.1});
+  wk_grad_scaler *a = wk_grad_scaler_new((wk_grad_scaler_opts){.init_scale = 1024, .growth_interval = 5,
+                                                                .growth_factor = 4, .backoff_factor = 0.25});
+  TU_NOTNULL(a);
+  for (int k = 0; k < 3; k++) {
+    TU_OK(wk_optim_zero_grad(opt, true));
+    TU_OK(wk_backward(wk_grad_scaler_scale(a, wk_sum(wk_mul_scalar(p, k == 0 ? INFINITY : 1.0)))));
+    TU_OK(wk_grad_scaler_step(a, opt, NULL));
+    TU_OK(wk_grad_scaler_update(a));
+  }
+  ck_assert(wk_grad_scaler_get_scale(a) == 256.0); /* backed off once by 0.25 */
+  ck_assert_int_eq(wk_grad_scaler_growth_tracker(a), 2);
+  wk_state_dict *sd = wk_grad_scaler_state_dict(a);
+  TU_NOTNULL(sd);
+  ck_assert_int_eq(wk_state_dict_size(sd), 5);
+  ck_assert_str_eq(wk_state_dict_get_meta(sd, "scaler"), "GradScaler");
+  const char *keys[] = {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"};
+  const double vals[] = {256, 4, 0.25, 5, 2};
+  for (int i = 0; i < 5; i++) {
+    double v;
+    TU_OK(wk_item(wk_state_dict_get(sd, keys[i]), &v));
+    ck_assert_msg(v == vals[i], "%s = %g, expected %g", keys[i], v, vals[i]);
+  }
+  wk_grad_scaler *b = wk_grad_scaler_new((wk_grad_scaler_opts){0});
+  TU_OK(wk_grad_scaler_load_state_dict(b, sd));
+  ck_assert(wk_grad_scaler_get_scale(b) == 256.0);
+  ck_assert_int_eq(wk_grad_scaler_growth_tracker(b), 2);
+  /* three more clean steps on each: both grow at the same step (tracker 2 -> 5) */
+  for (int k = 0; k < 3; k++) {
+    wk_grad_scaler *both[2] = {a, b};
+    for (int j = 0; j < 2; j++) {
+      TU_OK(wk_optim_zero_grad(opt, true));
+      TU_OK(wk_backward(wk_grad_scaler_scale(both[j], wk_sum(p))));
+      TU_OK(wk_grad_scaler_step(both[j], opt, NULL));
+      TU_OK(wk_grad_scaler_update(both[j]));
+    }
+    ck_assert(wk_grad_scaler_get_scale(a) == wk_grad_scaler_get_scale(b));
+    ck_assert_int_eq(wk_grad_scaler_growth_tracker(a), wk_grad_scaler_growth_tracker(b));
+  }
+  ck_assert(wk_grad_scaler_get_scale(b) == 1024.0); /* 256 * 4 at the fifth clean step */
+  ck_assert_int_eq(wk_grad_scaler_growth_tracker(b), 0);
+  /* update(new_scale) sets it (rounded to float) */
+  TU_OK(wk_optim_zero_grad(opt, true));
+  TU_OK(wk_backward(wk_grad_scaler_scale(b, wk_sum(p))));
+  TU_OK(wk_grad_scaler_step(b, opt, NULL));
+  TU_OK(wk_grad_scaler_update_to(b, 0.1));
+  ck_assert(wk_grad_scaler_get_scale(b) == (double)0.1f);
+  /* bad dicts change nothing */
+  wk_state_dict *empty = wk_state_dict_new(), *partial = wk_state_dict_new();
+  ck_assert_int_eq(wk_grad_scaler_load_state_dict(b, empty), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "The source state dict is empty");
+  TU_OK(wk_state_dict_set(partial, "scale", wk_scalar_tensor(8, WK_F64)));
+  ck_assert_int_eq(wk_grad_scaler_load_state_dict(b, partial), WK_ERR_NOT_FOUND);
+  TU_FAILS_WITH(WK_ERR_NOT_FOUND, "missing key 'growth_factor'");
+  TU_OK(wk_state_dict_set(sd, "growth_factor", wk_scalar_tensor(0.5, WK_F64)));
+  ck_assert_int_eq(wk_grad_scaler_load_state_dict(b, sd), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "The growth factor must be > 1.0.");
+  ck_assert(wk_grad_scaler_get_scale(b) == (double)0.1f);
+  /* disabled: scale passes through, step always steps, empty state dict */
+  wk_grad_scaler *off = wk_grad_scaler_new((wk_grad_scaler_opts){.disabled = true});
+  ck_assert(!wk_grad_scaler_is_enabled(off));
+  wk_tensor *l = wk_sum(p);
+  wk_tensor *same = wk_grad_scaler_scale(off, l);
+  TU_NOTNULL(same);
+  ck_assert_ptr_eq(wk_tensor_data(same), wk_tensor_data(l)); /* an alias: the same storage, unscaled */
+  ck_assert(wk_grad_scaler_get_scale(off) == 1.0);
+  wk_state_dict *offsd = wk_grad_scaler_state_dict(off);
+  ck_assert_int_eq(wk_state_dict_size(offsd), 0);
+  TU_OK(wk_grad_scaler_load_state_dict(off, empty)); /* ignored, as PyTorch's */
+  wk_state_dict_free(offsd);
+  wk_state_dict_free(empty);
+  wk_state_dict_free(partial);
+  wk_state_dict_free(sd);
+  wk_grad_scaler_free(a);
+  wk_grad_scaler_free(b);
+  wk_grad_scaler_free(off);
+  wk_optimizer_free(opt);
+  wk_scope_end();
+}
+END_TEST
+
+/* The call-order rules and bad arguments, with PyTorch's messages. */
+START_TEST(test_amp_scaler_errors) {
+  wk_scope_begin();
+  wk_tensor *p = TU_T(WK_F32, (2), 1, 2), *q = TU_T(WK_F32, (2), 3, 4);
+  wk_tensor_set_requires_grad(p, true);
+  wk_tensor_set_requires_grad(q, true);
+  wk_optimizer *opt = wk_optim_sgd(&p, 1, (wk_sgd_opts){.lr = 0.1}), *other = wk_optim_sgd(&q, 1, (wk_sgd_opts){0});
+  ck_assert_ptr_null(wk_grad_scaler_new((wk_grad_scaler_opts){.growth_factor = 1.0}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "The growth factor must be > 1.0.");
+  ck_assert_ptr_null(wk_grad_scaler_new((wk_grad_scaler_opts){.backoff_factor = 1.5}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "The backoff factor must be < 1.0.");
+  ck_assert_ptr_null(wk_grad_scaler_new((wk_grad_scaler_opts){.growth_interval = -3}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "growth_interval");
+  ck_assert_ptr_null(wk_grad_scaler_new((wk_grad_scaler_opts){.init_scale = INFINITY}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "init_scale");
+  wk_grad_scaler *sc = wk_grad_scaler_new((wk_grad_scaler_opts){0});
+  ck_assert_int_eq(wk_grad_scaler_update(sc), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "Attempted update but _scale is None.");
+  ck_assert_int_eq(wk_grad_scaler_step(sc, opt, NULL), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "Attempted step but _scale is None.");
+  TU_OK(wk_backward(wk_grad_scaler_scale(sc, wk_sum(p))));
+  TU_OK(wk_grad_scaler_unscale_(sc, opt));
+  ck_assert_int_eq(wk_grad_scaler_unscale_(sc, opt), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "unscale_() has already been called on this optimizer since the last update().");
+  TU_OK(wk_grad_scaler_step(sc, opt, NULL));
+  ck_assert_int_eq(wk_grad_scaler_unscale_(sc, opt), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "unscale_() is being called after step().");
+  ck_assert_int_eq(wk_grad_scaler_step(sc, opt, NULL), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "step() has already been called since the last update().");
+  /* an optimizer without gradients records no inf check */
+  ck_assert_int_eq(wk_grad_scaler_step(sc, other, NULL), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "No inf checks were recorded for this optimizer.");
+  TU_OK(wk_grad_scaler_update(sc));
+  ck_assert_int_eq(wk_grad_scaler_update(sc), WK_ERR_STATE);
+  TU_FAILS_WITH(WK_ERR_STATE, "No inf checks were recorded prior to update.");
+  /* float16 gradients are refused before anything changes */
+  wk_tensor *h = wk_to_dtype(TU_T(WK_F32, (2), 1, 2), WK_F16);
+  wk_tensor_set_requires_grad(h, true);
+  wk_optimizer *hopt = wk_optim_sgd(&h, 1, (wk_sgd_opts){0});
+  TU_OK(wk_backward(wk_grad_scaler_scale(sc, wk_sum(h))));
+  ck_assert_int_eq(wk_grad_scaler_unscale_(sc, hopt), WK_ERR_DTYPE);
+  TU_FAILS_WITH(WK_ERR_DTYPE, "Attempting to unscale FP16 gradients.");
+  /* NULLs */
+  ck_assert_ptr_null(wk_grad_scaler_scale(NULL, p));
+  TU_FAILS_WITH(WK_ERR_NULL, "'scaler' is NULL");
+  ck_assert_ptr_null(wk_grad_scaler_scale(sc, NULL));
+  TU_FAILS_WITH(WK_ERR_NULL, "'outputs' is NULL");
+  ck_assert_int_eq(wk_grad_scaler_step(sc, NULL, NULL), WK_ERR_NULL);
+  TU_FAILS_WITH(WK_ERR_NULL, "'optimizer' is NULL");
+  ck_assert_int_eq(wk_grad_scaler_load_state_dict(sc, NULL), WK_ERR_NULL);
+  TU_FAILS_WITH(WK_ERR_NULL, "'state_dict' is NULL");
+  ck_assert(isnan(wk_grad_scaler_get_scale(NULL)));
+  TU_FAILS_WITH(WK_ERR_NULL, "'scaler' is NULL");
+  ck_assert_int_eq(wk_grad_scaler_update_to(sc, NAN), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "new_scale is NaN");
+  wk_grad_scaler_free(NULL);
+  wk_grad_scaler_free(sc);
+  wk_optimizer_free(opt);
+  wk_optimizer_free(other);
+  wk_optimizer_free(hopt);
+  wk_scope_end();
+}
+END_TEST
+
+/* The two fused ops called directly: every floating dtype, strided
+ * gradients, found_inf never reset, growth capped below inf, and the meta
+ * functions' messages. */
+START_TEST(test_amp_fused_ops) {
+  wk_scope_begin();
+  wk_tensor *a = TU_T(WK_F32, (2, 3), 1, 2, 3, 4, 5, 6), *b = TU_T(WK_F64, (3), 8, -8, 0.5);
+  wk_tensor *c = wk_to_dtype(TU_T(WK_F32, (2), 4, 256), WK_BF16), *at = wk_transpose(a, 0, 1);
+  wk_tensor *found = wk_zeros(NULL, 0, (wk_options){.dtype = WK_F32});
+  wk_tensor *inv = wk_full(NULL, 0, 0.25, (wk_options){.dtype = WK_F32});
+  wk_tensor *list[3] = {at, b, c};
+  TU_OK(wkx_amp_foreach_non_finite_check_and_unscale_(list, 3, found, inv));
+  TU_EQ_VALS(a, 0.25, 0.5, 0.75, 1, 1.25, 1.5);
+  TU_EQ_VALS(b, 2, -2, 0.125);
+  TU_EQ_VALS(c, 1, 64);
+  TU_EQ_VALS(found, 0);
+  ((double *)wk_tensor_data(b))[1] = NAN;
+  TU_OK(wkx_amp_foreach_non_finite_check_and_unscale_(list, 3, found, inv));
+  TU_EQ_VALS(found, 1);
+  TU_EQ_VALS(a, 0.0625, 0.125, 0.1875, 0.25, 0.3125, 0.375); /* every gradient is unscaled, found or not */
+  ((double *)wk_tensor_data(b))[1] = 1;
+  TU_OK(wkx_amp_foreach_non_finite_check_and_unscale_(list, 3, found, inv));
+  TU_EQ_VALS(found, 1); /* never reset by a clean call */
+  /* update: backoff, growth every 2 clean steps, growth that would reach inf is dropped */
+  wk_tensor *scale = wk_full(NULL, 0, 3e38, (wk_options){.dtype = WK_F32});
+  wk_tensor *tracker = wk_zeros(NULL, 0, (wk_options){.dtype = WK_I32}), *clean = wk_zeros_like(found, (wk_options){0});
+  TU_NOTNULL(wkx_amp_update_scale_(scale, tracker, clean, 2.0, 0.5, 2));
+  TU_EQ_VALS(tracker, 1);
+  TU_NOTNULL(wkx_amp_update_scale_(scale, tracker, clean, 2.0, 0.5, 2));
+  TU_EQ_VALS(scale, (double)3e38f); /* 6e38 is not a float: kept */
+  TU_EQ_VALS(tracker, 0);
+  TU_NOTNULL(wkx_amp_update_scale_(scale, tracker, found, 2.0, 0.5, 2));
+  TU_EQ_VALS(scale, (double)(float)(3e38f * 0.5));
+  /* errors */
+  wk_tensor *two = wk_zeros(WK_SHAPE(2), (wk_options){.dtype = WK_F32}), *i32 = wk_zeros(NULL, 0, (wk_options){.dtype = WK_I32});
+  ck_assert_int_eq(wkx_amp_foreach_non_finite_check_and_unscale_(list, 3, found, two), WK_ERR_SHAPE);
+  TU_FAILS_WITH(WK_ERR_SHAPE, "inv_scale must be a 1-element tensor.");
+  ck_assert_int_eq(wkx_amp_foreach_non_finite_check_and_unscale_(list, 3, i32, inv), WK_ERR_DTYPE);
+  TU_FAILS_WITH(WK_ERR_DTYPE, "found_inf must be a float tensor.");
+  wk_tensor *ints[1] = {i32};
+  ck_assert_int_eq(wkx_amp_foreach_non_finite_check_and_unscale_(ints, 1, found, inv), WK_ERR_DTYPE);
+  TU_FAILS_WITH(WK_ERR_DTYPE, "scaled_grads[0] must be floating point");
+  ck_assert_ptr_null(wkx_amp_update_scale_(scale, clean, found, 2.0, 0.5, 2));
+  TU_FAILS_WITH(WK_ERR_DTYPE, "growth_tracker must be an int tensor.");
+  ck_assert_ptr_null(wkx_amp_update_scale_(tracker, tracker, found, 2.0, 0.5, 2));
+  TU_FAILS_WITH(WK_ERR_DTYPE, "current_scale must be a float tensor.");
+  ck_assert_ptr_null(wkx_amp_update_scale_(scale, tracker, two, 2.0, 0.5, 2));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "found_inf must be a 1-element tensor.");
+  ck_assert_ptr_null(wkx_amp_update_scale_(scale, tracker, found, 2.0, 0.5, 0));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "growth_interval must be positive");
+  wk_scope_end();
+}
+END_TEST
+
+/* PyTorch 1.13.1's CUDA lists are not the cpu lists (autocast_mode.cpp,
+ * KERNEL_CUDA vs KERNEL_CPU). Checked by the policy query, so it needs no GPU. */
+START_TEST(test_amp_cuda_lists) {
+  struct {
+    const char *op;
+    int cpu, cuda;
+  } rows[] = {
+      {"mm", WK_AUTOCAST_LOWER, WK_AUTOCAST_LOWER},
+      {"conv2d", WK_AUTOCAST_LOWER, WK_AUTOCAST_LOWER},
+      {"linear", WK_AUTOCAST_LOWER, WK_AUTOCAST_LOWER},
+      {"addmv", WK_AUTOCAST_NONE, WK_AUTOCAST_LOWER},
+      {"mv", WK_AUTOCAST_NONE, WK_AUTOCAST_LOWER},
+      {"conv_transpose2d.input", WK_AUTOCAST_NONE, WK_AUTOCAST_LOWER},
+      {"exp", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32},
+      {"log", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32},
+      {"pow.Scalar", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32},
+      {"rsqrt", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32},
+      {"layer_norm", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32},
+      {"mse_loss", WK_AUTOCAST_FP32, WK_AUTOCAST_FP32},
+      {"cross_entropy", WK_AUTOCAST_FP32, WK_AUTOCAST_FP32},
+      {"norm", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32},
+      {"softmax", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32_UNLESS_DTYPE},
+      {"sum.dim_IntList", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32_UNLESS_DTYPE},
+      {"prod", WK_AUTOCAST_FP32, WK_AUTOCAST_FP32_UNLESS_DTYPE},
+      {"cumsum", WK_AUTOCAST_NONE, WK_AUTOCAST_FP32_UNLESS_DTYPE},
+      {"cat", WK_AUTOCAST_PROMOTE, WK_AUTOCAST_PROMOTE},
+      {"index_copy", WK_AUTOCAST_PROMOTE, WK_AUTOCAST_NONE},
+      {"dot", WK_AUTOCAST_NONE, WK_AUTOCAST_PROMOTE},
+      {"scatter_add", WK_AUTOCAST_NONE, WK_AUTOCAST_PROMOTE},
+      {"binary_cross_entropy", WK_AUTOCAST_FP32, WK_AUTOCAST_BANNED},
+      {"avg_pool3d", WK_AUTOCAST_FP32, WK_AUTOCAST_NONE},
+      {"relu", WK_AUTOCAST_NONE, WK_AUTOCAST_NONE},
+      {"add", WK_AUTOCAST_NONE, WK_AUTOCAST_NONE},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    ck_assert_msg(wk_autocast_op_policy("cpu", rows[i].op) == rows[i].cpu, "%s on cpu: %d, PyTorch %d", rows[i].op,
+                  wk_autocast_op_policy("cpu", rows[i].op), rows[i].cpu);
+    ck_assert_msg(wk_autocast_op_policy("cuda", rows[i].op) == rows[i].cuda, "%s on cuda: %d, PyTorch %d",
+                  rows[i].op, wk_autocast_op_policy("cuda", rows[i].op), rows[i].cuda);
+  }
+  ck_assert_int_eq(wk_autocast_op_policy(NULL, "mm"), -1);
+  TU_FAILS_WITH(WK_ERR_NULL, "device_type");
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("amp");
   TCase *tc = tcase_create("autocast");
@@ -277,7 +630,15 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_amp_errors);
   tcase_add_test(tc, test_amp_inplace_not_cast);
   tcase_add_test(tc, test_amp_bf16_kernels_match_f32_path);
+  tcase_add_test(tc, test_amp_cuda_lists);
   suite_add_tcase(s, tc);
+  TCase *ts = tcase_create("grad_scaler");
+  tcase_add_checked_fixture(ts, tu_setup, NULL);
+  tcase_add_test(ts, test_amp_scaler_matches_pytorch_trajectory);
+  tcase_add_test(ts, test_amp_scaler_state_dict_round_trip);
+  tcase_add_test(ts, test_amp_scaler_errors);
+  tcase_add_test(ts, test_amp_fused_ops);
+  suite_add_tcase(s, ts);
   return s;
 }
 TU_MAIN(make_suite)

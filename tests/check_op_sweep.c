@@ -843,6 +843,9 @@ static const sw_row g_rows[] = {
     {.op = "optim.adam_step_", .gen = g_optim, .err = e_optim, .dtypes = D_F, .flags = SW_PLUGIN},
     {.op = "optim.rmsprop_step_", .gen = g_optim, .err = e_optim, .dtypes = D_F, .flags = SW_PLUGIN},
     {.op = "optim.adagrad_step_", .gen = g_optim, .err = e_optim, .dtypes = D_F, .flags = SW_PLUGIN},
+    /* ---- GradScaler's fused steps ---- */
+    {.op = "amp_foreach_non_finite_check_and_unscale_", .gen = g_amp_unscale, .err = e_amp_unscale, .dtypes = D_FB},
+    {.op = "amp_update_scale_", .gen = g_amp_update, .err = e_amp_update, .dtypes = DT(WK_F32)},
 };
 #define NROWS ((int)(sizeof g_rows / sizeof g_rows[0]))
 

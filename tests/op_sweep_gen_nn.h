@@ -836,4 +836,49 @@ static bool e_optim(sw_case *c, int k) {
   return true;
 }
 
+/* ---- GradScaler's fused ops ---- */
+/* amp_foreach_non_finite_check_and_unscale_: 1-3 gradients of the dtype
+ * under test (some inf/NaN outside gradcheck), found_inf 0 or 1, inv_scale a
+ * power of two or not. */
+static bool g_amp_unscale(sw_case *c) {
+  wk_tensor *ts[3];
+  int n = (int)rpick(c, 1, 3);
+  for (int i = 0; i < n; i++) {
+    int64_t s[WK_MAX_DIMS];
+    int nd = rshape(c, s, 0, 3);
+    ts[i] = rself(c, s, nd);
+    if (runif(c) < 0.5) add_specials(c, ts[i]);
+  }
+  alist(c, ts, n);
+  at(c, rt(c, WK_F32, NULL, 0, runif(c) < 0.5 ? 0 : 1, 1.5));
+  at(c, rt(c, WK_F32, NULL, 0, 0.01, 1));
+  return true;
+}
+static bool e_amp_unscale(sw_case *c, int k) {
+  if (k > 2 || !g_amp_unscale(c) || c->bad[0]) return false;
+  int64_t two[1] = {2};
+  if (k == 0) c->a[2] = WK_VT(rt(c, WK_F32, two, 1, 0, 1));        /* inv_scale of 2 elements */
+  if (k == 1) c->a[1] = WK_VT(rt(c, WK_I32, NULL, 0, 0, 1));        /* found_inf not float */
+  if (k == 2) c->lists[0][0] = rt(c, WK_I64, two, 1, 0, 3);         /* an integer gradient */
+  return true;
+}
+/* amp_update_scale_: a float32 scale, an int32 tracker below the interval, found_inf 0 or 1. */
+static bool g_amp_update(sw_case *c) {
+  int64_t interval = rpick(c, 1, 4);
+  at(c, rt(c, WK_F32, NULL, 0, 1, 65536));
+  at(c, rt(c, WK_I32, NULL, 0, 0, (double)interval));
+  at(c, rt(c, WK_F32, NULL, 0, runif(c) < 0.5 ? 0 : 1, 1.5));
+  af(c, 2.0);
+  af(c, 0.5);
+  ai(c, interval);
+  return true;
+}
+static bool e_amp_update(sw_case *c, int k) {
+  if (k > 2 || !g_amp_update(c) || c->bad[0]) return false;
+  if (k == 0) c->a[1] = WK_VT(rt(c, WK_F32, NULL, 0, 0, 1)); /* growth_tracker not int32 */
+  if (k == 1) c->a[0] = WK_VT(rt(c, WK_F64, NULL, 0, 1, 2)); /* current_scale not float32 */
+  if (k == 2) c->a[5] = WK_VI(0);                            /* growth_interval 0 */
+  return true;
+}
+
 #endif

@@ -101,6 +101,9 @@ enum {
   X("isnan(Tensor self) -> Tensor", WK_PW | WK_ND)                                               \
   X("isinf(Tensor self) -> Tensor", WK_PW | WK_ND)                                               \
   X("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor", WK_PW) \
+  /* ---- mixed precision: GradScaler's fused steps (PyTorch's _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_) ---- */ \
+  X("amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()", WK_ND | WK_TAG_INPLACE) \
+  X("amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)", WK_ND | WK_TAG_INPLACE) \
   /* ---- factories ---- */                                                                      \
   X("zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY) \
   X("ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor", WK_TAG_FACTORY)  \

@@ -38,7 +38,8 @@
  * (a backward op's output_mask entry 0) comes back NULL: when the first result
  * may be None, tell success from failure with wk_last_error(). Tensor[]:
  * trailing (wk_tensor **out, int cap); returns the number of results (those
- * beyond cap are released) or -1 on error.
+ * beyond cap are released) or -1 on error. No results ("-> ()"): returns the
+ * call's wk_status.
  *
  * WKX_OPS(X) lists every wrapper as X(c_name, "op.name", "schema"). */
 #ifndef WICK_OPS_GEN_H
@@ -69,6 +70,12 @@ static inline wk_tensor *wk__gen_call(wk_op **cache, const char *name, const wk_
       wk_release(t);
   }
   return o[0].tag == WK_V_TENSOR ? o[0].u.t : (wk_tensor *)0;
+}
+/* Calls an op without results ("-> ()"): the call's status. */
+static inline wk_status wk__gen_call0(wk_op **cache, const char *name, const wk_value *a, int n) {
+  wk_value o[WK_MAX_OUTS];
+  if (!*cache) *cache = wk_op_find(name);
+  return *cache ? wk_op_call(*cache, a, n, o) : wk_last_error();
 }
 /* Calls an op returning Tensor[]: up to cap results into outv, the count (or -1). */
 static inline int wk__gen_list(wk_op **cache, const char *name, const wk_value *a, int n, wk_tensor **outv,
@@ -1994,6 +2001,23 @@ static inline wk_tensor *wkx_nan_to_num(wk_tensor *self, const double *nan, cons
   return wk__gen_call(&wk__op, "nan_to_num", wk__a, 4, (wk_tensor **const *)0, 0, 0);
 }
 
+/* amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> () */
+static inline wk_status wkx_amp_foreach_non_finite_check_and_unscale_(wk_tensor *const *self,
+    int64_t self_len, wk_tensor *found_inf, wk_tensor *inv_scale) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VTS(self, wk__gen_len(self_len)), WK_VT(found_inf), WK_VT(inv_scale)};
+  return wk__gen_call0(&wk__op, "amp_foreach_non_finite_check_and_unscale_", wk__a, 3);
+}
+
+/* amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!) */
+static inline wk_tensor *wkx_amp_update_scale_(wk_tensor *self, wk_tensor *growth_tracker,
+    wk_tensor *found_inf, double scale_growth_factor, double scale_backoff_factor, int64_t growth_interval) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VT(growth_tracker), WK_VT(found_inf), WK_VF(scale_growth_factor),
+                             WK_VF(scale_backoff_factor), WK_VI(growth_interval)};
+  return wk__gen_call(&wk__op, "amp_update_scale_", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
 /* zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor */
 static inline wk_tensor *wkx_zeros(const int64_t *size, int64_t size_len, wk_dtype dtype,
                                    const wk_device *device) {
@@ -3209,6 +3233,8 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_isnan, "isnan", "isnan(Tensor self) -> Tensor") \
   X(wkx_isinf, "isinf", "isinf(Tensor self) -> Tensor") \
   X(wkx_nan_to_num, "nan_to_num", "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor") \
+  X(wkx_amp_foreach_non_finite_check_and_unscale_, "amp_foreach_non_finite_check_and_unscale_", "amp_foreach_non_finite_check_and_unscale_(Tensor(a!)[] self, Tensor(b!) found_inf, Tensor inv_scale) -> ()") \
+  X(wkx_amp_update_scale_, "amp_update_scale_", "amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, Tensor found_inf, float scale_growth_factor, float scale_backoff_factor, int growth_interval) -> Tensor(a!)") \
   X(wkx_zeros, "zeros", "zeros(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor") \
   X(wkx_ones, "ones", "ones(int[] size, *, ScalarType? dtype=None, Device? device=None) -> Tensor") \
   X(wkx_full, "full", "full(int[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor") \

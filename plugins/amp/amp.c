@@ -1,23 +1,27 @@
 /* amp plugin: autocast (abi/wick/amp.h). A dispatch layer above autograd
  * casts the tensor arguments of listed ops before passing the call on, so the
  * casts are recorded by autograd like any op and gradients flow back to the
- * parameters in their own dtype.
+ * parameters in their own dtype. GradScaler lives in scaler.c.
  *
  * Regions are per thread and per device type. The layer is enabled for the
  * whole process when the first region opens (and stays so): a thread without
  * a region pays one thread-local check per op. Each op's policy is looked up
- * by name once and kept in a table keyed by the op handle. */
+ * by name once per list set (cpu's, cuda's) and kept in a table keyed by the
+ * op handle. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <wick/sdk.h> /* first: it routes the wk_* calls of the headers below */
-#include <wick/amp.h>
+
+#include "scaler.h" /* first: <wick/sdk.h> routes the wk_* calls of the headers below */
 
 #define AMP_MAX_TYPES 64 /* the core's limit on device types */
 #define AMP_MAX_DEPTH 32
 #define AMP_SLOTS 2048   /* op -> policy cache, power of two */
 
-typedef enum { POL_UNKNOWN = 0, POL_NONE, POL_LOWER, POL_FP32, POL_PROMOTE } amp_policy;
+/* POL_FP32_OPT: PyTorch's fp32_set_opt_dtype (softmax, sum, prod, cumsum):
+ * float32 unless the call gives its own dtype. POL_BANNED: refused. */
+typedef enum { POL_UNKNOWN = 0, POL_NONE, POL_LOWER, POL_FP32, POL_PROMOTE, POL_FP32_OPT, POL_BANNED } amp_policy;
+enum { LISTS_CPU = 0, LISTS_CUDA = 1, NLISTS };
 
 /* PyTorch 1.13.1's CPU lists, as far as Wick has the ops (names without the
  * overload suffix). tests/check_amp.c holds PyTorch's result dtypes. */
@@ -29,9 +33,31 @@ static const char *const FP32_OPS[] = {"cross_entropy", "nll_loss", "mse_loss", 
                                        "adaptive_avg_pool3d", "cdist", "quantile", "nanquantile"};
 static const char *const PROMOTE_OPS[] = {"cat", "stack", "index_copy"};
 
+/* PyTorch 1.13.1's CUDA lists (aten/src/ATen/autocast_mode.cpp, KERNEL_CUDA;
+ * the same for float16 and bfloat16), by name; ops Wick lacks match nothing
+ * until they exist. cross_entropy is one op in Wick: PyTorch's composite runs
+ * its log_softmax and nll_loss in float32. */
+static const char *const CUDA_LOWER_OPS[] = {
+    "_convolution", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "convolution", "cudnn_convolution", "cudnn_convolution_transpose", "prelu", "addmm", "addmv",
+    "addr", "matmul", "einsum", "mm", "mv", "linear", "addbmm", "baddbmm", "bmm", "chain_matmul", "linalg_multi_dot",
+    "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"};
+static const char *const CUDA_FP32_OPS[] = {
+    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt", "sinh",
+    "tan", "pow", "softplus", "layer_norm", "native_layer_norm", "group_norm", "frobenius_norm", "nuclear_norm",
+    "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss", "nll_loss2d",
+    "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss", "margin_ranking_loss",
+    "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss", "multi_margin_loss",
+    "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "norm", "cross_entropy"};
+static const char *const CUDA_FP32_OPT_OPS[] = {"prod", "softmax", "log_softmax", "cumprod", "cumsum",
+                                                "linalg_vector_norm", "linalg_matrix_norm", "sum"};
+static const char *const CUDA_PROMOTE_OPS[] = {"addcdiv", "addcmul", "atan2",   "bilinear",    "cat",      "cross",
+                                               "dot",     "grid_sampler", "index_put", "scatter_add", "stack", "tensordot"};
+static const char *const CUDA_BANNED_OPS[] = {"binary_cross_entropy"};
+
 typedef struct {
   wk_op *op;
-  int policy;
+  int policy[NLISTS];
 } policy_slot;
 static policy_slot g_policy[AMP_SLOTS];
 
@@ -53,38 +79,58 @@ static bool in_list(const char *name, const char *const *list, size_t n) {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The policy of an op from its name (overload suffix ignored). */
-static amp_policy decide(wk_op *op) {
-  const char *name = wk_op_name(op);
-  if (wk_op_mutated_arg(op) >= 0) return POL_NONE; /* in-place and out= forms keep their dtypes */
+/* The policy of an op name (overload suffix ignored) under a list set. */
+static amp_policy decide_name(const char *name, int lists) {
+  if (lists == LISTS_CUDA) {
+    if (in_list(name, CUDA_LOWER_OPS, COUNT(CUDA_LOWER_OPS))) return POL_LOWER;
+    if (in_list(name, CUDA_FP32_OPS, COUNT(CUDA_FP32_OPS))) return POL_FP32;
+    if (in_list(name, CUDA_FP32_OPT_OPS, COUNT(CUDA_FP32_OPT_OPS))) return POL_FP32_OPT;
+    if (in_list(name, CUDA_PROMOTE_OPS, COUNT(CUDA_PROMOTE_OPS))) return POL_PROMOTE;
+    if (in_list(name, CUDA_BANNED_OPS, COUNT(CUDA_BANNED_OPS))) return POL_BANNED;
+    return POL_NONE;
+  }
   if (in_list(name, LOWER_OPS, COUNT(LOWER_OPS))) return POL_LOWER;
   if (in_list(name, FP32_OPS, COUNT(FP32_OPS))) return POL_FP32;
   if (in_list(name, PROMOTE_OPS, COUNT(PROMOTE_OPS))) return POL_PROMOTE;
   return POL_NONE;
 }
 
-/* decide(), cached per op handle. */
-static amp_policy policy_of(wk_op *op) {
+static amp_policy decide(wk_op *op, int lists) {
+  if (wk_op_mutated_arg(op) >= 0) return POL_NONE; /* in-place and out= forms keep their dtypes */
+  return decide_name(wk_op_name(op), lists);
+}
+
+/* decide(), cached per op handle and list set. */
+static amp_policy policy_of(wk_op *op, int lists) {
   uintptr_t h = ((uintptr_t)op >> 4) * 0x9E3779B97F4A7C15ull;
   for (unsigned i = 0; i < AMP_SLOTS; i++) {
     policy_slot *s = &g_policy[(h + i) & (AMP_SLOTS - 1)];
     wk_op *cur = __atomic_load_n(&s->op, __ATOMIC_ACQUIRE);
     if (cur == op) {
-      int p = __atomic_load_n(&s->policy, __ATOMIC_ACQUIRE);
+      int p = __atomic_load_n(&s->policy[lists], __ATOMIC_ACQUIRE);
       if (p != POL_UNKNOWN) return (amp_policy)p;
-      break; /* another thread is filling it in: decide here too */
+      p = decide(op, lists);
+      __atomic_store_n(&s->policy[lists], p, __ATOMIC_RELEASE);
+      return (amp_policy)p;
     }
     if (!cur) {
       wk_op *expected = NULL;
       if (!__atomic_compare_exchange_n(&s->op, &expected, op, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
           expected != op)
         continue;
-      amp_policy p = decide(op);
-      __atomic_store_n(&s->policy, (int)p, __ATOMIC_RELEASE);
+      amp_policy p = decide(op, lists);
+      __atomic_store_n(&s->policy[lists], (int)p, __ATOMIC_RELEASE);
       return p;
     }
   }
-  return decide(op); /* table full, or racing */
+  return decide(op, lists); /* table full */
+}
+
+/* Which list set a device type uses: PyTorch's CUDA lists for "cuda", the
+ * cpu lists for every other type. */
+static int lists_of(int32_t dev) {
+  const char *n = wk_device_type_name(dev);
+  return n && strcmp(n, "cuda") == 0 ? LISTS_CUDA : LISTS_CPU;
 }
 
 /* PyTorch's is_eligible: a floating tensor other than float64. */
@@ -140,7 +186,19 @@ static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value 
   int n = wk_op_num_args(op);
   int32_t dev = device_type_of(args, n);
   if (dev < 0 || dev >= AMP_MAX_TYPES || t_regions[dev].depth == 0) return wk_layer_redispatch(self, op, args, outs);
-  amp_policy pol = policy_of(op);
+  amp_policy pol = policy_of(op, lists_of(dev));
+  if (pol == POL_FP32_OPT) { /* an explicit dtype argument wins, as PyTorch's set_opt_dtype */
+    int d = wk_op_arg_index(op, "dtype");
+    pol = d >= 0 && d < n && args[d].tag != WK_V_NONE ? POL_NONE : POL_FP32;
+  }
+  if (pol == POL_BANNED)
+    return wk_error(WK_ERR_UNSUPPORTED,
+                    "%s(): torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast. "
+                    "Many models use a sigmoid layer right before the binary cross entropy layer. In this case, "
+                    "combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits or "
+                    "torch.nn.BCEWithLogitsLoss. binary_cross_entropy_with_logits and BCEWithLogits are safe to "
+                    "autocast.",
+                    wk_op_name(op));
   if (pol == POL_NONE) return wk_layer_redispatch(self, op, args, outs);
 
   wk_dtype to = pol == POL_LOWER ? t_regions[dev].dtype[t_regions[dev].depth - 1] : WK_F32;
@@ -258,18 +316,48 @@ static wk_dtype amp_dtype(const char *device_type) {
   return r && r->depth ? r->dtype[r->depth - 1] : WK_DTYPE_DEFAULT;
 }
 
+static int amp_op_policy(const char *device_type, const char *op_name) {
+  if (!device_type || !op_name) {
+    wk_error(WK_ERR_NULL, "autocast_op_policy: argument '%s' is NULL", device_type ? "op_name" : "device_type");
+    return -1;
+  }
+  switch (decide_name(op_name, strcmp(device_type, "cuda") == 0 ? LISTS_CUDA : LISTS_CPU)) {
+    case POL_LOWER: return WK_AUTOCAST_LOWER;
+    case POL_FP32: return WK_AUTOCAST_FP32;
+    case POL_FP32_OPT: return WK_AUTOCAST_FP32_UNLESS_DTYPE;
+    case POL_PROMOTE: return WK_AUTOCAST_PROMOTE;
+    case POL_BANNED: return WK_AUTOCAST_BANNED;
+    default: return WK_AUTOCAST_NONE;
+  }
+}
+
 static const wk_amp_api g_api = {
     .struct_size = sizeof(wk_amp_api),
     .autocast_begin = amp_begin,
     .autocast_end = amp_end,
     .autocast_enabled = amp_enabled,
     .autocast_dtype = amp_dtype,
+    .grad_scaler_new = scaler_new,
+    .grad_scaler_free = scaler_free,
+    .grad_scaler_scale = scaler_scale,
+    .grad_scaler_unscale_ = scaler_unscale_,
+    .grad_scaler_step = scaler_step,
+    .grad_scaler_update = scaler_update,
+    .grad_scaler_get_scale = scaler_get_scale,
+    .grad_scaler_growth_tracker = scaler_growth_tracker,
+    .grad_scaler_is_enabled = scaler_is_enabled,
+    .grad_scaler_state_dict = scaler_state_dict,
+    .grad_scaler_load_state_dict = scaler_load_state_dict,
+    .autocast_op_policy = amp_op_policy,
 };
 
 static wk_status init(void) {
+  wk_status s = scaler_init();
+  if (s) return s;
   g_layer = wk_layer_register("autocast", WK_LEVEL_AUTOCAST, layer_fn, NULL, false);
   if (!g_layer) return wk_last_error();
   return wk_service_register(WK_AMP_SERVICE, WK_AMP_API_VERSION, &g_api);
 }
 
-WK_PLUGIN_DEFINE("amp", "0.1.0", "autocast: mixed precision regions, PyTorch's op policy (service \"amp\")", init, NULL)
+WK_PLUGIN_DEFINE("amp", "0.2.0", "autocast (PyTorch's cpu and cuda op lists) and GradScaler (service \"amp\")", init,
+                 NULL)

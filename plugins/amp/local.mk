@@ -1,6 +1,7 @@
-# amp plugin: autocast regions through a dispatch layer above autograd (included from Makefile.am).
+# amp plugin: autocast regions through a dispatch layer above autograd, and
+# GradScaler (included from Makefile.am).
 plugins_LTLIBRARIES += plugins/amp/amp.la
-plugins_amp_amp_la_SOURCES = plugins/amp/amp.c
+plugins_amp_amp_la_SOURCES = plugins/amp/amp.c plugins/amp/scaler.h plugins/amp/scaler.c
 plugins_amp_amp_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_amp_amp_la_LDFLAGS = $(PLUGIN_LDFLAGS)
 wickinclude_HEADERS += abi/wick/amp.h

@@ -138,6 +138,16 @@ typedef struct cuda_optim_args {
 } cuda_optim_args;
 int cuda_launch_optim(const cuda_optim_args *a, int64_t n, cudaStream_t st);
 
+/* ---- amp.cu: GradScaler's fused steps (the cpu plugin's amp.c arithmetic) ---- */
+/* x (dtype dt, layout l, n elements) *= *inv_scale in place, float math for
+ * F32/F16/BF16 and double for F64; *found_inf = 1 when an element is inf or
+ * NaN (never reset). inv_scale and found_inf are device pointers. */
+int cuda_launch_amp_unscale(int dt, void *x, cuda_strided l, int64_t n, float *found_inf, const float *inv_scale,
+                            cudaStream_t st);
+/* One thread: PyTorch's _amp_update_scale_ on device scalars. */
+int cuda_launch_amp_update_scale(float *scale, int32_t *growth_tracker, const float *found_inf, double growth_factor,
+                                 double backoff_factor, int64_t growth_interval, cudaStream_t st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -107,7 +107,7 @@ static inline wk_device cuda_device(int index) {
 /* Op families: each provides `wk_status cuda_register_<family>(void)`
  * (registering its kernels with cuda_reg) in plugins/cuda/<family>_ops.c,
  * and its device code in <family>.cu. plugin.c calls them in this order. */
-#define CUDA_OP_FAMILIES(X) X(copy) X(elementwise) X(unary) X(reduce) X(softmax) X(index) X(rng) X(optim_update) X(scan) X(remap) X(layernorm) X(host) X(blas) X(dnn) X(bn) X(pool)
+#define CUDA_OP_FAMILIES(X) X(copy) X(elementwise) X(unary) X(reduce) X(softmax) X(index) X(rng) X(optim_update) X(scan) X(remap) X(layernorm) X(host) X(blas) X(dnn) X(bn) X(pool) X(amp)
 #define CUDA__DECLARE_FAMILY(f) wk_status cuda_register_##f(void);
 CUDA_OP_FAMILIES(CUDA__DECLARE_FAMILY)
 #undef CUDA__DECLARE_FAMILY

@@ -13,7 +13,8 @@
 # Device code, one file per op family (the kernel developer appends here).
 cuda_kernel_sources = plugins/cuda/copy.cu plugins/cuda/elementwise.cu \
 	plugins/cuda/unary.cu plugins/cuda/reduce.cu plugins/cuda/softmax.cu plugins/cuda/index.cu plugins/cuda/rng.cu \
-	plugins/cuda/optim_update.cu plugins/cuda/scan.cu plugins/cuda/layernorm.cu
+	plugins/cuda/optim_update.cu plugins/cuda/scan.cu plugins/cuda/layernorm.cu \
+	plugins/cuda/amp.cu
 
 # Host side of the plugin (C11).
 cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cuda/runtime.c plugins/cuda/cublas_lazy.c \
@@ -22,7 +23,7 @@ cuda_host_sources = plugins/cuda/cuda_plugin.h plugins/cuda/plugin.c plugins/cud
 	plugins/cuda/cuda_kernels.h plugins/cuda/cuda_device.h plugins/cuda/kernel_util.c plugins/cuda/unary_ops.c \
 	plugins/cuda/reduce_ops.c plugins/cuda/softmax_ops.c plugins/cuda/index_ops.c plugins/cuda/rng_ops.c \
 	plugins/cuda/optim_update_ops.c plugins/cuda/scan_ops.c plugins/cuda/remap_ops.c \
-	plugins/cuda/layernorm_ops.c plugins/cuda/host_ops.c
+	plugins/cuda/layernorm_ops.c plugins/cuda/host_ops.c plugins/cuda/amp_ops.c
 
 # Library-backed kernels (cuBLAS, cuDNN) and their pooling/batch-norm helpers.
 cuda_kernel_sources += plugins/cuda/pool.cu plugins/cuda/bn.cu
