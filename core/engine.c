@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "autograd_internal.h"
+#include "autograd_queue.h"
 
 typedef struct {
   wk__node **v;
@@ -399,7 +400,10 @@ static wk_status backward_impl(const char *fn, wk_tensor *const *outs, wk_tensor
   wk_status s = WK_OK;
   int made = 0;
   for (; made < n && !s; made++) s = make_root(fn, outs[made], grads ? grads[made] : NULL, made, &roots[made], &g[made]);
+  wk__cb_queue cbq;
+  wk__cb_queue_begin(&cbq);
   if (!s) s = run_backward(roots, g, n, o);
+  s = wk__cb_queue_end(&cbq, s); /* wk_autograd_queue_callback's callbacks, once the graph has run */
   for (int i = 0; i < made; i++) wk__node_release(roots[i].node);
   if (s)
     for (int i = 0; i < n; i++) wk_release(g[i]);

@@ -374,6 +374,8 @@ static int usage(FILE *f) {
           "       wick summary MODEL --input 1x3x224x224 [--batch N] [--depth 3] [--device meta] [--stats]\n"
           "                            torchinfo's table of a zoo model (shapes, params, mult-adds)\n"
           "       wick doctor DIR [--clean]  list (remove) temporary files that killed saves left in DIR\n"
+          "       wick launch --nproc-per-node N PROGRAM [ARGS]  start N ranks with torchrun's environment\n"
+          "                            (through Open MPI's mpirun; wick launch --help)\n"
           "       wick version         print the library version\n");
   return f == stderr ? 2 : 0;
 }
@@ -388,6 +390,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "opcheck") == 0) return opcheck_cmd(argc, argv);
   if (strcmp(argv[1], "summary") == 0) return wick_summary_cmd(argc, argv);
   if (strcmp(argv[1], "doctor") == 0) return wick_doctor_cmd(argc, argv);
+  if (strcmp(argv[1], "launch") == 0) return wick_launch_cmd(argc, argv);
   if (strcmp(argv[1], "info") == 0) {
     bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
     if (argc > 2 && !json) {

@@ -71,6 +71,15 @@ WK_API wk_status wk_tensor_register_hook(wk_tensor *t, wk_grad_hook_fn fn, void 
 typedef void (*wk_post_accumulate_hook_fn)(void *user, wk_tensor *param);
 WK_API wk_status wk_tensor_register_post_accumulate_grad_hook(wk_tensor *t, wk_post_accumulate_hook_fn fn,
                                                                void *user);
+/* ABI 1.3. Queues fn(user) to run when the backward running on this thread
+ * (wk_backward, wk_backward_with, wk_grad) has run its whole graph, before it
+ * returns: PyTorch's Variable._execution_engine.queue_callback, with which
+ * DistributedDataParallel waits for its gradient all-reduces. Call it from a
+ * hook or a derivative; callbacks run in the order queued (one may queue
+ * another), only when the graph ran without error; the first one that fails
+ * fails the backward with its error. WK_ERR_STATE when no backward runs. */
+typedef wk_status (*wk_autograd_callback_fn)(void *user);
+WK_API wk_status wk_autograd_queue_callback(wk_autograd_callback_fn fn, void *user);
 
 /* ---- derivatives for plugin ops ---------------------------------------------------------- */
 /* What a derivative function sees while it runs (opaque, valid during the call). */

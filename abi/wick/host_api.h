@@ -99,7 +99,7 @@
   X(wk_symdim_str) X(wk_symdim_eval) X(wk_graph_to_string) X(wk_graph_validate)                     \
   X(wk_graph_replace_uses) X(wk_graph_erase_node) X(wk_graph_dce) X(wk_graph_cse)                   \
   X(wk_graph_fold_constants) X(wk_graph_propagate) X(wk_graph_num_guards) X(wk_graph_guard)         \
-  X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run)
+  X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run) X(wk_autograd_queue_callback)
 
 typedef struct wk_host_api {
   size_t struct_size;

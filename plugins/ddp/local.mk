@@ -1,0 +1,11 @@
+# ddp plugin: DistributedDataParallel on the dist service (included from Makefile.am).
+plugins_LTLIBRARIES += plugins/ddp/ddp.la
+plugins_ddp_ddp_la_SOURCES = plugins/ddp/ddp.c
+plugins_ddp_ddp_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+plugins_ddp_ddp_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+if HAVE_CHECK
+# DDP against one process, features and dead ranks; run by tests/dist.sh (plugins/dist-mpi/local.mk).
+check_PROGRAMS += tests/dist_ddp
+tests_dist_ddp_SOURCES = tests/dist_ddp.c
+tests_dist_ddp_LDADD = libwick.la -lm
+endif

@@ -1,0 +1,18 @@
+# dist-mpi plugin: torch.distributed's collectives on Open MPI for cpu tensors (included from Makefile.am).
+wickinclude_HEADERS += abi/wick/dist.h
+if BUILD_DIST_MPI
+plugins_LTLIBRARIES += plugins/dist-mpi/dist-mpi.la
+plugins_dist_mpi_dist_mpi_la_SOURCES = plugins/dist-mpi/dmpi.h plugins/dist-mpi/plugin.c plugins/dist-mpi/progress.c
+plugins_dist_mpi_dist_mpi_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(MPI_CFLAGS)
+plugins_dist_mpi_dist_mpi_la_LIBADD = $(MPI_LIBS) -lpthread
+plugins_dist_mpi_dist_mpi_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+endif
+if HAVE_CHECK
+# check_dist runs alone (a world of one) and, through tests/dist.sh, under mpirun with 2 and 3 ranks.
+check_PROGRAMS += tests/check_dist
+TESTS += tests/check_dist tests/dist.sh
+EXTRA_DIST += tests/dist.sh
+tests_check_dist_SOURCES = tests/check_dist.c tests/testutil.h
+tests_check_dist_CFLAGS = $(TEST_CFLAGS)
+tests_check_dist_LDADD = $(TEST_LDADD)
+endif

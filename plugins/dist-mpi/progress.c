@@ -1,0 +1,476 @@
+/* dist-mpi plugin: the progress thread. It initialises MPI (so it is MPI's
+ * main thread: MPI_THREAD_SERIALIZED is asked, FUNNELED suffices), starts
+ * queued operations in submission order as non-blocking MPI calls (the same
+ * order on every rank, as MPI requires of collectives) and polls them with
+ * MPI_Test, which is what drives Open MPI's non-blocking collectives
+ * forward while the caller's threads compute. Waits have timeouts; on one,
+ * the peers on this host are inspected so the message can name a dead or
+ * stopped rank. */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <wick/sdk/half.h>
+
+#include "dmpi.h"
+
+static pthread_t g_thread;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_submit_cv; /* work queued or stop asked */
+static pthread_cond_t g_done_cv;   /* some work finished, or start-up ended */
+static dmpi_work *g_head, *g_tail; /* queued, not started */
+static int g_inflight;             /* queued + started, not finished */
+static bool g_running, g_stop, g_ready, g_broken, g_we_init;
+static wk_status g_start_status;
+static char g_start_err[320];
+static int g_rank, g_size;
+static int *g_pids;             /* per world rank */
+static uint64_t *g_hosts;       /* per world rank: hash of the host name */
+static MPI_Op g_half_ops[2][4]; /* [f16, bf16][sum, max, min, prod] */
+
+double dmpi_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+bool dmpi_started(void) {
+  return g_running;
+}
+
+/* ---- float16 / bfloat16 reductions (MPI has no such types) ---- */
+#define HALF_OP(NAME, TO, FROM, EXPR)                                   \
+  static void NAME(void *in, void *inout, int *len, MPI_Datatype *dt) { \
+    (void)dt;                                                           \
+    const uint16_t *a = in;                                             \
+    uint16_t *b = inout;                                                \
+    for (int i = 0; i < *len; i++) {                                    \
+      float x = TO(a[i]), y = TO(b[i]);                                 \
+      b[i] = FROM(EXPR);                                                \
+    }                                                                   \
+  }
+HALF_OP(f16_sum, wk_f16_to_f32, wk_f32_to_f16, x + y)
+HALF_OP(f16_max, wk_f16_to_f32, wk_f32_to_f16, (x != x || x > y) ? x : y)
+HALF_OP(f16_min, wk_f16_to_f32, wk_f32_to_f16, (x != x || x < y) ? x : y)
+HALF_OP(f16_prod, wk_f16_to_f32, wk_f32_to_f16, x *y)
+HALF_OP(bf16_sum, wk_bf16_to_f32, wk_f32_to_bf16, x + y)
+HALF_OP(bf16_max, wk_bf16_to_f32, wk_f32_to_bf16, (x != x || x > y) ? x : y)
+HALF_OP(bf16_min, wk_bf16_to_f32, wk_f32_to_bf16, (x != x || x < y) ? x : y)
+HALF_OP(bf16_prod, wk_bf16_to_f32, wk_f32_to_bf16, x *y)
+
+/* The MPI op for (dtype, reduction); AVG reduces with SUM and divides after. */
+MPI_Op dmpi_pick_op(wk_dtype dt, wk_reduce_op op) {
+  int k = op == WK_REDUCE_MAX ? 1 : op == WK_REDUCE_MIN ? 2 : op == WK_REDUCE_PRODUCT ? 3 : 0;
+  if (dt == WK_F16 || dt == WK_BF16) return g_half_ops[dt == WK_BF16][k];
+  if (dt == WK_BOOL) return k == 0 || k == 1 ? MPI_LOR : MPI_LAND; /* PyTorch: sum/max are or, min/prod and */
+  static const MPI_Op ops[4] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
+  return ops[k];
+}
+
+static void divide(dmpi_work *w, int64_t n, int by) {
+  void *p = w->buf0;
+  if (w->dtype == WK_F32)
+    for (int64_t i = 0; i < n; i++) ((float *)p)[i] /= (float)by;
+  else if (w->dtype == WK_F64)
+    for (int64_t i = 0; i < n; i++) ((double *)p)[i] /= (double)by;
+  else if (w->dtype == WK_F16)
+    for (int64_t i = 0; i < n; i++) ((uint16_t *)p)[i] = wk_f32_to_f16(wk_f16_to_f32(((uint16_t *)p)[i]) / (float)by);
+  else if (w->dtype == WK_BF16)
+    for (int64_t i = 0; i < n; i++) ((uint16_t *)p)[i] = wk_f32_to_bf16(wk_bf16_to_f32(((uint16_t *)p)[i]) / (float)by);
+}
+
+static void set_mpi_error(dmpi_work *w, const char *call, int rc) {
+  char msg[MPI_MAX_ERROR_STRING + 1] = {0}, what[160];
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  dmpi_describe(w, what, sizeof what);
+  snprintf(w->err, sizeof w->err, "dist.mpi: %s: %s failed: %s", what, call, msg);
+}
+
+/* Starts w (progress thread). Returns false when it failed to start (w->err set). */
+static bool start(dmpi_work *w) {
+  MPI_Comm c = w->g ? w->g->comm : MPI_COMM_NULL;
+  int rc = MPI_SUCCESS;
+  const char *call = "";
+  w->t_start = dmpi_now();
+  switch (w->kind) {
+    case DMPI_ALL_REDUCE:
+      call = "MPI_Iallreduce";
+      rc = MPI_Iallreduce(MPI_IN_PLACE, w->buf0, w->count, w->mdt, w->mop, c, &w->req);
+      break;
+    case DMPI_BROADCAST:
+      call = "MPI_Ibcast";
+      rc = MPI_Ibcast(w->buf0, w->count, w->mdt, w->peer, c, &w->req);
+      break;
+    case DMPI_ALL_GATHER:
+      call = "MPI_Iallgather";
+      rc = MPI_Iallgather(w->buf1, w->count, w->mdt, w->buf0, w->count, w->mdt, c, &w->req);
+      break;
+    case DMPI_REDUCE_SCATTER:
+      call = "MPI_Ireduce_scatter_block";
+      rc = MPI_Ireduce_scatter_block(w->buf1, w->buf0, w->count, w->mdt, w->mop, c, &w->req);
+      break;
+    case DMPI_BARRIER:
+      call = "MPI_Ibarrier";
+      rc = MPI_Ibarrier(c, &w->req);
+      break;
+    case DMPI_SEND:
+      call = "MPI_Isend";
+      rc = MPI_Isend(w->buf1, w->count, w->mdt, w->peer, w->tag, c, &w->req);
+      break;
+    case DMPI_RECV:
+      call = "MPI_Irecv";
+      rc = MPI_Irecv(w->buf0, w->count, w->mdt, w->peer, w->tag, c, &w->req);
+      break;
+    case DMPI_SPLIT: /* blocking: collective over the parent, ordered like the others */
+      call = "MPI_Comm_split";
+      rc = MPI_Comm_split(c, w->color, w->key, &w->comm_out);
+      w->req = MPI_REQUEST_NULL;
+      break;
+    case DMPI_COMM_FREE:
+      call = "MPI_Comm_free";
+      rc = w->comm_out != MPI_COMM_NULL ? MPI_Comm_free(&w->comm_out) : MPI_SUCCESS;
+      w->req = MPI_REQUEST_NULL;
+      break;
+  }
+  if (rc != MPI_SUCCESS) {
+    set_mpi_error(w, call, rc);
+    return false;
+  }
+  return true;
+}
+
+/* Marks w finished (progress thread); frees it when orphaned. */
+static void finish(dmpi_work *w, bool ok) {
+  w->t_end = dmpi_now();
+  pthread_mutex_lock(&g_lock);
+  w->state = ok ? W_DONE : W_FAILED;
+  g_inflight--;
+  bool orphan = w->orphan;
+  pthread_cond_broadcast(&g_done_cv);
+  pthread_mutex_unlock(&g_lock);
+  if (orphan) {
+    if (w->kind == DMPI_COMM_FREE) free(w->g ? w->g->world_ranks : NULL), free(w->g);
+    wk_release(w->t0);
+    wk_release(w->t1);
+    free(w);
+  }
+}
+
+/* Polls started work; returns whether any finished. */
+static bool poll_active(dmpi_work **active) {
+  bool any = false;
+  for (dmpi_work **p = active; *p;) {
+    dmpi_work *w = *p;
+    int flag = 1, rc = MPI_SUCCESS;
+    if (w->req != MPI_REQUEST_NULL) rc = MPI_Test(&w->req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      set_mpi_error(w, "MPI_Test", rc);
+      flag = 1;
+    }
+    if (!flag) {
+      p = &w->next;
+      continue;
+    }
+    *p = w->next;
+    any = true;
+    if (rc == MPI_SUCCESS && w->kind == DMPI_ALL_REDUCE && w->rop == WK_REDUCE_AVG) divide(w, w->count, w->g->size);
+    if (rc == MPI_SUCCESS && w->kind == DMPI_REDUCE_SCATTER && w->rop == WK_REDUCE_AVG) divide(w, w->count, w->g->size);
+    finish(w, rc == MPI_SUCCESS);
+  }
+  return any;
+}
+
+static uint64_t host_hash(void) {
+  char h[256] = {0};
+  gethostname(h, sizeof h - 1);
+  uint64_t x = 1469598103934665603ull;
+  for (const char *p = h; *p; p++) x = (x ^ (unsigned char)*p) * 1099511628211ull;
+  return x;
+}
+
+/* MPI start-up, on the progress thread. */
+static bool mpi_start(void) {
+  int inited = 0, finalized = 0, provided = 0, rc;
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    snprintf(g_start_err, sizeof g_start_err,
+             "dist.mpi: MPI was finalised (at wk_shutdown) and cannot start again in this process");
+    return false;
+  }
+  MPI_Initialized(&inited);
+  if (inited) {
+    /* The program initialised MPI itself: only MULTIPLE lets this thread call it too. */
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_MULTIPLE) {
+      snprintf(g_start_err, sizeof g_start_err,
+               "dist.mpi: MPI was initialised by the program with thread level %d; the progress thread needs "
+               "MPI_THREAD_MULTIPLE (or let Wick initialise MPI)",
+               provided);
+      return false;
+    }
+  } else {
+    rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS) {
+      snprintf(g_start_err, sizeof g_start_err, "dist.mpi: MPI_Init_thread failed (code %d)", rc);
+      return false;
+    }
+    g_we_init = true;
+    if (provided < MPI_THREAD_FUNNELED) { /* every call is made from this thread, which initialised MPI */
+      snprintf(g_start_err, sizeof g_start_err, "dist.mpi: Open MPI gives thread level %d, below FUNNELED", provided);
+      return false;
+    }
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  g_pids = calloc((size_t)g_size, sizeof *g_pids);
+  g_hosts = calloc((size_t)g_size, sizeof *g_hosts);
+  if (!g_pids || !g_hosts) {
+    snprintf(g_start_err, sizeof g_start_err, "dist.mpi: out of memory");
+    return false;
+  }
+  int pid = (int)getpid();
+  uint64_t host = host_hash();
+  rc = MPI_Allgather(&pid, 1, MPI_INT, g_pids, 1, MPI_INT, MPI_COMM_WORLD);
+  if (rc == MPI_SUCCESS) rc = MPI_Allgather(&host, 1, MPI_UINT64_T, g_hosts, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) {
+    snprintf(g_start_err, sizeof g_start_err, "dist.mpi: exchanging process ids at start-up failed (code %d)", rc);
+    return false;
+  }
+  MPI_User_function *fns[2][4] = {{f16_sum, f16_max, f16_min, f16_prod}, {bf16_sum, bf16_max, bf16_min, bf16_prod}};
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 4; k++) MPI_Op_create(fns[i][k], 1, &g_half_ops[i][k]);
+  return true;
+}
+
+static void *progress_main(void *arg) {
+  (void)arg;
+  bool ok = mpi_start();
+  pthread_mutex_lock(&g_lock);
+  g_start_status = ok ? WK_OK : WK_ERR_PLUGIN;
+  g_ready = true;
+  pthread_cond_broadcast(&g_done_cv);
+  pthread_mutex_unlock(&g_lock);
+  if (!ok) return NULL;
+  dmpi_work *active = NULL, **active_tail = &active;
+  int idle = 0;
+  for (;;) {
+    pthread_mutex_lock(&g_lock);
+    while (!g_head && !active && !g_stop) pthread_cond_wait(&g_submit_cv, &g_lock);
+    if (!g_head && !active && g_stop) {
+      pthread_mutex_unlock(&g_lock);
+      break;
+    }
+    dmpi_work *q = g_head;
+    g_head = g_tail = NULL;
+    for (dmpi_work *w = q; w; w = w->next) w->state = W_STARTED;
+    pthread_mutex_unlock(&g_lock);
+    while (q) {
+      dmpi_work *w = q;
+      q = q->next;
+      w->next = NULL;
+      if (!start(w)) {
+        finish(w, false);
+        continue;
+      }
+      while (*active_tail) active_tail = &(*active_tail)->next;
+      *active_tail = w;
+    }
+    if (poll_active(&active)) {
+      idle = 0;
+    } else if (active) { /* back off: yield first, then sleep up to 50 us */
+      if (++idle < 64) {
+        sched_yield();
+      } else {
+        struct timespec ts = {0, idle < 256 ? 5000 : 50000};
+        nanosleep(&ts, NULL);
+      }
+    }
+    active_tail = &active;
+  }
+  if (g_we_init && !g_broken) {
+    for (int i = 0; i < 2; i++)
+      for (int k = 0; k < 4; k++) MPI_Op_free(&g_half_ops[i][k]);
+    MPI_Finalize();
+  }
+  return NULL;
+}
+
+wk_status dmpi_start(double timeout_s, int *rank, int *size) {
+  if (g_running) {
+    *rank = g_rank;
+    *size = g_size;
+    return WK_OK;
+  }
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&g_done_cv, &ca);
+  pthread_cond_init(&g_submit_cv, NULL);
+  pthread_condattr_destroy(&ca);
+  g_ready = false;
+  g_stop = false;
+  if (pthread_create(&g_thread, NULL, progress_main, NULL) != 0)
+    return wk_error(WK_ERR_PLUGIN, "dist.mpi: cannot start the progress thread: %s", strerror(errno));
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_sec += (time_t)timeout_s + 1;
+  pthread_mutex_lock(&g_lock);
+  int rc = 0;
+  while (!g_ready && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&g_done_cv, &g_lock, &dl);
+  bool ready = g_ready;
+  pthread_mutex_unlock(&g_lock);
+  if (!ready) {
+    g_broken = true;
+    pthread_detach(g_thread);
+    return wk_error(WK_ERR_STATE, "dist.mpi: MPI start-up did not finish within %g s (are all ranks started?)",
+                    timeout_s);
+  }
+  if (g_start_status) {
+    pthread_join(g_thread, NULL);
+    free(g_pids);
+    free(g_hosts);
+    g_pids = NULL;
+    g_hosts = NULL;
+    return wk_error(g_start_status, "%s", g_start_err);
+  }
+  g_running = true;
+  *rank = g_rank;
+  *size = g_size;
+  return WK_OK;
+}
+
+void dmpi_submit(dmpi_work *w) {
+  w->state = W_QUEUED;
+  w->next = NULL;
+  pthread_mutex_lock(&g_lock);
+  if (g_tail)
+    g_tail->next = w;
+  else
+    g_head = w;
+  g_tail = w;
+  g_inflight++;
+  pthread_cond_signal(&g_submit_cv);
+  pthread_mutex_unlock(&g_lock);
+}
+
+bool dmpi_done(dmpi_work *w) {
+  pthread_mutex_lock(&g_lock);
+  bool d = w->state == W_DONE || w->state == W_FAILED;
+  pthread_mutex_unlock(&g_lock);
+  return d;
+}
+
+static const char *const KIND_NAMES[] = {"?",       "all_reduce", "broadcast", "all_gather", "reduce_scatter",
+                                         "barrier", "send",       "recv",      "new_group",  "group_free"};
+
+void dmpi_describe(const dmpi_work *w, char *buf, size_t n) {
+  const char *g = w->g ? w->g->name : "?";
+  if (w->kind == DMPI_BARRIER || w->kind == DMPI_SPLIT || w->kind == DMPI_COMM_FREE)
+    snprintf(buf, n, "%s on %s", KIND_NAMES[w->kind], g);
+  else if (w->kind == DMPI_SEND || w->kind == DMPI_RECV)
+    snprintf(buf, n, "%s of %d %s %s rank %d (tag %d) on %s", KIND_NAMES[w->kind], w->count, wk_dtype_name(w->dtype),
+             w->kind == DMPI_SEND ? "to" : "from", w->peer, w->tag, g);
+  else
+    snprintf(buf, n, "%s of %d %s on %s", KIND_NAMES[w->kind], w->count, wk_dtype_name(w->dtype), g);
+}
+
+/* Appends what can be seen of the group's peers on this host: exited or stopped ones. */
+static void peer_report(const dmpi_group *g, char *buf, size_t n) {
+  size_t len = strlen(buf);
+  int found = 0;
+  for (int r = 0; g && r < g->size && len + 80 < n; r++) {
+    int wr = g->world_ranks[r];
+    if (wr == g_rank || !g_pids || g_hosts[wr] != g_hosts[g_rank]) continue;
+    char path[64], st[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", g_pids[wr]);
+    FILE *f = fopen(path, "r");
+    size_t got = f ? fread(st, 1, sizeof st - 1, f) : 0;
+    if (f) fclose(f);
+    st[got] = 0;
+    const char *paren = strrchr(st, ')');
+    char state = paren && paren[1] == ' ' ? paren[2] : 0;
+    const char *why = !f || kill(g_pids[wr], 0) != 0 ? "has exited"
+                      : state == 'Z'                 ? "has exited (zombie)"
+                      : state == 'T' || state == 't' ? "is stopped"
+                                                     : NULL;
+    if (!why) continue;
+    len += (size_t)snprintf(buf + len, n - len, "; peer rank %d (world rank %d, pid %d) %s", r, wr, g_pids[wr], why);
+    found++;
+  }
+  if (!found && len + 80 < n)
+    snprintf(buf + len, n - len, "; no peer on this host has exited or stopped: one may be stuck, or on another host");
+}
+
+wk_status dmpi_wait(dmpi_work *w, double timeout_s) {
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  double whole = (double)(time_t)timeout_s;
+  dl.tv_sec += (time_t)timeout_s;
+  dl.tv_nsec += (long)((timeout_s - whole) * 1e9);
+  if (dl.tv_nsec >= 1000000000L) {
+    dl.tv_sec++;
+    dl.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&g_lock);
+  int rc = 0;
+  while (w->state != W_DONE && w->state != W_FAILED && rc != ETIMEDOUT)
+    rc = pthread_cond_timedwait(&g_done_cv, &g_lock, &dl);
+  dmpi_state st = w->state;
+  pthread_mutex_unlock(&g_lock);
+  if (st == W_DONE) return WK_OK;
+  if (st == W_FAILED) return wk_error(WK_ERR_STATE, "%s", w->err);
+  char what[160], msg[900];
+  dmpi_describe(w, what, sizeof what);
+  snprintf(msg, sizeof msg, "dist.mpi: %s (rank %d of %d) timed out after %g s", what, w->g->rank, w->g->size,
+           timeout_s);
+  peer_report(w->g, msg, sizeof msg);
+  return wk_error(WK_ERR_STATE, "%s", msg);
+}
+
+void dmpi_work_release(dmpi_work *w) {
+  pthread_mutex_lock(&g_lock);
+  bool running = w->state == W_QUEUED || w->state == W_STARTED;
+  if (running) w->orphan = true;
+  pthread_mutex_unlock(&g_lock);
+  if (running) return;
+  wk_release(w->t0);
+  wk_release(w->t1);
+  free(w);
+}
+
+void dmpi_stop(void) {
+  if (!g_running) return;
+  /* Let queued work drain for a while: a peer that never comes would hang MPI_Finalize. */
+  struct timespec dl;
+  clock_gettime(CLOCK_MONOTONIC, &dl);
+  dl.tv_sec += 5;
+  pthread_mutex_lock(&g_lock);
+  int rc = 0;
+  while (g_inflight > 0 && !g_broken && rc != ETIMEDOUT) rc = pthread_cond_timedwait(&g_done_cv, &g_lock, &dl);
+  if (g_inflight > 0) g_broken = true;
+  g_stop = true;
+  bool broken = g_broken;
+  pthread_cond_signal(&g_submit_cv);
+  pthread_mutex_unlock(&g_lock);
+  if (broken) {
+    /* The thread may be inside MPI for good: leave it, skip MPI_Finalize, and let
+     * the launcher end the job (a rank exiting without MPI_Finalize stops mpirun's job). */
+    fprintf(stderr, "dist.mpi: rank %d: operations left unfinished (a peer died or timed out); MPI is not finalised\n",
+            g_rank);
+    pthread_detach(g_thread);
+  } else {
+    pthread_join(g_thread, NULL);
+    free(g_pids);
+    free(g_hosts);
+    g_pids = NULL;
+    g_hosts = NULL;
+  }
+  g_running = false;
+}

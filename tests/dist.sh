@@ -1,0 +1,50 @@
+#!/bin/sh
+# The dist service and DDP across processes: check_dist under mpirun with 2
+# and 3 ranks; DDP against one process (20 steps, relative difference
+# <= 1e-6) under mpirun and under `wick launch`, with one and several
+# buckets and with no_sync accumulation; DDP's features; and dead ranks: one
+# killed (mpirun stops the job, naming it) and one stopped (the survivor's
+# wait times out, naming it), each within the timeout. Skips (77) without
+# mpirun.
+set -u
+b=${top_builddir:-.}
+command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
+[ -x "$b/tests/check_dist" ] && [ -x "$b/tests/dist_ddp" ] || { echo "SKIP: the dist test programs are not built"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+out=$(mktemp -d) || exit 1
+trap 'rm -rf "$out"' EXIT
+fails=0
+run() { # NAME COMMAND...: must succeed
+  name=$1; shift
+  if "$@" > "$out/log" 2>&1; then
+    echo "PASS: $name"; grep -E "relative parameter difference|features pass|Checks" "$out/log" | sed 's/^/  /'
+  else
+    echo "FAIL: $name"; cat "$out/log"; fails=$((fails + 1))
+  fi
+}
+MPIRUN="mpirun --oversubscribe --bind-to none"
+run "check_dist, 2 ranks" $MPIRUN -np 2 "$b/tests/check_dist"
+run "check_dist, 3 ranks" $MPIRUN -np 3 "$b/tests/check_dist"
+run "DDP = 1 process, 1 process" "$b/tests/dist_ddp"
+run "DDP = 1 process, mpirun 2 ranks, 25 MB buckets" $MPIRUN -np 2 "$b/tests/dist_ddp"
+run "DDP = 1 process, mpirun 2 ranks, 2 KB buckets" $MPIRUN -np 2 "$b/tests/dist_ddp" --bucket-mb 0.002
+run "DDP = 1 process, wick launch 2 ranks, no_sync x2" "$b/tools/wick" launch --nproc-per-node 2 "$b/tests/dist_ddp" --accum 2 --bucket-mb 0.004
+run "DDP = 1 process, wick launch 3 ranks" "$b/tools/wick" launch --nproc-per-node 3 "$b/tests/dist_ddp" --bucket-mb 0.004
+run "DDP features, 2 ranks" $MPIRUN -np 2 "$b/tests/dist_ddp" --check features
+
+# Dead ranks: the job must fail, name rank 1, and end within the timeout.
+dead() { # NAME HOW TIMEOUT EXPECT
+  t0=$(date +%s)
+  timeout 120 "$b/tools/wick" launch --nproc-per-node 2 --timeout "$3" "$b/tests/dist_ddp" --steps 200 \
+    --die-rank 1 --die-at 3 --die-how "$2" > "$out/log" 2>&1
+  rc=$?
+  dt=$(( $(date +%s) - t0 ))
+  if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $dt -le $(( $3 + 30 )) ] && grep -q "$4" "$out/log"; then
+    echo "PASS: $1 (exit $rc after ${dt} s)"; grep "$4" "$out/log" | head -2 | sed 's/^/  /'
+  else
+    echo "FAIL: $1 (exit $rc after ${dt} s; want non-zero within $3 + 30 s and '$4')"; cat "$out/log"; fails=$((fails + 1))
+  fi
+}
+dead "a killed rank stops the job" kill 20 "rank 1 .*exited on signal 9"
+dead "a stopped rank makes the survivor time out" stop 3 "peer rank 1 (world rank 1, pid [0-9]*) is stopped"
+[ $fails -eq 0 ] || { echo "$fails case(s) failed"; exit 1; }
