@@ -846,6 +846,205 @@ START_TEST(test_optim_missing_plugin) {
 }
 END_TEST
 
+
+/* ==== NAdam, RAdam, Adadelta, Adamax: trajectories by hand ================================= */
+/* PyTorch's documented algorithms (torch/optim/{nadam,radam,adadelta,adamax}.py,
+ * the docs' pseudocode) written per element in double, on the quadratic
+ * f(p) = sum(a p^2 / 2 + b p) whose gradient a p + b is set each step. */
+#define QN 4
+static const double Q_A[QN] = {1, 3, 0.5, 2}, Q_B[QN] = {0.1, -0.2, 0.3, 0}, Q_P0[QN] = {1.5, -0.75, 0.25, 2.0};
+
+typedef struct {
+  const char *kind;
+  double lr, beta1, beta2, eps, wd, extra; /* extra: NAdam's momentum_decay, Adadelta's rho */
+  bool decoupled, maximize;
+} algo_case;
+
+/* One step of the reference on every element; m, v: the two state buffers; *mp: NAdam's mu_product. */
+static void algo_ref_step(const algo_case *c, double *p, double *m, double *v, double *mp, int t) {
+  double mu = 0, mu_next = 0;
+  if (!strcmp(c->kind, "NAdam")) {
+    mu = c->beta1 * (1. - 0.5 * pow(0.96, t * c->extra));
+    mu_next = c->beta1 * (1. - 0.5 * pow(0.96, (t + 1) * c->extra));
+    *mp = (double)(float)(*mp * mu); /* a float32 tensor in PyTorch */
+  }
+  for (int i = 0; i < QN; i++) {
+    double g = Q_A[i] * p[i] + Q_B[i];
+    if (c->maximize) g = -g;
+    if (c->wd != 0) {
+      if (c->decoupled)
+        p[i] *= 1 - c->lr * c->wd;
+      else
+        g += c->wd * p[i];
+    }
+    if (!strcmp(c->kind, "Adamax")) {
+      m[i] = c->beta1 * m[i] + (1 - c->beta1) * g;
+      v[i] = fmax(c->beta2 * v[i], fabs(g) + c->eps);
+      p[i] -= c->lr / (1 - pow(c->beta1, t)) * m[i] / v[i];
+    } else if (!strcmp(c->kind, "Adadelta")) {
+      double rho = c->extra;
+      m[i] = rho * m[i] + (1 - rho) * g * g;
+      double delta = sqrt(v[i] + c->eps) / sqrt(m[i] + c->eps) * g;
+      v[i] = rho * v[i] + (1 - rho) * delta * delta;
+      p[i] -= c->lr * delta;
+    } else if (!strcmp(c->kind, "NAdam")) {
+      double bc2 = 1 - pow(c->beta2, t);
+      m[i] = c->beta1 * m[i] + (1 - c->beta1) * g;
+      v[i] = c->beta2 * v[i] + (1 - c->beta2) * g * g;
+      double denom = sqrt(v[i] / bc2) + c->eps;
+      p[i] -= c->lr * (1 - mu) / (1 - *mp) * g / denom;
+      p[i] -= c->lr * mu_next / (1 - *mp * mu_next) * m[i] / denom;
+    } else { /* RAdam */
+      double bc1 = 1 - pow(c->beta1, t), bc2 = 1 - pow(c->beta2, t);
+      m[i] = c->beta1 * m[i] + (1 - c->beta1) * g;
+      v[i] = c->beta2 * v[i] + (1 - c->beta2) * g * g;
+      double rho_inf = 2 / (1 - c->beta2) - 1, rho_t = rho_inf - 2 * t * pow(c->beta2, t) / bc2;
+      if (rho_t > 5) {
+        double rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+        p[i] -= m[i] / bc1 * c->lr * (sqrt(bc2) / (sqrt(v[i]) + c->eps)) * rect;
+      } else {
+        p[i] -= m[i] / bc1 * c->lr;
+      }
+    }
+  }
+}
+
+static wk_optimizer *algo_make(const algo_case *c, wk_tensor **p, bool defaults) {
+  if (!strcmp(c->kind, "NAdam"))
+    return defaults ? wk_optim_nadam(p, 1, (wk_nadam_opts){0})
+                    : wk_optim_nadam(p, 1, (wk_nadam_opts){.lr = c->lr, .beta1 = c->beta1, .beta2 = c->beta2,
+                                                            .eps = c->eps, .weight_decay = c->wd,
+                                                            .momentum_decay = c->extra,
+                                                            .decoupled_weight_decay = c->decoupled,
+                                                            .maximize = c->maximize});
+  if (!strcmp(c->kind, "RAdam"))
+    return defaults ? wk_optim_radam(p, 1, (wk_radam_opts){0})
+                    : wk_optim_radam(p, 1, (wk_radam_opts){.lr = c->lr, .beta1 = c->beta1, .beta2 = c->beta2,
+                                                            .eps = c->eps, .weight_decay = c->wd,
+                                                            .decoupled_weight_decay = c->decoupled,
+                                                            .maximize = c->maximize});
+  if (!strcmp(c->kind, "Adadelta"))
+    return defaults ? wk_optim_adadelta(p, 1, (wk_adadelta_opts){0})
+                    : wk_optim_adadelta(p, 1, (wk_adadelta_opts){.lr = c->lr, .rho = c->extra, .eps = c->eps,
+                                                                  .weight_decay = c->wd, .maximize = c->maximize});
+  return defaults ? wk_optim_adamax(p, 1, (wk_adamax_opts){0})
+                  : wk_optim_adamax(p, 1, (wk_adamax_opts){.lr = c->lr, .beta1 = c->beta1, .beta2 = c->beta2,
+                                                            .eps = c->eps, .weight_decay = c->wd,
+                                                            .maximize = c->maximize});
+}
+
+/* The defaults (PyTorch's) first, then non-default options. RAdam runs 10
+ * steps so both of its branches (rho_t <= 5 for t <= 5) are taken. */
+static const algo_case g_algo_cases[] = {
+    {"NAdam", 2e-3, 0.9, 0.999, 1e-8, 0, 4e-3, false, false},
+    {"NAdam", 0.05, 0.8, 0.99, 1e-6, 0.1, 0.01, false, true},
+    {"NAdam", 0.05, 0.8, 0.99, 1e-6, 0.1, 0.01, true, false},
+    {"RAdam", 1e-3, 0.9, 0.999, 1e-8, 0, 0, false, false},
+    {"RAdam", 0.1, 0.85, 0.9, 1e-6, 0.05, 0, false, true},
+    {"RAdam", 0.1, 0.85, 0.99, 1e-6, 0.05, 0, true, false},
+    {"Adadelta", 1.0, 0, 0, 1e-6, 0, 0.9, false, false},
+    {"Adadelta", 0.5, 0, 0, 1e-4, 0.2, 0.7, false, true},
+    {"Adamax", 2e-3, 0.9, 0.999, 1e-8, 0, 0, false, false},
+    {"Adamax", 0.1, 0.7, 0.95, 1e-3, 0.3, 0, false, true},
+};
+#define NALGO ((int)(sizeof g_algo_cases / sizeof g_algo_cases[0]))
+
+START_TEST(test_optim_more_algorithms_by_hand) {
+  const algo_case *c = &g_algo_cases[_i / 2];
+  wk_dtype dt = _i % 2 ? WK_F32 : WK_F64;
+  bool defaults = _i / 2 == 0 || _i / 2 == 3 || _i / 2 == 6 || _i / 2 == 8; /* the {0} options must be PyTorch's defaults */
+  wk_scope_begin();
+  double p[QN], m[QN] = {0}, v[QN] = {0}, mp = 1;
+  memcpy(p, Q_P0, sizeof p);
+  wk_tensor *t = wk_to_dtype(TU_T(WK_F64, (QN), Q_P0[0], Q_P0[1], Q_P0[2], Q_P0[3]), dt);
+  wk_tensor_set_requires_grad(t, true);
+  wk_optimizer *opt = algo_make(c, &t, defaults);
+  TU_NOTNULL(opt);
+  ck_assert_str_eq(wk_optimizer_name(opt), c->kind);
+  double tol = dt == WK_F64 ? 1e-12 : 1e-6;
+  for (int k = 1; k <= 10; k++) {
+    wk_scope_begin();
+    double *cur = tu_values(t), g[QN];
+    for (int i = 0; i < QN; i++) g[i] = Q_A[i] * cur[i] + Q_B[i];
+    free(cur);
+    TU_OK(wk_tensor_set_grad(t, wk_to_dtype(TU_T(WK_F64, (QN), g[0], g[1], g[2], g[3]), dt)));
+    TU_OK(wk_optim_step(opt));
+    algo_ref_step(c, p, m, v, &mp, k);
+    double *now = tu_values(t);
+    for (int i = 0; i < QN; i++)
+      ck_assert_msg(fabs(now[i] - p[i]) <= tol * (1 + fabs(p[i])), "%s %s step %d p[%d]: %.17g, by hand %.17g",
+                    c->kind, wk_dtype_name(dt), k, i, now[i], p[i]);
+    free(now);
+    wk_scope_end();
+  }
+  /* the state dict holds step (and NAdam's mu_product) and round-trips into a fresh optimizer */
+  wk_state_dict *sd = wk_optim_state_dict(opt);
+  TU_NOTNULL(sd);
+  double step = 0;
+  TU_OK(wk_item(wk_state_dict_get(sd, "state.0.step"), &step));
+  ck_assert(step == 10);
+  if (!strcmp(c->kind, "NAdam")) {
+    double mpv = 0;
+    TU_OK(wk_item(wk_state_dict_get(sd, "state.0.mu_product"), &mpv));
+    ck_assert_msg(fabs(mpv - mp) <= 1e-15, "mu_product %.17g, by hand %.17g", mpv, mp);
+  }
+  wk_no_grad_begin();
+  wk_tensor *t2 = wk_clone(t); /* a leaf with t's values */
+  wk_no_grad_end();
+  wk_tensor_set_requires_grad(t2, true);
+  wk_optimizer *o2 = algo_make(c, &t2, false);
+  TU_OK(wk_optim_load_state_dict(o2, sd));
+  double *cur = tu_values(t), g[QN];
+  for (int i = 0; i < QN; i++) g[i] = Q_A[i] * cur[i] + Q_B[i];
+  free(cur);
+  wk_tensor *gt = wk_to_dtype(TU_T(WK_F64, (QN), g[0], g[1], g[2], g[3]), dt);
+  TU_OK(wk_tensor_set_grad(t, gt));
+  TU_OK(wk_tensor_set_grad(t2, gt));
+  TU_OK(wk_optim_step(opt));
+  TU_OK(wk_optim_step(o2));
+  double *a = tu_values(t), *b = tu_values(t2);
+  for (int i = 0; i < QN; i++) ck_assert_msg(a[i] == b[i], "after load_state_dict p[%d]: %.17g vs %.17g", i, a[i], b[i]);
+  free(a);
+  free(b);
+  wk_state_dict_free(sd);
+  wk_optimizer_free(o2);
+  wk_optimizer_free(opt);
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_optim_more_bad_options) {
+  wk_scope_begin();
+  wk_tensor *p = TU_T(WK_F32, (2), 1, 2);
+  ck_assert_ptr_null(wk_optim_adadelta(&p, 1, (wk_adadelta_opts){.rho = 1.5}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "Adadelta: Invalid rho value: 1.5");
+  ck_assert_ptr_null(wk_optim_nadam(&p, 1, (wk_nadam_opts){.momentum_decay = -1}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "NAdam: Invalid momentum_decay value: -1");
+  ck_assert_ptr_null(wk_optim_radam(&p, 1, (wk_radam_opts){.beta2 = 1}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "RAdam: Invalid beta parameter at index 1: 1");
+  ck_assert_ptr_null(wk_optim_adamax(&p, 1, (wk_adamax_opts){.lr = -0.1}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "Adamax: Invalid learning rate: -0.1");
+  ck_assert_ptr_null(wk_optim_adamax(NULL, 1, (wk_adamax_opts){0}));
+  TU_FAILS_WITH(WK_ERR_NULL, "params is NULL");
+  /* options by name, as PyTorch's param_groups */
+  wk_optimizer *o = wk_optim_nadam(&p, 1, (wk_nadam_opts){0});
+  double v = 0;
+  TU_OK(wk_optim_get_option(o, 0, "momentum_decay", &v));
+  ck_assert(v == 4e-3);
+  TU_OK(wk_optim_get_option(o, 0, "lr", &v));
+  ck_assert(v == 2e-3);
+  ck_assert_int_eq(wk_optim_set_option(o, 0, "beta1", 1.0), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "Invalid beta parameter at index 0");
+  wk_optimizer_free(o);
+  wk_optimizer *d = wk_optim_adadelta(&p, 1, (wk_adadelta_opts){.rho = WK_OPTIM_ZERO});
+  TU_NOTNULL(d);
+  TU_OK(wk_optim_get_option(d, 0, "rho", &v));
+  ck_assert(v == 0);
+  wk_optimizer_free(d);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("check_optim");
   TCase *tc = tcase_create("trajectories");
@@ -863,6 +1062,8 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_optim_fused_ops);
   tcase_add_test(tc, test_optim_half_params);
   tcase_add_test(tc, test_optim_training_loop_scopes);
+  tcase_add_loop_test(tc, test_optim_more_algorithms_by_hand, 0, 2 * NALGO);
+  tcase_add_test(tc, test_optim_more_bad_options);
   suite_add_tcase(s, tc);
   tc = tcase_create("schedulers");
   tcase_add_checked_fixture(tc, tu_setup, NULL);

@@ -1,4 +1,5 @@
-/* Wick ABI: the optim service: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad)
+/* Wick ABI: the optim service: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad,
+ * NAdam, RAdam, Adadelta, Adamax)
  * with parameter groups and state dicts, learning-rate schedulers, and
  * gradient clipping, with PyTorch 1.13's semantics. The optim plugin provides
  * the service; the inline wrappers below fetch it once and call it, so user
@@ -68,6 +69,49 @@ typedef struct wk_adagrad_opts {
   double eps;                       /* 0 -> 1e-10 */
   bool maximize;                    /* false */
 } wk_adagrad_opts;
+
+/* NAdam: Adam with Nesterov momentum (PyTorch 2.x's options; the momentum
+ * schedule mu_t = beta1 * (1 - 0.5 * 0.96^(t * momentum_decay))). */
+typedef struct wk_nadam_opts {
+  double lr;                   /* 0 -> 2e-3 */
+  double beta1;                /* 0 -> 0.9; in [0, 1) */
+  double beta2;                /* 0 -> 0.999; in [0, 1) */
+  double eps;                  /* 0 -> 1e-8 */
+  double weight_decay;         /* 0 -> 0 */
+  double momentum_decay;       /* 0 -> 4e-3 */
+  bool decoupled_weight_decay; /* false; true: param *= 1 - lr * wd (NAdamW) */
+  bool maximize;               /* false */
+} wk_nadam_opts;
+
+/* RAdam: Adam with the variance rectification (plain momentum steps while
+ * rho_t <= 5). */
+typedef struct wk_radam_opts {
+  double lr;                   /* 0 -> 1e-3 */
+  double beta1;                /* 0 -> 0.9 */
+  double beta2;                /* 0 -> 0.999 */
+  double eps;                  /* 0 -> 1e-8 */
+  double weight_decay;         /* 0 -> 0 */
+  bool decoupled_weight_decay; /* false; true: param *= 1 - lr * wd */
+  bool maximize;               /* false */
+} wk_radam_opts;
+
+typedef struct wk_adadelta_opts {
+  double lr;           /* 0 -> 1.0 */
+  double rho;          /* 0 -> 0.9; in [0, 1] (WK_OPTIM_ZERO for 0) */
+  double eps;          /* 0 -> 1e-6 */
+  double weight_decay; /* 0 -> 0 */
+  bool maximize;       /* false */
+} wk_adadelta_opts;
+
+/* Adamax: Adam with the infinity norm (exp_inf = max(beta2 * exp_inf, |g| + eps)). */
+typedef struct wk_adamax_opts {
+  double lr;           /* 0 -> 2e-3 */
+  double beta1;        /* 0 -> 0.9 */
+  double beta2;        /* 0 -> 0.999 */
+  double eps;          /* 0 -> 1e-8 */
+  double weight_decay; /* 0 -> 0 */
+  bool maximize;       /* false */
+} wk_adamax_opts;
 
 /* One option of a parameter group, by name, as in PyTorch's param_groups
  * dicts. Names: "lr", "weight_decay", "maximize" (all); SGD: "momentum",
@@ -199,6 +243,11 @@ typedef struct wk_optim_api {
   wk_tensor *(*clip_grad_norm_)(wk_tensor *const *params, int n, double max_norm, double norm_type,
                                 bool error_if_nonfinite);
   wk_status (*clip_grad_value_)(wk_tensor *const *params, int n, double clip_value);
+  /* ---- appended after the first release (the wrappers check struct_size) ---- */
+  wk_optimizer *(*nadam)(wk_tensor *const *params, int n, const wk_nadam_opts *o, size_t osize);
+  wk_optimizer *(*radam)(wk_tensor *const *params, int n, const wk_radam_opts *o, size_t osize);
+  wk_optimizer *(*adadelta)(wk_tensor *const *params, int n, const wk_adadelta_opts *o, size_t osize);
+  wk_optimizer *(*adamax)(wk_tensor *const *params, int n, const wk_adamax_opts *o, size_t osize);
 } wk_optim_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -254,6 +303,25 @@ static inline wk_optimizer *wk_optim_rmsprop(wk_tensor *const *params, int n, wk
 static inline wk_optimizer *wk_optim_adagrad(wk_tensor *const *params, int n, wk_adagrad_opts o) {
   WK__OPTIM_CALL_PTR(adagrad, params, n, &o, sizeof o);
 }
+/* NAdam, RAdam, Adadelta and Adamax (same contract). Their updates are
+ * PyTorch's single-tensor algorithms written with standard ops (no fused
+ * op), so they run on any device; state buffers: "exp_avg", "exp_avg_sq" and
+ * the scalar "mu_product" (NAdam, rounded to float32 as PyTorch's tensor);
+ * "exp_avg", "exp_avg_sq" (RAdam); "square_avg", "acc_delta" (Adadelta);
+ * "exp_avg", "exp_inf" (Adamax); all keep "step". Group options: their
+ * struct's field names ("momentum_decay", "decoupled_weight_decay", "rho"). */
+static inline wk_optimizer *wk_optim_nadam(wk_tensor *const *params, int n, wk_nadam_opts o) {
+  WK__OPTIM_CALL_PTR(nadam, params, n, &o, sizeof o);
+}
+static inline wk_optimizer *wk_optim_radam(wk_tensor *const *params, int n, wk_radam_opts o) {
+  WK__OPTIM_CALL_PTR(radam, params, n, &o, sizeof o);
+}
+static inline wk_optimizer *wk_optim_adadelta(wk_tensor *const *params, int n, wk_adadelta_opts o) {
+  WK__OPTIM_CALL_PTR(adadelta, params, n, &o, sizeof o);
+}
+static inline wk_optimizer *wk_optim_adamax(wk_tensor *const *params, int n, wk_adamax_opts o) {
+  WK__OPTIM_CALL_PTR(adamax, params, n, &o, sizeof o);
+}
 /* Frees the optimizer, its state, and its references to the parameters.
  * Schedulers attached to it must be freed first. NULL does nothing. */
 static inline void wk_optimizer_free(wk_optimizer *opt) {
@@ -261,7 +329,8 @@ static inline void wk_optimizer_free(wk_optimizer *opt) {
   const wk_optim_api *a = wk_optim_api_get();
   if (a) a->optimizer_free(opt);
 }
-/* "SGD", "Adam", "AdamW", "RMSprop" or "Adagrad" (static); NULL for NULL. */
+/* "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "NAdam", "RAdam", "Adadelta"
+ * or "Adamax" (static); NULL for NULL. */
 static inline const char *wk_optimizer_name(const wk_optimizer *opt) {
   if (!opt) return NULL;
   WK__OPTIM_CALL_PTR(optimizer_name, opt);

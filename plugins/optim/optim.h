@@ -31,10 +31,12 @@ typedef struct optim_group {
 typedef struct optim_pstate {
   bool init;                  /* state exists (created on the first gradient) */
   double step;                /* steps taken (kinds with a "step" entry) */
+  double aux;                 /* the kind's scalar state besides step (NAdam's mu_product) */
   wk_tensor *buf[OPTIM_NBUF]; /* the kind's buffers; NULL when absent */
 } optim_pstate;
 
-enum { OPTIM_SGD = 1, OPTIM_ADAM, OPTIM_ADAMW, OPTIM_RMSPROP, OPTIM_ADAGRAD };
+enum { OPTIM_SGD = 1, OPTIM_ADAM, OPTIM_ADAMW, OPTIM_RMSPROP, OPTIM_ADAGRAD, OPTIM_NADAM, OPTIM_RADAM, OPTIM_ADADELTA,
+       OPTIM_ADAMAX };
 
 /* A known option of a kind: its name, validation rule and PyTorch's message. */
 typedef struct optdef {
@@ -54,6 +56,7 @@ typedef struct optim_kind {
   int nbuf;
   bool has_step; /* the state holds a "step" count */
   wk_status (*update)(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad);
+  const char *aux; /* name of the scalar state pstate.aux in the state dict, or NULL */
 } optim_kind;
 
 struct wk_optimizer {
@@ -71,6 +74,10 @@ wk_optimizer *optim_adam(wk_tensor *const *params, int n, const wk_adam_opts *o,
 wk_optimizer *optim_adamw(wk_tensor *const *params, int n, const wk_adam_opts *o, size_t osize);
 wk_optimizer *optim_rmsprop(wk_tensor *const *params, int n, const wk_rmsprop_opts *o, size_t osize);
 wk_optimizer *optim_adagrad(wk_tensor *const *params, int n, const wk_adagrad_opts *o, size_t osize);
+wk_optimizer *optim_nadam(wk_tensor *const *params, int n, const wk_nadam_opts *o, size_t osize);
+wk_optimizer *optim_radam(wk_tensor *const *params, int n, const wk_radam_opts *o, size_t osize);
+wk_optimizer *optim_adadelta(wk_tensor *const *params, int n, const wk_adadelta_opts *o, size_t osize);
+wk_optimizer *optim_adamax(wk_tensor *const *params, int n, const wk_adamax_opts *o, size_t osize);
 void optim_free(wk_optimizer *opt);
 const char *optim_name(const wk_optimizer *opt);
 wk_status optim_add_param_group(wk_optimizer *opt, wk_tensor *const *params, int n, const wk_optim_option *opts,

@@ -7,7 +7,7 @@
 #include "optim.h"
 
 /* ---- option tables --------------------------------------------------------------- */
-enum { R_ANY, R_NONNEG, R_BETA, R_BOOL };
+enum { R_ANY, R_NONNEG, R_BETA, R_BOOL, R_UNIT };
 
 static const optdef sgd_defs[] = {{"lr", R_NONNEG, "Invalid learning rate"},
                                   {"momentum", R_NONNEG, "Invalid momentum value"},
@@ -37,10 +37,41 @@ static const optdef adagrad_defs[] = {
     {"initial_accumulator_value", R_NONNEG, "Invalid initial_accumulator_value value"},
     {"maximize", R_BOOL, NULL}};
 
+static const optdef nadam_defs[] = {{"lr", R_NONNEG, "Invalid learning rate"},
+                                    {"beta1", R_BETA, "Invalid beta parameter at index 0"},
+                                    {"beta2", R_BETA, "Invalid beta parameter at index 1"},
+                                    {"eps", R_NONNEG, "Invalid epsilon value"},
+                                    {"weight_decay", R_NONNEG, "Invalid weight_decay value"},
+                                    {"momentum_decay", R_NONNEG, "Invalid momentum_decay value"},
+                                    {"decoupled_weight_decay", R_BOOL, NULL},
+                                    {"maximize", R_BOOL, NULL}};
+static const optdef radam_defs[] = {{"lr", R_NONNEG, "Invalid learning rate"},
+                                    {"beta1", R_BETA, "Invalid beta parameter at index 0"},
+                                    {"beta2", R_BETA, "Invalid beta parameter at index 1"},
+                                    {"eps", R_NONNEG, "Invalid epsilon value"},
+                                    {"weight_decay", R_NONNEG, "Invalid weight_decay value"},
+                                    {"decoupled_weight_decay", R_BOOL, NULL},
+                                    {"maximize", R_BOOL, NULL}};
+static const optdef adadelta_defs[] = {{"lr", R_NONNEG, "Invalid learning rate"},
+                                       {"rho", R_UNIT, "Invalid rho value"},
+                                       {"eps", R_NONNEG, "Invalid epsilon value"},
+                                       {"weight_decay", R_NONNEG, "Invalid weight_decay value"},
+                                       {"maximize", R_BOOL, NULL}};
+static const optdef adamax_defs[] = {{"lr", R_NONNEG, "Invalid learning rate"},
+                                     {"beta1", R_BETA, "Invalid beta parameter at index 0"},
+                                     {"beta2", R_BETA, "Invalid beta parameter at index 1"},
+                                     {"eps", R_NONNEG, "Invalid epsilon value"},
+                                     {"weight_decay", R_NONNEG, "Invalid weight_decay value"},
+                                     {"maximize", R_BOOL, NULL}};
+
 static const char *const sgd_bufs[] = {"momentum_buffer"};
 static const char *const adam_bufs[] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
 static const char *const rmsprop_bufs[] = {"square_avg", "momentum_buffer", "grad_avg"};
 static const char *const adagrad_bufs[] = {"sum"};
+static const char *const nadam_bufs[] = {"exp_avg", "exp_avg_sq"};
+static const char *const radam_bufs[] = {"exp_avg", "exp_avg_sq"};
+static const char *const adadelta_bufs[] = {"square_avg", "acc_delta"};
+static const char *const adamax_bufs[] = {"exp_avg", "exp_inf"};
 
 /* ---- group option access ------------------------------------------------------------ */
 static double *slot(optim_group *g, const char *name) {
@@ -82,6 +113,9 @@ static wk_status check_value(const optim_kind *k, const optdef *d, double *v) {
       break;
     case R_BETA:
       if (!(*v >= 0 && *v < 1)) return wk_error(WK_ERR_INVALID_ARG, "%s: %s: %g", k->name, d->msg, *v);
+      break;
+    case R_UNIT: /* Adadelta's rho: [0, 1] */
+      if (!(*v >= 0 && *v <= 1)) return wk_error(WK_ERR_INVALID_ARG, "%s: %s: %g", k->name, d->msg, *v);
       break;
     case R_BOOL:
       if (*v != *v) return wk_error(WK_ERR_INVALID_ARG, "%s: option '%s' is boolean, got NaN", k->name, d->name);
@@ -247,6 +281,159 @@ static wk_status upd_adagrad(wk_optimizer *opt, const optim_group *g, int i, wk_
   return s;
 }
 
+
+/* ---- NAdam, RAdam, Adadelta, Adamax: PyTorch's single-tensor algorithms op
+ * by op (torch/optim/nadam.py, radam.py, adadelta.py, adamax.py), so each
+ * step rounds where PyTorch's does and runs on any device without a fused
+ * kernel. Temporaries live in a scope of their own. ---- */
+#define TRY(x)                  \
+  do {                          \
+    if (!(x)) goto fail;        \
+  } while (0)
+
+/* The gradient after maximize and (coupled) weight decay: a new tensor, or grad itself. */
+static wk_tensor *effective_grad(wk_tensor *p, wk_tensor *grad, bool maximize, double wd, bool decoupled) {
+  wk_tensor *g = maximize ? wk_neg(grad) : grad;
+  if (g && wd != 0 && !decoupled) g = wk_add_scaled(g, p, wd);
+  return g;
+}
+
+/* Zero buffers (n of them) like p on first use. */
+static wk_status ensure_bufs(optim_pstate *st, wk_tensor *p, int n) {
+  wk_status s = WK_OK;
+  for (int b = 0; !s && b < n; b++) s = ensure(&st->buf[b], p, 0);
+  return s;
+}
+
+static wk_status upd_nadam(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
+  optim_pstate *st = &opt->state[i];
+  wk_tensor *p = opt->params[i];
+  if (!st->init) st->step = 0, st->aux = 1;
+  wk_status s = ensure_bufs(st, p, 2);
+  if (s) return s;
+  st->init = true;
+  const double lr = gv(g, "lr"), b1 = gv(g, "beta1"), b2 = gv(g, "beta2"), eps = gv(g, "eps"),
+               wd = gv(g, "weight_decay"), md = gv(g, "momentum_decay");
+  const bool decoupled = gv(g, "decoupled_weight_decay") != 0;
+  const double step = st->step + 1, bc2 = 1 - pow(b2, step);
+  const double mu = b1 * (1. - 0.5 * pow(0.96, step * md)), mu_next = b1 * (1. - 0.5 * pow(0.96, (step + 1) * md));
+  /* mu_product is a float32 tensor in PyTorch: rounded at each product */
+  const double mu_product = (double)(float)(st->aux * mu), mu_product_next = mu_product * mu_next;
+  wk_tensor *ea = st->buf[0], *eas = st->buf[1];
+  wk_scope_begin();
+  if (wd != 0 && decoupled) TRY(wk_mul_scalar_(p, 1 - lr * wd));
+  wk_tensor *gr = effective_grad(p, grad, gv(g, "maximize") != 0, wd, decoupled);
+  TRY(gr);
+  TRY(wk_add_scaled_(wk_mul_scalar_(ea, b1), gr, 1 - b1));
+  TRY(wk_add_scaled_(wk_mul_scalar_(eas, b2), wk_mul(gr, gr), 1 - b2));
+  wk_tensor *denom = wk_add_scalar_(wk_sqrt_(wk_div_scalar(eas, bc2)), eps);
+  TRY(denom);
+  TRY(wk_add_scaled_(p, wk_div(gr, denom), -lr * (1. - mu) / (1. - mu_product)));
+  TRY(wk_add_scaled_(p, wk_div(ea, denom), -lr * mu_next / (1. - mu_product_next)));
+  wk_scope_end();
+  st->aux = mu_product;
+  st->step = step;
+  return WK_OK;
+fail:
+  s = wk_last_error();
+  wk_scope_end();
+  return s ? s : wk_error(WK_ERR_INTERNAL, "NAdam: step failed");
+}
+
+static wk_status upd_radam(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
+  optim_pstate *st = &opt->state[i];
+  wk_tensor *p = opt->params[i];
+  if (!st->init) st->step = 0;
+  wk_status s = ensure_bufs(st, p, 2);
+  if (s) return s;
+  st->init = true;
+  const double lr = gv(g, "lr"), b1 = gv(g, "beta1"), b2 = gv(g, "beta2"), eps = gv(g, "eps"),
+               wd = gv(g, "weight_decay");
+  const bool decoupled = gv(g, "decoupled_weight_decay") != 0;
+  const double step = st->step + 1, bc1 = 1 - pow(b1, step), bc2 = 1 - pow(b2, step);
+  const double rho_inf = 2 / (1 - b2) - 1, rho_t = rho_inf - 2 * step * pow(b2, step) / bc2;
+  wk_tensor *ea = st->buf[0], *eas = st->buf[1];
+  wk_scope_begin();
+  if (wd != 0 && decoupled) TRY(wk_mul_scalar_(p, 1 - lr * wd));
+  wk_tensor *gr = effective_grad(p, grad, gv(g, "maximize") != 0, wd, decoupled);
+  TRY(gr);
+  TRY(wk_add_scaled_(wk_mul_scalar_(ea, b1), gr, 1 - b1));
+  TRY(wk_add_scaled_(wk_mul_scalar_(eas, b2), wk_mul(gr, gr), 1 - b2));
+  wk_tensor *upd = wk_mul_scalar(wk_div_scalar(ea, bc1), lr); /* bias_corrected_exp_avg * lr */
+  TRY(upd);
+  if (rho_t > 5.) { /* the variance is tractable: rectified adaptive step */
+    double rect = sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t));
+    wk_tensor *num = wk_full(NULL, 0, sqrt(bc2), (wk_options){.dtype = wk_tensor_dtype(p), .device = wk_tensor_device(p)});
+    wk_tensor *adaptive = wk_div(num, wk_add_scalar_(wk_sqrt(eas), eps));
+    TRY(adaptive);
+    upd = wk_mul_scalar(wk_mul(upd, adaptive), rect);
+    TRY(upd);
+  }
+  TRY(wk_add_scaled_(p, upd, -1.0));
+  wk_scope_end();
+  st->step = step;
+  return WK_OK;
+fail:
+  s = wk_last_error();
+  wk_scope_end();
+  return s ? s : wk_error(WK_ERR_INTERNAL, "RAdam: step failed");
+}
+
+static wk_status upd_adadelta(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
+  optim_pstate *st = &opt->state[i];
+  wk_tensor *p = opt->params[i];
+  if (!st->init) st->step = 0;
+  wk_status s = ensure_bufs(st, p, 2);
+  if (s) return s;
+  st->init = true;
+  const double lr = gv(g, "lr"), rho = gv(g, "rho"), eps = gv(g, "eps"), wd = gv(g, "weight_decay");
+  wk_tensor *sq = st->buf[0], *acc = st->buf[1];
+  wk_scope_begin();
+  wk_tensor *gr = effective_grad(p, grad, gv(g, "maximize") != 0, wd, false);
+  TRY(gr);
+  TRY(wk_add_scaled_(wk_mul_scalar_(sq, rho), wk_mul(gr, gr), 1 - rho));
+  wk_tensor *std = wk_sqrt_(wk_add_scalar(sq, eps));
+  wk_tensor *delta = wk_mul_(wk_div_(wk_sqrt_(wk_add_scalar(acc, eps)), std), gr);
+  TRY(delta);
+  TRY(wk_add_scaled_(wk_mul_scalar_(acc, rho), wk_mul(delta, delta), 1 - rho));
+  TRY(wk_add_scaled_(p, delta, -lr));
+  wk_scope_end();
+  st->step += 1;
+  return WK_OK;
+fail:
+  s = wk_last_error();
+  wk_scope_end();
+  return s ? s : wk_error(WK_ERR_INTERNAL, "Adadelta: step failed");
+}
+
+static wk_status upd_adamax(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
+  optim_pstate *st = &opt->state[i];
+  wk_tensor *p = opt->params[i];
+  if (!st->init) st->step = 0;
+  wk_status s = ensure_bufs(st, p, 2);
+  if (s) return s;
+  st->init = true;
+  const double lr = gv(g, "lr"), b1 = gv(g, "beta1"), b2 = gv(g, "beta2"), eps = gv(g, "eps"),
+               wd = gv(g, "weight_decay");
+  const double step = st->step + 1, clr = lr / (1 - pow(b1, step));
+  wk_tensor *ea = st->buf[0], *ei = st->buf[1];
+  wk_scope_begin();
+  wk_tensor *gr = effective_grad(p, grad, gv(g, "maximize") != 0, wd, false);
+  TRY(gr);
+  TRY(wk_add_scaled_(wk_mul_scalar_(ea, b1), gr, 1 - b1));
+  /* exp_inf = max(exp_inf * beta2, |grad| + eps), NaN propagating as torch.maximum / amax */
+  TRY(wk_maximum_(wk_mul_scalar_(ei, b2), wk_add_scalar_(wk_abs(gr), eps)));
+  TRY(wk_add_scaled_(p, wk_div(ea, ei), -clr));
+  wk_scope_end();
+  st->step = step;
+  return WK_OK;
+fail:
+  s = wk_last_error();
+  wk_scope_end();
+  return s ? s : wk_error(WK_ERR_INTERNAL, "Adamax: step failed");
+}
+#undef TRY
+
 #define NDEFS(a) ((int)(sizeof a / sizeof a[0]))
 static const optim_kind k_sgd = {OPTIM_SGD, "SGD", sgd_defs, NDEFS(sgd_defs), sgd_bufs, 1, false, upd_sgd};
 static const optim_kind k_adam = {OPTIM_ADAM, "Adam", adam_defs, NDEFS(adam_defs), adam_bufs, 3, true, upd_adam};
@@ -255,6 +442,13 @@ static const optim_kind k_rmsprop = {OPTIM_RMSPROP, "RMSprop", rmsprop_defs, NDE
                                      rmsprop_bufs,  3,         true,         upd_rmsprop};
 static const optim_kind k_adagrad = {OPTIM_ADAGRAD, "Adagrad", adagrad_defs, NDEFS(adagrad_defs),
                                      adagrad_bufs,  1,         true,         upd_adagrad};
+static const optim_kind k_nadam = {OPTIM_NADAM, "NAdam", nadam_defs, NDEFS(nadam_defs), nadam_bufs, 2, true,
+                                   upd_nadam,   "mu_product"};
+static const optim_kind k_radam = {OPTIM_RADAM, "RAdam", radam_defs, NDEFS(radam_defs), radam_bufs, 2, true, upd_radam};
+static const optim_kind k_adadelta = {OPTIM_ADADELTA, "Adadelta", adadelta_defs, NDEFS(adadelta_defs),
+                                      adadelta_bufs,  2,          true,          upd_adadelta};
+static const optim_kind k_adamax = {OPTIM_ADAMAX, "Adamax", adamax_defs, NDEFS(adamax_defs), adamax_bufs, 2, true,
+                                    upd_adamax};
 
 /* ---- construction ---------------------------------------------------------------------- */
 void optim_free(wk_optimizer *opt) {
@@ -333,6 +527,38 @@ wk_optimizer *optim_adagrad(wk_tensor *const *params, int n, const wk_adagrad_op
   double v[] = {optim_or(x.lr, 1e-2),        x.lr_decay, optim_or(x.eps, 1e-10), x.weight_decay,
                 x.initial_accumulator_value, x.maximize};
   return create(&k_adagrad, params, n, v);
+}
+
+wk_optimizer *optim_nadam(wk_tensor *const *params, int n, const wk_nadam_opts *o, size_t osize) {
+  wk_nadam_opts x;
+  optim_copy_opts(&x, sizeof x, o, osize);
+  double v[] = {optim_or(x.lr, 2e-3),  optim_or(x.beta1, 0.9),         optim_or(x.beta2, 0.999),
+                optim_or(x.eps, 1e-8), x.weight_decay,                 optim_or(x.momentum_decay, 4e-3),
+                x.decoupled_weight_decay, x.maximize};
+  return create(&k_nadam, params, n, v);
+}
+
+wk_optimizer *optim_radam(wk_tensor *const *params, int n, const wk_radam_opts *o, size_t osize) {
+  wk_radam_opts x;
+  optim_copy_opts(&x, sizeof x, o, osize);
+  double v[] = {optim_or(x.lr, 1e-3), optim_or(x.beta1, 0.9), optim_or(x.beta2, 0.999), optim_or(x.eps, 1e-8),
+                x.weight_decay,       x.decoupled_weight_decay, x.maximize};
+  return create(&k_radam, params, n, v);
+}
+
+wk_optimizer *optim_adadelta(wk_tensor *const *params, int n, const wk_adadelta_opts *o, size_t osize) {
+  wk_adadelta_opts x;
+  optim_copy_opts(&x, sizeof x, o, osize);
+  double v[] = {optim_or(x.lr, 1.0), optim_or(x.rho, 0.9), optim_or(x.eps, 1e-6), x.weight_decay, x.maximize};
+  return create(&k_adadelta, params, n, v);
+}
+
+wk_optimizer *optim_adamax(wk_tensor *const *params, int n, const wk_adamax_opts *o, size_t osize) {
+  wk_adamax_opts x;
+  optim_copy_opts(&x, sizeof x, o, osize);
+  double v[] = {optim_or(x.lr, 2e-3),  optim_or(x.beta1, 0.9), optim_or(x.beta2, 0.999),
+                optim_or(x.eps, 1e-8), x.weight_decay,         x.maximize};
+  return create(&k_adamax, params, n, v);
 }
 
 const char *optim_name(const wk_optimizer *opt) {

@@ -39,6 +39,10 @@ wk_state_dict *optim_state_dict(const wk_optimizer *opt) {
       snprintf(key, sizeof key, "state.%d.step", i);
       s = optim_put_scalar(sd, key, st->step);
     }
+    if (!s && k->aux) {
+      snprintf(key, sizeof key, "state.%d.%s", i, k->aux);
+      s = optim_put_scalar(sd, key, st->aux);
+    }
     for (int b = 0; !s && b < k->nbuf; b++) {
       if (!st->buf[b]) continue;
       snprintf(key, sizeof key, "state.%d.%s", i, k->bufs[b]);
@@ -154,6 +158,7 @@ wk_status optim_load_state_dict(wk_optimizer *opt, const wk_state_dict *sd) {
   optim_pstate *states = calloc((size_t)opt->nparams, sizeof *states);
   wk_status s = WK_OK;
   if (!groups || !states) s = wk_error(WK_ERR_NO_MEMORY, "%s: load_state_dict: out of memory", k->name);
+  for (int i = 0; states && k->aux && i < opt->nparams; i++) states[i].aux = 1; /* mu_product's start */
   for (int g = 0; !s && g < opt->ngroups; g++) {
     optim_group *ng = &groups[g];
     memset(ng, 0, sizeof *ng);
@@ -201,6 +206,10 @@ wk_status optim_load_state_dict(wk_optimizer *opt, const wk_state_dict *sd) {
     st->init = true;
     if (k->has_step && strcmp(rest, "step") == 0) {
       s = optim_read_scalar(sd, name, &st->step, true);
+      continue;
+    }
+    if (k->aux && strcmp(rest, k->aux) == 0) {
+      s = optim_read_scalar(sd, name, &st->aux, true);
       continue;
     }
     int b = buf_index(k, rest);

@@ -40,6 +40,10 @@ static const wk_optim_api g_api = {
     .scheduler_load_state_dict = sched_load_state_dict,
     .clip_grad_norm_ = optim_clip_grad_norm_,
     .clip_grad_value_ = optim_clip_grad_value_,
+    .nadam = optim_nadam,
+    .radam = optim_radam,
+    .adadelta = optim_adadelta,
+    .adamax = optim_adamax,
 };
 
 static wk_status init(void) {
