@@ -200,6 +200,24 @@ static wk_status d_dot(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gi
   END
 }
 
+/* amax/amin (PyTorch's scale_grad_by_count): the gradient split evenly between
+ * the elements equal to the result. */
+static wk_status d_amax_amin(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int nd = N->args[1].len, in_nd = N->in_ndim[0];
+  const int64_t *dims = N->args[1].u.ints;
+  wk_tensor *g = G(0), *y = Y(0), *x = X(0);
+  CHECK(y);
+  CHECK(x);
+  if (!BARG(2)) {
+    g = wk__unsqueeze_dims(g, dims, nd, in_nd);
+    y = wk__unsqueeze_dims(y, dims, nd, in_nd);
+  }
+  wk_tensor *mask = wk_to_dtype(wk_eq(x, y), wk_tensor_dtype(G(0)));
+  wk_tensor *count = wk_sum_dim(mask, dims, nd, true);
+  GIN(0, wk_div(wk_mul(g, mask), count));
+  END
+}
+
 static const wk__formula rows[] = {
     {"sum", "SumBackward0", d_sum, 0, 0}, {"sum.dim_IntList", "SumBackward1", d_sum_dim, 0, 0},
     {"mean", "MeanBackward0", d_mean, 0, 0}, {"mean.dim", "MeanBackward1", d_mean_dim, 0, 0},
@@ -210,6 +228,7 @@ static const wk__formula rows[] = {
     {"var.correction", "VarBackward0", d_var, A(0), 0}, {"std.correction", "StdBackward0", d_std, A(0), A(0)},
     {"norm", "NormBackward1", d_norm, A(0), A(0)}, {"logsumexp", "LogsumexpBackward0", d_logsumexp, A(0), A(0)},
     {"cumsum", "CumsumBackward0", d_cumsum, 0, 0},
+    {"amax", "AmaxBackward0", d_amax_amin, A(0), A(0)}, {"amin", "AminBackward0", d_amax_amin, A(0), A(0)},
     /* linear algebra */
     {"mm", "MmBackward0", d_mm, A(0) | A(1), 0}, {"bmm", "BmmBackward0", d_bmm, A(0) | A(1), 0},
     {"addmm", "AddmmBackward0", d_addmm, A(1) | A(2), 0}, {"dot", "DotBackward0", d_dot, A(0) | A(1), 0},

@@ -335,6 +335,30 @@ static wk_status d_roll(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **g
   END
 }
 
+/* PyTorch's diagonal_backward: zeros of the input's shape, grad copied into the diagonal's view. */
+static wk_tensor *diagonal_grad(wk_tensor *g, const int64_t *in_sizes, int in_nd, wk_value off, wk_value d1,
+                                wk_value d2) {
+  wk_tensor *z = wk_zeros(in_sizes, in_nd, (wk_options){.dtype = wk_tensor_dtype(g), .device = wk_tensor_device(g)});
+  if (!z) return NULL;
+  wk_value a[4] = {WK_VT(z), off, d1, d2};
+  wk_tensor *v = wk__call1("diagonal", a, 4);
+  return v && wk_copy_(v, g) ? z : NULL;
+}
+static wk_status d_diagonal(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN GIN(0, diagonal_grad(G(0), IN_SHAPE(0), N->args[1], N->args[2], N->args[3]));
+  END
+}
+/* diag: a vector's gradient is the grad matrix's diagonal; a matrix's, the grad vector on its diagonal. */
+static wk_status d_diag(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (N->in_ndim[0] == 1) {
+    wk_value a[4] = {WK_VT(G(0)), N->args[1], WK_VI(0), WK_VI(1)};
+    GIN(0, wk__call1("diagonal", a, 4));
+  } else {
+    GIN(0, diagonal_grad(G(0), IN_SHAPE(0), N->args[1], WK_VI(0), WK_VI(1)));
+  }
+  END
+}
+
 static const wk__formula rows[] = {
     {"view", "ViewBackward0", d_reshape_back, 0, 0}, {"reshape", "ReshapeAliasBackward0", d_reshape_back, 0, 0},
     {"flatten", "ViewBackward0", d_reshape_back, 0, 0}, {"squeeze", "SqueezeBackward0", d_reshape_back, 0, 0},
@@ -349,6 +373,7 @@ static const wk__formula rows[] = {
     {"as_strided", "AsStridedBackward0", d_as_strided, 0, 0, NULL, true},
     /* indexing */
     {"cat", "CatBackward0", d_cat, 0, 0},
+    {"diagonal", "DiagonalBackward0", d_diagonal, 0, 0}, {"diag", "DiagBackward0", d_diag, 0, 0},
     {"index_select", "IndexSelectBackward0", d_index_select, A(2), 0},
     {"gather", "GatherBackward0", d_gather, A(2), 0},
     {"scatter.src", "ScatterBackward0", d_scatter, A(2), 0}, {"scatter_.src", "ScatterBackward0", d_scatter, A(2), 0},

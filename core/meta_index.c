@@ -312,6 +312,165 @@ static wk_status meta_copy_(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* ---- issue 21's shape ops (kernels: core/composite_surface.c) -------------------------- */
+/* tril/triu(self, diagonal): a matrix or a batch of them, same shape and dtype. */
+static wk_status meta_tril_triu(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  if (x->ndim < 2)
+    return wk_error(WK_ERR_SHAPE, "%s: input tensor must have at least 2 dimensions, got %d", MNAME, x->ndim);
+  wk__meta_like(o, x, x->dtype);
+  return WK_OK;
+}
+/* Length of the diagonal at offset off of a rows x cols matrix. */
+static int64_t diag_len(int64_t rows, int64_t cols, int64_t off) {
+  int64_t n = off >= 0 ? (rows < cols - off ? rows : cols - off) : (rows + off < cols ? rows + off : cols);
+  return n > 0 ? n : 0;
+}
+/* diag(self, diagonal): a vector gives the square matrix with it on that diagonal, a matrix its diagonal. */
+static wk_status meta_diag(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int64_t k = args[1].u.i;
+  o->dtype = x->dtype;
+  if (x->ndim == 1) {
+    int64_t n = x->sizes[0] + (k < 0 ? -k : k);
+    o->ndim = 2, o->sizes[0] = n, o->sizes[1] = n;
+  } else if (x->ndim == 2) {
+    o->ndim = 1, o->sizes[0] = diag_len(x->sizes[0], x->sizes[1], k);
+  } else {
+    return wk_error(WK_ERR_SHAPE, "diag(): matrix or a vector expected, got a %dD tensor", x->ndim);
+  }
+  return WK_OK;
+}
+/* diagonal(self, offset, dim1, dim2): the two dims dropped, the diagonal's length appended. */
+static wk_status meta_diagonal(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int d1, d2;
+  wk_status s;
+  if ((s = wk_check_dim("diagonal", args[2].u.i, x->ndim, &d1)) || (s = wk_check_dim("diagonal", args[3].u.i, x->ndim, &d2)))
+    return s;
+  if (x->ndim < 2) return wk_error(WK_ERR_SHAPE, "diagonal(): input tensor must have at least 2 dimensions, got %d", x->ndim);
+  if (d1 == d2) return wk_error(WK_ERR_INVALID_ARG, "diagonal(): diagonal dimensions cannot be identical %d, %d",
+                                (int)args[2].u.i, (int)args[3].u.i);
+  o->dtype = x->dtype;
+  o->ndim = 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (d != d1 && d != d2) o->sizes[o->ndim++] = x->sizes[d];
+  o->sizes[o->ndim++] = diag_len(x->sizes[d1], x->sizes[d2], args[1].u.i);
+  return WK_OK;
+}
+/* movedim(self, source, destination): the permutation that moves each source dim to its destination. */
+WK__HIDDEN wk_status wk__movedim_perm(const wk_tensor *x, const wk_value *src, const wk_value *dst, int64_t *perm);
+wk_status wk__movedim_perm(const wk_tensor *x, const wk_value *src, const wk_value *dst, int64_t *perm) {
+  int nd = x->ndim, n = src->len;
+  if (src->len != dst->len)
+    return wk_error(WK_ERR_INVALID_ARG, "movedim: Invalid source or destination dims: source (%d dims) should "
+                    "contain the same number of dims as destination (%d dims)", src->len, dst->len);
+  bool used_s[WK_MAX_DIMS] = {false}, used_d[WK_MAX_DIMS] = {false};
+  int s_[WK_MAX_DIMS], d_[WK_MAX_DIMS];
+  for (int i = 0; i < n; i++) {
+    wk_status s;
+    if ((s = wk_check_dim("movedim", src->u.ints[i], nd, &s_[i])) || (s = wk_check_dim("movedim", dst->u.ints[i], nd, &d_[i])))
+      return s;
+    if (used_s[s_[i]]) return wk_error(WK_ERR_INVALID_ARG, "movedim: repeated dim in `source` (dim %d)", s_[i]);
+    if (used_d[d_[i]]) return wk_error(WK_ERR_INVALID_ARG, "movedim: repeated dim in `destination` (dim %d)", d_[i]);
+    used_s[s_[i]] = used_d[d_[i]] = true;
+  }
+  for (int d = 0; d < nd; d++) perm[d] = -1;
+  for (int i = 0; i < n; i++) perm[d_[i]] = s_[i];
+  int next = 0; /* the other dims keep their order in the free slots */
+  for (int d = 0; d < nd; d++) {
+    if (perm[d] >= 0) continue;
+    while (used_s[next]) next++;
+    perm[d] = next++;
+  }
+  return WK_OK;
+}
+static wk_status meta_movedim(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int64_t perm[WK_MAX_DIMS];
+  wk_status s = wk__movedim_perm(x, &args[1], &args[2], perm);
+  if (s) return s;
+  o->dtype = x->dtype;
+  o->ndim = x->ndim;
+  for (int d = 0; d < x->ndim; d++) o->sizes[d] = x->sizes[perm[d]];
+  return WK_OK;
+}
+/* tile(self, dims): repeat with dims padded by leading 1s to self's rank. */
+static wk_status meta_tile(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int n = args[1].len, nd = n > x->ndim ? n : x->ndim;
+  if (nd > WK_MAX_DIMS) return wk_error(WK_ERR_SHAPE, "tile: at most %d dims, got %d", WK_MAX_DIMS, nd);
+  o->dtype = x->dtype;
+  o->ndim = nd;
+  for (int d = 0; d < nd; d++) {
+    int64_t r = d - (nd - n) >= 0 ? args[1].u.ints[d - (nd - n)] : 1;
+    int64_t s = d - (nd - x->ndim) >= 0 ? x->sizes[d - (nd - x->ndim)] : 1;
+    if (r < 0) return wk_error(WK_ERR_INVALID_ARG, "tile: Trying to create tensor with negative dimension %lld", (long long)r);
+    o->sizes[d] = r * s;
+  }
+  return WK_OK;
+}
+/* unflatten(self, dim, sizes): dim split into sizes (one may be -1). */
+static wk_status meta_unflatten(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int d, n = args[2].len, infer = -1;
+  wk_status s = wk_check_dim("unflatten", args[1].u.i, x->ndim, &d);
+  if (s) return s;
+  if (n == 0) return wk_error(WK_ERR_INVALID_ARG, "unflatten: sizes must be non-empty");
+  if (x->ndim == 0) return wk_error(WK_ERR_SHAPE, "unflatten: cannot unflatten a 0-dim tensor");
+  if (x->ndim - 1 + n > WK_MAX_DIMS) return wk_error(WK_ERR_SHAPE, "unflatten: at most %d dims", WK_MAX_DIMS);
+  int64_t prod = 1, dimsz = x->sizes[d];
+  for (int i = 0; i < n; i++) {
+    int64_t v = args[2].u.ints[i];
+    if (v == -1) {
+      if (infer >= 0) return wk_error(WK_ERR_INVALID_ARG, "unflatten: only one dimension can be inferred");
+      infer = i;
+    } else if (v < 0) {
+      return wk_error(WK_ERR_INVALID_ARG, "unflatten: invalid size %lld", (long long)v);
+    } else {
+      prod *= v;
+    }
+  }
+  bool ok = infer >= 0 ? (prod != 0 && dimsz % prod == 0) : prod == dimsz;
+  if (!ok) {
+    char b[WK_SHAPE_STR_MAX];
+    return wk_error(WK_ERR_SHAPE, "unflatten: Provided sizes %s don't multiply up to the size of dim %d (%lld) in the "
+                    "input tensor", wk__shape_str(args[2].u.ints, n, b, sizeof b), d, (long long)dimsz);
+  }
+  o->dtype = x->dtype;
+  o->ndim = 0;
+  for (int k = 0; k < x->ndim; k++) {
+    if (k != d) {
+      o->sizes[o->ndim++] = x->sizes[k];
+      continue;
+    }
+    for (int i = 0; i < n; i++) o->sizes[o->ndim++] = i == infer ? dimsz / prod : args[2].u.ints[i];
+  }
+  return WK_OK;
+}
+/* repeat_interleave.self_int(self, repeats, dim=None): each element repeated (None: of the flattened input). */
+static wk_status meta_repeat_interleave(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int64_t r = args[1].u.i;
+  if (r < 0) return wk_error(WK_ERR_INVALID_ARG, "repeat_interleave: repeats can not be negative, got %lld", (long long)r);
+  o->dtype = x->dtype;
+  if (MNONE(2)) {
+    o->ndim = 1;
+    o->sizes[0] = wk_tensor_numel(x) * r;
+    return WK_OK;
+  }
+  int d;
+  wk_status s = wk_check_dim("repeat_interleave", args[2].u.i, x->ndim, &d);
+  if (s) return s;
+  wk__meta_like(o, x, x->dtype);
+  if (x->ndim == 0) {
+    o->ndim = 1, o->sizes[0] = r;
+  } else {
+    o->sizes[d] *= r;
+  }
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"copy_", meta_copy_},
     {"cat", meta_cat},
@@ -330,6 +489,14 @@ static const wk__meta_row g_rows[] = {
     {"one_hot", meta_one_hot},
     {"clone", meta_clone},
     {"to.dtype", meta_to_dtype},
+    {"tril", meta_tril_triu},
+    {"triu", meta_tril_triu},
+    {"diag", meta_diag},
+    {"diagonal", meta_diagonal},
+    {"movedim", meta_movedim},
+    {"tile", meta_tile},
+    {"unflatten", meta_unflatten},
+    {"repeat_interleave.self_int", meta_repeat_interleave},
 };
 
 const wk__meta_family wk__metas_index = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -313,6 +313,80 @@ static wk_status meta_dot(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* ---- issue 21's reductions (composites in core/composite_surface.c) ---------------- */
+/* amax/amin(self, dim=[], keepdim): [] reduces every dim; a reduced dim must not be empty. */
+static wk_status meta_amax_amin(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  const char *name = MNAME;
+  wk_status s = reduce_shape(name, x, args[1].u.ints, args[1].len, args[2].u.b, x->dtype, o, NULL);
+  if (s) return s;
+  for (int d = 0; d < x->ndim; d++) {
+    bool red = args[1].len == 0;
+    for (int i = 0; i < args[1].len && !red; i++) red = (args[1].u.ints[i] + (args[1].u.ints[i] < 0 ? x->ndim : 0)) == d;
+    if (red && x->sizes[d] == 0)
+      return wk_error(WK_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero size.", name, d);
+  }
+  return WK_OK;
+}
+/* aminmax(self, *, dim=None, keepdim) -> (min, max) */
+static wk_status meta_aminmax(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int64_t dim = MNONE(1) ? 0 : args[1].u.i;
+  wk_status s;
+  if (MNONE(1)) {
+    if (wk_tensor_numel(x) == 0)
+      return wk_error(WK_ERR_INDEX, "aminmax(): cannot compute aminmax over an empty dimension as the operation has "
+                      "no identity.");
+    s = reduce_shape("aminmax", x, NULL, 0, args[2].u.b, x->dtype, o, NULL);
+  } else {
+    int d;
+    if ((s = wk_check_dim("aminmax", dim, x->ndim, &d))) return s;
+    if (x->ndim > 0 && x->sizes[d] == 0)
+      return wk_error(WK_ERR_INDEX, "aminmax(): Expected reduction dim %d to have non-zero size.", d);
+    s = reduce_shape("aminmax", x, &dim, 1, args[2].u.b, x->dtype, o, NULL);
+  }
+  o[1] = o[0];
+  return s;
+}
+/* nansum(self, dim, keepdim, *, dtype): sum's dtypes; nanmean: floating only. */
+static wk_status meta_nansum(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  int n;
+  const int64_t *dims = opt_dims(&args[1], &n);
+  return sum_prod(op, MT(0), dims, n, args[2].u.b, opt_dtype(&args[3]), o);
+}
+static wk_status meta_nanmean(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "nanmean(): expected input to have floating point dtype but got %s",
+                    wk__dtype_word(x->dtype));
+  int n;
+  const int64_t *dims = opt_dims(&args[1], &n);
+  wk_dtype dt = opt_dtype(&args[3]);
+  if (dt && !wk_dtype_is_floating(dt))
+    return wk_error(WK_ERR_DTYPE, "nanmean(): expected the dtype to be floating point, got %s", wk_dtype_name(dt));
+  return reduce_shape("nanmean", x, dims, n, args[2].u.b, dt ? dt : x->dtype, o, NULL);
+}
+/* var_mean/std_mean.correction(self, dim, *, correction, keepdim) -> (var or std, mean) */
+static wk_status meta_var_std_mean(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  char b[32];
+  const char *name = wk__meta_base_name(op, b, sizeof b);
+  const wk_tensor *x = MT(0);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "%s(): %s only support floating point and complex dtypes, got %s", name, name,
+                    wk_dtype_torch_name(x->dtype));
+  int n;
+  const int64_t *dims = opt_dims(&args[1], &n);
+  wk_status s = reduce_shape(name, x, dims, n, args[3].u.b, x->dtype, o, NULL);
+  o[1] = o[0];
+  return s;
+}
+/* count_nonzero(self, dim=None) -> int64 */
+static wk_status meta_count_nonzero(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  int n;
+  const int64_t *dims = opt_dims(&args[1], &n);
+  return reduce_shape("count_nonzero", MT(0), dims, n, false, WK_I64, o, NULL);
+}
+
 /* ---- the table ------------------------------------------------------------------- */
 /* matmul(self, other): PyTorch's cases (dot, mv, mm, batched with broadcast
  * batch dimensions), decided here so errors name matmul on every device; the
@@ -397,6 +471,14 @@ static const wk__meta_row g_rows[] = {
     {"any", meta_all_any},
     {"any.dim", meta_all_any},
     {"cumsum", meta_cumsum},
+    {"amax", meta_amax_amin},
+    {"amin", meta_amax_amin},
+    {"aminmax", meta_aminmax},
+    {"nansum", meta_nansum},
+    {"nanmean", meta_nanmean},
+    {"var_mean.correction", meta_var_std_mean},
+    {"std_mean.correction", meta_var_std_mean},
+    {"count_nonzero", meta_count_nonzero},
     {"sort", meta_sort},
     {"topk", meta_topk},
     {"mm", meta_mm},

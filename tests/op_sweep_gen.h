@@ -575,7 +575,8 @@ static bool wants_distinct(const sw_case *c) {
 static bool g_reduce(sw_case *c) {
   int64_t s[WK_MAX_DIMS];
   int nd = rshape(c, s, 0, 3), nargs = wk_op_num_args(c->op);
-  bool needs_elems = is_op(c, "max") || is_op(c, "min") || is_op(c, "argmax") || is_op(c, "argmin");
+  bool needs_elems = is_op(c, "max") || is_op(c, "min") || is_op(c, "argmax") || is_op(c, "argmin") ||
+                     is_op(c, "amax") || is_op(c, "amin") || is_op(c, "aminmax");
   int d0 = nd ? (int)rpick(c, 0, nd - 1) : 0;
   if (needs_elems && c->mode == SW_EMPTY) { /* reduce over a non-empty dim of an empty tensor */
     int nz = -1;
@@ -587,9 +588,12 @@ static bool g_reduce(sw_case *c) {
   at(c, wants_distinct(c) ? rt_distinct(c, c->dt, s, nd, lo_of(c), hi_of(c)) : rself(c, s, nd));
   for (int i = 1; i < nargs; i++) {
     const char *name = wk_op_arg_name(c->op, i), *type = wk_op_arg_type(c->op, i);
-    if (!strcmp(name, "dim") && !strncmp(type, "int[]", 5)) {
+    if (!strcmp(name, "dim") && !strncmp(type, "int[", 4)) {
       bool opt = strchr(type, '?') != NULL;
-      if (opt && runif(c) < 0.3) {
+      if (needs_elems && c->mode == SW_EMPTY) { /* amax/amin: only the non-empty dim */
+        int64_t one[1] = {d0};
+        aints(c, one, 1);
+      } else if (opt && runif(c) < 0.3) {
         anone(c);
       } else if (nd >= 2 && runif(c) < 0.4) {
         int64_t two[2] = {d0, (d0 + 1) % nd - nd}; /* two dims, one negative */
@@ -622,8 +626,9 @@ static bool g_reduce(sw_case *c) {
 static bool e_reduce(sw_case *c, int k) {
   int64_t s[2] = {2, 3}, e[2] = {0, 3};
   int di = wk_op_arg_index(c->op, "dim");
-  bool list = di >= 0 && !strncmp(wk_op_arg_type(c->op, di), "int[]", 5);
-  bool needs_elems = is_op(c, "max") || is_op(c, "min") || is_op(c, "argmax") || is_op(c, "argmin");
+  bool list = di >= 0 && !strncmp(wk_op_arg_type(c->op, di), "int[", 4);
+  bool needs_elems = is_op(c, "max") || is_op(c, "min") || is_op(c, "argmax") || is_op(c, "argmin") ||
+                     is_op(c, "amax") || is_op(c, "amin") || is_op(c, "aminmax");
   switch (k) {
     case 0:
     case 1:
@@ -638,10 +643,11 @@ static bool e_reduce(sw_case *c, int k) {
     case 2: /* max() of an empty tensor; max(dim) over an empty dim */
       if (!needs_elems) return false;
       at(c, rt(c, WK_F32, e, 2, -1, 1));
-      if (di >= 0) ai(c, 0);
+      if (di >= 0 && list) AINTS(c, 0);
+      if (di >= 0 && !list) ai(c, 0);
       return true;
     case 3:
-      if (!is_op(c, "mean")) return false;
+      if (!is_op(c, "mean") && !is_op(c, "nanmean") && !is_op(c, "var_mean") && !is_op(c, "std_mean")) return false;
       at(c, rt(c, WK_I64, s, 2, 0, 5)); /* integers have no mean */
       if (di >= 0) AINTS(c, 0);
       return true;
@@ -777,6 +783,149 @@ static bool e_linalg(sw_case *c, int k) {
     at(c, rt(c, WK_F32, k == 0 ? s23 : s234, k == 0 ? 2 : 3, -1, 1));
     at(c, rt(c, WK_F32, s45, 2, -1, 1)); /* 3 vs 4; a 3-d operand */
   }
+  return true;
+}
+
+/* ==== generators: issue 21's shape ops ===================================================== */
+
+/* tril/triu(self, diagonal): matrices or batches of them, diagonals on both sides. */
+static bool g_tril(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 2, 4);
+  at(c, rself(c, s, nd));
+  ai(c, rpick(c, -2, 2));
+  return true;
+}
+static bool e_tril(sw_case *c, int k) { /* a vector */
+  int64_t s[1] = {3};
+  if (k > 0) return false;
+  at(c, rt(c, WK_F32, s, 1, -1, 1));
+  ai(c, 0);
+  return true;
+}
+/* diag(self, diagonal): a vector or a matrix. */
+static bool g_diag(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 1, 2);
+  at(c, rself(c, s, nd));
+  ai(c, rpick(c, -2, 2));
+  return true;
+}
+static bool e_diag(sw_case *c, int k) { /* a 3-d tensor */
+  int64_t s[3] = {2, 2, 2};
+  if (k > 0) return false;
+  at(c, rt(c, WK_F32, s, 3, -1, 1));
+  ai(c, 0);
+  return true;
+}
+/* diagonal(self, offset, dim1, dim2): two different dims, either sign. */
+static bool g_diagonal(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 2, 4), d1 = (int)rpick(c, 0, nd - 1), d2 = (int)rpick(c, 0, nd - 2);
+  if (d2 >= d1) d2++;
+  at(c, rself(c, s, nd));
+  ai(c, rpick(c, -2, 2));
+  ai(c, d1 - (runif(c) < 0.5 ? nd : 0));
+  ai(c, d2 - (runif(c) < 0.5 ? nd : 0));
+  return true;
+}
+static bool e_diagonal(sw_case *c, int k) { /* identical dims; a dim out of range */
+  int64_t s[2] = {2, 3};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, 2, -1, 1));
+  ai(c, 0);
+  ai(c, 0);
+  ai(c, k == 0 ? -2 : 5);
+  return true;
+}
+/* movedim(self, source, destination): a random subset of dims to random free places. */
+static bool g_movedim(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], src[WK_MAX_DIMS], dst[WK_MAX_DIMS], perm[WK_MAX_DIMS];
+  int nd = rshape(c, s, 1, 4), n = (int)rpick(c, 1, nd);
+  for (int d = 0; d < nd; d++) perm[d] = d;
+  for (int d = nd - 1; d > 0; d--) { /* shuffle */
+    int64_t j = rpick(c, 0, d), x = perm[d];
+    perm[d] = perm[j], perm[j] = x;
+  }
+  for (int i = 0; i < n; i++) src[i] = perm[i] - (runif(c) < 0.3 ? nd : 0);
+  for (int d = nd - 1; d > 0; d--) {
+    int64_t j = rpick(c, 0, d), x = perm[d];
+    perm[d] = perm[j], perm[j] = x;
+  }
+  for (int i = 0; i < n; i++) dst[i] = perm[i];
+  at(c, rself(c, s, nd));
+  aints(c, src, n);
+  aints(c, dst, n);
+  return true;
+}
+static bool e_movedim(sw_case *c, int k) { /* lengths differ; a repeated source dim */
+  int64_t s[3] = {2, 3, 4};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, 3, -1, 1));
+  if (k == 0) AINTS(c, 0), AINTS(c, 0, 1);
+  if (k == 1) AINTS(c, 0, 0), AINTS(c, 1, 2);
+  return true;
+}
+/* tile(self, dims): fewer, as many or more dims than self. */
+static bool g_tile(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], r[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 3), n = (int)rpick(c, 0, nd + 1);
+  for (int i = 0; i < n; i++) r[i] = rpick(c, c->mode == SW_EMPTY ? 0 : 1, 3);
+  at(c, rself(c, s, nd));
+  aints(c, r, n);
+  return true;
+}
+static bool e_tile(sw_case *c, int k) { /* a negative repeat */
+  int64_t s[2] = {2, 3};
+  if (k > 0) return false;
+  at(c, rt(c, WK_F32, s, 2, -1, 1));
+  AINTS(c, 2, -1);
+  return true;
+}
+/* unflatten(self, dim, sizes): a dim of 1..6 split in two (one of them -1 at times). */
+static bool g_unflatten(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 1, 3), d = (int)rpick(c, 0, nd - 1);
+  int64_t a = rpick(c, 1, 3), b = c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2);
+  s[d] = a * b;
+  at(c, rself(c, s, nd));
+  ai(c, d - (runif(c) < 0.5 ? nd : 0));
+  double u = runif(c);
+  if (u < 0.3 && b > 0)
+    AINTS(c, a, -1);
+  else if (u < 0.5 && a > 0 && b > 0)
+    AINTS(c, -1, b);
+  else
+    AINTS(c, a, b);
+  return true;
+}
+static bool e_unflatten(sw_case *c, int k) { /* sizes that do not multiply up; two -1 */
+  int64_t s[1] = {6};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, 1, -1, 1));
+  ai(c, 0);
+  if (k == 0) AINTS(c, 4, -1);
+  if (k == 1) AINTS(c, -1, -1);
+  return true;
+}
+/* repeat_interleave(self, repeats, dim): None flattens. */
+static bool g_repeat_interleave(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 3);
+  at(c, rself(c, s, nd));
+  ai(c, rpick(c, 0, 3));
+  if (runif(c) < 0.3)
+    anone(c);
+  else
+    ai(c, nd ? rpick(c, 0, nd - 1) - (runif(c) < 0.5 ? nd : 0) : 0);
+  return true;
+}
+static bool e_repeat_interleave(sw_case *c, int k) { /* negative repeats; a dim out of range */
+  int64_t s[2] = {2, 3};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, 2, -1, 1));
+  ai(c, k == 0 ? -1 : 2);
+  ai(c, k == 0 ? 0 : 4);
   return true;
 }
 

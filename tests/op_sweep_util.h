@@ -341,7 +341,8 @@ static bool wants_specials(const sw_case *c) {
                                       "le",    "gt",    "ge",         "sigmoid", "tanh",    "exp",
                                       "isfinite", "signbit", "trunc", "frac", "square", "reciprocal", "expm1",
                                       "exp2", "log_sigmoid", "softplus", "relu6", "hardtanh", "hardswish", "mish",
-                                      "elu", "selu", "celu", "sinh", "cosh", "atan", "asinh"};
+                                      "elu", "selu", "celu", "sinh", "cosh", "atan", "asinh", "nansum",
+                                      "nanmean", "amax", "amin", "aminmax", "count_nonzero"};
   char b[64];
   base_name(c->row->op, b, sizeof b);
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -170,6 +170,14 @@ enum {
   X("any(Tensor self) -> Tensor", WK_TAG_REDUCTION | WK_ND)                                      \
   X("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_ND)     \
   X("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", 0)                      \
+  X("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)", WK_TAG_REDUCTION | WK_ND | WK_TAG_COMPOSITE) \
+  X("nansum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("nanmean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("var_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("std_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("count_nonzero(Tensor self, int[]? dim=None) -> Tensor", WK_TAG_REDUCTION | WK_ND | WK_TAG_COMPOSITE) \
   /* ---- linear algebra ---- */                                                                \
   X("mm(Tensor self, Tensor mat2) -> Tensor", 0)                                                 \
   X("bmm(Tensor self, Tensor mat2) -> Tensor", 0)                                                \
@@ -212,6 +220,14 @@ enum {
   X("repeat(Tensor self, int[] repeats) -> Tensor", 0)                                           \
   X("flip(Tensor self, int[] dims) -> Tensor", 0)                                                \
   X("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor", 0)                               \
+  X("tril(Tensor self, int diagonal=0) -> Tensor", WK_TAG_COMPOSITE)                             \
+  X("triu(Tensor self, int diagonal=0) -> Tensor", WK_TAG_COMPOSITE)                             \
+  X("diag(Tensor self, int diagonal=0) -> Tensor", 0)                                            \
+  X("diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", WK_TAG_VIEW)  \
+  X("movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)", WK_TAG_VIEW | WK_TAG_COMPOSITE) \
+  X("tile(Tensor self, int[] dims) -> Tensor", WK_TAG_COMPOSITE)                                 \
+  X("unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)", WK_TAG_VIEW | WK_TAG_COMPOSITE) \
+  X("repeat_interleave.self_int(Tensor self, int repeats, int? dim=None) -> Tensor", WK_TAG_COMPOSITE) \
   X("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", WK_ND) \
   X("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", 0) \
   X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)

@@ -2484,6 +2484,73 @@ static inline wk_tensor *wkx_cumsum(wk_tensor *self, int64_t dim, wk_dtype dtype
   return wk__gen_call(&wk__op, "cumsum", wk__a, 3, (wk_tensor **const *)0, 0, 0);
 }
 
+/* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor */
+static inline wk_tensor *wkx_amax(wk_tensor *self, const int64_t *dim, int64_t dim_len, bool keepdim) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VINTS(dim, wk__gen_len(dim_len)), WK_VB(keepdim)};
+  return wk__gen_call(&wk__op, "amax", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor */
+static inline wk_tensor *wkx_amin(wk_tensor *self, const int64_t *dim, int64_t dim_len, bool keepdim) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VINTS(dim, wk__gen_len(dim_len)), WK_VB(keepdim)};
+  return wk__gen_call(&wk__op, "amin", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max) */
+static inline wk_tensor *wkx_aminmax(wk_tensor *self, const int64_t *dim, bool keepdim, wk_tensor **max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), dim ? WK_VI(*dim) : WK_VNONE, WK_VB(keepdim)};
+  wk_tensor **const wk__r[1] = {max};
+  return wk__gen_call(&wk__op, "aminmax", wk__a, 3, wk__r, 1, 0x0);
+}
+
+/* nansum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor */
+static inline wk_tensor *wkx_nansum(wk_tensor *self, const int64_t *dim, int64_t dim_len, bool keepdim,
+                                    wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), dim ? WK_VINTS(dim, wk__gen_len(dim_len)) : WK_VNONE,
+                             WK_VB(keepdim), WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "nansum", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* nanmean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor */
+static inline wk_tensor *wkx_nanmean(wk_tensor *self, const int64_t *dim, int64_t dim_len, bool keepdim,
+                                     wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), dim ? WK_VINTS(dim, wk__gen_len(dim_len)) : WK_VNONE,
+                             WK_VB(keepdim), WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "nanmean", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* var_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor) */
+static inline wk_tensor *wkx_var_mean__correction(wk_tensor *self, const int64_t *dim, int64_t dim_len,
+    int64_t correction, bool keepdim, wk_tensor **result1) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), dim ? WK_VINTS(dim, wk__gen_len(dim_len)) : WK_VNONE,
+                             WK_VI(correction), WK_VB(keepdim)};
+  wk_tensor **const wk__r[1] = {result1};
+  return wk__gen_call(&wk__op, "var_mean.correction", wk__a, 4, wk__r, 1, 0x0);
+}
+
+/* std_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor) */
+static inline wk_tensor *wkx_std_mean__correction(wk_tensor *self, const int64_t *dim, int64_t dim_len,
+    int64_t correction, bool keepdim, wk_tensor **result1) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), dim ? WK_VINTS(dim, wk__gen_len(dim_len)) : WK_VNONE,
+                             WK_VI(correction), WK_VB(keepdim)};
+  wk_tensor **const wk__r[1] = {result1};
+  return wk__gen_call(&wk__op, "std_mean.correction", wk__a, 4, wk__r, 1, 0x0);
+}
+
+/* count_nonzero(Tensor self, int[]? dim=None) -> Tensor */
+static inline wk_tensor *wkx_count_nonzero(wk_tensor *self, const int64_t *dim, int64_t dim_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), dim ? WK_VINTS(dim, wk__gen_len(dim_len)) : WK_VNONE};
+  return wk__gen_call(&wk__op, "count_nonzero", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
 /* mm(Tensor self, Tensor mat2) -> Tensor */
 static inline wk_tensor *wkx_mm(wk_tensor *self, wk_tensor *mat2) {
   static wk_op *wk__op;
@@ -2794,6 +2861,66 @@ static inline wk_tensor *wkx_roll(wk_tensor *self, const int64_t *shifts, int64_
   const wk_value wk__a[3] = {WK_VT(self), WK_VINTS(shifts, wk__gen_len(shifts_len)),
                              WK_VINTS(dims, wk__gen_len(dims_len))};
   return wk__gen_call(&wk__op, "roll", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* tril(Tensor self, int diagonal=0) -> Tensor */
+static inline wk_tensor *wkx_tril(wk_tensor *self, int64_t diagonal) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(diagonal)};
+  return wk__gen_call(&wk__op, "tril", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* triu(Tensor self, int diagonal=0) -> Tensor */
+static inline wk_tensor *wkx_triu(wk_tensor *self, int64_t diagonal) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(diagonal)};
+  return wk__gen_call(&wk__op, "triu", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* diag(Tensor self, int diagonal=0) -> Tensor */
+static inline wk_tensor *wkx_diag(wk_tensor *self, int64_t diagonal) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(diagonal)};
+  return wk__gen_call(&wk__op, "diag", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a) */
+static inline wk_tensor *wkx_diagonal(wk_tensor *self, int64_t offset, int64_t dim1, int64_t dim2) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VI(offset), WK_VI(dim1), WK_VI(dim2)};
+  return wk__gen_call(&wk__op, "diagonal", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a) */
+static inline wk_tensor *wkx_movedim(wk_tensor *self, const int64_t *source, int64_t source_len,
+                                     const int64_t *destination, int64_t destination_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VINTS(source, wk__gen_len(source_len)),
+                             WK_VINTS(destination, wk__gen_len(destination_len))};
+  return wk__gen_call(&wk__op, "movedim", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* tile(Tensor self, int[] dims) -> Tensor */
+static inline wk_tensor *wkx_tile(wk_tensor *self, const int64_t *dims, int64_t dims_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VINTS(dims, wk__gen_len(dims_len))};
+  return wk__gen_call(&wk__op, "tile", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a) */
+static inline wk_tensor *wkx_unflatten(wk_tensor *self, int64_t dim, const int64_t *sizes,
+                                       int64_t sizes_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VI(dim), WK_VINTS(sizes, wk__gen_len(sizes_len))};
+  return wk__gen_call(&wk__op, "unflatten", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* repeat_interleave.self_int(Tensor self, int repeats, int? dim=None) -> Tensor */
+static inline wk_tensor *wkx_repeat_interleave__self_int(wk_tensor *self, int64_t repeats,
+    const int64_t *dim) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VI(repeats), dim ? WK_VI(*dim) : WK_VNONE};
+  return wk__gen_call(&wk__op, "repeat_interleave.self_int", wk__a, 3, (wk_tensor **const *)0, 0, 0);
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices) */
@@ -3297,6 +3424,14 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_any, "any", "any(Tensor self) -> Tensor") \
   X(wkx_any__dim, "any.dim", "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor") \
   X(wkx_cumsum, "cumsum", "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_amax, "amax", "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor") \
+  X(wkx_amin, "amin", "amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor") \
+  X(wkx_aminmax, "aminmax", "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)") \
+  X(wkx_nansum, "nansum", "nansum(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_nanmean, "nanmean", "nanmean(Tensor self, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_var_mean__correction, "var_mean.correction", "var_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)") \
+  X(wkx_std_mean__correction, "std_mean.correction", "std_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)") \
+  X(wkx_count_nonzero, "count_nonzero", "count_nonzero(Tensor self, int[]? dim=None) -> Tensor") \
   X(wkx_mm, "mm", "mm(Tensor self, Tensor mat2) -> Tensor") \
   X(wkx_bmm, "bmm", "bmm(Tensor self, Tensor mat2) -> Tensor") \
   X(wkx_addmm, "addmm", "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor") \
@@ -3336,6 +3471,14 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_repeat, "repeat", "repeat(Tensor self, int[] repeats) -> Tensor") \
   X(wkx_flip, "flip", "flip(Tensor self, int[] dims) -> Tensor") \
   X(wkx_roll, "roll", "roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor") \
+  X(wkx_tril, "tril", "tril(Tensor self, int diagonal=0) -> Tensor") \
+  X(wkx_triu, "triu", "triu(Tensor self, int diagonal=0) -> Tensor") \
+  X(wkx_diag, "diag", "diag(Tensor self, int diagonal=0) -> Tensor") \
+  X(wkx_diagonal, "diagonal", "diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)") \
+  X(wkx_movedim, "movedim", "movedim(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)") \
+  X(wkx_tile, "tile", "tile(Tensor self, int[] dims) -> Tensor") \
+  X(wkx_unflatten, "unflatten", "unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)") \
+  X(wkx_repeat_interleave__self_int, "repeat_interleave.self_int", "repeat_interleave.self_int(Tensor self, int repeats, int? dim=None) -> Tensor") \
   X(wkx_topk, "topk", "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)") \
   X(wkx_sort, "sort", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)") \
   X(wkx_one_hot, "one_hot", "one_hot(Tensor self, int num_classes=-1) -> Tensor") \

@@ -148,6 +148,76 @@ u8 = torch.tensor([0, 1, 128, 255], dtype=torch.uint8)
 case("bitwise_xor uint8 Scalar", "bitwise_xor.Scalar", [T(u8), 170], torch.bitwise_xor(u8, 170))
 case("bitwise_left_shift bool Scalar", "bitwise_left_shift.Scalar", [T(ba), 2], torch.bitwise_left_shift(ba, 2))
 
+# ---- reductions: dims lists, keepdim, NaN, ties (amax/amin split the gradient), integer inputs ----
+x = r(3, 4, 5)
+x[0, 1, 2] = float("nan")
+x[2, 3, 4] = float("nan")
+for label, op, args, fn in [
+        ("amax dims keepdim", "amax", [[0, 2], True], lambda t: torch.amax(t, (0, 2), True)),
+        ("amin all", "amin", [[], False], lambda t: torch.amin(t, ())),
+        ("nansum dim", "nansum", [[1], False, None], lambda t: torch.nansum(t, 1)),
+        ("nansum all", "nansum", [None, False, None], lambda t: torch.nansum(t)),
+        ("nanmean dims keepdim", "nanmean", [[0, -1], True, None], lambda t: torch.nanmean(t, (0, -1), True)),
+        ("count_nonzero dims", "count_nonzero", [[0, 2]], lambda t: torch.count_nonzero(t, (0, 2)))]:
+    case(label, op, [T(x)] + args, fn(x))
+xc = r(3, 4, 5)
+case("aminmax dim", "aminmax", [T(xc), 1, True], list(torch.aminmax(xc, dim=1, keepdim=True)))
+case("aminmax all", "aminmax", [T(xc), None, False], list(torch.aminmax(xc)))
+case("var_mean dims", "var_mean.correction", [T(xc), [0, 2], 1, False], list(torch.var_mean(xc, (0, 2))))
+case("std_mean correction 0 keepdim", "std_mean.correction", [T(xc), [1], 0, True],
+     list(torch.std_mean(xc, 1, unbiased=False, keepdim=True)))
+allnan = torch.full((2, 3), float("nan"))
+case("nanmean all-NaN row", "nanmean", [T(allnan), [1], False, None], torch.nanmean(allnan, 1))
+xi = torch.tensor([[3, 0, -2], [0, 0, 7]])
+case("nansum int64", "nansum", [T(xi), [1], False, None], torch.nansum(xi, 1))
+case("amax int64", "amax", [T(xi), [0], False], torch.amax(xi, 0))
+case("count_nonzero int64 all", "count_nonzero", [T(xi), None], torch.count_nonzero(xi))
+ties = torch.tensor([[1.0, 3.0, 3.0, 0.5], [2.0, 2.0, 2.0, -1.0]], dtype=torch.float64)
+for label, op, args, fn in [("amax ties grad", "amax", [[1], False], lambda t: torch.amax(t, 1)),
+                            ("amin ties grad all", "amin", [[], False], lambda t: torch.amin(t)),
+                            ("amax dims keepdim grad", "amax", [[0, 1], True], lambda t: torch.amax(t, (0, 1), True))]:
+    arg = T(ties.clone())
+    gcase(label, op, [arg] + args, lambda: fn(arg.t), [0])
+xg = r(3, 4, dtype=torch.float64)
+xg[1, 2] = float("nan")
+arg = T(xg)
+gcase("nansum grad", "nansum", [arg, [1], False, None], lambda: torch.nansum(arg.t, 1), [0])
+arg = T(xg.clone())
+gcase("nanmean grad", "nanmean", [arg, [0], False, None], lambda: torch.nanmean(arg.t, 0), [0])
+arg = T(r(3, 4, dtype=torch.float64))
+gcase("var_mean grad (var)", "var_mean.correction", [arg, [1], 1, False], lambda: torch.var_mean(arg.t, 1), [0])
+
+# ---- shape ops ----
+m = r(2, 3, 4)
+for k in (-1, 0, 2):
+    case("tril k=%d" % k, "tril", [T(m), k], torch.tril(m, k))
+    case("triu k=%d" % k, "triu", [T(m), k], torch.triu(m, k))
+v = r(3)
+for k in (0, 2, -1):
+    case("diag vector k=%d" % k, "diag", [T(v), k], torch.diag(v, k))
+    case("diag matrix k=%d" % k, "diag", [T(m[0]), k], torch.diag(m[0], k))
+case("diagonal offset dims", "diagonal", [T(m), 1, 2, 0], torch.diagonal(m, 1, 2, 0))
+case("diagonal negative offset", "diagonal", [T(m), -1, -1, -2], torch.diagonal(m, -1, -1, -2))
+case("movedim", "movedim", [T(m), [0, 2], [2, 0]], torch.movedim(m, (0, 2), (2, 0)))
+case("movedim one", "movedim", [T(m), [-1], [0]], torch.movedim(m, -1, 0))
+case("tile fewer dims", "tile", [T(m), [2, 1]], torch.tile(m, (2, 1)))
+case("tile more dims", "tile", [T(m[0]), [2, 1, 3]], torch.tile(m[0], (2, 1, 3)))
+case("unflatten", "unflatten", [T(m), 2, [2, -1]], m.unflatten(2, (2, -1)))
+case("repeat_interleave dim", "repeat_interleave.self_int", [T(m), 2, 1], torch.repeat_interleave(m, 2, 1))
+case("repeat_interleave flat", "repeat_interleave.self_int", [T(m[0]), 3, None], torch.repeat_interleave(m[0], 3))
+mg = r(3, 4, dtype=torch.float64)
+vg = r(3, dtype=torch.float64)
+for label, op, args, fn, src in [
+        ("tril grad", "tril", [1], lambda t: torch.tril(t, 1), mg), ("triu grad", "triu", [-1], lambda t: torch.triu(t, -1), mg),
+        ("diag matrix grad", "diag", [1], lambda t: torch.diag(t, 1), mg),
+        ("diag vector grad", "diag", [-1], lambda t: torch.diag(t, -1), vg),
+        ("diagonal grad", "diagonal", [-1, 1, 0], lambda t: torch.diagonal(t, -1, 1, 0), mg),
+        ("tile grad", "tile", [[2, 2]], lambda t: torch.tile(t, (2, 2)), mg),
+        ("repeat_interleave grad", "repeat_interleave.self_int", [2, 0], lambda t: torch.repeat_interleave(t, 2, 0), mg),
+        ("movedim grad", "movedim", [[0], [1]], lambda t: torch.movedim(t, 0, 1), mg)]:
+    arg = T(src.clone())
+    gcase(label, op, [arg] + args, lambda: fn(arg.t), [0])
+
 if __name__ == "__main__":
     emit(sys.stdout, cases, grad_cases, pre="o", arr="ops_ref_cases", garr="ops_ref_grad_cases",
          script="gen_ops_ref.py")

@@ -1,0 +1,229 @@
+/* Composite kernels of issue 21's reductions and shape ops (amax/amin,
+ * aminmax, nansum, nanmean, var_mean, std_mean, count_nonzero, tril/triu,
+ * diag, diagonal, movedim, tile, unflatten, repeat_interleave), written with
+ * other ops and registered by the core for every device at fallback
+ * priority. Each op's meta function (meta_reduce.c, meta_index.c) checked the
+ * arguments; ops tagged composite without a derivative formula get their
+ * gradients from the parts autograd records. */
+#include <string.h>
+
+#include "internal.h"
+
+#define T(n) (args[n].u.t)
+
+/* The first result of op(a...), owned by the current scope; NULL on error. */
+static wk_tensor *call1(const char *op, const wk_value *a, int n) {
+  wk_value o[WK_MAX_OUTS];
+  return wk_call(op, a, n, o) == WK_OK ? o[0].u.t : NULL;
+}
+#define NARGS(...) ((int)(sizeof((const wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
+#define C1(op, ...) call1(op, (const wk_value[]){__VA_ARGS__}, NARGS(__VA_ARGS__))
+
+WK__HIDDEN wk_status wk__movedim_perm(const wk_tensor *x, const wk_value *src, const wk_value *dst, int64_t *perm);
+
+/* Ends a kernel: the results r[0..n) leave the kernel's scope (new references in outs). */
+static wk_status finish(wk_value *outs, wk_tensor *const *r, int n) {
+  wk_status s = WK_OK;
+  for (int i = 0; i < n && !s; i++)
+    if (!r[i]) s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
+  for (int i = 0; i < n && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
+  wk_scope_end();
+  return s;
+}
+#define FINISH1(t) finish(outs, (wk_tensor *const[]){(t)}, 1)
+
+/* x reduced by max.dim/min.dim over each dim of dims (all when n == 0) into the meta's shape. */
+static wk_tensor *extreme(wk_tensor *x, const int64_t *dims, int n, bool is_max, const wk_meta_out *mo) {
+  if (x->ndim == 0) return wk_clone(x);
+  wk_tensor *v = x;
+  for (int d = x->ndim - 1; d >= 0 && v; d--) {
+    bool red = n == 0;
+    for (int i = 0; i < n && !red; i++) red = dims[i] == d || dims[i] + x->ndim == d;
+    if (!red) continue;
+    v = C1(is_max ? "max.dim" : "min.dim", WK_VT(v), WK_VI(d), WK_VB(true));
+  }
+  return v ? wk_reshape(v, mo->sizes, mo->ndim) : NULL;
+}
+
+static wk_status k_amax_amin(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_scope_begin();
+  bool is_max = strcmp(wk_op_name(c->op), "amax") == 0;
+  return FINISH1(extreme(T(0), args[1].u.ints, args[1].len, is_max, &c->meta[0]));
+}
+
+static wk_status k_aminmax(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_scope_begin();
+  int64_t dim = args[1].tag == WK_V_NONE ? 0 : args[1].u.i;
+  int n = args[1].tag == WK_V_NONE ? 0 : 1;
+  wk_tensor *r[2] = {extreme(T(0), &dim, n, false, &c->meta[0]), extreme(T(0), &dim, n, true, &c->meta[1])};
+  return finish(outs, r, 2);
+}
+
+/* self with its NaNs as 0. */
+static wk_tensor *nan_zeroed(wk_tensor *x) {
+  return wk_dtype_is_floating(x->dtype) ? C1("masked_fill.Scalar", WK_VT(x), WK_VT(wk_isnan(x)), WK_VI(0)) : x;
+}
+
+static wk_status k_nansum(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  return FINISH1(C1("sum.dim_IntList", WK_VT(nan_zeroed(T(0))), args[1], args[2], args[3]));
+}
+
+/* nanmean = nansum / the number of non-NaN elements (PyTorch's composite). */
+static wk_status k_nanmean(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  wk_tensor *x = T(0);
+  if (args[3].tag == WK_V_DTYPE) x = wk_to_dtype(x, args[3].u.dtype);
+  wk_tensor *cnt = x ? C1("sum.dim_IntList", WK_VT(wk_logical_not(wk_isnan(x))), args[1], args[2], WK_VNONE) : NULL;
+  wk_tensor *sum = x ? C1("sum.dim_IntList", WK_VT(nan_zeroed(x)), args[1], args[2], WK_VNONE) : NULL;
+  return FINISH1(wk_div(sum, cnt));
+}
+
+/* var_mean / std_mean: (var or std, mean) over the same dims. */
+static wk_status k_var_std_mean(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_scope_begin();
+  bool is_std = strncmp(wk_op_name(c->op), "std", 3) == 0;
+  wk_tensor *r[2];
+  r[0] = C1(is_std ? "std.correction" : "var.correction", WK_VT(T(0)), args[1], args[2], args[3]);
+  r[1] = C1("mean.dim", WK_VT(T(0)), args[1], args[3], WK_VNONE);
+  return finish(outs, r, 2);
+}
+
+static wk_status k_count_nonzero(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  wk_tensor *nz = wk_ne_scalar(T(0), 0);
+  return FINISH1(C1("sum.dim_IntList", WK_VT(nz), args[1], WK_VB(false), WK_VDT(WK_I64)));
+}
+
+/* tril/triu: self with the elements above (below) diagonal k zeroed: a mask
+ * col - row > k (< k) from two aranges on self's device. */
+static wk_status k_tril_triu(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_scope_begin();
+  wk_tensor *x = T(0);
+  bool lower = strcmp(wk_op_name(c->op), "tril") == 0;
+  int64_t k = args[1].u.i, m = x->sizes[x->ndim - 2], n = x->sizes[x->ndim - 1];
+  wk_options o = {.dtype = WK_I64, .device = x->storage->device};
+  wk_tensor *rows = wk_unsqueeze(wk_arange_int(0, m, 1, o), 1), *cols = wk_arange_int(0, n, 1, o);
+  wk_tensor *diff = wk_sub(cols, rows); /* [m, n]: col - row */
+  wk_tensor *drop = lower ? wk_gt_scalar(diff, (double)k) : wk_lt_scalar(diff, (double)k);
+  return FINISH1(C1("masked_fill.Scalar", WK_VT(x), WK_VT(drop), WK_VI(0)));
+}
+
+/* The view of self's diagonal at offset off between dims d1 and d2 (wrapped). */
+static wk_tensor *diag_view(wk_tensor *x, int64_t off, int d1, int d2) {
+  int64_t sizes[WK_MAX_DIMS], strides[WK_MAX_DIMS];
+  int nd = 0;
+  const int64_t *st = wk_tensor_strides(x);
+  for (int d = 0; d < x->ndim; d++)
+    if (d != d1 && d != d2) sizes[nd] = x->sizes[d], strides[nd++] = st[d];
+  int64_t r = x->sizes[d1], cc = x->sizes[d2];
+  int64_t len = off >= 0 ? (r < cc - off ? r : cc - off) : (r + off < cc ? r + off : cc);
+  if (len < 0) len = 0;
+  int64_t start = wk_tensor_offset(x);
+  if (len > 0) start += off >= 0 ? off * st[d2] : -off * st[d1];
+  sizes[nd] = len, strides[nd++] = st[d1] + st[d2];
+  return wk_as_strided(x, sizes, strides, nd, start);
+}
+static int wrap(int64_t d, int nd) { return (int)(d < 0 ? d + nd : d); }
+
+static wk_status k_diagonal(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  wk_tensor *x = T(0);
+  return FINISH1(diag_view(x, args[1].u.i, wrap(args[2].u.i, x->ndim), wrap(args[3].u.i, x->ndim)));
+}
+
+/* diag: a vector's square matrix (zeros, the vector copied into the diagonal
+ * view), or a copy of a matrix's diagonal. */
+static wk_status k_diag(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_scope_begin();
+  wk_tensor *x = T(0), *r;
+  int64_t k = args[1].u.i;
+  if (x->ndim == 1) {
+    r = wk_zeros(c->meta[0].sizes, 2, (wk_options){.dtype = x->dtype, .device = x->storage->device});
+    wk_tensor *v = r ? diag_view(r, k, 0, 1) : NULL;
+    if (v && !wk_copy_(v, x)) r = NULL;
+  } else {
+    r = wk_clone(diag_view(x, k, 0, 1));
+  }
+  return FINISH1(r);
+}
+
+static wk_status k_movedim(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  int64_t perm[WK_MAX_DIMS];
+  wk_tensor *x = T(0);
+  wk_status s = wk__movedim_perm(x, &args[1], &args[2], perm);
+  return FINISH1(s ? NULL : wk_permute(x, perm, x->ndim));
+}
+
+/* tile: repeat with dims padded by leading 1s to self's rank (repeat adds leading dims itself). */
+static wk_status k_tile(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  wk_tensor *x = T(0);
+  int n = args[1].len;
+  int64_t reps[WK_MAX_DIMS];
+  int nd = n > x->ndim ? n : x->ndim;
+  for (int d = 0; d < nd; d++) reps[d] = d - (nd - n) >= 0 ? args[1].u.ints[d - (nd - n)] : 1;
+  return FINISH1(wk_repeat(x, reps, nd));
+}
+
+static wk_status k_unflatten(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_scope_begin();
+  return FINISH1(wk_view(T(0), c->meta[0].sizes, c->meta[0].ndim));
+}
+
+/* repeat_interleave: index_select with index i // repeats for i < n * repeats. */
+static wk_status k_repeat_interleave(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  wk_tensor *x = T(0);
+  int64_t r = args[1].u.i, dim = 0;
+  if (args[2].tag == WK_V_NONE) {
+    int64_t all = -1;
+    x = wk_reshape(x, &all, 1);
+  } else if (x->ndim == 0) {
+    int64_t one = 1;
+    x = wk_reshape(x, &one, 1);
+  } else {
+    dim = wrap(args[2].u.i, x->ndim);
+  }
+  if (!x) return FINISH1(NULL);
+  int64_t n = x->sizes[dim];
+  wk_tensor *ramp = wk_arange_int(0, n * r, 1, (wk_options){.dtype = WK_I64, .device = x->storage->device});
+  wk_tensor *idx = r > 0 ? wk_div_mode(ramp, wk_full_like(ramp, (double)r, (wk_options){0}), "floor") : ramp;
+  return FINISH1(wk_index_select(x, dim, idx));
+}
+
+void wk__composites_surface_register(void);
+void wk__composites_surface_register(void) {
+  static const struct {
+    const char *op;
+    wk_kernel_fn fn;
+  } ks[] = {{"amax", k_amax_amin},
+            {"amin", k_amax_amin},
+            {"aminmax", k_aminmax},
+            {"nansum", k_nansum},
+            {"nanmean", k_nanmean},
+            {"var_mean.correction", k_var_std_mean},
+            {"std_mean.correction", k_var_std_mean},
+            {"count_nonzero", k_count_nonzero},
+            {"tril", k_tril_triu},
+            {"triu", k_tril_triu},
+            {"diag", k_diag},
+            {"diagonal", k_diagonal},
+            {"movedim", k_movedim},
+            {"tile", k_tile},
+            {"unflatten", k_unflatten},
+            {"repeat_interleave.self_int", k_repeat_interleave}};
+  for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+    wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
+                        "core.composite"};
+    wk_kernel_register(&d);
+  }
+}
