@@ -1045,6 +1045,159 @@ START_TEST(test_optim_more_bad_options) {
 }
 END_TEST
 
+
+/* ==== LambdaLR, MultiplicativeLR, CyclicLR ================================================== */
+static double lam_by_group(int64_t e, int g, void *user) {
+  (void)user;
+  return g == 0 ? pow(0.95, (double)e) : 1.0 / (1.0 + (double)e);
+}
+static double lam_nan_at_3(int64_t e, int g, void *user) {
+  (void)g;
+  *(int *)user += 1;
+  return e == 3 ? NAN : 0.5;
+}
+static double lam_const(int64_t e, int g, void *user) {
+  (void)e, (void)g;
+  return *(double *)user;
+}
+
+/* PyTorch's LambdaLR (lr = initial_lr * lambda(epoch)) and MultiplicativeLR
+ * (lr *= lambda(epoch) after epoch 0), two groups. */
+START_TEST(test_optim_lambda_schedulers) {
+  wk_scope_begin();
+  wk_tensor *a = TU_T(WK_F32, (2), 1, 2), *b = TU_T(WK_F32, (2), 3, 4);
+  wk_optimizer *opt = wk_optim_sgd(&a, 1, (wk_sgd_opts){.lr = 0.1});
+  TU_OK(wk_optim_add_param_group(opt, &b, 1, (wk_optim_option[]){{"lr", 0.01}}, 1));
+  wk_lr_scheduler *s = wk_lr_lambda(opt, (wk_lambda_lr_opts){.lr_lambda = lam_by_group});
+  TU_NOTNULL(s);
+  ck_assert_str_eq(wk_lr_scheduler_name(s), "LambdaLR");
+  for (int64_t e = 0; e <= 6; e++) {
+    if (e) TU_OK(wk_lr_scheduler_step(s));
+    ck_assert_msg(fabs(wk_optim_get_lr(opt, 0) - 0.1 * pow(0.95, (double)e)) < 1e-15, "LambdaLR group 0 epoch %d",
+                  (int)e);
+    ck_assert_msg(fabs(wk_optim_get_lr(opt, 1) - 0.01 / (1.0 + (double)e)) < 1e-15, "LambdaLR group 1 epoch %d",
+                  (int)e);
+  }
+  wk_lr_scheduler_free(s);
+  double f = 0.9;
+  TU_OK(wk_optim_set_option(opt, 0, "lr", 0.1));
+  TU_OK(wk_optim_set_option(opt, 1, "lr", 0.01));
+  s = wk_lr_multiplicative(opt, (wk_lambda_lr_opts){.lr_lambda = lam_const, .user = &f});
+  TU_NOTNULL(s);
+  double want0 = 0.1, want1 = 0.01;
+  for (int e = 0; e <= 5; e++) {
+    if (e) {
+      TU_OK(wk_lr_scheduler_step(s));
+      want0 *= 0.9, want1 *= 0.9;
+    }
+    ck_assert(wk_optim_get_lr(opt, 0) == want0 && wk_optim_get_lr(opt, 1) == want1);
+  }
+  f = 0.5; /* the callback is read at each step */
+  TU_OK(wk_lr_scheduler_step(s));
+  ck_assert(wk_optim_get_lr(opt, 0) == want0 * 0.5);
+  wk_lr_scheduler_free(s);
+  /* errors: a NULL lambda, a NaN factor (the step changes nothing) */
+  ck_assert_ptr_null(wk_lr_lambda(opt, (wk_lambda_lr_opts){0}));
+  TU_FAILS_WITH(WK_ERR_NULL, "LambdaLR: lr_lambda is NULL");
+  int calls = 0;
+  s = wk_lr_multiplicative(opt, (wk_lambda_lr_opts){.lr_lambda = lam_nan_at_3, .user = &calls});
+  TU_OK(wk_lr_scheduler_step(s));
+  TU_OK(wk_lr_scheduler_step(s));
+  double before = wk_optim_get_lr(opt, 0);
+  ck_assert_int_eq(wk_lr_scheduler_step(s), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "lr_lambda returned NaN for group 0 at epoch 3");
+  ck_assert(wk_optim_get_lr(opt, 0) == before);
+  ck_assert_int_eq(wk_lr_scheduler_last_epoch(s), 2);
+  wk_lr_scheduler_free(s);
+  wk_optimizer_free(opt);
+  wk_scope_end();
+}
+END_TEST
+
+/* CyclicLR: torch/optim/lr_scheduler.py's get_lr written out (cycle =
+ * floor(1 + e / total), x = 1 + e / total - cycle, ...), its documented
+ * landmarks (peak max_lr at step_size_up, triangular2 halving), momentum in
+ * opposite phase, state dict round trip. */
+static double cyc_ref(double e, double up, double down, double base, double max, int mode, double gamma, double *mom) {
+  double total = up + down, ratio = up / total, cycle = floor(1 + e / total), x = 1. + e / total - cycle;
+  double sf = x <= ratio ? x / ratio : (x - 1) / (ratio - 1);
+  double scale = mode == WK_CYCLIC_TRIANGULAR2 ? 1 / pow(2., cycle - 1) : mode == WK_CYCLIC_EXP_RANGE ? pow(gamma, e) : 1;
+  if (mom) *mom = 0.9 - (0.9 - 0.8) * sf * scale;
+  return base + (max - base) * sf * scale;
+}
+
+START_TEST(test_optim_cyclic_lr) {
+  wk_scope_begin();
+  wk_tensor *a = TU_T(WK_F32, (2), 1, 2);
+  wk_optimizer *opt = wk_optim_sgd(&a, 1, (wk_sgd_opts){.lr = 0.5, .momentum = 0.3});
+  wk_lr_scheduler *s = wk_lr_cyclic(opt, (wk_cyclic_lr_opts){.base_lr = 0.001, .max_lr = 0.006, .step_size_up = 4,
+                                                             .step_size_down = 2, .mode = WK_CYCLIC_TRIANGULAR2});
+  TU_NOTNULL(s);
+  ck_assert(wk_optim_get_lr(opt, 0) == 0.001); /* the group starts at base_lr */
+  double m = 0;
+  TU_OK(wk_optim_get_option(opt, 0, "momentum", &m));
+  ck_assert(m == 0.9); /* ... and max_momentum (x = 0) */
+  for (int e = 1; e <= 20; e++) {
+    TU_OK(wk_lr_scheduler_step(s));
+    double wm, want = cyc_ref(e, 4, 2, 0.001, 0.006, WK_CYCLIC_TRIANGULAR2, 1, &wm);
+    TU_OK(wk_optim_get_option(opt, 0, "momentum", &m));
+    ck_assert_msg(wk_optim_get_lr(opt, 0) == want, "step %d: lr %.17g, PyTorch's formula %.17g", e,
+                  wk_optim_get_lr(opt, 0), want);
+    ck_assert_msg(fabs(m - wm) < 1e-15, "step %d: momentum %.17g, expected %.17g", e, m, wm);
+    if (e == 4) ck_assert(fabs(wk_optim_get_lr(opt, 0) - 0.006) < 1e-15); /* the first peak */
+    if (e == 6) ck_assert(fabs(wk_optim_get_lr(opt, 0) - 0.001) < 1e-15); /* back down after step_size_down */
+    if (e == 10) ck_assert(fabs(wk_optim_get_lr(opt, 0) - 0.0035) < 1e-15); /* triangular2: half the height */
+  }
+  /* round trip at step 20: a fresh scheduler loaded from the dict continues identically */
+  wk_state_dict *sd = wk_lr_scheduler_state_dict(s);
+  TU_NOTNULL(sd);
+  wk_tensor *b = TU_T(WK_F32, (2), 1, 2);
+  wk_optimizer *opt2 = wk_optim_sgd(&b, 1, (wk_sgd_opts){.lr = 0.5});
+  wk_lr_scheduler *s2 = wk_lr_cyclic(opt2, (wk_cyclic_lr_opts){.base_lr = 1, .max_lr = 2});
+  TU_OK(wk_lr_scheduler_load_state_dict(s2, sd));
+  for (int e = 21; e <= 25; e++) {
+    TU_OK(wk_lr_scheduler_step(s));
+    TU_OK(wk_lr_scheduler_step(s2));
+    ck_assert_msg(wk_optim_get_lr(opt, 0) == wk_optim_get_lr(opt2, 0), "step %d after load: %.17g vs %.17g", e,
+                  wk_optim_get_lr(opt, 0), wk_optim_get_lr(opt2, 0));
+  }
+  wk_state_dict_free(sd);
+  wk_lr_scheduler_free(s2);
+  wk_optimizer_free(opt2);
+  wk_lr_scheduler_free(s);
+  /* exp_range scales by iterations; Adam cycles beta1 */
+  wk_optimizer *adam = wk_optim_adam(&a, 1, (wk_adam_opts){0});
+  s = wk_lr_cyclic(adam, (wk_cyclic_lr_opts){.base_lr = 0.01, .max_lr = 0.1, .step_size_up = 3,
+                                             .mode = WK_CYCLIC_EXP_RANGE, .gamma = 0.9});
+  TU_NOTNULL(s);
+  for (int e = 1; e <= 9; e++) {
+    TU_OK(wk_lr_scheduler_step(s));
+    double wm, want = cyc_ref(e, 3, 3, 0.01, 0.1, WK_CYCLIC_EXP_RANGE, 0.9, &wm), b1;
+    TU_OK(wk_optim_get_option(adam, 0, "beta1", &b1));
+    ck_assert_msg(wk_optim_get_lr(adam, 0) == want, "exp_range step %d: %.17g vs %.17g", e, wk_optim_get_lr(adam, 0),
+                  want);
+    ck_assert(fabs(b1 - wm) < 1e-15);
+  }
+  wk_lr_scheduler_free(s);
+  /* errors */
+  wk_optimizer *ada = wk_optim_adagrad(&a, 1, (wk_adagrad_opts){0});
+  ck_assert_ptr_null(wk_lr_cyclic(ada, (wk_cyclic_lr_opts){.base_lr = 0.1, .max_lr = 1}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "optimizer must support momentum or beta1 with `cycle_momentum` option enabled");
+  ck_assert_ptr_nonnull(s = wk_lr_cyclic(ada, (wk_cyclic_lr_opts){.base_lr = 0.1, .max_lr = 1, .no_cycle_momentum = true}));
+  wk_lr_scheduler_free(s);
+  ck_assert_ptr_null(wk_lr_cyclic(adam, (wk_cyclic_lr_opts){.max_lr = 1}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "base_lr and max_lr are required");
+  ck_assert_ptr_null(wk_lr_cyclic(adam, (wk_cyclic_lr_opts){.base_lr = 0.1, .max_lr = 1, .mode = 7}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "mode is invalid and scale_fn is None");
+  ck_assert_ptr_null(wk_lr_cyclic(NULL, (wk_cyclic_lr_opts){.base_lr = 0.1, .max_lr = 1}));
+  TU_FAILS_WITH(WK_ERR_NULL, "'optimizer' is NULL");
+  wk_optimizer_free(ada);
+  wk_optimizer_free(adam);
+  wk_optimizer_free(opt);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("check_optim");
   TCase *tc = tcase_create("trajectories");
@@ -1069,6 +1222,8 @@ static Suite *make_suite(void) {
   tcase_add_checked_fixture(tc, tu_setup, NULL);
   tcase_add_test(tc, test_optim_scheduler_errors);
   tcase_add_test(tc, test_optim_scheduler_state_dict_nested);
+  tcase_add_test(tc, test_optim_lambda_schedulers);
+  tcase_add_test(tc, test_optim_cyclic_lr);
   suite_add_tcase(s, tc);
   tc = tcase_create("clipping");
   tcase_add_checked_fixture(tc, tu_setup, NULL);

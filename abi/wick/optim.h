@@ -191,6 +191,35 @@ typedef struct wk_reduce_lr_on_plateau_opts {
   double eps;         /* 0 -> 1e-8: smaller lr changes are ignored */
 } wk_reduce_lr_on_plateau_opts;
 
+/* LambdaLR / MultiplicativeLR: a C callback gives the factor of group
+ * `group` at epoch `epoch` (PyTorch's lr_lambda; one function serves every
+ * group, told which). Returning NaN fails the step with an error. */
+typedef double (*wk_lr_lambda_fn)(int64_t epoch, int group, void *user);
+typedef struct wk_lambda_lr_opts {
+  wk_lr_lambda_fn lr_lambda; /* required */
+  void *user;                /* handed back to lr_lambda (borrowed: must outlive the scheduler) */
+} wk_lambda_lr_opts;
+
+enum { WK_CYCLIC_TRIANGULAR = 0, WK_CYCLIC_TRIANGULAR2 = 1, WK_CYCLIC_EXP_RANGE = 2 };
+
+/* CyclicLR (PyTorch's, stepped per batch): the lr cycles between base_lr and
+ * max_lr (the same for every group); momentum (or Adam's beta1) cycles the
+ * other way between max_momentum and base_momentum. */
+typedef struct wk_cyclic_lr_opts {
+  double base_lr;          /* required (WK_OPTIM_ZERO for 0): sets every group's lr */
+  double max_lr;           /* required */
+  int64_t step_size_up;    /* 0 -> 2000 iterations */
+  int64_t step_size_down;  /* 0 -> step_size_up */
+  int mode;                /* WK_CYCLIC_TRIANGULAR (default), WK_CYCLIC_TRIANGULAR2, WK_CYCLIC_EXP_RANGE */
+  double gamma;            /* 0 -> 1.0 (exp_range: scale gamma^iterations) */
+  double (*scale_fn)(double x, void *user); /* (optional) replaces the mode's scale */
+  void *scale_user;                         /* handed back to scale_fn */
+  bool scale_by_iterations;                 /* with scale_fn: x is the iteration ('iterations'), else the cycle */
+  bool no_cycle_momentum;  /* false: cycle momentum (PyTorch's cycle_momentum=True) */
+  double base_momentum;    /* 0 -> 0.8 */
+  double max_momentum;     /* 0 -> 0.9 */
+} wk_cyclic_lr_opts;
+
 /* ---- the service interface (append-only) ------------------------------------------ */
 #define WK_OPTIM_SERVICE "optim"
 #define WK_OPTIM_API_VERSION 1u
@@ -248,6 +277,9 @@ typedef struct wk_optim_api {
   wk_optimizer *(*radam)(wk_tensor *const *params, int n, const wk_radam_opts *o, size_t osize);
   wk_optimizer *(*adadelta)(wk_tensor *const *params, int n, const wk_adadelta_opts *o, size_t osize);
   wk_optimizer *(*adamax)(wk_tensor *const *params, int n, const wk_adamax_opts *o, size_t osize);
+  wk_lr_scheduler *(*lambda_lr)(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
+  wk_lr_scheduler *(*multiplicative_lr)(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
+  wk_lr_scheduler *(*cyclic_lr)(wk_optimizer *opt, const wk_cyclic_lr_opts *o, size_t osize);
 } wk_optim_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -431,6 +463,21 @@ static inline wk_lr_scheduler *wk_lr_linear(wk_optimizer *opt, wk_linear_lr_opts
  * is an error. */
 static inline wk_lr_scheduler *wk_lr_one_cycle(wk_optimizer *opt, wk_one_cycle_lr_opts o) {
   WK__OPTIM_CALL_PTR(one_cycle_lr, opt, &o, sizeof o);
+}
+/* LambdaLR: lr = initial_lr * lr_lambda(epoch, group). */
+static inline wk_lr_scheduler *wk_lr_lambda(wk_optimizer *opt, wk_lambda_lr_opts o) {
+  WK__OPTIM_CALL_PTR(lambda_lr, opt, &o, sizeof o);
+}
+/* MultiplicativeLR: lr *= lr_lambda(epoch, group) at every epoch after the first. */
+static inline wk_lr_scheduler *wk_lr_multiplicative(wk_optimizer *opt, wk_lambda_lr_opts o) {
+  WK__OPTIM_CALL_PTR(multiplicative_lr, opt, &o, sizeof o);
+}
+/* CyclicLR: sets every group's lr to base_lr (and momentum/beta1 to
+ * base_momentum when cycling it) before the initial step; step it after
+ * every batch. Cycling momentum needs an optimizer with "momentum" or
+ * "beta1". */
+static inline wk_lr_scheduler *wk_lr_cyclic(wk_optimizer *opt, wk_cyclic_lr_opts o) {
+  WK__OPTIM_CALL_PTR(cyclic_lr, opt, &o, sizeof o);
 }
 /* Takes no initial step; step it with wk_lr_scheduler_step_metric. */
 static inline wk_lr_scheduler *wk_lr_reduce_on_plateau(wk_optimizer *opt, wk_reduce_lr_on_plateau_opts o) {

@@ -129,6 +129,9 @@ wk_lr_scheduler *sched_reduce_lr_on_plateau(wk_optimizer *opt, const wk_reduce_l
 wk_lr_scheduler *sched_chained(wk_lr_scheduler *const *scheds, int n);
 wk_lr_scheduler *sched_sequential(wk_optimizer *opt, wk_lr_scheduler *const *scheds, int n, const int64_t *milestones,
                                   int nmilestones);
+wk_lr_scheduler *sched_lambda_lr(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
+wk_lr_scheduler *sched_multiplicative_lr(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
+wk_lr_scheduler *sched_cyclic_lr(wk_optimizer *opt, const wk_cyclic_lr_opts *o, size_t osize);
 void sched_free(wk_lr_scheduler *s);
 const char *sched_name(const wk_lr_scheduler *s);
 wk_status sched_step(wk_lr_scheduler *s);

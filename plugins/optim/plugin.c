@@ -44,6 +44,9 @@ static const wk_optim_api g_api = {
     .radam = optim_radam,
     .adadelta = optim_adadelta,
     .adamax = optim_adamax,
+    .lambda_lr = sched_lambda_lr,
+    .multiplicative_lr = sched_multiplicative_lr,
+    .cyclic_lr = sched_cyclic_lr,
 };
 
 static wk_status init(void) {

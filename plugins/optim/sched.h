@@ -5,7 +5,20 @@
 
 #include "optim.h"
 
-enum { S_STEP = 1, S_MULTISTEP, S_EXPONENTIAL, S_COSINE, S_LINEAR, S_ONECYCLE, S_PLATEAU, S_CHAINED, S_SEQUENTIAL };
+enum {
+  S_STEP = 1,
+  S_MULTISTEP,
+  S_EXPONENTIAL,
+  S_COSINE,
+  S_LINEAR,
+  S_ONECYCLE,
+  S_PLATEAU,
+  S_CHAINED,
+  S_SEQUENTIAL,
+  S_LAMBDA,
+  S_MULTIPLICATIVE,
+  S_CYCLIC
+};
 
 struct wk_lr_scheduler {
   int kind;
@@ -34,6 +47,16 @@ struct wk_lr_scheduler {
   double factor, patience, threshold, eps, best;
   int64_t cooldown, cooldown_counter, num_bad_epochs;
   double *min_lrs;
+  /* LambdaLR, MultiplicativeLR */
+  wk_lr_lambda_fn lr_lambda;
+  void *lambda_user;
+  /* CyclicLR (also gamma, cycle_momentum, use_beta1) */
+  double total_size, step_ratio;
+  int cyc_mode;
+  bool scale_iterations;
+  double (*scale_fn)(double x, void *user);
+  void *scale_user;
+  double *max_lrs, *base_momentums, *max_momentums; /* ngroups each */
   /* ChainedScheduler, SequentialLR (owned) */
   wk_lr_scheduler **children;
   int nchildren;

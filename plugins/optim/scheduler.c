@@ -8,10 +8,11 @@
 
 static const char *const kind_names[] = {
     "?",        "StepLR",     "MultiStepLR",       "ExponentialLR",    "CosineAnnealingLR",
-    "LinearLR", "OneCycleLR", "ReduceLROnPlateau", "ChainedScheduler", "SequentialLR"};
+    "LinearLR", "OneCycleLR", "ReduceLROnPlateau", "ChainedScheduler", "SequentialLR",
+    "LambdaLR", "MultiplicativeLR", "CyclicLR"};
 
 const char *sched_kind_name(int kind) {
-  return kind >= 1 && kind <= S_SEQUENTIAL ? kind_names[kind] : "?";
+  return kind >= 1 && kind <= S_CYCLIC ? kind_names[kind] : "?";
 }
 const char *sched_name(const wk_lr_scheduler *s) {
   return s ? sched_kind_name(s->kind) : NULL;
@@ -25,6 +26,9 @@ void sched_free(wk_lr_scheduler *s) {
   free(s->last_lr);
   free(s->milestones);
   free(s->min_lrs);
+  free(s->max_lrs);
+  free(s->base_momentums);
+  free(s->max_momentums);
   free(s);
 }
 
@@ -147,6 +151,41 @@ static wk_status one_cycle_lrs(wk_lr_scheduler *s, double *out) {
   return WK_OK;
 }
 
+/* CyclicLR's get_lr (also sets the momentum or beta1 of each group). */
+static wk_status cyclic_lrs(wk_lr_scheduler *s, double *out) {
+  double e = (double)s->last_epoch;
+  double cycle = floor(1 + e / s->total_size), x = 1. + e / s->total_size - cycle;
+  double scale_factor = x <= s->step_ratio ? x / s->step_ratio : (x - 1) / (s->step_ratio - 1);
+  double arg = s->scale_iterations ? e : cycle, scale;
+  if (s->scale_fn)
+    scale = s->scale_fn(arg, s->scale_user);
+  else if (s->cyc_mode == WK_CYCLIC_TRIANGULAR2)
+    scale = 1 / pow(2., arg - 1);
+  else if (s->cyc_mode == WK_CYCLIC_EXP_RANGE)
+    scale = pow(s->gamma, arg);
+  else
+    scale = 1.;
+  if (scale != scale) return wk_error(WK_ERR_INVALID_ARG, "CyclicLR: scale_fn returned NaN for %g", arg);
+  for (int g = 0; g < s->ngroups; g++) {
+    out[g] = s->base_lrs[g] + (s->max_lrs[g] - s->base_lrs[g]) * scale_factor * scale;
+    if (s->cycle_momentum) {
+      double m = s->max_momentums[g] - (s->max_momentums[g] - s->base_momentums[g]) * scale_factor * scale;
+      wk_status st = optim_opt_put(s->opt, g, s->use_beta1 ? "beta1" : "momentum", m);
+      if (st) return st;
+    }
+  }
+  return WK_OK;
+}
+
+/* LambdaLR / MultiplicativeLR: the user's factor, NaN refused. */
+static wk_status lambda_factor(wk_lr_scheduler *s, int64_t e, int g, double *f) {
+  *f = s->lr_lambda(e, g, s->lambda_user);
+  if (*f != *f)
+    return wk_error(WK_ERR_INVALID_ARG, "%s: lr_lambda returned NaN for group %d at epoch %lld", sched_name(s), g,
+                    (long long)e);
+  return WK_OK;
+}
+
 static int count_milestone(const wk_lr_scheduler *s, int64_t e) {
   int c = 0;
   for (int i = 0; i < s->nmilestones; i++) c += s->milestones[i] == e;
@@ -182,6 +221,21 @@ static wk_status get_lr(wk_lr_scheduler *s, double *out) {
           v = (1 + cos(M_PI * (double)e / T)) / (1 + cos(M_PI * (double)(e - 1) / T)) * (lr - s->eta_min) + s->eta_min;
         break;
       }
+      case S_LAMBDA: {
+        double f;
+        wk_status st = lambda_factor(s, e, g, &f);
+        if (st) return st;
+        v = base * f;
+        break;
+      }
+      case S_MULTIPLICATIVE:
+        if (e > 0) {
+          double f;
+          wk_status st = lambda_factor(s, e, g, &f);
+          if (st) return st;
+          v = lr * f;
+        }
+        break;
       case S_LINEAR:
         if (e == 0)
           v = lr * s->start_factor;
@@ -194,7 +248,7 @@ static wk_status get_lr(wk_lr_scheduler *s, double *out) {
     }
     out[g] = v;
   }
-  return s->kind == S_ONECYCLE ? one_cycle_lrs(s, out) : WK_OK;
+  return s->kind == S_ONECYCLE ? one_cycle_lrs(s, out) : s->kind == S_CYCLIC ? cyclic_lrs(s, out) : WK_OK;
 }
 
 /* _get_closed_form_lr(), for step(epoch); kinds without one use get_lr. */
@@ -421,6 +475,86 @@ wk_lr_scheduler *sched_one_cycle_lr(wk_optimizer *opt, const wk_one_cycle_lr_opt
   s->use_beta1 = use_beta1;
   s->three_phase = x.three_phase;
   return finish(s);
+}
+
+static wk_lr_scheduler *lambda_like(int kind, wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize) {
+  wk_lambda_lr_opts x;
+  optim_copy_opts(&x, sizeof x, o, osize);
+  if (opt && !x.lr_lambda) {
+    wk_error(WK_ERR_NULL, "%s: lr_lambda is NULL", sched_kind_name(kind));
+    return NULL;
+  }
+  wk_lr_scheduler *s = alloc_sched(kind, opt, true);
+  if (!s) return NULL;
+  s->lr_lambda = x.lr_lambda;
+  s->lambda_user = x.user;
+  return finish(s);
+}
+wk_lr_scheduler *sched_lambda_lr(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize) {
+  return lambda_like(S_LAMBDA, opt, o, osize);
+}
+wk_lr_scheduler *sched_multiplicative_lr(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize) {
+  return lambda_like(S_MULTIPLICATIVE, opt, o, osize);
+}
+
+wk_lr_scheduler *sched_cyclic_lr(wk_optimizer *opt, const wk_cyclic_lr_opts *o, size_t osize) {
+  wk_cyclic_lr_opts x;
+  optim_copy_opts(&x, sizeof x, o, osize);
+  static const char nm[] = "CyclicLR";
+  if (!opt) {
+    wk_error(WK_ERR_NULL, "%s: argument 'optimizer' is NULL", nm);
+    return NULL;
+  }
+  double base_lr = optim_or(x.base_lr, NAN), max_lr = optim_or(x.max_lr, NAN);
+  double up = x.step_size_up ? (double)x.step_size_up : 2000., down = x.step_size_down ? (double)x.step_size_down : up;
+  bool use_beta1 = !optim_kind_has(opt, "momentum") && optim_kind_has(opt, "beta1");
+  const char *bad = base_lr != base_lr || max_lr != max_lr ? "base_lr and max_lr are required (WK_OPTIM_ZERO for 0)"
+                    : up < 0 || down < 0 ? "step_size_up and step_size_down must be positive"
+                    : !x.scale_fn && x.mode != WK_CYCLIC_TRIANGULAR && x.mode != WK_CYCLIC_TRIANGULAR2 &&
+                            x.mode != WK_CYCLIC_EXP_RANGE
+                        ? "mode is invalid and scale_fn is None"
+                    : !x.no_cycle_momentum && !optim_kind_has(opt, "momentum") && !optim_kind_has(opt, "beta1")
+                        ? "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+                        : NULL;
+  if (bad) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: %s (base_lr %g, max_lr %g, mode %d)", nm, bad, base_lr, max_lr, x.mode);
+    return NULL;
+  }
+  int ng = optim_num_param_groups(opt);
+  double basem = optim_or(x.base_momentum, 0.8), maxm = optim_or(x.max_momentum, 0.9);
+  for (int g = 0; g < ng; g++) { /* last_epoch == -1: the groups start at base_lr (and base_momentum) */
+    if (optim_opt_put(opt, g, "lr", base_lr)) return NULL;
+    if (!x.no_cycle_momentum && optim_opt_put(opt, g, use_beta1 ? "beta1" : "momentum", basem)) return NULL;
+  }
+  wk_lr_scheduler *s = alloc_sched(S_CYCLIC, opt, true);
+  if (!s) return NULL;
+  size_t nb = sizeof(double) * (size_t)(ng > 0 ? ng : 1);
+  s->max_lrs = malloc(nb);
+  s->base_momentums = malloc(nb);
+  s->max_momentums = malloc(nb);
+  if (!s->max_lrs || !s->base_momentums || !s->max_momentums) {
+    sched_free(s);
+    wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", nm);
+    return NULL;
+  }
+  for (int g = 0; g < ng; g++) {
+    s->max_lrs[g] = max_lr;
+    s->base_momentums[g] = x.no_cycle_momentum ? 0 : *optim_opt_slot(opt, g, use_beta1 ? "beta1" : "momentum");
+    s->max_momentums[g] = maxm;
+  }
+  s->total_size = up + down;
+  s->step_ratio = up / s->total_size;
+  s->cyc_mode = x.mode;
+  s->gamma = optim_or(x.gamma, 1.0);
+  s->scale_fn = x.scale_fn;
+  s->scale_user = x.scale_user;
+  /* the modes' own scale_mode: exp_range scales by iterations, the triangles by cycle */
+  s->scale_iterations = x.scale_fn ? x.scale_by_iterations : x.mode == WK_CYCLIC_EXP_RANGE;
+  s->cycle_momentum = !x.no_cycle_momentum;
+  s->use_beta1 = use_beta1;
+  if (!(s = finish(s))) return NULL;
+  for (int g = 0; g < ng; g++) s->base_lrs[g] = base_lr; /* set after the initial step, as PyTorch's __init__ */
+  return s;
 }
 
 wk_lr_scheduler *sched_reduce_lr_on_plateau(wk_optimizer *opt, const wk_reduce_lr_on_plateau_opts *o, size_t osize) {

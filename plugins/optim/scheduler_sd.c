@@ -33,6 +33,9 @@ static const field f_plateau[] = {F(factor, 'd'),
                                   F(cooldown, 'i'),
                                   F(cooldown_counter, 'i'),
                                   F(num_bad_epochs, 'i')};
+static const field f_cyclic[] = {F(total_size, 'd'), F(step_ratio, 'd'),       F(cyc_mode, 'n'),
+                                 F(gamma, 'd'),      F(scale_iterations, 'b'), F(cycle_momentum, 'b'),
+                                 F(use_beta1, 'b')};
 #undef F
 
 static const field *fields_of(int kind, int *n) {
@@ -52,6 +55,8 @@ static const field *fields_of(int kind, int *n) {
       return RET(f_onecycle);
     case S_PLATEAU:
       return RET(f_plateau);
+    case S_CYCLIC:
+      return RET(f_cyclic);
     default:
       *n = 0;
       return NULL;
@@ -92,7 +97,7 @@ static void set_field(wk_lr_scheduler *s, const field *f, double v) {
 
 /* Which lists a kind keeps. */
 static bool has_base(const wk_lr_scheduler *s) {
-  return s->kind <= S_ONECYCLE;
+  return s->kind <= S_ONECYCLE || s->kind >= S_LAMBDA;
 }
 static bool has_milestones(const wk_lr_scheduler *s) {
   return s->kind == S_MULTISTEP || s->kind == S_SEQUENTIAL;
@@ -128,6 +133,11 @@ static wk_status save(const wk_lr_scheduler *s, wk_state_dict *sd, const char *p
   if (!st && has_base(s)) st = put_list(sd, pre, "base_lrs", s->base_lrs, s->ngroups);
   if (!st) st = put_list(sd, pre, "_last_lr", s->last_lr, s->ngroups);
   if (!st && s->kind == S_PLATEAU) st = put_list(sd, pre, "min_lrs", s->min_lrs, s->ngroups);
+  if (!st && s->kind == S_CYCLIC) st = put_list(sd, pre, "max_lrs", s->max_lrs, s->ngroups);
+  if (!st && s->kind == S_CYCLIC && s->cycle_momentum) {
+    st = put_list(sd, pre, "base_momentums", s->base_momentums, s->ngroups);
+    if (!st) st = put_list(sd, pre, "max_momentums", s->max_momentums, s->ngroups);
+  }
   for (int i = 0; !st && has_milestones(s) && i < s->nmilestones; i++) {
     snprintf(key, sizeof key, "%s%s.%d", pre, s->kind == S_SEQUENTIAL ? "_milestones" : "milestones", i);
     st = optim_put_scalar(sd, key, (double)s->milestones[i]);
@@ -167,6 +177,9 @@ static void scratch_free(wk_lr_scheduler *c) {
   free(c->last_lr);
   free(c->milestones);
   free(c->min_lrs);
+  free(c->max_lrs);
+  free(c->base_momentums);
+  free(c->max_momentums);
   free(c);
 }
 
@@ -183,9 +196,14 @@ static wk_lr_scheduler *scratch_of(const wk_lr_scheduler *s) {
   c->base_lrs = dup_d(s->base_lrs, s->ngroups);
   c->last_lr = dup_d(s->last_lr, s->ngroups);
   c->min_lrs = s->min_lrs ? dup_d(s->min_lrs, s->ngroups) : NULL;
+  c->max_lrs = s->max_lrs ? dup_d(s->max_lrs, s->ngroups) : NULL;
+  c->base_momentums = s->base_momentums ? dup_d(s->base_momentums, s->ngroups) : NULL;
+  c->max_momentums = s->max_momentums ? dup_d(s->max_momentums, s->ngroups) : NULL;
   c->milestones = malloc(sizeof(int64_t) * (size_t)(s->nmilestones ? s->nmilestones : 1));
   c->children = s->nchildren ? calloc((size_t)s->nchildren, sizeof *c->children) : NULL;
-  bool ok = c->base_lrs && c->last_lr && (!s->min_lrs || c->min_lrs) && c->milestones && (!s->nchildren || c->children);
+  bool ok = c->base_lrs && c->last_lr && (!s->min_lrs || c->min_lrs) && c->milestones &&
+            (!s->nchildren || c->children) && (!s->max_lrs || c->max_lrs) &&
+            (!s->base_momentums || c->base_momentums) && (!s->max_momentums || c->max_momentums);
   if (c->milestones && s->nmilestones) memcpy(c->milestones, s->milestones, sizeof(int64_t) * (size_t)s->nmilestones);
   int made = 0;
   for (int i = 0; ok && i < s->nchildren; i++, made++) ok = (c->children[i] = scratch_of(s->children[i])) != NULL;
@@ -204,6 +222,9 @@ static void commit(wk_lr_scheduler *s, wk_lr_scheduler *c) {
   free(s->last_lr);
   free(s->milestones);
   free(s->min_lrs);
+  free(s->max_lrs);
+  free(s->base_momentums);
+  free(s->max_momentums);
   wk_lr_scheduler **kids = s->children;
   *s = *c;
   s->children = kids;
@@ -249,6 +270,11 @@ static wk_status load(wk_lr_scheduler *c, const wk_state_dict *sd, const char *p
   if (!st && has_base(c)) st = read_list(sd, pre, "base_lrs", c->base_lrs, c->ngroups);
   if (!st) st = read_list(sd, pre, "_last_lr", c->last_lr, c->ngroups);
   if (!st && c->kind == S_PLATEAU) st = read_list(sd, pre, "min_lrs", c->min_lrs, c->ngroups);
+  if (!st && c->kind == S_CYCLIC) st = read_list(sd, pre, "max_lrs", c->max_lrs, c->ngroups);
+  if (!st && c->kind == S_CYCLIC && c->cycle_momentum) {
+    st = read_list(sd, pre, "base_momentums", c->base_momentums, c->ngroups);
+    if (!st) st = read_list(sd, pre, "max_momentums", c->max_momentums, c->ngroups);
+  }
   if (!st && has_milestones(c)) { /* absent lists keep the current milestones */
     const char *mname = c->kind == S_SEQUENTIAL ? "_milestones" : "milestones";
     int n = 0;
