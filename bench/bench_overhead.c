@@ -79,6 +79,51 @@ static double time_chain_backward(long len) {
   return r[3];
 }
 
+/* A chain of `len` scalar adds/muls on a 1-element tensor, the program that
+ * is traced for the replay row. */
+static wk_status chain_fn(void *user, wk_tensor *const *in, int n, wk_tensor **out, int max, int *nout) {
+  (void)n, (void)max;
+  long len = *(const long *)user;
+  wk_tensor *y = wk_retain(in[0]);
+  for (long i = 0; i < len && y; i++) {
+    wk_tensor *z = (i & 1) ? wk_mul_scalar(y, 1.0001) : wk_add_scalar(y, 0.5);
+    wk_release(y);
+    y = z;
+  }
+  out[0] = y;
+  *nout = y ? 1 : 0;
+  return y ? WK_OK : wk_last_error();
+}
+
+/* Median ns per op of the chain: eager (replay = false) or replayed from its trace. */
+static double time_chain(long len, bool replay, long reps) {
+  wk_tensor *x = wk_tensor_from_data((float[]){1}, WK_F32, WK_SHAPE(1));
+  wk_graph *g = replay ? wk_trace(chain_fn, &len, &x, 1, NULL) : NULL;
+  if (replay && !g) {
+    fprintf(stderr, "bench: %s\n", wk_last_error_message());
+    exit(1);
+  }
+  double r[7];
+  for (int rep = 0; rep < 7; rep++) {
+    double t0 = bench_now();
+    for (long k = 0; k < reps; k++) {
+      wk_tensor *y = NULL;
+      int no;
+      wk_status st = replay ? wk_graph_run(g, &x, 1, (wk_device){0}, &y, 1) : chain_fn(&len, &x, 1, &y, 1, &no);
+      if (st) {
+        fprintf(stderr, "bench: %s\n", wk_last_error_message());
+        exit(1);
+      }
+      wk_release(y);
+    }
+    r[rep] = (bench_now() - t0) / (double)(reps * len) * 1e9;
+  }
+  qsort(r, 7, sizeof r[0], bench_cmp_);
+  wk_graph_release(g);
+  wk_release(x);
+  return r[3];
+}
+
 int main(int argc, char **argv) {
   long n = argc > 1 ? atol(argv[1]) : 200000;
   if (wk_init() != WK_OK) {
@@ -103,6 +148,10 @@ int main(int argc, char **argv) {
   wk_tensor_set_requires_grad(ag, true);
   printf("wk_add_1elem_autograd_ns %.1f\n", time_recording(ag, b, n));
   printf("chain1000_backward_us %.1f\n", time_chain_backward(1000));
+  long reps = n / 1000 > 1 ? n / 1000 : 1;
+  time_chain(1000, true, reps / 10 + 1); /* warm up */
+  printf("chain1000_eager_ns_per_op %.1f\n", time_chain(1000, false, reps));
+  printf("chain1000_replay_ns_per_op %.1f\n", time_chain(1000, true, reps));
   wk_release(ag);
   wk_release(a);
   wk_release(b);

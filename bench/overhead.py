@@ -42,3 +42,27 @@ for _ in range(7):
     runs.append((time.perf_counter() - t0) * 1e6)
 runs.sort()
 print("torch_chain1000_backward_us %.1f" % runs[3])
+
+
+# The same chain, eager and replayed from a torch.fx trace (Wick's
+# chain1000_eager/replay rows).
+def chain(x):
+    y = x
+    for i in range(1000):
+        y = y * 1.0001 if i & 1 else y + 0.5
+    return y
+
+
+import torch.fx  # noqa: E402
+
+gm = torch.fx.symbolic_trace(chain)
+reps = max(n // 1000, 1)
+for name, fn in (("eager", chain), ("fx_replay", gm)):
+    runs = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn(a)
+        runs.append((time.perf_counter() - t0) / (reps * 1000) * 1e9)
+    runs.sort()
+    print("torch_chain1000_%s_ns_per_op %.1f" % (name, runs[3]))

@@ -100,12 +100,20 @@ static void value_free(gvalue *v) {
   memset(v, 0, sizeof *v);
 }
 
+void wk__graph_changed(wk_graph *g) {
+  void *p = atomic_exchange(&g->plan, NULL);
+  if (p) wk__graph_plan_free(p);
+}
+
 void wk_graph_release(wk_graph *g) {
   if (!g || atomic_fetch_sub(&g->refcount, 1) != 1) return;
+  wk__graph_changed(g);
   for (int i = 0; i < g->nnodes; i++) node_free(&g->nodes[i]);
   for (int i = 0; i < g->nvals; i++) value_free(&g->vals[i]);
   for (int i = 0; i < g->nsyms; i++) free(g->syms[i].name);
   for (int i = 0; i < g->nguards; i++) free(g->guards[i]);
+  for (int i = 0; i < g->nnames; i++) free(g->names[i].base);
+  free(g->names);
   free(g->nodes);
   free(g->vals);
   free(g->order);
@@ -137,7 +145,6 @@ wk_graph *wk_graph_copy(const wk_graph *src) {
     g->capvals = src->capvals;
     g->capnodes = src->capnodes;
     g->caporder = src->caporder;
-    g->name_counter = src->name_counter;
     for (int i = 0; i < src->nvals && ok; i++) {
       g->vals[i] = src->vals[i];
       g->vals[i].name = NULL;
@@ -183,6 +190,12 @@ wk_graph *wk_graph_copy(const wk_graph *src) {
         if (!(g->guards[i] = wk__strdup(src->guards[i]))) ok = false;
         g->nguards = i + 1;
       }
+      if (src->nnames && !(g->names = wk_calloc((size_t)src->nnames, sizeof *g->names))) ok = false;
+      for (int i = 0; i < src->nnames && ok; i++) {
+        g->names[i].count = src->names[i].count;
+        if (!(g->names[i].base = wk__strdup(src->names[i].base))) ok = false;
+        g->nnames = i + 1;
+      }
     }
   }
   if (!ok) {
@@ -218,14 +231,33 @@ int64_t wk_graph_symbol_hint(const wk_graph *g, int s) { return g && s >= 0 && s
 
 /* ---- values ---- */
 void wk__graph_fresh_name(wk_graph *g, const char *base, char *buf, size_t n) {
-  /* unique in the graph: base, base_1, base_2, ... (torch.fx's naming) */
-  for (int k = 0;; k++) {
+  /* unique in the graph: base, base_1, base_2, ... (torch.fx's naming); a
+   * counter per base keeps this linear in the graph's size */
+  struct gname *e = NULL;
+  for (int i = 0; i < g->nnames && !e; i++)
+    if (!strcmp(g->names[i].base, base)) e = &g->names[i];
+  if (!e) {
+    struct gname *p = wk_realloc(g->names, sizeof *p * (size_t)(g->nnames + 1));
+    char *b = wk__strdup(base);
+    if (p) g->names = p;
+    if (p && b) {
+      e = &g->names[g->nnames++];
+      e->base = b;
+      e->count = 0;
+    } else {
+      free(b);
+    }
+  }
+  for (;;) {
+    int k = e ? e->count++ : g->nvals;
     if (k)
       snprintf(buf, n, "%s_%d", base, k);
     else
       snprintf(buf, n, "%s", base);
+    /* node names cannot take an input's or a parameter's name */
     bool taken = false;
-    for (int i = 0; i < g->nvals && !taken; i++) taken = g->vals[i].kind && g->vals[i].name && !strcmp(g->vals[i].name, buf);
+    for (int i = 0; i < g->nvals && !taken; i++)
+      taken = (g->vals[i].kind == WK_GV_INPUT || g->vals[i].kind == WK_GV_PARAM) && !strcmp(g->vals[i].name, buf);
     if (!taken) return;
   }
 }
@@ -237,6 +269,7 @@ static int new_value(wk_graph *g, int kind, const char *name) {
   if (!(v->name = wk__strdup(name))) return oom("graph"), -1;
   v->kind = kind;
   v->producer = -1;
+  wk__graph_changed(g);
   return g->nvals++;
 }
 
@@ -440,6 +473,7 @@ int wk__graph_append_raw(wk_graph *g, wk_op *op, wk_garg *args, int nargs, const
     return oom("graph"), -1;
   }
   g->order[g->norder++] = g->nnodes;
+  wk__graph_changed(g);
   return g->nnodes++;
 }
 
@@ -541,6 +575,7 @@ int wk_graph_add_node(wk_graph *g, wk_op *op, const wk_garg *args, int nargs, co
   if (wk__graph_infer(g, pos, pos + 1) != WK_OK) {
     /* undo: the node and any result values it made */
     gnode *n = &g->nodes[id];
+    wk__graph_changed(g);
     for (int k = 0; k < n->nouts; k++)
       if (n->outs[k] >= 0) value_free(&g->vals[n->outs[k]]);
     node_free(n);
@@ -564,6 +599,7 @@ wk_status wk_graph_set_outputs(wk_graph *g, const int *values, int n) {
   free(g->outputs);
   g->outputs = p;
   g->noutputs = n;
+  wk__graph_changed(g);
   return WK_OK;
 }
 
@@ -630,6 +666,7 @@ wk_status wk_graph_replace_uses(wk_graph *g, int from, int to) {
     if (reads(&g->nodes[g->order[k]], from))
       return wk_error(WK_ERR_INVALID_ARG, "graph_replace_uses: '%s' is read by %s before '%s' is made", a->name,
                       wk_op_name(g->nodes[g->order[k]].op), b->name);
+  wk__graph_changed(g);
   for (int k = at + 1; k < g->norder; k++) replace_in_args(&g->nodes[g->order[k]], from, to);
   for (int i = 0; i < g->noutputs; i++)
     if (g->outputs[i] == from) g->outputs[i] = to;
@@ -651,6 +688,7 @@ wk_status wk_graph_erase_node(wk_graph *g, int node) {
       return s;
     }
   free(u);
+  wk__graph_changed(g);
   for (int k = 0; k < n->nouts; k++)
     if (n->outs[k] >= 0) value_free(&g->vals[n->outs[k]]);
   int pos = order_pos(g, node);

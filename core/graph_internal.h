@@ -51,8 +51,14 @@ struct wk_graph {
   int *outputs, noutputs;
   char **guards;
   int nguards;
-  int name_counter; /* for fresh value names */
+  struct gname { char *base; int count; } *names; /* next suffix per base name */
+  int nnames;
+  _Atomic(void *) plan; /* replay's precomputed walk (graph_run.c); dropped by every change */
 };
+
+/* Every change to nodes, values or outputs calls this: the replay plan goes. */
+WK__HIDDEN void wk__graph_changed(wk_graph *g);
+WK__HIDDEN void wk__graph_plan_free(void *plan);
 
 /* Frees the lists and strings of a node's arguments (not the array). */
 WK__HIDDEN void wk__garg_free(wk_garg *a);

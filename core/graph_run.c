@@ -209,6 +209,175 @@ static int *last_uses(const wk_graph *g) {
   return lu;
 }
 
+/* The replay plan: per node, the arguments that never change boxed once,
+ * which ones a run fills in (tensors, symbolic ints, devices), the values to
+ * release after it, and whether its result shapes need checking. Built on
+ * the first run after a change, so a replay's per-op work is a copy and a
+ * few patches. */
+typedef struct pnode {
+  int id, nargs, ndyn, nrel;
+  wk_value *tmpl;
+  int8_t *dyn;
+  int *rel;
+  int64_t *ints; /* constant int lists the template points into */
+  bool check;
+} pnode;
+
+typedef struct plan {
+  int n, npv;
+  pnode *nodes;
+  int *pvals; /* parameters and constants some node reads */
+} plan;
+
+void wk__graph_plan_free(void *pp) {
+  plan *p = pp;
+  for (int i = 0; i < p->n; i++) {
+    free(p->nodes[i].tmpl);
+    free(p->nodes[i].dyn);
+    free(p->nodes[i].rel);
+    free(p->nodes[i].ints);
+  }
+  free(p->nodes);
+  free(p->pvals);
+  free(p);
+}
+
+static plan *plan_build(const wk_graph *g) {
+  int *lu = last_uses(g);
+  plan *pl = wk_calloc(1, sizeof *pl);
+  if (!lu || !pl) goto oom;
+  pl->nodes = wk_calloc((size_t)(g->norder ? g->norder : 1), sizeof *pl->nodes);
+  pl->pvals = wk_calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *pl->pvals);
+  if (!pl->nodes || !pl->pvals) goto oom;
+  for (int v = 0; v < g->nvals; v++)
+    if ((g->vals[v].kind == WK_GV_PARAM || g->vals[v].kind == WK_GV_CONST) && lu[v] >= 0) pl->pvals[pl->npv++] = v;
+  for (int p = 0; p < g->norder; p++) {
+    const gnode *n = &g->nodes[g->order[p]];
+    pnode *q = &pl->nodes[pl->n++];
+    const wk__schema *s = wk__op_schema(n->op);
+    bool factory = !has_tensor_arg(n);
+    q->id = g->order[p];
+    q->nargs = n->nargs;
+    q->tmpl = wk_calloc((size_t)(n->nargs ? n->nargs : 1), sizeof *q->tmpl);
+    q->dyn = wk_calloc((size_t)(n->nargs ? n->nargs : 1), sizeof *q->dyn);
+    int nints = 0, nread = 0;
+    for (int i = 0; i < n->nargs; i++) {
+      if (n->args[i].tag == WK_V_INTS) nints += n->args[i].len;
+      if (n->args[i].tag == WK_V_TENSORS) nread += n->args[i].len;
+    }
+    q->ints = wk_calloc((size_t)(nints ? nints : 1), sizeof *q->ints);
+    q->rel = wk_calloc((size_t)(n->nargs + nread + n->nouts + 1), sizeof *q->rel);
+    if (!q->tmpl || !q->dyn || !q->ints || !q->rel) goto oom;
+    int used = 0;
+    for (int i = 0; i < n->nargs; i++) {
+      const wk_garg *a = &n->args[i];
+      wk_value *t = &q->tmpl[i];
+      t->tag = a->tag;
+      t->len = a->len;
+      bool dyn = false;
+      switch (a->tag) {
+        case WK_V_TENSOR:
+        case WK_V_TENSORS:
+        case WK_V_DEVICE: dyn = true; break;
+        case WK_V_INT:
+          dyn = !wk__sym_is_const(a->u.sym);
+          t->u.i = wk_symdim_eval(a->u.sym, NULL);
+          break;
+        case WK_V_INTS:
+          for (int k = 0; k < a->len && !dyn; k++) dyn = !wk__sym_is_const(a->u.syms[k]);
+          for (int k = 0; k < a->len && !dyn; k++) q->ints[used + k] = wk_symdim_eval(a->u.syms[k], NULL);
+          t->u.ints = q->ints + used;
+          used += a->len;
+          break;
+        case WK_V_FLOAT: t->u.f = a->u.f; break;
+        case WK_V_BOOL: t->u.b = a->u.b; break;
+        case WK_V_STR: t->u.s = a->u.s; break;
+        case WK_V_DTYPE: t->u.dtype = a->u.dtype; break;
+        default: dyn = factory && s->args[i].type == WK__A_DEVICE; break;
+      }
+      if (dyn) q->dyn[q->ndyn++] = (int8_t)i;
+      /* values read for the last time here */
+      int cnt = a->tag == WK_V_TENSOR ? 1 : a->tag == WK_V_TENSORS ? a->len : 0;
+      for (int k = 0; k < cnt; k++) {
+        int v = a->tag == WK_V_TENSOR ? a->u.v : a->u.vs[k];
+        bool dup = false;
+        for (int j = 0; j < q->nrel && !dup; j++) dup = q->rel[j] == v;
+        if (v >= 0 && lu[v] == p && !dup) q->rel[q->nrel++] = v;
+      }
+    }
+    for (int i = 0; i < n->nouts; i++) {
+      int v = n->outs[i];
+      if (v < 0) continue;
+      if (lu[v] < 0) q->rel[q->nrel++] = v; /* nobody reads it */
+      for (int d = 0; d < g->vals[v].ndim; d++) q->check = q->check || !wk__sym_is_const(g->vals[v].dims[d]);
+    }
+  }
+  free(lu);
+  return pl;
+oom:
+  free(lu);
+  if (pl) wk__graph_plan_free(pl);
+  wk_error(WK_ERR_NO_MEMORY, "graph_run: out of memory");
+  return NULL;
+}
+
+/* Fills the arguments a run decides (tensors, symbolic ints, devices). */
+static wk_status fill_dyn(const wk_graph *g, const gnode *n, const pnode *q, wk_tensor *const *env,
+                          const int64_t *syms, wk_device from, wk_device to, wk_value *args, argbuf *b) {
+  for (int j = 0; j < q->ndyn; j++) {
+    int i = q->dyn[j];
+    const wk_garg *a = &n->args[i];
+    wk_value *v = &args[i];
+    b->heap[i] = NULL;
+    switch (a->tag) {
+      case WK_V_TENSOR:
+        v->u.t = env[a->u.v];
+        if (!v->u.t) return wk_error(WK_ERR_STATE, "graph: '%s' is read after its last use", g->vals[a->u.v].name);
+        break;
+      case WK_V_TENSORS: {
+        wk_tensor **p = b->ts[i];
+        if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
+          return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
+        for (int k = 0; k < a->len; k++) p[k] = a->u.vs[k] >= 0 ? env[a->u.vs[k]] : NULL;
+        v->u.tensors = p;
+        break;
+      }
+      case WK_V_INT: v->u.i = wk_symdim_eval(a->u.sym, syms); break;
+      case WK_V_INTS: {
+        int64_t *p = b->ints[i];
+        if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
+          return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
+        for (int k = 0; k < a->len; k++) p[k] = wk_symdim_eval(a->u.syms[k], syms);
+        v->u.ints = p;
+        break;
+      }
+      case WK_V_DEVICE: {
+        wk_device d = wk__device_norm(a->u.device);
+        v->u.device = d.type == from.type && d.index == from.index ? to : d;
+        break;
+      }
+      default: *v = WK_VDEV(to); break; /* a factory's device: where the graph runs */
+    }
+  }
+  return WK_OK;
+}
+
+static wk_status shape_error(const gnode *nd, const gvalue *pv, const wk_tensor *t, const int64_t *syms) {
+  char want[256] = "[", got[256];
+  size_t k = 1;
+  for (int d = 0; d < pv->ndim && k < sizeof want; d++)
+    k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", d ? ", " : "", (long long)wk_symdim_eval(pv->dims[d], syms));
+  if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
+  if (t)
+    wk__shape_str(t->sizes, t->ndim, got, sizeof got);
+  else
+    snprintf(got, sizeof got, "None");
+  return wk_error(WK_ERR_SHAPE,
+                  "graph_run: node %s%s%s%s: result '%s' has shape %s, but the graph's symbolic shape gives %s for these "
+                  "inputs",
+                  wk_op_name(nd->op), *nd->path ? " in '" : "", nd->path, *nd->path ? "'" : "", pv->name, got, want);
+}
+
 wk_status wk_graph_run(wk_graph *g, wk_tensor *const *inputs, int n, wk_device device, wk_tensor **outputs,
                        int max_outputs) {
   if (!g) {
@@ -226,39 +395,49 @@ wk_status wk_graph_run(wk_graph *g, wk_tensor *const *inputs, int n, wk_device d
   int64_t syms[WK__SYM_MAX];
   wk_status st = check_guards(g, inputs, n, dev, syms);
   if (st) return st;
-  wk_tensor **env = wk_calloc((size_t)(g->nvals ? g->nvals : 1), sizeof *env);
-  int *lu = last_uses(g);
-  if (!env || !lu) {
-    free(env);
-    free(lu);
-    return wk_error(WK_ERR_NO_MEMORY, "graph_run: out of memory");
+  plan *pl = atomic_load(&g->plan);
+  if (!pl) {
+    if (!(pl = plan_build(g))) return wk_last_error();
+    void *expect = NULL;
+    if (!atomic_compare_exchange_strong(&g->plan, &expect, pl)) { /* another run built one first */
+      wk__graph_plan_free(pl);
+      pl = expect;
+    }
   }
+  wk_tensor *small[256], **env = g->nvals <= 256 ? small : wk_calloc((size_t)g->nvals, sizeof *env);
+  if (!env) return wk_error(WK_ERR_NO_MEMORY, "graph_run: out of memory");
+  if (env == small) memset(small, 0, sizeof *small * (size_t)g->nvals);
   for (int i = 0; i < n; i++) env[g->inputs[i]] = wk_retain(inputs[i]);
-  for (int v = 0; v < g->nvals && !st; v++) {
-    const gvalue *p = &g->vals[v];
-    if ((p->kind != WK_GV_PARAM && p->kind != WK_GV_CONST) || lu[v] < 0) continue;
-    wk_device td = wk__device_norm(p->t->storage->device);
+  for (int k = 0; k < pl->npv && !st; k++) {
+    int v = pl->pvals[k];
+    wk_tensor *t = g->vals[v].t;
+    wk_device td = wk__device_norm(t->storage->device);
     if (td.type == dev.type && td.index == dev.index) {
-      env[v] = wk_retain(p->t);
+      env[v] = wk_retain(t);
     } else {
       wk__call_depth++;
-      env[v] = wk_to_device(p->t, dev);
+      env[v] = wk_to_device(t, dev);
       wk__call_depth--;
       if (!env[v]) st = wk_last_error();
     }
   }
   wk_value args[WK_MAX_ARGS];
   argbuf b;
-  for (int p = 0; p < g->norder && !st; p++) {
-    const gnode *nd = &g->nodes[g->order[p]];
-    wk_tensor *res[WK_MAX_OUTS > 64 ? WK_MAX_OUTS : 64];
+  for (int p = 0; p < pl->n && !st; p++) {
+    const pnode *q = &pl->nodes[p];
+    const gnode *nd = &g->nodes[q->id];
+    wk_tensor *res[64];
     if (nd->nouts > 64) {
       st = wk_error(WK_ERR_UNSUPPORTED, "graph_run: %s() has %d results (at most 64)", wk_op_name(nd->op), nd->nouts);
       break;
     }
-    st = build_args(g, nd, env, syms, from, dev, args, &b);
+    memcpy(args, q->tmpl, sizeof *args * (size_t)q->nargs);
+    st = fill_dyn(g, nd, q, env, syms, from, dev, args, &b);
     if (!st) st = call_node(nd, args, res);
-    argbuf_free(&b, nd->nargs);
+    for (int j = 0; j < q->ndyn; j++) {
+      free(b.heap[q->dyn[j]]);
+      b.heap[q->dyn[j]] = NULL;
+    }
     if (st) {
       st = node_error(g, nd, "graph_run");
       break;
@@ -269,43 +448,17 @@ wk_status wk_graph_run(wk_graph *g, wk_tensor *const *inputs, int n, wk_device d
         wk_release(res[i]);
         continue;
       }
+      env[v] = res[i];
+      if (!q->check || st) continue;
       const gvalue *pv = &g->vals[v];
       bool ok = res[i] && res[i]->ndim == pv->ndim;
       for (int d = 0; ok && d < pv->ndim; d++) ok = res[i]->sizes[d] == wk_symdim_eval(pv->dims[d], syms);
-      if (!ok && !st) {
-        char want[256] = "[", got[256];
-        size_t k = 1;
-        for (int d = 0; d < pv->ndim && k < sizeof want; d++)
-          k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", d ? ", " : "", (long long)wk_symdim_eval(pv->dims[d], syms));
-        if (k < sizeof want) snprintf(want + k, sizeof want - k, "]");
-        if (res[i])
-          wk__shape_str(res[i]->sizes, res[i]->ndim, got, sizeof got);
-        else
-          snprintf(got, sizeof got, "None");
-        st = wk_error(WK_ERR_SHAPE,
-                      "graph_run: node %s%s%s%s: result '%s' has shape %s, but the graph's symbolic shape gives %s for "
-                      "these inputs",
-                      wk_op_name(nd->op), *nd->path ? " in '" : "", nd->path, *nd->path ? "'" : "", pv->name, got, want);
-      }
-      env[v] = res[i];
+      if (!ok) st = shape_error(nd, pv, res[i], syms);
     }
-    /* values read for the last time here go now (graph outputs stay) */
-    for (int i = 0; i < nd->nargs; i++) {
-      const wk_garg *a = &nd->args[i];
-      int cnt = a->tag == WK_V_TENSOR ? 1 : a->tag == WK_V_TENSORS ? a->len : 0;
-      for (int k = 0; k < cnt; k++) {
-        int v = a->tag == WK_V_TENSOR ? a->u.v : a->u.vs[k];
-        if (v >= 0 && lu[v] == p && env[v]) {
-          wk_release(env[v]);
-          env[v] = NULL;
-        }
-      }
+    for (int k = 0; k < q->nrel; k++) {
+      wk_release(env[q->rel[k]]);
+      env[q->rel[k]] = NULL;
     }
-    for (int i = 0; i < nd->nouts; i++) /* results nobody reads */
-      if (nd->outs[i] >= 0 && lu[nd->outs[i]] < 0 && env[nd->outs[i]]) {
-        wk_release(env[nd->outs[i]]);
-        env[nd->outs[i]] = NULL;
-      }
   }
   if (!st)
     for (int i = 0; i < g->noutputs; i++) {
@@ -313,8 +466,7 @@ wk_status wk_graph_run(wk_graph *g, wk_tensor *const *inputs, int n, wk_device d
       if (wk__call_depth == 0) wk__scope_adopt(outputs[i]);
     }
   for (int v = 0; v < g->nvals; v++) wk_release(env[v]);
-  free(env);
-  free(lu);
+  if (env != small) free(env);
   return st;
 }
 
@@ -475,6 +627,7 @@ wk_status wk__graph_infer(wk_graph *g, int from, int to) {
   free(nouts);
   free(env);
   wk__sym_points_free(&pts);
+  wk__graph_changed(g);
   return st;
 }
 

@@ -736,6 +736,7 @@ static wk_graph *trace_common(const program *p, wk_tensor *const *inputs, int n,
   wk_graph *g = record(p, inputs, n, o, &dy, dy.hints, false);
   if (!g) return NULL;
   wk_status st = dy.nsyms ? symbolize(g, p, inputs, n, o, &dy) : WK_OK;
+  wk__graph_changed(g);
   if (!st) st = add_guards(g, inputs, n, &dy);
   if (st) {
     wk_graph_release(g);
