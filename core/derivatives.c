@@ -80,7 +80,8 @@ wk_tensor *wk__call1(const char *op, const wk_value *a, int n) {
 }
 
 static const wk__formula_family *const g_families[] = {&wk__formulas_pointwise, &wk__formulas_shape,
-                                                        &wk__formulas_reduce, &wk__formulas_nn};
+                                                        &wk__formulas_reduce, &wk__formulas_nn,
+                                                        &wk__formulas_quant};
 
 /* Ops of the standard set that are differentiable in principle but have no
  * derivative here (yet): recording one whose input requires grad fails with
@@ -90,6 +91,7 @@ static const wk__formula_family *const g_families[] = {&wk__formulas_pointwise, 
 static const char *const g_not_differentiable[] = {
     /* backward helpers: no double backward through these yet */
     "embedding_dense_backward", "pad_backward", "gelu_backward",
+    "fake_quantize_per_tensor_affine_backward", "fake_quantize_per_channel_affine_backward",
 };
 
 static int g_core_ops = -1; /* ops declared before the formulas were bound: the core's own */

@@ -76,5 +76,6 @@ typedef struct {
 } wk__formula_family;
 WK__HIDDEN extern const wk__formula_family wk__formulas_pointwise, wk__formulas_shape, wk__formulas_reduce,
     wk__formulas_nn;
+WK__HIDDEN extern const wk__formula_family wk__formulas_quant; /* quantized_derivatives.c */
 
 #endif

@@ -11,6 +11,7 @@ size_t wk_dtype_size(wk_dtype dt) {
   case e:                        \
     return sz;
     WK_DTYPE_LIST(WK__X)
+    WK_QDTYPE_LIST(WK__X)
 #undef WK__X
     default:
       return 0;
@@ -35,6 +36,7 @@ const char *wk_dtype_name(wk_dtype dt) {
   case e:                        \
     return s;
     WK_DTYPE_LIST(WK__X)
+    WK_QDTYPE_LIST(WK__X)
 #undef WK__X
     default:
       return "?";
@@ -50,6 +52,7 @@ wk_dtype wk_dtype_parse(const char *name) {
 #define WK__X(e, num, s, t, w, sz, k) \
   if (strcasecmp(n, s) == 0 || strcasecmp(n, t + 6) == 0) return e;
   WK_DTYPE_LIST(WK__X)
+  WK_QDTYPE_LIST(WK__X)
 #undef WK__X
   static const struct { const char *alias; wk_dtype dt; } aliases[] = {
       {"float", WK_F32}, {"double", WK_F64}, {"half", WK_F16}, {"long", WK_I64},
@@ -57,7 +60,7 @@ wk_dtype wk_dtype_parse(const char *name) {
   for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
     if (strcasecmp(n, aliases[i].alias) == 0) return aliases[i].dt;
   wk_error(WK_ERR_INVALID_ARG,
-           "unknown dtype '%s' (expected one of f32 f64 f16 bf16 i8 u8 i16 i32 i64 bool)", name);
+           "unknown dtype '%s' (expected one of f32 f64 f16 bf16 i8 u8 i16 i32 i64 bool qint8 quint8 qint32)", name);
   return WK_DTYPE_DEFAULT;
 }
 

@@ -42,8 +42,16 @@ struct wk_tensor {
   struct wk__scope *scope; /* scope owning the birth reference, or NULL */
   int64_t scope_slot;
   void *autograd; /* autograd metadata (owned by the autograd layer) */
-  void *quant;    /* quantization parameters (reserved) */
+  void *quant;    /* quantization parameters (wk__qparams, refcounted; quantized.c), or NULL */
 };
+
+/* Quantization parameters shared by a quantized tensor and its views (quantized.c). */
+WK__HIDDEN void *wk__qparams_retain(void *q);
+WK__HIDDEN void wk__qparams_release(void *q);
+/* The real value of stored integer q at multi-index idx of quantized t, as
+ * PyTorch's dequantize computes it (float32). */
+WK__HIDDEN double wk__q_dequant_at(const wk_tensor *t, double q, const int64_t *idx);
+
 
 /* New handle on `st` (retains st). Not registered with any scope. */
 WK__HIDDEN wk_tensor *wk__tensor_new(wk__storage *st, wk_dtype dt, int ndim,

@@ -8,7 +8,7 @@
 
 #include "meta.h"
 
-static const wk__meta_family *const g_families[] = {&wk__metas_pointwise, &wk__metas_reduce, &wk__metas_factory, &wk__metas_index, &wk__metas_conv, &wk__metas_nn};
+static const wk__meta_family *const g_families[] = {&wk__metas_pointwise, &wk__metas_reduce, &wk__metas_factory, &wk__metas_index, &wk__metas_conv, &wk__metas_nn, &wk__metas_quant};
 
 wk_status wk__metas_init(void) {
   for (size_t f = 0; f < sizeof g_families / sizeof g_families[0]; f++)
@@ -28,6 +28,7 @@ const char *wk__dtype_word(wk_dtype dt) {
   case e:                           \
     return w; /* the dtype list's ScalarType column */
     WK_DTYPE_LIST(WK__X)
+    WK_QDTYPE_LIST(WK__X)
 #undef WK__X
     default: return "Undefined";
   }

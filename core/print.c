@@ -155,6 +155,107 @@ static void choose(fmtctx *f, wk_dtype dt, int64_t numel) {
   }
 }
 
+/* Python's repr of a float (the shortest digits that read back the same;
+ * fixed notation for exponents -4..15, else "1e-05"), as str(q_scale()) prints. */
+static void py_float(double v, char *out, size_t n) {
+  if (!isfinite(v)) {
+    snprintf(out, n, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+    return;
+  }
+  char e[40];
+  for (int p = 0; p < 17; p++) {
+    snprintf(e, sizeof e, "%.*e", p, v);
+    if (strtod(e, NULL) == v) break;
+  }
+  /* e is "-d.ddde+XX": split digits and exponent */
+  char digits[40];
+  int nd = 0, exp10 = 0;
+  bool neg = e[0] == '-';
+  for (const char *c = e + neg; *c && *c != 'e'; c++)
+    if (*c != '.') digits[nd++] = *c;
+  digits[nd] = 0;
+  const char *ep = strchr(e, 'e');
+  if (ep) exp10 = atoi(ep + 1);
+  while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = 0;
+  size_t k = 0;
+  if (neg) k += (size_t)snprintf(out + k, n - k, "-");
+  if (exp10 >= -4 && exp10 < 16) {
+    if (exp10 < 0) {
+      k += (size_t)snprintf(out + k, n - k, "0.");
+      for (int i = 0; i < -exp10 - 1 && k < n; i++) k += (size_t)snprintf(out + k, n - k, "0");
+      snprintf(out + k, n - k, "%s", digits);
+    } else {
+      for (int i = 0; i <= exp10 && k < n; i++) k += (size_t)snprintf(out + k, n - k, "%c", i < nd ? digits[i] : '0');
+      if (k < n) k += (size_t)snprintf(out + k, n - k, ".");
+      if (nd > exp10 + 1)
+        snprintf(out + k, n - k, "%s", digits + exp10 + 1);
+      else
+        snprintf(out + k, n - k, "0");
+    }
+  } else {
+    k += (size_t)snprintf(out + k, n - k, "%c", digits[0]);
+    if (nd > 1) k += (size_t)snprintf(out + k, n - k, ".%s", digits + 1);
+    snprintf(out + k, n - k, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+  }
+}
+
+/* PyTorch's _add_suffixes: a suffix that would pass column 80 starts a new
+ * line indented like the values. */
+static void put_suffix(sbuf *b, const char *suffix, size_t *last) {
+  size_t n = strlen(suffix);
+  if (*last + n + 2 > 80) {
+    put(b, ",\n       ");
+    *last = 7 + n;
+  } else {
+    put(b, ", ");
+    *last += n + 2;
+  }
+  put(b, suffix);
+}
+
+/* PyTorch's suffixes of a quantized tensor: size, dtype, scheme and q-params. */
+static void put_quant_suffix(sbuf *b, wk_tensor *t) {
+  char s[256], num[64];
+  const char *nl = b->buf ? strrchr(b->buf, '\n') : NULL;
+  size_t last = nl ? (size_t)(b->buf + b->n - nl) + 1 : b->n + 2; /* len(s) - s.rfind("\n") + 1 */
+  size_t k = (size_t)snprintf(s, sizeof s, "size=(");
+  for (int i = 0; i < t->ndim && k < sizeof s; i++)
+    k += (size_t)snprintf(s + k, sizeof s - k, "%s%lld", i ? ", " : "", (long long)t->sizes[i]);
+  if (k < sizeof s) snprintf(s + k, sizeof s - k, "%s)", t->ndim == 1 ? "," : "");
+  put_suffix(b, s, &last);
+  const char *tn = t->dtype == WK_QINT8 ? "torch.qint8" : t->dtype == WK_QUINT8 ? "torch.quint8" : "torch.qint32";
+  wk_qscheme qs = wk_tensor_qscheme(t);
+  snprintf(s, sizeof s, "dtype=%s", tn);
+  put_suffix(b, s, &last);
+  snprintf(s, sizeof s, "quantization_scheme=%s", wk_qscheme_name(qs));
+  put_suffix(b, s, &last);
+  if (qs == WK_PER_TENSOR_AFFINE) {
+    py_float(wk_q_scale(t), num, sizeof num);
+    snprintf(s, sizeof s, "scale=%s", num);
+    put_suffix(b, s, &last);
+    snprintf(s, sizeof s, "zero_point=%lld", (long long)wk_q_zero_point(t));
+    put_suffix(b, s, &last);
+  } else if (qs == WK_PER_CHANNEL_AFFINE) {
+    wk_tensor *sc = wk_q_per_channel_scales(t), *zp = wk_q_per_channel_zero_points(t);
+    char *ss = sc ? wk_tensor_to_string(sc) : NULL, *zs = zp ? wk_tensor_to_string(zp) : NULL;
+    sbuf tmp = {0};
+    put(&tmp, "scale=");
+    put(&tmp, ss ? ss : "?");
+    put_suffix(b, tmp.buf ? tmp.buf : "scale=?", &last);
+    tmp.n = 0;
+    put(&tmp, "zero_point=");
+    put(&tmp, zs ? zs : "?");
+    put_suffix(b, tmp.buf ? tmp.buf : "zero_point=?", &last);
+    free(tmp.buf);
+    snprintf(s, sizeof s, "axis=%lld", (long long)wk_q_per_channel_axis(t));
+    put_suffix(b, s, &last);
+    free(ss);
+    free(zs);
+    wk_unref(sc);
+    wk_unref(zp);
+  }
+}
+
 char *wk_tensor_to_string(wk_tensor *t) {
   if (!t) {
     wk__null_arg("tensor_to_string", "t");
@@ -162,6 +263,7 @@ char *wk_tensor_to_string(wk_tensor *t) {
   }
   /* A meta tensor has no values: PyTorch prints tensor(..., device='meta', size=(2, 3)). */
   bool meta = t->storage->device.type == WK_DEVICE_META;
+  bool quantized = t->quant != NULL; /* values print dequantized, q-params in the suffix */
   int64_t numel = meta ? 0 : wk_tensor_numel(t);
   double *vals = wk_malloc(sizeof(double) * (size_t)(numel ? numel : 1));
   if (!vals) {
@@ -193,11 +295,11 @@ char *wk_tensor_to_string(wk_tensor *t) {
     }
     const double *all = f.vals;
     f.vals = sel ? sel : vals;
-    choose(&f, t->dtype, sel ? k : numel);
+    choose(&f, quantized ? WK_F32 : t->dtype, sel ? k : numel);
     f.vals = all;
     free(sel);
   } else {
-    choose(&f, t->dtype, numel);
+    choose(&f, quantized ? WK_F32 : t->dtype, numel);
   }
   sbuf b = {0};
   put(&b, "tensor(");
@@ -213,8 +315,8 @@ char *wk_tensor_to_string(wk_tensor *t) {
     rec(&b, &f, 0, 0, 7);
   }
   free(vals);
-  char extra[256];
-  if (meta || (numel == 0 && t->ndim != 1)) {
+  char extra[256] = "";
+  if (!quantized && (meta || (numel == 0 && t->ndim != 1))) {
     char s[200];
     size_t k = 0;
     k += (size_t)snprintf(s + k, sizeof s - k, "(");
@@ -233,8 +335,9 @@ char *wk_tensor_to_string(wk_tensor *t) {
     put(&b, extra);
   }
   put(&b, size_part); /* PyTorch puts a meta tensor's size after its device */
+  if (quantized) put_quant_suffix(&b, t);
   bool default_dt = t->dtype == WK_F32 || t->dtype == WK_I64 || t->dtype == WK_BOOL;
-  if (!default_dt || (!meta && numel == 0 && t->dtype != WK_F32)) {
+  if (!quantized && (!default_dt || (!meta && numel == 0 && t->dtype != WK_F32))) {
     const char *tn = "";
     switch (t->dtype) {
 #define WK__X(e, n, s, tname, w, sz, k) \

@@ -333,7 +333,9 @@ wk_tensor *wk__tensor_new(wk__storage *st, wk_dtype dt, int ndim, const int64_t 
 
 wk_tensor *wk__view_of(wk_tensor *t, int ndim, const int64_t *sizes, const int64_t *strides,
                        int64_t offset) {
-  return wk__tensor_new(t->storage, t->dtype, ndim, sizes, strides, offset);
+  wk_tensor *v = wk__tensor_new(t->storage, t->dtype, ndim, sizes, strides, offset);
+  if (v && t->quant) v->quant = wk__qparams_retain(t->quant); /* views keep the q-params */
+  return v;
 }
 
 wk_status wk__tensor_assign(wk_tensor *t, wk_tensor *src) {
@@ -348,6 +350,11 @@ wk_status wk__tensor_assign(wk_tensor *t, wk_tensor *src) {
   memcpy(t->sizes, src->sizes, sizeof(int64_t) * (size_t)src->ndim);
   memcpy(t->strides, src->strides, sizeof(int64_t) * (size_t)src->ndim);
   t->offset = src->offset;
+  if (t->quant != src->quant) {
+    void *q = src->quant ? wk__qparams_retain(src->quant) : NULL;
+    wk__qparams_release(t->quant);
+    t->quant = q;
+  }
   return WK_OK;
 }
 
@@ -525,6 +532,9 @@ static double load_f64(const void *p, wk_dtype dt) {
     case WK_I32: return *(const int32_t *)p;
     case WK_I64: return (double)*(const int64_t *)p;
     case WK_BOOL: return *(const bool *)p;
+    case WK_QINT8: return *(const int8_t *)p; /* the stored integer (to_f64 dequantizes) */
+    case WK_QUINT8: return *(const uint8_t *)p;
+    case WK_QINT32: return *(const int32_t *)p;
     default: return NAN;
   }
 }
@@ -551,6 +561,7 @@ void wk_release(wk_tensor *t) {
   if (atomic_fetch_sub(&t->refcount, 1) != 1) return;
   if (t->scope) wk__scope_forget(t);
   if (t->autograd) wk__ameta_free(t);
+  if (t->quant) wk__qparams_release(t->quant);
   wk__storage_release(t->storage);
   atomic_fetch_sub(&g_live, 1);
   handle_give(t);
@@ -663,6 +674,7 @@ wk_status wk_tensor_get(wk_tensor *t, const int64_t *index, double *out) {
   unsigned char buf[8];
   if ((s = read_elem(t, off, buf))) return s;
   *out = load_f64(buf, t->dtype);
+  if (t->quant) *out = wk__q_dequant_at(t, *out, index); /* the real value, like PyTorch */
   return WK_OK;
 }
 
@@ -694,6 +706,7 @@ wk_status wk_item(wk_tensor *t, double *out) {
   if (wk__tl_trace) wk__trace_note_read(t, "item()");
   wk_status s = single("item", t, buf);
   if (!s) *out = load_f64(buf, t->dtype);
+  if (!s && t->quant) *out = wk__q_dequant_at(t, *out, (const int64_t[WK_MAX_DIMS]){0});
   return s;
 }
 
@@ -737,6 +750,7 @@ wk_status wk_tensor_to_f64(wk_tensor *t, double *out, int64_t n) {
     int64_t off = t->offset;
     for (int d = 0; d < t->ndim; d++) off += idx[d] * t->strides[d];
     out[k] = load_f64(base + off * (int64_t)es, t->dtype);
+    if (t->quant) out[k] = wk__q_dequant_at(t, out[k], idx);
     for (int d = t->ndim - 1; d >= 0; d--) {
       if (++idx[d] < t->sizes[d]) break;
       idx[d] = 0;

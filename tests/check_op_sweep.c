@@ -873,8 +873,20 @@ static const sw_row g_rows[] = {
 static const struct {
   const char *op, *why;
 } g_unswept[] = {
-    {NULL, NULL} /* (none today) */
-};
+    /* quantized dtypes and q-parameters are outside the sweep's vocabulary: tests/check_quant.c
+     * checks these against hand-worked PyTorch arithmetic, and their errors */
+    {"quantize_per_tensor", "quantized results (check_quant)"},
+    {"quantize_per_channel", "quantized results (check_quant)"},
+    {"dequantize", "quantized inputs (check_quant)"},
+    {"int_repr", "quantized inputs (check_quant)"},
+    {"quantized_linear", "quantized operands (check_quant)"},
+    {"quantized_conv2d", "quantized operands (check_quant)"},
+    {"quantized_linear_dynamic", "a quantized weight (check_quant)"},
+    {"fake_quantize_per_tensor_affine", "STE values and gradients in check_quant"},
+    {"fake_quantize_per_channel_affine", "STE values and gradients in check_quant"},
+    {"fake_quantize_per_tensor_affine_backward", "through fake_quantize's backward in check_quant"},
+    {"fake_quantize_per_channel_affine_backward", "through fake_quantize's backward in check_quant"},
+    {NULL, NULL}};
 
 /* ==== the tests =============================================================================== */
 

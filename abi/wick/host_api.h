@@ -85,7 +85,7 @@
   X(wk_module_remove_hook) X(wk_module_call_stack) X(wk_module_named_children) X(wk_module_summary) \
   X(wk_plugin_abi_version) X(wk_set_default_device) X(wk_default_device) X(wk_module_set_child)
 
-/* ABI 1.3: error scoping (error.h), the allocator hook (tensor.h), graphs, tracing and replay (graph.h) */
+/* ABI 1.3: error scoping (error.h), the allocator hook (tensor.h), graphs, tracing and replay (graph.h), quantized tensors (qtensor.h) */
 #define WK_HOST_API_1_3(X) X(wk_error_new_call) X(wk_malloc) X(wk_calloc) X(wk_realloc)                \
   X(wk_graph_new) X(wk_graph_retain) X(wk_graph_release) X(wk_graph_copy) X(wk_graph_add_symbol)    \
   X(wk_graph_num_symbols) X(wk_graph_symbol_name) X(wk_graph_symbol_hint) X(wk_graph_add_input)     \
@@ -99,7 +99,10 @@
   X(wk_symdim_str) X(wk_symdim_eval) X(wk_graph_to_string) X(wk_graph_validate)                     \
   X(wk_graph_replace_uses) X(wk_graph_erase_node) X(wk_graph_dce) X(wk_graph_cse)                   \
   X(wk_graph_fold_constants) X(wk_graph_propagate) X(wk_graph_num_guards) X(wk_graph_guard)         \
-  X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run) X(wk_autograd_queue_callback)
+  X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run) X(wk_autograd_queue_callback) \
+  X(wk_dtype_is_quantized) X(wk_dtype_quantized_underlying) X(wk_dtype_qmin) X(wk_dtype_qmax) X(wk_qscheme_name) \
+  X(wk_tensor_qscheme) X(wk_q_scale) X(wk_q_zero_point) X(wk_q_per_channel_scales) X(wk_q_per_channel_zero_points) \
+  X(wk_q_per_channel_axis) X(wk_make_per_tensor_quantized) X(wk_make_per_channel_quantized)
 
 typedef struct wk_host_api {
   size_t struct_size;

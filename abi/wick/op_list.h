@@ -230,7 +230,17 @@ enum {
   X("repeat_interleave.self_int(Tensor self, int repeats, int? dim=None) -> Tensor", WK_TAG_COMPOSITE) \
   X("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", WK_ND) \
   X("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", 0) \
-  X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)
+  X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)                                \
+  /* ---- quantization (ABI 1.3; <wick/qtensor.h>; meta in core/quantized_meta.c) ---- */       \
+  X("quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor", WK_ND) \
+  X("quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor", WK_ND) \
+  X("dequantize(Tensor self) -> Tensor", WK_ND)                                                  \
+  X("int_repr(Tensor self) -> Tensor", WK_ND)                                                    \
+  X("quantized_linear(Tensor input, Tensor weight, Tensor? bias, float output_scale, int output_zero_point, bool relu=False) -> Tensor", WK_ND) \
+  X("quantized_conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, float output_scale, int output_zero_point, bool relu=False) -> Tensor", WK_ND) \
+  X("quantized_linear_dynamic(Tensor input, Tensor weight, Tensor? bias, bool reduce_range=True) -> Tensor", WK_ND) \
+  X("fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor", WK_PW) \
+  X("fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor", 0)
 
 /* Backward ops: helpers of derivative formulas that are not cheap to write
  * with forward ops. Results a caller masks out (output_mask[i] == 0) are None. */
@@ -248,6 +258,8 @@ enum {
   X("gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor", WK_TAG_BACKWARD) \
   X("threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor", WK_TAG_BACKWARD) \
   X("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD) \
-  X("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD)
+  X("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD) \
+  X("fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD) \
+  X("fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD)
 
 #endif

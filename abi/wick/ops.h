@@ -316,6 +316,24 @@ WK__FN2(wk_topk, "topk", (wk_tensor * x, int64_t k, int64_t dim, bool largest, b
 WK__FN2(wk_sort, "sort", (wk_tensor * x, int64_t dim, bool descending, wk_tensor **second), WK_VT(x), WK_VI(dim), WK_VB(descending))
 WK__FN(wk_one_hot, "one_hot", (wk_tensor * x, int64_t num_classes), WK_VT(x), WK_VI(num_classes))
 
+/* ---- Quantization (ABI 1.3; q-parameters in <wick/qtensor.h>) ------------------------ */
+/* PyTorch's rounding: q = clamp(zero_point + nearbyint(x * (1.0f / scale)), qmin, qmax) in float32. */
+WK__FN(wk_quantize_per_tensor, "quantize_per_tensor", (wk_tensor * x, double scale, int64_t zero_point, wk_dtype dtype),
+       WK_VT(x), WK_VF(scale), WK_VI(zero_point), WK_VDT(dtype))
+WK__FN(wk_quantize_per_channel, "quantize_per_channel",
+       (wk_tensor * x, wk_tensor * scales, wk_tensor * zero_points, int64_t axis, wk_dtype dtype), WK_VT(x),
+       WK_VT(scales), WK_VT(zero_points), WK_VI(axis), WK_VDT(dtype))
+/* (q - zero_point) * scale as float32; a floating tensor comes back as float32. */
+WK__FN(wk_dequantize, "dequantize", (wk_tensor * q), WK_VT(q))
+/* The stored integers as a new i8/u8/i32 tensor. */
+WK__FN(wk_int_repr, "int_repr", (wk_tensor * q), WK_VT(q))
+WK__FN(wk_fake_quantize_per_tensor_affine, "fake_quantize_per_tensor_affine",
+       (wk_tensor * x, double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max), WK_VT(x), WK_VF(scale),
+       WK_VI(zero_point), WK_VI(quant_min), WK_VI(quant_max))
+WK__FN(wk_fake_quantize_per_channel_affine, "fake_quantize_per_channel_affine",
+       (wk_tensor * x, wk_tensor * scales, wk_tensor * zero_points, int64_t axis, int64_t quant_min, int64_t quant_max),
+       WK_VT(x), WK_VT(scales), WK_VT(zero_points), WK_VI(axis), WK_VI(quant_min), WK_VI(quant_max))
+
 /* ---- Every op and overload, every argument (generated from op_list.h) ---------------- */
 #include <wick/ops_gen.h>
 

@@ -2947,6 +2947,85 @@ static inline wk_tensor *wkx_one_hot(wk_tensor *self, int64_t num_classes) {
   return wk__gen_call(&wk__op, "one_hot", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
+/* quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor */
+static inline wk_tensor *wkx_quantize_per_tensor(wk_tensor *self, double scale, int64_t zero_point,
+    wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VF(scale), WK_VI(zero_point), WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "quantize_per_tensor", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor */
+static inline wk_tensor *wkx_quantize_per_channel(wk_tensor *self, wk_tensor *scales, wk_tensor *zero_points,
+    int64_t axis, wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VT(scales), WK_VT(zero_points), WK_VI(axis), WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "quantize_per_channel", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* dequantize(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_dequantize(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "dequantize", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* int_repr(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_int_repr(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "int_repr", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* quantized_linear(Tensor input, Tensor weight, Tensor? bias, float output_scale, int output_zero_point, bool relu=False) -> Tensor */
+static inline wk_tensor *wkx_quantized_linear(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    double output_scale, int64_t output_zero_point, bool relu) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(input), WK_VT(weight), WK_VT(bias), WK_VF(output_scale),
+                             WK_VI(output_zero_point), WK_VB(relu)};
+  return wk__gen_call(&wk__op, "quantized_linear", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* quantized_conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, float output_scale, int output_zero_point, bool relu=False) -> Tensor */
+static inline wk_tensor *wkx_quantized_conv2d(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    const int64_t *stride, int64_t stride_len, const int64_t *padding, int64_t padding_len,
+    const int64_t *dilation, int64_t dilation_len, int64_t groups, double output_scale,
+    int64_t output_zero_point, bool relu) {
+  static wk_op *wk__op;
+  const wk_value wk__a[10] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                              WK_VINTS(stride, wk__gen_len(stride_len)),
+                              WK_VINTS(padding, wk__gen_len(padding_len)),
+                              WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VI(groups),
+                              WK_VF(output_scale), WK_VI(output_zero_point), WK_VB(relu)};
+  return wk__gen_call(&wk__op, "quantized_conv2d", wk__a, 10, (wk_tensor **const *)0, 0, 0);
+}
+
+/* quantized_linear_dynamic(Tensor input, Tensor weight, Tensor? bias, bool reduce_range=True) -> Tensor */
+static inline wk_tensor *wkx_quantized_linear_dynamic(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    bool reduce_range) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(input), WK_VT(weight), WK_VT(bias), WK_VB(reduce_range)};
+  return wk__gen_call(&wk__op, "quantized_linear_dynamic", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor */
+static inline wk_tensor *wkx_fake_quantize_per_tensor_affine(wk_tensor *self, double scale,
+    int64_t zero_point, int64_t quant_min, int64_t quant_max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VF(scale), WK_VI(zero_point), WK_VI(quant_min),
+                             WK_VI(quant_max)};
+  return wk__gen_call(&wk__op, "fake_quantize_per_tensor_affine", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor */
+static inline wk_tensor *wkx_fake_quantize_per_channel_affine(wk_tensor *self, wk_tensor *scale,
+    wk_tensor *zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VT(scale), WK_VT(zero_point), WK_VI(axis), WK_VI(quant_min),
+                             WK_VI(quant_max)};
+  return wk__gen_call(&wk__op, "fake_quantize_per_channel_affine", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
 /* conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, int[3] output_mask) -> (Tensor, Tensor, Tensor) */
 static inline wk_tensor *wkx_conv2d_backward(wk_tensor *grad_output, wk_tensor *input, wk_tensor *weight,
     const int64_t *stride, int64_t stride_len, const int64_t *padding, int64_t padding_len,
@@ -3084,6 +3163,24 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   static wk_op *wk__op;
   const wk_value wk__a[2] = {WK_VT(grad_output), WK_VT(output)};
   return wk__gen_call(&wk__op, "tanh_backward", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor */
+static inline wk_tensor *wkx_fake_quantize_per_tensor_affine_backward(wk_tensor *grad, wk_tensor *self,
+    double scale, int64_t zero_point, int64_t quant_min, int64_t quant_max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(grad), WK_VT(self), WK_VF(scale), WK_VI(zero_point), WK_VI(quant_min),
+                             WK_VI(quant_max)};
+  return wk__gen_call(&wk__op, "fake_quantize_per_tensor_affine_backward", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor */
+static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor *grad, wk_tensor *self,
+    wk_tensor *scale, wk_tensor *zero_point, int64_t axis, int64_t quant_min, int64_t quant_max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(grad), WK_VT(self), WK_VT(scale), WK_VT(zero_point), WK_VI(axis),
+                             WK_VI(quant_min), WK_VI(quant_max)};
+  return wk__gen_call(&wk__op, "fake_quantize_per_channel_affine_backward", wk__a, 7, (wk_tensor **const *)0, 0, 0);
 }
 
 /* Every wrapper above: X(c_name, "op.name", "schema"). */
@@ -3482,6 +3579,15 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_topk, "topk", "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)") \
   X(wkx_sort, "sort", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)") \
   X(wkx_one_hot, "one_hot", "one_hot(Tensor self, int num_classes=-1) -> Tensor") \
+  X(wkx_quantize_per_tensor, "quantize_per_tensor", "quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor") \
+  X(wkx_quantize_per_channel, "quantize_per_channel", "quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor") \
+  X(wkx_dequantize, "dequantize", "dequantize(Tensor self) -> Tensor") \
+  X(wkx_int_repr, "int_repr", "int_repr(Tensor self) -> Tensor") \
+  X(wkx_quantized_linear, "quantized_linear", "quantized_linear(Tensor input, Tensor weight, Tensor? bias, float output_scale, int output_zero_point, bool relu=False) -> Tensor") \
+  X(wkx_quantized_conv2d, "quantized_conv2d", "quantized_conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, int groups, float output_scale, int output_zero_point, bool relu=False) -> Tensor") \
+  X(wkx_quantized_linear_dynamic, "quantized_linear_dynamic", "quantized_linear_dynamic(Tensor input, Tensor weight, Tensor? bias, bool reduce_range=True) -> Tensor") \
+  X(wkx_fake_quantize_per_tensor_affine, "fake_quantize_per_tensor_affine", "fake_quantize_per_tensor_affine(Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor") \
+  X(wkx_fake_quantize_per_channel_affine, "fake_quantize_per_channel_affine", "fake_quantize_per_channel_affine(Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor") \
   X(wkx_conv2d_backward, "conv2d_backward", "conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, int[2] stride, int[2] padding, int[2] dilation, int groups, int[3] output_mask) -> (Tensor, Tensor, Tensor)") \
   X(wkx_max_pool2d_with_indices_backward, "max_pool2d_with_indices_backward", "max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor") \
   X(wkx_avg_pool2d_backward, "avg_pool2d_backward", "avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor") \
@@ -3495,6 +3601,8 @@ static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *ou
   X(wkx_gelu_backward, "gelu_backward", "gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor") \
   X(wkx_threshold_backward, "threshold_backward", "threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor") \
   X(wkx_sigmoid_backward, "sigmoid_backward", "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor") \
-  X(wkx_tanh_backward, "tanh_backward", "tanh_backward(Tensor grad_output, Tensor output) -> Tensor")
+  X(wkx_tanh_backward, "tanh_backward", "tanh_backward(Tensor grad_output, Tensor output) -> Tensor") \
+  X(wkx_fake_quantize_per_tensor_affine_backward, "fake_quantize_per_tensor_affine_backward", "fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor") \
+  X(wkx_fake_quantize_per_channel_affine_backward, "fake_quantize_per_channel_affine_backward", "fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor")
 
 #endif

@@ -72,13 +72,27 @@ typedef enum wk_status {
   X(WK_I64, 9, "i64", "torch.int64", "Long", 8, 'i')          \
   X(WK_BOOL, 10, "bool", "torch.bool", "Bool", 1, 'b')
 
+/* ---- Quantized dtypes (ABI 1.3; X-macro: enum, number, short name, PyTorch name,
+ * PyTorch ScalarType word, size, underlying integer dtype) -------------------------
+ * A quantized tensor stores integers of the underlying dtype plus quantization
+ * parameters (<wick/qtensor.h>): per-tensor scale and zero_point, or per-channel
+ * scales and zero_points along an axis; real value = (q - zero_point) * scale.
+ * They are not in WK_DTYPE_LIST: ordinary ops do not compute on them. */
+#define WK_QDTYPE_LIST(X)                                                \
+  X(WK_QINT8, 11, "qint8", "torch.qint8", "QInt8", 1, WK_I8)              \
+  X(WK_QUINT8, 12, "quint8", "torch.quint8", "QUInt8", 1, WK_U8)          \
+  X(WK_QINT32, 13, "qint32", "torch.qint32", "QInt32", 4, WK_I32)
+
 typedef enum wk_dtype {
   WK_DTYPE_DEFAULT = 0,
 #define WK__X(e, n, s, t, w, sz, k) e = n,
   WK_DTYPE_LIST(WK__X)
 #undef WK__X
-  /* 11..13 are reserved for qint8, quint8, qint32 (quantization issue). */
-  WK_DTYPE_COUNT_ = 11
+  WK_DTYPE_COUNT_ = 11, /* end of the plain dtypes above (the quantized ones follow) */
+#define WK__X(e, n, s, t, w, sz, u) e = n,
+  WK_QDTYPE_LIST(WK__X)
+#undef WK__X
+  WK_QDTYPE_END_ = 14
 } wk_dtype;
 
 /* ---- Devices ---------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <wick/autograd.h>
 #include <wick/state_dict.h>
 #include <wick/module.h>
+#include <wick/qtensor.h>
 #include <wick/graph.h>
 /* In plugin builds <wick/sdk.h> includes the front end after routing calls
  * through the host table. */

@@ -29,6 +29,7 @@ CPU_HIDDEN wk_status cpu_register_sort(void);
 CPU_HIDDEN wk_status cpu_register_conv_backward(void);
 CPU_HIDDEN wk_status cpu_register_nn_backward(void);
 CPU_HIDDEN wk_status cpu_register_pointwise_backward(void);
+CPU_HIDDEN wk_status cpu_register_quantized(void);
 CPU_HIDDEN wk_status cpu_register_amp(void);
 
 /* Registers a boxed kernel for `op` on the cpu at reference priority; `user`

@@ -25,7 +25,7 @@ static wk_status cpu_init(void) {
     wk_status s = families[i]();
     if (s != WK_OK) return s;
   }
-  return WK_OK;
+  return cpu_register_quantized(); /* quantized.c: quantize/dequantize, int8 linear and conv */
 }
 
 WK_PLUGIN_DEFINE("cpu", "0.1.0", "reference CPU kernels for the standard op set", cpu_init, NULL)

@@ -240,7 +240,8 @@ static wk_tensor *seq_forward(wk_module *self, wk_tensor *const *in, int n) {
   if (!nn_check_inputs(wk_module_class_name(self), in, n, 1)) return NULL;
   wk_scope_begin();
   wk_tensor *x = in[0];
-  for (int i = 0; i < s->n && x; i++) x = wk_module_forward(s->mods[i], x);
+  /* children by name: wk_module_set_child may have replaced one (s->mods[i] is then stale) */
+  for (int i = 0; i < s->n && x; i++) x = wk_module_forward(wk_module_child(self, s->names[i]), x);
   if (s->n == 0) x = wk_alias(x);
   return nn_ret(x);
 }

@@ -1,0 +1,16 @@
+# quant plugin: observers, qconfigs, fuse/prepare/convert and the quantized
+# modules of eager-mode int8 (the `quant` service; included from Makefile.am).
+plugins_LTLIBRARIES += plugins/quant/quant.la
+plugins_quant_quant_la_SOURCES = plugins/quant/quant.h plugins/quant/plugin.c plugins/quant/observer.c \
+	plugins/quant/modules.c plugins/quant/workflow.c
+plugins_quant_quant_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+plugins_quant_quant_la_LIBADD = -lm
+plugins_quant_quant_la_LDFLAGS = $(PLUGIN_LDFLAGS)
+wickinclude_HEADERS += abi/wick/quant.h
+if HAVE_CHECK
+check_PROGRAMS += tests/check_quant
+TESTS += tests/check_quant
+tests_check_quant_SOURCES = tests/check_quant.c tests/testutil.h
+tests_check_quant_CFLAGS = $(TEST_CFLAGS)
+tests_check_quant_LDADD = $(TEST_LDADD)
+endif

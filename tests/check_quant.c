@@ -1,0 +1,321 @@
+/* check_quant: quantized tensors and the quant plugin. Expected values are
+ * worked by hand from PyTorch's documented arithmetic (fbgemm's Quantize:
+ * zero_point + nearbyint(x * (1.0f / scale)) in float32, ties to even;
+ * dequantize (q - zero_point) * scale in float32; the observers'
+ * _calculate_qparams in float32; fbgemm's requantisation), with the working
+ * next to each number. */
+#include <wick/nn.h>
+#include <wick/quant.h>
+
+#include "testutil.h"
+
+static void expect_ints(wk_tensor *q, const double *want, int64_t n, const char *what) {
+  TU_NOTNULL(q);
+  wk_tensor *r = wk_int_repr(q);
+  TU_NOTNULL(r);
+  ck_assert_int_eq(wk_tensor_numel(r), n);
+  double got[64];
+  TU_OK(wk_tensor_to_f64(r, got, n));
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(got[i] == want[i], "%s[%lld]: got %g, want %g", what, (long long)i, got[i], want[i]);
+}
+
+/* ---- quantized tensors in the core ------------------------------------------------------- */
+START_TEST(test_quant_per_tensor_rounding) {
+  wk_scope_begin();
+  /* scale 0.1: inv = 1.0f / 0.1f = 10.0f. 0.25 * 10 = 2.5 -> 2 (ties to even);
+   * 0.75 -> 7.5 -> 8; 0.35f * 10 = 3.49999994 rounds to the float 3.5 -> 4
+   * (multiplying by the inverse, as fbgemm does; dividing would give 3);
+   * 1.27 -> 12.7 -> 13; 13 -> 130 -> 127; -13 -> -128. */
+  wk_tensor *x = TU_T(WK_F32, (9), -1.0, 0.0, 0.25, 0.75, 0.35, 1.27, 13.0, -13.0, -0.25);
+  wk_tensor *q = wk_quantize_per_tensor(x, 0.1, 0, WK_QINT8);
+  expect_ints(q, (const double[]){-10, 0, 2, 8, 4, 13, 127, -128, -2}, 9, "qint8");
+  ck_assert_int_eq(wk_tensor_dtype(q), WK_QINT8);
+  ck_assert_int_eq(wk_tensor_qscheme(q), WK_PER_TENSOR_AFFINE);
+  ck_assert_double_eq(wk_q_scale(q), 0.1);
+  ck_assert_int_eq(wk_q_zero_point(q), 0);
+  ck_assert_int_eq(wk_tensor_dtype(wk_int_repr(q)), WK_I8);
+  /* quint8, scale 0.5, zero_point 11: zero_point is added after rounding
+   * (fbgemm's non-legacy Quantize): 0.25 -> 11 + nearbyint(0.5) = 11 (rounding
+   * 11.5 would give 12); 1.25 -> 11 + 2 = 13; -6 -> -1 -> 0; 200 -> 255. */
+  wk_tensor *u = wk_quantize_per_tensor(TU_T(WK_F32, (4), 0.25, 1.25, -6.0, 200.0), 0.5, 11, WK_QUINT8);
+  expect_ints(u, (const double[]){11, 13, 0, 255}, 4, "quint8");
+  /* qint32 keeps large values */
+  wk_tensor *i32 = wk_quantize_per_tensor(TU_T(WK_F32, (2), 1000.0, -70000.0), 1.0, 5, WK_QINT32);
+  expect_ints(i32, (const double[]){1005, -69995}, 2, "qint32");
+  /* dequantize: (q - zp) * scale in float32 */
+  wk_tensor *d = wk_dequantize(u);
+  ck_assert_int_eq(wk_tensor_dtype(d), WK_F32);
+  double dv[4];
+  TU_OK(wk_tensor_to_f64(d, dv, 4));
+  ck_assert_double_eq(dv[0], 0.0);
+  ck_assert_double_eq(dv[1], 1.0);
+  ck_assert_double_eq(dv[2], -5.5);
+  ck_assert_double_eq(dv[3], 122.0);
+  /* to_f64 / item read the real values, like PyTorch's q.item() */
+  double one;
+  TU_OK(wk_item(wk_select(u, 0, 1), &one));
+  ck_assert_double_eq(one, 1.0);
+  /* a non-contiguous float input */
+  wk_tensor *xt = wk_transpose(TU_T(WK_F32, (2, 2), 0.1, 0.2, 0.3, 0.4), 0, 1);
+  expect_ints(wk_quantize_per_tensor(xt, 0.1, 0, WK_QINT8), (const double[]){1, 3, 2, 4}, 4, "strided");
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_per_channel) {
+  wk_scope_begin();
+  wk_tensor *x = TU_T(WK_F32, (2, 3), 0.5, -1.0, 2.0, 0.5, -1.0, 2.0);
+  wk_tensor *sc = TU_T(WK_F64, (2), 0.5, 0.25), *zp = TU_T(WK_I64, (2), 0, 10);
+  /* row 0: /0.5 -> 1, -2, 4; row 1: /0.25 + 10 -> 12, 6, 18 */
+  wk_tensor *q = wk_quantize_per_channel(x, sc, zp, 0, WK_QINT8);
+  expect_ints(q, (const double[]){1, -2, 4, 12, 6, 18}, 6, "per channel");
+  ck_assert_int_eq(wk_tensor_qscheme(q), WK_PER_CHANNEL_AFFINE);
+  ck_assert_int_eq(wk_q_per_channel_axis(q), 0);
+  wk_tensor *s2 = wk_q_per_channel_scales(q), *z2 = wk_q_per_channel_zero_points(q);
+  ck_assert_int_eq(wk_tensor_dtype(s2), WK_F64);
+  ck_assert_int_eq(wk_tensor_dtype(z2), WK_I64);
+  double sv[2], zv[2];
+  TU_OK(wk_tensor_to_f64(s2, sv, 2));
+  TU_OK(wk_tensor_to_f64(z2, zv, 2));
+  ck_assert_double_eq(sv[1], 0.25);
+  ck_assert_double_eq(zv[1], 10);
+  double dv[6];
+  TU_OK(wk_tensor_to_f64(wk_dequantize(q), dv, 6));
+  for (int i = 0; i < 6; i++) ck_assert_double_eq(dv[i], i % 3 == 0 ? 0.5 : i % 3 == 1 ? -1.0 : 2.0);
+  /* along axis 1 */
+  wk_tensor *q1 = wk_quantize_per_channel(x, TU_T(WK_F32, (3), 0.5, 1.0, 2.0), TU_T(WK_I64, (3), 0, 0, 0), 1, WK_QINT8);
+  expect_ints(q1, (const double[]){1, -1, 1, 1, -1, 1}, 6, "axis 1");
+  /* per-tensor accessors refuse it */
+  ck_assert(isnan(wk_q_scale(q)));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_DTYPE);
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "per_tensor_affine"));
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_print_like_pytorch) {
+  wk_scope_begin();
+  wk_tensor *q = wk_quantize_per_tensor(TU_T(WK_F32, (4), -1.0, 0.0, 0.25, 1.27), 0.1, 0, WK_QINT8);
+  char *s = wk_tensor_to_string(q);
+  TU_NOTNULL(s);
+  ck_assert_str_eq(s, "tensor([-1.0000,  0.0000,  0.2000,  1.3000], size=(4,), dtype=torch.qint8,\n"
+                      "       quantization_scheme=torch.per_tensor_affine, scale=0.1, zero_point=0)");
+  wk_free(s);
+  wk_tensor *u = wk_quantize_per_tensor(TU_T(WK_F32, (2), 1.0, 2.0), 1e-05, 3, WK_QUINT8);
+  s = wk_tensor_to_string(u);
+  /* 1 / 1e-5 -> 100000 + 3 -> 255: both 0.00252 */
+  ck_assert_str_eq(s, "tensor([0.0025, 0.0025], size=(2,), dtype=torch.quint8,\n"
+                      "       quantization_scheme=torch.per_tensor_affine, scale=1e-05, zero_point=3)");
+  wk_free(s);
+  wk_tensor *c = wk_quantize_per_channel(TU_T(WK_F32, (2, 1), 1.0, 2.0), TU_T(WK_F64, (2), 0.5, 1.0),
+                                         TU_T(WK_I64, (2), 0, 1), 0, WK_QINT8);
+  s = wk_tensor_to_string(c);
+  ck_assert_str_eq(s, "tensor([[1.],\n        [2.]], size=(2, 1), dtype=torch.qint8,\n"
+                      "       quantization_scheme=torch.per_channel_affine,\n"
+                      "       scale=tensor([0.5000, 1.0000], dtype=torch.float64),\n"
+                      "       zero_point=tensor([0, 1]), axis=0)");
+  wk_free(s);
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_views_keep_qparams) {
+  wk_scope_begin();
+  wk_tensor *q = wk_quantize_per_tensor(TU_T(WK_F32, (2, 3), 1, 2, 3, 4, 5, 6), 0.5, 1, WK_QUINT8);
+  wk_tensor *v = wk_flatten(q, 0, -1);
+  ck_assert_int_eq(wk_tensor_dtype(v), WK_QUINT8);
+  ck_assert_double_eq(wk_q_scale(v), 0.5);
+  ck_assert_int_eq(wk_q_zero_point(v), 1);
+  wk_tensor *t = wk_transpose(q, 0, 1);
+  double dv[6];
+  TU_OK(wk_tensor_to_f64(wk_dequantize(t), dv, 6));
+  ck_assert_double_eq(dv[1], 4);
+  expect_ints(t, (const double[]){3, 9, 5, 11, 7, 13}, 6, "transposed int_repr");
+  /* zero-copy constructors */
+  wk_tensor *raw = TU_T(WK_U8, (3), 0, 128, 255);
+  wk_tensor *m = wk_make_per_tensor_quantized(raw, 0.5, 128);
+  ck_assert_int_eq(wk_tensor_dtype(m), WK_QUINT8);
+  ck_assert(wk_tensor_same_storage(m, raw));
+  TU_OK(wk_tensor_to_f64(m, dv, 3));
+  ck_assert_double_eq(dv[0], -64);
+  ck_assert_double_eq(dv[2], 63.5);
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_bad_input) {
+  wk_scope_begin();
+  wk_tensor *x = TU_T(WK_F32, (3), 1, 2, 3);
+  ck_assert_ptr_null(wk_quantize_per_tensor(x, 0.0, 0, WK_QINT8));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "scale"));
+  ck_assert_ptr_null(wk_quantize_per_tensor(x, 0.1, 300, WK_QUINT8));
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "zero_point 300 is out of range for quint8"));
+  ck_assert_ptr_null(wk_quantize_per_tensor(x, 0.1, 0, WK_F32));
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "qint8, quint8 or qint32"));
+  ck_assert_ptr_null(wk_quantize_per_tensor(TU_T(WK_I64, (1), 1), 0.1, 0, WK_QINT8));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_DTYPE);
+  ck_assert_ptr_null(wk_quantize_per_channel(x, TU_T(WK_F32, (2), 1, 1), TU_T(WK_I64, (2), 0, 0), 0, WK_QINT8));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_SHAPE);
+  ck_assert_ptr_null(wk_quantize_per_channel(x, TU_T(WK_F32, (3), 1, 1, 1), TU_T(WK_I64, (3), 0, 0, 0), 2, WK_QINT8));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_INDEX);
+  ck_assert_ptr_null(wk_int_repr(x));
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "expected a quantized tensor"));
+  ck_assert_ptr_null(wk_make_per_tensor_quantized(x, 0.1, 0));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_DTYPE);
+  wk_clear_error(); /* a NULL argument keeps an earlier error (error scoping) */
+  ck_assert_ptr_null(wk_make_per_tensor_quantized(NULL, 0.1, 0));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_NULL);
+  ck_assert_int_eq(wk_tensor_qscheme(NULL), WK_QSCHEME_NONE);
+  ck_assert_int_eq(wk_tensor_qscheme(x), WK_QSCHEME_NONE);
+  ck_assert_ptr_null(wk_q_per_channel_scales(x));
+  ck_assert_int_eq(wk_q_per_channel_axis(x), -1);
+  /* int8 ops want quantized operands */
+  wk_tensor *q = wk_quantize_per_tensor(TU_T(WK_F32, (1, 3), 1, 2, 3), 0.1, 0, WK_QUINT8);
+  ck_assert_ptr_null(wkx_quantized_linear(q, x, NULL, 0.1, 0, false));
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "qint8 weight"));
+  wk_tensor *w = wk_quantize_per_tensor(TU_T(WK_F32, (2, 2), 1, 2, 3, 4), 0.1, 0, WK_QINT8);
+  ck_assert_ptr_null(wkx_quantized_linear(q, w, NULL, 0.1, 0, false));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_SHAPE);
+  ck_assert_ptr_null(wkx_quantized_linear(wk_dequantize(q), w, NULL, 0.1, 0, false));
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "quint8 input"));
+  wk_scope_end();
+}
+END_TEST
+
+/* ---- int8 kernels --------------------------------------------------------------------------- */
+START_TEST(test_quant_linear_requantization) {
+  wk_scope_begin();
+  /* x: quint8 scale 0.5 zp 2: [1, 2] -> [4, 6]; w: qint8 scale 0.25: [[1, -0.5], [0.25, 0.75]]
+   * -> [[4, -2], [1, 3]]. acc = [(4-2)*4 + (6-2)*(-2), 2*1 + 4*3] = [0, 14].
+   * act_times_w_scale = 0.125, multiplier = 0.125 / 0.1f = 1.25f, bias / 0.125:
+   * [2.4000001, -8]. y = 5 + nearbyint([3.0000001, 7.5]) = [8, 13] (7.5 -> 8, ties to even). */
+  wk_tensor *x = wk_quantize_per_tensor(TU_T(WK_F32, (1, 2), 1.0, 2.0), 0.5, 2, WK_QUINT8);
+  wk_tensor *w = wk_quantize_per_tensor(TU_T(WK_F32, (2, 2), 1.0, -0.5, 0.25, 0.75), 0.25, 0, WK_QINT8);
+  wk_tensor *y = wkx_quantized_linear(x, w, TU_T(WK_F32, (2), 0.3, -1.0), 0.1, 5, false);
+  expect_ints(y, (const double[]){8, 13}, 2, "linear");
+  ck_assert_int_eq(wk_tensor_dtype(y), WK_QUINT8);
+  ck_assert_double_eq(wk_q_scale(y), 0.1);
+  ck_assert_int_eq(wk_q_zero_point(y), 5);
+  /* bias -2: (0 - 16) * 1.25 = -20 -> -15, clamped to zp=5 by the fused ReLU, to 0 without */
+  wk_tensor *b2 = TU_T(WK_F32, (2), -2.0, -1.0);
+  expect_ints(wkx_quantized_linear(x, w, b2, 0.1, 5, true), (const double[]){5, 13}, 2, "linear relu");
+  expect_ints(wkx_quantized_linear(x, w, b2, 0.1, 5, false), (const double[]){0, 13}, 2, "linear no relu");
+  /* per-channel weight: channel 1 at scale 0.125 -> [2, 6]: acc1 = 2*2 + 4*6 = 28, atws 0.0625,
+   * bias -1 / 0.0625 = -16, (28 - 16) * 0.625 = 7.5 -> 8 -> 13 */
+  wk_tensor *wc = wk_quantize_per_channel(TU_T(WK_F32, (2, 2), 1.0, -0.5, 0.25, 0.75), TU_T(WK_F32, (2), 0.25, 0.125),
+                                          TU_T(WK_I64, (2), 0, 0), 0, WK_QINT8);
+  expect_ints(wkx_quantized_linear(x, wc, TU_T(WK_F32, (2), 0.3, -1.0), 0.1, 5, false), (const double[]){8, 13}, 2,
+              "per-channel linear");
+  wk_scope_end();
+}
+END_TEST
+
+/* int8 conv / linear on random data against the float path on the same
+ * integers (dequantize, float op, quantize): equal up to one step, where
+ * float accumulation lands on the other side of a rounding tie. */
+START_TEST(test_quant_conv_matches_float_path) {
+  wk_scope_begin();
+  wk_tensor *xf = tu_rand(WK_SHAPE(2, 4, 7, 6), WK_F32, -1, 1, 11);
+  wk_tensor *wf = tu_rand(WK_SHAPE(6, 2, 3, 3), WK_F32, -0.5, 0.5, 12);
+  wk_tensor *bf = tu_rand(WK_SHAPE(6), WK_F32, -0.2, 0.2, 13);
+  wk_tensor *x = wk_quantize_per_tensor(xf, 2.0 / 255, 128, WK_QUINT8);
+  wk_tensor *w = wk_quantize_per_channel(wf, tu_rand(WK_SHAPE(6), WK_F32, 0.003, 0.005, 14),
+                                         TU_T(WK_I64, (6), 0, 0, 0, 0, 0, 0), 0, WK_QINT8);
+  int64_t st[2] = {2, 1}, pd[2] = {1, 0}, dl[2] = {1, 2};
+  wk_tensor *y = wkx_quantized_conv2d(x, w, bf, st, 2, pd, 2, dl, 2, 2, 0.02, 100, false);
+  TU_NOTNULL(y);
+  wk_tensor *ref = wkx_conv2d(wk_dequantize(x), wk_dequantize(w), bf, st, 2, pd, 2, dl, 2, 2);
+  TU_NOTNULL(ref);
+  ck_assert_int_eq(wk_tensor_dim(y), 4);
+  for (int d = 0; d < 4; d++) ck_assert_int_eq(wk_tensor_size(y, d), wk_tensor_size(ref, d));
+  wk_tensor *rq = wk_int_repr(wk_quantize_per_tensor(ref, 0.02, 100, WK_QUINT8));
+  int64_t n = wk_tensor_numel(rq);
+  double *a = malloc(sizeof(double) * (size_t)n), *b = malloc(sizeof(double) * (size_t)n);
+  TU_OK(wk_tensor_to_f64(wk_int_repr(y), a, n));
+  TU_OK(wk_tensor_to_f64(rq, b, n));
+  int exact = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ck_assert_msg(fabs(a[i] - b[i]) <= 1, "element %lld: int8 %g, float path %g", (long long)i, a[i], b[i]);
+    exact += a[i] == b[i];
+  }
+  ck_assert_msg(exact >= n * 95 / 100, "only %d of %lld equal", exact, (long long)n);
+  free(a);
+  free(b);
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_dynamic_linear) {
+  wk_scope_begin();
+  /* x = [1, -1]: fbgemm's ChooseQuantizationParams(-1, 1, 0, 255, reduce_range):
+   * [0, 127], scale = 2/127, zero point candidates 63.5 (errors -63.5 / 63.5) -> 64.
+   * x_q = nearbyint(64 +- 63.5) = [128, 0] -> centered [64, -64]; w = [[1, 2]] at 0.5 ->
+   * [2, 4]; acc = 128 - 256 = -128; y = -128 * (scale_x * 0.5). */
+  wk_tensor *w = wk_quantize_per_tensor(TU_T(WK_F32, (1, 2), 1.0, 2.0), 0.5, 0, WK_QINT8);
+  wk_tensor *y = wkx_quantized_linear_dynamic(TU_T(WK_F32, (1, 2), 1.0, -1.0), w, NULL, true);
+  TU_NOTNULL(y);
+  double v;
+  TU_OK(wk_item(y, &v));
+  float sx = (float)(2.0 / 127);
+  ck_assert_double_eq_tol(v, -128.0f * (sx * 0.5f), 1e-6);
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_fake_quantize_ste) {
+  wk_scope_begin();
+  /* scale 0.5, zp 0, range [-4, 3]: 0.3 -> nearbyint(0.6) = 1 -> 0.5; 1.25 -> 2.5 -> 2 -> 1.0;
+   * 2.0 -> 4 -> clamped 3 -> 1.5 (masked); -2.1 -> -4.2 -> -4 -> -2.0 (kept, -4 in range) */
+  wk_tensor *x = TU_T(WK_F32, (4), 0.3, 1.25, 2.0, -2.1);
+  TU_OK(wk_tensor_set_requires_grad(x, true));
+  wk_tensor *y = wk_fake_quantize_per_tensor_affine(x, 0.5, 0, -4, 3);
+  TU_NOTNULL(y);
+  double v[4];
+  TU_OK(wk_tensor_to_f64(y, v, 4));
+  ck_assert_double_eq(v[0], 0.5);
+  ck_assert_double_eq(v[1], 1.0);
+  ck_assert_double_eq(v[2], 1.5);
+  ck_assert_double_eq(v[3], -2.0);
+  TU_OK(wk_backward(wk_sum(y)));
+  TU_OK(wk_tensor_to_f64(wk_tensor_grad(x), v, 4));
+  ck_assert_double_eq(v[0], 1);
+  ck_assert_double_eq(v[1], 1);
+  ck_assert_double_eq(v[2], 0);
+  ck_assert_double_eq(v[3], 1);
+  /* per channel along 0 */
+  wk_tensor *x2 = TU_T(WK_F32, (2, 2), 0.3, 10.0, 0.3, 10.0);
+  TU_OK(wk_tensor_set_requires_grad(x2, true));
+  wk_tensor *y2 = wk_fake_quantize_per_channel_affine(x2, TU_T(WK_F32, (2), 0.5, 0.1), TU_T(WK_I64, (2), 0, 0), 0,
+                                                      -128, 127);
+  TU_OK(wk_tensor_to_f64(y2, v, 4));
+  ck_assert_double_eq_tol(v[0], 0.5, 1e-7);
+  ck_assert_double_eq_tol(v[1], 10.0, 1e-6);
+  ck_assert_double_eq_tol(v[2], 0.3, 1e-7);
+  ck_assert_double_eq_tol(v[3], 10.0, 1e-6);
+  TU_OK(wk_backward(wk_sum(y2)));
+  TU_OK(wk_tensor_to_f64(wk_tensor_grad(x2), v, 4));
+  ck_assert_double_eq(v[1], 1);
+  wk_scope_end();
+}
+END_TEST
+
+/* @@SUITE@@ */
+static Suite *make_suite(void) {
+  Suite *s = suite_create("quant");
+  TCase *tc = tcase_create("qtensor");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_add_test(tc, test_quant_per_tensor_rounding);
+  tcase_add_test(tc, test_quant_per_channel);
+  tcase_add_test(tc, test_quant_print_like_pytorch);
+  tcase_add_test(tc, test_quant_views_keep_qparams);
+  tcase_add_test(tc, test_quant_bad_input);
+  tcase_add_test(tc, test_quant_linear_requantization);
+  tcase_add_test(tc, test_quant_conv_matches_float_path);
+  tcase_add_test(tc, test_quant_dynamic_linear);
+  tcase_add_test(tc, test_quant_fake_quantize_ste);
+  suite_add_tcase(s, tc);
+  return s;
+}
+TU_MAIN(make_suite)
