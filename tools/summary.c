@@ -11,8 +11,7 @@
 
 #include "tools.h"
 
-/* "1x3x224x224" -> sizes; returns the number of dimensions, -1 when malformed. */
-static int parse_shape(const char *text, int64_t *sizes) {
+int wick_parse_shape(const char *text, int64_t *sizes) {
   int nd = 0;
   for (const char *p = text; *p;) {
     char *end;
@@ -36,12 +35,36 @@ static const char g_help[] =
     "Prints torchinfo's table of a zoo model: one row per module call (class:depth-index,\n"
     "output shape, parameters, multiply-adds), then the totals and sizes.\n"
     "\n"
-    "  MODEL          resnet18, resnet34, resnet50, lenet (input 1x1x28x28)\n"
+    "  MODEL          resnet18, resnet34, resnet50, lenet (input 1x1x28x28), mlp (input 1x784)\n"
     "  --input SHAPE  the input's shape, batch first\n"
     "  --batch N      replaces the input's first dimension\n"
     "  --depth D      rows deeper than D are folded into their parent (default 3)\n"
     "  --device DEV   where the model and the forward live (default meta: no data)\n"
     "  --stats        print the time and the peak memory of the run on stderr\n";
+
+wk_module *wick_zoo_model(const char *name, wk_device dev, bool *known) {
+  wk_module *m = NULL;
+  *known = true;
+  /* built where it runs (torch's `with torch.device(...)`): on meta the
+   * constructors allocate and initialise no data */
+  wk_device prev = wk_set_default_device(dev);
+  if (!strcmp(name, "resnet18") || !strcmp(name, "resnet34") || !strcmp(name, "resnet50")) {
+    m = wk_nn_resnet(atoi(name + 6), (wk_resnet_opts){0});
+  } else if (!strcmp(name, "lenet")) {
+    m = wk_nn_lenet();
+  } else if (!strcmp(name, "mlp")) {
+    m = wk_nn_mlp(784, (const int64_t[]){128}, 1, 10);
+  } else {
+    *known = false;
+  }
+  wk_set_default_device(prev);
+  /* the model lives where it runs: on meta its parameters hold no data */
+  if (m && wk_module_to(m, dev, WK_DTYPE_DEFAULT) != WK_OK) {
+    wk_module_release(m);
+    m = NULL;
+  }
+  return m;
+}
 
 int wick_summary_cmd(int argc, char **argv) {
   const char *model = NULL, *device = "meta";
@@ -55,7 +78,7 @@ int wick_summary_cmd(int argc, char **argv) {
       fputs(g_help, stdout);
       return 0;
     } else if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
-      if ((nd = parse_shape(argv[++i], shape)) < 1) {
+      if ((nd = wick_parse_shape(argv[++i], shape)) < 1) {
         fprintf(stderr, "wick summary: bad --input '%s' (want e.g. 1x3x224x224)\n", argv[i]);
         return 2;
       }
@@ -98,25 +121,12 @@ int wick_summary_cmd(int argc, char **argv) {
     return 1;
   }
   double t1 = now_ms();
-  wk_module *m = NULL;
-  /* built where it runs (torch's `with torch.device(...)`): on meta the
-   * constructors allocate and initialise no data */
-  wk_device prev = wk_set_default_device(dev);
-  if (!strcmp(model, "resnet18") || !strcmp(model, "resnet34") || !strcmp(model, "resnet50")) {
-    m = wk_nn_resnet(atoi(model + 6), (wk_resnet_opts){0});
-  } else if (!strcmp(model, "lenet")) {
-    m = wk_nn_lenet();
-  } else {
-    wk_set_default_device(prev);
-    fprintf(stderr, "wick summary: unknown model '%s' (resnet18, resnet34, resnet50, lenet)\n", model);
-    return 2;
-  }
-  wk_set_default_device(prev);
-  /* the model lives where it runs: on meta its parameters hold no data */
-  if (!m || wk_module_to(m, dev, WK_DTYPE_DEFAULT) != WK_OK) {
-    fprintf(stderr, "wick summary: %s\n", wk_last_error_message());
-    wk_module_release(m);
-    return 1;
+  bool known;
+  wk_module *m = wick_zoo_model(model, dev, &known);
+  if (!m) {
+    if (!known) fprintf(stderr, "wick summary: unknown model '%s' (%s)\n", model, WICK_ZOO_NAMES);
+    else fprintf(stderr, "wick summary: %s\n", wk_last_error_message());
+    return known ? 1 : 2;
   }
   double t2 = now_ms();
   struct rusage ru;

@@ -5,6 +5,19 @@
 /* wick summary ... (tools/summary.c); argv[1] is "summary". Returns the exit status. */
 int wick_summary_cmd(int argc, char **argv);
 
+/* Shared by the model subcommands (tools/summary.c): "1x3x224x224" -> sizes,
+ * the number of dims or -1 when malformed; a zoo model built on dev (NULL:
+ * *known says whether the name was unknown or building failed). */
+#include <stdbool.h>
+#include <stdint.h>
+#include <wick/wick.h>
+#define WICK_ZOO_NAMES "resnet18, resnet34, resnet50, lenet, mlp"
+int wick_parse_shape(const char *text, int64_t *sizes);
+wk_module *wick_zoo_model(const char *name, wk_device dev, bool *known);
+
+/* wick graph MODEL ... (tools/graph.c); argv[1] is "graph". Returns the exit status. */
+int wick_graph_cmd(int argc, char **argv);
+
 /* wick doctor DIR [--clean] (tools/doctor.c); argv[1] is "doctor". Returns the exit status. */
 int wick_doctor_cmd(int argc, char **argv);
 

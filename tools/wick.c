@@ -373,6 +373,8 @@ static int usage(FILE *f) {
           "                            run the SDK conformance checks on OP (wick opcheck --help)\n"
           "       wick summary MODEL --input 1x3x224x224 [--batch N] [--depth 3] [--device meta] [--stats]\n"
           "                            torchinfo's table of a zoo model (shapes, params, mult-adds)\n"
+          "       wick graph MODEL --input 1x3x224x224 [--static] [--device meta] [--passes]\n"
+          "                            trace a zoo model and print its graph (symbolic batch)\n"
           "       wick doctor DIR [--clean]  list (remove) temporary files that killed saves left in DIR\n"
           "       wick launch --nproc-per-node N PROGRAM [ARGS]  start N ranks with torchrun's environment\n"
           "                            (through Open MPI's mpirun; wick launch --help)\n"
@@ -389,6 +391,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(argv[1], "opcheck") == 0) return opcheck_cmd(argc, argv);
   if (strcmp(argv[1], "summary") == 0) return wick_summary_cmd(argc, argv);
+  if (strcmp(argv[1], "graph") == 0) return wick_graph_cmd(argc, argv);
   if (strcmp(argv[1], "doctor") == 0) return wick_doctor_cmd(argc, argv);
   if (strcmp(argv[1], "launch") == 0) return wick_launch_cmd(argc, argv);
   if (strcmp(argv[1], "info") == 0) {
