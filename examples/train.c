@@ -6,7 +6,8 @@
  *   train [--model cnn|mlp|resnet18] [--dataset fashion-mnist|mnist|cifar10|cifar100|imagefolder]
  *         [--data DIR] [--epochs 3] [--batch-size 64] [--optimizer sgd|adam|adamw]
  *         [--lr 0.05] [--momentum 0.9] [--weight-decay 0] [--scheduler cosine|step|onecycle|none]
- *         [--seed 0] [--workers 0] [--limit N] [--image-size 64] [--device cpu|cuda:N] [--amp]
+ *         [--seed 0] [--workers 0] [--limit N] [--image-size 64] [--device cpu|cuda:N]
+ *         [--amp [bf16|f16]]
  *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH]
  *
  * Into --out (default ./runs/fmnist) it writes last.safetensors every epoch and
@@ -52,7 +53,7 @@ static int usage(void) {
           "usage: train [--model cnn|mlp|resnet18] [--dataset fashion-mnist|mnist|cifar10|cifar100|imagefolder]\n"
           "             [--data DIR] [--epochs N] [--batch-size N] [--optimizer sgd|adam|adamw] [--lr X]\n"
           "             [--momentum X] [--weight-decay X] [--scheduler cosine|step|onecycle|none] [--seed N]\n"
-          "             [--workers N] [--limit N] [--image-size N] [--device cpu|cuda:N] [--amp] [--out DIR]\n"
+          "             [--workers N] [--limit N] [--image-size N] [--device cpu|cuda:N] [--amp [bf16|f16]] [--out DIR]\n"
           "             [--resume CHECKPOINT] [--stop-after EPOCH]\n"
           "defaults: cnn on fashion-mnist (%s), 3 epochs, batch 64, SGD lr 0.05 momentum 0.9,\n"
           "          cosine schedule, out runs/fmnist\n",
@@ -64,8 +65,16 @@ static bool parse(int argc, char **argv, config *c) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) return false;
-    if (!strcmp(a, "--amp")) {
+    if (!strcmp(a, "--amp")) { /* alone: bfloat16, as before f16 existed */
       c->amp = true;
+      if (v && strncmp(v, "--", 2) != 0) {
+        if (strcmp(v, "bf16") != 0 && strcmp(v, "f16") != 0) {
+          fprintf(stderr, "train: --amp takes bf16 or f16, got '%s'\n", v);
+          return false;
+        }
+        c->amp_f16 = !strcmp(v, "f16");
+        i++;
+      }
       continue;
     }
     if (!v) {
@@ -177,11 +186,15 @@ static wk_lr_scheduler *build_scheduler(const config *c, wk_optimizer *opt, int6
 }
 
 /* Loss and accuracy over a loader (no_grad, eval mode). */
-/* --amp: forward and loss in an autocast region (bfloat16: needs no gradient
- * scaling, on the cpu and on GPUs alike); backward runs outside it, as in
- * PyTorch. */
+/* --amp [bf16|f16]: forward and loss in an autocast region; backward runs
+ * outside it, as in PyTorch. bfloat16 needs no gradient scaling; float16's
+ * small gradients underflow, so --amp f16 trains through a GradScaler
+ * (scaled loss, unscaled gradients, steps skipped on inf/NaN, its state in
+ * the checkpoints' "scaler" part). */
+static wk_dtype g_amp_dtype = WK_BF16;
+static wk_grad_scaler *g_scaler; /* --amp f16 */
 static wk_status amp_begin(bool amp, wk_device dev) {
-  return amp ? wk_autocast_begin(wk_device_type_name(dev.type), WK_BF16) : WK_OK;
+  return amp ? wk_autocast_begin(wk_device_type_name(dev.type), g_amp_dtype) : WK_OK;
 }
 static wk_status amp_end(bool amp, wk_device dev) {
   return amp ? wk_autocast_end(wk_device_type_name(dev.type)) : WK_OK;
@@ -258,6 +271,8 @@ static wk_status save_checkpoint(const char *path, const config *c, wk_module *m
   if (!s) s = wk_checkpoint_add(&ck, "model", msd);
   if (!s) s = wk_checkpoint_add(&ck, "optim", osd);
   if (!s && ssd) s = wk_checkpoint_add(&ck, "sched", ssd);
+  wk_state_dict *gsd = !s && g_scaler ? wk_grad_scaler_state_dict(g_scaler) : NULL;
+  if (!s && g_scaler) s = gsd ? wk_checkpoint_add(&ck, "scaler", gsd) : wk_last_error();
   if (!s) s = wk_state_dict_set_meta(meta, "scheduler", c->scheduler);
   ck.epoch = epoch;
   ck.step = step;
@@ -266,6 +281,7 @@ static wk_status save_checkpoint(const char *path, const config *c, wk_module *m
   wk_state_dict_free(msd);
   wk_state_dict_free(osd);
   wk_state_dict_free(ssd);
+  wk_state_dict_free(gsd);
   wk_state_dict_free(meta);
   return s;
 }
@@ -278,6 +294,7 @@ static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt,
   if (wk_checkpoint_load(c->resume, &ck, NULL) != WK_OK) return -1;
   wk_state_dict *msd = wk_checkpoint_part(&ck, "model"), *osd = wk_checkpoint_part(&ck, "optim");
   wk_state_dict *ssd = wk_checkpoint_part(&ck, "sched");
+  wk_state_dict *gsd = wk_checkpoint_part(&ck, "scaler"); /* --amp f16 runs; absent: a fresh scaler */
   const char *name = ck.meta ? wk_state_dict_get_meta(ck.meta, "model") : NULL;
   const char *sname = ck.meta ? wk_state_dict_get_meta(ck.meta, "scheduler") : NULL;
   int epoch = -1;
@@ -289,7 +306,8 @@ static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt,
     wk_error(WK_ERR_INVALID_ARG, "%s was trained with scheduler '%s', not '%s' (see --scheduler)", c->resume,
              sname ? sname : "none", c->scheduler);
   } else if (wk_module_load_state_dict(model, msd, true, NULL) == WK_OK && wk_optim_load_state_dict(opt, osd) == WK_OK &&
-             (!sched || !ssd || wk_lr_scheduler_load_state_dict(sched, ssd) == WK_OK)) {
+             (!sched || !ssd || wk_lr_scheduler_load_state_dict(sched, ssd) == WK_OK) &&
+             (!g_scaler || !gsd || wk_grad_scaler_load_state_dict(g_scaler, gsd) == WK_OK)) {
     const char *b = ck.meta ? wk_state_dict_get_meta(ck.meta, "best_acc") : NULL;
     const char *be = ck.meta ? wk_state_dict_get_meta(ck.meta, "best_epoch") : NULL;
     *best_acc = b ? strtod(b, NULL) : -1;
@@ -318,6 +336,7 @@ int main(int argc, char **argv) {
   }
   if (c.amp && !wk_service_get(WK_AMP_SERVICE, WK_AMP_API_VERSION))
     return die("--amp (mixed precision comes with the amp plugin)");
+  g_amp_dtype = c.amp_f16 ? WK_F16 : WK_BF16;
   wk_manual_seed(c.seed);
   bool tty = isatty(STDOUT_FILENO);
   if (!make_dirs(c.out)) {
@@ -344,6 +363,8 @@ int main(int argc, char **argv) {
   wk_module_named_parameters(model, NULL, params, np);
   wk_optimizer *opt = build_optimizer(&c, params, np);
   if (!opt) return die("creating the optimizer");
+  if (c.amp && c.amp_f16 && !(g_scaler = wk_grad_scaler_new((wk_grad_scaler_opts){0})))
+    return die("--amp f16 (creating the GradScaler)");
   bool sched_per_batch;
   wk_lr_scheduler *sched = build_scheduler(&c, opt, wk_dataloader_len(train_dl), &sched_per_batch);
   if (!sched && strcmp(c.scheduler, "none")) return die("creating the scheduler");
@@ -368,7 +389,9 @@ int main(int argc, char **argv) {
          "scheduler %s%s\n",
          c.model, (long long)wk_module_num_parameters(model, false), devname, c.dataset,
          (long long)wk_dataset_len(train), (long long)wk_dataset_len(test), (long long)c.batch, optdesc,
-         c.weight_decay, c.scheduler, c.amp ? ", mixed precision (autocast bf16)" : "");
+         c.weight_decay, c.scheduler, !c.amp         ? ""
+         : c.amp_f16 ? ", mixed precision (autocast f16, GradScaler)"
+                     : ", mixed precision (autocast bf16)");
 
   /* The reproducibility record, metrics.csv (appended to on resume) and the TensorBoard events. */
   snprintf(path, sizeof path, "%s/run.json", c.out);
@@ -397,7 +420,11 @@ int main(int argc, char **argv) {
       wk_tensor *out = wk_module_forward(model, x);
       wk_tensor *loss = wk_cross_entropy(out, y);
       if (amp_end(c.amp, dev)) return die("--amp");
-      if (!loss || wk_optim_zero_grad(opt, true) || wk_backward(loss) || wk_optim_step(opt)) return die("training step");
+      if (!loss || wk_optim_zero_grad(opt, true)) return die("training step");
+      if (g_scaler ? wk_backward(wk_grad_scaler_scale(g_scaler, loss)) || wk_grad_scaler_step(g_scaler, opt, NULL) ||
+                         wk_grad_scaler_update(g_scaler)
+                   : wk_backward(loss) || wk_optim_step(opt))
+        return die("training step");
       if (sched_per_batch && wk_lr_scheduler_step(sched)) return die("scheduler step");
       double lv;
       int64_t hv;
@@ -475,6 +502,7 @@ int main(int argc, char **argv) {
          best_acc, best_epoch);
   if (csv) fclose(csv);
   tb_close(&tb);
+  wk_grad_scaler_free(g_scaler);
   wk_lr_scheduler_free(sched);
   wk_optimizer_free(opt);
   free(params);

@@ -15,7 +15,8 @@ typedef struct train_config {
   int64_t image_size; /* --image-size: side of the images the model sees (imagefolder) */
   double lr, momentum, weight_decay;
   uint64_t seed;
-  bool amp; /* --amp: mixed precision (needs the amp plugin) */
+  bool amp;     /* --amp [bf16|f16]: mixed precision (needs the amp plugin) */
+  bool amp_f16; /* --amp f16: float16 autocast with a GradScaler (bfloat16 otherwise) */
 } train_config;
 
 #endif

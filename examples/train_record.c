@@ -104,9 +104,10 @@ bool record_write(const char *path, const train_config *c, const char *device_na
           c->weight_decay);
   jstr(f, c->scheduler);
   fprintf(f,
-          ", \"loss\": \"cross_entropy\", \"workers\": %d, \"limit\": %lld, \"amp\": %s, \"image\": [%lld, %lld, %lld], "
+          ", \"loss\": \"cross_entropy\", \"workers\": %d, \"limit\": %lld, \"amp\": %s, \"amp_dtype\": %s, \"image\": [%lld, %lld, %lld], "
           "\"classes\": %lld, \"normalize\": {\"mean\": [",
-          c->workers, (long long)c->limit, c->amp ? "true" : "false", (long long)d->channels, (long long)d->height,
+          c->workers, (long long)c->limit, c->amp ? "true" : "false",
+          c->amp ? (c->amp_f16 ? "\"float16\"" : "\"bfloat16\"") : "null", (long long)d->channels, (long long)d->height,
           (long long)d->width, (long long)d->classes);
   for (int i = 0; i < d->nstats; i++) fprintf(f, "%s%.6g", i ? ", " : "", d->mean[i]);
   fputs("], \"std\": [", f);

@@ -5,7 +5,7 @@
 # AdamW + OneCycle + weight decay on a Fashion-MNIST subset (recorded in
 # run.json), and the clean errors for bad choices (unknown optimizer/scheduler/
 # dataset, a model that does not fit the data, --amp without the amp plugin,
-# a short --amp run (bf16 autocast),
+# a short --amp run (bf16 autocast), a short --amp f16 run (GradScaler) stopped and resumed,
 # train/ and val/ folders whose classes differ).
 train="${top_builddir:-.}/examples/train"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wick-trainopt.XXXXXX") || exit 99
@@ -82,6 +82,21 @@ if [ -f "$data/train-images-idx3-ubyte.gz" ]; then
   grep -q '"amp": true' "$tmp/amp/run.json" || fail "run.json lacks amp"
   acc=$(sed -n 's/^final test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/amp.log")
   awk -v a="$acc" 'BEGIN { exit !(a >= 65) }' || fail "cnn with --amp reached only $acc%"
+  grep -q '"amp_dtype": "bfloat16"' "$tmp/amp/run.json" || fail "run.json lacks amp_dtype bfloat16"
+  # --amp f16: float16 autocast through a GradScaler (short: cpu float16 is slow); resumed, the scaler continues
+  "$train" --amp f16 --epochs 2 --stop-after 1 --limit 600 --batch-size 32 --out "$tmp/amp16" >"$tmp/amp16.log" 2>&1 ||
+    { cat "$tmp/amp16.log"; fail "--amp f16 run"; }
+  cat "$tmp/amp16.log"
+  grep -q "mixed precision (autocast f16, GradScaler)" "$tmp/amp16.log" || fail "--amp f16 header line"
+  grep -q '"amp_dtype": "float16"' "$tmp/amp16/run.json" || fail "run.json lacks amp_dtype float16"
+  python3 -c 'import json, struct, sys; f = open(sys.argv[1], "rb"); n = struct.unpack("<Q", f.read(8))[0]
+keys = json.loads(f.read(n)); sys.exit(not any(k.startswith("scaler") and k.endswith("_growth_tracker") for k in keys))' \
+    "$tmp/amp16/last.safetensors" || fail "--amp f16: no scaler state in the checkpoint"
+  "$train" --amp f16 --epochs 2 --limit 600 --batch-size 32 --out "$tmp/amp16" --resume "$tmp/amp16/last.safetensors" \
+    >"$tmp/amp16r.log" 2>&1 || { cat "$tmp/amp16r.log"; fail "--amp f16 --resume"; }
+  cat "$tmp/amp16r.log"
+  acc=$(sed -n 's/^final test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/amp16r.log")
+  awk -v a="$acc" 'BEGIN { exit !(a >= 50) }' || fail "cnn with --amp f16 reached only $acc%"
 fi
 
 # Bad choices: exit status 1 or 2 and a message naming what was wrong.
@@ -100,6 +115,7 @@ expect_error "needs --data DIR" --dataset cifar10
 expect_error "no data_batch_\*.bin in it" --dataset cifar10 --data "$tmp/c10"
 (WICK_DISABLE_PLUGINS=amp && export WICK_DISABLE_PLUGINS && expect_error "service 'amp'" --amp --limit 64) || exit 1
 expect_error "bad value 'x' for --weight-decay" --weight-decay x
+expect_error "amp takes bf16 or f16, got 'f32'" --amp f32
 expect_error "unknown device type 'npu'" --device npu:0
 expect_error "needs train/ and val/" --dataset imagefolder --data "$tmp"
 expect_error "class 0 is 'cat' in train/ but 'dog'" --dataset imagefolder --data "$tmp/badimages" --model mlp
