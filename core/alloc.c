@@ -7,7 +7,10 @@
  * process return NULL, as an exhausted malloc would (one failure; the ones
  * after it succeed again). WICK_FAIL_ALLOC_REPORT=1 prints at exit how many
  * allocations were counted and whether the Nth was reached, which is how
- * tests/fault_sweep.sh knows when to stop. A forked child (Check's test
+ * tests/fault_sweep.sh knows when to stop. With WICK_FAIL_ALLOC_AFTER_INIT=1
+ * the count starts when wk_init has finished (the thousands of allocations
+ * of declaring ops and loading plugins are swept separately), so N numbers
+ * the allocations of the program's own calls. A forked child (Check's test
  * processes) counts on from its parent's count. The per-thread caches of
  * small blocks and tensor handles (tensor.c) hand out recycled memory
  * without calling the hook: only their misses are injection points. */
@@ -18,9 +21,9 @@
 #include "internal.h"
 
 static long g_fail_at; /* 0: off (read once, at load) */
-static bool g_report;
+static bool g_report, g_after_init;
 static atomic_long g_count;
-static atomic_bool g_failed;
+static atomic_bool g_failed, g_armed; /* armed: counting (from load, or from the end of wk_init) */
 
 __attribute__((constructor)) static void alloc_env(void) {
   const char *e = getenv("WICK_FAIL_ALLOC");
@@ -31,6 +34,16 @@ __attribute__((constructor)) static void alloc_env(void) {
   }
   e = getenv("WICK_FAIL_ALLOC_REPORT");
   g_report = e && *e && *e != '0';
+  e = getenv("WICK_FAIL_ALLOC_AFTER_INIT");
+  g_after_init = e && *e && *e != '0';
+  atomic_store(&g_armed, !g_after_init);
+}
+
+void wk__alloc_init_done(void) {
+  if (g_after_init && !atomic_load(&g_armed)) {
+    atomic_store(&g_count, 0);
+    atomic_store(&g_armed, true);
+  }
 }
 
 __attribute__((destructor)) static void alloc_report(void) {
@@ -42,6 +55,7 @@ __attribute__((destructor)) static void alloc_report(void) {
 /* True when this allocation is the one to fail. */
 static inline bool inject(void) {
   if (__builtin_expect(g_fail_at == 0 && !g_report, 1)) return false;
+  if (!atomic_load_explicit(&g_armed, memory_order_relaxed)) return false;
   long k = atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed) + 1;
   if (k != g_fail_at) return false;
   atomic_store(&g_failed, true);

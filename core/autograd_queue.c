@@ -42,7 +42,7 @@ wk_status wk_autograd_queue_callback(wk_autograd_callback_fn fn, void *user) {
     return wk_error(WK_ERR_STATE,
                     "autograd_queue_callback: no backward is running on this thread (call it from a "
                     "hook or a derivative)");
-  wk__cb_item *it = malloc(sizeof *it);
+  wk__cb_item *it = wk_malloc(sizeof *it);
   if (!it) return wk_error(WK_ERR_NO_MEMORY, "autograd_queue_callback: out of memory");
   it->fn = fn;
   it->user = user;

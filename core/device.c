@@ -124,6 +124,8 @@ wk_status wk_device_type_register(const wk_device_iface *iface, int32_t *type_ou
     size_t n = iface->struct_size < sizeof(wk_device_iface) ? iface->struct_size : sizeof(wk_device_iface);
     memcpy(&g_devs[i].iface, iface, n);
     g_devs[i].iface.name = wk__strdup(iface->name);
+    if (!g_devs[i].iface.name)
+      return wk_error(WK_ERR_NO_MEMORY, "wk_device_type_register: out of memory registering '%s'", iface->name);
     g_devs[i].owner = wk__plugin_current();
     g_devs[i].used = true;
     if (type_out) *type_out = i;

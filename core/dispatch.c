@@ -131,15 +131,22 @@ wk_op *wk_op_declare(const char *schema, uint32_t tags) {
     return same ? old : NULL;
   }
   wk_op *op = wk_calloc(1, sizeof *op);
-  if (!op || (g_nops == g_capops && !(g_ops = wk_realloc(g_ops, sizeof *g_ops * (size_t)(g_capops = g_capops ? g_capops * 2 : 256))))) {
+  char *text = op ? wk__strdup(schema) : NULL;
+  if (text && g_nops == g_capops) { /* the table stays as it was when growing it fails */
+    int cap = g_capops ? g_capops * 2 : 256;
+    wk_op **grown = wk_realloc(g_ops, sizeof *g_ops * (size_t)cap);
+    if (grown) g_ops = grown, g_capops = cap;
+  }
+  if (!op || !text || g_nops == g_capops) {
     pthread_mutex_unlock(&g_lock);
+    free(text);
     free(op);
     wk__schema_free(&s);
     wk_error(WK_ERR_NO_MEMORY, "wk_op_declare: out of memory");
     return NULL;
   }
   op->schema = s;
-  op->schema_text = wk__strdup(schema);
+  op->schema_text = text;
   op->tags = tags;
   op->owner = wk__plugin_current();
   op->mutated_arg = -1;
@@ -717,7 +724,12 @@ wk_layer *wk_layer_register(const char *name, int level, wk_layer_fn fn, void *u
     wk_error(WK_ERR_NO_MEMORY, "wk_layer_register: out of memory");
     return NULL;
   }
-  l->name = wk__strdup(name);
+  if (!(l->name = wk__strdup(name))) {
+    pthread_mutex_unlock(&g_lock);
+    free(l);
+    wk_error(WK_ERR_NO_MEMORY, "wk_layer_register: out of memory");
+    return NULL;
+  }
   l->level = level;
   l->fn = fn;
   l->user = user;

@@ -55,6 +55,7 @@ wk_status wk_init(void) {
   wk__trace_init();
   wk__plugins_load_all();
   pthread_mutex_unlock(&g_init_lock);
+  wk__alloc_init_done();
   return WK_OK;
 }
 

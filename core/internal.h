@@ -91,6 +91,8 @@ WK__HIDDEN const char *wk__shape_str(const int64_t *sizes, int ndim, char *buf, 
 /* ---- the allocator hook (alloc.c) ---- */
 /* aligned_alloc through the hook (wk_malloc and friends are public). */
 WK__HIDDEN void *wk__aligned_alloc(size_t align, size_t n);
+/* wk_init has finished: WICK_FAIL_ALLOC_AFTER_INIT starts counting here. */
+WK__HIDDEN void wk__alloc_init_done(void);
 
 /* ---- small blocks ------------------------------------------------------------------- */
 /* n bytes (64-byte aligned) from the calling thread's cache of small blocks

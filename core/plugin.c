@@ -42,6 +42,13 @@ static wk_plugin *record(const char *path, const char *stem) {
   p->path = wk__strdup(path);
   p->name = wk__strdup(stem);
   p->reason = wk__strdup("");
+  if (!p->path || !p->name || !p->reason) {
+    free(p->path);
+    free(p->name);
+    free(p->reason);
+    free(p);
+    return NULL;
+  }
   p->version = "";
   p->description = "";
   g_plugins[g_nplugins++] = p;
@@ -221,8 +228,11 @@ static wk_status load_one(const char *path) {
       dlclose(h);
       return WK_ERR_PLUGIN;
     }
-  free(p->name);
-  p->name = wk__strdup(p->info.name);
+  char *info_name = wk__strdup(p->info.name);
+  if (info_name) { /* out of memory: the file's stem stays the name */
+    free(p->name);
+    p->name = info_name;
+  }
   p->version = p->info.version ? p->info.version : "";
   p->description = p->info.description ? p->info.description : "";
   p->handle = h;
@@ -366,7 +376,7 @@ const char *wk_plugin_path(const wk_plugin *p) { return p ? p->path : NULL; }
 const char *wk_plugin_version(const wk_plugin *p) { return p ? p->version : NULL; }
 const char *wk_plugin_description(const wk_plugin *p) { return p ? p->description : NULL; }
 wk_plugin_status wk_plugin_get_status(const wk_plugin *p) { return p ? p->status : WK_PLUGIN_FAILED; }
-const char *wk_plugin_reason(const wk_plugin *p) { return p ? p->reason : NULL; }
+const char *wk_plugin_reason(const wk_plugin *p) { return p ? (p->reason ? p->reason : "") : NULL; }
 uint32_t wk_plugin_abi_version(const wk_plugin *p) { return p ? p->info.abi_version : 0; }
 const char *wk_plugin_search_path(void) { return g_search_path ? g_search_path : ""; }
 

@@ -34,7 +34,12 @@ wk_status wk_service_register(const char *name, uint32_t version, const void *if
     pthread_mutex_unlock(&g_lock);
     return wk_error(WK_ERR_NO_MEMORY, "wk_service_register: too many services");
   }
-  g_svc[g_nsvc++] = (service){wk__strdup(name), version, iface, wk__plugin_current()};
+  char *copy = wk__strdup(name);
+  if (!copy) {
+    pthread_mutex_unlock(&g_lock);
+    return wk_error(WK_ERR_NO_MEMORY, "wk_service_register: out of memory registering '%s'", name);
+  }
+  g_svc[g_nsvc++] = (service){copy, version, iface, wk__plugin_current()};
   pthread_mutex_unlock(&g_lock);
   return WK_OK;
 }

@@ -21,6 +21,10 @@ int wick_graph_cmd(int argc, char **argv);
 /* wick doctor DIR [--clean] (tools/doctor.c); argv[1] is "doctor". Returns the exit status. */
 int wick_doctor_cmd(int argc, char **argv);
 
+/* wick info --probe (tools/probe.c): each plugin candidate loaded in a child
+ * process; 1 when one crashed, aborted, exited or hung. */
+int wick_probe_cmd(void);
+
 /* wick launch --nproc-per-node N PROGRAM ARGS (tools/launch.c); argv[1] is "launch". Returns the exit
  * status when it cannot start the job (else it becomes mpirun). */
 int wick_launch_cmd(int argc, char **argv);

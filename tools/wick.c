@@ -369,6 +369,7 @@ static int opcheck_cmd(int argc, char **argv) {
 static int usage(FILE *f) {
   fprintf(f,
           "usage: wick info [--json]   show version, plugins (with reasons and ABI), devices, services and kernels\n"
+          "       wick info --probe    load each plugin alone in a child process: report crashes (signal), hangs\n"
           "       wick opcheck [--plugin PATH] [--shape 3x4] [--dtype f64] [--arg NAME=SHAPE[:DTYPE]] OP\n"
           "                            run the SDK conformance checks on OP (wick opcheck --help)\n"
           "       wick summary MODEL --input 1x3x224x224 [--batch N] [--depth 3] [--device meta] [--stats]\n"
@@ -394,6 +395,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "graph") == 0) return wick_graph_cmd(argc, argv);
   if (strcmp(argv[1], "doctor") == 0) return wick_doctor_cmd(argc, argv);
   if (strcmp(argv[1], "launch") == 0) return wick_launch_cmd(argc, argv);
+  if (strcmp(argv[1], "info") == 0 && argc == 3 && strcmp(argv[2], "--probe") == 0) return wick_probe_cmd();
   if (strcmp(argv[1], "info") == 0) {
     bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
     if (argc > 2 && !json) {
