@@ -152,6 +152,57 @@ static wk_status d_cumsum(const wk__bctx *c, wk_tensor *const *gout, wk_tensor *
   GIN(0, wk_flip(wk_cumsum(wk_flip(G(0), &d, 1), d), &d, 1));
   END
 }
+/* t summed from the end along d (PyTorch's reversed_cumsum). */
+static wk_tensor *rcumsum(wk_tensor *t, int64_t d) { return wk_flip(wk_cumsum(wk_flip(t, &d, 1), d), &d, 1); }
+/* PyTorch's cumprod_backward, its O(n) path for any zeros: before a line's
+ * first zero, reversed_cumsum(grad * out) / x; at the first zero, the
+ * reversed cumsum (up to the second zero) of grad times the cumprod with that
+ * zero read as 1; after it, 0. Without zeros this is reversed_cumsum(grad * out) / x. */
+static wk_status d_cumprod(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (N->in_ndim[0] == 0) {
+    GIN(0, G(0));
+    goto done;
+  }
+  int64_t d = IARG(1) < 0 ? IARG(1) + N->in_ndim[0] : IARG(1);
+  wk_tensor *x = X(0), *y = Y(0), *g = G(0), *zero = wk_zeros_like(G(0), OPT0);
+  CHECK(x);
+  wk_tensor *is_zero = wk_eq_scalar(x, 0), *cs = wk_cumsum(is_zero, d);
+  wk_tensor *before = wk_eq_scalar(cs, 0), *upto2 = wk_eq_scalar(cs, 1), *first = wk_logical_and(is_zero, upto2);
+  wk_tensor *a = wk_div(rcumsum(wk_where(before, wk_mul(g, y), zero), d), x);
+  wk_value ca[3] = {WK_VT(wk_where(first, wk_ones_like(x, OPT0), x)), WK_VI(d), WK_VNONE};
+  wk_tensor *b = rcumsum(wk_where(upto2, wk_mul(g, wk__call1("cumprod", ca, 3)), zero), d);
+  GIN(0, wk_where(before, a, wk_where(first, b, zero)));
+  END
+}
+/* PyTorch's logcumsumexp_backward: the positive and negative parts of grad in log space. */
+static wk_status d_logcumsumexp(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *g = G(0), *x = X(0), *y = Y(0);
+  if (N->in_ndim[0] == 0 || wk_tensor_numel(g) == 0) {
+    GIN(0, g);
+    goto done;
+  }
+  int64_t d = IARG(1) < 0 ? IARG(1) + N->in_ndim[0] : IARG(1);
+  double lowest = wk_tensor_dtype(g) == WK_F64 ? -1.7976931348623157e308 : -3.4028234663852886e38;
+  wk_tensor *low = wk_full_like(g, lowest, OPT0), *la = wk_log(wk_abs(g));
+  wk_tensor *parts[2] = {wk_where(wk_gt_scalar(g, 0), la, low), wk_where(wk_lt_scalar(g, 0), la, low)};
+  for (int i = 0; i < 2; i++) { /* exp(reverse_logcumsumexp(part - result) + self) */
+    wk_value a[2] = {WK_VT(wk_flip(wk_sub(parts[i], y), &d, 1)), WK_VI(d)};
+    CHECK(a[0].u.t);
+    parts[i] = wk_exp(wk_add(wk_flip(wk__call1("logcumsumexp", a, 2), &d, 1), x));
+  }
+  GIN(0, wk_sub(parts[0], parts[1]));
+  END
+}
+/* cummax/cummin: the gradient goes to the running extreme's position (scatter_add of grad at indices). */
+static wk_status d_cummaxmin(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN if (N->in_ndim[0] == 0) {
+    GIN(0, G(0));
+    goto done;
+  }
+  int64_t d = IARG(1) < 0 ? IARG(1) + N->in_ndim[0] : IARG(1);
+  GIN(0, wk_scatter_add(wk_zeros_like(G(0), OPT0), d, Y(1), G(0)));
+  END
+}
 
 /* ---- linear algebra ------------------------------------------------------------------------------- */
 static wk_status d_mm(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
@@ -229,6 +280,9 @@ static const wk__formula rows[] = {
     {"norm", "NormBackward1", d_norm, A(0), A(0)}, {"logsumexp", "LogsumexpBackward0", d_logsumexp, A(0), A(0)},
     {"cumsum", "CumsumBackward0", d_cumsum, 0, 0},
     {"amax", "AmaxBackward0", d_amax_amin, A(0), A(0)}, {"amin", "AminBackward0", d_amax_amin, A(0), A(0)},
+    {"cumprod", "CumprodBackward0", d_cumprod, A(0), A(0)},
+    {"logcumsumexp", "LogcumsumexpBackward0", d_logcumsumexp, A(0), A(0)},
+    {"cummax", "CummaxBackward0", d_cummaxmin, 0, A(1)}, {"cummin", "CumminBackward0", d_cummaxmin, 0, A(1)},
     /* linear algebra */
     {"mm", "MmBackward0", d_mm, A(0) | A(1), 0}, {"bmm", "BmmBackward0", d_bmm, A(0) | A(1), 0},
     {"addmm", "AddmmBackward0", d_addmm, A(1) | A(2), 0}, {"dot", "DotBackward0", d_dot, A(0) | A(1), 0},

@@ -380,6 +380,27 @@ static wk_status meta_var_std_mean(wk_op *op, const wk_value *args, wk_meta_out 
   o[1] = o[0];
   return s;
 }
+/* cumprod(self, dim, *, dtype) as cumsum; logcumsumexp: floating only; cummax/cummin: values and int64 indices. */
+static wk_status meta_scan(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  const char *name = MNAME;
+  int d;
+  wk_status s = wk_check_dim(name, args[1].u.i, x->ndim, &d);
+  if (s) return s;
+  if (!strcmp(name, "cumprod")) {
+    wk_dtype dtype = opt_dtype(&args[2]);
+    wk__meta_like(o, x, dtype ? dtype : wk_dtype_is_floating(x->dtype) ? x->dtype : WK_I64);
+  } else if (!strcmp(name, "logcumsumexp")) {
+    if (!wk_dtype_is_floating(x->dtype))
+      return wk_error(WK_ERR_DTYPE, "logcumsumexp: \"logcumsumexp_out_cpu\" not implemented for '%s'",
+                      wk__dtype_word(x->dtype));
+    wk__meta_like(o, x, x->dtype);
+  } else {
+    wk__meta_like(&o[0], x, x->dtype);
+    wk__meta_like(&o[1], x, WK_I64);
+  }
+  return WK_OK;
+}
 /* count_nonzero(self, dim=None) -> int64 */
 static wk_status meta_count_nonzero(wk_op *op, const wk_value *args, wk_meta_out *o) {
   int n;
@@ -479,6 +500,10 @@ static const wk__meta_row g_rows[] = {
     {"var_mean.correction", meta_var_std_mean},
     {"std_mean.correction", meta_var_std_mean},
     {"count_nonzero", meta_count_nonzero},
+    {"cumprod", meta_scan},
+    {"logcumsumexp", meta_scan},
+    {"cummax", meta_scan},
+    {"cummin", meta_scan},
     {"sort", meta_sort},
     {"topk", meta_topk},
     {"mm", meta_mm},

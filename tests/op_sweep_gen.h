@@ -569,7 +569,7 @@ static bool g_to_device(sw_case *c) {
 
 static bool wants_distinct(const sw_case *c) {
   return is_op(c, "max") || is_op(c, "min") || is_op(c, "argmax") || is_op(c, "argmin") || is_op(c, "topk") ||
-         is_op(c, "sort");
+         is_op(c, "sort") || (c->grad && (is_op(c, "cummax") || is_op(c, "cummin")));
 }
 
 static bool g_reduce(sw_case *c) {
@@ -656,12 +656,20 @@ static bool e_reduce(sw_case *c, int k) {
   }
 }
 
-static bool g_cumsum(sw_case *c) {
+static bool g_cumsum(sw_case *c) { /* also cumprod, logcumsumexp, cummax, cummin */
   int64_t s[WK_MAX_DIMS];
   int nd = rshape(c, s, 0, 3);
-  at(c, rself(c, s, nd));
+  wk_tensor *x = wants_distinct(c) ? rt_distinct(c, c->dt, s, nd, lo_of(c), hi_of(c)) : rself(c, s, nd);
+  if (!c->grad && (is_op(c, "cumprod") || is_op(c, "cummax") || is_op(c, "cummin") || is_op(c, "logcumsumexp")) &&
+      wk_dtype_is_floating(c->dt) && numel_of(s, nd) >= 3)
+    add_specials(c, x);
+  if (is_op(c, "cumprod") && c->grad && numel_of(s, nd) >= 4) { /* a zero: the backward's masks */
+    int64_t idx[WK_MAX_DIMS] = {0};
+    wk_tensor_set(x, idx, 0.0);
+  }
+  at(c, x);
   ai(c, nd ? rpick(c, -nd, nd - 1) : 0);
-  adt(c, runif(c) < 0.3 ? WK_F64 : WK_DTYPE_DEFAULT);
+  if (wk_op_num_args(c->op) > 2) adt(c, runif(c) < 0.3 ? WK_F64 : WK_DTYPE_DEFAULT);
   return true;
 }
 

@@ -170,6 +170,10 @@ enum {
   X("any(Tensor self) -> Tensor", WK_TAG_REDUCTION | WK_ND)                                      \
   X("any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_ND)     \
   X("cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", 0)                      \
+  X("cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", 0)                     \
+  X("logcumsumexp(Tensor self, int dim) -> Tensor", 0)                                           \
+  X("cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)", 0)                        \
+  X("cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)", 0)                        \
   X("amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
   X("amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
   X("aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)", WK_TAG_REDUCTION | WK_ND | WK_TAG_COMPOSITE) \

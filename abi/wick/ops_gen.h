@@ -2484,6 +2484,36 @@ static inline wk_tensor *wkx_cumsum(wk_tensor *self, int64_t dim, wk_dtype dtype
   return wk__gen_call(&wk__op, "cumsum", wk__a, 3, (wk_tensor **const *)0, 0, 0);
 }
 
+/* cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor */
+static inline wk_tensor *wkx_cumprod(wk_tensor *self, int64_t dim, wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VI(dim), WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "cumprod", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* logcumsumexp(Tensor self, int dim) -> Tensor */
+static inline wk_tensor *wkx_logcumsumexp(wk_tensor *self, int64_t dim) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(dim)};
+  return wk__gen_call(&wk__op, "logcumsumexp", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* cummax(Tensor self, int dim) -> (Tensor values, Tensor indices) */
+static inline wk_tensor *wkx_cummax(wk_tensor *self, int64_t dim, wk_tensor **indices) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(dim)};
+  wk_tensor **const wk__r[1] = {indices};
+  return wk__gen_call(&wk__op, "cummax", wk__a, 2, wk__r, 1, 0x0);
+}
+
+/* cummin(Tensor self, int dim) -> (Tensor values, Tensor indices) */
+static inline wk_tensor *wkx_cummin(wk_tensor *self, int64_t dim, wk_tensor **indices) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(dim)};
+  wk_tensor **const wk__r[1] = {indices};
+  return wk__gen_call(&wk__op, "cummin", wk__a, 2, wk__r, 1, 0x0);
+}
+
 /* amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor */
 static inline wk_tensor *wkx_amax(wk_tensor *self, const int64_t *dim, int64_t dim_len, bool keepdim) {
   static wk_op *wk__op;
@@ -3521,6 +3551,10 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_any, "any", "any(Tensor self) -> Tensor") \
   X(wkx_any__dim, "any.dim", "any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor") \
   X(wkx_cumsum, "cumsum", "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_cumprod, "cumprod", "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_logcumsumexp, "logcumsumexp", "logcumsumexp(Tensor self, int dim) -> Tensor") \
+  X(wkx_cummax, "cummax", "cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)") \
+  X(wkx_cummin, "cummin", "cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)") \
   X(wkx_amax, "amax", "amax(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor") \
   X(wkx_amin, "amin", "amin(Tensor self, int[] dim=[], bool keepdim=False) -> Tensor") \
   X(wkx_aminmax, "aminmax", "aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)") \

@@ -1,8 +1,10 @@
 /* cpu plugin: cumsum, a scan along one dimension (deterministic: each line
- * is summed in order, in double or wrapping int64). */
+ * is summed in order, in double or wrapping int64); cumprod, logcumsumexp,
+ * cummax and cummin, one line at a time by the SDK's formulas. */
 #include <string.h>
 
 #include "reduce.h"
+#include <wick/sdk/scan.h>
 
 /* The input as a contiguous [outer, len, inner] array; each of the
  * outer * inner lines is scanned in order (in double, or int64 wrapping). -------------- */
@@ -123,4 +125,74 @@ static wk_status k_cumsum(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   return WK_OK;
 }
 
-wk_status cpu_register_scan(void) { return cpu_reg("cumsum", k_cumsum, NULL); }
+/* ---- cumprod, logcumsumexp, cummax, cummin: each of the outer * inner lines
+ * of a contiguous double (or int64) copy, by wk_scan_line_f64/_i64. ---- */
+typedef struct {
+  int op;
+  bool isint;
+  const void *x;
+  void *y;
+  int64_t *idx, len, inner;
+} scan2_job;
+
+static void scan2_lines(void *cp, int64_t b, int64_t e) {
+  const scan2_job *j = cp;
+  for (int64_t l = b; l < e; l++) {
+    int64_t base = (l / j->inner) * j->len * j->inner + l % j->inner;
+    int64_t *idx = j->idx ? j->idx + base : NULL;
+    if (j->isint)
+      wk_scan_line_i64(j->op, (const int64_t *)j->x + base, (int64_t *)j->y + base, idx, j->len, j->inner);
+    else
+      wk_scan_line_f64(j->op, (const double *)j->x + base, (double *)j->y + base, idx, j->len, j->inner);
+  }
+}
+
+static wk_status k_scan2(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  int op = (int)(intptr_t)ctx->user;
+  wk_tensor *x = WK_ARG_T(0);
+  int nd = wk_tensor_dim(x), d = (int)(WK_ARG_I(1) < 0 ? WK_ARG_I(1) + (nd > 0 ? nd : 1) : WK_ARG_I(1));
+  wk_dtype rt = wk_kernel_meta(ctx, 0)->dtype, cd = wk_dtype_is_floating(rt) ? WK_F64 : WK_I64;
+  bool extreme = op == WK_SCAN_cummax || op == WK_SCAN_cummin;
+  /* cumprod's dtype converts the input first, then it accumulates like any input of that dtype */
+  wk_tensor *given = op == WK_SCAN_cumprod && args[2].tag == WK_V_DTYPE ? wk_kernel_cast(x, args[2].u.dtype) : wk_retain(x);
+  wk_tensor *in = given ? wk_kernel_cast(given, cd) : NULL, *c = in ? wk_contiguous(in) : NULL;
+  wk_release(given);
+  wk_release(in);
+  wk_tensor *y = c ? cpu_empty(wk_tensor_sizes(c), nd, cd) : NULL;
+  wk_tensor *idx = y && extreme ? cpu_empty(wk_tensor_sizes(c), nd, WK_I64) : NULL;
+  if (!y || (extreme && !idx)) {
+    wk_release_n((wk_tensor *const[]){c, y, idx}, 3);
+    return wk_last_error();
+  }
+  const int64_t *sz = wk_tensor_sizes(c);
+  scan2_job j = {op, cd == WK_I64, wk_tensor_data(c), wk_tensor_data(y), idx ? wk_tensor_data(idx) : NULL,
+                 nd > 0 ? sz[d] : 1, 1};
+  int64_t lines = 1;
+  for (int i = 0; i < nd; i++)
+    if (i != d) lines *= sz[i];
+  for (int i = d + 1; i < nd; i++) j.inner *= sz[i];
+  int64_t numel = wk_tensor_numel(y);
+  if (numel > 0) {
+    if (numel < RGRAIN || j.len == 0)
+      scan2_lines(&j, 0, lines);
+    else
+      wk_parallel_for(0, lines, RGRAIN / j.len > 0 ? RGRAIN / j.len : 1, scan2_lines, &j);
+  }
+  wk_release(c);
+  if (rt != cd) y = wk_cast_own(y, rt);
+  return extreme ? wk_kernel_done_n(WK_OK, (wk_tensor *const[]){y, idx}, 2, outs) : wk_kernel_out1(outs, y);
+}
+
+wk_status cpu_register_scan(void) {
+  static const struct {
+    const char *op;
+    int scan;
+  } rows[] = {{"cumprod", WK_SCAN_cumprod},
+              {"logcumsumexp", WK_SCAN_logcumsumexp},
+              {"cummax", WK_SCAN_cummax},
+              {"cummin", WK_SCAN_cummin}};
+  wk_status s = cpu_reg("cumsum", k_cumsum, NULL);
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0] && !s; i++)
+    s = cpu_reg(rows[i].op, k_scan2, (void *)(intptr_t)rows[i].scan);
+  return s;
+}

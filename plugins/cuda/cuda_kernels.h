@@ -77,6 +77,10 @@ int cuda_launch_softmax_backward(int ct, bool log, void *gi, const void *g, cons
  * (I64, or any floating dtype summed in double) into out of dtype odt ---- */
 int cuda_launch_cumsum(void *out, int odt, const void *x, int xdt, int64_t outer, int64_t len, int64_t inner,
                        cudaStream_t st);
+/* cumprod, logcumsumexp, cummax, cummin (op: WK_SCAN_*, <wick/sdk/scan.h>) over the middle dim of
+ * contiguous [outer, len, inner] x, double (is_int: int64), into y of x's dtype and idx (int64; may be NULL). */
+int cuda_launch_scan2(int op, void *y, int64_t *idx, const void *x, bool is_int, int64_t outer, int64_t len,
+                      int64_t inner, cudaStream_t st);
 
 /* ---- layernorm.cu: rows of contiguous [M, N] (ct F32/F64; w, b may be NULL) ---- */
 /* y = (x - mean) * rstd * w + b; mean and rstd (double, [M]) are saved. */

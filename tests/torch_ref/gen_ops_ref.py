@@ -187,6 +187,35 @@ gcase("nanmean grad", "nanmean", [arg, [0], False, None], lambda: torch.nanmean(
 arg = T(r(3, 4, dtype=torch.float64))
 gcase("var_mean grad (var)", "var_mean.correction", [arg, [1], 1, False], lambda: torch.var_mean(arg.t, 1), [0])
 
+# ---- scans: edge values, ties, zeros (cumprod's backward), integer inputs ----
+xs = torch.cat([torch.tensor([1.5, float("nan"), -2.0, float("inf"), -float("inf"), 0.5, 2.0, 2.0]), r(8)]).reshape(2, 8)
+for name, fn in [("cumprod", lambda t, d: torch.cumprod(t, d)), ("logcumsumexp", torch.logcumsumexp),
+                 ("cummax", lambda t, d: list(torch.cummax(t, d))), ("cummin", lambda t, d: list(torch.cummin(t, d)))]:
+    extra = [None] if name == "cumprod" else []
+    case(name + " edges dim 1", name, [T(xs), 1] + extra, fn(xs, 1))
+    case(name + " dim 0", name, [T(xs), 0] + extra, fn(xs, 0))
+lse = torch.tensor([[-float("inf"), -float("inf"), 1.0, float("inf"), float("inf"), 3.0]])
+case("logcumsumexp infinities", "logcumsumexp", [T(lse), 1], torch.logcumsumexp(lse, 1))
+ti = torch.tensor([[3, 1, 3, -2, 5, 5], [0, 0, -1, 4, 4, 2]])
+for name, fn in [("cumprod", lambda t: torch.cumprod(t, 1)), ("cummax", lambda t: list(torch.cummax(t, 1))),
+                 ("cummin", lambda t: list(torch.cummin(t, 1)))]:
+    case(name + " int64 ties", name, [T(ti), 1] + ([None] if name == "cumprod" else []), fn(ti))
+tb = torch.tensor([False, True, False, True])
+case("cummax bool", "cummax", [T(tb), 0], list(torch.cummax(tb, 0)))
+for label, src in [("no zeros", r(3, 5, lo=0.5, hi=1.5, dtype=torch.float64)),
+                   ("one zero", torch.tensor([[1.5, 0.0, 2.0, -1.0, 0.5], [0.7, 1.2, -0.9, 0.0, 1.1]], dtype=torch.float64)),
+                   ("two zeros", torch.tensor([[1.5, 0.0, 2.0, 0.0, 0.5], [0.0, 1.2, -0.9, 3.0, 0.0]], dtype=torch.float64))]:
+    arg = T(src.clone())
+    gcase("cumprod grad " + label, "cumprod", [arg, 1, None], lambda: torch.cumprod(arg.t, 1), [0])
+arg = T(r(3, 5, dtype=torch.float64))
+gcase("logcumsumexp grad", "logcumsumexp", [arg, 1], lambda: torch.logcumsumexp(arg.t, 1), [0])
+arg = T(r(4, 3, dtype=torch.float64))
+gcase("logcumsumexp grad dim 0", "logcumsumexp", [arg, 0], lambda: torch.logcumsumexp(arg.t, 0), [0])
+tg = torch.tensor([[1.0, 3.0, 3.0, 0.5, 4.0], [2.0, -1.0, 2.0, 5.0, 5.0]], dtype=torch.float64)
+for name, fn in [("cummax", torch.cummax), ("cummin", torch.cummin)]:
+    arg = T(tg.clone())
+    gcase(name + " grad ties", name, [arg, 1], lambda: fn(arg.t, 1)[0], [0])
+
 # ---- shape ops ----
 m = r(2, 3, 4)
 for k in (-1, 0, 2):
