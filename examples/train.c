@@ -8,14 +8,21 @@
  *         [--lr 0.05] [--momentum 0.9] [--weight-decay 0] [--scheduler cosine|step|onecycle|none]
  *         [--seed 0] [--workers 0] [--limit N] [--image-size 64] [--device cpu|cuda:N]
  *         [--amp [bf16|f16]]
- *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH]
+ *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp]
  *
  * Into --out (default ./runs/fmnist) it writes last.safetensors every epoch and
  * best.safetensors when the validation accuracy improves (model, optimizer,
  * epoch, step and RNG states: --resume continues exactly where it stopped),
  * run.json (the reproducibility record), metrics.csv and a TensorBoard event
  * file. --stop-after ends the run after an epoch as a preempted job would; the
- * schedule is still the one for --epochs, so --resume continues it. */
+ * schedule is still the one for --epochs, so --resume continues it.
+ *
+ * --ddp trains with DistributedDataParallel over the world the launcher made
+ * (`wick launch --nproc-per-node N train --ddp`, or `mpirun -np N`): each rank
+ * reads its share of every epoch through a DistributedSampler (set_epoch each
+ * epoch), --batch-size is per rank (the global batch is N times it), and rank
+ * 0 alone logs, evaluates and writes the checkpoints (of the wrapped model, so
+ * --resume works on any world size). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +32,7 @@
 #include <unistd.h>
 #include <wick/amp.h>
 #include <wick/data.h>
+#include <wick/dist.h>
 #include <wick/io.h>
 #include <wick/nn.h>
 #include <wick/optim.h>
@@ -54,7 +62,7 @@ static int usage(void) {
           "             [--data DIR] [--epochs N] [--batch-size N] [--optimizer sgd|adam|adamw] [--lr X]\n"
           "             [--momentum X] [--weight-decay X] [--scheduler cosine|step|onecycle|none] [--seed N]\n"
           "             [--workers N] [--limit N] [--image-size N] [--device cpu|cuda:N] [--amp [bf16|f16]] [--out DIR]\n"
-          "             [--resume CHECKPOINT] [--stop-after EPOCH]\n"
+          "             [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp]\n"
           "defaults: cnn on fashion-mnist (%s), 3 epochs, batch 64, SGD lr 0.05 momentum 0.9,\n"
           "          cosine schedule, out runs/fmnist\n",
           TRAIN_FMNIST_DIR);
@@ -75,6 +83,10 @@ static bool parse(int argc, char **argv, config *c) {
         c->amp_f16 = !strcmp(v, "f16");
         i++;
       }
+      continue;
+    }
+    if (!strcmp(a, "--ddp")) {
+      c->ddp = true;
       continue;
     }
     if (!v) {
@@ -338,8 +350,19 @@ int main(int argc, char **argv) {
     return die("--amp (mixed precision comes with the amp plugin)");
   g_amp_dtype = c.amp_f16 ? WK_F16 : WK_BF16;
   wk_manual_seed(c.seed);
+  /* --ddp: the world the launcher made; rank 0 (lead) alone logs and writes. */
+  wk_dist_group *world = NULL;
+  int rank = 0, world_size = 1;
+  if (c.ddp) {
+    if (!(world = wk_dist_init(NULL))) return die("--ddp (joining the world)");
+    rank = wk_dist_rank(world);
+    world_size = wk_dist_size(world);
+    if (!wk_ddp_api_get()) return die("--ddp (DistributedDataParallel comes with the ddp plugin)");
+  }
+  bool lead = rank == 0;
+  if (!lead && !freopen("/dev/null", "w", stdout)) return die("--ddp (silencing rank > 0)");
   bool tty = isatty(STDOUT_FILENO);
-  if (!make_dirs(c.out)) {
+  if (lead && !make_dirs(c.out)) {
     fprintf(stderr, "train: cannot create --out %s: %s\n", c.out, strerror(errno));
     return 1;
   }
@@ -351,8 +374,13 @@ int main(int argc, char **argv) {
     return die("loading the data");
   }
   wk_dataset *train = data.train, *test = data.test;
-  wk_dataloader *train_dl = wk_dataloader_new(train, WK_LOADER_OPTS(.batch_size = c.batch, .shuffle = true,
-                                                                    .num_workers = c.workers, .seed = c.seed));
+  /* Under --ddp each rank reads its share of every epoch (PyTorch's DistributedSampler, shuffled by seed and epoch). */
+  wk_sampler *dsampler =
+      c.ddp ? wk_sampler_distributed(wk_dataset_len(train), world_size, rank, true, c.seed, false) : NULL;
+  if (c.ddp && !dsampler) return die("--ddp (the distributed sampler)");
+  wk_dataloader *train_dl = wk_dataloader_new(train, WK_LOADER_OPTS(.batch_size = c.batch, .shuffle = !c.ddp,
+                                                                    .sampler = dsampler, .num_workers = c.workers,
+                                                                    .seed = c.seed));
   wk_dataloader *test_dl = wk_dataloader_new(test, WK_LOADER_OPTS(.batch_size = 500, .num_workers = c.workers));
   if (!train_dl || !test_dl) return die("creating the data loaders");
 
@@ -369,6 +397,9 @@ int main(int argc, char **argv) {
   wk_lr_scheduler *sched = build_scheduler(&c, opt, wk_dataloader_len(train_dl), &sched_per_batch);
   if (!sched && strcmp(c.scheduler, "none")) return die("creating the scheduler");
 
+  /* DDP: rank 0's parameters and buffers everywhere, gradients averaged in buckets during backward. */
+  wk_module *net = model;
+  if (c.ddp && !(net = wk_ddp_wrap(model, world, NULL))) return die("--ddp (wrapping the model)");
   int start_epoch = 1, best_epoch = 0;
   int64_t gstep = 0;
   double best_acc = -1;
@@ -392,18 +423,21 @@ int main(int argc, char **argv) {
          c.weight_decay, c.scheduler, !c.amp         ? ""
          : c.amp_f16 ? ", mixed precision (autocast f16, GradScaler)"
                      : ", mixed precision (autocast bf16)");
+  if (c.ddp)
+    printf("DistributedDataParallel over %d processes (%s backend): batch %lld per rank, global batch %lld\n",
+           world_size, world->api->backend, (long long)c.batch, (long long)c.batch * world_size);
 
   /* The reproducibility record, metrics.csv (appended to on resume) and the TensorBoard events. */
   snprintf(path, sizeof path, "%s/run.json", c.out);
-  if (!record_write(path, &c, devname, &data, start_epoch, wk_module_num_parameters(model, false)))
+  if (lead && !record_write(path, &c, devname, &data, start_epoch, wk_module_num_parameters(model, false)))
     fprintf(stderr, "train: warning: cannot write %s: %s\n", path, strerror(errno));
   snprintf(path, sizeof path, "%s/metrics.csv", c.out);
   bool append = c.resume && access(path, F_OK) == 0;
-  FILE *csv = fopen(path, append ? "a" : "w");
-  if (!csv) fprintf(stderr, "train: warning: cannot write %s: %s\n", path, strerror(errno));
-  else if (!append) fprintf(csv, "epoch,train_loss,train_acc,val_loss,val_acc,lr,img_per_s\n");
+  FILE *csv = lead ? fopen(path, append ? "a" : "w") : NULL;
+  if (lead && !csv) fprintf(stderr, "train: warning: cannot write %s: %s\n", path, strerror(errno));
+  else if (csv && !append) fprintf(csv, "epoch,train_loss,train_acc,val_loss,val_acc,lr,img_per_s\n");
   tb_writer tb = {0};
-  if (!tb_open(&tb, c.out)) fprintf(stderr, "train: warning: cannot write a TensorBoard event file in %s\n", c.out);
+  if (lead && !tb_open(&tb, c.out)) fprintf(stderr, "train: warning: cannot write a TensorBoard event file in %s\n", c.out);
 
   double test_acc = 0, t_all = now();
   int last_epoch = start_epoch - 1;
@@ -417,7 +451,7 @@ int main(int argc, char **argv) {
       wk_scope_begin();
       wk_tensor *x = wk_to_device(b.t[0], dev), *y = wk_to_device(b.t[1], dev);
       if (amp_begin(c.amp, dev)) return die("--amp");
-      wk_tensor *out = wk_module_forward(model, x);
+      wk_tensor *out = wk_module_forward(net, x);
       wk_tensor *loss = wk_cross_entropy(out, y);
       if (amp_end(c.amp, dev)) return die("--amp");
       if (!loss || wk_optim_zero_grad(opt, true)) return die("training step");
@@ -442,7 +476,7 @@ int main(int argc, char **argv) {
       wk_sample_clear(&b);
       if (gstep % 20 == 0) tb_scalar(&tb, "batch/loss", gstep, lv);
       if (step % (tty ? 10 : 200) == 0 || step == nbatches) {
-        double dt = now() - t0, ips = dt > 0 ? (double)seen / dt : 0;
+        double dt = now() - t0, ips = dt > 0 ? (double)seen * world_size / dt : 0;
         double eta = ips > 0 ? (double)(nbatches - step) * (double)c.batch / ips : 0;
         printf(tty ? "\r  epoch %d [%lld/%lld] loss %.4f acc %.4f  %.0f img/s  eta %.0fs   "
                    : "  epoch %d [%lld/%lld] loss %.4f acc %.4f  %.0f img/s  eta %.0fs\n",
@@ -453,8 +487,16 @@ int main(int argc, char **argv) {
     }
     if (s) return die("reading a training batch");
     if (tty) printf("\n");
-    double epoch_s = now() - t0, val_loss, val_acc;
-    if (evaluate(model, test_dl, dev, c.amp, &val_loss, &val_acc) != WK_OK) return die("evaluating");
+    double epoch_s = now() - t0, val_loss = 0, val_acc = 0;
+    if (c.ddp) { /* the epoch's training figures over every rank's share */
+      double sums[3] = {loss_sum, (double)correct, (double)seen};
+      wk_tensor *t = wk_tensor_from_data(sums, WK_F64, WK_SHAPE(3));
+      if (!t || wk_dist_all_reduce(world, t, WK_REDUCE_SUM) != WK_OK) return die("--ddp (summing the epoch's figures)");
+      const double *v = wk_tensor_data(t);
+      loss_sum = v[0], correct = (int64_t)v[1], seen = (int64_t)v[2];
+      wk_release(t);
+    }
+    if (lead && evaluate(model, test_dl, dev, c.amp, &val_loss, &val_acc) != WK_OK) return die("evaluating");
     test_acc = val_acc;
     double train_loss = loss_sum / (double)seen, train_acc = (double)correct / (double)seen;
     double ips = epoch_s > 0 ? (double)seen / epoch_s : 0;
@@ -469,8 +511,8 @@ int main(int argc, char **argv) {
       best_epoch = epoch;
     }
     snprintf(path, sizeof path, "%s/last.safetensors", c.out);
-    if (save_checkpoint(path, &c, model, opt, sched, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
-    if (improved) {
+    if (lead && save_checkpoint(path, &c, model, opt, sched, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
+    if (improved && lead) {
       snprintf(path, sizeof path, "%s/best.safetensors", c.out);
       if (save_checkpoint(path, &c, model, opt, sched, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
     }
@@ -492,7 +534,7 @@ int main(int argc, char **argv) {
       break;
     }
   }
-  if (start_epoch > c.epochs) {
+  if (start_epoch > c.epochs && lead) {
     double val_loss;
     if (evaluate(model, test_dl, dev, c.amp, &val_loss, &test_acc) != WK_OK) return die("evaluating");
   }
@@ -506,7 +548,9 @@ int main(int argc, char **argv) {
   wk_lr_scheduler_free(sched);
   wk_optimizer_free(opt);
   free(params);
+  if (net != model) wk_module_release(net);
   wk_module_release(model);
+  wk_sampler_free(dsampler);
   wk_dataloader_free(train_dl);
   wk_dataloader_free(test_dl);
   train_data_free(&data);

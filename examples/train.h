@@ -17,6 +17,7 @@ typedef struct train_config {
   uint64_t seed;
   bool amp;     /* --amp [bf16|f16]: mixed precision (needs the amp plugin) */
   bool amp_f16; /* --amp f16: float16 autocast with a GradScaler (bfloat16 otherwise) */
+  bool ddp; /* --ddp: DistributedDataParallel over the launcher's world (wick launch, mpirun) */
 } train_config;
 
 #endif

@@ -32,6 +32,21 @@ run "DDP = 1 process, wick launch 2 ranks, no_sync x2" "$b/tools/wick" launch --
 run "DDP = 1 process, wick launch 3 ranks" "$b/tools/wick" launch --nproc-per-node 3 "$b/tests/dist_ddp" --bucket-mb 0.004
 run "DDP features, 2 ranks" $MPIRUN -np 2 "$b/tests/dist_ddp" --check features
 
+# examples/train --ddp: 2 ranks stop after epoch 1 (rank 0 alone writes), 1 process resumes the checkpoint.
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+  echo "SKIP: train --ddp (Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist)"
+elif [ -x "$b/examples/train" ]; then
+  run "train --ddp, wick launch 2 ranks" "$b/tools/wick" launch --nproc-per-node 2 "$b/examples/train" --ddp --epochs 2 \
+    --stop-after 1 --limit 600 --out "$out/run"
+  if true; then
+    grep -q "global batch 128" "$out/log" && [ "$(grep -c '^Epoch 1:' "$out/log")" -eq 1 ] ||
+      { echo "FAIL: train --ddp: want one rank-0 log with 'global batch 128'"; cat "$out/log"; fails=$((fails + 1)); }
+    run "train resumes the DDP checkpoint in 1 process" "$b/examples/train" --epochs 2 --limit 600 --out "$out/run" \
+      --resume "$out/run/last.safetensors"
+    grep -q "resumed from .* after epoch 1" "$out/log" || { echo "FAIL: no resume line"; cat "$out/log"; fails=$((fails + 1)); }
+  fi
+fi
+
 # Dead ranks: the job must fail, name rank 1, and end within the timeout.
 dead() { # NAME HOW TIMEOUT EXPECT
   t0=$(date +%s)

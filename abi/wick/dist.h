@@ -18,7 +18,10 @@
  *
  * Every collective returns a work handle at once; the backend runs it on its
  * own progress thread, so it overlaps with compute. Collectives must be
- * called in the same order on every rank of the group, as in PyTorch. Every
+ * called in the same order on every rank of the group, as in PyTorch; a
+ * backend may run them one at a time in that order (dist.mpi does, like
+ * NCCL's one stream per group), so a collective not yet joined by every rank
+ * delays this rank's later operations. Every
  * wait has a timeout (the group's, by default $WICK_DIST_TIMEOUT seconds or
  * 300): a dead or stuck peer gives WK_ERR_STATE with a message naming the
  * operation and, where the backend can tell, the peer's rank — never a hang.

@@ -1,7 +1,6 @@
 /* dist-mpi plugin: private declarations shared by its files. Every MPI call
- * after start-up runs on one progress thread (progress.c), which starts the
- * non-blocking operations in submission order and polls them, so collectives
- * proceed while the caller's threads compute. */
+ * after start-up runs on one progress thread (progress.c), which runs the
+ * operations in submission order while the caller's threads compute. */
 #ifndef WICK_DIST_MPI_H
 #define WICK_DIST_MPI_H
 

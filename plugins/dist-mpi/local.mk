@@ -16,3 +16,11 @@ tests_check_dist_SOURCES = tests/check_dist.c tests/testutil.h
 tests_check_dist_CFLAGS = $(TEST_CFLAGS)
 tests_check_dist_LDADD = $(TEST_LDADD)
 endif
+# all_reduce latency/bandwidth (Wick and Open MPI directly) and DDP steps: mpirun -np 2 bench/bench_dist [--raw|--ddp]
+if BUILD_DIST_MPI
+EXTRA_PROGRAMS += bench/bench_dist
+bench_bench_dist_SOURCES = bench/bench_dist.c bench/bench_util.h
+bench_bench_dist_CFLAGS = $(AM_CFLAGS) $(MPI_CFLAGS) -DBENCH_DIST_RAW
+bench_bench_dist_LDADD = libwick.la $(MPI_LIBS) -lm
+CLEANFILES += bench/bench_dist$(EXEEXT)
+endif

@@ -1,9 +1,11 @@
 /* dist-mpi plugin: the progress thread. It initialises MPI (so it is MPI's
- * main thread: MPI_THREAD_SERIALIZED is asked, FUNNELED suffices), starts
- * queued operations in submission order as non-blocking MPI calls (the same
- * order on every rank, as MPI requires of collectives) and polls them with
- * MPI_Test, which is what drives Open MPI's non-blocking collectives
- * forward while the caller's threads compute. Waits have timeouts; on one,
+ * main thread: MPI_THREAD_SERIALIZED is asked, FUNNELED suffices) and runs
+ * queued operations while the caller's threads compute. Collectives run one
+ * at a time in submission order (the same order on every rank, as MPI
+ * requires), as on NCCL's one stream per group: each waits at a non-blocking
+ * barrier, polled with back-off, until every rank of its group has reached
+ * it, then runs with Open MPI's blocking algorithm. Point-to-point operations
+ * start at once and are polled with MPI_Test. Waits have timeouts; on one,
  * the peers on this host are inspected so the message can name a dead or
  * stopped rank. */
 #include <errno.h>
@@ -32,6 +34,7 @@ static int g_rank, g_size;
 static int *g_pids;             /* per world rank */
 static uint64_t *g_hosts;       /* per world rank: hash of the host name */
 static MPI_Op g_half_ops[2][4]; /* [f16, bf16][sum, max, min, prod] */
+#define SPIN_S 50e-6            /* how long a waiter looks before it sleeps */
 
 double dmpi_now(void) {
   struct timespec ts;
@@ -92,32 +95,40 @@ static void set_mpi_error(dmpi_work *w, const char *call, int rc) {
   snprintf(w->err, sizeof w->err, "dist.mpi: %s: %s failed: %s", what, call, msg);
 }
 
-/* Starts w (progress thread). Returns false when it failed to start (w->err set). */
+/* Starts w (progress thread). Collectives run to completion here, with
+ * Open MPI's blocking algorithms (its tuned component: up to 4x faster here
+ * than the libnbc schedules of the non-blocking forms, and every rank must
+ * use the same form), once the gate (a non-blocking barrier) says every rank
+ * has arrived, so no rank spins in them while a peer still computes;
+ * point-to-point operations only start, and are polled, so a send and a
+ * receive in flight together never wait on each other. Returns false when it
+ * failed (w->err set). */
 static bool start(dmpi_work *w) {
   MPI_Comm c = w->g ? w->g->comm : MPI_COMM_NULL;
   int rc = MPI_SUCCESS;
   const char *call = "";
-  w->t_start = dmpi_now();
+  if (w->t_start == 0) w->t_start = dmpi_now();
+  w->req = MPI_REQUEST_NULL;
   switch (w->kind) {
     case DMPI_ALL_REDUCE:
-      call = "MPI_Iallreduce";
-      rc = MPI_Iallreduce(MPI_IN_PLACE, w->buf0, w->count, w->mdt, w->mop, c, &w->req);
+      call = "MPI_Allreduce";
+      rc = MPI_Allreduce(MPI_IN_PLACE, w->buf0, w->count, w->mdt, w->mop, c);
       break;
     case DMPI_BROADCAST:
-      call = "MPI_Ibcast";
-      rc = MPI_Ibcast(w->buf0, w->count, w->mdt, w->peer, c, &w->req);
+      call = "MPI_Bcast";
+      rc = MPI_Bcast(w->buf0, w->count, w->mdt, w->peer, c);
       break;
     case DMPI_ALL_GATHER:
-      call = "MPI_Iallgather";
-      rc = MPI_Iallgather(w->buf1, w->count, w->mdt, w->buf0, w->count, w->mdt, c, &w->req);
+      call = "MPI_Allgather";
+      rc = MPI_Allgather(w->buf1, w->count, w->mdt, w->buf0, w->count, w->mdt, c);
       break;
     case DMPI_REDUCE_SCATTER:
-      call = "MPI_Ireduce_scatter_block";
-      rc = MPI_Ireduce_scatter_block(w->buf1, w->buf0, w->count, w->mdt, w->mop, c, &w->req);
+      call = "MPI_Reduce_scatter_block";
+      rc = MPI_Reduce_scatter_block(w->buf1, w->buf0, w->count, w->mdt, w->mop, c);
       break;
     case DMPI_BARRIER:
-      call = "MPI_Ibarrier";
-      rc = MPI_Ibarrier(c, &w->req);
+      call = "MPI_Barrier";
+      rc = MPI_Barrier(c);
       break;
     case DMPI_SEND:
       call = "MPI_Isend";
@@ -130,12 +141,10 @@ static bool start(dmpi_work *w) {
     case DMPI_SPLIT: /* blocking: collective over the parent, ordered like the others */
       call = "MPI_Comm_split";
       rc = MPI_Comm_split(c, w->color, w->key, &w->comm_out);
-      w->req = MPI_REQUEST_NULL;
       break;
     case DMPI_COMM_FREE:
       call = "MPI_Comm_free";
       rc = w->comm_out != MPI_COMM_NULL ? MPI_Comm_free(&w->comm_out) : MPI_SUCCESS;
-      w->req = MPI_REQUEST_NULL;
       break;
   }
   if (rc != MPI_SUCCESS) {
@@ -149,7 +158,7 @@ static bool start(dmpi_work *w) {
 static void finish(dmpi_work *w, bool ok) {
   w->t_end = dmpi_now();
   pthread_mutex_lock(&g_lock);
-  w->state = ok ? W_DONE : W_FAILED;
+  __atomic_store_n(&w->state, ok ? W_DONE : W_FAILED, __ATOMIC_RELEASE);
   g_inflight--;
   bool orphan = w->orphan;
   pthread_cond_broadcast(&g_done_cv);
@@ -162,7 +171,29 @@ static void finish(dmpi_work *w, bool ok) {
   }
 }
 
-/* Polls started work; returns whether any finished. */
+static bool is_p2p(const dmpi_work *w) {
+  return w->kind == DMPI_SEND || w->kind == DMPI_RECV;
+}
+
+/* Runs the collective w once its gate opened, and finishes it. */
+static void run_collective(dmpi_work *w) {
+  bool ok = start(w);
+  if (ok && w->rop == WK_REDUCE_AVG && (w->kind == DMPI_ALL_REDUCE || w->kind == DMPI_REDUCE_SCATTER))
+    divide(w, w->count, w->g->size);
+  finish(w, ok);
+}
+
+/* Opens w's gate: a non-blocking barrier over its group (none for one rank). */
+static bool open_gate(dmpi_work *w) {
+  w->t_start = dmpi_now();
+  w->req = MPI_REQUEST_NULL;
+  if (w->g->size < 2) return true;
+  int rc = MPI_Ibarrier(w->g->comm, &w->req);
+  if (rc != MPI_SUCCESS) set_mpi_error(w, "MPI_Ibarrier", rc);
+  return rc == MPI_SUCCESS;
+}
+
+/* Polls the point-to-point work started; returns whether any finished. */
 static bool poll_active(dmpi_work **active) {
   bool any = false;
   for (dmpi_work **p = active; *p;) {
@@ -179,8 +210,6 @@ static bool poll_active(dmpi_work **active) {
     }
     *p = w->next;
     any = true;
-    if (rc == MPI_SUCCESS && w->kind == DMPI_ALL_REDUCE && w->rop == WK_REDUCE_AVG) divide(w, w->count, w->g->size);
-    if (rc == MPI_SUCCESS && w->kind == DMPI_REDUCE_SCATTER && w->rop == WK_REDUCE_AVG) divide(w, w->count, w->g->size);
     finish(w, rc == MPI_SUCCESS);
   }
   return any;
@@ -258,41 +287,74 @@ static void *progress_main(void *arg) {
   pthread_cond_broadcast(&g_done_cv);
   pthread_mutex_unlock(&g_lock);
   if (!ok) return NULL;
-  dmpi_work *active = NULL, **active_tail = &active;
+  dmpi_work *active = NULL;                       /* point-to-point, started */
+  dmpi_work *colls = NULL, **colls_tail = &colls; /* collectives, in order, not started */
+  dmpi_work *gate = NULL;                         /* the collective waiting at its gate */
   int idle = 0;
   for (;;) {
+    if (!active && !colls && !gate) /* idle: watch the queue for a moment before sleeping (small ops' latency) */
+      for (double t0 = dmpi_now(); !__atomic_load_n(&g_head, __ATOMIC_ACQUIRE) && dmpi_now() - t0 < SPIN_S;)
+        sched_yield();
     pthread_mutex_lock(&g_lock);
-    while (!g_head && !active && !g_stop) pthread_cond_wait(&g_submit_cv, &g_lock);
-    if (!g_head && !active && g_stop) {
+    while (!g_head && !active && !colls && !gate && !g_stop) pthread_cond_wait(&g_submit_cv, &g_lock);
+    if (!g_head && !active && !colls && !gate && g_stop) {
       pthread_mutex_unlock(&g_lock);
       break;
     }
     dmpi_work *q = g_head;
-    g_head = g_tail = NULL;
+    __atomic_store_n(&g_head, NULL, __ATOMIC_RELEASE);
+    g_tail = NULL;
     for (dmpi_work *w = q; w; w = w->next) w->state = W_STARTED;
     pthread_mutex_unlock(&g_lock);
+    bool progress = q != NULL;
     while (q) {
       dmpi_work *w = q;
       q = q->next;
       w->next = NULL;
-      if (!start(w)) {
+      if (!is_p2p(w)) { /* one collective at a time, in submission order */
+        *colls_tail = w;
+        colls_tail = &w->next;
+      } else if (!start(w)) {
         finish(w, false);
-        continue;
+      } else {
+        w->next = active;
+        active = w;
       }
-      while (*active_tail) active_tail = &(*active_tail)->next;
-      *active_tail = w;
     }
-    if (poll_active(&active)) {
+    if (!gate && colls) {
+      gate = colls;
+      colls = colls->next;
+      if (!colls) colls_tail = &colls;
+      gate->next = NULL;
+      if (!open_gate(gate)) {
+        finish(gate, false);
+        gate = NULL;
+      }
+    }
+    if (gate) {
+      int flag = 1, rc = MPI_SUCCESS;
+      if (gate->req != MPI_REQUEST_NULL) rc = MPI_Test(&gate->req, &flag, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        set_mpi_error(gate, "MPI_Test", rc);
+        finish(gate, false);
+        gate = NULL;
+      } else if (flag) {
+        run_collective(gate);
+        gate = NULL;
+        progress = true;
+      }
+    }
+    if (poll_active(&active)) progress = true;
+    if (progress) {
       idle = 0;
-    } else if (active) { /* back off: yield first, then sleep up to 50 us */
-      if (++idle < 64) {
+    } else if (active || gate) { /* back off: yield for a while, then sleep 20 us between polls */
+      if (++idle < 200) {
         sched_yield();
       } else {
-        struct timespec ts = {0, idle < 256 ? 5000 : 50000};
+        struct timespec ts = {0, 20000};
         nanosleep(&ts, NULL);
       }
     }
-    active_tail = &active;
   }
   if (g_we_init && !g_broken) {
     for (int i = 0; i < 2; i++)
@@ -353,7 +415,7 @@ void dmpi_submit(dmpi_work *w) {
   if (g_tail)
     g_tail->next = w;
   else
-    g_head = w;
+    __atomic_store_n(&g_head, w, __ATOMIC_RELEASE);
   g_tail = w;
   g_inflight++;
   pthread_cond_signal(&g_submit_cv);
@@ -417,6 +479,12 @@ wk_status dmpi_wait(dmpi_work *w, double timeout_s) {
   if (dl.tv_nsec >= 1000000000L) {
     dl.tv_sec++;
     dl.tv_nsec -= 1000000000L;
+  }
+  /* a short operation usually ends within microseconds: look before sleeping */
+  for (double t0 = dmpi_now(); dmpi_now() - t0 < SPIN_S && timeout_s > SPIN_S;) {
+    dmpi_state st = __atomic_load_n(&w->state, __ATOMIC_ACQUIRE);
+    if (st == W_DONE || st == W_FAILED) break;
+    sched_yield();
   }
   pthread_mutex_lock(&g_lock);
   int rc = 0;
