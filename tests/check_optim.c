@@ -4,6 +4,9 @@
  * update ops, bad arguments and leaks. */
 #include <wick/optim.h>
 
+#include <wick/data.h>
+#include <wick/nn.h>
+
 #include "testutil.h"
 #include "torch_ref/optim_ref.h"
 
@@ -1198,6 +1201,186 @@ START_TEST(test_optim_cyclic_lr) {
 }
 END_TEST
 
+
+/* ==== AveragedModel and update_bn (torch.optim.swa_utils) =================================== */
+/* Sets every parameter of a Linear(3, 2) to base + k * (index + 1) (f64 values, exact in f32). */
+static void set_linear(wk_module *m, double base, double step) {
+  wk_tensor *ps[2];
+  ck_assert_int_eq(wk_module_named_parameters(m, NULL, ps, 2), 2);
+  wk_no_grad_begin();
+  for (int j = 0; j < 2; j++) {
+    int64_t n = wk_tensor_numel(ps[j]);
+    double v[6];
+    for (int64_t i = 0; i < n; i++) v[i] = base + step * (double)(i + 1);
+    wk_tensor *t = wk_tensor_from_data(v, WK_F64, wk_tensor_sizes(ps[j]), wk_tensor_dim(ps[j]));
+    TU_NOTNULL(wk_copy_(ps[j], t));
+    wk_release(t);
+  }
+  wk_no_grad_end();
+}
+static wk_tensor *avg_max(wk_tensor *avg, wk_tensor *cur, int64_t n, void *user) {
+  (void)n;
+  *(int *)user += 1;
+  return wk_maximum(avg, cur);
+}
+
+START_TEST(test_optim_averaged_model) {
+  wk_scope_begin();
+  wk_module *model = wk_nn_linear(3, 2, true), *copy = wk_nn_linear(3, 2, true), *copy2 = wk_nn_linear(3, 2, true),
+            *copy3 = wk_nn_linear(3, 2, true);
+  TU_NOTNULL(model);
+  wk_averaged_model *swa = wk_averaged_model_new(copy, (wk_averaged_model_opts){0});
+  wk_averaged_model *ema = wk_averaged_model_new(copy2, (wk_averaged_model_opts){.strategy = WK_AVERAGE_EMA, .decay = 0.75});
+  int calls = 0;
+  wk_averaged_model *mx = wk_averaged_model_new(copy3, (wk_averaged_model_opts){.avg_fn = avg_max, .user = &calls});
+  TU_NOTNULL(swa);
+  TU_NOTNULL(ema);
+  /* four model states: base 1, -2, 4, 0.5 with step 0.25 */
+  const double bases[4] = {1, -2, 4, 0.5};
+  for (int k = 0; k < 4; k++) {
+    set_linear(model, bases[k], 0.25);
+    TU_OK(wk_averaged_model_update(swa, model));
+    TU_OK(wk_averaged_model_update(ema, model));
+    TU_OK(wk_averaged_model_update(mx, model));
+  }
+  ck_assert_int_eq(wk_averaged_model_n_averaged(swa), 4);
+  ck_assert_int_eq(calls, 6); /* per tensor (weight, bias), never for the first copy */
+  /* by hand: SWA is the mean; EMA folds 0.75 * avg + 0.25 * cur from the first state; max is the max */
+  double mean = 0, e = bases[0], mxv = bases[0];
+  for (int k = 0; k < 4; k++) mean += bases[k] / 4;
+  for (int k = 1; k < 4; k++) e = 0.75 * e + 0.25 * bases[k], mxv = fmax(mxv, bases[k]);
+  wk_tensor *ps[2];
+  wk_module_named_parameters(wk_averaged_model_module(swa), NULL, ps, 2);
+  double *w = tu_values(ps[0]);
+  for (int i = 0; i < 6; i++)
+    ck_assert_msg(fabs(w[i] - (mean + 0.25 * (i + 1))) < 1e-6, "SWA weight[%d] = %.9g, mean %.9g", i, w[i],
+                  mean + 0.25 * (i + 1));
+  free(w);
+  wk_module_named_parameters(wk_averaged_model_module(ema), NULL, ps, 2);
+  w = tu_values(ps[1]);
+  for (int i = 0; i < 2; i++) /* bias: base + 0.25 (i + 1) folded the same way */
+    ck_assert_msg(fabs(w[i] - (e + 0.25 * (i + 1))) < 1e-6, "EMA bias[%d] = %.9g, expected %.9g", i, w[i],
+                  e + 0.25 * (i + 1));
+  free(w);
+  wk_module_named_parameters(wk_averaged_model_module(mx), NULL, ps, 2);
+  w = tu_values(ps[0]);
+  ck_assert(fabs(w[0] - (mxv + 0.25)) < 1e-6);
+  free(w);
+  /* state dict: module.<name> and n_averaged; a fresh AveragedModel loads it */
+  wk_state_dict *sd = wk_averaged_model_state_dict(swa);
+  TU_NOTNULL(sd);
+  TU_NOTNULL(wk_state_dict_get(sd, "module.weight"));
+  TU_NOTNULL(wk_state_dict_get(sd, "module.bias"));
+  double n;
+  TU_OK(wk_item(wk_state_dict_get(sd, "n_averaged"), &n));
+  ck_assert(n == 4);
+  wk_module *copy4 = wk_nn_linear(3, 2, true);
+  wk_averaged_model *swa2 = wk_averaged_model_new(copy4, (wk_averaged_model_opts){0});
+  TU_OK(wk_averaged_model_load_state_dict(swa2, sd));
+  ck_assert_int_eq(wk_averaged_model_n_averaged(swa2), 4);
+  set_linear(model, 10, 0.25);
+  TU_OK(wk_averaged_model_update(swa, model));
+  TU_OK(wk_averaged_model_update(swa2, model));
+  wk_tensor *a[2], *b[2];
+  wk_module_named_parameters(copy, NULL, a, 2);
+  wk_module_named_parameters(copy4, NULL, b, 2);
+  double *av = tu_values(a[0]), *bv = tu_values(b[0]);
+  for (int i = 0; i < 6; i++) ck_assert(av[i] == bv[i]);
+  ck_assert(fabs(av[0] - ((mean * 4 + 10) / 5 + 0.25)) < 1e-6); /* the fifth state joins the mean */
+  free(av);
+  free(bv);
+  /* errors: a copy of another structure, bad options, bad dicts */
+  wk_module *other = wk_nn_linear(4, 2, true);
+  ck_assert_int_eq(wk_averaged_model_update(swa, other), WK_ERR_SHAPE);
+  TU_FAILS_WITH(WK_ERR_SHAPE, "does not match");
+  ck_assert_int_eq(wk_averaged_model_n_averaged(swa), 5);
+  ck_assert_ptr_null(wk_averaged_model_new(copy, (wk_averaged_model_opts){.strategy = WK_AVERAGE_EMA, .decay = 2}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "decay must lie in [0, 1]");
+  ck_assert_ptr_null(wk_averaged_model_new(NULL, (wk_averaged_model_opts){0}));
+  TU_FAILS_WITH(WK_ERR_NULL, "'module' is NULL");
+  TU_OK(wk_state_dict_remove(sd, "n_averaged"));
+  ck_assert_int_eq(wk_averaged_model_load_state_dict(swa2, sd), WK_ERR_NOT_FOUND);
+  TU_FAILS_WITH(WK_ERR_NOT_FOUND, "missing key 'n_averaged'");
+  wk_state_dict_free(sd);
+  wk_module_release(other);
+  wk_averaged_model_free(swa);
+  wk_averaged_model_free(swa2);
+  wk_averaged_model_free(ema);
+  wk_averaged_model_free(mx);
+  wk_averaged_model_free(NULL);
+  wk_module_release(model);
+  wk_module_release(copy);
+  wk_module_release(copy2);
+  wk_module_release(copy3);
+  wk_module_release(copy4);
+  wk_scope_end();
+}
+END_TEST
+
+/* update_bn on Sequential(ReLU, BatchNorm1d(3)) over three batches of 4: the
+ * running mean and variance are the cumulative averages of the batches'
+ * mean and unbiased variance of relu(x) (PyTorch's momentum=None), computed
+ * here by hand; num_batches_tracked counts the batches; the momentum and the
+ * eval mode come back. */
+START_TEST(test_optim_update_bn) {
+  wk_scope_begin();
+  double x[12][3];
+  for (int r = 0; r < 12; r++)
+    for (int c = 0; c < 3; c++) x[r][c] = sin(1.3 * r + 0.7 * c) * (c + 1) + 0.2 * c;
+  wk_tensor *xt = wk_to_dtype(wk_tensor_from_data(x, WK_F64, WK_SHAPE(12, 3)), WK_F32);
+  wk_dataset *ds = wk_tensor_dataset(&xt, 1);
+  TU_NOTNULL(ds);
+  wk_dataloader *dl = wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4));
+  TU_NOTNULL(dl);
+  wk_module *bn = wk_nn_batch_norm1d(3, (wk_norm_opts){0});
+  wk_module *net = wk_nn_sequential((wk_module *[]){wk_nn_relu(), bn}, 2);
+  TU_NOTNULL(net);
+  /* some ordinary training forwards first: the statistics to be replaced */
+  TU_NOTNULL(wk_module_forward(net, xt));
+  TU_NOTNULL(wk_module_forward(net, wk_mul_scalar(xt, 3)));
+  TU_OK(wk_module_train(net, false));
+  TU_OK(wk_update_bn(dl, net, (wk_device){0}));
+  ck_assert(!wk_module_is_training(net));
+  double rm[3] = {0}, rv[3] = {0};
+  for (int b = 0; b < 3; b++) {
+    double f = 1.0 / (b + 1);
+    for (int c = 0; c < 3; c++) {
+      double m = 0, v = 0;
+      for (int r = 4 * b; r < 4 * b + 4; r++) m += fmax((float)x[r][c], 0) / 4;
+      for (int r = 4 * b; r < 4 * b + 4; r++) v += pow(fmax((float)x[r][c], 0) - m, 2) / 3;
+      rm[c] = (1 - f) * rm[c] + f * m;
+      rv[c] = (1 - f) * rv[c] + f * v;
+    }
+  }
+  TU_CLOSE(wk_module_buffer(bn, "running_mean"), rm, 3, 1e-5, 1e-6);
+  TU_CLOSE(wk_module_buffer(bn, "running_var"), rv, 3, 1e-5, 1e-6);
+  double nbt;
+  TU_OK(wk_item(wk_module_buffer(bn, "num_batches_tracked"), &nbt));
+  ck_assert(nbt == 3);
+  /* the module's momentum (0.1) is untouched: one more training forward moves the mean by a tenth */
+  TU_OK(wk_module_train(net, true));
+  TU_NOTNULL(wk_module_forward(net, xt));
+  double all[3] = {0};
+  for (int c = 0; c < 3; c++) {
+    for (int r = 0; r < 12; r++) all[c] += fmax((float)x[r][c], 0) / 12;
+    all[c] = 0.9 * rm[c] + 0.1 * all[c];
+  }
+  TU_CLOSE(wk_module_buffer(bn, "running_mean"), all, 3, 1e-5, 1e-6);
+  /* a model without BatchNorm is left alone; NULLs are refused */
+  wk_module *lin = wk_nn_linear(3, 3, true);
+  TU_OK(wk_update_bn(dl, lin, (wk_device){0}));
+  ck_assert_int_eq(wk_update_bn(NULL, net, (wk_device){0}), WK_ERR_NULL);
+  TU_FAILS_WITH(WK_ERR_NULL, "'loader' is NULL");
+  ck_assert_int_eq(wk_update_bn(dl, NULL, (wk_device){0}), WK_ERR_NULL);
+  TU_FAILS_WITH(WK_ERR_NULL, "'model' is NULL");
+  wk_module_release(lin);
+  wk_module_release(net);
+  wk_dataloader_free(dl);
+  wk_dataset_free(ds);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("check_optim");
   TCase *tc = tcase_create("trajectories");
@@ -1224,6 +1407,11 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_optim_scheduler_state_dict_nested);
   tcase_add_test(tc, test_optim_lambda_schedulers);
   tcase_add_test(tc, test_optim_cyclic_lr);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("swa");
+  tcase_add_checked_fixture(tc, tu_setup, NULL);
+  tcase_add_test(tc, test_optim_averaged_model);
+  tcase_add_test(tc, test_optim_update_bn);
   suite_add_tcase(s, tc);
   tc = tcase_create("clipping");
   tcase_add_checked_fixture(tc, tu_setup, NULL);

@@ -220,6 +220,25 @@ typedef struct wk_cyclic_lr_opts {
   double max_momentum;     /* 0 -> 0.9 */
 } wk_cyclic_lr_opts;
 
+/* ---- weight averaging (torch.optim.swa_utils) ---------------------------------------- */
+typedef struct wk_averaged_model wk_averaged_model; /* AveragedModel */
+typedef struct wk_module wk_module;                 /* <wick/module.h> */
+typedef struct wk_dataloader wk_dataloader;         /* <wick/data.h> */
+enum { WK_AVERAGE_SWA = 0, WK_AVERAGE_EMA = 1 };
+/* A custom average (PyTorch's avg_fn): the new value of `averaged` from the
+ * model's `current` after num_averaged earlier updates; returns a new
+ * reference (NULL with an error fails the update). Both are borrowed. */
+typedef wk_tensor *(*wk_avg_fn)(wk_tensor *averaged, wk_tensor *current, int64_t num_averaged, void *user);
+typedef struct wk_averaged_model_opts {
+  int strategy;     /* WK_AVERAGE_SWA (default): avg + (cur - avg) / (n + 1), the equal average;
+                       WK_AVERAGE_EMA: decay * avg + (1 - decay) * cur */
+  double decay;     /* EMA: 0 -> 0.999; in [0, 1] */
+  wk_avg_fn avg_fn; /* (optional) replaces the strategy */
+  void *user;       /* handed back to avg_fn */
+  bool use_buffers; /* false: buffers are copied from the model at each update (PyTorch 2.x);
+                       true: averaged with the parameters */
+} wk_averaged_model_opts;
+
 /* ---- the service interface (append-only) ------------------------------------------ */
 #define WK_OPTIM_SERVICE "optim"
 #define WK_OPTIM_API_VERSION 1u
@@ -280,6 +299,14 @@ typedef struct wk_optim_api {
   wk_lr_scheduler *(*lambda_lr)(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
   wk_lr_scheduler *(*multiplicative_lr)(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
   wk_lr_scheduler *(*cyclic_lr)(wk_optimizer *opt, const wk_cyclic_lr_opts *o, size_t osize);
+  wk_averaged_model *(*averaged_model_new)(wk_module *copy, const wk_averaged_model_opts *o, size_t osize);
+  void (*averaged_model_free)(wk_averaged_model *am);
+  wk_module *(*averaged_model_module)(const wk_averaged_model *am);
+  wk_status (*averaged_model_update)(wk_averaged_model *am, wk_module *model);
+  int64_t (*averaged_model_n_averaged)(const wk_averaged_model *am);
+  wk_state_dict *(*averaged_model_state_dict)(const wk_averaged_model *am);
+  wk_status (*averaged_model_load_state_dict)(wk_averaged_model *am, const wk_state_dict *sd);
+  wk_status (*update_bn)(wk_dataloader *loader, wk_module *model, wk_device device);
 } wk_optim_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -537,6 +564,54 @@ static inline wk_state_dict *wk_lr_scheduler_state_dict(const wk_lr_scheduler *s
  * a scheduler of the same kind (and chain layout). */
 static inline wk_status wk_lr_scheduler_load_state_dict(wk_lr_scheduler *s, const wk_state_dict *sd) {
   WK__OPTIM_CALL_STATUS(scheduler_load_state_dict, s, sd);
+}
+
+/* ---- weight averaging ---- */
+/* AveragedModel(model): `copy` is a module of the model's structure (built
+ * the same way: C has no deepcopy), retained; the first update copies the
+ * model's values into it, later ones average. Forward through
+ * wk_averaged_model_module(). Returns a new object (free with
+ * wk_averaged_model_free) or NULL with an error. */
+static inline wk_averaged_model *wk_averaged_model_new(wk_module *copy, wk_averaged_model_opts o) {
+  WK__OPTIM_CALL_PTR(averaged_model_new, copy, &o, sizeof o);
+}
+/* Releases the copy's reference and frees am. NULL does nothing. */
+static inline void wk_averaged_model_free(wk_averaged_model *am) {
+  const wk_optim_api *a = am ? wk_optim_api_get() : NULL;
+  if (WK__OPTIM_HAS(a, averaged_model_free)) a->averaged_model_free(am);
+}
+/* The averaged module (borrowed, lives as long as am). */
+static inline wk_module *wk_averaged_model_module(const wk_averaged_model *am) {
+  WK__OPTIM_CALL_PTR(averaged_model_module, am);
+}
+/* update_parameters(model): parameters (and buffers with use_buffers) by
+ * position, shapes checked first (on error nothing changes); n_averaged += 1. */
+static inline wk_status wk_averaged_model_update(wk_averaged_model *am, wk_module *model) {
+  WK__OPTIM_CALL_STATUS(averaged_model_update, am, model);
+}
+/* Updates so far (-1 with an error for NULL). */
+static inline int64_t wk_averaged_model_n_averaged(const wk_averaged_model *am) {
+  const wk_optim_api *a = wk_optim_api_get();
+  if (!WK__OPTIM_HAS(a, averaged_model_n_averaged)) return a ? (wk__optim_missing("averaged_model_n_averaged"), -1) : -1;
+  return a->averaged_model_n_averaged(am);
+}
+/* state_dict(): "module.<name>" for the copy's entries and "n_averaged"
+ * (0-dim int64), PyTorch's keys; a new dict. */
+static inline wk_state_dict *wk_averaged_model_state_dict(const wk_averaged_model *am) {
+  WK__OPTIM_CALL_PTR(averaged_model_state_dict, am);
+}
+/* load_state_dict(sd) (borrowed), strict about the copy's keys. */
+static inline wk_status wk_averaged_model_load_state_dict(wk_averaged_model *am, const wk_state_dict *sd) {
+  WK__OPTIM_CALL_STATUS(averaged_model_load_state_dict, am, sd);
+}
+/* torch.optim.swa_utils.update_bn(loader, model, device): resets the running
+ * statistics of every BatchNorm module under model and recomputes them over
+ * one pass of loader (field 0 of each batch, moved to `device` unless its
+ * type is WK_DEVICE_DEFAULT) as cumulative averages (momentum=None), in
+ * training mode under no_grad; restores the mode. A model without BatchNorm
+ * is left alone. */
+static inline wk_status wk_update_bn(wk_dataloader *loader, wk_module *model, wk_device device) {
+  WK__OPTIM_CALL_STATUS(update_bn, loader, model, device);
 }
 
 /* ---- gradient clipping ---- */

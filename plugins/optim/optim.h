@@ -141,6 +141,16 @@ int64_t sched_last_epoch(const wk_lr_scheduler *s);
 wk_state_dict *sched_state_dict(const wk_lr_scheduler *s);
 wk_status sched_load_state_dict(wk_lr_scheduler *s, const wk_state_dict *sd);
 
+/* ---- weight averaging (swa.c) ---- */
+wk_averaged_model *optim_averaged_model_new(wk_module *copy, const wk_averaged_model_opts *o, size_t osize);
+void optim_averaged_model_free(wk_averaged_model *am);
+wk_module *optim_averaged_model_module(const wk_averaged_model *am);
+wk_status optim_averaged_model_update(wk_averaged_model *am, wk_module *model);
+int64_t optim_averaged_model_n_averaged(const wk_averaged_model *am);
+wk_state_dict *optim_averaged_model_state_dict(const wk_averaged_model *am);
+wk_status optim_averaged_model_load_state_dict(wk_averaged_model *am, const wk_state_dict *sd);
+wk_status optim_update_bn(wk_dataloader *loader, wk_module *model, wk_device device);
+
 /* ---- clipping (clip.c) ---- */
 wk_tensor *optim_clip_grad_norm_(wk_tensor *const *params, int n, double max_norm, double norm_type,
                                  bool error_if_nonfinite);

@@ -47,6 +47,14 @@ static const wk_optim_api g_api = {
     .lambda_lr = sched_lambda_lr,
     .multiplicative_lr = sched_multiplicative_lr,
     .cyclic_lr = sched_cyclic_lr,
+    .averaged_model_new = optim_averaged_model_new,
+    .averaged_model_free = optim_averaged_model_free,
+    .averaged_model_module = optim_averaged_model_module,
+    .averaged_model_update = optim_averaged_model_update,
+    .averaged_model_n_averaged = optim_averaged_model_n_averaged,
+    .averaged_model_state_dict = optim_averaged_model_state_dict,
+    .averaged_model_load_state_dict = optim_averaged_model_load_state_dict,
+    .update_bn = optim_update_bn,
 };
 
 static wk_status init(void) {
