@@ -1,10 +1,12 @@
 /* Composite kernels of issue 21's reductions and shape ops (amax/amin,
  * aminmax, nansum, nanmean, var_mean, std_mean, count_nonzero, tril/triu,
- * diag, diagonal, movedim, tile, unflatten, repeat_interleave), written with
+ * diag, diagonal, movedim, tile, unflatten, repeat_interleave) and of
+ * clamp_min/clamp_max, lerp, addcmul and addcdiv, written with
  * other ops and registered by the core for every device at fallback
  * priority. Each op's meta function (meta_reduce.c, meta_index.c) checked the
  * arguments; ops tagged composite without a derivative formula get their
  * gradients from the parts autograd records. */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -200,6 +202,50 @@ static wk_status k_repeat_interleave(const wk_kernel_ctx *c, const wk_value *arg
   return FINISH1(wk_index_select(x, dim, idx));
 }
 
+/* Ends an in-place kernel: the result is self (borrowed), after the call r that wrote it. */
+static wk_status finish_inplace(wk_value *outs, wk_tensor *self, wk_tensor *r) {
+  wk_status s = r ? WK_OK : wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
+  wk_scope_end();
+  if (!s) outs[0] = WK_VT(self);
+  return s;
+}
+
+/* clamp_min/clamp_max[_]: clamp[_] with one bound. */
+static wk_status k_clamp_one(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *name = wk_op_name(c->op);
+  bool is_min = name[7] == 'i', inplace = name[strlen(name) - 1] == '_'; /* clamp_m[i]n */
+  wk_scope_begin();
+  wk_value lo = is_min ? args[1] : WK_VNONE, hi = is_min ? WK_VNONE : args[1];
+  wk_tensor *r = C1(inplace ? "clamp_" : "clamp", WK_VT(T(0)), lo, hi);
+  return inplace ? finish_inplace(outs, T(0), r) : FINISH1(r);
+}
+
+/* lerp: PyTorch's two forms, exact at each end: |w| < 0.5 ? self + w (end - self) : end - (end - self) (1 - w). */
+static wk_status k_lerp(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  wk_scope_begin();
+  wk_tensor *self = T(0), *end = T(1), *d = wk_sub(end, self), *r;
+  if (args[2].tag == WK_V_TENSOR) {
+    wk_tensor *w = T(2);
+    wk_tensor *lo = wk_add(self, wk_mul(w, d)), *hi = wk_sub(end, wk_mul(d, wk_add_scalar(wk_neg(w), 1)));
+    r = wk_where(wk_lt_scalar(wk_abs(w), 0.5), lo, hi);
+  } else {
+    double w = args[2].tag == WK_V_INT ? (double)args[2].u.i : args[2].tag == WK_V_BOOL ? args[2].u.b : args[2].u.f;
+    r = fabs(w) < 0.5 ? C1("add", WK_VT(self), WK_VT(d), WK_VF(w)) : C1("sub", WK_VT(end), WK_VT(d), WK_VF(1 - w));
+  }
+  return FINISH1(r);
+}
+
+/* addcmul/addcdiv[_]: self + value * (tensor1 * or / tensor2), by add's alpha. */
+static wk_status k_addc(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *name = wk_op_name(c->op);
+  bool div = name[4] == 'd', inplace = name[strlen(name) - 1] == '_';
+  wk_scope_begin();
+  wk_tensor *t = div ? wk_div(T(1), T(2)) : wk_mul(T(1), T(2));
+  wk_tensor *r = t ? C1(inplace ? "add_" : "add", WK_VT(T(0)), WK_VT(t), args[3]) : NULL;
+  return inplace ? finish_inplace(outs, T(0), r) : FINISH1(r);
+}
+
 void wk__composites_surface_register(void);
 void wk__composites_surface_register(void) {
   static const struct {
@@ -220,7 +266,17 @@ void wk__composites_surface_register(void) {
             {"movedim", k_movedim},
             {"tile", k_tile},
             {"unflatten", k_unflatten},
-            {"repeat_interleave.self_int", k_repeat_interleave}};
+            {"repeat_interleave.self_int", k_repeat_interleave},
+            {"clamp_min", k_clamp_one},
+            {"clamp_min_", k_clamp_one},
+            {"clamp_max", k_clamp_one},
+            {"clamp_max_", k_clamp_one},
+            {"lerp.Scalar", k_lerp},
+            {"lerp.Tensor", k_lerp},
+            {"addcmul", k_addc},
+            {"addcmul_", k_addc},
+            {"addcdiv", k_addc},
+            {"addcdiv_", k_addc}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite"};

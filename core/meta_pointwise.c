@@ -146,6 +146,55 @@ static wk_status meta_clamp(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* clamp_min(self, min) / clamp_max(self, max): clamp with one bound. */
+static wk_status meta_clamp_min(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_value a[3] = {args[0], args[1], WK_VNONE};
+  return meta_clamp(op, a, o);
+}
+static wk_status meta_clamp_max(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_value a[3] = {args[0], WK_VNONE, args[1]};
+  return meta_clamp(op, a, o);
+}
+
+/* lerp(self, end, weight): one floating dtype for all tensors, broadcast. */
+static wk_status meta_lerp(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *self = MT(0), *end = MT(1), *w = args[2].tag == WK_V_TENSOR ? MT(2) : NULL;
+  if (!wk_dtype_is_floating(self->dtype))
+    return wk_error(WK_ERR_DTYPE, "lerp: \"lerp_kernel_%s\" not implemented for '%s'", w ? "tensor" : "scalar",
+                    wk__dtype_word(self->dtype));
+  if (end->dtype != self->dtype)
+    return wk_error(WK_ERR_DTYPE, "lerp: expected dtype %s for `end` but got dtype %s", wk_dtype_name(self->dtype),
+                    wk_dtype_name(end->dtype));
+  if (w && w->dtype != self->dtype)
+    return wk_error(WK_ERR_DTYPE, "lerp: expected dtype %s for `weight` but got dtype %s", wk_dtype_name(self->dtype),
+                    wk_dtype_name(w->dtype));
+  wk_tensor *ts[3] = {self, end, w};
+  wk_status s = wk__meta_broadcast("lerp", ts, w ? 3 : 2, o);
+  o->dtype = self->dtype;
+  return s;
+}
+
+/* addcmul/addcdiv(self, tensor1, tensor2, *, value): promoted dtype, broadcast; no integer addcdiv. */
+static wk_status meta_addc(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  char b[32];
+  const char *name = wk__meta_base_name(op, b, sizeof b);
+  wk_tensor *ts[3] = {MT(0), MT(1), MT(2)};
+  if (!strcmp(name, "addcdiv") && !wk_dtype_is_floating(ts[1]->dtype) && !wk_dtype_is_floating(ts[2]->dtype))
+    return wk_error(WK_ERR_DTYPE, "addcdiv: Integer division with addcdiv is no longer supported, and in a future "
+                    "release addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+                    "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
+                    "for integer inputs and as (input + value * tensor1 / tensor2) for float inputs. The future "
+                    "addcdiv behavior is just the latter implementation: (input + value * tensor1 / tensor2), for "
+                    "all dtypes.");
+  wk_dtype rt = wk_result_type(args, 3);
+  if (!wk_dtype_is_floating(rt) && args[3].tag == WK_V_FLOAT)
+    return wk_error(WK_ERR_DTYPE, "%s: For integral input tensors, argument value must not be a floating point number.",
+                    name);
+  wk_status s = wk__meta_broadcast(name, ts, 3, o);
+  o->dtype = rt;
+  return s;
+}
+
 /* ---- binary ---------------------------------------------------------------------- */
 typedef enum { B_ARITH, B_SUB, B_DIV, B_POW, B_LOGICAL, B_COMPARE, B_FLOAT, B_FLOAT_ONLY, B_MOD, B_BITWISE } bkind;
 
@@ -382,6 +431,16 @@ static const wk__meta_row g_rows[] = {
     {"celu_", meta_celu},
     {"hardtanh", meta_hardtanh},
     {"hardtanh_", meta_hardtanh},
+    {"clamp_min", meta_clamp_min},
+    {"clamp_min_", meta_clamp_min},
+    {"clamp_max", meta_clamp_max},
+    {"clamp_max_", meta_clamp_max},
+    {"lerp.Scalar", meta_lerp},
+    {"lerp.Tensor", meta_lerp},
+    {"addcmul", meta_addc},
+    {"addcmul_", meta_addc},
+    {"addcdiv", meta_addc},
+    {"addcdiv_", meta_addc},
     {"gelu_backward", meta_gelu_backward},
     {"threshold_backward", pointwise_backward},
     {"sigmoid_backward", pointwise_backward},

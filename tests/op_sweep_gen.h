@@ -65,7 +65,8 @@ static bool g_pw(sw_case *c) {
       astr(c, runif(c) < 0.5 ? "none" : "tanh");
     } else if (!strcmp(name, "min") || !strcmp(name, "max")) {
       double v = !strcmp(name, "min") ? -0.5 : 0.7;
-      if ((which == 1 && v > 0) || (which == 2 && v < 0))
+      bool both = wk_op_arg_index(c->op, "min") >= 0 && wk_op_arg_index(c->op, "max") >= 0; /* not clamp_min */
+      if (both && ((which == 1 && v > 0) || (which == 2 && v < 0)))
         anone(c);
       else
         ascalar(c, fl ? v : v * 2);
@@ -101,7 +102,7 @@ static bool e_pw(sw_case *c, int k) {
   bool other_t = oi >= 0 && !strncmp(wk_op_arg_type(c->op, oi), "Tensor", 6);
   bool has_cond = wk_op_arg_index(c->op, "condition") >= 0;
   bool has_str = wk_op_arg_index(c->op, "rounding_mode") >= 0 || wk_op_arg_index(c->op, "approximate") >= 0;
-  bool has_min = wk_op_arg_index(c->op, "min") >= 0;
+  bool has_min = wk_op_arg_index(c->op, "min") >= 0 && wk_op_arg_index(c->op, "max") >= 0; /* clamp */
   int64_t s23[2] = {2, 3}, s13[2] = {1, 3}, s4[1] = {4}, s7[1] = {7};
   wk_dtype sdt = WK_F32, odt = WK_F32, outdt = WK_F32;
   const int64_t *ss = s23, *os = s23, *outsz = s23;
@@ -791,6 +792,57 @@ static bool e_linalg(sw_case *c, int k) {
     at(c, rt(c, WK_F32, k == 0 ? s23 : s234, k == 0 ? 2 : 3, -1, 1));
     at(c, rt(c, WK_F32, s45, 2, -1, 1)); /* 3 vs 4; a 3-d operand */
   }
+  return true;
+}
+
+/* ==== generators: issue 21's lerp, addcmul, addcdiv ======================================== */
+
+/* lerp(self, end, weight): weight a Scalar or a tensor (both sides of 0.5); BCAST: end and weight broadcast. */
+static bool g_lerp(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], o[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 3), ond = c->mode == SW_BCAST ? bshape(c, s, nd, o) : nd;
+  if (c->mode != SW_BCAST) memcpy(o, s, sizeof o);
+  at(c, rself(c, s, nd));
+  at(c, rself(c, o, ond));
+  if (is_op_full(c, "lerp.Tensor"))
+    at(c, rt(c, c->dt, o, ond, -0.25, 1.25));
+  else
+    af(c, runif(c) < 0.5 ? 0.25 : 0.75);
+  return true;
+}
+static bool e_lerp(sw_case *c, int k) { /* an integer self; end of another dtype */
+  int64_t s[2] = {2, 3};
+  if (k > 1) return false;
+  at(c, rt(c, k == 0 ? WK_I64 : WK_F32, s, 2, -1, 1));
+  at(c, rt(c, k == 0 ? WK_I64 : WK_F64, s, 2, -1, 1));
+  if (is_op_full(c, "lerp.Tensor"))
+    at(c, rt(c, k == 0 ? WK_I64 : WK_F32, s, 2, 0, 1));
+  else
+    af(c, 0.5);
+  return true;
+}
+/* addcmul/addcdiv(self, tensor1, tensor2, value): divisors away from 0; BCAST: the tensors broadcast to self. */
+static bool g_addc(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], o[WK_MAX_DIMS];
+  int mut = wk_op_mutated_arg(c->op), nd = rshape(c, s, 0, 3), ond = c->mode == SW_BCAST ? bshape(c, s, nd, o) : nd;
+  if (c->mode != SW_BCAST) memcpy(o, s, sizeof o);
+  bool div = is_op(c, "addcdiv"), fl = wk_dtype_is_floating(c->dt);
+  (void)mut;
+  at(c, rself(c, s, nd));
+  at(c, rself(c, o, ond));
+  at(c, div ? rt(c, fl ? c->dt : WK_F32, s, nd, 0.5, 2) : rself(c, s, nd));
+  ascalar(c, fl ? 0.5 : 2);
+  return true;
+}
+static bool e_addc(sw_case *c, int k) { /* shapes that do not broadcast; addcdiv of integers; a float value for integers */
+  int64_t s[2] = {2, 3}, s4[1] = {4};
+  if (k > 2 || (k == 1 && !is_op(c, "addcdiv"))) return false;
+  wk_dtype dt = k == 0 ? WK_F32 : WK_I64;
+  at(c, rt(c, dt, s, 2, -1, 1));
+  at(c, rt(c, dt, k == 0 ? s4 : s, k == 0 ? 1 : 2, -1, 1));
+  at(c, rt(c, dt, s, 2, 1, 3));
+  if (k == 2) af(c, 0.5);
+  else ai(c, 1);
   return true;
 }
 

@@ -317,6 +317,7 @@ static wk_tensor *out_like(sw_case *c, const wk_value *a, int n) {
   return zeros_t(c, wk_tensor_dtype(r), wk_tensor_sizes(r), wk_tensor_dim(r));
 }
 
+static bool is_op_full(const sw_case *c, const char *name) { return !strcmp(c->row->op, name); }
 static bool is_op(const sw_case *c, const char *base) {
   char b[64];
   base_name(c->row->op, b, sizeof b);

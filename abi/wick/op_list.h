@@ -98,6 +98,16 @@ enum {
   X("clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor", WK_PW)                   \
   X("clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE) \
   X("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", WK_PW)                  \
+  X("clamp_min(Tensor self, Scalar min) -> Tensor", WK_PW | WK_TAG_COMPOSITE)                    \
+  X("clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE | WK_TAG_COMPOSITE) \
+  X("clamp_max(Tensor self, Scalar max) -> Tensor", WK_PW | WK_TAG_COMPOSITE)                    \
+  X("clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE | WK_TAG_COMPOSITE) \
+  X("lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor", WK_PW | WK_TAG_COMPOSITE)   \
+  X("lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor", WK_PW | WK_TAG_COMPOSITE)   \
+  X("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", WK_PW | WK_TAG_COMPOSITE) \
+  X("addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE | WK_TAG_COMPOSITE) \
+  X("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", WK_PW | WK_TAG_COMPOSITE) \
+  X("addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)", WK_PW | WK_TAG_INPLACE | WK_TAG_COMPOSITE) \
   X("isnan(Tensor self) -> Tensor", WK_PW | WK_ND)                                               \
   X("isinf(Tensor self) -> Tensor", WK_PW | WK_ND)                                               \
   X("nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor", WK_PW) \

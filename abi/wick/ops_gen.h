@@ -1978,6 +1978,80 @@ static inline wk_tensor *wkx_where__self(wk_tensor *condition, wk_tensor *self, 
   return wk__gen_call(&wk__op, "where.self", wk__a, 3, (wk_tensor **const *)0, 0, 0);
 }
 
+/* clamp_min(Tensor self, Scalar min) -> Tensor */
+static inline wk_tensor *wkx_clamp_min(wk_tensor *self, wk_value min) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), min};
+  return wk__gen_call(&wk__op, "clamp_min", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!) */
+static inline wk_tensor *wkx_clamp_min_(wk_tensor *self, wk_value min) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), min};
+  return wk__gen_call(&wk__op, "clamp_min_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* clamp_max(Tensor self, Scalar max) -> Tensor */
+static inline wk_tensor *wkx_clamp_max(wk_tensor *self, wk_value max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), max};
+  return wk__gen_call(&wk__op, "clamp_max", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!) */
+static inline wk_tensor *wkx_clamp_max_(wk_tensor *self, wk_value max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), max};
+  return wk__gen_call(&wk__op, "clamp_max_", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor */
+static inline wk_tensor *wkx_lerp__Scalar(wk_tensor *self, wk_tensor *end, wk_value weight) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(end), weight};
+  return wk__gen_call(&wk__op, "lerp.Scalar", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor */
+static inline wk_tensor *wkx_lerp__Tensor(wk_tensor *self, wk_tensor *end, wk_tensor *weight) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(end), WK_VT(weight)};
+  return wk__gen_call(&wk__op, "lerp.Tensor", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor */
+static inline wk_tensor *wkx_addcmul(wk_tensor *self, wk_tensor *tensor1, wk_tensor *tensor2,
+                                     wk_value value) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(tensor1), WK_VT(tensor2), value};
+  return wk__gen_call(&wk__op, "addcmul", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!) */
+static inline wk_tensor *wkx_addcmul_(wk_tensor *self, wk_tensor *tensor1, wk_tensor *tensor2,
+                                      wk_value value) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(tensor1), WK_VT(tensor2), value};
+  return wk__gen_call(&wk__op, "addcmul_", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor */
+static inline wk_tensor *wkx_addcdiv(wk_tensor *self, wk_tensor *tensor1, wk_tensor *tensor2,
+                                     wk_value value) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(tensor1), WK_VT(tensor2), value};
+  return wk__gen_call(&wk__op, "addcdiv", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!) */
+static inline wk_tensor *wkx_addcdiv_(wk_tensor *self, wk_tensor *tensor1, wk_tensor *tensor2,
+                                      wk_value value) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(tensor1), WK_VT(tensor2), value};
+  return wk__gen_call(&wk__op, "addcdiv_", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
 /* isnan(Tensor self) -> Tensor */
 static inline wk_tensor *wkx_isnan(wk_tensor *self) {
   static wk_op *wk__op;
@@ -3484,6 +3558,16 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_clamp, "clamp", "clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor") \
   X(wkx_clamp_, "clamp_", "clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)") \
   X(wkx_where__self, "where.self", "where.self(Tensor condition, Tensor self, Tensor other) -> Tensor") \
+  X(wkx_clamp_min, "clamp_min", "clamp_min(Tensor self, Scalar min) -> Tensor") \
+  X(wkx_clamp_min_, "clamp_min_", "clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)") \
+  X(wkx_clamp_max, "clamp_max", "clamp_max(Tensor self, Scalar max) -> Tensor") \
+  X(wkx_clamp_max_, "clamp_max_", "clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)") \
+  X(wkx_lerp__Scalar, "lerp.Scalar", "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor") \
+  X(wkx_lerp__Tensor, "lerp.Tensor", "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor") \
+  X(wkx_addcmul, "addcmul", "addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor") \
+  X(wkx_addcmul_, "addcmul_", "addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)") \
+  X(wkx_addcdiv, "addcdiv", "addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor") \
+  X(wkx_addcdiv_, "addcdiv_", "addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)") \
   X(wkx_isnan, "isnan", "isnan(Tensor self) -> Tensor") \
   X(wkx_isinf, "isinf", "isinf(Tensor self) -> Tensor") \
   X(wkx_nan_to_num, "nan_to_num", "nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor") \
