@@ -38,6 +38,7 @@ typedef struct trace_state {
   bool *pbuffer;
   tmap map;
   bool to_meta;     /* run every op on the meta device (probes, meta traces) */
+  bool training;    /* wk_trace_training: recorded below autograd, backward included */
   wk_device device; /* where the trace's values logically live */
   int nested;
   bool failed;
@@ -190,10 +191,30 @@ static int param_index(const trace_state *ts, const wk_tensor *t) {
   return -1;
 }
 
+/* Another handle on a known value's data with the same geometry (autograd
+ * saves results and hands out gradients through fresh handles: detach,
+ * alias) is that value. */
+static int alias_of(const trace_state *ts, const wk_tensor *t) {
+  int best = -1;
+  for (int i = 0; i < ts->map.cap; i++) {
+    const wk_tensor *k = ts->map.keys[i];
+    if (!k || k->storage != t->storage || k->dtype != t->dtype || k->ndim != t->ndim || k->offset != t->offset) continue;
+    if (memcmp(k->sizes, t->sizes, sizeof *t->sizes * (size_t)t->ndim) ||
+        memcmp(k->strides, t->strides, sizeof *t->strides * (size_t)t->ndim))
+      continue;
+    if (best < 0 || ts->map.vals[i] < best) best = ts->map.vals[i]; /* the earliest: the same in every run */
+  }
+  return best;
+}
+
 static int value_of(trace_state *ts, wk_tensor *t) {
   int i = map_find(&ts->map, t);
   if (i >= 0) return ts->map.vals[i];
-  int p = param_index(ts, t), v;
+  int p = param_index(ts, t), v = p < 0 ? alias_of(ts, t) : -1;
+  if (v >= 0) {
+    if (!map_set(&ts->map, t, v)) return wk_error(WK_ERR_NO_MEMORY, "trace: out of memory"), -1;
+    return v;
+  }
   if (p >= 0)
     v = wk_graph_add_param(ts->g, ts->pnames[p], t, ts->pbuffer[p]);
   else
@@ -217,6 +238,7 @@ static wk_tensor *run_tensor(trace_state *ts, wk_tensor *t) {
     o.dtype = t->dtype;
     o.device = (wk_device){WK_DEVICE_META, 0};
     ts->map.meta[i] = wk_empty_strided(t->sizes, t->strides, t->ndim, o);
+    if (ts->training && ts->map.meta[i] && wk__requires_grad(t)) wk_tensor_set_requires_grad(ts->map.meta[i], true);
   }
   return ts->map.meta[i];
 }
@@ -227,10 +249,9 @@ static void free_gargs(wk_garg *ga, int n) {
   free(ga);
 }
 
-static wk_status trace_layer(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
-  (void)user;
-  trace_state *ts = wk__tl_trace;
-  if (!ts || ts->nested || (wk_op_tags(op) & WK_TAG_BACKWARD)) return wk_layer_redispatch(self, op, args, outs);
+/* Records one op call (the outermost: ops a kernel or composite runs inside
+ * see ts->nested > 0 and pass). */
+static wk_status record_op(trace_state *ts, wk_layer *self, wk_op *op, const wk_value *args, wk_value *outs) {
   const wk__schema *s = wk__op_schema(op);
   int nargs = s->nargs;
   wk_garg *ga = wk_calloc((size_t)(nargs ? nargs : 1), sizeof *ga);
@@ -366,7 +387,73 @@ static wk_status trace_layer(wk_layer *self, void *user, wk_op *op, const wk_val
   return WK_OK;
 }
 
-void wk__trace_init(void) { g_layer = wk_layer_register("trace", WK_LEVEL_TRACE, trace_layer, NULL, false); }
+/* A training trace on the meta device swaps tensors for their meta twins
+ * above autograd, so what autograd saves for backward is on meta too; the
+ * twins map to the same graph values. */
+static wk_status to_meta_above_autograd(trace_state *ts, wk_layer *self, wk_op *op, const wk_value *args,
+                                        wk_value *outs) {
+  const wk__schema *s = wk__op_schema(op);
+  wk_value sub[WK_MAX_ARGS];
+  wk_tensor **lists[WK_MAX_ARGS] = {0};
+  bool has_tensor = false;
+  wk_status st = WK_OK;
+  for (int i = 0; i < s->nargs && !st; i++) {
+    sub[i] = args[i];
+    int n = args[i].tag == WK_V_TENSOR ? 1 : args[i].tag == WK_V_TENSORS ? args[i].len : 0;
+    if (args[i].tag == WK_V_TENSORS && !(lists[i] = wk_malloc(sizeof *lists[i] * (size_t)(n ? n : 1)))) {
+      st = wk_error(WK_ERR_NO_MEMORY, "trace: out of memory");
+      break;
+    }
+    for (int k = 0; k < n && !st; k++) {
+      wk_tensor *t = args[i].tag == WK_V_TENSOR ? args[i].u.t : args[i].u.tensors[k];
+      wk_tensor *rt = NULL;
+      has_tensor = true;
+      if (t) {
+        int v = value_of(ts, t);
+        rt = v < 0 ? NULL : run_tensor(ts, t);
+        if (!rt || (rt != t && !map_set(&ts->map, rt, v))) st = wk__error_pending() ? wk_last_error() : wk_error(WK_ERR_NO_MEMORY, "trace: out of memory");
+      }
+      if (args[i].tag == WK_V_TENSOR)
+        sub[i].u.t = rt;
+      else
+        lists[i][k] = rt;
+    }
+    if (lists[i]) sub[i].u.tensors = lists[i];
+    if (args[i].tag == WK_V_DEVICE) sub[i].u.device = (wk_device){WK_DEVICE_META, 0};
+  }
+  for (int i = 0; i < s->nargs && !st && !has_tensor; i++)
+    if (s->args[i].type == WK__A_DEVICE && args[i].tag == WK_V_NONE) sub[i] = WK_VDEV(((wk_device){WK_DEVICE_META, 0}));
+  if (!st) st = wk_layer_redispatch(self, op, sub, outs);
+  for (int i = 0; i < s->nargs; i++) free(lists[i]);
+  return st;
+}
+
+/* The forward trace: above autograd and autocast, so a graph holds the ops
+ * the program called, not their backward. */
+static wk_status trace_layer(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
+  (void)user;
+  trace_state *ts = wk__tl_trace;
+  if (ts && ts->training && ts->to_meta && !ts->nested) return to_meta_above_autograd(ts, self, op, args, outs);
+  if (!ts || ts->training || ts->nested || (wk_op_tags(op) & WK_TAG_BACKWARD))
+    return wk_layer_redispatch(self, op, args, outs);
+  return record_op(ts, self, op, args, outs);
+}
+
+/* The training trace: below autograd, so it sees the forward ops autograd
+ * passes down and the backward ops the engine runs. */
+#define TRAINING_LEVEL 150
+static wk_layer *g_train_layer;
+static wk_status train_layer(wk_layer *self, void *user, wk_op *op, const wk_value *args, wk_value *outs) {
+  (void)user;
+  trace_state *ts = wk__tl_trace;
+  if (!ts || !ts->training || ts->nested) return wk_layer_redispatch(self, op, args, outs);
+  return record_op(ts, self, op, args, outs);
+}
+
+void wk__trace_init(void) {
+  g_layer = wk_layer_register("trace", WK_LEVEL_TRACE, trace_layer, NULL, false);
+  g_train_layer = wk_layer_register("trace_training", TRAINING_LEVEL, train_layer, NULL, false);
+}
 
 bool wk_is_tracing(void) { return wk__tl_trace != NULL; }
 
@@ -375,6 +462,7 @@ typedef struct program {
   wk_trace_fn fn;
   void *user;
   wk_module *m;
+  bool training; /* output 0 is a loss: record its backward too, outputs become loss + parameter gradients */
 } program;
 
 static wk_status call_program(const program *p, wk_tensor *const *in, int n, wk_tensor **outs, int *nout) {
@@ -407,6 +495,7 @@ static void layer_on(bool on) {
   pthread_mutex_lock(&g_lock);
   g_active += on ? 1 : -1;
   wk_layer_set_enabled(g_layer, g_active > 0);
+  wk_layer_set_enabled(g_train_layer, g_active > 0);
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -418,6 +507,41 @@ typedef struct dyninfo {
   int sym_of[MAX_INPUTS][WK_MAX_DIMS]; /* -1: static */
 } dyninfo;
 
+/* wk_trace_training: outs[0] is the loss; its gradients with respect to
+ * every parameter that requires grad (state_dict order) join the outputs,
+ * computed by the engine while the trace still records. */
+static wk_status add_gradients(trace_state *ts, wk_tensor **outs, int *nout) {
+  if (*nout < 1 || wk_tensor_numel(outs[0]) != 1 || !wk_dtype_is_floating(outs[0]->dtype))
+    return wk_error(WK_ERR_INVALID_ARG, "trace_training: the program's first output must be a one-element floating "
+                    "loss (it gave %d outputs%s)", *nout, *nout ? ", the first is not" : "");
+  wk_tensor *wrt[MAX_OUTPUTS], *grads[MAX_OUTPUTS];
+  const char *names[MAX_OUTPUTS];
+  int n = 0;
+  for (int i = 0; i < ts->nparams; i++) {
+    if (ts->pbuffer[i] || !wk__requires_grad(ts->ptensors[i])) continue;
+    if (*nout + n >= MAX_OUTPUTS)
+      return wk_error(WK_ERR_UNSUPPORTED, "trace_training: at most %d parameters and outputs", MAX_OUTPUTS);
+    int k = map_find(&ts->map, ts->ptensors[i]);
+    wk_tensor *rt = k >= 0 ? (ts->map.meta[k] ? ts->map.meta[k] : ts->ptensors[i]) : NULL;
+    if (!rt)
+      return wk_error(WK_ERR_INVALID_ARG, "trace_training: parameter '%s' is not used by the program, so it gets no gradient",
+                      ts->pnames[i]);
+    names[n] = ts->pnames[i];
+    wrt[n++] = rt;
+  }
+  wk_tensor *loss = outs[0];
+  wk_status st = wk_grad(&loss, 1, NULL, wrt, n, grads, NULL, true);
+  if (st) return st;
+  for (int i = 0; i < n; i++) {
+    if (!grads[i]) {
+      for (int k = 0; k < n; k++) wk_release(wk_scope_keep(grads[k])); /* wk_grad gave them to the open scope */
+      return wk_error(WK_ERR_INVALID_ARG, "trace_training: parameter '%s' does not reach the loss, so it gets no gradient", names[i]);
+    }
+    outs[(*nout)++] = grads[i];
+  }
+  return WK_OK;
+}
+
 /* Records one run of the program. symvals: the symbols' values for this run
  * (its inputs are then fresh meta tensors of those sizes). */
 static wk_graph *record(const program *p, wk_tensor *const *inputs, int n, const wk_trace_options *o,
@@ -428,6 +552,7 @@ static wk_graph *record(const program *p, wk_tensor *const *inputs, int n, const
   if (!ts.g) return NULL;
   ts.root = p->m ? p->m : (o ? o->module : NULL);
   ts.to_meta = probe;
+  ts.training = p->training;
   ts.device = (wk_device){WK_DEVICE_CPU, 0};
   for (int i = 0; i < n; i++)
     if (i == 0 || wk__device_norm(inputs[i]->storage->device).type != WK_DEVICE_CPU) ts.device = wk__device_norm(inputs[i]->storage->device);
@@ -489,7 +614,11 @@ static wk_graph *record(const program *p, wk_tensor *const *inputs, int n, const
     layer_on(true);
     wk_scope_begin(); /* what the program leaves behind goes with it */
     st = call_program(p, ins, n, outs, &nout);
-    for (int i = 0; i < nout; i++) wk_scope_keep(outs[i]);
+    int nprog = nout;
+    if (!st && p->training) st = add_gradients(&ts, outs, &nout);
+    if (st) /* the gradients failed: the program's own results still go */
+      for (int i = nprog; i < nout; i++) outs[i] = NULL;
+    for (int i = 0; i < nout; i++) wk_scope_keep(outs[i]); /* ours now, also wk_grad's (scope-adopted) */
     wk_scope_end();
     layer_on(false);
     wk__tl_trace = prev;
@@ -751,7 +880,17 @@ wk_graph *wk_trace(wk_trace_fn fn, void *user, wk_tensor *const *inputs, int nin
     return NULL;
   }
   wk_error_new_call();
-  program p = {fn, user, NULL};
+  program p = {fn, user, NULL, false};
+  return trace_common(&p, inputs, ninputs, o);
+}
+
+wk_graph *wk_trace_training(wk_trace_fn fn, void *user, wk_tensor *const *inputs, int ninputs, const wk_trace_options *o) {
+  if (!fn || !o || !o->module) {
+    wk__null_arg("trace_training", !fn ? "fn" : !o ? "opts" : "opts->module");
+    return NULL;
+  }
+  wk_error_new_call();
+  program p = {fn, user, NULL, true};
   return trace_common(&p, inputs, ninputs, o);
 }
 
@@ -761,6 +900,6 @@ wk_graph *wk_trace_module(wk_module *m, wk_tensor *const *inputs, int ninputs, c
     return NULL;
   }
   wk_error_new_call();
-  program p = {NULL, NULL, m};
+  program p = {NULL, NULL, m, false};
   return trace_common(&p, inputs, ninputs, o);
 }

@@ -480,6 +480,74 @@ START_TEST(test_graph_symdim_text) {
 }
 END_TEST
 
+/* ---- training graphs: forward and backward below autograd ---- */
+typedef struct {
+  wk_module *m;
+} loss_ctx;
+
+static wk_status loss_fn(void *user, wk_tensor *const *in, int n, wk_tensor **out, int max, int *nout) {
+  (void)n, (void)max;
+  loss_ctx *c = user;
+  wk_tensor *logits = wk_module_forward(c->m, in[0]);
+  out[0] = wk_cross_entropy(logits, in[1]);
+  wk_release(logits);
+  *nout = out[0] ? 1 : 0;
+  return out[0] ? WK_OK : wk_last_error();
+}
+
+START_TEST(test_graph_training_trace) {
+  int64_t hidden[] = {16};
+  wk_module *m = wk_nn_mlp(12, hidden, 1, 4);
+  TU_NOTNULL(m);
+  loss_ctx c = {m};
+  wk_tensor *x = tu_rand(WK_SHAPE(3, 12), WK_F32, -1, 1, 21);
+  wk_tensor *t = TU_T(WK_I64, (3), 0, 3, 1);
+  wk_tensor *ins[] = {x, t};
+  const wk_trace_dim dims[] = {{0, 0, "batch"}, {1, 0, "batch"}};
+  wk_trace_options o = {sizeof o, dims, 2, m, NULL};
+  wk_graph *g = wk_trace_training(loss_fn, &c, ins, 2, &o);
+  TU_NOTNULL(g);
+  int np = wk_module_named_parameters(m, NULL, NULL, 0);
+  ck_assert_int_eq(wk_graph_num_outputs(g), 1 + np);
+  ck_assert_int_ge(count_op(g, "linear"), 2);
+  /* backward ops are in the graph, and .grad was not touched */
+  int nodes = wk_graph_num_nodes(g);
+  ck_assert_int_gt(nodes, 8);
+  wk_tensor *ps[8];
+  const char *pn[8];
+  wk_module_named_parameters(m, pn, ps, 8);
+  for (int i = 0; i < np; i++) ck_assert_ptr_null(wk_tensor_grad(ps[i]));
+  /* replay at batch 5 under no_grad = eager loss.backward() */
+  wk_tensor *x5 = tu_rand(WK_SHAPE(5, 12), WK_F32, -1, 1, 22), *t5 = TU_T(WK_I64, (5), 1, 2, 3, 0, 1);
+  wk_tensor *ins5[] = {x5, t5}, *outs[8] = {0};
+  wk_no_grad_begin();
+  TU_OK(wk_graph_run(g, ins5, 2, (wk_device){0}, outs, 8));
+  TU_OK(wk_no_grad_end());
+  wk_tensor *le = NULL;
+  int no = 0;
+  TU_OK(loss_fn(&c, ins5, 2, &le, 1, &no));
+  TU_OK(wk_backward(le));
+  ck_assert_msg(bit_equal(outs[0], le), "training replay: loss differs from eager");
+  for (int i = 0; i < np; i++) {
+    ck_assert_msg(bit_equal(outs[1 + i], wk_tensor_grad(ps[i])), "training replay: gradient of %s differs", pn[i]);
+    wk_release(outs[1 + i]);
+  }
+  wk_release(outs[0]);
+  wk_release(le);
+  /* a program whose first output is not a loss */
+  wk_trace_options o2 = {sizeof o2, NULL, 0, m, NULL};
+  ck_assert_ptr_null(wk_trace_training(flatten_fn, NULL, &x, 1, &o2));
+  ck_assert_msg(strstr(wk_last_error_message(), "loss"), "%s", wk_last_error_message());
+  ck_assert_ptr_null(wk_trace_training(loss_fn, &c, ins, 2, NULL));
+  wk_release(x5);
+  wk_release(t5);
+  wk_release(x);
+  wk_release(t);
+  wk_graph_release(g);
+  wk_module_release(m);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("graph");
   TCase *tc = tcase_create("graph");
@@ -495,6 +563,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_graph_symbolic_spatial_dims);
   tcase_add_test(tc, test_graph_resnet18_counts_and_replay);
   tcase_add_test(tc, test_graph_resnet50_replay);
+  tcase_add_test(tc, test_graph_training_trace);
   suite_add_tcase(s, tc);
   return s;
 }

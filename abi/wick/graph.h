@@ -212,6 +212,14 @@ WK_API wk_graph *wk_trace(wk_trace_fn fn, void *user, wk_tensor *const *inputs, 
 /* The same for m's forward (wk_module_forward_n); parameters and buffers
  * are named by m's state_dict keys. */
 WK_API wk_graph *wk_trace_module(wk_module *m, wk_tensor *const *inputs, int ninputs, const wk_trace_options *opts);
+/* Records a training step for a compile plugin: fn returns the loss (one
+ * floating element) as output 0; the trace runs below autograd, so the graph
+ * holds the forward ops and the backward ops the engine runs for the loss.
+ * Its outputs are the loss, fn's other outputs, then the gradient of every
+ * parameter of opts->module that requires grad (wk_module_named_parameters
+ * order); .grad fields are not touched. Replay it under wk_no_grad. */
+WK_API wk_graph *wk_trace_training(wk_trace_fn fn, void *user, wk_tensor *const *inputs, int ninputs,
+                                   const wk_trace_options *opts);
 /* True while this thread runs a program under wk_trace. */
 WK_API bool wk_is_tracing(void);
 

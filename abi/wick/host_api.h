@@ -99,7 +99,7 @@
   X(wk_symdim_str) X(wk_symdim_eval) X(wk_graph_to_string) X(wk_graph_validate)                     \
   X(wk_graph_replace_uses) X(wk_graph_erase_node) X(wk_graph_dce) X(wk_graph_cse)                   \
   X(wk_graph_fold_constants) X(wk_graph_propagate) X(wk_graph_num_guards) X(wk_graph_guard)         \
-  X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run) X(wk_autograd_queue_callback) \
+  X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run) X(wk_trace_training) X(wk_autograd_queue_callback) \
   X(wk_dtype_is_quantized) X(wk_dtype_quantized_underlying) X(wk_dtype_qmin) X(wk_dtype_qmax) X(wk_qscheme_name) \
   X(wk_tensor_qscheme) X(wk_q_scale) X(wk_q_zero_point) X(wk_q_per_channel_scales) X(wk_q_per_channel_zero_points) \
   X(wk_q_per_channel_axis) X(wk_make_per_tensor_quantized) X(wk_make_per_channel_quantized)
