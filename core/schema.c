@@ -173,7 +173,11 @@ static bool parse_type(parser *ps, wk__arg *a) {
   if (*ps->p == '[') {
     ps->p++;
     int n = 0;
-    while (isdigit((unsigned char)*ps->p)) n = n * 10 + (*ps->p++ - '0');
+    while (isdigit((unsigned char)*ps->p) && n <= WK_MAX_DIMS) n = n * 10 + (*ps->p++ - '0');
+    if (n > WK_MAX_DIMS) { /* the dispatcher expands int[N] into a WK_MAX_DIMS-long scratch list */
+      fail(ps, "fixed list length over WK_MAX_DIMS");
+      return false;
+    }
     if (*ps->p != ']') {
       fail(ps, "expected ']' in list type");
       return false;
@@ -227,7 +231,7 @@ static bool number(parser *ps, double *f, int64_t *i, bool *is_int) {
   double d = strtod(b, &end);
   if (end == b) return false;
   *f = d;
-  *i = (int64_t)d;
+  *i = d >= -9.2e18 && d <= 9.2e18 ? (int64_t)d : 0; /* NaN, inf and 1e300 have no int64 value */
   *is_int = false;
   ps->p = end;
   return true;

@@ -226,6 +226,20 @@ START_TEST(test_fail_alloc) {
 }
 END_TEST
 
+/* Found by tests/fuzz/fuzz_schema: int[N] past WK_MAX_DIMS (the dispatcher expands
+ * int[N] into a WK_MAX_DIMS-long scratch list), digits overflowing int, and
+ * NaN / huge defaults converted to int64. */
+START_TEST(test_schema_limits) {
+  ck_assert_ptr_null(wk_op_declare("errors_test.big(Tensor self, int[17] k) -> Tensor", 0));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_SCHEMA);
+  HAS("WK_MAX_DIMS");
+  ck_assert_ptr_null(wk_op_declare("errors_test.huge(Tensor self, int[7777777777777] k) -> Tensor", 0));
+  HAS("WK_MAX_DIMS");
+  TU_NOTNULL(wk_op_declare("errors_test.max(Tensor self, int[16] k) -> Tensor", 0));
+  TU_NOTNULL(wk_op_declare("errors_test.nan(Tensor self, float a=nan, float b=1e300) -> Tensor", 0));
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("errors");
   TCase *tc = tcase_create("scope");
@@ -234,6 +248,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_null_keeps_cause);
   tcase_add_test(tc, test_alloc_hook);
   tcase_add_test(tc, test_fail_alloc);
+  tcase_add_test(tc, test_schema_limits);
   suite_add_tcase(s, tc);
   TCase *io = tcase_create("services");
   tcase_add_checked_fixture(io, dir_setup, dir_teardown);
