@@ -489,6 +489,15 @@ static int made_at(const wk_graph *g, int v) {
 }
 
 static bool arg_values_ok(const wk_graph *g, const wk_garg *a, int pos, const char *fn, const char *op, int i) {
+  if ((a->tag == WK_V_TENSORS && a->len > 0 && !a->u.vs) || (a->tag == WK_V_INTS && a->len > 0 && !a->u.syms) ||
+      (a->tag == WK_V_STR && !a->u.s) || ((a->tag == WK_V_TENSORS || a->tag == WK_V_INTS) && a->len < 0)) {
+    wk_error(WK_ERR_NULL, "%s: %s argument %d is a list or string with a NULL pointer (or a negative length)", fn, op, i);
+    return false;
+  }
+  if (a->tag < WK_V_NONE || a->tag > WK_V_DEVICE) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: %s argument %d has an unknown tag %d", fn, op, i, a->tag);
+    return false;
+  }
   int n = a->tag == WK_V_TENSOR ? 1 : a->tag == WK_V_TENSORS ? a->len : 0;
   for (int j = 0; j < n; j++) {
     int v = a->tag == WK_V_TENSOR ? a->u.v : a->u.vs[j];

@@ -413,6 +413,16 @@ START_TEST(test_graph_build_passes) {
   ck_assert_int_eq(wk_graph_add_node(g, add, bad, 2, "", -1), -1);
   ck_assert_msg(strstr(wk_last_error_message(), "add"), "%s", wk_last_error_message());
   ck_assert_int_eq(wk_graph_num_nodes(g), 7);
+  /* malformed arguments: a NULL list, an unknown tag, a value the graph lacks */
+  wk_garg nul[] = {{.tag = WK_V_TENSORS, .len = 2, .u.vs = NULL}};
+  ck_assert_int_eq(wk_graph_add_node(g, wk_op_find("cat"), nul, 1, "", -1), -1);
+  ck_assert_msg(strstr(wk_last_error_message(), "NULL pointer"), "%s", wk_last_error_message());
+  wk_garg badtag[] = {{.tag = 99}};
+  ck_assert_int_eq(wk_graph_add_node(g, relu, badtag, 1, "", -1), -1);
+  wk_garg novalue[] = {{.tag = WK_V_TENSOR, .u.v = 999}};
+  ck_assert_int_eq(wk_graph_add_node(g, relu, novalue, 1, "", -1), -1);
+  ck_assert_msg(strstr(wk_last_error_message(), "value 999"), "%s", wk_last_error_message());
+  ck_assert_int_eq(wk_graph_num_nodes(g), 7);
   /* erase refuses a node whose result is read */
   ck_assert_int_ne(wk_graph_erase_node(g, n1), WK_OK);
   /* reference result before the passes */
