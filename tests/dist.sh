@@ -8,6 +8,24 @@
 # mpirun.
 set -u
 b=${top_builddir:-.}
+# wick launch's own errors need no mpirun.
+launch_err() { # EXPECTED-STATUS TEXT ARGS...
+  want=$1 text=$2; shift 2
+  msg=$("$b/tools/wick" launch "$@" 2>&1); rc=$?
+  if [ $rc -ne "$want" ] || ! printf '%s' "$msg" | grep -q -- "$text"; then
+    echo "FAIL: wick launch $*: exit $rc (want $want), output: $msg"; exit 1
+  fi
+}
+if [ -x "$b/tools/wick" ]; then
+  launch_err 2 "--nproc-per-node N is required" true
+  launch_err 2 "bad value '0' for --nproc-per-node" --nproc-per-node 0 true
+  launch_err 2 "no PROGRAM given" --nproc-per-node 2
+  launch_err 2 "one node only" --nnodes 2 --nproc-per-node 2 true
+  export WICK_MPIRUN=/nonexistent/mpirun
+  launch_err 127 "mpirun not found" --nproc-per-node 2 true
+  unset WICK_MPIRUN
+  echo "PASS: wick launch refuses bad arguments and a missing mpirun"
+fi
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
 [ -x "$b/tests/check_dist" ] && [ -x "$b/tests/dist_ddp" ] || { echo "SKIP: the dist test programs are not built"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none

@@ -182,14 +182,18 @@ static inline const wk_dist_api *wk_dist_backend(const char *backend) {
 }
 /* torch.distributed.init_process_group: returns the world group (borrowed). opts may be NULL. */
 static inline wk_dist_group *wk_dist_init(const wk_dist_init_opts *opts) {
+  wk_error_new_call();
   const wk_dist_api *a = wk_dist_backend(
       opts && opts->struct_size >= offsetof(wk_dist_init_opts, backend) + sizeof(char *) ? opts->backend : NULL);
   return a ? a->init(opts) : NULL;
 }
-#define WK__DIST_G(g, what, fail)                                                    \
-  if (!(g)) {                                                                        \
-    if (!wk_last_error()) wk_error(WK_ERR_NULL, "dist %s: the group is NULL", what); \
-    return fail;                                                                     \
+/* Each call starts a top-level call for error scoping (error.h): a NULL group
+ * revives the error of the call that failed to make it. */
+#define WK__DIST_G(g, what, fail)                              \
+  wk_error_new_call();                                         \
+  if (!(g)) {                                                  \
+    wk_error(WK_ERR_NULL, "dist %s: the group is NULL", what); \
+    return fail;                                               \
   }
 static inline int wk_dist_rank(const wk_dist_group *g) {
   return g ? g->api->rank(g) : -1;
@@ -205,7 +209,8 @@ static inline void wk_dist_group_free(wk_dist_group *g) {
   if (g) g->api->group_free(g);
 }
 static inline wk_status wk_dist_wait(wk_dist_work *w, double timeout_s) {
-  if (!w) return wk_last_error() ? wk_last_error() : wk_error(WK_ERR_NULL, "dist wait: the work is NULL");
+  wk_error_new_call();
+  if (!w) return wk_error(WK_ERR_NULL, "dist wait: the work is NULL");
   return w->api->wait(w, timeout_s);
 }
 static inline bool wk_dist_test(wk_dist_work *w) {
@@ -216,7 +221,7 @@ static inline void wk_dist_work_free(wk_dist_work *w) {
 }
 /* Waits with the group's timeout, frees w, returns the status. */
 static inline wk_status wk__dist_finish(wk_dist_work *w) {
-  if (!w) return wk_last_error();
+  if (!w) return wk_last_error(); /* the start failed in this call */
   wk_status s = w->api->wait(w, 0);
   w->api->work_free(w);
   return s;
@@ -318,30 +323,36 @@ static inline const wk_ddp_api *wk_ddp_api_get(void) {
  * new module (class "DistributedDataParallel") whose forward calls module's,
  * with module as its child "module" (retained). opts may be NULL. */
 static inline wk_module *wk_ddp_wrap(wk_module *module, wk_dist_group *group, const wk_ddp_opts *opts) {
+  wk_error_new_call();
   const wk_ddp_api *a = wk_ddp_api_get();
   return a ? a->wrap(module, group, opts) : NULL;
 }
 /* The wrapped module (borrowed): save its state dict, not the wrapper's, so a
  * checkpoint loads on any world size. */
 static inline wk_module *wk_ddp_module(wk_module *ddp) {
+  wk_error_new_call();
   const wk_ddp_api *a = wk_ddp_api_get();
   return a ? a->inner(ddp) : NULL;
 }
 /* no_sync(): between begin and end, backward accumulates gradients locally;
  * the first backward after end all-reduces the accumulated ones. */
 static inline wk_status wk_ddp_no_sync_begin(wk_module *ddp) {
+  wk_error_new_call();
   const wk_ddp_api *a = wk_ddp_api_get();
   return a ? a->set_sync(ddp, false) : wk_last_error();
 }
 static inline wk_status wk_ddp_no_sync_end(wk_module *ddp) {
+  wk_error_new_call();
   const wk_ddp_api *a = wk_ddp_api_get();
   return a ? a->set_sync(ddp, true) : wk_last_error();
 }
 static inline wk_status wk_ddp_get_stats(wk_module *ddp, wk_ddp_stats *out) {
+  wk_error_new_call();
   const wk_ddp_api *a = wk_ddp_api_get();
   return a ? a->stats(ddp, out) : wk_last_error();
 }
 static inline wk_status wk_ddp_reset_stats(wk_module *ddp) {
+  wk_error_new_call();
   const wk_ddp_api *a = wk_ddp_api_get();
   return a ? a->reset_stats(ddp) : wk_last_error();
 }
