@@ -297,9 +297,9 @@ static void ref_update(ref_scaler *r, bool found) {
 /* One parameter p (f32, NP elements) and loss = sum(p * c_k): the scaled
  * gradient is float(scale * c_k), which overflows to inf when c_k is large,
  * as real float16 training overflows. SGD(lr = 0.25) steps unless inf/NaN. */
-START_TEST(test_amp_scaler_matches_pytorch_trajectory) {
+static void scaler_trajectory(wk_device dev) {
   wk_scope_begin();
-  wk_tensor *p = TU_T(WK_F32, (NP), 0.5, -1.25, 2.0, 0.125);
+  wk_tensor *p = wk_to_device(TU_T(WK_F32, (NP), 0.5, -1.25, 2.0, 0.125), dev);
   wk_tensor_set_requires_grad(p, true);
   wk_optimizer *opt = wk_optim_sgd(&p, 1, (wk_sgd_opts){.lr = 0.25});
   TU_NOTNULL(opt);
@@ -324,7 +324,7 @@ START_TEST(test_amp_scaler_matches_pytorch_trajectory) {
   for (int k = 0; k < nsteps; k++) {
     wk_scope_begin();
     TU_OK(wk_optim_zero_grad(opt, true));
-    wk_tensor *c = TU_T(WK_F32, (NP), seq[k][0], seq[k][1], seq[k][2], seq[k][3]);
+    wk_tensor *c = wk_to_device(TU_T(WK_F32, (NP), seq[k][0], seq[k][1], seq[k][2], seq[k][3]), dev);
     wk_tensor *loss = wk_sum(wk_mul(p, c));
     wk_tensor *scaled = wk_grad_scaler_scale(sc, loss);
     TU_NOTNULL(scaled);
@@ -353,10 +353,11 @@ START_TEST(test_amp_scaler_matches_pytorch_trajectory) {
                   wk_grad_scaler_get_scale(sc), (double)ref.scale);
     ck_assert_msg(wk_grad_scaler_growth_tracker(sc) == ref.tracker, "step %d: growth tracker %lld, PyTorch %d", k,
                   (long long)wk_grad_scaler_growth_tracker(sc), ref.tracker);
-    float *now = wk_tensor_data(p);
+    double *now = tu_values(p);
     for (int i = 0; i < NP; i++)
-      ck_assert_msg(fabsf(now[i] - pv[i]) <= 1e-6f * (1 + fabsf(pv[i])), "step %d: p[%d] = %.9g, expected %.9g", k,
-                    i, now[i], pv[i]);
+      ck_assert_msg(fabs(now[i] - pv[i]) <= 1e-6 * (1 + fabs(pv[i])), "step %d: p[%d] = %.9g, expected %.9g", k, i,
+                    now[i], (double)pv[i]);
+    free(now);
     wk_scope_end();
   }
   /* the sequence exercised what it is for */
@@ -365,6 +366,10 @@ START_TEST(test_amp_scaler_matches_pytorch_trajectory) {
   wk_grad_scaler_free(sc);
   wk_optimizer_free(opt);
   wk_scope_end();
+}
+
+START_TEST(test_amp_scaler_matches_pytorch_trajectory) {
+  scaler_trajectory(wk_cpu());
 }
 END_TEST
 
@@ -617,6 +622,59 @@ START_TEST(test_amp_cuda_lists) {
 }
 END_TEST
 
+
+/* ==== on a CUDA device (skipped without one) ================================================= */
+static bool cuda_device(wk_device *dev) {
+  int32_t t = wk_device_type_find("cuda");
+  wk_clear_error();
+  if (t < 0 || wk_device_count(t) == 0) {
+    printf("check_amp: no CUDA device, the cuda case checks nothing\n");
+    return false;
+  }
+  *dev = (wk_device){t, 0};
+  return true;
+}
+
+/* PyTorch 1.13.1's CUDA autocast: exp and sum run in float32, softmax too
+ * unless given a dtype, mm in the region's dtype (float16 or bfloat16),
+ * cat promotes; GradScaler's trajectory with the cuda kernels. */
+START_TEST(test_amp_cuda_autocast_and_scaler) {
+  wk_device dev;
+  if (!cuda_device(&dev)) return;
+  wk_scope_begin();
+  wk_tensor *a = wk_to_device(randn(WK_SHAPE(4, 4), 31), dev), *h = wk_to_dtype(a, WK_F16);
+  wk_tensor *pair[2] = {h, a};
+  TU_OK(wk_autocast_begin("cuda", WK_F16));
+  struct {
+    const char *what;
+    wk_tensor *r;
+    wk_dtype want;
+  } cases[] = {
+      {"mm", wk_mm(a, a), WK_F16},
+      {"exp f16", wk_exp(h), WK_F32},
+      {"sum f16", wk_sum(h), WK_F32},
+      {"softmax f16", wk_softmax(h, 1), WK_F32},
+      {"softmax f16, dtype f64", wkx_softmax(h, 1, WK_F64), WK_F64},
+      {"relu f16", wk_relu(h), WK_F16},
+      {"cat f16, f32", wk_cat(pair, 2, 0), WK_F32},
+      {"mse_loss f16", wk_mse_loss(h, h), WK_F32},
+  };
+  TU_OK(wk_autocast_end("cuda"));
+  TU_OK(wk_autocast_begin("cuda", WK_BF16));
+  wk_tensor *mb = wk_mm(a, a);
+  TU_OK(wk_autocast_end("cuda"));
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ck_assert_msg(cases[i].r != NULL, "%s failed under cuda autocast: %s", cases[i].what, wk_last_error_message());
+    ck_assert_msg(DT(cases[i].r) == cases[i].want, "%s: got %s, PyTorch gives %s", cases[i].what,
+                  wk_dtype_name(DT(cases[i].r)), wk_dtype_name(cases[i].want));
+  }
+  TU_NOTNULL(mb);
+  ck_assert_int_eq(DT(mb), WK_BF16);
+  wk_scope_end();
+  scaler_trajectory(dev);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("amp");
   TCase *tc = tcase_create("autocast");
@@ -639,6 +697,11 @@ static Suite *make_suite(void) {
   tcase_add_test(ts, test_amp_scaler_errors);
   tcase_add_test(ts, test_amp_fused_ops);
   suite_add_tcase(s, ts);
+  TCase *tcu = tcase_create("cuda");
+  tcase_add_checked_fixture(tcu, tu_setup, NULL);
+  tcase_set_timeout(tcu, 120);
+  tcase_add_test(tcu, test_amp_cuda_autocast_and_scaler);
+  suite_add_tcase(s, tcu);
   return s;
 }
 TU_MAIN(make_suite)
