@@ -1381,6 +1381,45 @@ START_TEST(test_optim_update_bn) {
 }
 END_TEST
 
+
+/* SWALR: swa_utils.py's get_lr worked by hand for lr 0.1 -> swa_lr 0.01 over 3 epochs. */
+START_TEST(test_optim_swa_lr) {
+  wk_scope_begin();
+  wk_tensor *a = TU_T(WK_F32, (2), 1, 2);
+  const double cosv[] = {0.1, 0.0775, 0.0325, 0.01, 0.01, 0.01}, linv[] = {0.1, 0.07, 0.04, 0.01, 0.01};
+  for (int how = 0; how < 2; how++) {
+    wk_optimizer *opt = wk_optim_sgd(&a, 1, (wk_sgd_opts){.lr = 0.1});
+    wk_lr_scheduler *s = wk_lr_swa(opt, (wk_swa_lr_opts){.swa_lr = 0.01, .anneal_epochs = 3,
+                                                        .anneal_strategy = how ? WK_ANNEAL_LINEAR : WK_ANNEAL_COS});
+    TU_NOTNULL(s);
+    ck_assert_str_eq(wk_lr_scheduler_name(s), "SWALR");
+    double v;
+    TU_OK(wk_optim_get_option(opt, 0, "swa_lr", &v));
+    ck_assert(v == 0.01);
+    const double *want = how ? linv : cosv;
+    for (int e = 0; e < (how ? 5 : 6); e++) {
+      if (e) TU_OK(wk_lr_scheduler_step(s));
+      ck_assert_msg(fabs(wk_optim_get_lr(opt, 0) - want[e]) < 1e-12, "%s step %d: %.17g, by hand %.17g",
+                    how ? "linear" : "cos", e, wk_optim_get_lr(opt, 0), want[e]);
+    }
+    wk_lr_scheduler_free(s);
+    wk_optimizer_free(opt);
+  }
+  /* no annealing: swa_lr at once */
+  wk_optimizer *opt = wk_optim_sgd(&a, 1, (wk_sgd_opts){.lr = 0.1});
+  wk_lr_scheduler *s = wk_lr_swa(opt, (wk_swa_lr_opts){.swa_lr = 0.05, .anneal_epochs = WK_SWALR_NO_ANNEAL});
+  TU_NOTNULL(s);
+  ck_assert(fabs(wk_optim_get_lr(opt, 0) - 0.05) < 1e-15);
+  wk_lr_scheduler_free(s);
+  ck_assert_ptr_null(wk_lr_swa(opt, (wk_swa_lr_opts){0}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "swa_lr is required");
+  ck_assert_ptr_null(wk_lr_swa(opt, (wk_swa_lr_opts){.swa_lr = 0.1, .anneal_epochs = -5}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "anneal_epochs must be equal or greater than 0");
+  wk_optimizer_free(opt);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("check_optim");
   TCase *tc = tcase_create("trajectories");
@@ -1407,6 +1446,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_optim_scheduler_state_dict_nested);
   tcase_add_test(tc, test_optim_lambda_schedulers);
   tcase_add_test(tc, test_optim_cyclic_lr);
+  tcase_add_test(tc, test_optim_swa_lr);
   suite_add_tcase(s, tc);
   tc = tcase_create("swa");
   tcase_add_checked_fixture(tc, tu_setup, NULL);

@@ -239,6 +239,15 @@ typedef struct wk_averaged_model_opts {
                        true: averaged with the parameters */
 } wk_averaged_model_opts;
 
+/* SWALR: anneals each group's lr to swa_lr over anneal_epochs steps (cos or
+ * linear), then holds it (torch.optim.swa_utils.SWALR). */
+typedef struct wk_swa_lr_opts {
+  double swa_lr;          /* required (WK_OPTIM_ZERO for 0): every group's "swa_lr" */
+  int64_t anneal_epochs;  /* 0 -> 10; WK_SWALR_NO_ANNEAL for 0 (jump to swa_lr) */
+  int anneal_strategy;    /* WK_ANNEAL_COS (default) or WK_ANNEAL_LINEAR */
+} wk_swa_lr_opts;
+#define WK_SWALR_NO_ANNEAL (-1)
+
 /* ---- the service interface (append-only) ------------------------------------------ */
 #define WK_OPTIM_SERVICE "optim"
 #define WK_OPTIM_API_VERSION 1u
@@ -307,6 +316,7 @@ typedef struct wk_optim_api {
   wk_state_dict *(*averaged_model_state_dict)(const wk_averaged_model *am);
   wk_status (*averaged_model_load_state_dict)(wk_averaged_model *am, const wk_state_dict *sd);
   wk_status (*update_bn)(wk_dataloader *loader, wk_module *model, wk_device device);
+  wk_lr_scheduler *(*swa_lr)(wk_optimizer *opt, const wk_swa_lr_opts *o, size_t osize);
 } wk_optim_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -612,6 +622,12 @@ static inline wk_status wk_averaged_model_load_state_dict(wk_averaged_model *am,
  * is left alone. */
 static inline wk_status wk_update_bn(wk_dataloader *loader, wk_module *model, wk_device device) {
   WK__OPTIM_CALL_STATUS(update_bn, loader, model, device);
+}
+
+/* SWALR(optimizer, swa_lr, anneal_epochs, anneal_strategy): sets every
+ * group's "swa_lr" and takes the initial step, as PyTorch's constructor. */
+static inline wk_lr_scheduler *wk_lr_swa(wk_optimizer *opt, wk_swa_lr_opts o) {
+  WK__OPTIM_CALL_PTR(swa_lr, opt, &o, sizeof o);
 }
 
 /* ---- gradient clipping ---- */

@@ -132,6 +132,7 @@ wk_lr_scheduler *sched_sequential(wk_optimizer *opt, wk_lr_scheduler *const *sch
 wk_lr_scheduler *sched_lambda_lr(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
 wk_lr_scheduler *sched_multiplicative_lr(wk_optimizer *opt, const wk_lambda_lr_opts *o, size_t osize);
 wk_lr_scheduler *sched_cyclic_lr(wk_optimizer *opt, const wk_cyclic_lr_opts *o, size_t osize);
+wk_lr_scheduler *sched_swa_lr(wk_optimizer *opt, const wk_swa_lr_opts *o, size_t osize);
 void sched_free(wk_lr_scheduler *s);
 const char *sched_name(const wk_lr_scheduler *s);
 wk_status sched_step(wk_lr_scheduler *s);

@@ -55,6 +55,7 @@ static const wk_optim_api g_api = {
     .averaged_model_state_dict = optim_averaged_model_state_dict,
     .averaged_model_load_state_dict = optim_averaged_model_load_state_dict,
     .update_bn = optim_update_bn,
+    .swa_lr = sched_swa_lr,
 };
 
 static wk_status init(void) {

@@ -17,7 +17,8 @@ enum {
   S_SEQUENTIAL,
   S_LAMBDA,
   S_MULTIPLICATIVE,
-  S_CYCLIC
+  S_CYCLIC,
+  S_SWALR
 };
 
 struct wk_lr_scheduler {
@@ -57,6 +58,7 @@ struct wk_lr_scheduler {
   double (*scale_fn)(double x, void *user);
   void *scale_user;
   double *max_lrs, *base_momentums, *max_momentums; /* ngroups each */
+  /* SWALR (also total_iters: anneal_epochs, anneal) */
   /* ChainedScheduler, SequentialLR (owned) */
   wk_lr_scheduler **children;
   int nchildren;

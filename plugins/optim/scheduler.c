@@ -9,10 +9,10 @@
 static const char *const kind_names[] = {
     "?",        "StepLR",     "MultiStepLR",       "ExponentialLR",    "CosineAnnealingLR",
     "LinearLR", "OneCycleLR", "ReduceLROnPlateau", "ChainedScheduler", "SequentialLR",
-    "LambdaLR", "MultiplicativeLR", "CyclicLR"};
+    "LambdaLR", "MultiplicativeLR", "CyclicLR", "SWALR"};
 
 const char *sched_kind_name(int kind) {
-  return kind >= 1 && kind <= S_CYCLIC ? kind_names[kind] : "?";
+  return kind >= 1 && kind <= S_SWALR ? kind_names[kind] : "?";
 }
 const char *sched_name(const wk_lr_scheduler *s) {
   return s ? sched_kind_name(s->kind) : NULL;
@@ -177,6 +177,27 @@ static wk_status cyclic_lrs(wk_lr_scheduler *s, double *out) {
   return WK_OK;
 }
 
+/* SWALR's get_lr (swa_utils.py): the previous step's starting lr recovered
+ * from the current one, then the anneal towards swa_lr. */
+static double swa_anneal(int how, double t) {
+  return how == WK_ANNEAL_LINEAR ? t : (1 - cos(M_PI * t)) / 2;
+}
+static double clamp01(double t) {
+  return t < 0 ? 0 : t > 1 ? 1 : t;
+}
+static wk_status swa_lrs(wk_lr_scheduler *s, double *out) {
+  double step = (double)(s->step_count - 1), epochs = (double)s->total_iters;
+  if (s->total_iters == 0 && step < 1) step = 1;
+  double den = epochs > 1 ? epochs : 1;
+  double prev_alpha = swa_anneal(s->anneal, clamp01((step - 1) / den)), alpha = swa_anneal(s->anneal, clamp01(step / den));
+  for (int g = 0; g < s->ngroups; g++) {
+    double lr = lr_of(s, g), swa = opt_value(s, g, "swa_lr");
+    double prev = prev_alpha == 1 ? swa : (lr - prev_alpha * swa) / (1 - prev_alpha);
+    out[g] = swa * alpha + prev * (1 - alpha);
+  }
+  return WK_OK;
+}
+
 /* LambdaLR / MultiplicativeLR: the user's factor, NaN refused. */
 static wk_status lambda_factor(wk_lr_scheduler *s, int64_t e, int g, double *f) {
   *f = s->lr_lambda(e, g, s->lambda_user);
@@ -248,7 +269,10 @@ static wk_status get_lr(wk_lr_scheduler *s, double *out) {
     }
     out[g] = v;
   }
-  return s->kind == S_ONECYCLE ? one_cycle_lrs(s, out) : s->kind == S_CYCLIC ? cyclic_lrs(s, out) : WK_OK;
+  return s->kind == S_ONECYCLE ? one_cycle_lrs(s, out)
+         : s->kind == S_CYCLIC ? cyclic_lrs(s, out)
+         : s->kind == S_SWALR  ? swa_lrs(s, out)
+                               : WK_OK;
 }
 
 /* _get_closed_form_lr(), for step(epoch); kinds without one use get_lr. */
@@ -555,6 +579,34 @@ wk_lr_scheduler *sched_cyclic_lr(wk_optimizer *opt, const wk_cyclic_lr_opts *o, 
   if (!(s = finish(s))) return NULL;
   for (int g = 0; g < ng; g++) s->base_lrs[g] = base_lr; /* set after the initial step, as PyTorch's __init__ */
   return s;
+}
+
+wk_lr_scheduler *sched_swa_lr(wk_optimizer *opt, const wk_swa_lr_opts *o, size_t osize) {
+  wk_swa_lr_opts x;
+  optim_copy_opts(&x, sizeof x, o, osize);
+  static const char nm[] = "SWALR";
+  if (!opt) {
+    wk_error(WK_ERR_NULL, "%s: argument 'optimizer' is NULL", nm);
+    return NULL;
+  }
+  double swa_lr = optim_or(x.swa_lr, NAN);
+  int64_t epochs = x.anneal_epochs == 0 ? 10 : x.anneal_epochs == WK_SWALR_NO_ANNEAL ? 0 : x.anneal_epochs;
+  const char *bad = swa_lr != swa_lr ? "swa_lr is required (WK_OPTIM_ZERO for 0)"
+                    : x.anneal_strategy != WK_ANNEAL_COS && x.anneal_strategy != WK_ANNEAL_LINEAR
+                        ? "anneal_strategy must by one of 'cos' or 'linear'"
+                    : epochs < 0 ? "anneal_epochs must be equal or greater than 0"
+                                 : NULL;
+  if (bad) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: %s (swa_lr %g, anneal_epochs %lld)", nm, bad, swa_lr, (long long)x.anneal_epochs);
+    return NULL;
+  }
+  for (int g = 0; g < optim_num_param_groups(opt); g++)
+    if (optim_opt_put(opt, g, "swa_lr", swa_lr)) return NULL;
+  wk_lr_scheduler *s = alloc_sched(S_SWALR, opt, true);
+  if (!s) return NULL;
+  s->total_iters = epochs;
+  s->anneal = x.anneal_strategy;
+  return finish(s);
 }
 
 wk_lr_scheduler *sched_reduce_lr_on_plateau(wk_optimizer *opt, const wk_reduce_lr_on_plateau_opts *o, size_t osize) {

@@ -36,6 +36,7 @@ static const field f_plateau[] = {F(factor, 'd'),
 static const field f_cyclic[] = {F(total_size, 'd'), F(step_ratio, 'd'),       F(cyc_mode, 'n'),
                                  F(gamma, 'd'),      F(scale_iterations, 'b'), F(cycle_momentum, 'b'),
                                  F(use_beta1, 'b')};
+static const field f_swalr[] = {F(total_iters, 'i'), F(anneal, 'n')};
 #undef F
 
 static const field *fields_of(int kind, int *n) {
@@ -57,6 +58,8 @@ static const field *fields_of(int kind, int *n) {
       return RET(f_plateau);
     case S_CYCLIC:
       return RET(f_cyclic);
+    case S_SWALR:
+      return RET(f_swalr);
     default:
       *n = 0;
       return NULL;
