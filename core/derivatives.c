@@ -91,6 +91,7 @@ static const wk__formula_family *const g_families[] = {&wk__formulas_pointwise, 
 static const char *const g_not_differentiable[] = {
     /* backward helpers: no double backward through these yet */
     "embedding_dense_backward", "pad_backward", "gelu_backward",
+    "scaled_dot_product_attention_backward",
     "fake_quantize_per_tensor_affine_backward", "fake_quantize_per_channel_affine_backward",
 };
 

@@ -134,6 +134,29 @@ static wk_status d_pad(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gi
   END
 }
 
+/* scaled_dot_product_attention: one backward op recomputes the probabilities
+ * from the saved logsumexp (and the dropout mask from the saved Philox state),
+ * so nothing of size [..., L, S] is kept between forward and backward. */
+static wk_status d_sdpa(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int64_t mask[4] = {NEEDS(0), NEEDS(1), NEEDS(2), NEEDS(3)};
+  wk_tensor *am = NONE(3) ? NULL : X(3);
+  wk_value a[12] = {WK_VT(G(0)), WK_VT(X(0)), WK_VT(X(1)), WK_VT(X(2)), am ? WK_VT(am) : N->args[3],
+                    WK_VT(Y(0)),  WK_VT(Y(1)), WK_VT(Y(2)), N->args[4],  N->args[5],
+                    N->args[6],   WK_VINTS(mask, 4)};
+  for (int i = 1; i < 8; i++)
+    if (i != 4) CHECK(a[i].u.t);
+  wk_value o[4];
+  if (wk_call("scaled_dot_product_attention_backward", a, 12, o) != WK_OK) {
+    st__ = wk_last_error();
+    goto done;
+  }
+  for (int i = 0; i < 4; i++)
+    if (o[i].tag == WK_V_TENSOR) wk__scope_adopt(o[i].u.t);
+  for (int i = 0; i < 4; i++)
+    if (o[i].tag == WK_V_TENSOR) GIN(i, o[i].u.t);
+  END
+}
+
 /* ---- double backward: derivatives of the backward kernels ------------------------------------------- */
 /* Output i's gradient, or NULL when the output was not produced (masked). */
 #define GOPT(i) (N->out_differentiable[i] ? G(i) : NULL)
@@ -530,5 +553,7 @@ static const wk__formula rows[] = {
      A(0) | A(1) | A(2) | A(3) | A(4) | A(5) | A(6), 0},
     {"layer_norm_backward", "NativeLayerNormBackwardBackward0", d_layer_norm_backward,
      A(0) | A(1) | A(3) | A(4) | A(5), 0},
+    {"scaled_dot_product_attention", "ScaledDotProductAttentionBackward0", d_sdpa, A(0) | A(1) | A(2) | A(3),
+     A(0) | A(1) | A(2)},
 };
 const wk__formula_family wk__formulas_nn = {rows, sizeof rows / sizeof rows[0]};

@@ -3,6 +3,7 @@
  * dense backward), pad (and backward) and the losses. Every argument check with
  * the cpu kernels' messages, and the result shapes and dtypes, decided here once
  * so the cpu, onednn and cuda kernels only compute. */
+#include <math.h>
 #include <stdio.h>
 
 #include <wick/sdk/check.h>
@@ -28,6 +29,12 @@ static wk_status same_shape(const char *op, const char *gname, const wk_tensor *
 static wk_status mask_arg(const char *op, const wk_value *v) {
   if (v->tag == WK_V_INTS && v->len == 3) return WK_OK;
   return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold 3 values, got %d", op,
+                  v->tag == WK_V_INTS ? v->len : 0);
+}
+
+static wk_status mask_arg_n(const char *op, const wk_value *v, int n) {
+  if (v->tag == WK_V_INTS && v->len == n) return WK_OK;
+  return wk_error(WK_ERR_INVALID_ARG, "%s(): output_mask must hold %d values, got %d", op, n,
                   v->tag == WK_V_INTS ? v->len : 0);
 }
 
@@ -530,6 +537,124 @@ static wk_status meta_bce_logits(wk_op *op, const wk_value *args, wk_meta_out *o
   return WK_OK;
 }
 
+/* ---- scaled_dot_product_attention ------------------------------------------------------ */
+/* query [..., L, E], key [..., S, E], value [..., S, Ev] with equal batch dims
+ * and one floating dtype; attn_mask (bool: True takes part; or the query's
+ * floating dtype: added to the scores) broadcasts to [..., L, S] and is not
+ * allowed with is_causal (PyTorch 2's checks). Sets L, S, E, Ev. */
+static wk_status sdpa_operands(const char *op, const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                               const wk_tensor *mask, bool causal, double p, int64_t *L, int64_t *S) {
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX], c[WK_SHAPE_STR_MAX];
+  wk_status s;
+  if ((s = need_float(op, "query", q))) return s;
+  if (k->dtype != q->dtype || v->dtype != q->dtype)
+    return wk_error(WK_ERR_DTYPE,
+                    "%s(): Expected query, key, and value to have the same dtype, but got query.dtype: %s key.dtype: "
+                    "%s and value.dtype: %s instead.",
+                    op, wk_dtype_name(q->dtype), wk_dtype_name(k->dtype), wk_dtype_name(v->dtype));
+  int nd = q->ndim;
+  bool ok = nd >= 2 && k->ndim == nd && v->ndim == nd &&
+            !memcmp(k->sizes, q->sizes, sizeof(int64_t) * (size_t)(nd - 2)) &&
+            !memcmp(v->sizes, q->sizes, sizeof(int64_t) * (size_t)(nd - 2)) && k->sizes[nd - 1] == q->sizes[nd - 1] &&
+            v->sizes[nd - 2] == k->sizes[nd - 2];
+  if (!ok)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): expected query [..., L, E], key [..., S, E] and value [..., S, Ev] with the same batch "
+                    "dimensions, got query %s, key %s and value %s",
+                    op, wk__shape_str(q->sizes, q->ndim, a, sizeof a), wk__shape_str(k->sizes, k->ndim, b, sizeof b),
+                    wk__shape_str(v->sizes, v->ndim, c, sizeof c));
+  *L = q->sizes[nd - 2];
+  *S = k->sizes[nd - 2];
+  if (!(p >= 0 && p <= 1))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): dropout probability has to be between 0 and 1, but got %g", op, p);
+  if (!mask) return WK_OK;
+  if (causal)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): Explicit attn_mask should not be set when is_causal=True", op);
+  if (mask->dtype != WK_BOOL && mask->dtype != q->dtype)
+    return wk_error(WK_ERR_DTYPE, "%s(): Expected attn_mask dtype to be bool or to match query dtype (%s), got %s",
+                    op, wk_dtype_name(q->dtype), wk_dtype_name(mask->dtype));
+  /* the mask broadcasts to [..., L, S] */
+  bool bc = mask->ndim <= nd;
+  for (int i = 0; bc && i < mask->ndim; i++) {
+    int d = nd - mask->ndim + i;
+    int64_t want = d == nd - 2 ? *L : d == nd - 1 ? *S : q->sizes[d];
+    bc = mask->sizes[i] == want || mask->sizes[i] == 1;
+  }
+  if (!bc) {
+    int64_t full[WK_MAX_DIMS];
+    memcpy(full, q->sizes, sizeof(int64_t) * (size_t)nd);
+    full[nd - 1] = *S;
+    return wk_error(WK_ERR_SHAPE, "%s(): attn_mask of shape %s cannot be broadcast to the attention shape %s", op,
+                    wk__shape_str(mask->sizes, mask->ndim, a, sizeof a), wk_sizes_str(full, nd, b, sizeof b));
+  }
+  return WK_OK;
+}
+
+static wk_status sdpa_scale(const char *op, const wk_value *v) {
+  if (v->tag == WK_V_NONE || (v->tag == WK_V_FLOAT && isfinite(v->u.f)) || v->tag == WK_V_INT) return WK_OK;
+  return wk_error(WK_ERR_INVALID_ARG, "%s(): scale must be a finite number or None, got %g", op, v->u.f);
+}
+
+/* scaled_dot_product_attention(query, key, value, attn_mask?, dropout_p, is_causal, scale?)
+ * -> (output [..., L, Ev], logsumexp [..., L] in the compute dtype (f64 for
+ * f64, else f32), rng_state: i64 [2] (Philox seed, offset) when dropout_p > 0,
+ * else [0]) */
+static wk_status meta_sdpa(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *q = MT(0), *k = MT(1), *v = MT(2), *mask = OPT(3);
+  double p = args[4].u.f;
+  int64_t L, S;
+  wk_status s = sdpa_operands(MNAME, q, k, v, mask, args[5].u.b, p, &L, &S);
+  if (!s) s = sdpa_scale(MNAME, &args[6]);
+  if (s) return s;
+  int nd = q->ndim;
+  wk__meta_like(&o[0], q, q->dtype);
+  o[0].sizes[nd - 1] = v->sizes[nd - 1];
+  wk__meta_shape(&o[1], q->sizes, nd - 1, q->dtype == WK_F64 ? WK_F64 : WK_F32);
+  int64_t n = p > 0 ? 2 : 0;
+  wk__meta_shape(&o[2], &n, 1, WK_I64);
+  return WK_OK;
+}
+
+/* scaled_dot_product_attention_backward(grad_out, query, key, value, attn_mask?, out,
+ * logsumexp, rng_state, dropout_p, is_causal, scale?, output_mask)
+ * -> (grad_query, grad_key, grad_value, grad_attn_mask [..., L, S] for a float mask) */
+static wk_status meta_sdpa_backward(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *go = MT(0), *q = MT(1), *k = MT(2), *v = MT(3), *mask = OPT(4), *out = MT(5), *lse = MT(6), *rng = MT(7);
+  double p = args[8].u.f;
+  int64_t L, S;
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+  wk_status s = mask_arg_n(MNAME, &args[11], 4);
+  if (!s) s = sdpa_operands(MNAME, q, k, v, mask, args[9].u.b, p, &L, &S);
+  if (!s) s = sdpa_scale(MNAME, &args[10]);
+  if (!s) s = need_float(MNAME, "grad_out", go);
+  if (!s) s = same_shape(MNAME, "grad_out", go, "out", out);
+  if (s) return s;
+  int nd = q->ndim;
+  int64_t osz[WK_MAX_DIMS];
+  memcpy(osz, q->sizes, sizeof(int64_t) * (size_t)nd);
+  osz[nd - 1] = v->sizes[nd - 1];
+  if (out->ndim != nd || memcmp(out->sizes, osz, sizeof(int64_t) * (size_t)nd))
+    return wk_error(WK_ERR_SHAPE, "%s(): expected out of shape %s, got %s", MNAME, wk_sizes_str(osz, nd, a, sizeof a),
+                    wk__shape_str(out->sizes, out->ndim, b, sizeof b));
+  if (!wk_dtype_is_floating(lse->dtype) || lse->ndim != nd - 1 ||
+      memcmp(lse->sizes, q->sizes, sizeof(int64_t) * (size_t)(nd - 1)))
+    return wk_error(WK_ERR_SHAPE, "%s(): expected a floating logsumexp of shape %s, got %s %s", MNAME,
+                    wk_sizes_str(q->sizes, nd - 1, a, sizeof a), wk_dtype_name(lse->dtype),
+                    wk__shape_str(lse->sizes, lse->ndim, b, sizeof b));
+  if (rng->dtype != WK_I64 || rng->ndim != 1 || rng->sizes[0] != (p > 0 ? 2 : 0))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): expected rng_state as the forward made it (i64 [%d]), got %s %s", MNAME,
+                    p > 0 ? 2 : 0, wk_dtype_name(rng->dtype), wk__shape_str(rng->sizes, rng->ndim, a, sizeof a));
+  wk__meta_like(&o[0], q, q->dtype);
+  wk__meta_like(&o[1], k, q->dtype);
+  wk__meta_like(&o[2], v, q->dtype);
+  int64_t msz[WK_MAX_DIMS];
+  memcpy(msz, q->sizes, sizeof(int64_t) * (size_t)nd);
+  msz[nd - 1] = S;
+  wk__meta_shape(&o[3], msz, nd, q->dtype);
+  if (!mask || mask->dtype == WK_BOOL) o[3].flags |= WK_META_NONE;
+  return WK_OK;
+}
+
 static const wk__meta_row rows[] = {
     {"softmax", meta_softmax},
     {"log_softmax", meta_softmax},
@@ -548,6 +673,8 @@ static const wk__meta_row rows[] = {
     {"nll_loss", meta_nll_loss},
     {"mse_loss", meta_mse_loss},
     {"binary_cross_entropy_with_logits", meta_bce_logits},
+    {"scaled_dot_product_attention", meta_sdpa},
+    {"scaled_dot_product_attention_backward", meta_sdpa_backward},
 };
 
 const wk__meta_family wk__metas_nn = {rows, sizeof rows / sizeof rows[0]};

@@ -230,6 +230,49 @@ static bool e_dropout(sw_case *c, int k) {
   ab(c, true);
   return true;
 }
+/* scaled_dot_product_attention: batch dims of 0..2, L, S, E, Ev of 1..4; no
+ * mask, a float mask broadcast from (L, S), or is_causal; no dropout (random). */
+static void sdpa_geom(sw_case *c, int64_t *q, int64_t *k, int64_t *v, int *nd) {
+  int64_t b[WK_MAX_DIMS];
+  int nb = c->mode == SW_EMPTY || runif(c) < 0.5 ? rshape(c, b, 1, 2) : 0;
+  for (int d = 0; d < nb; d++) q[d] = k[d] = v[d] = b[d];
+  int64_t lo = c->grad ? 2 : 1, L = rpick(c, lo, 4), S = rpick(c, lo, 4), E = rpick(c, lo, 4), Ev = rpick(c, lo, 4);
+  q[nb] = L, q[nb + 1] = E;
+  k[nb] = S, k[nb + 1] = E;
+  v[nb] = S, v[nb + 1] = Ev;
+  *nd = nb + 2;
+}
+static bool g_sdpa(sw_case *c) {
+  int64_t q[WK_MAX_DIMS], k[WK_MAX_DIMS], v[WK_MAX_DIMS];
+  int nd;
+  sdpa_geom(c, q, k, v, &nd);
+  at(c, rself(c, q, nd));
+  at(c, rself(c, k, nd));
+  at(c, rself(c, v, nd));
+  double u = runif(c);
+  int64_t ms[2] = {q[nd - 2], k[nd - 2]};
+  if (u < 0.3) at(c, rt(c, c->dt, ms, 2, -1, 1));
+  else anone(c);
+  af(c, 0.0);
+  ab(c, u > 0.7);
+  if (runif(c) < 0.3) af(c, 0.5);
+  else anone(c);
+  return true;
+}
+static bool e_sdpa(sw_case *c, int k) {
+  int64_t q[3] = {2, 3, 4}, kk[3] = {2, 5, 3}, v[3] = {2, 5, 2};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, q, 3, -1, 1));
+  at(c, rt(c, WK_F32, kk, 3, -1, 1));
+  if (k == 1) c->a[1] = WK_VT(rt(c, WK_F32, (int64_t[]){2, 5, 4}, 3, -1, 1)); /* with a causal mask and attn_mask */
+  at(c, rt(c, WK_F32, v, 3, -1, 1));
+  if (k == 1) at(c, rt(c, WK_F32, (int64_t[]){3, 5}, 2, -1, 1));
+  else anone(c);
+  af(c, 0.0);
+  ab(c, k == 1);
+  anone(c);
+  return true;
+}
 static bool g_embedding(sw_case *c) {
   int64_t w[2] = {rpick(c, 1, 5), rpick(c, 1, 4)}, s[WK_MAX_DIMS];
   int nd = rshape(c, s, 0, 2);
@@ -713,6 +756,30 @@ static bool g_layer_norm_backward(sw_case *c) {
   c->a[c->n++] = fwd.a[2];
   c->a[c->n++] = fwd.a[3];
   amask(c);
+  return true;
+}
+static bool g_sdpa_backward(sw_case *c) {
+  sw_case fwd = *c;
+  fwd.n = 0;
+  g_sdpa(&fwd);
+  wk_value o[WK_MAX_OUTS];
+  if (fwd.bad[0] || wk_call("scaled_dot_product_attention", fwd.a, fwd.n, o) != WK_OK) {
+    gen_fail(c, "scaled_dot_product_attention");
+    return true;
+  }
+  c->rng = fwd.rng;
+  at(c, like(c, o[0].u.t));
+  for (int i = 0; i < 4; i++) c->a[c->n++] = fwd.a[i];
+  at_frozen(c, o[0].u.t);
+  at_frozen(c, o[1].u.t);
+  at_frozen(c, o[2].u.t);
+  c->a[c->n++] = fwd.a[4];
+  c->a[c->n++] = fwd.a[5];
+  c->a[c->n++] = fwd.a[6];
+  int64_t m[4] = {1, 1, 1, 1};
+  if (runif(c) < 0.5)
+    for (int i = 0; i < 4; i++) m[i] = runif(c) < 0.6;
+  aints(c, m, 4);
   return true;
 }
 static bool g_embedding_backward(sw_case *c) {

@@ -41,6 +41,8 @@ typedef struct wk_conv2d_opts {
   int64_t output_padding; /* ConvTranspose2d only; 0 -> 0 */
   int64_t kernel_w, stride_w, dilation_w; /* 0 -> the square value */
   int64_t padding_w;      /* 0 -> padding; WK_NN_PAD_W_ZERO for a literal 0 */
+  /* appended (issue 17): */
+  const char *padding_mode; /* NULL -> "zeros"; "reflect", "replicate", "circular" (not ConvTranspose2d) */
 } wk_conv2d_opts;
 #define WK_NN_PAD_W_ZERO (-1)
 typedef wk_conv2d_opts wk_conv1d_opts; /* the *_w fields are ignored */
@@ -67,6 +69,9 @@ typedef struct wk_norm_opts {
 typedef struct wk_embedding_opts {
   bool has_padding_idx; /* false: padding_idx=None */
   int64_t padding_idx;  /* when has_padding_idx (negative counts from the end) */
+  /* appended (issue 17): */
+  double max_norm;  /* 0 -> None; > 0: rows looked up are renormalised in place to at most this norm */
+  double norm_type; /* 0 -> 2.0: the p of max_norm's norm */
 } wk_embedding_opts;
 
 /* Losses (modules and functions). */
@@ -87,7 +92,8 @@ enum wk_nn_loss_kind {
 };
 enum wk_nn_act_kind {
   WK_NN_RELU = 1, WK_NN_LEAKY_RELU, WK_NN_GELU, WK_NN_GELU_TANH, WK_NN_SILU, WK_NN_SIGMOID,
-  WK_NN_TANH, WK_NN_SOFTMAX, WK_NN_LOG_SOFTMAX, WK_NN_IDENTITY, WK_NN_DROPOUT
+  WK_NN_TANH, WK_NN_SOFTMAX, WK_NN_LOG_SOFTMAX, WK_NN_IDENTITY, WK_NN_DROPOUT,
+  WK_NN_DROPOUT2D /* appended (issue 17) */
 };
 
 /* Initialisers (torch.nn.init). mode: NULL -> "fan_in" (or "fan_out");
@@ -112,6 +118,49 @@ typedef struct wk_resnet_opts {
   int64_t num_classes; /* 0 -> 1000 */
   bool cifar_stem;     /* 3x3 stride-1 conv1 and no maxpool (for 32x32 inputs) */
 } wk_resnet_opts;
+
+/* MultiheadAttention (torch.nn.MultiheadAttention; kdim = vdim = embed_dim,
+ * no bias_k/bias_v). Parameters: in_proj_weight [3E, E], in_proj_bias [3E],
+ * out_proj.weight [E, E], out_proj.bias [E]: PyTorch's state-dict keys. */
+typedef struct wk_mha_opts {
+  double dropout;   /* on the attention weights in training: 0 -> 0.0 */
+  bool no_bias;     /* false -> bias=True */
+  bool batch_first; /* false -> inputs (L, N, E); true -> (N, L, E) */
+} wk_mha_opts;
+
+/* TransformerEncoderLayer / TransformerDecoderLayer (PyTorch 1.13). */
+typedef struct wk_transformer_opts {
+  int64_t dim_feedforward; /* 0 -> 2048 */
+  double dropout;          /* 0 -> 0.1 (WK_NN_ZERO for 0) */
+  const char *activation;  /* NULL -> "relu"; or "gelu" */
+  double layer_norm_eps;   /* 0 -> 1e-5 */
+  bool batch_first;        /* false */
+  bool norm_first;         /* false: post-norm (x = norm(x + block(x))); true: pre-norm */
+} wk_transformer_opts;
+
+/* The optional masks of an attention call (all borrowed; NULL: None). Boolean
+ * masks use PyTorch's nn convention: True marks a position that may NOT be
+ * attended to; float masks are added to the attention scores. */
+typedef struct wk_attn_masks {
+  wk_tensor *attn_mask;        /* (L, S) or (N * num_heads, L, S); src_mask / tgt_mask of the layers */
+  wk_tensor *key_padding_mask; /* (N, S): src_key_padding_mask / tgt_key_padding_mask */
+  wk_tensor *memory_mask;      /* decoder layer: (L, S) mask over the memory */
+  wk_tensor *memory_key_padding_mask; /* decoder layer: (N, S) */
+  bool no_average_attn_weights; /* MHA weights: false -> averaged over heads (average_attn_weights=True) */
+} wk_attn_masks;
+
+/* LSTM / GRU (torch.nn.LSTM / GRU; no proj_size). Parameters per layer k and
+ * direction: weight_ih_l{k}[_reverse] [G*H, in], weight_hh_l{k}[_reverse]
+ * [G*H, H], bias_ih_l{k}[_reverse], bias_hh_l{k}[_reverse] [G*H], with PyTorch's
+ * gate order (LSTM G = 4: i, f, g, o; GRU G = 3: r, z, n). */
+typedef struct wk_rnn_opts {
+  int64_t num_layers; /* 0 -> 1 */
+  bool no_bias;       /* false -> bias=True */
+  bool batch_first;   /* false -> (T, N, in); true -> (N, T, in) */
+  double dropout;     /* between layers, in training: 0 -> 0.0 */
+  bool bidirectional; /* false */
+} wk_rnn_opts;
+enum wk_nn_rnn_kind { WK_NN_LSTM = 1, WK_NN_GRU = 2 };
 
 /* ---- the service interface (append-only) ---------------------------------------------- */
 #define WK_NN_SERVICE "nn"
@@ -148,6 +197,18 @@ typedef struct wk_nn_api {
   wk_module *(*mlp)(int64_t in, const int64_t *hidden, int nh, int64_t out);
   wk_module *(*lenet)(void);
   wk_module *(*resnet)(int depth, const wk_resnet_opts *o, size_t osize);
+  /* ---- appended (issue 17): attention, Transformer and recurrent layers ---- */
+  wk_module *(*multihead_attention)(int64_t embed_dim, int64_t num_heads, const wk_mha_opts *o, size_t osize);
+  wk_tensor *(*mha_forward)(wk_module *mha, wk_tensor *query, wk_tensor *key, wk_tensor *value,
+                            const wk_attn_masks *m, size_t msize, wk_tensor **attn_weights);
+  wk_module *(*transformer_layer)(bool decoder, int64_t d_model, int64_t nhead, const wk_transformer_opts *o,
+                                  size_t osize);
+  wk_module *(*transformer_encoder)(wk_module *encoder_layer, int64_t num_layers, wk_module *norm);
+  wk_tensor *(*transformer_forward)(wk_module *m, wk_tensor *x, wk_tensor *memory, const wk_attn_masks *masks,
+                                    size_t msize);
+  wk_module *(*rnn)(int kind, int64_t input_size, int64_t hidden_size, const wk_rnn_opts *o, size_t osize);
+  wk_tensor *(*rnn_forward)(wk_module *rnn, wk_tensor *input, wk_tensor *h0, wk_tensor *c0, wk_tensor *lengths,
+                            wk_tensor **h_n, wk_tensor **c_n);
 } wk_nn_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -196,6 +257,9 @@ static inline wk_module *wk_nn_log_softmax(int64_t dim) { WK__NN_CALL_PTR(activa
 static inline wk_module *wk_nn_identity(void) { WK__NN_CALL_PTR(activation, WK_NN_IDENTITY, 0); }
 /* Dropout(p): zeroes with probability p and scales by 1/(1-p) in training; identity in eval. */
 static inline wk_module *wk_nn_dropout(double p) { WK__NN_CALL_PTR(activation, WK_NN_DROPOUT, p); }
+/* Dropout2d(p): zeroes whole channels of (N, C, H, W) or unbatched (C, H, W)
+ * input with probability p, scaling the others by 1/(1-p), in training. */
+static inline wk_module *wk_nn_dropout2d(double p) { WK__NN_CALL_PTR(activation, WK_NN_DROPOUT2D, p); }
 /* Flatten(start_dim, end_dim): PyTorch's defaults are (1, -1). */
 static inline wk_module *wk_nn_flatten(int64_t start_dim, int64_t end_dim) { WK__NN_CALL_PTR(flatten, start_dim, end_dim); }
 static inline wk_module *wk_nn_conv2d(int64_t in, int64_t out, int64_t kernel, wk_conv2d_opts o) {
@@ -290,6 +354,77 @@ static inline double wk_nn_calculate_gain(const char *nonlinearity, double param
     return 0.0 / 0.0;
   }
   return a->calculate_gain(nonlinearity, param);
+}
+
+/* ---- attention, Transformer and recurrent layers ---- */
+/* F.scaled_dot_product_attention (PyTorch 2's math): softmax(q k^T * scale +
+ * mask) v over the last two dims of query [..., L, E], key [..., S, E] and
+ * value [..., S, Ev]. attn_mask (NULL: none) is bool (True: takes part, the
+ * opposite of nn.MultiheadAttention's convention) or float (added) and
+ * broadcasts to [..., L, S]; is_causal masks key j > query i; dropout_p drops
+ * attention weights (training); scale 0 means 1/sqrt(E). One op
+ * (scaled_dot_product_attention) with a fused cpu kernel and a backward that
+ * recomputes the weights: returns a new reference. */
+static inline wk_tensor *wk_nn_scaled_dot_product_attention(wk_tensor *query, wk_tensor *key, wk_tensor *value,
+                                                            wk_tensor *attn_mask, double dropout_p, bool is_causal,
+                                                            double scale) {
+  return wkx_scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                          scale != 0 ? &scale : (const double *)0, (wk_tensor **)0, (wk_tensor **)0);
+}
+/* MultiheadAttention(embed_dim, num_heads). Its module forward takes
+ * (query[, key, value[, key_padding_mask[, attn_mask]]]) (key and value
+ * default to query) and returns the attention output; wk_nn_mha_forward also
+ * gives the weights. */
+static inline wk_module *wk_nn_multihead_attention(int64_t embed_dim, int64_t num_heads, wk_mha_opts o) {
+  WK__NN_CALL_PTR(multihead_attention, embed_dim, num_heads, &o, sizeof o);
+}
+/* MHA forward with optional masks (m may be NULL). attn_weights (NULL: not
+ * needed, need_weights=False) receives a new reference to the weights after
+ * dropout, averaged over heads (N, L, S) unless no_average_attn_weights
+ * (N, num_heads, L, S). Returns the output, a new reference. */
+static inline wk_tensor *wk_nn_mha_forward(wk_module *mha, wk_tensor *query, wk_tensor *key, wk_tensor *value,
+                                           const wk_attn_masks *m, wk_tensor **attn_weights) {
+  WK__NN_CALL_PTR(mha_forward, mha, query, key, value, m, sizeof(wk_attn_masks), attn_weights);
+}
+/* TransformerEncoderLayer(d_model, nhead): module forward (src[, src_mask[, src_key_padding_mask]]). */
+static inline wk_module *wk_nn_transformer_encoder_layer(int64_t d_model, int64_t nhead, wk_transformer_opts o) {
+  WK__NN_CALL_PTR(transformer_layer, false, d_model, nhead, &o, sizeof o);
+}
+/* TransformerDecoderLayer(d_model, nhead): module forward (tgt, memory[, tgt_mask[, memory_mask[,
+ * tgt_key_padding_mask[, memory_key_padding_mask]]]]). */
+static inline wk_module *wk_nn_transformer_decoder_layer(int64_t d_model, int64_t nhead, wk_transformer_opts o) {
+  WK__NN_CALL_PTR(transformer_layer, true, d_model, nhead, &o, sizeof o);
+}
+/* TransformerEncoder(encoder_layer, num_layers, norm): num_layers copies of
+ * encoder_layer (borrowed; each starts with its weights, as PyTorch's deepcopy)
+ * in a ModuleList "layers", then norm (reference taken; NULL: none). Module
+ * forward (src[, mask[, src_key_padding_mask]]). */
+static inline wk_module *wk_nn_transformer_encoder(wk_module *encoder_layer, int64_t num_layers, wk_module *norm) {
+  WK__NN_CALL_PTR(transformer_encoder, encoder_layer, num_layers, norm);
+}
+/* Forward of an encoder layer, decoder layer (memory required) or encoder
+ * stack with optional masks (NULL: none). Returns a new reference. */
+static inline wk_tensor *wk_nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *memory,
+                                                   const wk_attn_masks *masks) {
+  WK__NN_CALL_PTR(transformer_forward, m, x, memory, masks, sizeof(wk_attn_masks));
+}
+/* LSTM(input_size, hidden_size) / GRU: module forward (input[, h_0[, c_0]])
+ * returns the output (T, N, D * H) (batch_first: (N, T, D * H)). */
+static inline wk_module *wk_nn_lstm(int64_t input_size, int64_t hidden_size, wk_rnn_opts o) {
+  WK__NN_CALL_PTR(rnn, WK_NN_LSTM, input_size, hidden_size, &o, sizeof o);
+}
+static inline wk_module *wk_nn_gru(int64_t input_size, int64_t hidden_size, wk_rnn_opts o) {
+  WK__NN_CALL_PTR(rnn, WK_NN_GRU, input_size, hidden_size, &o, sizeof o);
+}
+/* Recurrent forward with the optional initial states h0 / c0 (LSTM only)
+ * ((num_layers * D, N, H); NULL: zeros) and lengths (int64 (N,) on the cpu,
+ * NULL: all T): pack_padded_sequence's semantics, so outputs past a
+ * sequence's length are zero and h_n / c_n hold the state at its last valid
+ * step (the reverse direction starts there). h_n and c_n (NULL: not wanted)
+ * receive new references; returns the output, a new reference. */
+static inline wk_tensor *wk_nn_rnn_forward(wk_module *rnn, wk_tensor *input, wk_tensor *h0, wk_tensor *c0,
+                                           wk_tensor *lengths, wk_tensor **h_n, wk_tensor **c_n) {
+  WK__NN_CALL_PTR(rnn_forward, rnn, input, h0, c0, lengths, h_n, c_n);
 }
 
 /* ---- model zoo ---- */

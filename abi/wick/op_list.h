@@ -216,6 +216,7 @@ enum {
   X("nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, int ignore_index=-100) -> Tensor", 0) \
   X("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", 0)                        \
   X("binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor", 0) \
+  X("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor rng_state)", WK_TAG_RANDOM) \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \
@@ -272,6 +273,7 @@ enum {
   X("gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor", WK_TAG_BACKWARD) \
   X("threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor", WK_TAG_BACKWARD) \
   X("sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD) \
+  X("scaled_dot_product_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor? attn_mask, Tensor out, Tensor logsumexp, Tensor rng_state, float dropout_p, bool is_causal, float? scale, int[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)", WK_TAG_BACKWARD) \
   X("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD) \
   X("fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD) \
   X("fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD)

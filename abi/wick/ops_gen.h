@@ -2845,6 +2845,17 @@ static inline wk_tensor *wkx_binary_cross_entropy_with_logits(wk_tensor *self, w
   return wk__gen_call(&wk__op, "binary_cross_entropy_with_logits", wk__a, 5, (wk_tensor **const *)0, 0, 0);
 }
 
+/* scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor rng_state) */
+static inline wk_tensor *wkx_scaled_dot_product_attention(wk_tensor *query, wk_tensor *key, wk_tensor *value,
+    wk_tensor *attn_mask, double dropout_p, bool is_causal, const double *scale, wk_tensor **logsumexp,
+    wk_tensor **rng_state) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(query), WK_VT(key), WK_VT(value), WK_VT(attn_mask), WK_VF(dropout_p),
+                             WK_VB(is_causal), scale ? WK_VF(*scale) : WK_VNONE};
+  wk_tensor **const wk__r[2] = {logsumexp, rng_state};
+  return wk__gen_call(&wk__op, "scaled_dot_product_attention", wk__a, 7, wk__r, 2, 0x0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -3262,6 +3273,20 @@ static inline wk_tensor *wkx_sigmoid_backward(wk_tensor *grad_output, wk_tensor 
   return wk__gen_call(&wk__op, "sigmoid_backward", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
+/* scaled_dot_product_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor? attn_mask, Tensor out, Tensor logsumexp, Tensor rng_state, float dropout_p, bool is_causal, float? scale, int[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor) */
+static inline wk_tensor *wkx_scaled_dot_product_attention_backward(wk_tensor *grad_out, wk_tensor *query,
+    wk_tensor *key, wk_tensor *value, wk_tensor *attn_mask, wk_tensor *out, wk_tensor *logsumexp,
+    wk_tensor *rng_state, double dropout_p, bool is_causal, const double *scale, const int64_t *output_mask,
+    int64_t output_mask_len, wk_tensor **result1, wk_tensor **result2, wk_tensor **result3) {
+  static wk_op *wk__op;
+  const wk_value wk__a[12] = {WK_VT(grad_out), WK_VT(query), WK_VT(key), WK_VT(value), WK_VT(attn_mask),
+                              WK_VT(out), WK_VT(logsumexp), WK_VT(rng_state), WK_VF(dropout_p),
+                              WK_VB(is_causal), scale ? WK_VF(*scale) : WK_VNONE,
+                              WK_VINTS(output_mask, wk__gen_len(output_mask_len))};
+  wk_tensor **const wk__r[3] = {result1, result2, result3};
+  return wk__gen_call(&wk__op, "scaled_dot_product_attention_backward", wk__a, 12, wk__r, 3, 0x0);
+}
+
 /* tanh_backward(Tensor grad_output, Tensor output) -> Tensor */
 static inline wk_tensor *wkx_tanh_backward(wk_tensor *grad_output, wk_tensor *output) {
   static wk_op *wk__op;
@@ -3669,6 +3694,7 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_nll_loss, "nll_loss", "nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, int ignore_index=-100) -> Tensor") \
   X(wkx_mse_loss, "mse_loss", "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor") \
   X(wkx_binary_cross_entropy_with_logits, "binary_cross_entropy_with_logits", "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor") \
+  X(wkx_scaled_dot_product_attention, "scaled_dot_product_attention", "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor rng_state)") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \
@@ -3719,6 +3745,7 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_gelu_backward, "gelu_backward", "gelu_backward(Tensor grad_output, Tensor self, *, str approximate=\"none\") -> Tensor") \
   X(wkx_threshold_backward, "threshold_backward", "threshold_backward(Tensor grad_output, Tensor self, float threshold) -> Tensor") \
   X(wkx_sigmoid_backward, "sigmoid_backward", "sigmoid_backward(Tensor grad_output, Tensor output) -> Tensor") \
+  X(wkx_scaled_dot_product_attention_backward, "scaled_dot_product_attention_backward", "scaled_dot_product_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor? attn_mask, Tensor out, Tensor logsumexp, Tensor rng_state, float dropout_p, bool is_causal, float? scale, int[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)") \
   X(wkx_tanh_backward, "tanh_backward", "tanh_backward(Tensor grad_output, Tensor output) -> Tensor") \
   X(wkx_fake_quantize_per_tensor_affine_backward, "fake_quantize_per_tensor_affine_backward", "fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor") \
   X(wkx_fake_quantize_per_channel_affine_backward, "fake_quantize_per_channel_affine_backward", "fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor")

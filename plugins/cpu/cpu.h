@@ -29,6 +29,7 @@ CPU_HIDDEN wk_status cpu_register_sort(void);
 CPU_HIDDEN wk_status cpu_register_conv_backward(void);
 CPU_HIDDEN wk_status cpu_register_nn_backward(void);
 CPU_HIDDEN wk_status cpu_register_pointwise_backward(void);
+CPU_HIDDEN wk_status cpu_register_attention(void);
 CPU_HIDDEN wk_status cpu_register_quantized(void);
 CPU_HIDDEN wk_status cpu_register_amp(void);
 

@@ -9,7 +9,10 @@ typedef struct {
   int64_t in, out, groups;
   int64_t k[2], s[2], p[2], d[2], op[2];
   bool bias, same;
+  int pmode; /* padding_mode: PMODE_* */
 } conv_state;
+enum { PMODE_ZEROS, PMODE_REFLECT, PMODE_REPLICATE, PMODE_CIRCULAR };
+static const char *const PMODES[] = {"zeros", "reflect", "replicate", "circular"};
 
 static wk_tensor *call_conv2d(wk_tensor *x, wk_tensor *w, wk_tensor *b, const int64_t *s, const int64_t *p,
                               const int64_t *d, int64_t groups) {
@@ -60,7 +63,7 @@ static wk_tensor *conv_forward(wk_module *self, wk_tensor *const *in, int n) {
     w = wk_unsqueeze(w, 2);
   }
   int64_t st[2] = {s->s[0], s->s[1]}, pd[2] = {s->p[0], s->p[1]}, dl[2] = {s->d[0], s->d[1]};
-  if (s->same) {
+  if (s->same && s->pmode == PMODE_ZEROS) {
     int64_t pads[4] = {0, 0, 0, 0};
     bool asym = false;
     for (int i = 0; i < 2; i++) {
@@ -74,6 +77,22 @@ static wk_tensor *conv_forward(wk_module *self, wk_tensor *const *in, int n) {
       x = wk_pad(x, pads, 4, "constant", 0);
       pd[0] = pd[1] = 0;
     }
+  }
+  if (s->pmode != PMODE_ZEROS) { /* PyTorch: F.pad(x, _reversed_padding_repeated_twice, mode), then padding 0 */
+    int64_t pads[4];
+    for (int i = 0; i < 2; i++) {
+      int64_t lo = s->p[i], hi = s->p[i];
+      if (s->same) {
+        int64_t tot = s->d[i] * (s->k[i] - 1);
+        lo = tot / 2;
+        hi = tot - lo;
+      }
+      pads[2 * (1 - i)] = lo;
+      pads[2 * (1 - i) + 1] = hi;
+    }
+    /* conv1d runs on (N, C, 1, L): only the last dim is padded */
+    x = wk_pad(x, pads, s->dims == 1 ? 2 : 4, PMODES[s->pmode], 0);
+    pd[0] = pd[1] = 0;
   }
   wk_tensor *y;
   if (!s->transposed) {
@@ -120,7 +139,8 @@ static char *conv_repr(const wk_module *self) {
   if (s->d[0] != 1 || s->d[1] != 1) o += snprintf(out + o, sizeof out - o, ", dilation=%s", tuple(s->d, n, d));
   if (s->op[0] || s->op[1]) o += snprintf(out + o, sizeof out - o, ", output_padding=%s", tuple(s->op, n, op));
   if (s->groups != 1) o += snprintf(out + o, sizeof out - o, ", groups=%lld", (long long)s->groups);
-  if (!s->bias) snprintf(out + o, sizeof out - o, ", bias=False");
+  if (!s->bias) o += snprintf(out + o, sizeof out - o, ", bias=False");
+  if (s->pmode != PMODE_ZEROS) snprintf(out + o, sizeof out - o, ", padding_mode=%s", PMODES[s->pmode]);
   return nn_strf("%s", out);
 }
 static const wk_module_class CONV2D = {sizeof(wk_module_class), "Conv2d", conv_forward, free, conv_repr};
@@ -162,6 +182,22 @@ static wk_module *make_conv(int dims, bool transposed, int64_t in, int64_t out, 
   if (s.same && (transposed || s.s[0] != 1 || s.s[1] != 1)) {
     wk_error(WK_ERR_INVALID_ARG, "%s: padding='same' is not supported for strided convolutions", cls->name);
     return NULL;
+  }
+  if (op.padding_mode) {
+    int m = 0;
+    while (m < 4 && strcmp(op.padding_mode, PMODES[m])) m++;
+    if (m == 4) {
+      wk_error(WK_ERR_INVALID_ARG,
+               "%s: padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
+               "padding_mode='%s'",
+               cls->name, op.padding_mode);
+      return NULL;
+    }
+    if (transposed && m != PMODE_ZEROS) {
+      wk_error(WK_ERR_INVALID_ARG, "%s: Only \"zeros\" padding mode is supported for ConvTranspose2d", cls->name);
+      return NULL;
+    }
+    s.pmode = m;
   }
   if (transposed && (s.op[0] >= s.s[0] && s.op[0] >= s.d[0])) {
     wk_error(WK_ERR_INVALID_ARG, "%s: output padding must be smaller than either stride or dilation", cls->name);

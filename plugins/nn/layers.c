@@ -57,6 +57,24 @@ typedef struct {
   bool inplace;
 } act_state;
 
+/* Dropout2d: one keep/drop draw per channel (the core's dropout on a (N, C, 1, 1)
+ * tensor of ones gives the scaled mask), broadcast over the spatial dims. */
+static wk_tensor *dropout2d(wk_module *self, wk_tensor *x, double p) {
+  int nd = wk_tensor_dim(x);
+  if (nd != 3 && nd != 4) {
+    char b[160];
+    wk_error(WK_ERR_SHAPE, "Dropout2d: expected a 3D (C, H, W) or 4D (N, C, H, W) input, got %s", wk_shape_str(x, b, sizeof b));
+    return NULL;
+  }
+  if (!wk_module_is_training(self) || p == 0) return wk_alias(x);
+  int64_t ms[4];
+  for (int d = 0; d < nd; d++) ms[d] = d < nd - 2 ? wk_tensor_size(x, d) : 1;
+  wk_scope_begin();
+  wk_tensor *ones = wk_ones(ms, nd, (wk_options){.dtype = wk_tensor_dtype(x), .device = wk_tensor_device(x)});
+  wk_tensor *mask = ones ? wk_dropout(ones, p, true, NULL) : NULL;
+  return nn_ret(mask ? wk_mul(x, mask) : NULL);
+}
+
 static wk_tensor *act_forward(wk_module *self, wk_tensor *const *in, int n) {
   const act_state *s = wk_module_state(self);
   if (!nn_check_inputs(wk_module_class_name(self), in, n, 1)) return NULL;
@@ -79,6 +97,7 @@ static wk_tensor *act_forward(wk_module *self, wk_tensor *const *in, int n) {
   case WK_NN_DROPOUT:
     if (wk_module_is_training(self) && s->arg > 0) return wk_dropout(x, s->arg, true, NULL);
     return wk_alias(x);
+  case WK_NN_DROPOUT2D: return dropout2d(self, x, s->arg);
   default: return wk_alias(x);
   }
 }
@@ -93,7 +112,8 @@ static char *act_repr(const wk_module *self) {
   case WK_NN_GELU_TANH: return nn_strf("approximate='tanh'");
   case WK_NN_SOFTMAX:
   case WK_NN_LOG_SOFTMAX: return nn_strf("dim=%lld", (long long)s->arg);
-  case WK_NN_DROPOUT: return nn_strf("p=%s, inplace=False", nn_pyfloat(s->arg, b));
+  case WK_NN_DROPOUT:
+  case WK_NN_DROPOUT2D: return nn_strf("p=%s, inplace=False", nn_pyfloat(s->arg, b));
   default: return nn_strf("%s", "");
   }
 }
@@ -108,6 +128,7 @@ ACT_CLASS(SOFTMAX, "Softmax")
 ACT_CLASS(LOG_SOFTMAX, "LogSoftmax")
 ACT_CLASS(IDENTITY, "Identity")
 ACT_CLASS(DROPOUT, "Dropout")
+ACT_CLASS(DROPOUT2D, "Dropout2d")
 
 wk_module *nn_activation(int kind, double arg) {
   const wk_module_class *cls = NULL;
@@ -123,12 +144,13 @@ wk_module *nn_activation(int kind, double arg) {
   case WK_NN_LOG_SOFTMAX: cls = &LOG_SOFTMAX; break;
   case WK_NN_IDENTITY: cls = &IDENTITY; break;
   case WK_NN_DROPOUT:
+  case WK_NN_DROPOUT2D:
     if (!(arg >= 0 && arg <= 1)) {
       char b[32];
       wk_error(WK_ERR_INVALID_ARG, "dropout probability has to be between 0 and 1, but got %s", nn_pyfloat(arg, b));
       return NULL;
     }
-    cls = &DROPOUT;
+    cls = kind == WK_NN_DROPOUT ? &DROPOUT : &DROPOUT2D;
     break;
   default: wk_error(WK_ERR_INVALID_ARG, "nn activation: unknown kind %d", kind); return NULL;
   }
@@ -168,7 +190,35 @@ typedef struct {
   int64_t num, dim;
   bool has_pad;
   int64_t pad;
+  double max_norm, norm_type; /* max_norm 0: None */
 } emb_state;
+
+/* PyTorch's embedding_renorm_: under no_grad, each distinct row that idx
+ * looks up whose norm exceeds max_norm is scaled in place by
+ * max_norm / (norm + 1e-7). Indices out of range are left to the lookup's error. */
+static wk_status emb_renorm(wk_tensor *w, wk_tensor *idx, const emb_state *s) {
+  wk_scope_begin();
+  wk_no_grad_begin();
+  wk_status st = WK_OK;
+  wk_tensor *ic = wk_contiguous(wk_to_dtype(wk_to_device(idx, wk_cpu()), WK_I64));
+  char *seen = calloc((size_t)(s->num ? s->num : 1), 1);
+  if (!ic || !seen) st = ic ? wk_error(WK_ERR_NO_MEMORY, "Embedding: out of memory") : wk_last_error();
+  const int64_t *iv = ic ? wk_tensor_data(ic) : NULL;
+  for (int64_t k = 0, n = ic ? wk_tensor_numel(ic) : 0; !st && k < n; k++) {
+    int64_t i = iv[k] < 0 ? iv[k] + s->num : iv[k];
+    if (i < 0 || i >= s->num || seen[i]) continue;
+    seen[i] = 1;
+    wk_tensor *row = wk_select(w, 0, i);
+    double nrm = 0;
+    wk_tensor *nt = row ? wk_norm(row, s->norm_type, NULL, 0, false) : NULL;
+    st = nt ? wk_item(nt, &nrm) : wk_last_error();
+    if (!st && nrm > s->max_norm && !wk_mul_scalar_(row, s->max_norm / (nrm + 1e-7))) st = wk_last_error();
+  }
+  free(seen);
+  wk_status e = wk_no_grad_end();
+  wk_scope_end();
+  return st ? st : e;
+}
 static wk_tensor *emb_forward(wk_module *self, wk_tensor *const *in, int n) {
   const emb_state *s = wk_module_state(self);
   if (!nn_check_inputs("Embedding", in, n, 1)) return NULL;
@@ -177,12 +227,17 @@ static wk_tensor *emb_forward(wk_module *self, wk_tensor *const *in, int n) {
     wk_error(WK_ERR_DTYPE, "Embedding: expected indices of dtype int64 or int32, got %s", wk_dtype_name(dt));
     return NULL;
   }
-  return wkx_embedding(wk_module_param(self, "weight"), in[0], s->has_pad ? s->pad : -1);
+  wk_tensor *w = wk_module_param(self, "weight");
+  if (s->max_norm > 0 && emb_renorm(w, in[0], s)) return NULL;
+  return wkx_embedding(w, in[0], s->has_pad ? s->pad : -1);
 }
 static char *emb_repr(const wk_module *self) {
   const emb_state *s = wk_module_state(self);
-  if (s->has_pad) return nn_strf("%lld, %lld, padding_idx=%lld", (long long)s->num, (long long)s->dim, (long long)s->pad);
-  return nn_strf("%lld, %lld", (long long)s->num, (long long)s->dim);
+  char pad[48] = "", mn[64] = "", nt[64] = "", b1[32], b2[32];
+  if (s->has_pad) snprintf(pad, sizeof pad, ", padding_idx=%lld", (long long)s->pad);
+  if (s->max_norm > 0) snprintf(mn, sizeof mn, ", max_norm=%s", nn_pyfloat(s->max_norm, b1));
+  if (s->norm_type != 2) snprintf(nt, sizeof nt, ", norm_type=%s", nn_pyfloat(s->norm_type, b2));
+  return nn_strf("%lld, %lld%s%s%s", (long long)s->num, (long long)s->dim, pad, mn, nt);
 }
 static const wk_module_class EMBEDDING = {sizeof(wk_module_class), "Embedding", emb_forward, free, emb_repr};
 wk_module *nn_embedding(int64_t num, int64_t dim, const wk_embedding_opts *o, size_t osize) {
@@ -201,8 +256,13 @@ wk_module *nn_embedding(int64_t num, int64_t dim, const wk_embedding_opts *o, si
     wk_error(WK_ERR_INVALID_ARG, "Embedding: sizes must be non-negative, got %lld and %lld", (long long)num, (long long)dim);
     return NULL;
   }
+  double norm_type = op.norm_type == 0 ? 2.0 : op.norm_type;
+  if (op.max_norm < 0 || !isfinite(op.max_norm)) {
+    wk_error(WK_ERR_INVALID_ARG, "Embedding: max_norm must be positive (or 0 for None), got %g", op.max_norm);
+    return NULL;
+  }
   emb_state *s = malloc(sizeof *s);
-  *s = (emb_state){num, dim, op.has_padding_idx, pad};
+  *s = (emb_state){num, dim, op.has_padding_idx, pad, op.max_norm, norm_type};
   wk_module *m = wk_module_new(&EMBEDDING, s);
   if (!m) return NULL;
   wk_scope_begin();

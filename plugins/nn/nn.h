@@ -66,6 +66,21 @@ double nn_calculate_gain(const char *nonlinearity, double param);
 /* PyTorch's default init of a Linear/Conv weight [out, in/g, ...] and bias. */
 wk_status nn_init_default_weight_bias(wk_tensor *w, wk_tensor *b);
 
+/* ---- attention.c ---- */
+wk_module *nn_multihead_attention(int64_t embed_dim, int64_t num_heads, const wk_mha_opts *o, size_t osize);
+wk_tensor *nn_mha_forward(wk_module *mha, wk_tensor *query, wk_tensor *key, wk_tensor *value, const wk_attn_masks *m,
+                          size_t msize, wk_tensor **attn_weights);
+wk_module *nn_transformer_layer(bool decoder, int64_t d_model, int64_t nhead, const wk_transformer_opts *o,
+                                size_t osize);
+wk_module *nn_transformer_encoder(wk_module *encoder_layer, int64_t num_layers, wk_module *norm);
+wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *memory, const wk_attn_masks *masks,
+                                  size_t msize);
+
+/* ---- rnn.c ---- */
+wk_module *nn_rnn(int kind, int64_t input_size, int64_t hidden_size, const wk_rnn_opts *o, size_t osize);
+wk_tensor *nn_rnn_forward(wk_module *rnn, wk_tensor *input, wk_tensor *h0, wk_tensor *c0, wk_tensor *lengths,
+                          wk_tensor **h_n, wk_tensor **c_n);
+
 /* ---- zoo.c ---- */
 wk_module *nn_mlp(int64_t in, const int64_t *hidden, int nh, int64_t out);
 wk_module *nn_lenet(void);

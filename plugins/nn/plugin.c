@@ -137,6 +137,13 @@ static const wk_nn_api NN_API = {
     .mlp = nn_mlp,
     .lenet = nn_lenet,
     .resnet = nn_resnet,
+    .multihead_attention = nn_multihead_attention,
+    .mha_forward = nn_mha_forward,
+    .transformer_layer = nn_transformer_layer,
+    .transformer_encoder = nn_transformer_encoder,
+    .transformer_forward = nn_transformer_forward,
+    .rnn = nn_rnn,
+    .rnn_forward = nn_rnn_forward,
 };
 
 static wk_status init(void) { return wk_service_register(WK_NN_SERVICE, WK_NN_API_VERSION, &NN_API); }
