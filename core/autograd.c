@@ -9,6 +9,7 @@
 #include "autograd_internal.h"
 
 _Thread_local bool wk__grad_mode_off;
+_Thread_local bool wk__ckpt_probe, wk__ckpt_probe_hit;
 static _Thread_local int g_no_grad_depth, g_inference_depth;
 static atomic_bool g_anomaly;
 static atomic_uint_fast64_t g_sequence;
@@ -721,7 +722,11 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
    * Views made in grad mode still note their base (an in-place op on one
    * later records CopySlices). */
   if ((wk__grad_mode_off || !any_requires_grad(op, args)) && g_inference_depth == 0) {
-    if (wk__grad_mode_off || !(wk_op_tags(op) & WK_TAG_VIEW)) return wk_layer_redispatch(self, op, args, outs);
+    if (wk__grad_mode_off) {
+      if (wk__ckpt_probe && !wk__ckpt_probe_hit) wk__ckpt_probe_hit = any_requires_grad(op, args);
+      return wk_layer_redispatch(self, op, args, outs);
+    }
+    if (!(wk_op_tags(op) & WK_TAG_VIEW)) return wk_layer_redispatch(self, op, args, outs);
     wk_status s = wk_layer_redispatch(self, op, args, outs);
     if (!s) track_view(op, args, outs);
     return s;

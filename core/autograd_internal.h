@@ -198,5 +198,9 @@ WK__HIDDEN wk_tensor *wk__saved_list(const wk__bctx *c, int i, int k);
 
 WK__HIDDEN void wk__autograd_init(void);
 WK__HIDDEN extern _Thread_local bool wk__grad_mode_off;
+/* Activation checkpointing's forward runs with grad off and the probe on:
+ * the autograd layer then notes (probe_hit) whether an op read a tensor that
+ * requires grad (a parameter), so the segment's output gets a node. */
+WK__HIDDEN extern _Thread_local bool wk__ckpt_probe, wk__ckpt_probe_hit;
 
 #endif

@@ -110,6 +110,34 @@ typedef wk_status (*wk_derivative_fn)(wk_backward_ctx *c, wk_tensor *const *grad
 WK_API wk_status wk_op_register_derivative(const char *op, const char *node_name, wk_derivative_fn fn,
                                            uint32_t save_args, uint32_t save_outputs);
 
+/* ---- activation checkpointing -------------------------------------------------------------- */
+/* ABI 1.3. A checkpointed segment: returns a new reference to its one output,
+ * computed from inputs[0..n) (borrowed) and whatever parameters it reaches
+ * (a module's forward), or NULL with an error. It runs twice, so it must
+ * compute the same function each time (it may use the RNG: see below). */
+typedef wk_tensor *(*wk_activation_checkpoint_fn)(void *user, wk_tensor *const *inputs, int n);
+/* ABI 1.3. torch.utils.checkpoint.checkpoint (use_reentrant=True,
+ * preserve_rng_state=True), named apart from io.h's training checkpoints
+ * (wk_checkpoint). Runs fn under no_grad, so none of its
+ * intermediate results are kept for backward; the output gets a
+ * CheckpointBackward node that keeps only the inputs. The backward pass runs
+ * fn again with grad on, from detached copies of the inputs and with the RNG
+ * states (cpu, and each device of an input) it had on the first run, so
+ * dropout draws the same mask, then backpropagates through that recorded
+ * segment: parameters inside accumulate their .grad as without
+ * checkpointing, and the inputs' gradients flow on. Gradients are
+ * bit-identical to the run without checkpointing. The output requires grad
+ * when an input does or when the segment read a tensor that requires grad (a
+ * parameter): unlike PyTorch's reentrant variant, a segment fed with data
+ * (a network's stem on the images) still trains its parameters. The
+ * segment's temporaries are freed when it returns, and their blocks go back
+ * to the system rather than to the cpu storage cache. With grad mode off fn
+ * simply runs; the segment cannot be differentiated by wk_grad (use
+ * wk_backward); batch norm's running statistics update on both runs.
+ * Returns a new reference, or NULL with an error (fn's own, or WK_ERR_NULL /
+ * WK_ERR_INVALID_ARG for bad arguments, at most 64 inputs). */
+WK_API wk_tensor *wk_activation_checkpoint(wk_activation_checkpoint_fn fn, void *user, wk_tensor *const *inputs, int n);
+
 /* ---- anomaly mode ----------------------------------------------------------------------------- */
 /* When on, a backward output holding NaN or Inf fails with an error naming the
  * node and the forward op that created it. */

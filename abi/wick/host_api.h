@@ -102,7 +102,8 @@
   X(wk_trace) X(wk_trace_module) X(wk_is_tracing) X(wk_graph_run) X(wk_trace_training) X(wk_autograd_queue_callback) \
   X(wk_dtype_is_quantized) X(wk_dtype_quantized_underlying) X(wk_dtype_qmin) X(wk_dtype_qmax) X(wk_qscheme_name) \
   X(wk_tensor_qscheme) X(wk_q_scale) X(wk_q_zero_point) X(wk_q_per_channel_scales) X(wk_q_per_channel_zero_points) \
-  X(wk_q_per_channel_axis) X(wk_make_per_tensor_quantized) X(wk_make_per_channel_quantized)
+  X(wk_q_per_channel_axis) X(wk_make_per_tensor_quantized) X(wk_make_per_channel_quantized) \
+  X(wk_activation_checkpoint)
 
 typedef struct wk_host_api {
   size_t struct_size;
