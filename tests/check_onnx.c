@@ -423,7 +423,7 @@ START_TEST(test_onnx_load_validation) {
     b.g.n_initializer = 1, b.g.initializer = tp;
     b.nodes[0].op_type = "Conv", b.nodes[0].name = "conv1";
     b.nodes[0].n_input = 2, b.ins[0][1] = "w";
-    expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'conv1' (Conv)", "only 2-d (NCHW) inputs");
+    expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'conv1' (Conv)", "only 1-d and 2-d (NCL, NCHW) inputs");
     b.g.n_initializer = 0;
   }
   /* not protobuf at all, truncated, empty */
@@ -491,6 +491,7 @@ START_TEST(test_onnx_load_deep_nesting) {
 END_TEST
 
 /* ---- ONNX's node tests ---- */
+static int g_pb_type; /* the ONNX type of the last tensor read */
 static wk_tensor *tensor_pb(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -503,6 +504,7 @@ static wk_tensor *tensor_pb(const char *path) {
   Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, got, buf);
   free(buf);
   if (!t) return NULL;
+  g_pb_type = t->data_type;
   static const wk_dtype map[17] = {0, WK_F32, WK_U8, WK_I8, 0, WK_I16, WK_I32, WK_I64, 0, WK_BOOL, WK_F16, WK_F64,
                                    0, 0, 0, 0, WK_BF16};
   wk_dtype dt = t->data_type > 0 && t->data_type < 17 ? map[t->data_type] : 0;
@@ -546,20 +548,28 @@ static int run_case(const char *dir, char *why, size_t nwhy) {
   }
   wk_tensor *in[16] = {0}, *want[16] = {0}, *got[16] = {0};
   int nin = 0, nout = 0, res = 0;
-  snprintf(why, nwhy, "inputs/outputs unreadable");
+  /* data Wick has no dtype for (1.12's bfloat16 cases store uint16): the case is unsupported, not failed */
+  res = -1;
+  snprintf(why, nwhy, "test data of an ONNX type Wick has no dtype for");
   for (; nin < 16; nin++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, nin);
     struct stat st;
     if (stat(path, &st)) break;
-    if (!(in[nin] = tensor_pb(path))) goto done;
+    if (!(in[nin] = tensor_pb(path))) {
+      snprintf(why, nwhy, "input %d has ONNX type %d, which Wick has no dtype for", nin, g_pb_type);
+      goto done;
+    }
   }
   for (; nout < 16; nout++) {
     snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, nout);
     struct stat st;
     if (stat(path, &st)) break;
-    if (!(want[nout] = tensor_pb(path))) goto done;
+    if (!(want[nout] = tensor_pb(path))) {
+      snprintf(why, nwhy, "output %d has ONNX type %d, which Wick has no dtype for", nout, g_pb_type);
+      goto done;
+    }
   }
-  snprintf(why, nwhy, "inputs/outputs unreadable");
+  res = 0;
   if (nin != wk_graph_num_inputs(g) || nout != wk_graph_num_outputs(g)) {
     snprintf(why, nwhy, "%d inputs / %d outputs in the data, %d / %d in the graph", nin, nout, wk_graph_num_inputs(g),
              wk_graph_num_outputs(g));
@@ -633,10 +643,12 @@ START_TEST(test_onnx_node_tests) {
     fprintf(stderr, "check_onnx: ONNX %s tests: %d passed, %d failed, %d unsupported (of %d)\n", suites[s], p, f, u,
             p + f + u);
     total_pass += p;
-    if (s == 0) ck_assert_int_ge(p, 300); /* measured 2026-12-03; a drop is a regression */
+    if (s == 0) ck_assert_int_ge(p, 380); /* measured 2026-12-03: a drop is a regression */
+    if (s == 1) ck_assert_int_ge(p, 64);
+    if (s == 2) ck_assert_int_ge(p, 34);
+    ck_assert_int_eq(f, 0);
   }
   if (report) fclose(report);
-  ck_assert_int_ge(total_pass, 300);
 }
 END_TEST
 

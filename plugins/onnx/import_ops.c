@@ -15,6 +15,7 @@ typedef struct ictx {
   const Onnx__NodeProto *n;
   const char *wop; /* the table's Wick op */
   char path[160];
+  bool one_d; /* set by 1-d conv/pool handlers before pool_attrs */
 } ictx;
 typedef wk_status (*ifn)(ictx *c);
 
@@ -484,11 +485,19 @@ typedef struct pool2 {
   int64_t k[2], s[2], p[2], d[2];
 } pool2;
 /* kernel_shape, strides, pads (symmetric), dilations, auto_pad NOTSET/VALID/SAME_* (static sizes) */
+/* A 1-d attribute [a] (or [a, b] for pads) as the 2-d one over (1, L): [1, a] / [0, a, 0, b]. */
+static void widen(int64_t *v, int *n, int64_t fill) {
+  if (*n == 1) v[1] = v[0], v[0] = fill, *n = 2;
+  else if (*n == 2 && fill == 0) v[3] = v[1], v[1] = v[0], v[0] = v[2] = 0, *n = 4;
+}
 static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, pool2 *o, bool need_kernel) {
   int64_t v[8];
   int n;
-  if (vnd(c, x) != 4) return FAIL("only 2-d (NCHW) inputs are supported, this one has %d dims", vnd(c, x));
+  bool one_d = vnd(c, x) == 3 && c->one_d; /* 1-d ops run as 2-d ones on (N, C, 1, L) */
+  if (!one_d && vnd(c, x) != 4)
+    return FAIL("only 1-d and 2-d (NCL, NCHW) inputs are supported, this one has %d dims", vnd(c, x));
   TRY(att_ints(c, "kernel_shape", v, &n, 8));
+  if (one_d && n == 1) widen(v, &n, 1);
   if (n < 0 && need_kernel) return BAD("kernel_shape is required");
   if (n >= 0 && n != 2) return FAIL("kernel_shape of %d dims (2-d only)", n);
   o->k[0] = n == 2 ? v[0] : wk ? wk[0] : 1, o->k[1] = n == 2 ? v[1] : wk ? wk[1] : 1;
@@ -496,9 +505,11 @@ static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, pool2 *o, bool ne
     return im_fail(c->im, WK_ERR_SHAPE, "kernel_shape [%lld, %lld] differs from the weight's [%lld, %lld]",
                    (long long)o->k[0], (long long)o->k[1], (long long)wk[0], (long long)wk[1]);
   TRY(att_ints(c, "strides", v, &n, 8));
+  if (one_d && n == 1) widen(v, &n, 1);
   if (n >= 0 && n != 2) return BAD("strides has %d elements", n);
   o->s[0] = n == 2 ? v[0] : 1, o->s[1] = n == 2 ? v[1] : 1;
   TRY(att_ints(c, "dilations", v, &n, 8));
+  if (one_d && n == 1) widen(v, &n, 1);
   if (n >= 0 && n != 2) return BAD("dilations has %d elements", n);
   o->d[0] = n == 2 ? v[0] : 1, o->d[1] = n == 2 ? v[1] : 1;
   for (int i = 0; i < 2; i++)
@@ -506,6 +517,7 @@ static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, pool2 *o, bool ne
   char ap[16];
   TRY(att_s(c, "auto_pad", "NOTSET", ap, sizeof ap));
   TRY(att_ints(c, "pads", v, &n, 8));
+  if (one_d && n == 2) widen(v, &n, 0);
   o->p[0] = o->p[1] = 0;
   if (!strcmp(ap, "NOTSET")) {
     if (n >= 0 && n != 4) return BAD("pads has %d elements, 4 expected", n);
@@ -517,7 +529,9 @@ static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, pool2 *o, bool ne
       o->p[0] = v[0], o->p[1] = v[1];
     }
   } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-    const wk_symdim *d = vdims(c, x);
+    wk_symdim d[4];
+    memcpy(d, vdims(c, x), sizeof *d * (size_t)vnd(c, x));
+    if (one_d) d[3] = d[2], d[2] = WK_SYM_CONST(1);
     for (int i = 0; i < 2; i++) {
       if (!kis_const(d[2 + i])) return FAIL("auto_pad=%s needs static spatial sizes", ap);
       int64_t in = wk_symdim_eval(d[2 + i], NULL), out = (in + o->s[i] - 1) / o->s[i];
@@ -535,19 +549,26 @@ static wk_status i_conv(ictx *c) {
   TRY(need_in(c, 2, 3));
   int x = in_v(c, 0), w = x < 0 ? -1 : in_v(c, 1), b = has_in(c, 2) && w >= 0 ? in_v(c, 2) : -2;
   if (w < 0 || b == -1) return wk_last_error();
-  if (vnd(c, w) != 4) return FAIL("only 2-d convolutions are supported (weight of %d dims)", vnd(c, w));
+  bool one_d = vnd(c, w) == 3 && vnd(c, x) == 3;
+  if (vnd(c, w) != 4 && !one_d) return FAIL("only 1-d and 2-d convolutions are supported (weight of %d dims)", vnd(c, w));
   const wk_symdim *wd = vdims(c, w);
-  int64_t wk[2] = {wk_symdim_eval(wd[2], NULL), wk_symdim_eval(wd[3], NULL)};
+  int64_t wk[2] = {one_d ? 1 : wk_symdim_eval(wd[2], NULL), wk_symdim_eval(wd[one_d ? 2 : 3], NULL)};
   pool2 p;
   int64_t group;
+  c->one_d = one_d;
   TRY(pool_attrs(c, x, wk, &p, false));
+  if (one_d) {
+    x = add1(c, "unsqueeze", (wk_garg[]){GT(x), GI(2)}, 2);
+    w = x < 0 ? -1 : add1(c, "unsqueeze", (wk_garg[]){GT(w), GI(2)}, 2);
+    if (w < 0) return wk_last_error();
+  }
   TRY(att_i(c, "group", 1, &group));
   if (group < 1) return BAD("group=%lld", (long long)group);
   wk_symdim s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])}, pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])},
             dl[2] = {WK_SYM_CONST(p.d[0]), WK_SYM_CONST(p.d[1])};
-  return set_out(c, 0,
-                 add1(c, "conv2d", (wk_garg[]){GT(x), GT(w), b >= 0 ? GT(b) : GN(), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GI(group)},
-                      7));
+  int y = add1(c, "conv2d", (wk_garg[]){GT(x), GT(w), b >= 0 ? GT(b) : GN(), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GI(group)}, 7);
+  if (y >= 0 && one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
+  return set_out(c, 0, y);
 }
 static wk_status i_maxpool(ictx *c) {
   TRY(need_in(c, 1, 1));
@@ -556,15 +577,17 @@ static wk_status i_maxpool(ictx *c) {
   if (x < 0) return wk_last_error();
   pool2 p;
   int64_t ceil_mode, so;
+  c->one_d = vnd(c, x) == 3;
   TRY(pool_attrs(c, x, NULL, &p, true));
+  if (c->one_d && (x = add1(c, "unsqueeze", (wk_garg[]){GT(x), GI(2)}, 2)) < 0) return wk_last_error();
   TRY(att_i(c, "ceil_mode", 0, &ceil_mode));
   TRY(att_i(c, "storage_order", 0, &so));
   if (so) return FAIL("storage_order=1 is not supported");
   wk_symdim k[2] = {WK_SYM_CONST(p.k[0]), WK_SYM_CONST(p.k[1])}, s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])},
             pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])}, dl[2] = {WK_SYM_CONST(p.d[0]), WK_SYM_CONST(p.d[1])};
-  return set_out(c, 0,
-                 add1(c, "max_pool2d_with_indices", (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GB(ceil_mode)},
-                      6));
+  int y = add1(c, "max_pool2d_with_indices", (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GB(ceil_mode)}, 6);
+  if (y >= 0 && c->one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
+  return set_out(c, 0, y);
 }
 static wk_status i_avgpool(ictx *c) {
   TRY(need_in(c, 1, 1));
@@ -572,14 +595,17 @@ static wk_status i_avgpool(ictx *c) {
   if (x < 0) return wk_last_error();
   pool2 p;
   int64_t ceil_mode, cip;
+  c->one_d = vnd(c, x) == 3;
   TRY(pool_attrs(c, x, NULL, &p, true));
+  if (c->one_d && (x = add1(c, "unsqueeze", (wk_garg[]){GT(x), GI(2)}, 2)) < 0) return wk_last_error();
   if (p.d[0] != 1 || p.d[1] != 1) return FAIL("dilations are not supported for AveragePool");
   TRY(att_i(c, "ceil_mode", 0, &ceil_mode));
   TRY(att_i(c, "count_include_pad", 0, &cip));
   wk_symdim k[2] = {WK_SYM_CONST(p.k[0]), WK_SYM_CONST(p.k[1])}, s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])},
             pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])};
-  return set_out(c, 0,
-                 add1(c, "avg_pool2d", (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GB(ceil_mode), GB(cip), GN()}, 7));
+  int y = add1(c, "avg_pool2d", (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GB(ceil_mode), GB(cip), GN()}, 7);
+  if (y >= 0 && c->one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
+  return set_out(c, 0, y);
 }
 static wk_status i_global_pool(ictx *c) { /* GlobalAveragePool, GlobalMaxPool */
   TRY(need_in(c, 1, 1));
@@ -617,7 +643,6 @@ static wk_status i_batchnorm(ictx *c) {
 }
 static wk_status i_layernorm(ictx *c) {
   TRY(need_in(c, 2, 3));
-  TRY(unused_outputs(c, 1, "Mean and InvStdDev"));
   int64_t axis, stash;
   double eps;
   TRY(att_i(c, "axis", -1, &axis));
@@ -630,9 +655,11 @@ static wk_status i_layernorm(ictx *c) {
   if (axis < -nd || axis >= nd) return BAD("axis %lld for %d dims", (long long)axis, nd);
   if (axis < 0) axis += nd;
   const wk_symdim *d = vdims(c, x);
-  return set_out(c, 0,
-                 add1(c, "layer_norm", (wk_garg[]){GT(x), GIS(&d[axis], nd - (int)axis), GT(w), b >= 0 ? GT(b) : GN(), GF(eps)},
-                      5));
+  /* Wick's layer_norm gives (y, mean, rstd), the statistics shaped as ONNX's Mean and InvStdDev */
+  int id = add(c, "layer_norm", (wk_garg[]){GT(x), GIS(&d[axis], nd - (int)axis), GT(w), b >= 0 ? GT(b) : GN(), GF(eps)}, 5);
+  if (id < 0) return wk_last_error();
+  for (int k = 0; k < 3; k++) TRY(set_out(c, (size_t)k, wk_graph_node_output(G, id, k)));
+  return WK_OK;
 }
 static wk_status i_softmax(ictx *c) { /* Softmax, LogSoftmax */
   TRY(need_in(c, 1, 1));
@@ -1199,7 +1226,19 @@ static wk_status i_reduce(ictx *c) { /* ReduceMean, ReduceSum (all axes), Reduce
     return set_out(c, 0, add1(c, "mean.dim", (wk_garg[]){GT(x), n > 0 ? GIS(s, n) : GN(), GB(keep)}, 3));
   }
   if (sum) {
-    if (n > 0 && n != nd) return FAIL("ReduceSum over some axes is not supported (all axes only)");
+    if (n > 0 && n != nd) { /* the mean times the count, over static dims */
+      int64_t count = 1;
+      wk_symdim s[WK_MAX_DIMS];
+      for (int k = 0; k < n; k++) {
+        wk_symdim d = vdims(c, x)[ax[k]];
+        if (!kis_const(d)) return FAIL("ReduceSum over a symbolic dim is not supported");
+        count *= wk_symdim_eval(d, NULL);
+        s[k] = WK_SYM_CONST(ax[k]);
+      }
+      if (!wk_dtype_is_floating(vdt(c, x))) return FAIL("ReduceSum over some axes of integers is not supported");
+      int y = add1(c, "mean.dim", (wk_garg[]){GT(x), GIS(s, n), GB(keep)}, 3);
+      return set_out(c, 0, y < 0 ? -1 : add1(c, "mul.Scalar", (wk_garg[]){GT(y), GF((double)count)}, 2));
+    }
     int y = add1(c, "sum", (wk_garg[]){GT(x)}, 1);
     if (y >= 0 && keep) {
       wk_symdim ones[WK_MAX_DIMS];
@@ -1235,6 +1274,62 @@ static wk_status i_cumsum(ictx *c) {
   if (a->nk != 1) return BAD("axis must have one element");
   TRY(kconst(c, a, 0, &axis));
   return set_out(c, 0, add1(c, "cumsum", (wk_garg[]){GT(x), GI(axis)}, 2));
+}
+
+static wk_status i_prelu(ictx *c) { /* x if x >= 0 else slope * x (slope broadcast to x) */
+  TRY(need_in(c, 2, 2));
+  int x = in_v(c, 0), sl = x < 0 ? -1 : in_v(c, 1);
+  if (sl < 0) return wk_last_error();
+  int m = add1(c, "mul", (wk_garg[]){GT(x), GT(sl)}, 2);
+  int pos = m < 0 ? -1 : add1(c, "ge.Scalar", (wk_garg[]){GT(x), GI(0)}, 2);
+  return set_out(c, 0, pos < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(pos), GT(x), GT(m)}, 3));
+}
+static wk_status i_instancenorm(ictx *c) { /* (x - mean) / sqrt(var + eps) * scale + B over the spatial dims */
+  TRY(need_in(c, 3, 3));
+  double eps;
+  TRY(att_f(c, "epsilon", 1e-5, &eps));
+  int x = in_v(c, 0), sc = x < 0 ? -1 : in_v(c, 1), b = sc < 0 ? -1 : in_v(c, 2);
+  if (b < 0) return wk_last_error();
+  int nd = vnd(c, x);
+  if (nd < 3) return BAD("the input has %d dims (N, C, D1, ... expected)", nd);
+  wk_symdim axes[WK_MAX_DIMS], shape[WK_MAX_DIMS];
+  for (int k = 2; k < nd; k++) axes[k - 2] = WK_SYM_CONST(k);
+  shape[0] = WK_SYM_CONST(-1);
+  for (int k = 1; k < nd - 1; k++) shape[k] = WK_SYM_CONST(1);
+  int mean = add1(c, "mean.dim", (wk_garg[]){GT(x), GIS(axes, nd - 2), GB(true)}, 3);
+  int dx = mean < 0 ? -1 : add1(c, "sub", (wk_garg[]){GT(x), GT(mean)}, 2);
+  int sq = dx < 0 ? -1 : add1(c, "mul", (wk_garg[]){GT(dx), GT(dx)}, 2);
+  int var = sq < 0 ? -1 : add1(c, "mean.dim", (wk_garg[]){GT(sq), GIS(axes, nd - 2), GB(true)}, 3);
+  int ve = var < 0 ? -1 : add1(c, "add.Scalar", (wk_garg[]){GT(var), GF(eps)}, 2);
+  int rs = ve < 0 ? -1 : add1(c, "rsqrt", (wk_garg[]){GT(ve)}, 1);
+  int y = rs < 0 ? -1 : add1(c, "mul", (wk_garg[]){GT(dx), GT(rs)}, 2);
+  int s2 = y < 0 ? -1 : add1(c, "reshape", (wk_garg[]){GT(sc), GIS(shape, nd - 1)}, 2);
+  int b2 = s2 < 0 ? -1 : add1(c, "reshape", (wk_garg[]){GT(b), GIS(shape, nd - 1)}, 2);
+  y = b2 < 0 ? -1 : add1(c, "mul", (wk_garg[]){GT(y), GT(s2)}, 2);
+  return set_out(c, 0, y < 0 ? -1 : add1(c, "add", (wk_garg[]){GT(y), GT(b2)}, 2));
+}
+static wk_status i_gather_elements(ictx *c) {
+  TRY(need_in(c, 2, 2));
+  int64_t axis;
+  TRY(att_i(c, "axis", 0, &axis));
+  int x = in_v(c, 0), i = x < 0 ? -1 : in_v(c, 1);
+  if (i < 0) return wk_last_error();
+  int nd = vnd(c, x);
+  if (axis < -nd || axis >= nd) return BAD("axis %lld for %d dims", (long long)axis, nd);
+  if (axis < 0) axis += nd;
+  wk_symdim len = vdims(c, x)[axis];
+  if (!kis_const(len)) return FAIL("indices that may be negative on a symbolic dim");
+  int neg = add1(c, "lt.Scalar", (wk_garg[]){GT(i), GI(0)}, 2);
+  int sh = neg < 0 ? -1 : add1(c, "add.Scalar", (wk_garg[]){GT(i), GI(wk_symdim_eval(len, NULL))}, 2);
+  i = sh < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(neg), GT(sh), GT(i)}, 3);
+  return set_out(c, 0, i < 0 ? -1 : add1(c, "gather", (wk_garg[]){GT(x), GI(axis), GT(i)}, 3));
+}
+static wk_status i_castlike(ictx *c) {
+  TRY(need_in(c, 2, 2));
+  int x = in_v(c, 0), t = x < 0 ? -1 : in_v(c, 1);
+  if (t < 0) return wk_last_error();
+  if (vdt(c, x) == vdt(c, t)) return set_out(c, 0, x);
+  return set_out(c, 0, add1(c, "to.dtype", (wk_garg[]){GT(x), GDT(vdt(c, t))}, 2));
 }
 
 /* ---- the table ---- */
@@ -1288,7 +1383,9 @@ static const irow k_rows[] = {
     {"ReduceMax", i_reduce, "max.dim", "axes|keepdims|noop_with_empty_axes"},
     {"ReduceMin", i_reduce, "min.dim", "axes|keepdims|noop_with_empty_axes"},
     {"ArgMax", i_argmax, "argmax", "axis|keepdims|select_last_index"},
-    {"ArgMin", i_argmax, "argmin", "axis|keepdims|select_last_index"}, {"CumSum", i_cumsum, NULL, "exclusive|reverse"},
+    {"ArgMin", i_argmax, "argmin", "axis|keepdims|select_last_index"},
+    {"PRelu", i_prelu, NULL, ""}, {"InstanceNormalization", i_instancenorm, NULL, "epsilon"},
+    {"GatherElements", i_gather_elements, NULL, "axis"}, {"CastLike", i_castlike, NULL, "saturate"}, {"CumSum", i_cumsum, NULL, "exclusive|reverse"},
 };
 
 bool ox_import_supported(const char *op_type) {
@@ -1312,7 +1409,7 @@ static bool listed(const char *list, const char *name) {
 wk_status ox_import_node(ox_im *im, const Onnx__NodeProto *n) {
   for (size_t i = 0; i < sizeof k_rows / sizeof *k_rows; i++) {
     if (strcmp(k_rows[i].op, n->op_type)) continue;
-    ictx c = {im, n, k_rows[i].wop, ""};
+    ictx c = {im, n, k_rows[i].wop, "", false};
     for (size_t a = 0; a < n->n_attribute; a++) {
       const char *an = n->attribute[a]->name ? n->attribute[a]->name : "";
       if (!listed(k_rows[i].attrs, an)) return im_fail(im, WK_ERR_UNSUPPORTED, "unsupported attribute '%.60s'", an);

@@ -32,4 +32,4 @@ tests_check_onnx_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
 endif
 endif
 wickinclude_HEADERS += abi/wick/onnx.h
-EXTRA_DIST += plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py
+EXTRA_DIST += plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_node_tests.md
