@@ -195,7 +195,11 @@ wk_status scaler_unscale_(wk_grad_scaler *s, wk_optimizer *opt) {
 
   /* every gradient first (refusing float16 before anything changes) */
   int ngroups = wk_optim_num_param_groups(opt), total = 0;
-  for (int g = 0; g < ngroups; g++) total += wk_optim_group_num_params(opt, g);
+  for (int g = 0; g < ngroups; g++) {
+    int np = wk_optim_group_num_params(opt, g);
+    if (np < 0) return wk_last_error();
+    total += np;
+  }
   wk_tensor **grads = calloc((size_t)(total ? total : 1), sizeof *grads);
   if (!grads) return wk_error(WK_ERR_NO_MEMORY, "GradScaler.unscale_: out of memory");
   int n = 0;
