@@ -35,6 +35,7 @@
 #include <wick/dist.h>
 #include <wick/io.h>
 #include <wick/nn.h>
+#include <wick/onnx.h>
 #include <wick/optim.h>
 #include <wick/wick.h>
 
@@ -62,7 +63,7 @@ static int usage(void) {
           "             [--data DIR] [--epochs N] [--batch-size N] [--optimizer sgd|adam|adamw] [--lr X]\n"
           "             [--momentum X] [--weight-decay X] [--scheduler cosine|step|onecycle|none] [--seed N]\n"
           "             [--workers N] [--limit N] [--image-size N] [--device cpu|cuda:N] [--amp [bf16|f16]] [--out DIR]\n"
-          "             [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp]\n"
+          "             [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp] [--export-onnx PATH]\n"
           "defaults: cnn on fashion-mnist (%s), 3 epochs, batch 64, SGD lr 0.05 momentum 0.9,\n"
           "          cosine schedule, out runs/fmnist\n",
           TRAIN_FMNIST_DIR);
@@ -103,6 +104,7 @@ static bool parse(int argc, char **argv, config *c) {
     else if (!strcmp(a, "--device")) c->device = v;
     else if (!strcmp(a, "--out")) c->out = v;
     else if (!strcmp(a, "--resume")) c->resume = v;
+    else if (!strcmp(a, "--export-onnx")) c->export_onnx = v;
     else if (!strcmp(a, "--epochs")) c->epochs = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--stop-after")) c->stop_after = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--workers")) c->workers = (int)strtol(v, &end, 10);
@@ -166,6 +168,24 @@ static wk_module *build_model(const config *c, const train_data *d) {
     wk_module_release(mods[1]);
   }
   return m;
+}
+
+/* The trained model (eval mode) as ONNX at c->export_onnx: input "input" [batch, C, H, W]
+ * with a dynamic batch, output "logits", initializers named by state_dict keys. */
+static wk_status export_onnx(const config *c, wk_module *model, const train_data *d, wk_device dev) {
+  int64_t shape[4] = {1, d->channels, d->height, d->width};
+  wk_tensor *x = wk_zeros(shape, 4, (wk_options){.device = dev});
+  if (!x) return wk_last_error();
+  wk_status st = wk_module_train(model, false);
+  if (!st)
+    st = wk_onnx_export(model, &x, 1, c->export_onnx,
+                        WK_ONNX_EXPORT_OPTS(.input_names = (const char *[]){"input"}, .ninput_names = 1,
+                                            .output_names = (const char *[]){"logits"}, .noutput_names = 1,
+                                            .dynamic_axes = (wk_onnx_dynamic_axis[]){{"input", 0, "batch"}},
+                                            .ndynamic_axes = 1, .doc_string = c->model));
+  wk_release(x);
+  if (!st) printf("ONNX model (opset %d, dynamic batch) written to %s\n", WK_ONNX_DEFAULT_OPSET, c->export_onnx);
+  return st;
 }
 
 static wk_optimizer *build_optimizer(const config *c, wk_tensor *const *params, int np) {
@@ -542,6 +562,7 @@ int main(int argc, char **argv) {
          last_epoch == 1 ? "" : "s", now() - t_all);
   printf("checkpoints, run.json, metrics.csv and TensorBoard events in %s (best val acc %.4f at epoch %d)\n", c.out,
          best_acc, best_epoch);
+  if (c.export_onnx && lead && export_onnx(&c, model, &data, dev) != WK_OK) return die("--export-onnx");
   if (csv) fclose(csv);
   tb_close(&tb);
   wk_grad_scaler_free(g_scaler);

@@ -18,6 +18,7 @@ typedef struct train_config {
   bool amp;     /* --amp [bf16|f16]: mixed precision (needs the amp plugin) */
   bool amp_f16; /* --amp f16: float16 autocast with a GradScaler (bfloat16 otherwise) */
   bool ddp; /* --ddp: DistributedDataParallel over the launcher's world (wick launch, mpirun) */
+  const char *export_onnx; /* --export-onnx PATH: the trained model as ONNX (needs the onnx plugin) */
 } train_config;
 
 #endif

@@ -17,4 +17,23 @@ fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/wick-onnx.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 "$top_builddir/tests/onnx_ref" "$dir" || exit 1
-"$PY" "$top_srcdir/tests/onnx_ort.py" "$dir"
+"$PY" "$top_srcdir/tests/onnx_ort.py" "$dir" || exit 1
+# examples/train --export-onnx: a short run of the main job, its model checked and run by ONNX Runtime
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  "$top_builddir/examples/train" --model cnn --epochs 1 --limit 128 --out "$dir/run" --export-onnx "$dir/run/model.onnx" \
+    >"$dir/train.log" 2>&1 || { cat "$dir/train.log"; exit 1; }
+  "$PY" - "$dir/run/model.onnx" <<'PY' || exit 1
+import sys, numpy as np, onnx, onnxruntime as ort
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m, full_check=True)
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+shape = s.get_inputs()[0].shape
+assert shape == ["batch", 1, 28, 28], shape
+for b in (1, 3):
+    y = s.run(None, {"input": np.random.rand(b, 1, 28, 28).astype(np.float32)})[0]
+    assert y.shape == (b, 10) and np.isfinite(y).all(), y.shape
+print("examples/train --export-onnx: check_model ok, ONNX Runtime runs it at batch 1 and 3")
+PY
+else
+  echo "examples/train --export-onnx: not checked (no Fashion-MNIST: apt-get install dataset-fashion-mnist)"
+fi
