@@ -154,8 +154,14 @@ static wk_status d_checkpoint(const wk__bctx *c, wk_tensor *const *gout, wk_tens
   if (!s) {
     swap_rng(k->rng, k->nrng);
     bool prev = wk_set_grad_enabled(true);
+    /* the recompute's temporaries in a scope of their own, closed before the
+     * backward: what it saved is then held by its graph alone, which frees
+     * each node's tensors as soon as the node ran */
+    wk_scope_begin();
     out = k->fn(k->user, det, n);
-    if (out && !out->scope) wk__scope_adopt(out); /* (a plain new reference: this scope releases it) */
+    if (out && !out->scope) wk__scope_adopt(out);
+    wk_retain(out);
+    wk_scope_end();
     wk_set_grad_enabled(prev);
     swap_rng(k->rng, k->nrng); /* the generators continue from where they were */
     if (!out) s = wk__error_pending() ? wk_last_error() : wk_error(WK_ERR_AUTOGRAD, "CheckpointBackward: the segment "
@@ -165,6 +171,9 @@ static wk_status d_checkpoint(const wk__bctx *c, wk_tensor *const *gout, wk_tens
     wk_backward_opts o = {sizeof o, false, c->create_graph};
     s = wk_backward_with(out, gout[0], &o);
   }
+  wk__call_depth = 1; /* a plain release of our reference */
+  wk_release(out);
+  wk__call_depth = 0;
   for (int i = 0; i < n && !s; i++) {
     if (!c->needs[i]) continue;
     wk_tensor *g = wk_tensor_grad(det[i]);
