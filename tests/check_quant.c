@@ -301,6 +301,280 @@ START_TEST(test_quant_fake_quantize_ste) {
 }
 END_TEST
 
+/* ---- the quant plugin: observers ---------------------------------------------------------------- */
+static bool have_quant(void) {
+  if (wk_quant_api_get()) return true;
+  wk_clear_error();
+  return false;
+}
+
+static void observe(wk_module *obs, wk_tensor *x) {
+  wk_tensor *y = wk_module_forward(obs, x);
+  TU_NOTNULL(y);
+  wk_release(y);
+}
+
+static void expect_qparams(wk_module *obs, const float *scale, const int64_t *zp, int n, const char *what) {
+  wk_tensor *s = NULL, *z = NULL;
+  TU_OK(wk_quant_calculate_qparams(obs, &s, &z));
+  ck_assert_int_eq(wk_tensor_numel(s), n);
+  ck_assert_int_eq(wk_tensor_dtype(s), WK_F32);
+  ck_assert_int_eq(wk_tensor_dtype(z), WK_I64);
+  double sv[8], zv[8];
+  TU_OK(wk_tensor_to_f64(s, sv, n));
+  TU_OK(wk_tensor_to_f64(z, zv, n));
+  for (int i = 0; i < n; i++) {
+    ck_assert_msg(fabs(sv[i] - scale[i]) <= 1e-6 * scale[i], "%s scale[%d]: %.9g, want %.9g", what, i, sv[i], scale[i]);
+    ck_assert_msg(zv[i] == (double)zp[i], "%s zero_point[%d]: %g, want %lld", what, i, zv[i], (long long)zp[i]);
+  }
+  wk_release(s);
+  wk_release(z);
+}
+
+START_TEST(test_quant_minmax_observers) {
+  if (!have_quant()) return;
+  wk_scope_begin();
+  /* MinMaxObserver(quint8): [-1, 3] -> scale = 4 / 255, zero_point = 0 - round(-1 / scale) = round(63.75) = 64 */
+  wk_module *mm = wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){0});
+  TU_NOTNULL(mm);
+  observe(mm, TU_T(WK_F32, (4), -1.0, 0.5, 2.0, 3.0));
+  expect_qparams(mm, (const float[]){4.0f / 255.0f}, (const int64_t[]){64}, 1, "minmax");
+  /* a second batch widens the range: [-2, 3] -> 5 / 255, round(2 / (5 / 255)) = 102 */
+  observe(mm, TU_T(WK_F32, (2), -2.0, 1.0));
+  expect_qparams(mm, (const float[]){5.0f / 255.0f}, (const int64_t[]){102}, 1, "minmax 2");
+  ck_assert_double_eq(*(float *)wk_tensor_data(wk_module_buffer(mm, "min_val")), -2.0);
+  /* reduce_range: quint8 [0, 127]: 4 / 127, round(31.75) = 32 */
+  wk_module *rr = wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){.reduce_range = true});
+  observe(rr, TU_T(WK_F32, (2), -1.0, 3.0));
+  expect_qparams(rr, (const float[]){4.0f / 127.0f}, (const int64_t[]){32}, 1, "reduce_range");
+  /* per-tensor symmetric quint8: max(|-1|, 3) / 127.5, zero_point 128; qint8: zero_point 0 */
+  wk_module *sy = wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){.qscheme = WK_PER_TENSOR_SYMMETRIC});
+  observe(sy, TU_T(WK_F32, (2), -1.0, 3.0));
+  expect_qparams(sy, (const float[]){3.0f / 127.5f}, (const int64_t[]){128}, 1, "symmetric quint8");
+  wk_module *s8 = wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){.dtype = WK_QINT8, .qscheme = WK_PER_TENSOR_SYMMETRIC});
+  observe(s8, TU_T(WK_F32, (2), -1.0, 3.0));
+  expect_qparams(s8, (const float[]){3.0f / 127.5f}, (const int64_t[]){0}, 1, "symmetric qint8");
+  /* all-positive data: min_neg = 0 -> zero_point 0 */
+  wk_module *pos = wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){0});
+  observe(pos, TU_T(WK_F32, (2), 0.5, 2.55));
+  expect_qparams(pos, (const float[]){2.55f / 255.0f}, (const int64_t[]){0}, 1, "positive");
+  /* MovingAverageMinMaxObserver(c = 0.01): [-1, 3], then [-2, 1]: min -1 + 0.01 (-2 + 1) = -1.01,
+   * max 3 + 0.01 (1 - 3) = 2.98; scale 3.99 / 255, zero_point round(1.01 / scale) = round(64.55) = 65 */
+  wk_module *ma = wk_quant_observer(WK_OBSERVER_MOVING_AVERAGE_MINMAX, (wk_observer_opts){0});
+  observe(ma, TU_T(WK_F32, (2), -1.0, 3.0));
+  observe(ma, TU_T(WK_F32, (2), -2.0, 1.0));
+  float mn = -1.0f + 0.01f * (-2.0f + 1.0f), mx = 3.0f + 0.01f * (1.0f - 3.0f);
+  expect_qparams(ma, (const float[]){(mx - mn) / 255.0f}, (const int64_t[]){65}, 1, "moving average");
+  /* PerChannelMinMaxObserver(qint8, per_channel_symmetric), axis 0:
+   * row 0 max |x| 1 -> 1 / 127.5; row 1 -> 2 / 127.5; zero points 0 */
+  wk_module *pc = wk_quant_observer(WK_OBSERVER_PER_CHANNEL_MINMAX,
+                                    (wk_observer_opts){.dtype = WK_QINT8, .qscheme = WK_PER_CHANNEL_SYMMETRIC});
+  observe(pc, TU_T(WK_F32, (2, 2), -1.0, 0.5, 0.25, 2.0));
+  expect_qparams(pc, (const float[]){1.0f / 127.5f, 2.0f / 127.5f}, (const int64_t[]){0, 0}, 2, "per channel");
+  /* per_channel_affine quint8 along axis 1 */
+  wk_module *pa = wk_quant_observer(WK_OBSERVER_PER_CHANNEL_MINMAX, (wk_observer_opts){.ch_axis = 1});
+  observe(pa, TU_T(WK_F32, (2, 2), -1.0, 0.5, 3.0, 2.0));
+  expect_qparams(pa, (const float[]){4.0f / 255.0f, 2.0f / 255.0f}, (const int64_t[]){64, 0}, 2, "per channel axis 1");
+  wk_module *all[] = {mm, rr, sy, s8, pos, ma, pc, pa};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wk_module_release(all[i]);
+  wk_scope_end();
+}
+END_TEST
+
+/* HistogramObserver on two batches of fixed data (the second widens the range,
+ * so the histograms are merged through the 128x upsampled grid), then the L2
+ * search. Expected from an independent plain-Python transcription of
+ * PyTorch's HistogramObserver (forward, _adjust_min_max, _combine_histograms,
+ * _non_linear_param_search, _compute_quantization_error) on the same float32
+ * data: bins [0, 2043] of 2048 kept, range [-7.8807178, 9.4979486], qparams
+ * (0.13683990, 58) with reduce_range and (0.068151630, 116) without. */
+START_TEST(test_quant_histogram_observer) {
+  if (!have_quant()) return;
+  wk_scope_begin();
+  float a[600], b[401];
+  for (int i = 0; i < 1000; i++) {
+    double u = 2 * (((i * 37) % 1000) + 0.5) / 1000 - 1;
+    float v = (float)(8 * u * u * u * u * u);
+    if (i < 600)
+      a[i] = v * 0.5f;
+    else
+      b[i - 600] = v;
+  }
+  b[400] = 9.5f;
+  wk_tensor *ta = wk_tensor_from_data(a, WK_F32, WK_SHAPE(600)), *tb = wk_tensor_from_data(b, WK_F32, WK_SHAPE(401));
+  for (int rr = 0; rr < 2; rr++) {
+    wk_module *h = wk_quant_observer(WK_OBSERVER_HISTOGRAM, (wk_observer_opts){.reduce_range = rr == 0});
+    TU_NOTNULL(h);
+    observe(h, ta);
+    observe(h, tb);
+    ck_assert_double_eq_tol(*(float *)wk_tensor_data(wk_module_buffer(h, "min_val")), -7.880717754364014, 1e-6);
+    ck_assert_double_eq_tol(*(float *)wk_tensor_data(wk_module_buffer(h, "max_val")), 9.531957626342773, 1e-5);
+    double total = 0;
+    wk_tensor *hist = wk_module_buffer(h, "histogram");
+    ck_assert_int_eq(wk_tensor_numel(hist), 2048);
+    for (int i = 0; i < 2048; i++) total += ((float *)wk_tensor_data(hist))[i];
+    ck_assert_double_eq_tol(total, 1001, 1e-3);
+    if (rr == 0)
+      expect_qparams(h, (const float[]){0.13683989644050598f}, (const int64_t[]){58}, 1, "histogram reduce_range");
+    else
+      expect_qparams(h, (const float[]){0.06815163046121597f}, (const int64_t[]){116}, 1, "histogram");
+    wk_module_release(h);
+  }
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_observer_errors) {
+  if (!have_quant()) return;
+  wk_scope_begin();
+  wk_module *mm = wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){0});
+  wk_tensor *s = NULL, *z = NULL;
+  ck_assert_int_eq(wk_quant_calculate_qparams(mm, &s, &z), WK_ERR_STATE);
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "saw any data"));
+  ck_assert_ptr_null(s);
+  wk_module *pc = wk_quant_observer(WK_OBSERVER_PER_CHANNEL_MINMAX, (wk_observer_opts){.dtype = WK_QINT8});
+  ck_assert_int_eq(wk_quant_calculate_qparams(pc, &s, &z), WK_ERR_STATE);
+  ck_assert_ptr_null(wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){.dtype = WK_F32}));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_DTYPE);
+  ck_assert_ptr_null(wk_quant_observer((wk_observer_kind)99, (wk_observer_opts){0}));
+  ck_assert_ptr_null(wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){.qscheme = WK_PER_CHANNEL_AFFINE}));
+  ck_assert_ptr_null(wk_quant_observer(WK_OBSERVER_MINMAX, (wk_observer_opts){.quant_min = 1, .quant_max = 300}));
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "must include 0"));
+  wk_tensor *ints = TU_T(WK_I64, (1), 3);
+  wk_clear_error(); /* wk_module_forward does not start a new error scope */
+  ck_assert_ptr_null(wk_module_forward(mm, ints));
+  ck_assert_msg(wk_last_error() == WK_ERR_DTYPE, "%s", wk_last_error_message());
+  wk_clear_error();
+  ck_assert_int_eq(wk_quant_calculate_qparams(NULL, &s, &z), WK_ERR_NULL);
+  wk_qconfig qc;
+  ck_assert_int_eq(wk_quant_default_qconfig("qnnpack-ish", &qc), WK_ERR_INVALID_ARG);
+  TU_OK(wk_quant_default_qconfig("x86", &qc));
+  ck_assert_int_eq(qc.activation, WK_OBSERVER_HISTOGRAM);
+  ck_assert(qc.activation_opts.reduce_range);
+  ck_assert_int_eq(qc.weight, WK_OBSERVER_PER_CHANNEL_MINMAX);
+  ck_assert_int_eq(qc.weight_opts.qscheme, WK_PER_CHANNEL_SYMMETRIC);
+  ck_assert_int_eq(qc.weight_opts.dtype, WK_QINT8);
+  wk_module_release(mm);
+  wk_module_release(pc);
+  wk_scope_end();
+}
+END_TEST
+
+/* ---- the workflow on a small model ------------------------------------------------------------- */
+static wk_module *small_cnn(void) {
+  wk_module *mods[] = {wk_quant_stub(),
+                       wk_nn_conv2d(1, 4, 3, (wk_conv2d_opts){.padding = 1}),
+                       wk_nn_batch_norm2d(4, (wk_norm_opts){0}),
+                       wk_nn_relu(),
+                       wk_nn_max_pool2d(2, (wk_pool2d_opts){0}),
+                       wk_nn_conv2d(4, 8, 3, (wk_conv2d_opts){.padding = 1}),
+                       wk_nn_relu(),
+                       wk_nn_adaptive_avg_pool2d(2, 2),
+                       wk_nn_flatten(1, -1),
+                       wk_nn_linear(32, 16, true),
+                       wk_nn_relu(),
+                       wk_nn_linear(16, 10, true),
+                       wk_quant_dequant_stub()};
+  return wk_nn_sequential(mods, 13);
+}
+
+START_TEST(test_quant_workflow_small_cnn) {
+  if (!have_quant()) return;
+  wk_scope_begin();
+  wk_manual_seed(3);
+  wk_module *m = small_cnn();
+  TU_NOTNULL(m);
+  /* non-trivial BatchNorm statistics */
+  wk_no_grad_begin();
+  wk_copy_(wk_module_buffer(m, "2.running_mean"), TU_T(WK_F32, (4), 0.1, -0.2, 0.05, 0.3));
+  wk_copy_(wk_module_buffer(m, "2.running_var"), TU_T(WK_F32, (4), 0.5, 1.5, 0.8, 2.0));
+  wk_copy_(wk_module_param(m, "2.weight"), TU_T(WK_F32, (4), 1.2, 0.7, 1.0, 0.9));
+  wk_no_grad_end();
+  wk_tensor *x = tu_rand(WK_SHAPE(8, 1, 12, 12), WK_F32, -1, 1, 5);
+  ck_assert_int_eq(wk_quant_fuse(m, (const char *[]){"1", "2", "3"}, 3), WK_ERR_STATE); /* training mode */
+  TU_OK(wk_module_train(m, false));
+  wk_tensor *ref = wk_module_forward(m, x);
+  TU_NOTNULL(ref);
+  TU_OK(wk_quant_fuse(m, (const char *[]){"1", "2", "3"}, 3));
+  TU_OK(wk_quant_fuse(m, (const char *[]){"5", "6"}, 2));
+  TU_OK(wk_quant_fuse(m, (const char *[]){"9", "10"}, 2));
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "1")), "ConvReLU2d");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "2")), "Identity");
+  /* folding BatchNorm keeps the function */
+  wk_tensor *fused = wk_module_forward(m, x);
+  TU_NOTNULL(fused);
+  double d;
+  TU_OK(wk_item(wk_max(wk_abs(wk_sub(fused, ref))), &d));
+  ck_assert_msg(d < 1e-5, "fused model differs by %g", d);
+  ck_assert_int_eq(wk_quant_fuse(m, (const char *[]){"4", "8"}, 2), WK_ERR_UNSUPPORTED);
+  ck_assert_int_eq(wk_quant_convert(m), WK_ERR_INVALID_ARG); /* not prepared */
+  wk_qconfig qc;
+  TU_OK(wk_quant_default_qconfig("x86", &qc));
+  TU_OK(wk_quant_prepare(m, &qc));
+  ck_assert_int_eq(wk_quant_prepare(m, &qc), WK_ERR_STATE);
+  ck_assert_int_eq(wk_quant_convert(m), WK_ERR_STATE); /* no calibration yet */
+  ck_assert_msg(strstr(wk_last_error_message(), "saw no data") != NULL, "%s", wk_last_error_message());
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "0")), "QuantStub"); /* nothing swapped */
+  for (int b = 0; b < 3; b++) wk_release(wk_module_forward(m, tu_rand(WK_SHAPE(8, 1, 12, 12), WK_F32, -1, 1, 20 + b)));
+  wk_release(wk_module_forward(m, x));
+  TU_OK(wk_quant_convert(m));
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "0")), "Quantize");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "1")), "QuantizedConvReLU2d");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "4")), "QuantizedMaxPool2d");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "7")), "QuantizedAdaptiveAvgPool2d");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "9")), "QuantizedLinearReLU");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "11")), "QuantizedLinear");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "12")), "DeQuantize");
+  wk_tensor *w1 = wk_module_buffer(m, "1.weight");
+  ck_assert_int_eq(wk_tensor_dtype(w1), WK_QINT8);
+  ck_assert_int_eq(wk_tensor_qscheme(w1), WK_PER_CHANNEL_AFFINE);
+  wk_tensor *y = wk_module_forward(m, x);
+  TU_NOTNULL(y);
+  ck_assert_int_eq(wk_tensor_dtype(y), WK_F32);
+  /* int8 logits close to float ones: within a few output steps */
+  double err, scale = wk_q_scale(wk_quantize_per_tensor(ref, 0.05, 0, WK_QINT8));
+  TU_OK(wk_item(wk_max(wk_abs(wk_sub(y, ref))), &err));
+  double span;
+  TU_OK(wk_item(wk_sub(wk_max(ref), wk_min(ref)), &span));
+  ck_assert_msg(err < 0.1 * span + 4 * scale, "int8 logits differ by %g (float span %g)", err, span);
+  char *txt = wk_module_to_string(m);
+  TU_NOTNULL(txt);
+  ck_assert_ptr_nonnull(strstr(txt, "QuantizedConvReLU2d(1, 4, kernel_size=(3, 3), stride=(1, 1), scale="));
+  wk_free(txt);
+  /* quantized state dict: int8 weights and q-params as named tensors */
+  wk_state_dict *sd = wk_module_state_dict(m);
+  TU_NOTNULL(sd);
+  ck_assert_int_eq(wk_tensor_dtype(wk_state_dict_get(sd, "9.weight")), WK_QINT8);
+  ck_assert_ptr_nonnull(wk_state_dict_get(sd, "9.scale"));
+  ck_assert_ptr_nonnull(wk_state_dict_get(sd, "0.zero_point"));
+  wk_state_dict_free(sd);
+  wk_module_release(m);
+  wk_scope_end();
+}
+END_TEST
+
+START_TEST(test_quant_dynamic_model) {
+  if (!have_quant()) return;
+  wk_scope_begin();
+  wk_manual_seed(4);
+  wk_module *mods[] = {wk_nn_linear(20, 30, true), wk_nn_relu(), wk_nn_linear(30, 5, true)};
+  wk_module *m = wk_nn_sequential(mods, 3);
+  wk_tensor *x = tu_rand(WK_SHAPE(6, 20), WK_F32, -1, 1, 9);
+  wk_tensor *ref = wk_module_forward(m, x);
+  TU_OK(wk_quant_quantize_dynamic(m));
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "0")), "DynamicQuantizedLinear");
+  ck_assert_int_eq(wk_tensor_qscheme(wk_module_buffer(m, "0.weight")), WK_PER_TENSOR_AFFINE);
+  wk_tensor *y = wk_module_forward(m, x);
+  TU_NOTNULL(y);
+  double err;
+  TU_OK(wk_item(wk_max(wk_abs(wk_sub(y, ref))), &err));
+  ck_assert_msg(err < 0.05, "dynamic int8 differs by %g", err);
+  ck_assert_int_eq(wk_quant_quantize_dynamic(m), WK_ERR_INVALID_ARG); /* no Linear left */
+  wk_module_release(m);
+  wk_scope_end();
+}
+END_TEST
+
 /* @@SUITE@@ */
 static Suite *make_suite(void) {
   Suite *s = suite_create("quant");
@@ -316,6 +590,15 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_quant_dynamic_linear);
   tcase_add_test(tc, test_quant_fake_quantize_ste);
   suite_add_tcase(s, tc);
+  TCase *tp = tcase_create("plugin");
+  tcase_add_checked_fixture(tp, tu_setup, NULL);
+  tcase_set_timeout(tp, 600);
+  tcase_add_test(tp, test_quant_minmax_observers);
+  tcase_add_test(tp, test_quant_histogram_observer);
+  tcase_add_test(tp, test_quant_observer_errors);
+  tcase_add_test(tp, test_quant_workflow_small_cnn);
+  tcase_add_test(tp, test_quant_dynamic_model);
+  suite_add_tcase(s, tp);
   return s;
 }
 TU_MAIN(make_suite)

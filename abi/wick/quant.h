@@ -89,6 +89,7 @@ static inline const wk_quant_api *wk_quant_api_get(void) {
       if (a_) wk_error(WK_ERR_UNSUPPORTED, "%s: the loaded quant plugin is too old to provide it", #field); \
       return fail;                                                                                  \
     }                                                                                               \
+    wk_error_new_call(); /* a top-level call: an earlier call's error is not ours */                \
     return a_->field(__VA_ARGS__);                                                                  \
   } while (0)
 

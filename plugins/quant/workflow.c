@@ -273,14 +273,15 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
 }
 
 /* Every observer in reach must have seen data: checked before anything is swapped. */
-static wk_status check_calibrated(wk_module *m, const char *path) {
+static wk_status check_calibrated(wk_module *m, const char *path, int *nobs) {
   if (observed_class(m)) {
     wk_module *obs = wk_module_child(m, APP);
     wk_clear_error();
+    if (obs) (*nobs)++;
     double s;
     int64_t z;
     if (obs && out_qparams(m, &s, &z))
-      return wk_error(WK_ERR_STATE, "convert: the observer of '%s' (%s) saw no data: run calibration batches "
+      return wk_error_replace(WK_ERR_STATE, "convert: the observer of '%s' (%s) saw no data: run calibration batches "
                                     "through the prepared model first",
                       path[0] ? path : "<model>", wk_module_class_name(m));
     return WK_OK;
@@ -291,7 +292,7 @@ static wk_status check_calibrated(wk_module *m, const char *path) {
   for (int i = 0; i < nk && i < 256; i++) {
     char sub[512];
     snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", names[i]);
-    wk_status st = check_calibrated(kids[i], sub);
+    wk_status st = check_calibrated(kids[i], sub, nobs);
     if (st) return st;
   }
   return WK_OK;
@@ -321,12 +322,12 @@ static wk_status convert_rec(wk_module *m, int *count) {
 
 wk_status qt_convert(wk_module *model) {
   if (!model) return wk_error(WK_ERR_NULL, "convert: argument 'model' is NULL");
-  wk_status st = check_calibrated(model, "");
+  int nobs = 0, count = 0;
+  wk_status st = check_calibrated(model, "", &nobs);
   if (st) return st;
-  int count = 0;
-  st = convert_rec(model, &count);
-  if (!st && count == 0) return wk_error(WK_ERR_INVALID_ARG, "convert: nothing to convert (was the model prepared?)");
-  return st;
+  if (nobs == 0)
+    return wk_error(WK_ERR_INVALID_ARG, "convert: the model has no observers (call wk_quant_prepare and calibrate first)");
+  return convert_rec(model, &count);
 }
 
 /* ---- dynamic ------------------------------------------------------------------------------------------ */
