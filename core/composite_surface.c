@@ -23,16 +23,25 @@ static wk_tensor *call1(const char *op, const wk_value *a, int n) {
 
 WK__HIDDEN wk_status wk__movedim_perm(const wk_tensor *x, const wk_value *src, const wk_value *dst, int64_t *perm);
 
+/* A kernel runs its parts as a derivative formula does: at call depth 0 inside
+ * a scope of its own, so the parts' results (temporaries included) belong to
+ * that scope. BEGIN_K opens it; finish/finish_inplace close it. */
+#define BEGIN_K                       \
+  int depth__ = wk__call_depth;       \
+  wk__call_depth = 0;                 \
+  wk_scope_begin()
+
 /* Ends a kernel: the results r[0..n) leave the kernel's scope (new references in outs). */
-static wk_status finish(wk_value *outs, wk_tensor *const *r, int n) {
+static wk_status finish(wk_value *outs, wk_tensor *const *r, int n, int depth) {
   wk_status s = WK_OK;
   for (int i = 0; i < n && !s; i++)
     if (!r[i]) s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
   for (int i = 0; i < n && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
   wk_scope_end();
+  wk__call_depth = depth;
   return s;
 }
-#define FINISH1(t) finish(outs, (wk_tensor *const[]){(t)}, 1)
+#define FINISH1(t) finish(outs, (wk_tensor *const[]){(t)}, 1, depth__)
 
 /* x reduced by max.dim/min.dim over each dim of dims (all when n == 0) into the meta's shape. */
 static wk_tensor *extreme(wk_tensor *x, const int64_t *dims, int n, bool is_max, const wk_meta_out *mo) {
@@ -48,17 +57,17 @@ static wk_tensor *extreme(wk_tensor *x, const int64_t *dims, int n, bool is_max,
 }
 
 static wk_status k_amax_amin(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
-  wk_scope_begin();
+  BEGIN_K;
   bool is_max = strcmp(wk_op_name(c->op), "amax") == 0;
   return FINISH1(extreme(T(0), args[1].u.ints, args[1].len, is_max, &c->meta[0]));
 }
 
 static wk_status k_aminmax(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
-  wk_scope_begin();
+  BEGIN_K;
   int64_t dim = args[1].tag == WK_V_NONE ? 0 : args[1].u.i;
   int n = args[1].tag == WK_V_NONE ? 0 : 1;
   wk_tensor *r[2] = {extreme(T(0), &dim, n, false, &c->meta[0]), extreme(T(0), &dim, n, true, &c->meta[1])};
-  return finish(outs, r, 2);
+  return finish(outs, r, 2, depth__);
 }
 
 /* self with its NaNs as 0. */
@@ -68,14 +77,14 @@ static wk_tensor *nan_zeroed(wk_tensor *x) {
 
 static wk_status k_nansum(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   return FINISH1(C1("sum.dim_IntList", WK_VT(nan_zeroed(T(0))), args[1], args[2], args[3]));
 }
 
 /* nanmean = nansum / the number of non-NaN elements (PyTorch's composite). */
 static wk_status k_nanmean(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *x = T(0);
   if (args[3].tag == WK_V_DTYPE) x = wk_to_dtype(x, args[3].u.dtype);
   wk_tensor *cnt = x ? C1("sum.dim_IntList", WK_VT(wk_logical_not(wk_isnan(x))), args[1], args[2], WK_VNONE) : NULL;
@@ -85,17 +94,17 @@ static wk_status k_nanmean(const wk_kernel_ctx *c, const wk_value *args, wk_valu
 
 /* var_mean / std_mean: (var or std, mean) over the same dims. */
 static wk_status k_var_std_mean(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
-  wk_scope_begin();
+  BEGIN_K;
   bool is_std = strncmp(wk_op_name(c->op), "std", 3) == 0;
   wk_tensor *r[2];
   r[0] = C1(is_std ? "std.correction" : "var.correction", WK_VT(T(0)), args[1], args[2], args[3]);
   r[1] = C1("mean.dim", WK_VT(T(0)), args[1], args[3], WK_VNONE);
-  return finish(outs, r, 2);
+  return finish(outs, r, 2, depth__);
 }
 
 static wk_status k_count_nonzero(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *nz = wk_ne_scalar(T(0), 0);
   return FINISH1(C1("sum.dim_IntList", WK_VT(nz), args[1], WK_VB(false), WK_VDT(WK_I64)));
 }
@@ -103,7 +112,7 @@ static wk_status k_count_nonzero(const wk_kernel_ctx *c, const wk_value *args, w
 /* tril/triu: self with the elements above (below) diagonal k zeroed: a mask
  * col - row > k (< k) from two aranges on self's device. */
 static wk_status k_tril_triu(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *x = T(0);
   bool lower = strcmp(wk_op_name(c->op), "tril") == 0;
   int64_t k = args[1].u.i, m = x->sizes[x->ndim - 2], n = x->sizes[x->ndim - 1];
@@ -133,7 +142,7 @@ static int wrap(int64_t d, int nd) { return (int)(d < 0 ? d + nd : d); }
 
 static wk_status k_diagonal(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *x = T(0);
   return FINISH1(diag_view(x, args[1].u.i, wrap(args[2].u.i, x->ndim), wrap(args[3].u.i, x->ndim)));
 }
@@ -141,7 +150,7 @@ static wk_status k_diagonal(const wk_kernel_ctx *c, const wk_value *args, wk_val
 /* diag: a vector's square matrix (zeros, the vector copied into the diagonal
  * view), or a copy of a matrix's diagonal. */
 static wk_status k_diag(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *x = T(0), *r;
   int64_t k = args[1].u.i;
   if (x->ndim == 1) {
@@ -156,7 +165,7 @@ static wk_status k_diag(const wk_kernel_ctx *c, const wk_value *args, wk_value *
 
 static wk_status k_movedim(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   int64_t perm[WK_MAX_DIMS];
   wk_tensor *x = T(0);
   wk_status s = wk__movedim_perm(x, &args[1], &args[2], perm);
@@ -166,7 +175,7 @@ static wk_status k_movedim(const wk_kernel_ctx *c, const wk_value *args, wk_valu
 /* tile: repeat with dims padded by leading 1s to self's rank (repeat adds leading dims itself). */
 static wk_status k_tile(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *x = T(0);
   int n = args[1].len;
   int64_t reps[WK_MAX_DIMS];
@@ -176,14 +185,14 @@ static wk_status k_tile(const wk_kernel_ctx *c, const wk_value *args, wk_value *
 }
 
 static wk_status k_unflatten(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
-  wk_scope_begin();
+  BEGIN_K;
   return FINISH1(wk_view(T(0), c->meta[0].sizes, c->meta[0].ndim));
 }
 
 /* repeat_interleave: index_select with index i // repeats for i < n * repeats. */
 static wk_status k_repeat_interleave(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *x = T(0);
   int64_t r = args[1].u.i, dim = 0;
   if (args[2].tag == WK_V_NONE) {
@@ -203,9 +212,10 @@ static wk_status k_repeat_interleave(const wk_kernel_ctx *c, const wk_value *arg
 }
 
 /* Ends an in-place kernel: the result is self (borrowed), after the call r that wrote it. */
-static wk_status finish_inplace(wk_value *outs, wk_tensor *self, wk_tensor *r) {
+static wk_status finish_inplace(wk_value *outs, wk_tensor *self, wk_tensor *r, int depth) {
   wk_status s = r ? WK_OK : wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
   wk_scope_end();
+  wk__call_depth = depth;
   if (!s) outs[0] = WK_VT(self);
   return s;
 }
@@ -214,16 +224,16 @@ static wk_status finish_inplace(wk_value *outs, wk_tensor *self, wk_tensor *r) {
 static wk_status k_clamp_one(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   const char *name = wk_op_name(c->op);
   bool is_min = name[7] == 'i', inplace = name[strlen(name) - 1] == '_'; /* clamp_m[i]n */
-  wk_scope_begin();
+  BEGIN_K;
   wk_value lo = is_min ? args[1] : WK_VNONE, hi = is_min ? WK_VNONE : args[1];
   wk_tensor *r = C1(inplace ? "clamp_" : "clamp", WK_VT(T(0)), lo, hi);
-  return inplace ? finish_inplace(outs, T(0), r) : FINISH1(r);
+  return inplace ? finish_inplace(outs, T(0), r, depth__) : FINISH1(r);
 }
 
 /* lerp: PyTorch's two forms, exact at each end: |w| < 0.5 ? self + w (end - self) : end - (end - self) (1 - w). */
 static wk_status k_lerp(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   (void)c;
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *self = T(0), *end = T(1), *d = wk_sub(end, self), *r;
   if (args[2].tag == WK_V_TENSOR) {
     wk_tensor *w = T(2);
@@ -240,10 +250,10 @@ static wk_status k_lerp(const wk_kernel_ctx *c, const wk_value *args, wk_value *
 static wk_status k_addc(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   const char *name = wk_op_name(c->op);
   bool div = name[4] == 'd', inplace = name[strlen(name) - 1] == '_';
-  wk_scope_begin();
+  BEGIN_K;
   wk_tensor *t = div ? wk_div(T(1), T(2)) : wk_mul(T(1), T(2));
   wk_tensor *r = t ? C1(inplace ? "add_" : "add", WK_VT(T(0)), WK_VT(t), args[3]) : NULL;
-  return inplace ? finish_inplace(outs, T(0), r) : FINISH1(r);
+  return inplace ? finish_inplace(outs, T(0), r, depth__) : FINISH1(r);
 }
 
 void wk__composites_surface_register(void);
