@@ -4,7 +4,8 @@
  * row. The backward recomputes each probability from it (and each dropout
  * decision from the saved Philox state), FlashAttention's way. Causal masks,
  * boolean and additive masks (broadcast, read in place through strides) and
- * dropout; f16/bf16 compute in f32, sums in double. */
+ * dropout. Every dtype computes in double (operands converted once); the
+ * key blocks are transposed so the inner products vectorise. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,21 @@
 
 #define SD_BR 16 /* query rows per task */
 #define SD_BC 64 /* keys per block */
+/* The tile loops built twice, for AVX2 and the baseline, picked at load time
+ * (GCC's function multiversioning; 4 doubles per operation instead of 2). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SD_SIMD __attribute__((target_clones("avx2", "default")))
+#else
+#define SD_SIMD
+#endif
 
-/* The problem, shared by both kernels. Tensors are contiguous in the compute
- * dtype; the mask is a strided view of [..., L, S] (a broadcast mask has zero
+/* The problem, shared by both kernels. Tensors are contiguous f64; the mask is a strided view of [..., L, S] (a broadcast mask has zero
  * strides). */
 typedef struct {
   int64_t BH, L, S, E, Ev;
   double scale;
   bool causal;
-  /* mask: kind 0 none, 1 bool, 2 additive (compute dtype) */
+  /* mask: kind 0 none, 1 bool, 2 additive (f64) */
   int mkind;
   const char *mdata;
   int nb;                    /* batch dims */
@@ -53,161 +60,195 @@ static inline double drop_factor(const sd_geom *g, int64_t bh, int64_t i, int64_
 
 /* The mask's verdict on (i, j) at mask offset mb: -INFINITY (masked), else the
  * additive bias (0 without a float mask). */
-#define SD_BIAS(T, g, mb, i, j)                                                                     \
-  ((g)->causal && (j) > (i) ? -INFINITY                                                             \
-   : (g)->mkind == 1        ? (((const bool *)(g)->mdata)[(mb) + (i) * (g)->mst_l + (j) * (g)->mst_s] ? 0.0 : -INFINITY) \
-   : (g)->mkind == 2        ? (double)((const T *)(g)->mdata)[(mb) + (i) * (g)->mst_l + (j) * (g)->mst_s]   \
-                            : 0.0)
+static inline double sd_bias(const sd_geom *g, int64_t mb, int64_t i, int64_t j) {
+  if (g->causal && j > i) return -INFINITY;
+  if (!g->mkind) return 0.0;
+  int64_t o = mb + i * g->mst_l + j * g->mst_s;
+  if (g->mkind == 1) return ((const bool *)g->mdata)[o] ? 0.0 : -INFINITY;
+  return ((const double *)g->mdata)[o];
+}
 
+/* Copies rows [j0, j0 + nc) of the row-major (n x d) block src into dst as
+ * columns: dst[x * SD_BC + c] = src[(j0 + c) * d + x], so that the products
+ * with one query row run over contiguous memory (vectorised). */
+static void sd_transpose(double *dst, const double *src, int64_t j0, int nc, int64_t d) {
+  for (int c = 0; c < nc; c++) {
+    const double *r = src + (j0 + c) * d;
+    for (int64_t x = 0; x < d; x++) dst[x * SD_BC + c] = r[x];
+  }
+}
+
+/* s[0..nc) = row . cols[:, 0..nc) (cols from sd_transpose), summed over x in order. */
+static inline void sd_rowdot(double *s, const double *row, const double *cols, int nc, int64_t d) {
+  for (int c = 0; c < nc; c++) s[c] = 0;
+  for (int64_t x = 0; x < d; x++) {
+    const double rx = row[x], *cx = cols + x * SD_BC;
+    for (int c = 0; c < nc; c++) s[c] += rx * cx[c];
+  }
+}
+
+/* Everything runs in double: the operands are converted once (f32, f16 and
+ * bf16 results are rounded from the double result). */
 typedef struct {
   const sd_geom *g;
-  const void *q, *k, *v;
-  void *o;
-  double *lse;
-  int64_t nrb;  /* row blocks per (batch, head) */
-  double *work; /* SD_BR * Ev accumulators per task */
+  const double *q, *k, *v;
+  double *o, *lse;
+  int64_t nrb; /* row blocks per (batch, head) */
+  int failed;  /* a task could not allocate its tiles */
 } sd_fwd_job;
 
-#define DEF_SD_FWD(T, SUF)                                                                          \
-  static void sd_fwd_##SUF(void *p, int64_t b, int64_t e) {                                         \
-    const sd_fwd_job *j = p;                                                                        \
-    const sd_geom *g = j->g;                                                                        \
-    const int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;                                          \
-    double sc[SD_BR][SD_BC], m[SD_BR], l[SD_BR];                                                    \
-    for (int64_t t = b; t < e; t++) {                                                               \
-      double *acc = j->work + (size_t)t * (size_t)(SD_BR * Ev);                                     \
-      int64_t bh = t / j->nrb, i0 = (t % j->nrb) * SD_BR, i1 = i0 + SD_BR < L ? i0 + SD_BR : L;       \
-      int nr = (int)(i1 - i0);                                                                      \
-      const T *Q = (const T *)j->q + bh * L * E, *K = (const T *)j->k + bh * S * E;                  \
-      const T *V = (const T *)j->v + bh * S * Ev;                                                   \
-      T *O = (T *)j->o + bh * L * Ev;                                                               \
-      int64_t mb = g->mkind ? mask_base(g, bh) : 0;                                                 \
-      for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0;                                       \
-      memset(acc, 0, sizeof(double) * (size_t)(nr * Ev));                                           \
-      int64_t jend = g->causal && i1 < S ? i1 : S; /* causal: keys past the last row take no part */ \
-      for (int64_t j0 = 0; j0 < jend; j0 += SD_BC) {                                                \
-        int nc = (int)(j0 + SD_BC < jend ? SD_BC : jend - j0);                                      \
-        for (int r = 0; r < nr; r++) {                                                              \
-          int64_t i = i0 + r;                                                                       \
-          const T *qi = Q + i * E;                                                                  \
-          double bm = -INFINITY;                                                                    \
-          for (int c = 0; c < nc; c++) {                                                            \
-            int64_t jj = j0 + c;                                                                    \
-            double bias = SD_BIAS(T, g, mb, i, jj);                                                 \
-            double s = -INFINITY;                                                                   \
-            if (bias != -INFINITY) {                                                                \
-              const T *kj = K + jj * E;                                                             \
-              double d = 0;                                                                         \
-              for (int64_t x = 0; x < E; x++) d += (double)qi[x] * (double)kj[x];                    \
-              s = d * g->scale + bias;                                                              \
-            }                                                                                       \
-            sc[r][c] = s;                                                                           \
-            if (s > bm) bm = s;                                                                     \
-          }                                                                                         \
-          if (bm == -INFINITY) continue; /* nothing of this block takes part */                     \
-          double mn = bm > m[r] ? bm : m[r], alpha = exp(m[r] - mn);                                \
-          double *ai = acc + (size_t)r * (size_t)Ev;                                                \
-          if (alpha != 1.0) {                                                                       \
-            l[r] *= alpha;                                                                          \
-            for (int64_t x = 0; x < Ev; x++) ai[x] *= alpha;                                        \
-          }                                                                                         \
-          m[r] = mn;                                                                                \
-          for (int c = 0; c < nc; c++) {                                                            \
-            if (sc[r][c] == -INFINITY) continue;                                                    \
-            double pe = exp(sc[r][c] - mn);                                                         \
-            l[r] += pe;                                                                             \
-            double w = pe * drop_factor(g, bh, i, j0 + c);                                          \
-            if (w == 0) continue;                                                                   \
-            const T *vj = V + (j0 + c) * Ev;                                                        \
-            for (int64_t x = 0; x < Ev; x++) ai[x] += w * (double)vj[x];                            \
-          }                                                                                         \
-        }                                                                                           \
-      }                                                                                             \
-      for (int r = 0; r < nr; r++) {                                                                \
-        T *oi = O + (i0 + r) * Ev;                                                                  \
-        const double *ai = acc + (size_t)r * (size_t)Ev;                                            \
-        if (l[r] == 0) { /* every key masked: NaN, as softmax over all -inf; no keys at all: 0 */   \
-          for (int64_t x = 0; x < Ev; x++) oi[x] = S ? (T)NAN : (T)0;                               \
-          j->lse[bh * L + i0 + r] = -INFINITY;                                                      \
-        } else {                                                                                    \
-          double inv = 1.0 / l[r];                                                                  \
-          for (int64_t x = 0; x < Ev; x++) oi[x] = (T)(ai[x] * inv);                                \
-          j->lse[bh * L + i0 + r] = m[r] + log(l[r]);                                               \
-        }                                                                                           \
-      }                                                                                             \
-    }                                                                                               \
+SD_SIMD static void sd_fwd(void *p, int64_t b, int64_t e) {
+  sd_fwd_job *j = p;
+  const sd_geom *g = j->g;
+  const int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
+  double *buf = malloc(sizeof(double) * (size_t)(SD_BR * Ev + E * SD_BC + 1));
+  if (!buf) {
+    j->failed = 1;
+    return;
   }
-DEF_SD_FWD(float, f32)
-DEF_SD_FWD(double, f64)
+  double *acc = buf, *kt = buf + SD_BR * Ev;
+  double sc[SD_BR][SD_BC], m[SD_BR], l[SD_BR];
+  for (int64_t t = b; t < e; t++) {
+    int64_t bh = t / j->nrb, i0 = (t % j->nrb) * SD_BR, i1 = i0 + SD_BR < L ? i0 + SD_BR : L;
+    int nr = (int)(i1 - i0);
+    const double *Q = j->q + bh * L * E, *K = j->k + bh * S * E, *V = j->v + bh * S * Ev;
+    double *O = j->o + bh * L * Ev;
+    int64_t mb = g->mkind ? mask_base(g, bh) : 0;
+    for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0;
+    memset(acc, 0, sizeof(double) * (size_t)(nr * Ev));
+    int64_t jend = g->causal && i1 < S ? i1 : S; /* causal: keys past the last row take no part */
+    for (int64_t j0 = 0; j0 < jend; j0 += SD_BC) {
+      int nc = (int)(j0 + SD_BC < jend ? SD_BC : jend - j0);
+      sd_transpose(kt, K, j0, nc, E);
+      for (int r = 0; r < nr; r++) {
+        int64_t i = i0 + r;
+        double *s = sc[r], bm = -INFINITY;
+        sd_rowdot(s, Q + i * E, kt, nc, E);
+        for (int c = 0; c < nc; c++) {
+          double bias = sd_bias(g, mb, i, j0 + c);
+          s[c] = bias == -INFINITY ? -INFINITY : s[c] * g->scale + bias;
+          if (s[c] > bm) bm = s[c];
+        }
+        if (bm == -INFINITY) continue; /* nothing of this block takes part */
+        double mn = bm > m[r] ? bm : m[r], alpha = exp(m[r] - mn);
+        double *ai = acc + (size_t)r * (size_t)Ev;
+        if (alpha != 1.0) {
+          l[r] *= alpha;
+          for (int64_t x = 0; x < Ev; x++) ai[x] *= alpha;
+        }
+        m[r] = mn;
+        for (int c = 0; c < nc; c++) {
+          if (s[c] == -INFINITY) continue;
+          double pe = exp(s[c] - mn);
+          l[r] += pe;
+          double w = pe * drop_factor(g, bh, i, j0 + c);
+          if (w == 0) continue;
+          const double *vj = V + (j0 + c) * Ev;
+          for (int64_t x = 0; x < Ev; x++) ai[x] += w * vj[x];
+        }
+      }
+    }
+    for (int r = 0; r < nr; r++) {
+      double *oi = O + (i0 + r) * Ev;
+      const double *ai = acc + (size_t)r * (size_t)Ev;
+      if (l[r] == 0) { /* every key masked: NaN, as softmax over all -inf; no keys at all: 0 */
+        for (int64_t x = 0; x < Ev; x++) oi[x] = S ? NAN : 0.0;
+        j->lse[bh * L + i0 + r] = -INFINITY;
+      } else {
+        double inv = 1.0 / l[r];
+        for (int64_t x = 0; x < Ev; x++) oi[x] = ai[x] * inv;
+        j->lse[bh * L + i0 + r] = m[r] + log(l[r]);
+      }
+    }
+  }
+  free(buf);
+}
 
 typedef struct {
   const sd_geom *g;
-  const void *go, *q, *k, *v, *o;
-  const double *lse;
-  void *dq, *dk, *dv, *dm; /* dm: [BH, L, S] or NULL */
-  double *work;            /* E + S * (E + Ev) accumulators per task */
+  const double *go, *q, *k, *v, *o, *lse;
+  double *dq, *dk, *dv, *dm; /* dm: [BH, L, S] or NULL */
+  int failed;
 } sd_bwd_job;
 
-/* One task per (batch, head): it owns that head's dK and dV. */
-#define DEF_SD_BWD(T, SUF)                                                                          \
-  static void sd_bwd_##SUF(void *p, int64_t b, int64_t e) {                                         \
-    const sd_bwd_job *j = p;                                                                        \
-    const sd_geom *g = j->g;                                                                        \
-    const int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;                                          \
-    for (int64_t bh = b; bh < e; bh++) {                                                            \
-      double *dqi = j->work + (size_t)bh * (size_t)(E + S * (E + Ev));                              \
-      double *dK = dqi + E, *dV = dK + S * E;                                                       \
-      const T *Q = (const T *)j->q + bh * L * E, *K = (const T *)j->k + bh * S * E;                  \
-      const T *V = (const T *)j->v + bh * S * Ev, *GO = (const T *)j->go + bh * L * Ev;              \
-      const T *O = (const T *)j->o + bh * L * Ev;                                                   \
-      T *DQ = (T *)j->dq + bh * L * E, *DK = (T *)j->dk + bh * S * E, *DV = (T *)j->dv + bh * S * Ev; \
-      T *DM = j->dm ? (T *)j->dm + bh * L * S : NULL;                                               \
-      int64_t mb = g->mkind ? mask_base(g, bh) : 0;                                                 \
-      memset(dK, 0, sizeof(double) * (size_t)(S * (E + Ev)));                                       \
-      for (int64_t i = 0; i < L; i++) {                                                             \
-        const T *qi = Q + i * E, *gi = GO + i * Ev, *oi = O + i * Ev;                               \
-        double lse = j->lse[bh * L + i], delta = 0;                                                 \
-        for (int64_t x = 0; x < Ev; x++) delta += (double)gi[x] * (double)oi[x];                    \
-        memset(dqi, 0, sizeof(double) * (size_t)E);                                                 \
-        for (int64_t jj = 0; jj < S; jj++) {                                                        \
-          double bias = SD_BIAS(T, g, mb, i, jj), ds;                                               \
-          const T *kj = K + jj * E, *vj = V + jj * Ev;                                              \
-          if (lse == -INFINITY) {                                                                   \
-            ds = NAN; /* a row with every key masked: softmax gave NaN */                           \
-          } else if (bias == -INFINITY) {                                                           \
-            ds = 0;                                                                                 \
-          } else {                                                                                  \
-            double d = 0;                                                                           \
-            for (int64_t x = 0; x < E; x++) d += (double)qi[x] * (double)kj[x];                      \
-            double pr = exp(d * g->scale + bias - lse), f = drop_factor(g, bh, i, jj);              \
-            double dp = 0;                                                                          \
-            if (f != 0) {                                                                           \
-              double pf = pr * f;                                                                   \
-              double *dvj = dV + jj * Ev;                                                           \
-              for (int64_t x = 0; x < Ev; x++) {                                                    \
-                dvj[x] += pf * (double)gi[x];                                                       \
-                dp += (double)gi[x] * (double)vj[x];                                                \
-              }                                                                                     \
-              dp *= f;                                                                              \
-            }                                                                                       \
-            ds = pr * (dp - delta);                                                                 \
-          }                                                                                         \
-          if (DM) DM[i * S + jj] = (T)ds;                                                           \
-          if (ds == 0) continue;                                                                    \
-          double dss = ds * g->scale, *dkj = dK + jj * E;                                           \
-          for (int64_t x = 0; x < E; x++) {                                                         \
-            dqi[x] += dss * (double)kj[x];                                                          \
-            dkj[x] += dss * (double)qi[x];                                                          \
-          }                                                                                         \
-        }                                                                                           \
-        for (int64_t x = 0; x < E; x++) DQ[i * E + x] = (T)dqi[x];                                  \
-      }                                                                                             \
-      for (int64_t x = 0; x < S * E; x++) DK[x] = (T)dK[x];                                         \
-      for (int64_t x = 0; x < S * Ev; x++) DV[x] = (T)dV[x];                                        \
-    }                                                                                               \
+/* One task per (batch, head): it owns that head's dK and dV. Key blocks run
+ * outside the rows, so each block is transposed once; every sum runs in the
+ * order the unblocked loops would take (dQ over keys, dK and dV over rows). */
+SD_SIMD static void sd_bwd(void *p, int64_t b, int64_t e) {
+  sd_bwd_job *j = p;
+  const sd_geom *g = j->g;
+  const int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
+  double *buf = malloc(sizeof(double) * (size_t)((E + Ev) * SD_BC + L + 1));
+  if (!buf) {
+    j->failed = 1;
+    return;
   }
-DEF_SD_BWD(float, f32)
-DEF_SD_BWD(double, f64)
+  double *kt = buf, *vt = kt + E * SD_BC, *delta = vt + Ev * SD_BC;
+  double s[SD_BC], dp[SD_BC], pf[SD_BC], ds[SD_BC];
+  for (int64_t bh = b; bh < e; bh++) {
+    const double *Q = j->q + bh * L * E, *K = j->k + bh * S * E, *V = j->v + bh * S * Ev;
+    const double *GO = j->go + bh * L * Ev, *O = j->o + bh * L * Ev, *LSE = j->lse + bh * L;
+    double *DQ = j->dq + bh * L * E, *DK = j->dk + bh * S * E, *DV = j->dv + bh * S * Ev;
+    double *DM = j->dm ? j->dm + bh * L * S : NULL;
+    int64_t mb = g->mkind ? mask_base(g, bh) : 0;
+    memset(DQ, 0, sizeof(double) * (size_t)(L * E));
+    memset(DK, 0, sizeof(double) * (size_t)(S * E));
+    memset(DV, 0, sizeof(double) * (size_t)(S * Ev));
+    for (int64_t i = 0; i < L; i++) {
+      double d = 0;
+      for (int64_t x = 0; x < Ev; x++) d += GO[i * Ev + x] * O[i * Ev + x];
+      delta[i] = d;
+    }
+    for (int64_t j0 = 0; j0 < S; j0 += SD_BC) {
+      int nc = (int)(j0 + SD_BC < S ? SD_BC : S - j0);
+      sd_transpose(kt, K, j0, nc, E);
+      sd_transpose(vt, V, j0, nc, Ev);
+      for (int64_t i = 0; i < L; i++) {
+        const double *qi = Q + i * E, *gi = GO + i * Ev;
+        double lse = LSE[i];
+        bool any = false;
+        if (lse == -INFINITY) { /* a row with every key masked: softmax gave NaN */
+          for (int c = 0; c < nc; c++) ds[c] = NAN, pf[c] = 0;
+          any = true;
+        } else if (g->causal && j0 > i) { /* the whole block lies past the diagonal */
+          for (int c = 0; c < nc; c++) ds[c] = 0;
+        } else {
+          sd_rowdot(s, qi, kt, nc, E);
+          sd_rowdot(dp, gi, vt, nc, Ev);
+          for (int c = 0; c < nc; c++) {
+            double bias = sd_bias(g, mb, i, j0 + c);
+            if (bias == -INFINITY) {
+              ds[c] = pf[c] = 0;
+              continue;
+            }
+            double pr = exp(s[c] * g->scale + bias - lse), f = drop_factor(g, bh, i, j0 + c);
+            pf[c] = pr * f;
+            ds[c] = pr * (f * dp[c] - delta[i]);
+            any = true;
+          }
+        }
+        if (DM)
+          for (int c = 0; c < nc; c++) DM[i * S + j0 + c] = ds[c];
+        if (!any) continue;
+        double *dqi = DQ + i * E;
+        for (int c = 0; c < nc; c++) {
+          if (pf[c] != 0) {
+            double *dvj = DV + (j0 + c) * Ev;
+            for (int64_t x = 0; x < Ev; x++) dvj[x] += pf[c] * gi[x];
+          }
+          if (ds[c] == 0) continue;
+          double dss = ds[c] * g->scale, *dkj = DK + (j0 + c) * E;
+          const double *kj = K + (j0 + c) * E;
+          for (int64_t x = 0; x < E; x++) {
+            dqi[x] += dss * kj[x];
+            dkj[x] += dss * qi[x];
+          }
+        }
+      }
+    }
+  }
+  free(buf);
+}
 
 /* Fills g from the operands (checked by the meta function); *mview gets the
  * mask as a strided view of [..., L, S] in the compute dtype (or NULL). */
@@ -259,7 +300,7 @@ static wk_status k_sdpa(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   wk_tensor *query = WK_ARG_T(0), *key = WK_ARG_T(1), *value = WK_ARG_T(2);
   wk_tensor *mask = args[3].tag == WK_V_NONE ? NULL : WK_ARG_T(3);
   double p = WK_ARG_F(4);
-  wk_dtype dt = wk_tensor_dtype(query), cd = cpu_fcompute(dt);
+  wk_dtype dt = wk_tensor_dtype(query), cd = WK_F64;
   wk_tensor *q = NULL, *k = NULL, *v = NULL, *mv = NULL, *o = NULL, *lse = NULL, *rng = NULL;
   double *lb = NULL;
   sd_geom g;
@@ -281,18 +322,21 @@ static wk_status k_sdpa(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
       !(o = cpu_empty(osz, nd, cd)))
     goto fail_err;
   int64_t nrows = g.BH * g.L, nrb = (g.L + SD_BR - 1) / SD_BR;
-  lb = malloc(sizeof(double) * (size_t)(nrows + g.BH * nrb * SD_BR * g.Ev + 1));
+  lb = malloc(sizeof(double) * (size_t)(nrows + 1));
   if (!lb) {
     s = wk_error(WK_ERR_NO_MEMORY, "scaled_dot_product_attention(): out of memory");
     goto fail;
   }
-  sd_fwd_job j = {&g, wk_tensor_data(q), wk_tensor_data(k), wk_tensor_data(v), wk_tensor_data(o), lb, nrb,
-                  lb + nrows};
-  if (nrows > 0)
-    cpu_par(g.BH * nrb, SD_BR * g.S * (g.E + g.Ev + 1), cd == WK_F64 ? sd_fwd_f64 : sd_fwd_f32, &j);
+  sd_fwd_job j = {&g, wk_tensor_data(q), wk_tensor_data(k), wk_tensor_data(v), wk_tensor_data(o), lb, nrb, 0};
+  if (nrows > 0) cpu_par(g.BH * nrb, SD_BR * g.S * (g.E + g.Ev + 1), sd_fwd, &j);
+  if (j.failed) {
+    s = wk_error(WK_ERR_NO_MEMORY, "scaled_dot_product_attention(): out of memory");
+    goto fail;
+  }
   {
     char *ld = wk_tensor_data(lse);
-    for (int64_t r = 0; r < nrows; r++) wk_store_f64(ld + (size_t)r * wk_dtype_size(cd), cd, lb[r]);
+    wk_dtype ldt = wk_tensor_dtype(lse);
+    for (int64_t r = 0; r < nrows; r++) wk_store_f64(ld + (size_t)r * wk_dtype_size(ldt), ldt, lb[r]);
   }
   free(lb);
   lb = NULL;
@@ -318,10 +362,9 @@ static wk_status k_sdpa_backward(const wk_kernel_ctx *ctx, const wk_value *args,
   double p = WK_ARG_F(8);
   const int64_t *om = args[11].u.ints;
   bool want[4] = {om[0] != 0, om[1] != 0, om[2] != 0, om[3] != 0 && mask && wk_tensor_dtype(mask) != WK_BOOL};
-  wk_dtype dt = wk_tensor_dtype(query), cd = cpu_fcompute(dt);
+  wk_dtype dt = wk_tensor_dtype(query), cd = WK_F64;
   wk_tensor *go = NULL, *q = NULL, *k = NULL, *v = NULL, *o = NULL, *ls = NULL, *mv = NULL;
   wk_tensor *r[4] = {NULL, NULL, NULL, NULL};
-  double *work = NULL;
   sd_geom g;
   wk_status s = sd_setup(&g, query, key, value, mask, p, WK_ARG_B(9), &args[10], cd, &mv);
   if (s) goto fail;
@@ -344,17 +387,14 @@ static wk_status k_sdpa_backward(const wk_kernel_ctx *ctx, const wk_value *args,
     const wk_meta_out *mm = wk_kernel_meta(ctx, 3);
     if (!(r[3] = cpu_empty(mm->sizes, mm->ndim, cd))) goto fail_err;
   }
-  work = malloc(sizeof(double) * (size_t)(g.BH * (g.E + g.S * (g.E + g.Ev)) + 1));
-  if (!work) {
+  sd_bwd_job j = {&g, wk_tensor_data(go), wk_tensor_data(q), wk_tensor_data(k), wk_tensor_data(v), wk_tensor_data(o),
+                  wk_tensor_data(ls), wk_tensor_data(r[0]), wk_tensor_data(r[1]), wk_tensor_data(r[2]),
+                  r[3] ? wk_tensor_data(r[3]) : NULL, 0};
+  if (g.BH > 0) cpu_par(g.BH, (g.L + 1) * g.S * (g.E + g.Ev + 1), sd_bwd, &j);
+  if (j.failed) {
     s = wk_error(WK_ERR_NO_MEMORY, "scaled_dot_product_attention_backward(): out of memory");
     goto fail;
   }
-  sd_bwd_job j = {&g, wk_tensor_data(go), wk_tensor_data(q), wk_tensor_data(k), wk_tensor_data(v), wk_tensor_data(o),
-                  wk_tensor_data(ls), wk_tensor_data(r[0]), wk_tensor_data(r[1]), wk_tensor_data(r[2]),
-                  r[3] ? wk_tensor_data(r[3]) : NULL, work};
-  if (g.BH > 0) cpu_par(g.BH, (g.L + 1) * g.S * (g.E + g.Ev + 1), cd == WK_F64 ? sd_bwd_f64 : sd_bwd_f32, &j);
-  free(work);
-  work = NULL;
   wk_release_n((wk_tensor *[]){go, q, k, v, o, ls, mv}, 7);
   go = q = k = v = o = ls = mv = NULL;
   for (int i = 0; i < 4; i++) {
@@ -369,7 +409,6 @@ static wk_status k_sdpa_backward(const wk_kernel_ctx *ctx, const wk_value *args,
 fail_err:
   s = wk_last_error();
 fail:
-  free(work);
   wk_release_n((wk_tensor *[]){go, q, k, v, o, ls, mv}, 7);
   wk_release_n(r, 4);
   return s;
