@@ -28,7 +28,7 @@ if [ -x "$b/tools/wick" ]; then
 fi
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
 [ -x "$b/tests/check_dist" ] && [ -x "$b/tests/dist_ddp" ] || { echo "SKIP: the dist test programs are not built"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(mktemp -d) || exit 1
 trap 'rm -rf "$out"' EXIT
 fails=0
@@ -54,6 +54,9 @@ run "DDP features, 2 ranks" $MPIRUN -np 2 "$b/tests/dist_ddp" --check features
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then
   echo "SKIP: train --ddp (Fashion-MNIST is not installed: apt-get install dataset-fashion-mnist)"
 elif [ -x "$b/examples/train" ]; then
+  # Under ASan, LeakSanitizer would report Open MPI's own allocations (kept until exit, in components
+  # unloaded by MPI_Finalize): the test programs suppress them, the example has no list, so no leak check here.
+  ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"; export ASAN_OPTIONS
   run "train --ddp, wick launch 2 ranks" "$b/tools/wick" launch --nproc-per-node 2 "$b/examples/train" --ddp --epochs 2 \
     --stop-after 1 --limit 600 --out "$out/run"
   if true; then

@@ -297,10 +297,10 @@ static void ddp_destroy(void *state) {
   }
   for (int b = 0; b < st->nb; b++) {
     wk_dist_work_free(st->bs[b].work);
-    wk_release(st->bs[b].flat);
+    wk_unref(st->bs[b].flat);
   }
   wk_dist_work_free(st->used_work);
-  wk_release(st->used);
+  wk_unref(st->used);
   free(st->bs);
   free(st->ps);
   free(st);
@@ -370,8 +370,9 @@ static wk_status build_buckets(ddp_state *st) {
     ddp_param *first = NULL;
     for (int i = 0; i < st->np && !first; i++)
       if (st->ps[i].bucket == k) first = &st->ps[i];
-    st->bs[k].flat = wk_zeros(WK_SHAPE(st->bs[k].numel),
-                              (wk_options){.dtype = st->bs[k].dtype, .device = wk_tensor_device(first->p)});
+    /* the module's own tensors: kept out of the caller's scope */
+    st->bs[k].flat = wk_scope_keep(wk_zeros(
+        WK_SHAPE(st->bs[k].numel), (wk_options){.dtype = st->bs[k].dtype, .device = wk_tensor_device(first->p)}));
     if (!st->bs[k].flat) return wk_last_error();
     st->stats.bucket_bytes += st->bs[k].numel * (int64_t)wk_dtype_size(st->bs[k].dtype);
   }
@@ -450,7 +451,7 @@ static wk_module *ddp_wrap(wk_module *module, wk_dist_group *g, const wk_ddp_opt
   free(all);
   if (!s) s = build_buckets(st);
   if (!s && st->find_unused && st->np) {
-    st->used = wk_zeros(WK_SHAPE(st->np), (wk_options){.dtype = WK_I32});
+    st->used = wk_scope_keep(wk_zeros(WK_SHAPE(st->np), (wk_options){.dtype = WK_I32}));
     if (!st->used) s = wk_last_error();
   }
   if (!s) {

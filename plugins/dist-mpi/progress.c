@@ -165,8 +165,8 @@ static void finish(dmpi_work *w, bool ok) {
   pthread_mutex_unlock(&g_lock);
   if (orphan) {
     if (w->kind == DMPI_COMM_FREE) free(w->g ? w->g->world_ranks : NULL), free(w->g);
-    wk_release(w->t0);
-    wk_release(w->t1);
+    wk_unref(w->t0); /* the plugin's own reference: never a scope's */
+    wk_unref(w->t1);
     free(w);
   }
 }
@@ -508,8 +508,8 @@ void dmpi_work_release(dmpi_work *w) {
   if (running) w->orphan = true;
   pthread_mutex_unlock(&g_lock);
   if (running) return;
-  wk_release(w->t0);
-  wk_release(w->t1);
+  wk_unref(w->t0);
+  wk_unref(w->t1);
   free(w);
 }
 
