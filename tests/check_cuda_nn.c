@@ -287,6 +287,47 @@ START_TEST(test_cuda_nn_batch_norm) {
 END_TEST
 
 /* Bad input is refused with the cpu kernel's message, not a crash. */
+/* ---- scaled_dot_product_attention (the core's composite on cuda vs the cpu's fused kernel) ---- */
+START_TEST(test_cuda_nn_sdpa) {
+  for (int t = 0; t < 2; t++)
+    for (int mode = 0; mode < 5; mode++) {
+      wk_dtype dt = t ? WK_F16 : WK_F32;
+      wk_scope_begin();
+      twin q = leaf(rnd1(SHAPE(2, 3, 9, 8), dt, 90)), k = leaf(rnd1(SHAPE(2, 3, 13, 8), dt, 91));
+      twin v = leaf(rnd1(SHAPE(2, 3, 13, 5), dt, 92));
+      twin m = {NULL, NULL};
+      if (mode == 2) m = leaf(rnd1(SHAPE(2, 1, 9, 13), dt, 93));
+      if (mode == 3) { /* bool (9, 13), key 0 always taking part */
+        wk_tensor *b = wk_gt_scalar(tu_rand(SHAPE(9, 13), WK_F32, 0, 1, 94), 0.4);
+        TU_NOTNULL(wk_fill_(wk_narrow(b, 1, 0, 1), 1.0));
+        m = (twin){b, cu(b)};
+      }
+      double p = mode == 4 ? 0.3 : 0;
+      bool causal = mode == 1;
+      char what[64];
+      snprintf(what, sizeof what, "%s mode %d", wk_dtype_name(dt), mode);
+      wk_value ca[7] = {WK_VT(q.c), WK_VT(k.c), WK_VT(v.c), m.c ? WK_VT(m.c) : WK_VNONE, WK_VF(p), WK_VB(causal), WK_VNONE};
+      wk_value ga[7] = {WK_VT(q.g), WK_VT(k.g), WK_VT(v.g), m.g ? WK_VT(m.g) : WK_VNONE, WK_VF(p), WK_VB(causal), WK_VNONE};
+      twin leaves[4] = {q, k, v, m};
+      if (p > 0) { /* both devices draw the same Philox stream after the same seed */
+        wk_value oc[3], og[3];
+        wk_manual_seed(7);
+        TU_OK(wk_call("scaled_dot_product_attention", ca, 7, oc));
+        wk_manual_seed(7);
+        TU_OK(wk_call("scaled_dot_product_attention", ga, 7, og));
+        close_t(og[0].u.t, oc[0].u.t, tol_of(dt), what);
+        wk_tensor *r = tu_rand(wk_tensor_sizes(oc[0].u.t), 4, dt, -1, 1, 95);
+        TU_OK(wk_backward(wk_sum(wk_mul(oc[0].u.t, r))));
+        TU_OK(wk_backward(wk_sum(wk_mul(og[0].u.t, cu(r)))));
+        for (int i = 0; i < 3; i++) close_t(wk_tensor_grad(leaves[i].g), wk_tensor_grad(leaves[i].c), 4 * tol_of(dt), what);
+      } else {
+        run_both("scaled_dot_product_attention", ca, ga, 7, tol_of(dt), 0, leaves, mode == 2 ? 4 : 3, what, 4);
+      }
+      wk_scope_end();
+    }
+}
+END_TEST
+
 START_TEST(test_cuda_nn_errors) {
   wk_scope_begin();
   wk_value outs[WK_MAX_OUTS];
@@ -426,6 +467,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_cuda_nn_avg_pool);
   tcase_add_test(tc, test_cuda_nn_adaptive_avg_pool);
   tcase_add_test(tc, test_cuda_nn_batch_norm);
+  tcase_add_test(tc, test_cuda_nn_sdpa);
   tcase_add_test(tc, test_cuda_nn_errors);
   tcase_add_test(tc, test_cuda_nn_threads_streams_tf32);
   tcase_add_test(tc, test_cuda_nn_lenet_step);
