@@ -240,6 +240,24 @@ START_TEST(test_schema_limits) {
 }
 END_TEST
 
+/* Scopes cannot fail to open or to adopt (the first 16 levels are preallocated;
+ * a tensor that finds no room goes on an overflow chain): nesting past 16
+ * and escaping still release everything. */
+START_TEST(test_scope_nesting) {
+  int64_t live = wk_live_tensors();
+  wk_tensor *kept = NULL;
+  for (int d = 1; d <= 20; d++) {
+    ck_assert_int_eq(wk_scope_begin(), d);
+    for (int k = 0; k < 70; k++) TU_NOTNULL(wk_zeros(WK_SHAPE(2), (wk_options){0}));
+  }
+  kept = wk_scope_escape(wk_ones(WK_SHAPE(3), (wk_options){0}));
+  for (int d = 20; d >= 1; d--) TU_OK(wk_scope_end());
+  ck_assert_int_eq(wk_live_tensors(), live);
+  (void)kept;
+  ck_assert_int_ne(wk_scope_end(), WK_OK); /* none open */
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("errors");
   TCase *tc = tcase_create("scope");
@@ -249,6 +267,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_alloc_hook);
   tcase_add_test(tc, test_fail_alloc);
   tcase_add_test(tc, test_schema_limits);
+  tcase_add_test(tc, test_scope_nesting);
   suite_add_tcase(s, tc);
   TCase *io = tcase_create("services");
   tcase_add_checked_fixture(io, dir_setup, dir_teardown);
