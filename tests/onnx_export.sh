@@ -18,6 +18,17 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/wick-onnx.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 "$top_builddir/tests/onnx_ref" "$dir" || exit 1
 "$PY" "$top_srcdir/tests/onnx_ort.py" "$dir" || exit 1
+# wick run: the exported resnet18 imported again and run from a .npy input, against Wick's eager output
+"$PY" -c "import numpy as np, sys; np.save(sys.argv[2], np.fromfile(sys.argv[1], dtype='<f4').reshape(3, 3, 64, 64))" \
+  "$dir/resnet18_b3_in.bin" "$dir/x.npy" || exit 1
+"$top_builddir/tools/wick" run "$dir/resnet18.onnx" --input "input=$dir/x.npy" --output "$dir/y.npy" || exit 1
+"$PY" - "$dir/y.npy" "$dir/resnet18_b3_out.bin" <<'PY' || exit 1
+import sys, numpy as np
+y, want = np.load(sys.argv[1]), np.fromfile(sys.argv[2], dtype="<f4").reshape(3, -1)
+d = float(np.abs(y - want).max())
+print("wick run resnet18.onnx at batch 3: max abs diff to eager %.3g" % d)
+sys.exit(0 if y.shape == want.shape and d == 0 else 1)
+PY
 # examples/train --export-onnx: a short run of the main job, its model checked and run by ONNX Runtime
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   "$top_builddir/examples/train" --model cnn --epochs 1 --limit 128 --out "$dir/run" --export-onnx "$dir/run/model.onnx" \

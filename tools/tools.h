@@ -29,4 +29,7 @@ int wick_probe_cmd(void);
  * status when it cannot start the job (else it becomes mpirun). */
 int wick_launch_cmd(int argc, char **argv);
 
+/* wick run MODEL.onnx ... (tools/run.c): an ONNX model through the onnx plugin; argv[1] is "run". */
+int wick_run_cmd(int argc, char **argv);
+
 #endif

@@ -376,6 +376,8 @@ static int usage(FILE *f) {
           "                            torchinfo's table of a zoo model (shapes, params, mult-adds)\n"
           "       wick graph MODEL --input 1x3x224x224 [--static] [--device meta] [--passes]\n"
           "                            trace a zoo model and print its graph (symbolic batch)\n"
+          "       wick run MODEL.onnx [--input NAME=FILE] [--shape NAME=DIMS] [--output FILE] [--device D] [--bench N]\n"
+          "                            run an ONNX model (the onnx plugin); --info lists its inputs, outputs, ops\n"
           "       wick doctor DIR [--clean]  list (remove) temporary files that killed saves left in DIR\n"
           "       wick launch --nproc-per-node N PROGRAM [ARGS]  start N ranks with torchrun's environment\n"
           "                            (through Open MPI's mpirun; wick launch --help)\n"
@@ -395,6 +397,7 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "graph") == 0) return wick_graph_cmd(argc, argv);
   if (strcmp(argv[1], "doctor") == 0) return wick_doctor_cmd(argc, argv);
   if (strcmp(argv[1], "launch") == 0) return wick_launch_cmd(argc, argv);
+  if (strcmp(argv[1], "run") == 0) return wick_run_cmd(argc, argv);
   if (strcmp(argv[1], "info") == 0 && argc == 3 && strcmp(argv[2], "--probe") == 0) return wick_probe_cmd();
   if (strcmp(argv[1], "info") == 0) {
     bool json = argc > 2 && strcmp(argv[2], "--json") == 0;

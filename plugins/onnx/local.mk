@@ -32,4 +32,6 @@ tests_check_onnx_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
 endif
 endif
 wickinclude_HEADERS += abi/wick/onnx.h
+# wick run MODEL.onnx: built always (it finds the onnx service at run time)
+tools_wick_SOURCES += tools/run.c
 EXTRA_DIST += plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_node_tests.md
