@@ -4,7 +4,9 @@
  * dequantize (q - zero_point) * scale in float32; the observers'
  * _calculate_qparams in float32; fbgemm's requantisation), with the working
  * next to each number. */
+#include <wick/data.h>
 #include <wick/nn.h>
+#include <wick/optim.h>
 #include <wick/quant.h>
 
 #include "testutil.h"
@@ -575,6 +577,123 @@ START_TEST(test_quant_dynamic_model) {
 }
 END_TEST
 
+/* ---- post-training quantization of a CNN on Fashion-MNIST ---------------------------------------- */
+#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+/* n samples of an IDX pair as normalised float images [n, 1, 28, 28] and labels. */
+static bool load_fmnist(const char *images, const char *labels, int64_t n, wk_tensor **x, int64_t **y) {
+  char a[256], b[256];
+  snprintf(a, sizeof a, "%s/%s", FMNIST_DIR, images);
+  snprintf(b, sizeof b, "%s/%s", FMNIST_DIR, labels);
+  wk_dataset *ds = wk_dataset_mnist(a, b);
+  if (!ds) return false;
+  float *px = malloc(sizeof(float) * (size_t)n * 784);
+  *y = malloc(sizeof(int64_t) * (size_t)n);
+  double buf[784];
+  bool ok = px && *y;
+  for (int64_t i = 0; ok && i < n; i++) {
+    wk_sample smp = {0};
+    ok = wk_dataset_get(ds, i, NULL, &smp) == WK_OK && wk_tensor_to_f64(smp.t[0], buf, 784) == WK_OK &&
+         wk_item_i64(smp.t[1], &(*y)[i]) == WK_OK;
+    for (int k = 0; ok && k < 784; k++) px[i * 784 + k] = (float)((buf[k] / 255.0 - 0.2860) / 0.3530);
+    wk_sample_clear(&smp);
+  }
+  wk_dataset_free(ds);
+  *x = ok ? wk_tensor_from_data(px, WK_F32, WK_SHAPE(n, 1, 28, 28)) : NULL;
+  free(px);
+  return *x != NULL;
+}
+
+static double accuracy(wk_module *m, wk_tensor *x, const int64_t *y, int64_t n) {
+  int64_t correct = 0;
+  for (int64_t b = 0; b < n; b += 250) {
+    wk_scope_begin();
+    int64_t len = n - b < 250 ? n - b : 250;
+    wk_tensor *pred = wk_argmax_dim(wk_module_forward(m, wk_narrow(x, 0, b, len)), 1, false);
+    ck_assert_msg(pred != NULL, "%s", wk_last_error_message());
+    for (int64_t i = 0; i < len; i++) {
+      int64_t p;
+      TU_OK(wk_item_i64(wk_select(pred, 0, i), &p));
+      correct += p == y[b + i];
+    }
+    wk_scope_end();
+  }
+  return 100.0 * (double)correct / (double)n;
+}
+
+START_TEST(test_quant_ptq_fashion_mnist) {
+  if (!have_quant()) return;
+  wk_tensor *xtr, *xte;
+  int64_t *ytr, *yte;
+  const int64_t ntr = 6000, nte = 2000;
+  if (!load_fmnist("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", ntr, &xtr, &ytr)) {
+    fprintf(stderr, "check_quant: Fashion-MNIST not found in %s (%s): PTQ test skipped\n", FMNIST_DIR,
+            wk_last_error_message());
+    return;
+  }
+  TU_OK(load_fmnist("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", nte, &xte, &yte) ? WK_OK : wk_last_error());
+  wk_manual_seed(7);
+  wk_module *mods[] = {wk_quant_stub(),
+                       wk_nn_conv2d(1, 8, 3, (wk_conv2d_opts){.padding = 1}),
+                       wk_nn_batch_norm2d(8, (wk_norm_opts){0}),
+                       wk_nn_relu(),
+                       wk_nn_max_pool2d(2, (wk_pool2d_opts){0}),
+                       wk_nn_conv2d(8, 16, 3, (wk_conv2d_opts){.padding = 1}),
+                       wk_nn_batch_norm2d(16, (wk_norm_opts){0}),
+                       wk_nn_relu(),
+                       wk_nn_max_pool2d(2, (wk_pool2d_opts){0}),
+                       wk_nn_flatten(1, -1),
+                       wk_nn_linear(784, 64, true),
+                       wk_nn_relu(),
+                       wk_nn_linear(64, 10, true),
+                       wk_quant_dequant_stub()};
+  wk_module *m = wk_nn_sequential(mods, 14);
+  TU_NOTNULL(m);
+  wk_tensor *params[64];
+  int np = wk_module_named_parameters(m, NULL, params, 64);
+  wk_optimizer *opt = wk_optim_sgd(params, np, (wk_sgd_opts){.lr = 0.05, .momentum = 0.9});
+  TU_NOTNULL(opt);
+  wk_tensor *ytr_t = wk_tensor_from_data(ytr, WK_I64, WK_SHAPE(ntr));
+  for (int epoch = 0; epoch < 2; epoch++)
+    for (int64_t b = 0; b < ntr; b += 50) {
+      wk_scope_begin();
+      wk_tensor *loss = wk_cross_entropy(wk_module_forward(m, wk_narrow(xtr, 0, b, 50)), wk_narrow(ytr_t, 0, b, 50));
+      TU_NOTNULL(loss);
+      TU_OK(wk_optim_zero_grad(opt, true));
+      TU_OK(wk_backward(loss));
+      TU_OK(wk_optim_step(opt));
+      wk_scope_end();
+    }
+  wk_optimizer_free(opt);
+  TU_OK(wk_module_train(m, false));
+  double f32_acc = accuracy(m, xte, yte, nte);
+  /* eager-mode PTQ as in PyTorch's tutorial: fuse, x86 qconfig, calibrate on 10 training batches, convert */
+  TU_OK(wk_quant_fuse(m, (const char *[]){"1", "2", "3"}, 3));
+  TU_OK(wk_quant_fuse(m, (const char *[]){"5", "6", "7"}, 3));
+  TU_OK(wk_quant_fuse(m, (const char *[]){"10", "11"}, 2));
+  wk_qconfig qc;
+  TU_OK(wk_quant_default_qconfig("x86", &qc));
+  TU_OK(wk_quant_prepare(m, &qc));
+  for (int64_t b = 0; b < 10 * 50; b += 50) {
+    wk_scope_begin();
+    TU_NOTNULL(wk_module_forward(m, wk_narrow(xtr, 0, b, 50)));
+    wk_scope_end();
+  }
+  TU_OK(wk_quant_convert(m));
+  double int8_acc = accuracy(m, xte, yte, nte);
+  fprintf(stderr, "check_quant: Fashion-MNIST CNN (6000 images, 2 epochs) test accuracy on %lld images: f32 %.2f%%, "
+                  "int8 PTQ %.2f%%\n", (long long)nte, f32_acc, int8_acc);
+  ck_assert_msg(f32_acc > 75, "float model only reached %.2f%%", f32_acc);
+  ck_assert_msg(fabs(f32_acc - int8_acc) <= 1.0, "int8 %.2f%% vs f32 %.2f%%", int8_acc, f32_acc);
+  wk_release(ytr_t);
+  wk_release(xtr);
+  wk_release(xte);
+  free(ytr);
+  free(yte);
+  wk_module_release(m);
+}
+END_TEST
+
 /* @@SUITE@@ */
 static Suite *make_suite(void) {
   Suite *s = suite_create("quant");
@@ -598,6 +717,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tp, test_quant_observer_errors);
   tcase_add_test(tp, test_quant_workflow_small_cnn);
   tcase_add_test(tp, test_quant_dynamic_model);
+  tcase_add_test(tp, test_quant_ptq_fashion_mnist);
   suite_add_tcase(s, tp);
   return s;
 }
