@@ -575,6 +575,36 @@ START_TEST(test_transformer_module_forward_repr_errors) {
 }
 END_TEST
 
+/* PositionalEncoding against the tutorial's module in float32: the table and x + pe[:T]. */
+START_TEST(test_positional_encoding) {
+  wk_scope_begin();
+  const lr_case *c = lr_case_get("positional_encoding");
+  wk_module *m = wk_nn_positional_encoding(16, 50, WK_NN_ZERO, false);
+  TU_NOTNULL(m);
+  LR_CLOSE(wk_module_buffer(m, "pe"), c, "pe", 1e-6);
+  wk_tensor *x = lr_t(c, "x", WK_F32);
+  LR_CLOSE(wk_module_forward(m, x), c, "y", 1e-6);
+  /* batch_first: the same numbers on (N, T, d) */
+  wk_module *bf = wk_nn_positional_encoding(16, 50, WK_NN_ZERO, true);
+  wk_tensor *yb = wk_transpose(wk_module_forward(bf, wk_transpose(x, 0, 1)), 0, 1);
+  LR_CLOSE(wk_contiguous(yb), c, "y", 1e-6);
+  /* the state dict holds pe (loads from the tutorial's module) */
+  const char *names[4];
+  ck_assert_int_eq(wk_module_named_buffers(m, names, NULL, 4), 1);
+  ck_assert_str_eq(names[0], "pe");
+  lr_repr_eq(wk_nn_positional_encoding(16, 50, 0.2, false), "pe");
+  ck_assert_ptr_null(wk_module_forward(m, wk_zeros(WK_SHAPE(51, 1, 16), (wk_options){0})));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "at most 50 steps");
+  ck_assert_ptr_null(wk_module_forward(m, wk_zeros(WK_SHAPE(5, 1, 15), (wk_options){0})));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "PositionalEncoding(d_model=16, max_len=50)");
+  ck_assert_ptr_null(wk_nn_positional_encoding(0, 50, 0, false));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "must be positive");
+  wk_module_release(bf);
+  wk_module_release(m);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *nn_attention_suite(void) {
   Suite *s = suite_create("nn_attention");
   TCase *tc = tcase_create("sdpa");
@@ -596,6 +626,7 @@ static Suite *nn_attention_suite(void) {
   tcase_add_test(tm, test_mha_module_forward_and_errors);
   tcase_add_test(tm, test_transformer_layers_match_torch);
   tcase_add_test(tm, test_transformer_module_forward_repr_errors);
+  tcase_add_test(tm, test_positional_encoding);
   suite_add_tcase(s, tm);
   return s;
 }

@@ -209,6 +209,7 @@ typedef struct wk_nn_api {
   wk_module *(*rnn)(int kind, int64_t input_size, int64_t hidden_size, const wk_rnn_opts *o, size_t osize);
   wk_tensor *(*rnn_forward)(wk_module *rnn, wk_tensor *input, wk_tensor *h0, wk_tensor *c0, wk_tensor *lengths,
                             wk_tensor **h_n, wk_tensor **c_n);
+  wk_module *(*positional_encoding)(int64_t d_model, int64_t max_len, double dropout, bool batch_first);
 } wk_nn_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -425,6 +426,15 @@ static inline wk_module *wk_nn_gru(int64_t input_size, int64_t hidden_size, wk_r
 static inline wk_tensor *wk_nn_rnn_forward(wk_module *rnn, wk_tensor *input, wk_tensor *h0, wk_tensor *c0,
                                            wk_tensor *lengths, wk_tensor **h_n, wk_tensor **c_n) {
   WK__NN_CALL_PTR(rnn_forward, rnn, input, h0, c0, lengths, h_n, c_n);
+}
+
+/* PositionalEncoding(d_model, dropout, max_len) of PyTorch's Transformer
+ * tutorial: the sinusoidal table pe[pos, 2i] = sin(pos / 10000^(2i / d_model)),
+ * pe[pos, 2i + 1] = cos(...) as buffer "pe" (max_len, 1, d_model), added to
+ * x (T, N, d_model) (batch_first: (N, T, d_model)), then Dropout(dropout)
+ * (child "dropout"). dropout 0 means 0.1; WK_NN_ZERO for none. */
+static inline wk_module *wk_nn_positional_encoding(int64_t d_model, int64_t max_len, double dropout, bool batch_first) {
+  WK__NN_CALL_PTR(positional_encoding, d_model, max_len, dropout, batch_first);
 }
 
 /* ---- model zoo ---- */

@@ -502,3 +502,70 @@ wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *mem, co
   }
   return nn_ret(tl_run(m, x, mem, &k));
 }
+
+/* ---- PositionalEncoding (PyTorch's Transformer tutorial) ---- */
+typedef struct {
+  int64_t d, max_len;
+  bool batch_first;
+} pe_state;
+
+static wk_tensor *pe_forward(wk_module *self, wk_tensor *const *in, int n) {
+  const pe_state *s = wk_module_state(self);
+  if (!nn_check_inputs("PositionalEncoding", in, n, 1)) return NULL;
+  wk_tensor *x = in[0];
+  char a[WK_SHAPE_STR_MAX];
+  int64_t T = wk_tensor_size(x, s->batch_first ? 1 : 0);
+  if (wk_tensor_dim(x) != 3 || wk_tensor_size(x, 2) != s->d || T > s->max_len) {
+    wk_error(WK_ERR_SHAPE, "PositionalEncoding(d_model=%lld, max_len=%lld): expected input %s with at most %lld steps, got %s",
+             (long long)s->d, (long long)s->max_len, s->batch_first ? "(N, T, d_model)" : "(T, N, d_model)",
+             (long long)s->max_len, wk_shape_str(x, a, sizeof a));
+    return NULL;
+  }
+  wk_scope_begin();
+  wk_tensor *pe = wk_narrow(wk_module_buffer(self, "pe"), 0, 0, T); /* (T, 1, d) */
+  if (s->batch_first) pe = wk_transpose(pe, 0, 1);
+  return nn_ret(wk_module_forward(wk_module_child(self, "dropout"), wk_add(x, pe)));
+}
+static const wk_module_class PE = {sizeof(wk_module_class), "PositionalEncoding", pe_forward, free, NULL};
+
+wk_module *nn_positional_encoding(int64_t d, int64_t max_len, double dropout, bool batch_first) {
+  if (d <= 0 || max_len <= 0) {
+    wk_error(WK_ERR_INVALID_ARG, "PositionalEncoding: d_model and max_len must be positive, got %lld and %lld",
+             (long long)d, (long long)max_len);
+    return NULL;
+  }
+  double *t = malloc(sizeof(double) * (size_t)(max_len * d));
+  pe_state *s = malloc(sizeof *s);
+  if (!t || !s) {
+    free(t);
+    free(s);
+    wk_error(WK_ERR_NO_MEMORY, "PositionalEncoding: out of memory");
+    return NULL;
+  }
+  *s = (pe_state){d, max_len, batch_first};
+  /* the tutorial's div_term = exp(arange(0, d, 2) * (-log(10000) / d)), in float32 as there */
+  const float f = (float)(-log(10000.0) / (double)d);
+  for (int64_t pos = 0; pos < max_len; pos++)
+    for (int64_t i = 0; i < d; i += 2) {
+      float div = expf((float)i * f), arg = (float)pos * div;
+      t[pos * d + i] = sinf(arg);
+      if (i + 1 < d) t[pos * d + i + 1] = cosf(arg);
+    }
+  wk_module *m = wk_module_new(&PE, s);
+  if (!m) {
+    free(s);
+    free(t);
+    return NULL;
+  }
+  wk_scope_begin();
+  wk_tensor *pe = wk_to_dtype(wk_tensor_from_data(t, WK_F64, WK_SHAPE(max_len, 1, d)), WK_F32);
+  free(t);
+  wk_status st = nn_buffer(m, "pe", pe);
+  wk_scope_end();
+  if (!st) st = nn_child(m, "dropout", nn_activation(WK_NN_DROPOUT, nn_opt_or(dropout, 0.1)));
+  if (st) {
+    wk_module_release(m);
+    return NULL;
+  }
+  return m;
+}

@@ -75,6 +75,7 @@ wk_module *nn_transformer_layer(bool decoder, int64_t d_model, int64_t nhead, co
 wk_module *nn_transformer_encoder(wk_module *encoder_layer, int64_t num_layers, wk_module *norm);
 wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *memory, const wk_attn_masks *masks,
                                   size_t msize);
+wk_module *nn_positional_encoding(int64_t d_model, int64_t max_len, double dropout, bool batch_first);
 
 /* ---- rnn.c ---- */
 wk_module *nn_rnn(int kind, int64_t input_size, int64_t hidden_size, const wk_rnn_opts *o, size_t osize);

@@ -144,6 +144,7 @@ static const wk_nn_api NN_API = {
     .transformer_forward = nn_transformer_forward,
     .rnn = nn_rnn,
     .rnn_forward = nn_rnn_forward,
+    .positional_encoding = nn_positional_encoding,
 };
 
 static wk_status init(void) { return wk_service_register(WK_NN_SERVICE, WK_NN_API_VERSION, &NN_API); }

@@ -213,7 +213,33 @@ emb_case("embedding_max_norm", nn.Embedding(10, 4, max_norm=1.5), torch.tensor([
 emb_case("embedding_max_norm_p1_pad", nn.Embedding(6, 3, padding_idx=2, max_norm=1.0, norm_type=1.0),
          torch.tensor([2, 5, 5, 0]))
 
+# ---- PositionalEncoding of PyTorch's Transformer tutorial, float32 as there ----
+torch.set_default_dtype(torch.float32)
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, dropout=0.1, max_len=5000):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        position = torch.arange(max_len).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, 1, d_model)
+        pe[:, 0, 0::2] = torch.sin(position * div_term)
+        pe[:, 0, 1::2] = torch.cos(position * div_term)
+        self.register_buffer('pe', pe)
+
+    def forward(self, x):
+        x = x + self.pe[:x.size(0)]
+        return self.dropout(x)
+
+
+pe_m = PositionalEncoding(16, 0.0, max_len=50)
+pe_x = torch.randn(7, 2, 16)
+cases.append(("positional_encoding", [("x", pe_x), ("y", pe_m(pe_x)), ("pe", pe_m.pe)]))
+torch.set_default_dtype(torch.float64)
+
 reprs = [("mha", repr(nn.MultiheadAttention(8, 2))),
+         ("pe", repr(PositionalEncoding(16, 0.2, 50))),
          ("conv_modes", repr(nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect", bias=False),
                                            nn.Conv1d(2, 2, 3, padding_mode="circular"), nn.Dropout2d(0.25),
                                            nn.Embedding(5, 2, max_norm=1.0), nn.Embedding(5, 2, max_norm=2.0,
