@@ -194,9 +194,9 @@ wk_tensor *wk_activation_checkpoint(wk_activation_checkpoint_fn fn, void *user, 
     wk__null_arg("activation_checkpoint", fn ? "inputs" : "fn");
     return NULL;
   }
-  if (n < 0 || n > WK__MAX_NODE_INPUTS) {
-    wk_error(WK_ERR_INVALID_ARG, "activation_checkpoint: between 0 and %d inputs are supported, got %d",
-             WK__MAX_NODE_INPUTS, n);
+  if (n < 0 || n > WK__MAX_HELD) { /* (the backward unpacks every input) */
+    wk_error(WK_ERR_INVALID_ARG, "activation_checkpoint: between 0 and %d inputs are supported, got %d", WK__MAX_HELD,
+             n);
     return NULL;
   }
   bool any = false;
@@ -257,6 +257,7 @@ wk_tensor *wk_activation_checkpoint(wk_activation_checkpoint_fn fn, void *user, 
   }
   node->f = &g_checkpoint_formula;
   node->name = g_checkpoint_formula.name;
+  if (wk_anomaly_enabled()) node->forward_trace = wk__strdup("CheckpointBackward (forward: wk_activation_checkpoint)");
   node->extra = k;
   node->extra_free = free;
   node->has_saved = true;

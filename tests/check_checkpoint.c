@@ -151,7 +151,11 @@ START_TEST(test_checkpoint_inputs_and_errors) {
   ck_assert_ptr_null(wk_activation_checkpoint(identity_segment, NULL, (wk_tensor *[]){NULL}, 1));
   TU_FAILS_WITH(WK_ERR_NULL, "argument 'inputs[i]' is NULL");
   ck_assert_ptr_null(wk_activation_checkpoint(identity_segment, NULL, &x, -1));
-  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "between 0 and 64 inputs are supported, got -1");
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "between 0 and 32 inputs are supported, got -1");
+  wk_tensor *many[33];
+  for (int i = 0; i < 33; i++) many[i] = x;
+  ck_assert_ptr_null(wk_activation_checkpoint(identity_segment, NULL, many, 33));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "between 0 and 32 inputs are supported, got 33");
   /* the recompute's error fails the backward */
   int calls = 0;
   wk_tensor *f = wk_activation_checkpoint(failing_segment, &calls, &x, 1);

@@ -135,7 +135,7 @@ typedef wk_tensor *(*wk_activation_checkpoint_fn)(void *user, wk_tensor *const *
  * simply runs; the segment cannot be differentiated by wk_grad (use
  * wk_backward); batch norm's running statistics update on both runs.
  * Returns a new reference, or NULL with an error (fn's own, or WK_ERR_NULL /
- * WK_ERR_INVALID_ARG for bad arguments, at most 64 inputs). */
+ * WK_ERR_INVALID_ARG for bad arguments, at most 32 inputs). */
 WK_API wk_tensor *wk_activation_checkpoint(wk_activation_checkpoint_fn fn, void *user, wk_tensor *const *inputs, int n);
 
 /* ---- anomaly mode ----------------------------------------------------------------------------- */
