@@ -27,10 +27,12 @@ def main(d):
             onnx.checker.check_model(m, full_check=True)
             assert m.producer_name == "wick", m.producer_name
             dims = m.graph.input[0].type.tensor_type.shape.dim
+            ops = sorted(set(n.op_type for n in m.graph.node))
             assert dims[0].dim_param == "batch", "batch axis is not dynamic: %s" % dims[0]
             inits = [i.name for i in m.graph.initializer]
             print("%s: check_model(full_check=True) ok, opset %d, %d nodes, %d initializers (%s, ...)" %
                   (name, m.opset_import[0].version, len(m.graph.node), len(inits), ", ".join(inits[:3])))
+            print("  %d op types: %s" % (len(ops), " ".join(ops)))
             checked.add(name)
         x = np.fromfile(fin, dtype="<f4").reshape(ishape)
         want = np.fromfile(fout, dtype="<f4").reshape(oshape)
@@ -44,6 +46,9 @@ def main(d):
             continue
         err = np.abs(got.astype(np.float64) - want)
         tol = 1e-5 + 1e-5 * np.abs(want)
+        if not np.all(err <= tol):  # name the columns that differ (the ops model concatenates one block per op)
+            cols = sorted(set(np.nonzero(err > tol)[-1].tolist()))
+            print("  columns differing: %s" % cols[:20])
         rel = float(np.max(err / np.maximum(np.abs(want), 1e-6)))
         worst[(name, batch)] = float(err.max())
         ok = bool(np.all(err <= tol))

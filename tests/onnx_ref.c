@@ -71,6 +71,94 @@ static int one(const char *dir, const char *name, wk_module *m, const int64_t *i
   return 0;
 }
 
+/* Many ops in one program (x: [batch, 16] -> one [batch, K] result), to check
+ * the exporter's mappings against ONNX Runtime op by op. The weights are
+ * constants the program captures (initializers of the ONNX file). */
+static wk_tensor *g_w, *g_b;
+static wk_status ops_prog(void *user, wk_tensor *const *in, int n, wk_tensor **out, int max, int *nout) {
+  (void)user, (void)n, (void)max;
+  wk_scope_begin();
+  wk_tensor *x = in[0], *a = wk_add_scalar(wk_abs(x), 1); /* a > 0 */
+  wk_tensor *p[96];
+  int k = 0;
+  p[k++] = wk_relu(x), p[k++] = wk_sigmoid(x), p[k++] = wk_tanh(x), p[k++] = wk_neg(x), p[k++] = wk_exp(wk_mul_scalar(x, 0.5));
+  p[k++] = wk_sin(x), p[k++] = wk_cos(x), p[k++] = wk_atan(x), p[k++] = wk_erf(x), p[k++] = wk_silu(x);
+  p[k++] = wk_gelu(x, "none"), p[k++] = wk_gelu(x, "tanh"), p[k++] = wk_hardswish(x), p[k++] = wk_hardsigmoid(x);
+  p[k++] = wk_relu6(wk_mul_scalar(x, 4)), p[k++] = wk_leaky_relu(x, 0.2), p[k++] = wk_selu(x), p[k++] = wk_mish(x);
+  p[k++] = wk_log_sigmoid(x), p[k++] = wk_sqrt(a), p[k++] = wk_rsqrt(a), p[k++] = wk_log1p(a), p[k++] = wk_expm1(x);
+  p[k++] = wk_log2(a), p[k++] = wk_reciprocal(a), p[k++] = wk_square(x), p[k++] = wk_floor(wk_mul_scalar(x, 3));
+  p[k++] = wk_ceil(wk_mul_scalar(x, 3)), p[k++] = wk_clamp(x, -0.5, 0.5);
+  p[k++] = wkx_elu(x, WK_VF(0.7), WK_VF(1), WK_VF(1)), p[k++] = wkx_celu(x, WK_VF(1.3));
+  p[k++] = wkx_softplus(x, WK_VF(2), WK_VF(20)), p[k++] = wkx_hardtanh(x, WK_VF(-0.3), WK_VF(0.4));
+  p[k++] = wk_add_scaled(x, wk_cos(x), 2), p[k++] = wk_sub(x, a), p[k++] = wk_div(x, a), p[k++] = wk_maximum(x, wk_sin(x));
+  p[k++] = wk_minimum(x, wk_sin(x)), p[k++] = wk_pow(a, wk_cos(x)), p[k++] = wk_mul_scalar(x, -3);
+  p[k++] = wk_div_scalar(x, 7), p[k++] = wk_where(wk_gt_scalar(x, 0.1), x, wk_mul_scalar(x, 2));
+  p[k++] = wk_softmax(x, 1), p[k++] = wk_log_softmax(x, 1);
+  p[k++] = wk_layer_norm(x, (const int64_t[]){16}, 1, g_b, g_b, 1e-5, NULL);
+  p[k++] = wk_mean_dim(x, (const int64_t[]){1}, 1, true);
+  /* shapes: [b, 16] -> [b, 4, 4] and back through transposes, slices, pads, pools */
+  wk_tensor *s = wk_view(x, (const int64_t[]){wk_tensor_size(x, 0), 4, 4}, 3);
+  p[k++] = wk_flatten(wk_permute(s, (const int64_t[]){0, 2, 1}, 3), 1, -1);
+  p[k++] = wk_flatten(wk_transpose(s, 1, 2), 1, -1);
+  p[k++] = wk_slice(x, 1, 2, 14, 3), p[k++] = wk_narrow(x, 1, 5, 4), p[k++] = wk_unsqueeze(wk_select(x, 1, 3), 1);
+  p[k++] = wk_flip(x, (const int64_t[]){1}, 1), p[k++] = wk_repeat(wk_narrow(x, 1, 0, 2), (const int64_t[]){1, 3}, 2);
+  p[k++] = wk_pad(x, (const int64_t[]){1, 2}, 2, "constant", 0.5), p[k++] = wk_pad(x, (const int64_t[]){2, 1}, 2, "reflect", 0);
+  p[k++] = wk_expand(wk_narrow(x, 1, 0, 1), (const int64_t[]){-1, 3}, 2);
+  wk_tensor *im = wk_unsqueeze(s, 1); /* [b, 1, 4, 4] */
+  p[k++] = wk_flatten(wk_avg_pool2d(im, 2, 2, 0), 1, -1), p[k++] = wk_flatten(wk_adaptive_avg_pool2d(im, 2, 2), 1, -1);
+  p[k++] = wk_flatten(wk_adaptive_avg_pool2d(im, 1, 1), 1, -1);
+  p[k++] = wk_flatten(wk_max_pool2d_with_indices(im, 3, 1, 1, NULL), 1, -1);
+  p[k++] = wk_flatten(wk_stack((wk_tensor *[]){x, a}, 2, 2), 1, -1);
+  /* linear algebra with captured weights */
+  p[k++] = wk_mm(x, g_w), p[k++] = wk_addmm(g_b, x, wk_t(wk_narrow(wk_t(g_w), 0, 0, 16)), 0.5, 2);
+  p[k++] = wk_linear(x, wk_t(g_w), NULL), p[k++] = wk_matmul(x, g_w);
+  p[k++] = wk_flatten(wk_bmm(s, wk_transpose(s, 1, 2)), 1, -1);
+  wk_tensor *y = wk_cat(p, k, 1);
+  for (int i = 0; i < k; i++)
+    if (!p[i]) y = NULL;
+  wk_scope_keep(y);
+  wk_scope_end();
+  out[0] = y;
+  *nout = 1;
+  return y ? WK_OK : wk_last_error();
+}
+
+static int ops(const char *dir, FILE *man, int opset) {
+  char path[1024], in[1024], outp[1024];
+  int64_t wshape[] = {16, 16};
+  wk_manual_seed(9);
+  g_w = wk_randn(wshape, 2, (wk_options){0});
+  g_b = wk_randn(wshape + 1, 1, (wk_options){0});
+  int64_t shape[] = {2, 16};
+  wk_tensor *x = wk_randn(shape, 2, (wk_options){0});
+  static const wk_trace_dim dyn[] = {{0, 0, "batch"}};
+  wk_trace_options o = {sizeof o, dyn, 1, NULL, (const char *[]){"input"}};
+  wk_graph *g = wk_trace(ops_prog, NULL, &x, 1, &o);
+  wk_release(x);
+  char name[32];
+  snprintf(name, sizeof name, "ops%d", opset);
+  snprintf(path, sizeof path, "%s/%s.onnx", dir, name);
+  if (!g || wk_onnx_export_graph(g, path, WK_ONNX_EXPORT_OPTS(.opset = opset))) {
+    fprintf(stderr, "onnx_ref: ops at opset %d: %s\n", opset, wk_last_error_message());
+    return 1;
+  }
+  wk_graph_release(g);
+  for (int64_t b = 1; b <= 3; b += 2) {
+    shape[0] = b;
+    wk_tensor *xb = wk_randn(shape, 2, (wk_options){0}), *y = NULL;
+    int nout = 0;
+    if (ops_prog(NULL, &xb, 1, &y, 1, &nout)) return 1;
+    snprintf(in, sizeof in, "%s/%s_b%lld_in.bin", dir, name, (long long)b);
+    snprintf(outp, sizeof outp, "%s/%s_b%lld_out.bin", dir, name, (long long)b);
+    if (write_raw(in, xb) || write_raw(outp, y)) return 1;
+    fprintf(man, "%s %lld %s %s %lld 16 : %lld %lld\n", name, (long long)b, in, outp, (long long)b, (long long)b,
+            (long long)wk_tensor_size(y, 1));
+    wk_release(xb), wk_release(y);
+  }
+  wk_release(g_w), wk_release(g_b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: onnx_ref DIR\n");
@@ -89,6 +177,7 @@ int main(int argc, char **argv) {
   int bad = one(argv[1], "mlp", wk_nn_mlp(784, hidden, 2, 10), vec, 1, man);
   bad |= one(argv[1], "lenet", wk_nn_lenet(), gray, 3, man);
   bad |= one(argv[1], "resnet18", wk_nn_resnet18((wk_resnet_opts){0}), rgb, 3, man);
+  bad |= ops(argv[1], man, 13) | ops(argv[1], man, 17) | ops(argv[1], man, 20);
   bad |= fclose(man) != 0;
   return bad;
 }

@@ -31,7 +31,15 @@ tests_check_onnx_CFLAGS = $(TEST_CFLAGS) $(PROTOBUF_C_CFLAGS) -DONNX_TESTDATA=\"
 tests_check_onnx_LDADD = $(TEST_LDADD) $(PROTOBUF_C_LIBS)
 endif
 endif
+if FUZZ
+# libFuzzer target for the importer: tests/fuzz/run.sh fuzz_onnx
+FUZZ_TARGETS += tests/fuzz/fuzz_onnx
+tests_fuzz_fuzz_onnx_SOURCES = tests/fuzz/fuzz_onnx.c
+tests_fuzz_fuzz_onnx_CFLAGS = $(FUZZER_CF)
+tests_fuzz_fuzz_onnx_LDFLAGS = $(FUZZER_LD)
+tests_fuzz_fuzz_onnx_LDADD = libwick.la
+endif
 wickinclude_HEADERS += abi/wick/onnx.h
 # wick run MODEL.onnx: built always (it finds the onnx service at run time)
 tools_wick_SOURCES += tools/run.c
-EXTRA_DIST += plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_node_tests.md
+EXTRA_DIST += tests/fuzz/fuzz_onnx.c plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_node_tests.md
