@@ -34,6 +34,21 @@ static float philox_unit(uint64_t seed, uint64_t i) {
 
 #define T(n) (args[n].u.t)
 
+/* A kernel runs below the dispatcher (wk__call_depth > 0), where the results of
+ * the ops it calls belong to no scope. These composites open a scope at call
+ * depth 0, as the derivative formulas do, so every temporary is released when
+ * it ends (the results are taken out of it with wk_scope_keep), and run under
+ * no_grad: the op's own node is the autograd record. */
+#define SDC_BEGIN                   \
+  int depth__ = wk__call_depth;     \
+  wk__call_depth = 0;               \
+  wk_no_grad_begin();               \
+  wk_scope_begin();
+#define SDC_END                     \
+  wk_scope_end();                   \
+  wk_no_grad_end();                 \
+  wk__call_depth = depth__;
+
 typedef struct {
   int nd;
   int64_t BH, L, S, E;
@@ -115,7 +130,7 @@ static wk_status k_sdpa_composite(const wk_kernel_ctx *c, const wk_value *args, 
     wk_status s = wk_rng_reserve(dev, (uint64_t)(g.BH * g.L * g.S), &seed, &off);
     if (s) return s;
   }
-  wk_scope_begin();
+  SDC_BEGIN
   wk_tensor *q = wk_to_dtype(query, cd), *k = wk_to_dtype(T(1), cd), *v = wk_to_dtype(T(2), cd);
   wk_tensor *s = scores(&g, q, k, mask, cd);
   int64_t last = -1;
@@ -132,7 +147,7 @@ static wk_status k_sdpa_composite(const wk_kernel_ctx *c, const wk_value *args, 
     wk_scope_keep(lse);
     wk_scope_keep(rng);
   }
-  wk_scope_end();
+  SDC_END
   if (!ok) return wk_last_error();
   outs[0] = WK_VT(o);
   outs[1] = WK_VT(lse);
@@ -150,7 +165,7 @@ static wk_status k_sdpa_backward_composite(const wk_kernel_ctx *c, const wk_valu
   wk_dtype dt = T(1)->dtype, cd = dt == WK_F64 ? WK_F64 : WK_F32;
   wk_device dev = wk_tensor_device(T(1));
   uint64_t seed = 0, off = 0;
-  wk_scope_begin();
+  SDC_BEGIN
   if (g.p > 0) {
     wk_tensor *rh = wk_contiguous(wk_to_device(T(7), wk_cpu()));
     if (rh) {
@@ -183,7 +198,7 @@ static wk_status k_sdpa_backward_composite(const wk_kernel_ctx *c, const wk_valu
   if (ok)
     for (int i = 0; i < 4; i++)
       if (r[i]) wk_scope_keep(r[i]);
-  wk_scope_end();
+  SDC_END
   if (!ok) return wk_last_error();
   for (int i = 0; i < 4; i++) outs[i] = r[i] ? WK_VT(r[i]) : WK_VNONE;
   return WK_OK;
