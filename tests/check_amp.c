@@ -623,6 +623,39 @@ START_TEST(test_amp_cuda_lists) {
 END_TEST
 
 
+/* Two optimizers under one scaler (PyTorch's multiple-optimizer recipe):
+ * each step() looks at its own optimizer's gradients only, update() backs
+ * off when any of them held inf/NaN. */
+START_TEST(test_amp_scaler_two_optimizers) {
+  wk_scope_begin();
+  wk_tensor *p = TU_T(WK_F32, (2), 1, 2), *q = TU_T(WK_F32, (2), 3, 4);
+  wk_tensor_set_requires_grad(p, true);
+  wk_tensor_set_requires_grad(q, true);
+  wk_optimizer *a = wk_optim_sgd(&p, 1, (wk_sgd_opts){.lr = 0.5}), *b = wk_optim_sgd(&q, 1, (wk_sgd_opts){.lr = 0.5});
+  wk_grad_scaler *sc = wk_grad_scaler_new((wk_grad_scaler_opts){.init_scale = 8, .growth_interval = 1});
+  for (int k = 0; k < 2; k++) {
+    TU_OK(wk_optim_zero_grad(a, true));
+    TU_OK(wk_optim_zero_grad(b, true));
+    /* step 0: p's gradient is inf; step 1: both clean */
+    wk_tensor *loss = wk_add(wk_sum(wk_mul_scalar(p, k == 0 ? INFINITY : 1.0)), wk_sum(q));
+    TU_OK(wk_backward(wk_grad_scaler_scale(sc, loss)));
+    bool sa, sb;
+    TU_OK(wk_grad_scaler_step(sc, a, &sa));
+    TU_OK(wk_grad_scaler_step(sc, b, &sb));
+    TU_OK(wk_grad_scaler_update(sc));
+    ck_assert_msg(sa == (k == 1) && sb, "step %d: a stepped %d, b stepped %d", k, sa, sb);
+  }
+  /* 8 -> 4 (inf in a's gradients) -> 8 (growth_interval 1); p moved once, q twice */
+  ck_assert(wk_grad_scaler_get_scale(sc) == 8.0);
+  TU_EQ_VALS(p, 0.5, 1.5);
+  TU_EQ_VALS(q, 2, 3);
+  wk_grad_scaler_free(sc);
+  wk_optimizer_free(a);
+  wk_optimizer_free(b);
+  wk_scope_end();
+}
+END_TEST
+
 /* ==== on a CUDA device (skipped without one) ================================================= */
 static bool cuda_device(wk_device *dev) {
   int32_t t = wk_device_type_find("cuda");
@@ -696,6 +729,7 @@ static Suite *make_suite(void) {
   tcase_add_test(ts, test_amp_scaler_state_dict_round_trip);
   tcase_add_test(ts, test_amp_scaler_errors);
   tcase_add_test(ts, test_amp_fused_ops);
+  tcase_add_test(ts, test_amp_scaler_two_optimizers);
   suite_add_tcase(s, ts);
   TCase *tcu = tcase_create("cuda");
   tcase_add_checked_fixture(tcu, tu_setup, NULL);
