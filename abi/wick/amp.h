@@ -23,10 +23,13 @@
  * for the pointwise ops that overflow or lose precision in half (exp, log,
  * log1p, pow, rsqrt, reciprocal, sinh/cosh/tan/asin/acos/erfinv, softplus),
  * norms and reductions (layer_norm, group_norm, norm, sum, prod, cumsum,
- * cumprod, cdist, softmax/log_softmax when they cast), every loss, and
- * the promote list (cat, stack, index_copy, addcdiv, addcmul, atan2, ...):
- * the same policy for float16 and bfloat16, as in PyTorch. Any other device
- * type uses the cpu lists.
+ * cumprod, cdist, softmax/log_softmax unless given a dtype), every loss
+ * but binary_cross_entropy, which is refused in a region (use the
+ * with_logits form), and the promote list (cat, stack, addcdiv, addcmul,
+ * atan2, bilinear, cross, dot, grid_sampler, index_put, scatter_add,
+ * tensordot): the same policy for float16 and bfloat16, as in PyTorch.
+ * Any other device type uses the cpu lists; wk_autocast_op_policy() tells
+ * what a device's lists do to an op.
  *
  * GradScaler (float16 training): scale the loss, unscale the gradients
  * before clipping, step (skipped when a gradient holds inf or NaN), update
