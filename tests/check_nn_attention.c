@@ -444,6 +444,7 @@ static const tl_ref TL_CASES[] = {
     {"dec_pre_gelu_bf", true, false, 8, 4,
      {.dim_feedforward = 12, .dropout = WK_NN_ZERO, .activation = "gelu", .norm_first = true, .batch_first = true}},
     {"encoder_stack", false, true, 8, 2, {.dim_feedforward = 16, .dropout = WK_NN_ZERO}},
+    {"decoder_stack", true, true, 8, 2, {.dim_feedforward = 16, .dropout = WK_NN_ZERO, .norm_first = true}},
 };
 
 /* A mask input: bool ones stay bool, float ones require grad when PyTorch
@@ -460,10 +461,12 @@ static wk_module *make_layer(const tl_ref *r) {
   if (!r->stack)
     return r->decoder ? wk_nn_transformer_decoder_layer(r->d, r->nhead, r->o)
                       : wk_nn_transformer_encoder_layer(r->d, r->nhead, r->o);
-  wk_module *layer = wk_nn_transformer_encoder_layer(r->d, r->nhead, r->o);
-  wk_module *enc = wk_nn_transformer_encoder(layer, 2, wk_nn_layer_norm(WK_SHAPE(8), (wk_norm_opts){0}));
+  wk_module *layer = r->decoder ? wk_nn_transformer_decoder_layer(r->d, r->nhead, r->o)
+                                : wk_nn_transformer_encoder_layer(r->d, r->nhead, r->o);
+  wk_module *norm = wk_nn_layer_norm(WK_SHAPE(8), (wk_norm_opts){0});
+  wk_module *stack = r->decoder ? wk_nn_transformer_decoder(layer, 2, norm) : wk_nn_transformer_encoder(layer, 2, norm);
   wk_module_release(layer);
-  return enc;
+  return stack;
 }
 
 START_TEST(test_transformer_layers_match_torch) {
@@ -562,6 +565,15 @@ START_TEST(test_transformer_module_forward_repr_errors) {
   wk_module_release(stack);
   ck_assert_ptr_null(wk_nn_transformer_encoder(dec, 2, NULL));
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "expected a TransformerEncoderLayer");
+  ck_assert_ptr_null(wk_nn_transformer_decoder(m, 2, NULL));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "TransformerDecoder: expected a TransformerDecoderLayer");
+  wk_module *dstack = wk_nn_transformer_decoder(dec, 2, NULL);
+  TU_NOTNULL(dstack);
+  ck_assert_ptr_null(wk_nn_transformer_forward(dstack, src, NULL, NULL));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "TransformerDecoder.forward(): memory is required");
+  ck_assert_ptr_null(wk_module_forward(dstack, src));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "TransformerDecoder.forward() takes (tgt, memory");
+  wk_module_release(dstack);
   ck_assert_ptr_null(wk_nn_transformer_encoder(m, 0, NULL));
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "num_layers");
   ck_assert_ptr_null(wk_nn_transformer_encoder_layer(8, 2, (wk_transformer_opts){.activation = "tanh"}));

@@ -210,6 +210,7 @@ typedef struct wk_nn_api {
   wk_tensor *(*rnn_forward)(wk_module *rnn, wk_tensor *input, wk_tensor *h0, wk_tensor *c0, wk_tensor *lengths,
                             wk_tensor **h_n, wk_tensor **c_n);
   wk_module *(*positional_encoding)(int64_t d_model, int64_t max_len, double dropout, bool batch_first);
+  wk_module *(*transformer_decoder)(wk_module *decoder_layer, int64_t num_layers, wk_module *norm);
 } wk_nn_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -403,8 +404,14 @@ static inline wk_module *wk_nn_transformer_decoder_layer(int64_t d_model, int64_
 static inline wk_module *wk_nn_transformer_encoder(wk_module *encoder_layer, int64_t num_layers, wk_module *norm) {
   WK__NN_CALL_PTR(transformer_encoder, encoder_layer, num_layers, norm);
 }
-/* Forward of an encoder layer, decoder layer (memory required) or encoder
- * stack with optional masks (NULL: none). Returns a new reference. */
+/* TransformerDecoder(decoder_layer, num_layers, norm): the same for decoder
+ * layers. Module forward (tgt, memory[, tgt_mask[, memory_mask[,
+ * tgt_key_padding_mask[, memory_key_padding_mask]]]]). */
+static inline wk_module *wk_nn_transformer_decoder(wk_module *decoder_layer, int64_t num_layers, wk_module *norm) {
+  WK__NN_CALL_PTR(transformer_decoder, decoder_layer, num_layers, norm);
+}
+/* Forward of an encoder or decoder layer or stack (decoders: memory
+ * required) with optional masks (NULL: none). Returns a new reference. */
 static inline wk_tensor *wk_nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *memory,
                                                    const wk_attn_masks *masks) {
   WK__NN_CALL_PTR(transformer_forward, m, x, memory, masks, sizeof(wk_attn_masks));

@@ -383,62 +383,89 @@ static wk_tensor *tl_forward_fn(wk_module *self, wk_tensor *const *in, int n) {
   return nn_ret(tl_run(self, in[0], s->decoder ? in[1] : NULL, &mk));
 }
 
-/* ---- TransformerEncoder ---- */
+/* ---- TransformerEncoder / TransformerDecoder ---- */
 typedef struct {
-  bool has_norm;
+  bool decoder, has_norm;
 } te_state;
 static wk_tensor *te_forward_fn(wk_module *self, wk_tensor *const *in, int n);
 static const wk_module_class TENC = {sizeof(wk_module_class), "TransformerEncoder", te_forward_fn, free, NULL};
+static const wk_module_class TDEC = {sizeof(wk_module_class), "TransformerDecoder", te_forward_fn, free, NULL};
 
-static wk_tensor *te_run(wk_module *self, wk_tensor *x, const wk_attn_masks *mk) {
+/* Every layer in turn (the decoder's with the same memory and masks), then norm. */
+static wk_tensor *te_run(wk_module *self, wk_tensor *x, wk_tensor *mem, const wk_attn_masks *mk) {
+  const te_state *ts = wk_module_state(self);
+  if (ts->decoder && !mem) {
+    wk_error(WK_ERR_INVALID_ARG, "TransformerDecoder.forward(): memory is required");
+    return NULL;
+  }
+  if (!ts->decoder && mem) {
+    wk_error(WK_ERR_INVALID_ARG, "TransformerEncoder.forward(): takes no memory");
+    return NULL;
+  }
   wk_module *layers = wk_module_child(self, "layers");
   int nl = wk_module_named_children(layers, NULL, NULL, 0);
   wk_module *kids[64];
   wk_module **k = nl <= 64 ? kids : malloc(sizeof *k * (size_t)nl);
   if (!k) {
-    wk_error(WK_ERR_NO_MEMORY, "TransformerEncoder: out of memory");
+    wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", wk_module_class_name(self));
     return NULL;
   }
   wk_module_named_children(layers, NULL, k, nl);
-  for (int i = 0; i < nl && x; i++) x = tl_run(k[i], x, NULL, mk);
+  for (int i = 0; i < nl && x; i++) x = tl_run(k[i], x, mem, mk);
   if (k != kids) free(k);
-  if (!x || !((const te_state *)wk_module_state(self))->has_norm) return x;
+  if (!x || !ts->has_norm) return x;
   return wk_module_forward(wk_module_child(self, "norm"), x);
 }
 
 static wk_tensor *te_forward_fn(wk_module *self, wk_tensor *const *in, int n) {
-  if (n < 1 || n > 3) {
-    wk_error(WK_ERR_INVALID_ARG, "TransformerEncoder.forward() takes (src[, mask[, src_key_padding_mask]]), got %d inputs",
+  const te_state *ts = wk_module_state(self);
+  int lo = ts->decoder ? 2 : 1, hi = ts->decoder ? 6 : 3;
+  if (n < lo || n > hi) {
+    wk_error(WK_ERR_INVALID_ARG, "%s.forward() takes %s, got %d inputs", wk_module_class_name(self),
+             ts->decoder ? "(tgt, memory[, tgt_mask[, memory_mask[, tgt_key_padding_mask[, memory_key_padding_mask]]]])"
+                         : "(src[, mask[, src_key_padding_mask]])",
              n);
     return NULL;
   }
-  wk_attn_masks mk = {.attn_mask = n > 1 ? in[1] : NULL, .key_padding_mask = n > 2 ? in[2] : NULL};
+  wk_attn_masks mk = {0};
+  if (ts->decoder) {
+    mk.attn_mask = n > 2 ? in[2] : NULL;
+    mk.memory_mask = n > 3 ? in[3] : NULL;
+    mk.key_padding_mask = n > 4 ? in[4] : NULL;
+    mk.memory_key_padding_mask = n > 5 ? in[5] : NULL;
+  } else {
+    mk.attn_mask = n > 1 ? in[1] : NULL;
+    mk.key_padding_mask = n > 2 ? in[2] : NULL;
+  }
   wk_scope_begin();
-  return nn_ret(te_run(self, in[0], &mk));
+  return nn_ret(te_run(self, in[0], ts->decoder ? in[1] : NULL, &mk));
 }
 
-wk_module *nn_transformer_encoder(wk_module *layer, int64_t num_layers, wk_module *norm) {
-  if (!layer || wk_module_class_name(layer) != ENC.name) {
+/* TransformerEncoder(encoder_layer, ...) or TransformerDecoder(decoder_layer, ...). */
+static wk_module *make_stack(bool decoder, wk_module *layer, int64_t num_layers, wk_module *norm) {
+  const char *cls = decoder ? "TransformerDecoder" : "TransformerEncoder";
+  const char *want = decoder ? DEC.name : ENC.name;
+  if (!layer || wk_module_class_name(layer) != want) {
     wk_module_release(norm);
-    if (layer) wk_error(WK_ERR_INVALID_ARG, "TransformerEncoder: expected a TransformerEncoderLayer, got %s",
-                        wk_module_class_name(layer));
-    else wk_error(WK_ERR_NULL, "TransformerEncoder: encoder_layer is NULL");
+    if (layer) wk_error(WK_ERR_INVALID_ARG, "%s: expected a %s, got %s", cls, want, wk_module_class_name(layer));
+    else wk_error(WK_ERR_NULL, "%s: %s_layer is NULL", cls, decoder ? "decoder" : "encoder");
     return NULL;
   }
   if (num_layers < 1) {
     wk_module_release(norm);
-    wk_error(WK_ERR_INVALID_ARG, "TransformerEncoder: num_layers must be at least 1, got %lld", (long long)num_layers);
+    wk_error(WK_ERR_INVALID_ARG, "%s: num_layers must be at least 1, got %lld", cls, (long long)num_layers);
     return NULL;
   }
   const tl_state *s = wk_module_state(layer);
   te_state *ts = malloc(sizeof *ts);
   if (!ts) {
     wk_module_release(norm);
-    wk_error(WK_ERR_NO_MEMORY, "TransformerEncoder: out of memory");
+    wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
     return NULL;
   }
+  ts->decoder = decoder;
   ts->has_norm = norm != NULL;
-  wk_module *m = wk_module_new(&TENC, ts);
+  wk_module *m = wk_module_new(decoder ? &TDEC : &TENC, ts);
   if (!m) free(ts);
   wk_module *list = nn_module_list(NULL, 0);
   wk_status st = m && list ? WK_OK : wk_last_error();
@@ -449,7 +476,7 @@ wk_module *nn_transformer_encoder(wk_module *layer, int64_t num_layers, wk_modul
   if (lo.layer_norm_eps == 0) lo.layer_norm_eps = WK_NN_ZERO;
   wk_tensor *w = wk_module_param(layer, "linear1.weight");
   for (int64_t i = 0; i < num_layers && !st; i++) { /* PyTorch deep-copies the layer: same weights in each */
-    wk_module *c = nn_transformer_layer(false, s->d_model, s->nhead, &lo, sizeof lo);
+    wk_module *c = nn_transformer_layer(decoder, s->d_model, s->nhead, &lo, sizeof lo);
     if (c) wk_module_train(c, wk_module_is_training(layer));
     if (c && w && wk_module_to(c, wk_tensor_device(w), wk_tensor_dtype(w))) {
       wk_module_release(c);
@@ -477,29 +504,30 @@ wk_module *nn_transformer_encoder(wk_module *layer, int64_t num_layers, wk_modul
   return m;
 }
 
+wk_module *nn_transformer_encoder(wk_module *layer, int64_t num_layers, wk_module *norm) {
+  return make_stack(false, layer, num_layers, norm);
+}
+wk_module *nn_transformer_decoder(wk_module *layer, int64_t num_layers, wk_module *norm) {
+  return make_stack(true, layer, num_layers, norm);
+}
+
 wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *mem, const wk_attn_masks *mk, size_t msize) {
   if (!m || !x) {
     wk_error(WK_ERR_NULL, "transformer_forward: %s is NULL", !m ? "module" : "input");
     return NULL;
   }
   const char *cn = wk_module_class_name(m);
-  if (cn != ENC.name && cn != DEC.name && cn != TENC.name) {
+  if (cn != ENC.name && cn != DEC.name && cn != TENC.name && cn != TDEC.name) {
     wk_error(WK_ERR_INVALID_ARG,
-             "transformer_forward: expected a TransformerEncoderLayer, TransformerDecoderLayer or "
-             "TransformerEncoder, got %s",
+             "transformer_forward: expected a TransformerEncoderLayer, TransformerDecoderLayer, "
+             "TransformerEncoder or TransformerDecoder, got %s",
              cn);
     return NULL;
   }
   wk_attn_masks k;
   nn_opts(&k, sizeof k, mk, mk ? msize : 0);
   wk_scope_begin();
-  if (cn == TENC.name) {
-    if (mem) {
-      wk_error(WK_ERR_INVALID_ARG, "TransformerEncoder.forward(): takes no memory");
-      return nn_ret(NULL);
-    }
-    return nn_ret(te_run(m, x, &k));
-  }
+  if (cn == TENC.name || cn == TDEC.name) return nn_ret(te_run(m, x, mem, &k));
   return nn_ret(tl_run(m, x, mem, &k));
 }
 

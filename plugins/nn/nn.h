@@ -73,6 +73,7 @@ wk_tensor *nn_mha_forward(wk_module *mha, wk_tensor *query, wk_tensor *key, wk_t
 wk_module *nn_transformer_layer(bool decoder, int64_t d_model, int64_t nhead, const wk_transformer_opts *o,
                                 size_t osize);
 wk_module *nn_transformer_encoder(wk_module *encoder_layer, int64_t num_layers, wk_module *norm);
+wk_module *nn_transformer_decoder(wk_module *decoder_layer, int64_t num_layers, wk_module *norm);
 wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *memory, const wk_attn_masks *masks,
                                   size_t msize);
 wk_module *nn_positional_encoding(int64_t d_model, int64_t max_len, double dropout, bool batch_first);

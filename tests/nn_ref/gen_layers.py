@@ -213,6 +213,13 @@ emb_case("embedding_max_norm", nn.Embedding(10, 4, max_norm=1.5), torch.tensor([
 emb_case("embedding_max_norm_p1_pad", nn.Embedding(6, 3, padding_idx=2, max_norm=1.0, norm_type=1.0),
          torch.tensor([2, 5, 5, 0]))
 
+# ---- TransformerDecoder stack (appended last among the float64 cases) ----
+dec_stack = nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=True), 2, norm=nn.LayerNorm(8))
+layer_case("decoder_stack", dec_stack, ["tgt", "memory"],
+           dict(tgt=r(4, 2, 8), memory=r(5, 2, 8), tgt_mask=torch.triu(torch.full((4, 4), float("-inf")), 1),
+                memory_key_padding_mask=torch.tensor([[False] * 5, [False, False, False, True, True]])),
+           ["tgt_mask", "memory_key_padding_mask"])
+
 # ---- PositionalEncoding of PyTorch's Transformer tutorial, float32 as there ----
 torch.set_default_dtype(torch.float32)
 
