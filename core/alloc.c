@@ -48,8 +48,8 @@ void wk__alloc_init_done(void) {
 
 __attribute__((destructor)) static void alloc_report(void) {
   if (!g_report) return;
-  fprintf(stderr, "wick: WICK_FAIL_ALLOC=%ld: %ld allocations counted, the failure %s\n", g_fail_at,
-          (long)atomic_load(&g_count), atomic_load(&g_failed) ? "was injected" : "was not reached");
+  fprintf(stderr, "wick: WICK_FAIL_ALLOC=%ld: %ld allocations counted, the failing one %s\n", g_fail_at,
+          (long)atomic_load(&g_count), atomic_load(&g_failed) ? "was reached" : "was not reached");
 }
 
 /* True when this allocation is the one to fail. */
@@ -59,6 +59,8 @@ static inline bool inject(void) {
   long k = atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed) + 1;
   if (k != g_fail_at) return false;
   atomic_store(&g_failed, true);
+  if (g_report) /* now: a process that ends in _exit or a signal runs no destructor */
+    fprintf(stderr, "wick: WICK_FAIL_ALLOC=%ld: the failure was injected\n", g_fail_at);
   return true;
 }
 

@@ -694,8 +694,8 @@ static wk_status save_args(wk__node *n, const wk__formula *f, const wk_value *ar
       if (!p) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
       if (v.len) memcpy(p, v.u.floats, sizeof(double) * (size_t)v.len);
       v.u.floats = p;
-    } else if (v.tag == WK_V_STR) {
-      v.u.s = wk__strdup(v.u.s);
+    } else if (v.tag == WK_V_STR && v.u.s) {
+      if (!(v.u.s = wk__strdup(v.u.s))) return wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory");
     }
     n->args[i] = v;
   }

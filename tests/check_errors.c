@@ -4,6 +4,7 @@
  * file; a call receiving the NULL of an earlier failure keeps that failure's
  * message; cleanup calls leave the message alone. WICK_FAIL_ALLOC=N fails the
  * Nth allocation (checked in a child process: the variable is read at load). */
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -258,6 +259,39 @@ START_TEST(test_scope_nesting) {
 }
 END_TEST
 
+/* The error slot is per thread, and the dispatcher's op caches and the typed
+ * wrappers' op pointers are shared: 4 threads call ops (each wrapper's first
+ * call races the others) and see only their own failures. Run under
+ * ThreadSanitizer by tests/tsan.sh. */
+static void *thread_errors(void *arg) {
+  long id = (long)arg;
+  wk_tensor *a = wk_ones(WK_SHAPE(2, 3 + id), (wk_options){0}), *b = wk_ones(WK_SHAPE(5 + id, 2), (wk_options){0});
+  char want[64];
+  snprintf(want, sizeof want, "2x%ld and %ldx2", 3 + id, 5 + id);
+  long bad = a == NULL || b == NULL;
+  for (int i = 0; i < 200 && !bad; i++) {
+    wk_tensor *c = i % 2 ? wk_mul(a, a) : wk_sub(a, a);
+    bad |= c == NULL || wk_last_error() != WK_OK;
+    wk_release(c);
+    bad |= wk_matmul(a, b) != NULL || !strstr(wk_last_error_message(), want);
+    bad |= wk_relu(wk_matmul(a, b)) != NULL || !strstr(wk_last_error_message(), want);
+  }
+  wk_release(a);
+  wk_release(b);
+  return (void *)bad;
+}
+
+START_TEST(test_thread_errors) {
+  pthread_t th[4];
+  for (long i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&th[i], NULL, thread_errors, (void *)i), 0);
+  for (int i = 0; i < 4; i++) {
+    void *r = NULL;
+    ck_assert_int_eq(pthread_join(th[i], &r), 0);
+    ck_assert_msg(r == NULL, "thread %d saw another thread's error or a wrong result", i);
+  }
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("errors");
   TCase *tc = tcase_create("scope");
@@ -268,6 +302,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_fail_alloc);
   tcase_add_test(tc, test_schema_limits);
   tcase_add_test(tc, test_scope_nesting);
+  tcase_add_test(tc, test_thread_errors);
   suite_add_tcase(s, tc);
   TCase *io = tcase_create("services");
   tcase_add_checked_fixture(io, dir_setup, dir_teardown);

@@ -114,8 +114,9 @@ enum {
 };
 
 static inline const wk_amp_api *wk_amp_api_get(void) {
-  static const wk_amp_api *api;
-  if (!api) api = (const wk_amp_api *)wk_service_get(WK_AMP_SERVICE, WK_AMP_API_VERSION);
+  static const wk_amp_api *api_cache; /* filled on first use, maybe by several threads at once */
+  const wk_amp_api *api = __atomic_load_n(&api_cache, __ATOMIC_ACQUIRE);
+  if (!api) __atomic_store_n(&api_cache, api = (const wk_amp_api *)wk_service_get(WK_AMP_SERVICE, WK_AMP_API_VERSION), __ATOMIC_RELEASE);
   return api;
 }
 

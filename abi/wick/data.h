@@ -222,8 +222,9 @@ WK_STATIC_ASSERT(sizeof(wk_dataset_impl) == 32, "wk_dataset_impl is frozen at ve
 /* The data service, fetched once per translation unit; NULL with the error of
  * wk_service_get (naming the service and the plugin search path). */
 static inline const wk_data_iface *wk__data(size_t need) {
-  static const wk_data_iface *d;
-  if (!d) d = (const wk_data_iface *)wk_service_get(WK_DATA_SERVICE, 1u); /* struct_size decides per call */
+  static const wk_data_iface *d_cache; /* filled on first use, maybe by several threads at once */
+  const wk_data_iface *d = __atomic_load_n(&d_cache, __ATOMIC_ACQUIRE);
+  if (!d) __atomic_store_n(&d_cache, d = (const wk_data_iface *)wk_service_get(WK_DATA_SERVICE, 1u), __ATOMIC_RELEASE); /* struct_size decides per call */
   if (d && d->struct_size < need) {
     wk_error(WK_ERR_UNSUPPORTED, "the data service is too old (interface of %zu bytes, %zu needed)",
              d->struct_size, need);

@@ -79,8 +79,9 @@ WK_STATIC_ASSERT(sizeof(wk_checkpoint) == 352, "wk_checkpoint is frozen at versi
 /* The io service, fetched once per translation unit; NULL with the error of
  * wk_service_get (naming the service and the plugin search path). */
 static inline const wk_io_iface *wk__io(size_t need) {
-  static const wk_io_iface *io;
-  if (!io) io = (const wk_io_iface *)wk_service_get(WK_IO_SERVICE, WK_IO_SERVICE_VERSION);
+  static const wk_io_iface *io_cache; /* filled on first use, maybe by several threads at once */
+  const wk_io_iface *io = __atomic_load_n(&io_cache, __ATOMIC_ACQUIRE);
+  if (!io) __atomic_store_n(&io_cache, io = (const wk_io_iface *)wk_service_get(WK_IO_SERVICE, WK_IO_SERVICE_VERSION), __ATOMIC_RELEASE);
   if (io && io->struct_size < need) {
     wk_error(WK_ERR_UNSUPPORTED, "the io service is too old (interface of %zu bytes, %zu needed)", io->struct_size,
              need);

@@ -215,8 +215,9 @@ typedef struct wk_nn_api {
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
 static inline const wk_nn_api *wk_nn_api_get(void) {
-  static const wk_nn_api *api;
-  if (!api) api = (const wk_nn_api *)wk_service_get(WK_NN_SERVICE, WK_NN_API_VERSION);
+  static const wk_nn_api *api_cache; /* filled on first use, maybe by several threads at once */
+  const wk_nn_api *api = __atomic_load_n(&api_cache, __ATOMIC_ACQUIRE);
+  if (!api) __atomic_store_n(&api_cache, api = (const wk_nn_api *)wk_service_get(WK_NN_SERVICE, WK_NN_API_VERSION), __ATOMIC_RELEASE);
   return api;
 }
 #define WK__NN_HAS(api, field) \

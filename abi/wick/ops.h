@@ -14,9 +14,12 @@
 #include <wick/tensor.h>
 
 /* ---- Calling helpers shared by the wrappers -------------------------------------- */
+/* The cache is filled on first use, possibly by several threads at once:
+ * atomic (acquire/release) loads and stores, plain moves on x86. */
 static inline wk_op *wk__op_cached(wk_op **cache, const char *name) {
-  if (!*cache) *cache = wk_op_find(name);
-  return *cache;
+  wk_op *op = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (!op) __atomic_store_n(cache, op = wk_op_find(name), __ATOMIC_RELEASE);
+  return op;
 }
 /* Calls and returns the first result (a new reference) or NULL. */
 static inline wk_tensor *wk__call_t(wk_op **cache, const char *name, const wk_value *a, int n) {

@@ -324,8 +324,9 @@ typedef struct wk_optim_api {
  * unit; NULL with WK_ERR_NOT_FOUND naming the service and the plugin search
  * path when the optim plugin is not loaded. */
 static inline const wk_optim_api *wk_optim_api_get(void) {
-  static const wk_optim_api *api;
-  if (!api) api = (const wk_optim_api *)wk_service_get(WK_OPTIM_SERVICE, WK_OPTIM_API_VERSION);
+  static const wk_optim_api *api_cache; /* filled on first use, maybe by several threads at once */
+  const wk_optim_api *api = __atomic_load_n(&api_cache, __ATOMIC_ACQUIRE);
+  if (!api) __atomic_store_n(&api_cache, api = (const wk_optim_api *)wk_service_get(WK_OPTIM_SERVICE, WK_OPTIM_API_VERSION), __ATOMIC_RELEASE);
   return api;
 }
 /* True when the service table has slot `field` (an older plugin may lack it). */

@@ -41,8 +41,9 @@ typedef struct wk_profiler_api {
 } wk_profiler_api;
 
 static inline const wk_profiler_api *wk_profiler_api_get(void) {
-  static const wk_profiler_api *api;
-  if (!api) api = (const wk_profiler_api *)wk_service_get(WK_PROFILER_SERVICE, WK_PROFILER_API_VERSION);
+  static const wk_profiler_api *api_cache; /* filled on first use, maybe by several threads at once */
+  const wk_profiler_api *api = __atomic_load_n(&api_cache, __ATOMIC_ACQUIRE);
+  if (!api) __atomic_store_n(&api_cache, api = (const wk_profiler_api *)wk_service_get(WK_PROFILER_SERVICE, WK_PROFILER_API_VERSION), __ATOMIC_RELEASE);
   return api;
 }
 
