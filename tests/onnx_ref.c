@@ -160,13 +160,29 @@ static int ops(const char *dir, FILE *man, int opset) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: onnx_ref DIR\n");
+  if (argc != 2 && !(argc == 3 && !strcmp(argv[2], "--resnet18-224"))) {
+    fprintf(stderr, "usage: onnx_ref DIR [--resnet18-224]\n");
     return 2;
   }
   if (wk_init()) {
     fprintf(stderr, "onnx_ref: %s\n", wk_last_error_message());
     return 1;
+  }
+  if (argc == 3) { /* for bench/onnx_resnet.py: DIR/resnet18_224.onnx only, dynamic batch */
+    wk_module *m = wk_nn_resnet18((wk_resnet_opts){0});
+    int64_t shape[] = {1, 3, 224, 224};
+    wk_tensor *x = m && !wk_module_train(m, false) ? wk_randn(shape, 4, (wk_options){0}) : NULL;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/resnet18_224.onnx", argv[1]);
+    wk_status st = x ? wk_onnx_export(m, &x, 1, path,
+                                      WK_ONNX_EXPORT_OPTS(.input_names = (const char *[]){"input"}, .ninput_names = 1,
+                                                          .dynamic_axes = (wk_onnx_dynamic_axis[]){{"input", 0, "batch"}},
+                                                          .ndynamic_axes = 1))
+                     : wk_last_error();
+    if (st) fprintf(stderr, "onnx_ref: %s\n", wk_last_error_message());
+    wk_release(x);
+    wk_module_release(m);
+    return st ? 1 : 0;
   }
   char path[1024];
   snprintf(path, sizeof path, "%s/manifest.txt", argv[1]);
