@@ -96,7 +96,7 @@ static void node_free(gnode *n) {
 
 static void value_free(gvalue *v) {
   free(v->name);
-  if (v->t) wk_release(v->t);
+  if (v->t) wk_unref(v->t); /* a reference the graph took: never the caller's scope's */
   memset(v, 0, sizeof *v);
 }
 
@@ -447,7 +447,7 @@ wk_status wk_graph_set_param(wk_graph *g, const char *name, wk_tensor *t) {
                     wk_dtype_name(t->dtype), b);
   }
   wk_retain(t);
-  wk_release(p->t);
+  wk_unref(p->t);
   p->t = t;
   p->device = wk__device_norm(t->storage->device);
   return WK_OK;
@@ -491,7 +491,7 @@ static int made_at(const wk_graph *g, int v) {
 static bool arg_values_ok(const wk_graph *g, const wk_garg *a, int pos, const char *fn, const char *op, int i) {
   if ((a->tag == WK_V_TENSORS && a->len > 0 && !a->u.vs) || (a->tag == WK_V_INTS && a->len > 0 && !a->u.syms) ||
       (a->tag == WK_V_STR && !a->u.s) || ((a->tag == WK_V_TENSORS || a->tag == WK_V_INTS) && a->len < 0)) {
-    wk_error(WK_ERR_NULL, "%s: %s argument %d is a list or string with a NULL pointer (or a negative length)", fn, op, i);
+    wk_error(WK_ERR_INVALID_ARG, "%s: %s argument %d is a list or string with a NULL pointer (or a negative length)", fn, op, i);
     return false;
   }
   if (a->tag < WK_V_NONE || a->tag > WK_V_DEVICE) {

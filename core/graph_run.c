@@ -455,8 +455,8 @@ wk_status wk_graph_run(wk_graph *g, wk_tensor *const *inputs, int n, wk_device d
       for (int d = 0; ok && d < pv->ndim; d++) ok = res[i]->sizes[d] == wk_symdim_eval(pv->dims[d], syms);
       if (!ok) st = shape_error(nd, pv, res[i], syms);
     }
-    for (int k = 0; k < q->nrel; k++) {
-      wk_release(env[q->rel[k]]);
+    for (int k = 0; k < q->nrel; k++) { /* unref: inputs are the caller's, maybe scope-owned */
+      wk_unref(env[q->rel[k]]);
       env[q->rel[k]] = NULL;
     }
   }
@@ -465,7 +465,7 @@ wk_status wk_graph_run(wk_graph *g, wk_tensor *const *inputs, int n, wk_device d
       outputs[i] = wk_retain(env[g->outputs[i]]);
       if (wk__call_depth == 0) wk__scope_adopt(outputs[i]);
     }
-  for (int v = 0; v < g->nvals; v++) wk_release(env[v]);
+  for (int v = 0; v < g->nvals; v++) wk_unref(env[v]);
   if (env != small) free(env);
   return st;
 }
@@ -482,7 +482,16 @@ static wk_tensor *meta_of(const wk_graph *g, int v, const int64_t *syms) {
   return wk_empty(sizes, p->ndim, o);
 }
 
+static wk_status graph_infer(wk_graph *g, int from, int to);
+
 wk_status wk__graph_infer(wk_graph *g, int from, int to) {
+  wk__call_depth++; /* its meta tensors are its own, never a scope's */
+  wk_status st = graph_infer(g, from, to);
+  wk__call_depth--;
+  return st;
+}
+
+static wk_status graph_infer(wk_graph *g, int from, int to) {
   if (from >= to) return WK_OK;
   int64_t hints[WK__SYM_MAX];
   for (int k = 0; k < g->nsyms; k++) hints[k] = g->syms[k].hint;

@@ -112,7 +112,7 @@ static bool map_set(tmap *m, wk_tensor *t, int v) {
 static void map_free(tmap *m) {
   for (int i = 0; i < m->cap; i++)
     if (m->keys[i]) {
-      wk_release((wk_tensor *)m->keys[i]);
+      wk_unref((wk_tensor *)m->keys[i]); /* keys include the caller's inputs: their scope keeps its reference */
       if (m->meta[i]) wk_release(m->meta[i]);
     }
   free(m->keys);
@@ -597,7 +597,7 @@ static wk_graph *record(const program *p, wk_tensor *const *inputs, int n, const
       wk_options opt = {0};
       opt.dtype = x->dtype;
       opt.device = (wk_device){WK_DEVICE_META, 0};
-      ins[i] = wk_empty(sizes, x->ndim, opt);
+      ins[i] = wk_scope_keep(wk_empty(sizes, x->ndim, opt));
       if (!ins[i]) {
         st = wk_last_error();
         break;
@@ -633,7 +633,7 @@ static wk_graph *record(const program *p, wk_tensor *const *inputs, int n, const
     if (!st) st = wk_graph_set_outputs(g, ov, nout);
   }
   for (int i = 0; i < nout; i++) wk_release(outs[i]);
-  for (int i = 0; i < n; i++) wk_release(ins[i]);
+  for (int i = 0; i < n; i++) wk_unref(ins[i]);
   map_free(&ts.map);
   free(ts.pnames);
   free(ts.ptensors);
