@@ -4,8 +4,9 @@
 # <= 1e-6) under mpirun and under `wick launch`, with one and several
 # buckets and with no_sync accumulation; DDP's features; and dead ranks: one
 # killed (mpirun stops the job, naming it) and one stopped (the survivor's
-# wait times out, naming it), each within the timeout. Skips (77) without
-# mpirun.
+# wait times out, naming it), each within the timeout; examples/train --ddp
+# with 2 ranks, resumed in 1 process; wick launch's argument errors. Skips
+# (77) without mpirun or the dist-mpi plugin.
 set -u
 b=${top_builddir:-.}
 # wick launch's own errors need no mpirun.
@@ -28,6 +29,8 @@ if [ -x "$b/tools/wick" ]; then
 fi
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun not found (apt-get install openmpi-bin)"; exit 77; }
 [ -x "$b/tests/check_dist" ] && [ -x "$b/tests/dist_ddp" ] || { echo "SKIP: the dist test programs are not built"; exit 77; }
+"$b/tests/check_dist" > /dev/null 2>&1
+[ $? -eq 77 ] && { echo "SKIP: the dist-mpi plugin is not built (apt-get install libopenmpi-dev, then configure)"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 out=$(mktemp -d) || exit 1
 trap 'rm -rf "$out"' EXIT
