@@ -4,7 +4,10 @@
  * dequantize (q - zero_point) * scale in float32; the observers'
  * _calculate_qparams in float32; fbgemm's requantisation), with the working
  * next to each number. */
+#include <sys/stat.h>
+#include <unistd.h>
 #include <wick/data.h>
+#include <wick/io.h>
 #include <wick/nn.h>
 #include <wick/optim.h>
 #include <wick/quant.h>
@@ -577,6 +580,74 @@ START_TEST(test_quant_dynamic_model) {
 }
 END_TEST
 
+/* Quantized state dicts through safetensors: int8 data and q-params as named tensors. */
+START_TEST(test_quant_state_dict_safetensors) {
+  if (!have_quant()) return;
+  wk_scope_begin();
+  wk_tensor *wf = tu_rand(WK_SHAPE(256, 512), WK_F32, -1, 1, 31);
+  wk_tensor *w = wk_quantize_per_channel(wf, tu_rand(WK_SHAPE(256), WK_F32, 0.004, 0.008, 32),
+                                         wk_zeros(WK_SHAPE(256), (wk_options){.dtype = WK_I64}), 0, WK_QINT8);
+  wk_tensor *a = wk_quantize_per_tensor(tu_rand(WK_SHAPE(4, 8), WK_F32, 0, 2, 33), 0.01, 3, WK_QUINT8);
+  wk_tensor *bias = tu_rand(WK_SHAPE(256), WK_F32, -1, 1, 34);
+  wk_state_dict *sd = wk_state_dict_new(), *fsd = wk_state_dict_new();
+  TU_OK(wk_state_dict_set(sd, "fc.weight", w));
+  TU_OK(wk_state_dict_set(sd, "fc.bias", bias));
+  TU_OK(wk_state_dict_set(sd, "act", a));
+  TU_OK(wk_state_dict_set(fsd, "fc.weight", wf));
+  TU_OK(wk_state_dict_set(fsd, "fc.bias", bias));
+  wk_state_dict *packed = wk_quant_state_dict_pack(sd);
+  TU_NOTNULL(packed);
+  ck_assert_int_eq(wk_tensor_dtype(wk_state_dict_get(packed, "fc.weight")), WK_I8);
+  ck_assert_int_eq(wk_tensor_dtype(wk_state_dict_get(packed, "act")), WK_U8);
+  ck_assert_int_eq(wk_tensor_numel(wk_state_dict_get(packed, "fc.weight.q_scale")), 256);
+  ck_assert_str_eq(wk_state_dict_get_meta(packed, "wick.quant:act"), "quint8,per_tensor_affine");
+  char qpath[] = "/tmp/check_quant_q_XXXXXX", fpath[] = "/tmp/check_quant_f_XXXXXX";
+  int fd1 = mkstemp(qpath), fd2 = mkstemp(fpath);
+  ck_assert(fd1 >= 0 && fd2 >= 0);
+  close(fd1);
+  close(fd2);
+  TU_OK(wk_save_safetensors(packed, qpath));
+  TU_OK(wk_save_safetensors(fsd, fpath));
+  struct stat q_st, f_st;
+  ck_assert(stat(qpath, &q_st) == 0 && stat(fpath, &f_st) == 0);
+  double ratio = (double)f_st.st_size / (double)q_st.st_size;
+  fprintf(stderr, "check_quant: safetensors float %lld bytes, int8 %lld bytes (%.2fx smaller)\n", (long long)f_st.st_size,
+          (long long)q_st.st_size, ratio);
+  ck_assert_msg(ratio > 3.8, "only %.2fx smaller", ratio);
+  wk_state_dict *loaded = NULL;
+  TU_OK(wk_load_safetensors(qpath, &loaded, NULL));
+  wk_state_dict *back = wk_quant_state_dict_unpack(loaded);
+  TU_NOTNULL(back);
+  ck_assert_int_eq(wk_state_dict_size(back), 3);
+  wk_tensor *w2 = wk_state_dict_get(back, "fc.weight"), *a2 = wk_state_dict_get(back, "act");
+  ck_assert_int_eq(wk_tensor_dtype(w2), WK_QINT8);
+  ck_assert_int_eq(wk_tensor_qscheme(w2), WK_PER_CHANNEL_AFFINE);
+  ck_assert_int_eq(wk_q_per_channel_axis(w2), 0);
+  double eq;
+  TU_OK(wk_item(wk_all(wk_eq(wk_to_dtype(wk_int_repr(w2), WK_I64), wk_to_dtype(wk_int_repr(w), WK_I64))), &eq));
+  ck_assert_double_eq(eq, 1);
+  TU_OK(wk_item(wk_all(wk_eq(wk_q_per_channel_scales(w2), wk_q_per_channel_scales(w))), &eq));
+  ck_assert_double_eq(eq, 1);
+  ck_assert_double_eq(wk_q_scale(a2), 0.01);
+  ck_assert_int_eq(wk_q_zero_point(a2), 3);
+  /* a missing part is named */
+  TU_OK(wk_state_dict_remove(loaded, "act.q_zero_point"));
+  ck_assert_ptr_null(wk_quant_state_dict_unpack(loaded));
+  ck_assert_ptr_nonnull(strstr(wk_last_error_message(), "act.q_zero_point"));
+  wk_clear_error(); /* else the NULL revives the error before it, as error.h says */
+  ck_assert_ptr_null(wk_quant_state_dict_pack(NULL));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_NULL);
+  unlink(qpath);
+  unlink(fpath);
+  wk_state_dict_free(back);
+  wk_state_dict_free(loaded);
+  wk_state_dict_free(packed);
+  wk_state_dict_free(sd);
+  wk_state_dict_free(fsd);
+  wk_scope_end();
+}
+END_TEST
+
 /* ---- post-training quantization of a CNN on Fashion-MNIST ---------------------------------------- */
 #define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
 
@@ -717,6 +788,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tp, test_quant_observer_errors);
   tcase_add_test(tp, test_quant_workflow_small_cnn);
   tcase_add_test(tp, test_quant_dynamic_model);
+  tcase_add_test(tp, test_quant_state_dict_safetensors);
   tcase_add_test(tp, test_quant_ptq_fashion_mnist);
   suite_add_tcase(s, tp);
   return s;

@@ -72,6 +72,8 @@ typedef struct wk_quant_api {
   wk_status (*prepare)(wk_module *model, const wk_qconfig *qc, size_t qsize);
   wk_status (*convert)(wk_module *model);
   wk_status (*quantize_dynamic)(wk_module *model);
+  wk_state_dict *(*state_dict_pack)(const wk_state_dict *sd);
+  wk_state_dict *(*state_dict_unpack)(const wk_state_dict *sd);
 } wk_quant_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -138,6 +140,21 @@ static inline wk_status wk_quant_convert(wk_module *model) {
  * activations quantized per call with reduce_range, float output). */
 static inline wk_status wk_quant_quantize_dynamic(wk_module *model) {
   WK__QUANT_CALL(quantize_dynamic, wk_last_error() ? wk_last_error() : WK_ERR_NOT_FOUND, model);
+}
+
+/* A quantized state dict as plain tensors, for safetensors (which has no
+ * quantized dtype): each quantized entry K becomes its integers under K (I8,
+ * U8, I32), K.q_scale (F64 [1] or [C]), K.q_zero_point (I64 [1] or [C]),
+ * K.q_axis (I64 [], per channel) and the metadata "wick.quant:K" =
+ * "qint8,per_tensor_affine". Other entries are shared unchanged. Returns a new
+ * dict (free with wk_state_dict_free) or NULL. */
+static inline wk_state_dict *wk_quant_state_dict_pack(const wk_state_dict *sd) {
+  WK__QUANT_CALL(state_dict_pack, (wk_state_dict *)0, sd);
+}
+/* The inverse: quantized tensors rebuilt (sharing the integers' storage) from
+ * what pack wrote; a missing or inconsistent part is an error naming the key. */
+static inline wk_state_dict *wk_quant_state_dict_unpack(const wk_state_dict *sd) {
+  WK__QUANT_CALL(state_dict_unpack, (wk_state_dict *)0, sd);
 }
 
 #endif

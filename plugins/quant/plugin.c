@@ -126,6 +126,8 @@ static const wk_quant_api QUANT_API = {
     .prepare = qt_prepare,
     .convert = qt_convert,
     .quantize_dynamic = qt_quantize_dynamic,
+    .state_dict_pack = qt_state_dict_pack,
+    .state_dict_unpack = qt_state_dict_unpack,
 };
 
 static wk_status init(void) { return wk_service_register(WK_QUANT_SERVICE, WK_QUANT_API_VERSION, &QUANT_API); }

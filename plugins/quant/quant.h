@@ -69,4 +69,8 @@ QT_HIDDEN wk_status qt_prepare(wk_module *model, const wk_qconfig *qc, size_t qs
 QT_HIDDEN wk_status qt_convert(wk_module *model);
 QT_HIDDEN wk_status qt_quantize_dynamic(wk_module *model);
 
+/* ---- state dicts (state.c) ---- */
+QT_HIDDEN wk_state_dict *qt_state_dict_pack(const wk_state_dict *sd);
+QT_HIDDEN wk_state_dict *qt_state_dict_unpack(const wk_state_dict *sd);
+
 #endif
