@@ -289,7 +289,10 @@ int wick_run_cmd(int argc, char **argv) {
       for (int k = 0; k < nd; k++) {
         if (d[k].a != 0 && d[k].sym0 >= 0) {
           char b[64];
-          wk_symdim_str(g, d[k], b, sizeof b);
+          if (d[k].a == 1 && d[k].b == 0 && d[k].c == 1 && d[k].m == 1 && d[k].d == 0 && d[k].sym1 < 0)
+            snprintf(b, sizeof b, "%s", wk_graph_symbol_name(g, d[k].sym0)); /* the file's dim_param */
+          else
+            wk_symdim_str(g, d[k], b, sizeof b);
           fprintf(stderr, "wick run: input '%s' has the dynamic dim %s: give --input or --shape %s=...\n", name, b, name);
           goto done;
         }

@@ -355,13 +355,19 @@ static wk_status i_clip(ictx *c) {
     if (isfinite(b)) hi = GF(b);
   } else {
     double v;
-    if (has_in(c, 1)) {
-      TRY(in_scalar(c, 1, &v));
-      lo = wk_dtype_is_floating(vdt(c, x)) ? GF(v) : GI((int64_t)v);
-    }
-    if (has_in(c, 2)) {
-      TRY(in_scalar(c, 2, &v));
-      hi = wk_dtype_is_floating(vdt(c, x)) ? GF(v) : GI((int64_t)v);
+    for (size_t i = 1; i <= 2; i++) {
+      if (!has_in(c, i)) continue;
+      oxv *e = in_e(c, i);
+      if (!e) return wk_last_error();
+      if (e->t || e->nk >= 0) { /* a constant bound */
+        TRY(in_scalar(c, i, &v));
+        *(i == 1 ? &lo : &hi) = wk_dtype_is_floating(vdt(c, x)) ? GF(v) : GI((int64_t)v);
+        continue;
+      }
+      /* a bound computed at run time: maximum / minimum with it */
+      int b = in_v(c, i);
+      x = b < 0 ? -1 : add1(c, i == 1 ? "maximum" : "minimum", (wk_garg[]){GT(x), GT(b)}, 2);
+      if (x < 0) return wk_last_error();
     }
   }
   return set_out(c, 0, add1(c, "clamp", (wk_garg[]){GT(x), lo, hi}, 3));
@@ -1204,52 +1210,115 @@ static wk_status i_split(ictx *c) {
                    (long long)wk_symdim_eval(d, NULL));
   return WK_OK;
 }
-static wk_status i_reduce(ictx *c) { /* ReduceMean, ReduceSum (all axes), ReduceMax / ReduceMin (one axis) */
-  int64_t ax[WK_MAX_DIMS], keep, noop;
-  int n;
-  bool sum = !strcmp(c->n->op_type, "ReduceSum");
-  TRY(need_in(c, 1, 2));
-  TRY(axes_of(c, sum ? 13 : 18, 1, ax, &n));
-  TRY(att_i(c, "keepdims", 1, &keep));
-  TRY(att_i(c, "noop_with_empty_axes", 0, &noop));
-  int x = in_v(c, 0);
-  if (x < 0) return wk_last_error();
+/* A sum over axes ax[0..n) (all of them: n == nd): sum, else the mean times the count (static dims). */
+static int rsum(ictx *c, int x, const int64_t *ax, int n, bool keep) {
   int nd = vnd(c, x);
-  if (n <= 0 && noop) return set_out(c, 0, x);
-  for (int k = 0; k < n; k++) {
-    if (ax[k] < -nd || ax[k] >= nd) return BAD("axis %lld for %d dims", (long long)ax[k], nd);
-    if (ax[k] < 0) ax[k] += nd;
-  }
-  if (!strcmp(c->wop, "mean.dim")) {
-    wk_symdim s[WK_MAX_DIMS];
-    for (int k = 0; k < n; k++) s[k] = WK_SYM_CONST(ax[k]);
-    return set_out(c, 0, add1(c, "mean.dim", (wk_garg[]){GT(x), n > 0 ? GIS(s, n) : GN(), GB(keep)}, 3));
-  }
-  if (sum) {
-    if (n > 0 && n != nd) { /* the mean times the count, over static dims */
-      int64_t count = 1;
-      wk_symdim s[WK_MAX_DIMS];
-      for (int k = 0; k < n; k++) {
-        wk_symdim d = vdims(c, x)[ax[k]];
-        if (!kis_const(d)) return FAIL("ReduceSum over a symbolic dim is not supported");
-        count *= wk_symdim_eval(d, NULL);
-        s[k] = WK_SYM_CONST(ax[k]);
-      }
-      if (!wk_dtype_is_floating(vdt(c, x))) return FAIL("ReduceSum over some axes of integers is not supported");
-      int y = add1(c, "mean.dim", (wk_garg[]){GT(x), GIS(s, n), GB(keep)}, 3);
-      return set_out(c, 0, y < 0 ? -1 : add1(c, "mul.Scalar", (wk_garg[]){GT(y), GF((double)count)}, 2));
-    }
+  if (n == nd) {
     int y = add1(c, "sum", (wk_garg[]){GT(x)}, 1);
     if (y >= 0 && keep) {
       wk_symdim ones[WK_MAX_DIMS];
       for (int k = 0; k < nd; k++) ones[k] = WK_SYM_CONST(1);
       y = add1(c, "reshape", (wk_garg[]){GT(y), GIS(ones, nd)}, 2);
     }
-    return set_out(c, 0, y);
+    return y;
   }
-  if (n != 1) return FAIL("%s over %d axes is not supported (one axis only)", c->n->op_type, n);
-  int id = add(c, c->wop, (wk_garg[]){GT(x), GI(ax[0]), GB(keep)}, 3);
-  return set_out(c, 0, id < 0 ? -1 : wk_graph_node_output(G, id, 0));
+  int64_t count = 1;
+  wk_symdim s[WK_MAX_DIMS];
+  for (int k = 0; k < n; k++) {
+    wk_symdim d = vdims(c, x)[ax[k]];
+    if (!kis_const(d)) return FAIL("a sum over a symbolic dim is not supported"), -1;
+    count *= wk_symdim_eval(d, NULL);
+    s[k] = WK_SYM_CONST(ax[k]);
+  }
+  if (!wk_dtype_is_floating(vdt(c, x))) return FAIL("a sum over some axes of integers is not supported"), -1;
+  int y = add1(c, "mean.dim", (wk_garg[]){GT(x), GIS(s, n), GB(keep)}, 3);
+  return y < 0 ? -1 : add1(c, "mul.Scalar", (wk_garg[]){GT(y), GF((double)count)}, 2);
+}
+static wk_status i_reduce(ictx *c) { /* ReduceMean, Sum, SumSquare, L1, L2, LogSum, LogSumExp, Max, Min, Prod */
+  int64_t ax[WK_MAX_DIMS], keep, noop;
+  int n;
+  const char *op = c->n->op_type + 6; /* after "Reduce" */
+  TRY(need_in(c, 1, 2));
+  TRY(axes_of(c, !strcmp(op, "Sum") ? 13 : 18, 1, ax, &n));
+  TRY(att_i(c, "keepdims", 1, &keep));
+  TRY(att_i(c, "noop_with_empty_axes", 0, &noop));
+  int x = in_v(c, 0);
+  if (x < 0) return wk_last_error();
+  int nd = vnd(c, x);
+  if (n <= 0 && noop) return set_out(c, 0, x);
+  if (n <= 0)
+    for (n = 0; n < nd; n++) ax[n] = n; /* every axis */
+  bool seen[WK_MAX_DIMS] = {0};
+  for (int k = 0; k < n; k++) {
+    if (ax[k] < -nd || ax[k] >= nd) return BAD("axis %lld for %d dims", (long long)ax[k], nd);
+    if (ax[k] < 0) ax[k] += nd;
+    if (seen[ax[k]]) return BAD("axis %lld repeats", (long long)ax[k]);
+    seen[ax[k]] = true;
+  }
+  qsort(ax, (size_t)n, sizeof *ax, cmp64);
+  wk_symdim s[WK_MAX_DIMS];
+  for (int k = 0; k < n; k++) s[k] = WK_SYM_CONST(ax[k]);
+  int y = -1;
+  if (!strcmp(op, "Mean")) y = add1(c, "mean.dim", (wk_garg[]){GT(x), GIS(s, n), GB(keep)}, 3);
+  else if (!strcmp(op, "Sum")) y = rsum(c, x, ax, n, keep);
+  else if (!strcmp(op, "SumSquare") || !strcmp(op, "L2")) {
+    int sq = add1(c, "mul", (wk_garg[]){GT(x), GT(x)}, 2);
+    y = sq < 0 ? -1 : rsum(c, sq, ax, n, keep);
+    if (y >= 0 && op[0] == 'L') y = add1(c, "sqrt", (wk_garg[]){GT(y)}, 1);
+  } else if (!strcmp(op, "L1")) {
+    int ab = add1(c, "abs", (wk_garg[]){GT(x)}, 1);
+    y = ab < 0 ? -1 : rsum(c, ab, ax, n, keep);
+  } else if (!strcmp(op, "LogSum")) {
+    y = rsum(c, x, ax, n, keep);
+    if (y >= 0) y = add1(c, "log", (wk_garg[]){GT(y)}, 1);
+  } else if (!strcmp(op, "LogSumExp")) {
+    y = add1(c, "logsumexp", (wk_garg[]){GT(x), GIS(s, n), GB(keep)}, 3);
+  } else if (!strcmp(op, "Max") || !strcmp(op, "Min")) {
+    bool mn = op[1] == 'i';
+    int in = mn ? add1(c, "neg", (wk_garg[]){GT(x)}, 1) : x;
+    y = in < 0 ? -1 : add1(c, "amax", (wk_garg[]){GT(in), GIS(s, n), GB(keep)}, 3);
+    if (y >= 0 && mn) y = add1(c, "neg", (wk_garg[]){GT(y)}, 1);
+  } else if (!strcmp(op, "Prod")) {
+    y = x;
+    for (int k = n - 1; k >= 0 && y >= 0; k--) y = add1(c, "prod.dim_int", (wk_garg[]){GT(y), GI(ax[k]), GB(keep)}, 3);
+  }
+  return set_out(c, 0, y);
+}
+static wk_status i_topk(ictx *c) {
+  TRY(need_in(c, 2, 2));
+  int64_t axis, largest, sorted, k;
+  TRY(att_i(c, "axis", -1, &axis));
+  TRY(att_i(c, "largest", 1, &largest));
+  TRY(att_i(c, "sorted", 1, &sorted));
+  int x = in_v(c, 0);
+  oxv *e = x < 0 ? NULL : in_known(c, 1, "K");
+  if (!e) return wk_last_error();
+  if (e->nk != 1) return BAD("K must have one element");
+  TRY(kconst(c, e, 0, &k));
+  int id = add(c, "topk", (wk_garg[]){GT(x), GI(k), GI(axis), GB(largest), GB(sorted)}, 5);
+  if (id < 0) return wk_last_error();
+  TRY(set_out(c, 0, wk_graph_node_output(G, id, 0)));
+  return set_out(c, 1, wk_graph_node_output(G, id, 1));
+}
+/* NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (and its log_prob output) */
+static wk_status i_loss(ictx *c) {
+  TRY(need_in(c, 2, 3));
+  char red[16];
+  int64_t ignore;
+  TRY(att_s(c, "reduction", "mean", red, sizeof red));
+  TRY(att_i(c, "ignore_index", -100, &ignore));
+  int r = !strcmp(red, "none") ? 0 : !strcmp(red, "mean") ? 1 : !strcmp(red, "sum") ? 2 : -1;
+  if (r < 0) return BAD("reduction '%s' is not none, mean or sum", red);
+  int x = in_v(c, 0), t = x < 0 ? -1 : in_v(c, 1), w = has_in(c, 2) && t >= 0 ? in_v(c, 2) : -2;
+  if (t < 0 || w == -1) return wk_last_error();
+  if (vdt(c, t) != WK_I64 && (t = add1(c, "to.dtype", (wk_garg[]){GT(t), GDT(WK_I64)}, 2)) < 0) return wk_last_error();
+  bool sce = !strcmp(c->n->op_type, "SoftmaxCrossEntropyLoss");
+  int lp = x;
+  if (sce && (lp = add1(c, "log_softmax", (wk_garg[]){GT(x), GI(1)}, 2)) < 0) return wk_last_error();
+  int y = add1(c, "nll_loss", (wk_garg[]){GT(lp), GT(t), w >= 0 ? GT(w) : GN(), GI(r), GI(ignore)}, 5);
+  TRY(set_out(c, 0, y));
+  if (sce) return set_out(c, 1, lp);
+  return WK_OK;
 }
 static wk_status i_argmax(ictx *c) {
   int64_t axis, keep, last;
@@ -1257,10 +1326,19 @@ static wk_status i_argmax(ictx *c) {
   TRY(att_i(c, "axis", 0, &axis));
   TRY(att_i(c, "keepdims", 1, &keep));
   TRY(att_i(c, "select_last_index", 0, &last));
-  if (last) return FAIL("select_last_index=1 is not supported");
   int x = in_v(c, 0);
   if (x < 0) return wk_last_error();
-  return set_out(c, 0, add1(c, c->wop, (wk_garg[]){GT(x), GI(axis), GB(keep)}, 3));
+  if (!last) return set_out(c, 0, add1(c, c->wop, (wk_garg[]){GT(x), GI(axis), GB(keep)}, 3));
+  /* the last extreme: the first one of the reversed axis, counted from the end */
+  int nd = vnd(c, x);
+  if (axis < -nd || axis >= nd) return BAD("axis %lld for %d dims", (long long)axis, nd);
+  if (axis < 0) axis += nd;
+  wk_symdim len = vdims(c, x)[axis], ax = WK_SYM_CONST(axis);
+  if (!kis_const(len)) return FAIL("select_last_index=1 on a symbolic dim");
+  int f = add1(c, "flip", (wk_garg[]){GT(x), GIS(&ax, 1)}, 2);
+  int i = f < 0 ? -1 : add1(c, c->wop, (wk_garg[]){GT(f), GI(axis), GB(keep)}, 3);
+  int ng = i < 0 ? -1 : add1(c, "neg", (wk_garg[]){GT(i)}, 1);
+  return set_out(c, 0, ng < 0 ? -1 : add1(c, "add.Scalar", (wk_garg[]){GT(ng), GI(wk_symdim_eval(len, NULL) - 1)}, 2));
 }
 static wk_status i_cumsum(ictx *c) {
   int64_t excl, rev, axis;
@@ -1378,10 +1456,19 @@ static const irow k_rows[] = {
     {"Constant", i_constant, NULL, "value|value_float|value_floats|value_int|value_ints|sparse_value|value_string|value_strings"},
     {"ConstantOfShape", i_constant_of_shape, NULL, "value"}, {"Expand", i_expand, NULL, ""},
     {"Tile", i_tile, NULL, ""}, {"Pad", i_pad, NULL, "mode|pads|value"}, {"Split", i_split, NULL, "axis|split|num_outputs"},
-    {"ReduceMean", i_reduce, "mean.dim", "axes|keepdims|noop_with_empty_axes"},
-    {"ReduceSum", i_reduce, "sum", "axes|keepdims|noop_with_empty_axes"},
-    {"ReduceMax", i_reduce, "max.dim", "axes|keepdims|noop_with_empty_axes"},
-    {"ReduceMin", i_reduce, "min.dim", "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceMean", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceSum", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceMax", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceMin", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceSumSquare", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceL1", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceL2", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceLogSum", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceLogSumExp", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"ReduceProd", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
+    {"TopK", i_topk, NULL, "axis|largest|sorted"},
+    {"NegativeLogLikelihoodLoss", i_loss, NULL, "reduction|ignore_index"},
+    {"SoftmaxCrossEntropyLoss", i_loss, NULL, "reduction|ignore_index"},
     {"ArgMax", i_argmax, "argmax", "axis|keepdims|select_last_index"},
     {"ArgMin", i_argmax, "argmin", "axis|keepdims|select_last_index"},
     {"PRelu", i_prelu, NULL, ""}, {"InstanceNormalization", i_instancenorm, NULL, "epsilon"},

@@ -121,7 +121,10 @@ static wk_graph *load(const char *path, const wk_onnx_load_opts *opts) {
     char msg[768];
     snprintf(msg, sizeof msg, "%s", wk_last_error_message());
     wk_status code = wk_last_error();
-    if (!strncmp(msg, "onnx load: ", 11)) wk_error(code, "onnx load: '%.300s': %s", path, msg + 11);
+    if (!strncmp(msg, "onnx load: ", 11)) {
+      wk_clear_error(); /* replace the message, not keep the first */
+      wk_error(code, "onnx load: '%.300s': %s", path, msg + 11);
+    }
   }
   return g;
 }
