@@ -272,7 +272,6 @@ static wk_status i_unary(ictx *c) {
 }
 static wk_status i_identity(ictx *c) { /* Identity, Dropout (inference) */
   TRY(need_in(c, 1, 3));
-  TRY(unused_outputs(c, 1, "the dropout mask"));
   if (!strcmp(c->n->op_type, "Dropout")) {
     int64_t is_test = 1;
     if (has_in(c, 2)) {
@@ -282,6 +281,11 @@ static wk_status i_identity(ictx *c) { /* Identity, Dropout (inference) */
     }
     TRY(att_i(c, "is_test", 1, &is_test));
     if (!is_test) return FAIL("is_test=0 is not supported (inference only)");
+    if (has_out(c, 1)) { /* the mask of an inference dropout keeps everything */
+      int x = in_v(c, 0);
+      int m = x < 0 ? -1 : add1(c, "ones_like", (wk_garg[]){GT(x), GDT(WK_BOOL)}, 2);
+      TRY(set_out(c, 1, m));
+    }
   }
   oxv *e = in_e(c, 0);
   if (!e) return wk_last_error();
@@ -301,9 +305,10 @@ static wk_status i_selu(ictx *c) {
   TRY(need_in(c, 1, 1));
   TRY(att_f(c, "alpha", 1.67326319217681884765625, &alpha));
   TRY(att_f(c, "gamma", 1.05070102214813232421875, &gamma));
-  if (fabs(alpha - 1.6732632) > 1e-6 || fabs(gamma - 1.0507010) > 1e-6)
-    return FAIL("alpha/gamma other than SELU's constants are not supported");
-  return i_unary(c);
+  if (fabs(alpha - 1.6732632) < 1e-6 && fabs(gamma - 1.0507010) < 1e-6) return i_unary(c);
+  int x = in_v(c, 0); /* gamma * elu(x, alpha) */
+  if (x < 0) return wk_last_error();
+  return set_out(c, 0, add1(c, "elu", (wk_garg[]){GT(x), GF(alpha), GF(gamma), GF(1)}, 4));
 }
 static wk_status i_hardsigmoid(ictx *c) {
   double alpha, beta;
@@ -339,8 +344,12 @@ static wk_status i_isinf(ictx *c) {
   TRY(need_in(c, 1, 1));
   TRY(att_i(c, "detect_negative", 1, &neg));
   TRY(att_i(c, "detect_positive", 1, &pos));
-  if (!neg || !pos) return FAIL("detecting one sign only is not supported");
-  return i_unary(c);
+  if (neg && pos) return i_unary(c);
+  int x = in_v(c, 0);
+  int inf = x < 0 ? -1 : add1(c, "isinf", (wk_garg[]){GT(x)}, 1);
+  if (!neg && !pos) return set_out(c, 0, inf < 0 ? -1 : add1(c, "logical_and", (wk_garg[]){GT(inf), GT(add1(c, "logical_not", (wk_garg[]){GT(inf)}, 1))}, 2));
+  int sg = inf < 0 ? -1 : add1(c, pos ? "gt.Scalar" : "lt.Scalar", (wk_garg[]){GT(x), GI(0)}, 2);
+  return set_out(c, 0, sg < 0 ? -1 : add1(c, "logical_and", (wk_garg[]){GT(inf), GT(sg)}, 2));
 }
 static wk_status i_clip(ictx *c) {
   TRY(need_in(c, 1, 3));
@@ -415,6 +424,9 @@ static wk_status i_binary(ictx *c) { /* Add Sub Mul Div Pow Equal Less ... And O
       for (int k = 0; k < na - (int)axis - nb && y >= 0; k++) y = add1(c, "unsqueeze", (wk_garg[]){GT(y), GI(-1)}, 2);
       if (y < 0) return wk_last_error();
     }
+  }
+  if (!strcmp(op, "Pow") && vdt(c, x) != vdt(c, y)) { /* Pow(T, T1): the exponent in the base's type */
+    if ((y = add1(c, "to.dtype", (wk_garg[]){GT(y), GDT(vdt(c, x))}, 2)) < 0) return wk_last_error();
   }
   if (vdt(c, x) != vdt(c, y))
     return BAD("inputs have types %s and %s (ONNX requires one type)", wk_dtype_name(vdt(c, x)), wk_dtype_name(vdt(c, y)));
@@ -1345,13 +1357,20 @@ static wk_status i_cumsum(ictx *c) {
   TRY(need_in(c, 2, 2));
   TRY(att_i(c, "exclusive", 0, &excl));
   TRY(att_i(c, "reverse", 0, &rev));
-  if (excl || rev) return FAIL("exclusive and reverse are not supported");
   int x = in_v(c, 0);
   oxv *a = x < 0 ? NULL : in_known(c, 1, "axis");
   if (!a) return wk_last_error();
   if (a->nk != 1) return BAD("axis must have one element");
   TRY(kconst(c, a, 0, &axis));
-  return set_out(c, 0, add1(c, "cumsum", (wk_garg[]){GT(x), GI(axis)}, 2));
+  int nd = vnd(c, x);
+  if (axis < -nd || axis >= nd) return BAD("axis %lld for %d dims", (long long)axis, nd);
+  if (axis < 0) axis += nd;
+  wk_symdim ax = WK_SYM_CONST(axis);
+  int in = rev ? add1(c, "flip", (wk_garg[]){GT(x), GIS(&ax, 1)}, 2) : x; /* reverse: flip, sum, flip */
+  int y = in < 0 ? -1 : add1(c, "cumsum", (wk_garg[]){GT(in), GI(axis)}, 2);
+  if (y >= 0 && excl) y = add1(c, "sub", (wk_garg[]){GT(y), GT(in)}, 2); /* exclusive: without the element itself */
+  if (y >= 0 && rev) y = add1(c, "flip", (wk_garg[]){GT(y), GIS(&ax, 1)}, 2);
+  return set_out(c, 0, y);
 }
 
 static wk_status i_prelu(ictx *c) { /* x if x >= 0 else slope * x (slope broadcast to x) */
@@ -1408,6 +1427,62 @@ static wk_status i_castlike(ictx *c) {
   if (t < 0) return wk_last_error();
   if (vdt(c, x) == vdt(c, t)) return set_out(c, 0, x);
   return set_out(c, 0, add1(c, "to.dtype", (wk_garg[]){GT(x), GDT(vdt(c, t))}, 2));
+}
+
+static wk_status i_thresholded_relu(ictx *c) { /* x where x > alpha, else 0 */
+  double alpha;
+  TRY(need_in(c, 1, 1));
+  TRY(att_f(c, "alpha", 1.0, &alpha));
+  int x = in_v(c, 0);
+  int m = x < 0 ? -1 : add1(c, "gt.Scalar", (wk_garg[]){GT(x), GF(alpha)}, 2);
+  int z = m < 0 ? -1 : add1(c, "zeros_like", (wk_garg[]){GT(x)}, 1);
+  return set_out(c, 0, z < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(m), GT(x), GT(z)}, 3));
+}
+static wk_status i_shrink(ictx *c) { /* x + bias below -lambd, x - bias above lambd, else 0 */
+  double lambd, bias;
+  TRY(need_in(c, 1, 1));
+  TRY(att_f(c, "lambd", 0.5, &lambd));
+  TRY(att_f(c, "bias", 0.0, &bias));
+  int x = in_v(c, 0);
+  if (x < 0) return wk_last_error();
+  bool fl = wk_dtype_is_floating(vdt(c, x));
+  wk_garg L = fl ? GF(lambd) : GI((int64_t)lambd), B = fl ? GF(bias) : GI((int64_t)bias), NL = fl ? GF(-lambd) : GI(-(int64_t)lambd);
+  int lo = add1(c, "lt.Scalar", (wk_garg[]){GT(x), NL}, 2);
+  int hi = lo < 0 ? -1 : add1(c, "gt.Scalar", (wk_garg[]){GT(x), L}, 2);
+  int xp = hi < 0 ? -1 : add1(c, "add.Scalar", (wk_garg[]){GT(x), B}, 2);
+  int xm = xp < 0 ? -1 : add1(c, "sub.Scalar", (wk_garg[]){GT(x), B}, 2);
+  int z = xm < 0 ? -1 : add1(c, "zeros_like", (wk_garg[]){GT(x)}, 1);
+  int y = z < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(hi), GT(xm), GT(z)}, 3);
+  return set_out(c, 0, y < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(lo), GT(xp), GT(y)}, 3));
+}
+static wk_status i_trilu(ictx *c) { /* keep j - i >= k (upper) or j - i <= k (lower) of the last two dims */
+  int64_t upper, k = 0;
+  TRY(need_in(c, 1, 2));
+  TRY(att_i(c, "upper", 1, &upper));
+  int kv = -1; /* k given at run time: a 0-d tensor compared with */
+  if (has_in(c, 1)) {
+    oxv *e = in_e(c, 1);
+    if (!e) return wk_last_error();
+    if (e->nk == 1) TRY(kconst(c, e, 0, &k));
+    else if ((kv = in_v(c, 1)) < 0) return wk_last_error();
+    else if (vnd(c, kv) != 0 || vdt(c, kv) != WK_I64) return BAD("k must be a 0-d int64 tensor");
+  }
+  int x = in_v(c, 0);
+  if (x < 0) return wk_last_error();
+  int nd = vnd(c, x);
+  if (nd < 2) return BAD("the input has %d dims (at least 2)", nd);
+  wk_symdim r = vdims(c, x)[nd - 2], cl = vdims(c, x)[nd - 1];
+  if (!kis_const(r) || !kis_const(cl)) return FAIL("symbolic matrix sizes are not supported");
+  wk_garg dev = {.tag = WK_V_DEVICE, .u.device = c->im->dev.type ? c->im->dev : (wk_device){WK_DEVICE_CPU, 0}};
+  int rows = add1(c, "arange", (wk_garg[]){GI(0), GI(wk_symdim_eval(r, NULL)), GI(1), GDT(WK_I64), dev}, 5);
+  int cols = rows < 0 ? -1 : add1(c, "arange", (wk_garg[]){GI(0), GI(wk_symdim_eval(cl, NULL)), GI(1), GDT(WK_I64), dev}, 5);
+  int rc = cols < 0 ? -1 : add1(c, "unsqueeze", (wk_garg[]){GT(rows), GI(1)}, 2);
+  int d = rc < 0 ? -1 : add1(c, "sub", (wk_garg[]){GT(cols), GT(rc)}, 2);
+  int m = d < 0    ? -1
+          : kv < 0 ? add1(c, upper ? "ge.Scalar" : "le.Scalar", (wk_garg[]){GT(d), GI(k)}, 2)
+                   : add1(c, upper ? "ge" : "le", (wk_garg[]){GT(d), GT(kv)}, 2);
+  int z = m < 0 ? -1 : add1(c, "zeros_like", (wk_garg[]){GT(x)}, 1);
+  return set_out(c, 0, z < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(m), GT(x), GT(z)}, 3));
 }
 
 /* ---- the table ---- */
@@ -1471,7 +1546,8 @@ static const irow k_rows[] = {
     {"SoftmaxCrossEntropyLoss", i_loss, NULL, "reduction|ignore_index"},
     {"ArgMax", i_argmax, "argmax", "axis|keepdims|select_last_index"},
     {"ArgMin", i_argmax, "argmin", "axis|keepdims|select_last_index"},
-    {"PRelu", i_prelu, NULL, ""}, {"InstanceNormalization", i_instancenorm, NULL, "epsilon"},
+    {"PRelu", i_prelu, NULL, ""}, {"ThresholdedRelu", i_thresholded_relu, NULL, "alpha"},
+    {"Shrink", i_shrink, NULL, "lambd|bias"}, {"Trilu", i_trilu, NULL, "upper"}, {"InstanceNormalization", i_instancenorm, NULL, "epsilon"},
     {"GatherElements", i_gather_elements, NULL, "axis"}, {"CastLike", i_castlike, NULL, "saturate"}, {"CumSum", i_cumsum, NULL, "exclusive|reverse"},
 };
 
