@@ -2,7 +2,9 @@
  *
  * Process groups and collectives come from a communication backend plugin
  * that registers the service "dist.<backend>" (plugins/dist-mpi: "dist.mpi",
- * Open MPI, CPU tensors). The world is read from the environment, with
+ * Open MPI, cpu tensors; plugins/dist-nccl: "dist.nccl", NCCL, cuda tensors,
+ * chosen with opts.backend = "nccl" or WICK_DIST_BACKEND=nccl). The world is
+ * read from the environment, with
  * torchrun's contract (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
  * MASTER_ADDR, MASTER_PORT) or Open MPI's (OMPI_COMM_WORLD_RANK/_SIZE/
  * _LOCAL_RANK/_LOCAL_SIZE), so one program runs unchanged under
