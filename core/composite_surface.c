@@ -256,6 +256,108 @@ static wk_status k_addc(const wk_kernel_ctx *c, const wk_value *args, wk_value *
   return inplace ? finish_inplace(outs, T(0), r, depth__) : FINISH1(r);
 }
 
+/* ---- glu, prelu, index_add/index_copy/index_fill, take, take_along_dim, argsort -------------- */
+
+/* glu: first half * sigmoid(second half) along dim. */
+static wk_status k_glu(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  int d = wrap(args[1].u.i, x->ndim);
+  int64_t h = x->sizes[d] / 2;
+  wk_tensor *a = wk_narrow(x, d, 0, h), *b = wk_narrow(x, d, h, h);
+  return FINISH1(wk_mul(a, C1("sigmoid", WK_VT(b))));
+}
+
+/* prelu: where(self > 0, self, weight * self), weight broadcast along dim 1 (or one value). */
+static wk_status k_prelu(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  BEGIN_K;
+  wk_tensor *x = T(0), *w = T(1);
+  int64_t ws[WK_MAX_DIMS];
+  int wn = 0;
+  if (wk_tensor_numel(w) != 1) {
+    ws[wn++] = -1;
+    for (int d = 2; d < x->ndim; d++) ws[wn++] = 1;
+  }
+  wk_tensor *wv = wk_reshape(w, ws, wn);
+  return FINISH1(wk_where(wk_gt_scalar(x, 0), x, wk_mul(wv, x)));
+}
+
+/* A vector index (int32/int64) viewed along dim of a rank-nd tensor and expanded to sizes: the
+ * scatter index of index_add/index_copy/index_fill. */
+static wk_tensor *slice_index(wk_tensor *index, int d, const int64_t *sizes, int nd) {
+  wk_tensor *i = index->dtype == WK_I64 ? index : wk_to_dtype(index, WK_I64);
+  int64_t vs[WK_MAX_DIMS];
+  for (int k = 0; k < nd; k++) vs[k] = k == d ? -1 : 1;
+  i = i ? wk_reshape(i, vs, nd) : NULL;
+  return i ? wk_expand(i, sizes, nd) : NULL;
+}
+
+/* index_add (scatter_add of alpha * source), index_copy (scatter of source), index_fill (scatter of
+ * value): a 0-d self works as a 1-element vector. */
+static wk_status k_index_acf(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *name = wk_op_name(c->op);
+  BEGIN_K;
+  wk_tensor *self = T(0), *src = NULL;
+  int64_t one = 1;
+  bool scalar = self->ndim == 0;
+  if (scalar) self = wk_reshape(self, &one, 1);
+  if (!self) return FINISH1(NULL);
+  int d = scalar ? 0 : wrap(args[1].u.i, self->ndim);
+  int64_t ss[WK_MAX_DIMS];
+  memcpy(ss, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+  ss[d] = wk_tensor_numel(T(2));
+  if (args[3].tag == WK_V_TENSOR) {
+    src = wk_reshape(T(3), ss, self->ndim);
+    if (src && name[6] == 'a' && !(args[4].tag == WK_V_INT && args[4].u.i == 1))
+      src = C1("mul.Scalar", WK_VT(src), args[4]);
+  } else {
+    double v = args[3].tag == WK_V_INT ? (double)args[3].u.i : args[3].tag == WK_V_BOOL ? args[3].u.b : args[3].u.f;
+    src = wk_full(ss, self->ndim, v, (wk_options){.dtype = self->dtype, .device = self->storage->device});
+  }
+  wk_tensor *idx = src ? slice_index(T(2), d, ss, self->ndim) : NULL;
+  wk_tensor *r = idx ? C1(name[6] == 'a' ? "scatter_add" : "scatter.src", WK_VT(self), WK_VI(d), WK_VT(idx), WK_VT(src))
+                     : NULL;
+  return FINISH1(r && scalar ? wk_reshape(r, NULL, 0) : r);
+}
+
+/* take: index_select of the flattened self at index (negative indices count from the end). */
+static wk_status k_take(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  int64_t all = -1, n = wk_tensor_numel(T(0));
+  wk_tensor *flat = wk_reshape(T(0), &all, 1), *i = wk_reshape(T(1), &all, 1);
+  if (i) i = wk_where(wk_lt_scalar(i, 0), C1("add.Scalar", WK_VT(i), WK_VI(n)), i);
+  wk_tensor *r = flat && i ? wk_index_select(flat, 0, i) : NULL;
+  return FINISH1(r ? wk_reshape(r, c->meta[0].sizes, c->meta[0].ndim) : NULL);
+}
+
+/* take_along_dim: gather of self and indices expanded to their broadcast shape (but along dim). */
+static wk_status k_take_along_dim(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0), *i = T(1);
+  int64_t all = -1;
+  if (args[2].tag == WK_V_NONE)
+    return FINISH1(C1("gather", WK_VT(wk_reshape(x, &all, 1)), WK_VI(0), WK_VT(wk_reshape(i, &all, 1))));
+  if (x->ndim == 0) return FINISH1(C1("gather", WK_VT(x), WK_VI(0), WK_VT(i)));
+  int d = wrap(args[2].u.i, x->ndim);
+  int64_t xs[WK_MAX_DIMS];
+  memcpy(xs, c->meta[0].sizes, sizeof(int64_t) * (size_t)x->ndim);
+  xs[d] = x->sizes[d];
+  wk_tensor *xe = wk_expand(x, xs, x->ndim), *ie = wk_expand(i, c->meta[0].sizes, x->ndim);
+  return FINISH1(xe && ie ? C1("gather", WK_VT(xe), WK_VI(d), WK_VT(ie)) : NULL);
+}
+
+/* argsort: sort's indices (sort is stable, so argsort.stable's flag changes nothing). */
+static wk_status k_argsort(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  BEGIN_K;
+  bool st = args[1].tag == WK_V_BOOL;
+  wk_value o[WK_MAX_OUTS];
+  wk_value a[3] = {WK_VT(T(0)), args[st ? 2 : 1], args[st ? 3 : 2]};
+  return FINISH1(wk_call("sort", a, 3, o) == WK_OK ? o[1].u.t : NULL);
+}
+
 void wk__composites_surface_register(void);
 void wk__composites_surface_register(void) {
   static const struct {
@@ -286,7 +388,16 @@ void wk__composites_surface_register(void) {
             {"addcmul", k_addc},
             {"addcmul_", k_addc},
             {"addcdiv", k_addc},
-            {"addcdiv_", k_addc}};
+            {"addcdiv_", k_addc},
+            {"glu", k_glu},
+            {"prelu", k_prelu},
+            {"index_add", k_index_acf},
+            {"index_copy", k_index_acf},
+            {"index_fill.int_Scalar", k_index_acf},
+            {"take", k_take},
+            {"take_along_dim", k_take_along_dim},
+            {"argsort", k_argsort},
+            {"argsort.stable", k_argsort}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite"};

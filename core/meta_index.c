@@ -471,6 +471,102 @@ static wk_status meta_repeat_interleave(wk_op *op, const wk_value *args, wk_meta
   return WK_OK;
 }
 
+/* ---- issue 21's indexing ops (kernels: core/composite_surface.c) ------------------------- */
+/* index_add/index_copy(self, dim, index, source) and index_fill.int_Scalar(self, dim, index, value):
+ * PyTorch's checks (a vector index of int32/int64, source's slices shaped like self's, one index per
+ * source slice), self's shape. Index values are checked by the scatter kernels they run. */
+static wk_status meta_index_acf(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  char nm[24];
+  const char *name = wk_op_name(op);
+  size_t len = strcspn(name, ".");
+  if (len >= sizeof nm) len = sizeof nm - 1;
+  memcpy(nm, name, len);
+  nm[len] = 0; /* "index_fill.int_Scalar" -> "index_fill" */
+  wk_tensor *self = MT(0), *index = MT(2);
+  int d = 0;
+  wk_status s = wk_check_dim(nm, args[1].u.i, self->ndim, &d);
+  if (s) return s;
+  if (index->ndim > 1)
+    return wk_error(WK_ERR_INDEX, "%s_(): Index is supposed to be a vector, got a %dD index", nm, index->ndim);
+  if (index->dtype != WK_I64 && index->dtype != WK_I32)
+    return wk_error(WK_ERR_DTYPE, "%s_(): Expected dtype int32/int64 for index, got %s", nm,
+                    wk_dtype_name(index->dtype));
+  if (args[3].tag == WK_V_TENSOR) { /* index_add / index_copy: source */
+    wk_tensor *src = MT(3);
+    char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+    if (src->dtype != self->dtype)
+      return wk_error(WK_ERR_DTYPE, "%s_(): self (%s) and source (%s) must have the same scalar type", nm,
+                      wk_dtype_name(self->dtype), wk_dtype_name(src->dtype));
+    bool same = (src->ndim > 0 ? src->ndim : 1) == (self->ndim > 0 ? self->ndim : 1);
+    for (int k = 0; same && k < self->ndim && src->ndim > 0; k++)
+      if (k != d && src->sizes[k] != self->sizes[k]) same = false;
+    if (!same)
+      return wk_error(WK_ERR_SHAPE, "%s_(): Source/destination tensor must have same slice shapes. Destination "
+                      "slice shape: %s at dimension %d and source slice shape: %s at dimension %d.", nm,
+                      shape_of(self, a, sizeof a), d, shape_of(src, b, sizeof b), d);
+    if (numel(index) != nsize(src, d))
+      return wk_error(WK_ERR_INDEX, "%s_(): Number of indices (%lld) should be equal to source.size(dim) (%lld)",
+                      nm, (long long)numel(index), (long long)nsize(src, d));
+  }
+  wk__meta_like(o, self, self->dtype);
+  return WK_OK;
+}
+/* take(self, index): index's shape; a long index. */
+static wk_status meta_take(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0), *index = MT(1);
+  if (index->dtype != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "take(): Expected a long tensor for index, but got %s", wk_dtype_name(index->dtype));
+  if (numel(self) == 0 && numel(index) != 0)
+    return wk_error(WK_ERR_INDEX, "take(): tried to take from an empty tensor");
+  wk__meta_like(o, index, self->dtype);
+  return WK_OK;
+}
+/* take_along_dim(self, indices, dim): self and indices broadcast but along dim, which takes indices' size;
+ * dim None: indices' elements of the flattened self (a vector). */
+static wk_status meta_take_along_dim(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0), *idx = MT(1);
+  if (idx->dtype != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "torch.take_along_dim(): dtype of indices should be Long but got %s",
+                    wk_dtype_name(idx->dtype));
+  if (MNONE(2)) {
+    o->dtype = self->dtype, o->ndim = 1, o->sizes[0] = numel(idx);
+    return WK_OK;
+  }
+  int d;
+  wk_status s = wk_check_dim("take_along_dim", args[2].u.i, self->ndim, &d);
+  if (s) return s;
+  if (self->ndim != idx->ndim)
+    return wk_error(WK_ERR_SHAPE, "torch.take_along_dim(): input and indices should have the same number of "
+                    "dimensions, but got %d dimensions for input, and %d dimensions for indices", self->ndim, idx->ndim);
+  wk__meta_like(o, self, self->dtype);
+  for (int k = 0; k < self->ndim; k++) {
+    int64_t a = self->sizes[k], b = idx->sizes[k];
+    if (k == d) {
+      o->sizes[k] = b;
+    } else if (a != b && a != 1 && b != 1) {
+      return wk_error(WK_ERR_SHAPE, "take_along_dim(): The size of tensor a (%lld) must match the size of tensor b "
+                      "(%lld) at non-singleton dimension %d", (long long)a, (long long)b, k);
+    } else {
+      o->sizes[k] = a == 1 ? b : a;
+    }
+  }
+  if (self->ndim == 0) o->ndim = 0;
+  return WK_OK;
+}
+/* argsort(self, dim, descending) and argsort.stable(self, stable, dim, descending): sort's indices. */
+static wk_status meta_argsort(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *self = MT(0);
+  bool st = args[1].tag == WK_V_BOOL;
+  int d;
+  wk_status s = wk_check_dim("argsort", args[st ? 2 : 1].u.i, self->ndim, &d);
+  if (s) return s;
+  (void)op;
+  wk__meta_like(o, self, WK_I64);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"copy_", meta_copy_},
     {"cat", meta_cat},
@@ -497,6 +593,13 @@ static const wk__meta_row g_rows[] = {
     {"tile", meta_tile},
     {"unflatten", meta_unflatten},
     {"repeat_interleave.self_int", meta_repeat_interleave},
+    {"index_add", meta_index_acf},
+    {"index_copy", meta_index_acf},
+    {"index_fill.int_Scalar", meta_index_acf},
+    {"take", meta_take},
+    {"take_along_dim", meta_take_along_dim},
+    {"argsort", meta_argsort},
+    {"argsort.stable", meta_argsort},
 };
 
 const wk__meta_family wk__metas_index = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -655,6 +655,44 @@ static wk_status meta_sdpa_backward(wk_op *op, const wk_value *args, wk_meta_out
   return WK_OK;
 }
 
+/* ---- glu / prelu (issue 21; kernels: core/composite_surface.c) ---------------------------- */
+/* glu(self, dim): self halved along dim; floating only, as PyTorch's kernels. */
+static wk_status meta_glu(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int d;
+  if (x->ndim == 0) return wk_error(WK_ERR_SHAPE, "glu does not support scalars because halving size must be even");
+  wk_status s = wk_check_dim(MNAME, args[1].u.i, x->ndim, &d);
+  if (s) return s;
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "\"glu\" not implemented for '%s'", wk_dtype_name(x->dtype));
+  if (x->sizes[d] % 2)
+    return wk_error(WK_ERR_SHAPE, "glu: Halving dimension must be even, but dimension %d is size %lld", d,
+                    (long long)x->sizes[d]);
+  wk__meta_like(o, x, x->dtype);
+  o->sizes[d] /= 2;
+  return WK_OK;
+}
+/* prelu(self, weight): weight has one element or one per channel (dim 1). */
+static wk_status meta_prelu(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0), *w = MT(1);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "\"prelu\" not implemented for '%s'", wk_dtype_name(x->dtype));
+  if (w->dtype != x->dtype)
+    return wk_error(WK_ERR_DTYPE, "prelu: expected weight of dtype %s (the input's), got %s", wk_dtype_name(x->dtype),
+                    wk_dtype_name(w->dtype));
+  if (w->ndim > 1)
+    return wk_error(WK_ERR_SHAPE, "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = %d", w->ndim);
+  int64_t nw = w->ndim ? w->sizes[0] : 1, ch = x->ndim >= 2 ? x->sizes[1] : 1;
+  if (nw != 1 && nw != ch)
+    return wk_error(WK_ERR_SHAPE,
+                    "prelu: Mismatch of parameter numbers and input channel size. Found parameter numbers = %lld and "
+                    "channel size = %lld.",
+                    (long long)nw, (long long)ch);
+  (void)op;
+  wk__meta_like(o, x, x->dtype);
+  return WK_OK;
+}
+
 static const wk__meta_row rows[] = {
     {"softmax", meta_softmax},
     {"log_softmax", meta_softmax},
@@ -675,6 +713,8 @@ static const wk__meta_row rows[] = {
     {"binary_cross_entropy_with_logits", meta_bce_logits},
     {"scaled_dot_product_attention", meta_sdpa},
     {"scaled_dot_product_attention_backward", meta_sdpa_backward},
+    {"glu", meta_glu},
+    {"prelu", meta_prelu},
 };
 
 const wk__meta_family wk__metas_nn = {rows, sizeof rows / sizeof rows[0]};

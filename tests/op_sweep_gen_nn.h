@@ -485,6 +485,138 @@ static bool e_index_select(sw_case *c, int k) {
   at(c, k == 0 ? rt_index(c, i2, 2, 2) : rt(c, WK_F32, i1, 1, 0, 2)); /* a 2-d index; a float index */
   return true;
 }
+/* ---- issue 21: glu, prelu, index_add/index_copy/index_fill, take, take_along_dim, argsort ---- */
+static bool g_glu(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 1, 3), d = (int)rpick(c, 0, nd - 1);
+  if (s[d]) s[d] = 2 * rpick(c, 1, 2);
+  at(c, rself(c, s, nd));
+  ai(c, d - (runif(c) < 0.5 ? nd : 0));
+  return true;
+}
+static bool e_glu(sw_case *c, int k) { /* an odd halving dim; an integer input */
+  int64_t s[2] = {2, 3}, s2[2] = {2, 4};
+  if (k > 1) return false;
+  at(c, k == 0 ? rt(c, WK_F32, s, 2, -1, 1) : rt(c, WK_I64, s2, 2, -3, 3));
+  ai(c, -1);
+  return true;
+}
+/* prelu: one weight or one per channel (dim 1). */
+static bool g_prelu(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], ws[1];
+  int nd = rshape(c, s, 0, 4);
+  ws[0] = nd >= 2 && s[1] > 0 && runif(c) < 0.7 ? s[1] : 1;
+  at(c, rself(c, s, nd));
+  at(c, rt(c, c->dt, ws, ws[0] == 1 && runif(c) < 0.3 ? 0 : 1, -1, 1));
+  return true;
+}
+static bool e_prelu(sw_case *c, int k) { /* weight count differs from the channels; a 2-d weight */
+  int64_t s[2] = {2, 2}, w1[1] = {3}, w2[2] = {1, 2};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, 2, -1, 1));
+  at(c, k == 0 ? rt(c, WK_F32, w1, 1, -1, 1) : rt(c, WK_F32, w2, 2, -1, 1));
+  return true;
+}
+/* index_add/index_copy/index_fill: a vector index (int64, or int32 at times) into dim; index_copy's
+ * indices distinct (duplicates leave the result to the kernel), the others' may repeat. */
+static bool g_index_acf(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 1, 3), d = (int)rpick(c, 0, nd - 1);
+  bool copy = is_op(c, "index_copy"), fill = is_op(c, "index_fill");
+  int64_t n[1] = {s[d] == 0 ? 0 : copy ? rpick(c, 0, s[d]) : rpick(c, 0, 5)};
+  wk_tensor *idx = copy ? rt_distinct(c, WK_I64, n, 1, 0, 1) : rt(c, runif(c) < 0.3 ? WK_I32 : WK_I64, n, 1, 0, (double)s[d]);
+  if (copy && idx && s[d] > n[0] && runif(c) < 0.5) idx = CALL1("add.Scalar", WK_VT(idx), WK_VI(s[d] - n[0]));
+  at(c, rself(c, s, nd));
+  ai(c, d - (runif(c) < 0.5 ? nd : 0));
+  at_frozen(c, idx);
+  if (fill) {
+    ascalar(c, -1.5);
+    return true;
+  }
+  s[d] = n[0];
+  at(c, rself(c, s, nd));
+  if (is_op(c, "index_add")) ascalar(c, runif(c) < 0.5 ? 1 : 3);
+  return true;
+}
+static bool e_index_acf(sw_case *c, int k) { /* a 2-d index; a float index; source slices shaped unlike self's */
+  int64_t s[2] = {2, 3}, i2[2] = {2, 1}, i1[1] = {2}, s2[2] = {2, 2};
+  bool fill = is_op(c, "index_fill");
+  if (k > (fill ? 1 : 2)) return false;
+  at(c, rt(c, WK_F32, s, 2, -1, 1));
+  ai(c, 0);
+  at(c, k == 0 ? rt_index(c, i2, 2, 2) : k == 1 ? rt(c, WK_F32, i1, 1, 0, 2) : rt_index(c, i1, 1, 2));
+  if (fill)
+    af(c, 1);
+  else
+    at(c, rt(c, WK_F32, k == 2 ? s2 : s, 2, -1, 1));
+  return true;
+}
+/* take: indices of either sign into the flattened self. */
+static bool g_take(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], is[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 3), ni = (int)rpick(c, 0, 2);
+  int64_t n = numel_of(s, nd);
+  for (int i = 0; i < ni; i++) is[i] = n ? rpick(c, 1, 3) : 0;
+  if (!n && !ni) ni = 1, is[0] = 0;
+  at(c, rself(c, s, nd));
+  at_frozen(c, rt(c, WK_I64, is, ni, (double)-n, (double)n));
+  return true;
+}
+static bool e_take(sw_case *c, int k) { /* a float index; an empty self */
+  int64_t s[2] = {2, 3}, z[1] = {0}, i1[1] = {2};
+  if (k > 1) return false;
+  at(c, k == 0 ? rt(c, WK_F32, s, 2, -1, 1) : rt(c, WK_F32, z, 1, -1, 1));
+  at(c, k == 0 ? rt(c, WK_F32, i1, 1, 0, 2) : rt_index(c, i1, 1, 1));
+  return true;
+}
+/* take_along_dim: indices broadcast against self (either side size 1) but along dim; or dim None. */
+static bool g_take_along_dim(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], is[WK_MAX_DIMS];
+  int nd = rshape(c, s, 1, 3), d = (int)rpick(c, 0, nd - 1);
+  bool none = runif(c) < 0.25;
+  for (int k = 0; k < nd; k++) {
+    double u = runif(c);
+    is[k] = k == d ? (s[d] ? rpick(c, 0, 4) : 0) : u < 0.25 ? 1 : s[k];
+    if (k != d && u > 0.85 && !c->grad) s[k] = 1, is[k] = rpick(c, 1, 3);
+  }
+  if (none) {
+    int64_t n = numel_of(s, nd);
+    for (int k = 0; k < nd; k++) is[k] = n ? rpick(c, 1, 3) : 0;
+  }
+  at(c, rself(c, s, nd));
+  at_frozen(c, rt_index(c, is, nd, none ? numel_of(s, nd) : s[d]));
+  if (none)
+    anone(c);
+  else
+    ai(c, d - (runif(c) < 0.5 ? nd : 0));
+  return true;
+}
+static bool e_take_along_dim(sw_case *c, int k) { /* int32 indices; ranks differ */
+  int64_t s[2] = {2, 3}, i1[1] = {2};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, 2, -1, 1));
+  at(c, k == 0 ? rt(c, WK_I32, s, 2, 0, 2) : rt_index(c, i1, 1, 2));
+  ai(c, 0);
+  return true;
+}
+/* argsort[.stable]: ties kept (sort is stable, so the indices are determined). */
+static bool g_argsort(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 3);
+  at(c, runif(c) < 0.5 ? rt_distinct(c, c->dt, s, nd, -2, 2) : rt(c, c->dt, s, nd, -2, 2));
+  if (is_op_full(c, "argsort.stable")) ab(c, runif(c) < 0.5);
+  ai(c, nd ? rpick(c, -nd, nd - 1) : 0);
+  ab(c, runif(c) < 0.5);
+  return true;
+}
+static bool e_argsort(sw_case *c, int k) { /* a dim out of range */
+  int64_t s[2] = {2, 3};
+  if (k > 0) return false;
+  at(c, rt(c, WK_F32, s, 2, -1, 1));
+  if (is_op_full(c, "argsort.stable")) ab(c, true);
+  ai(c, 5);
+  return true;
+}
 /* gather/scatter indices: index sizes <= self's, values distinct along dim
  * within each column (scatter without add is then deterministic). */
 static wk_tensor *scatter_index(sw_case *c, const int64_t *s, int nd, int d, int64_t *is) {

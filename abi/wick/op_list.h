@@ -217,6 +217,8 @@ enum {
   X("mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", 0)                        \
   X("binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor", 0) \
   X("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor rng_state)", WK_TAG_RANDOM) \
+  X("glu(Tensor self, int dim=-1) -> Tensor", WK_TAG_COMPOSITE)                                  \
+  X("prelu(Tensor self, Tensor weight) -> Tensor", WK_TAG_COMPOSITE)                             \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \
@@ -243,6 +245,13 @@ enum {
   X("tile(Tensor self, int[] dims) -> Tensor", WK_TAG_COMPOSITE)                                 \
   X("unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)", WK_TAG_VIEW | WK_TAG_COMPOSITE) \
   X("repeat_interleave.self_int(Tensor self, int repeats, int? dim=None) -> Tensor", WK_TAG_COMPOSITE) \
+  X("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", WK_TAG_COMPOSITE) \
+  X("index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", WK_TAG_COMPOSITE) \
+  X("take(Tensor self, Tensor index) -> Tensor", WK_TAG_COMPOSITE)                             \
+  X("take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor", WK_TAG_COMPOSITE)  \
+  X("argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor", WK_ND | WK_TAG_COMPOSITE) \
+  X("argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor", WK_ND | WK_TAG_COMPOSITE) \
   X("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", WK_ND) \
   X("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", 0) \
   X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)                                \

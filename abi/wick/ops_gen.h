@@ -2856,6 +2856,20 @@ static inline wk_tensor *wkx_scaled_dot_product_attention(wk_tensor *query, wk_t
   return wk__gen_call(&wk__op, "scaled_dot_product_attention", wk__a, 7, wk__r, 2, 0x0);
 }
 
+/* glu(Tensor self, int dim=-1) -> Tensor */
+static inline wk_tensor *wkx_glu(wk_tensor *self, int64_t dim) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(dim)};
+  return wk__gen_call(&wk__op, "glu", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* prelu(Tensor self, Tensor weight) -> Tensor */
+static inline wk_tensor *wkx_prelu(wk_tensor *self, wk_tensor *weight) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(weight)};
+  return wk__gen_call(&wk__op, "prelu", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -3036,6 +3050,57 @@ static inline wk_tensor *wkx_repeat_interleave__self_int(wk_tensor *self, int64_
   static wk_op *wk__op;
   const wk_value wk__a[3] = {WK_VT(self), WK_VI(repeats), dim ? WK_VI(*dim) : WK_VNONE};
   return wk__gen_call(&wk__op, "repeat_interleave.self_int", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor */
+static inline wk_tensor *wkx_index_add(wk_tensor *self, int64_t dim, wk_tensor *index, wk_tensor *source,
+                                       wk_value alpha) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VI(dim), WK_VT(index), WK_VT(source), alpha};
+  return wk__gen_call(&wk__op, "index_add", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor */
+static inline wk_tensor *wkx_index_copy(wk_tensor *self, int64_t dim, wk_tensor *index, wk_tensor *source) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VI(dim), WK_VT(index), WK_VT(source)};
+  return wk__gen_call(&wk__op, "index_copy", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor */
+static inline wk_tensor *wkx_index_fill__int_Scalar(wk_tensor *self, int64_t dim, wk_tensor *index,
+    wk_value value) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VI(dim), WK_VT(index), value};
+  return wk__gen_call(&wk__op, "index_fill.int_Scalar", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* take(Tensor self, Tensor index) -> Tensor */
+static inline wk_tensor *wkx_take(wk_tensor *self, wk_tensor *index) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(index)};
+  return wk__gen_call(&wk__op, "take", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor */
+static inline wk_tensor *wkx_take_along_dim(wk_tensor *self, wk_tensor *indices, const int64_t *dim) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(indices), dim ? WK_VI(*dim) : WK_VNONE};
+  return wk__gen_call(&wk__op, "take_along_dim", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor */
+static inline wk_tensor *wkx_argsort(wk_tensor *self, int64_t dim, bool descending) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VI(dim), WK_VB(descending)};
+  return wk__gen_call(&wk__op, "argsort", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor */
+static inline wk_tensor *wkx_argsort__stable(wk_tensor *self, bool stable, int64_t dim, bool descending) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VB(stable), WK_VI(dim), WK_VB(descending)};
+  return wk__gen_call(&wk__op, "argsort.stable", wk__a, 4, (wk_tensor **const *)0, 0, 0);
 }
 
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices) */
@@ -3695,6 +3760,8 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_mse_loss, "mse_loss", "mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor") \
   X(wkx_binary_cross_entropy_with_logits, "binary_cross_entropy_with_logits", "binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor") \
   X(wkx_scaled_dot_product_attention, "scaled_dot_product_attention", "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor rng_state)") \
+  X(wkx_glu, "glu", "glu(Tensor self, int dim=-1) -> Tensor") \
+  X(wkx_prelu, "prelu", "prelu(Tensor self, Tensor weight) -> Tensor") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \
@@ -3720,6 +3787,13 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_tile, "tile", "tile(Tensor self, int[] dims) -> Tensor") \
   X(wkx_unflatten, "unflatten", "unflatten(Tensor(a) self, int dim, int[] sizes) -> Tensor(a)") \
   X(wkx_repeat_interleave__self_int, "repeat_interleave.self_int", "repeat_interleave.self_int(Tensor self, int repeats, int? dim=None) -> Tensor") \
+  X(wkx_index_add, "index_add", "index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor") \
+  X(wkx_index_copy, "index_copy", "index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor") \
+  X(wkx_index_fill__int_Scalar, "index_fill.int_Scalar", "index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor") \
+  X(wkx_take, "take", "take(Tensor self, Tensor index) -> Tensor") \
+  X(wkx_take_along_dim, "take_along_dim", "take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor") \
+  X(wkx_argsort, "argsort", "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor") \
+  X(wkx_argsort__stable, "argsort.stable", "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor") \
   X(wkx_topk, "topk", "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)") \
   X(wkx_sort, "sort", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)") \
   X(wkx_one_hot, "one_hot", "one_hot(Tensor self, int num_classes=-1) -> Tensor") \

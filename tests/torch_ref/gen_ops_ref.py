@@ -273,6 +273,81 @@ for label, op, args, fn, src in [
     arg = T(src.clone())
     gcase(label, op, [arg] + args, lambda: fn(arg.t), [0])
 
+# ---- glu, prelu ----
+g = with_specials(r(7)).reshape(2, 6)
+case("glu edges dim -1", "glu", [T(g), -1], F.glu(g, -1))
+g3 = r(4, 2, 3, dtype=torch.float64)
+case("glu dim 0 f64", "glu", [T(g3), 0], F.glu(g3, 0), rtol=1e-12, atol=1e-14)
+pa = with_specials(r(11)).reshape(2, 4, 2)
+pw = torch.tensor([0.25, -0.5, 2.0, 0.0])
+case("prelu per channel edges", "prelu", [T(pa), T(pw)], F.prelu(pa, pw))
+case("prelu one weight", "prelu", [T(pa), T(pw[:1].clone())], F.prelu(pa, pw[:1]))
+pv = r(5)
+case("prelu 1-d input", "prelu", [T(pv), T(torch.tensor([0.1]))], F.prelu(pv, torch.tensor([0.1])))
+G = T(r(3, 4, dtype=torch.float64))
+gcase("glu grad", "glu", [G, 1], lambda: F.glu(G.t, 1), [0])
+PX, PW = T(r(2, 3, 2, dtype=torch.float64)), T(torch.tensor([0.3, -0.2, 1.5], dtype=torch.float64))
+gcase("prelu grads", "prelu", [PX, PW], lambda: F.prelu(PX.t, PW.t), [0, 1])
+PX1, PW1 = T(r(4, 3, dtype=torch.float64)), T(torch.tensor([0.4], dtype=torch.float64))
+gcase("prelu one weight grads", "prelu", [PX1, PW1], lambda: F.prelu(PX1.t, PW1.t), [0, 1])
+
+# ---- index_add, index_copy, index_fill, take, take_along_dim, argsort ----
+ix = r(4, 3)
+ii = torch.tensor([2, 0, 2, 3])
+isrc = r(4, 3)
+case("index_add repeated indices", "index_add", [T(ix), 0, T(ii), T(isrc), 1], ix.index_add(0, ii, isrc))
+i32 = torch.tensor([1, 1], dtype=torch.int32)
+isrc2 = r(4, 2)
+case("index_add alpha int32 index", "index_add", [T(ix), 1, T(i32), T(isrc2), 2.5], ix.index_add(1, i32, isrc2, alpha=2.5))
+xi64 = torch.arange(6, dtype=torch.int64).reshape(2, 3)
+case("index_add int64", "index_add", [T(xi64), 1, T(torch.tensor([2, 0])), T(torch.tensor([[5, 7], [1, 1]])), 1],
+     xi64.index_add(1, torch.tensor([2, 0]), torch.tensor([[5, 7], [1, 1]])))
+case("index_copy dim 0", "index_copy", [T(ix), 0, T(torch.tensor([3, 1])), T(isrc[:2].clone())],
+     ix.index_copy(0, torch.tensor([3, 1]), isrc[:2]))
+case("index_copy dim -1", "index_copy", [T(ix), -1, T(torch.tensor([2, 0, 1])), T(isrc[:, [1, 2, 0]].clone())],
+     ix.index_copy(-1, torch.tensor([2, 0, 1]), isrc[:, [1, 2, 0]]))
+case("index_fill", "index_fill.int_Scalar", [T(ix), 1, T(torch.tensor([0, 2, 0])), float("-inf")],
+     ix.index_fill(1, torch.tensor([0, 2, 0]), float("-inf")))
+case("index_fill int", "index_fill.int_Scalar", [T(xi64), 0, T(torch.tensor([1])), -4],
+     xi64.index_fill(0, torch.tensor([1]), -4))
+IS, ISRC = T(r(4, 3, dtype=torch.float64)), T(r(4, 3, dtype=torch.float64))
+gcase("index_add grads", "index_add", [IS, 0, T(ii), ISRC, 2.0], lambda: IS.t.index_add(0, ii, ISRC.t, alpha=2.0), [0, 3])
+IC, ICS = T(r(4, 3, dtype=torch.float64)), T(r(2, 3, dtype=torch.float64))
+gcase("index_copy grads", "index_copy", [IC, 0, T(torch.tensor([3, 0])), ICS],
+      lambda: IC.t.index_copy(0, torch.tensor([3, 0]), ICS.t), [0, 3])
+IF = T(r(4, 3, dtype=torch.float64))
+gcase("index_fill grad", "index_fill.int_Scalar", [IF, 1, T(torch.tensor([1])), 2.0],
+      lambda: IF.t.index_fill(1, torch.tensor([1]), 2.0), [0])
+tk = with_specials(r(7)).reshape(3, 4)
+tki = torch.tensor([[0, -1, 5], [11, -12, 3]])
+case("take negative indices", "take", [T(tk), T(tki)], torch.take(tk, tki))
+case("take 0-d index", "take", [T(tk), T(torch.tensor(-3))], torch.take(tk, torch.tensor(-3)))
+TK = T(r(3, 4, dtype=torch.float64))
+gcase("take grad repeats", "take", [TK, T(torch.tensor([1, 1, -1, 6]))], lambda: torch.take(TK.t, torch.tensor([1, 1, -1, 6])), [0])
+ta = r(3, 4)
+tai = torch.tensor([[0, 3], [1, 1], [2, 0]])
+case("take_along_dim dim 1", "take_along_dim", [T(ta), T(tai), 1], torch.take_along_dim(ta, tai, 1))
+tab = torch.tensor([[2, 0, 1, 2]])
+case("take_along_dim broadcast", "take_along_dim", [T(ta), T(tab), 0], torch.take_along_dim(ta, tab, 0))
+tac = torch.tensor([[1], [0]])
+case("take_along_dim broadcast self", "take_along_dim", [T(ta[:1].clone()), T(tac), -1],
+     torch.take_along_dim(ta[:1], tac, -1))
+case("take_along_dim None", "take_along_dim", [T(ta), T(torch.tensor([[11, 0, 5]])), None],
+     torch.take_along_dim(ta, torch.tensor([[11, 0, 5]])))
+TA = T(r(3, 4, dtype=torch.float64))
+gcase("take_along_dim grad", "take_along_dim", [TA, T(tai), 1], lambda: torch.take_along_dim(TA.t, tai, 1), [0])
+TB = T(r(1, 4, dtype=torch.float64))
+gcase("take_along_dim grad broadcast", "take_along_dim", [TB, T(torch.tensor([[1], [3], [1]])), 1],
+      lambda: torch.take_along_dim(TB.t, torch.tensor([[1], [3], [1]]), 1), [0])
+ties = torch.tensor([[3.0, 1.0, 3.0, float("nan"), 1.0, -0.0, 0.0, float("-inf")], [2, 2, 2, 1, 1, 1, 2, 2]])
+case("argsort stable ties", "argsort.stable", [T(ties), True, -1, False], torch.argsort(ties, dim=-1, stable=True))
+case("argsort stable descending", "argsort.stable", [T(ties), True, 1, True],
+     torch.argsort(ties, dim=1, descending=True, stable=True))
+ad = r(4, 3)
+case("argsort dim 0", "argsort", [T(ad), 0, False], torch.argsort(ad, 0))
+case("argsort int descending", "argsort", [T(torch.tensor([5, -2, 9, 0])), -1, True],
+     torch.argsort(torch.tensor([5, -2, 9, 0]), descending=True))
+
 if __name__ == "__main__":
     emit(sys.stdout, cases, grad_cases, pre="o", arr="ops_ref_cases", garr="ops_ref_grad_cases",
          script="gen_ops_ref.py")
