@@ -202,6 +202,7 @@ static wk_status user_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sampl
   if (i == u->fail_at) return wk_error(WK_ERR_IO, "user_get: record %lld is unreadable", (long long)i);
   uint64_t s = ctx->seed | 1;
   out->t[0] = wk_empty(WK_SHAPE(2), WK_OPTS());
+  if (!out->t[0]) return wk_last_error(); /* out of memory (tests/fault_sweep.sh) */
   float *v = wk_tensor_data(out->t[0]);
   v[0] = (float)tu_uniform(&s), v[1] = (float)tu_uniform(&s);
   out->t[1] = wk_scalar_tensor((double)i, WK_I64);
