@@ -358,6 +358,50 @@ static wk_status k_argsort(const wk_kernel_ctx *c, const wk_value *args, wk_valu
   return FINISH1(wk_call("sort", a, 3, o) == WK_OK ? o[1].u.t : NULL);
 }
 
+/* kthvalue/median: the stable sort along dim, then the value and index at one position per line: k - 1;
+ * median's lower median (n - 1) / 2, or the first NaN of a line holding NaNs (NaN sorts last, in input
+ * order), as PyTorch's median. A 0-d self works as a 1-element vector. */
+static wk_status select_sorted(const wk_kernel_ctx *c, wk_tensor *x, int64_t dim, bool keep, int64_t k,
+                               wk_value *outs, int depth) {
+  int64_t one = 1;
+  bool scalar = x->ndim == 0;
+  if (scalar) x = wk_reshape(x, &one, 1);
+  int d = scalar ? 0 : wrap(dim, x->ndim);
+  wk_value o[WK_MAX_OUTS];
+  wk_value a[3] = {WK_VT(x), WK_VI(d), WK_VB(false)};
+  wk_tensor *r[2] = {NULL, NULL};
+  if (x && wk_call("sort", a, 3, o) == WK_OK) {
+    if (k > 0) {
+      r[0] = wk_narrow(o[0].u.t, d, k - 1, 1), r[1] = wk_narrow(o[1].u.t, d, k - 1, 1);
+    } else {
+      int64_t n = x->sizes[d];
+      wk_tensor *nans = C1("sum.dim_IntList", WK_VT(wk_isnan(x)), WK_VINTS(&(int64_t){d}, 1), WK_VB(true), WK_VNONE);
+      wk_tensor *pos = nans ? wk_where(wk_gt_scalar(nans, 0), C1("add.Scalar", WK_VT(wk_neg(nans)), WK_VI(n)),
+                            wk_full_like(nans, (double)((n - 1) / 2), (wk_options){0}))
+                            : NULL;
+      r[0] = pos ? C1("gather", o[0], WK_VI(d), WK_VT(pos)) : NULL;
+      r[1] = pos ? C1("gather", o[1], WK_VI(d), WK_VT(pos)) : NULL;
+    }
+    for (int i = 0; i < 2; i++)
+      if (r[i]) r[i] = wk_reshape(r[i], c->meta[i].sizes, c->meta[i].ndim);
+  }
+  return finish(outs, r, wk_op_num_outs(c->op) < 2 ? 1 : 2, depth);
+}
+static wk_status k_kthvalue(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  return select_sorted(c, T(0), args[2].u.i, args[3].u.b, args[1].u.i, outs, depth__);
+}
+static wk_status k_median(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  if (strcmp(wk_op_name(c->op), "median.dim") == 0)
+    return select_sorted(c, T(0), args[1].u.i, args[2].u.b, 0, outs, depth__);
+  wk_tensor *x = T(0);
+  int64_t all = -1;
+  if (wk_tensor_numel(x) == 0)
+    return FINISH1(wk_full(NULL, 0, NAN, (wk_options){.dtype = x->dtype, .device = x->storage->device}));
+  return select_sorted(c, wk_reshape(x, &all, 1), 0, false, 0, outs, depth__);
+}
+
 void wk__composites_surface_register(void);
 void wk__composites_surface_register(void) {
   static const struct {
@@ -397,7 +441,10 @@ void wk__composites_surface_register(void) {
             {"take", k_take},
             {"take_along_dim", k_take_along_dim},
             {"argsort", k_argsort},
-            {"argsort.stable", k_argsort}};
+            {"argsort.stable", k_argsort},
+            {"kthvalue", k_kthvalue},
+            {"median", k_median},
+            {"median.dim", k_median}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite"};

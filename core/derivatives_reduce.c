@@ -269,6 +269,18 @@ static wk_status d_amax_amin(const wk__bctx *c, wk_tensor *const *gout, wk_tenso
   END
 }
 
+/* median() over everything (PyTorch's evenly_distribute_backward): the gradient split evenly between the
+ * elements equal to the result, or between the NaNs when the result is NaN. */
+static wk_status d_median_all(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *x = X(0), *y = Y(0);
+  CHECK(x);
+  CHECK(y);
+  wk_tensor *eq = wk_logical_or(wk_eq(x, y), wk_logical_and(wk_isnan(x), wk_isnan(y)));
+  wk_tensor *m = wk_to_dtype(eq, wk_tensor_dtype(G(0)));
+  GIN(0, wk_div(wk_mul(m, G(0)), wk_sum(m)));
+  END
+}
+
 static const wk__formula rows[] = {
     {"sum", "SumBackward0", d_sum, 0, 0}, {"sum.dim_IntList", "SumBackward1", d_sum_dim, 0, 0},
     {"mean", "MeanBackward0", d_mean, 0, 0}, {"mean.dim", "MeanBackward1", d_mean_dim, 0, 0},
@@ -283,6 +295,7 @@ static const wk__formula rows[] = {
     {"cumprod", "CumprodBackward0", d_cumprod, A(0), A(0)},
     {"logcumsumexp", "LogcumsumexpBackward0", d_logcumsumexp, A(0), A(0)},
     {"cummax", "CummaxBackward0", d_cummaxmin, 0, A(1)}, {"cummin", "CumminBackward0", d_cummaxmin, 0, A(1)},
+    {"median", "MedianBackward0", d_median_all, A(0), A(0)},
     /* linear algebra */
     {"mm", "MmBackward0", d_mm, A(0) | A(1), 0}, {"bmm", "BmmBackward0", d_bmm, A(0) | A(1), 0},
     {"addmm", "AddmmBackward0", d_addmm, A(1) | A(2), 0}, {"dot", "DotBackward0", d_dot, A(0) | A(1), 0},

@@ -208,6 +208,56 @@ static wk_status meta_sort(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* kthvalue(self, k, dim, keepdim), median.dim(self, dim, keepdim), median(self): one value and its index per
+ * reduced line (issue 21; kernels: core/composite_surface.c). */
+static void selected(const wk_tensor *x, int d, bool keep, wk_meta_out *o) {
+  wk__meta_like(&o[0], x, x->dtype);
+  if (x->ndim > 0 && keep) o[0].sizes[d] = 1;
+  if (x->ndim > 0 && !keep) {
+    for (int i = d; i + 1 < x->ndim; i++) o[0].sizes[i] = o[0].sizes[i + 1];
+    o[0].ndim--;
+  }
+  o[1] = o[0];
+  o[1].dtype = WK_I64;
+}
+static wk_status meta_kthvalue(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  int64_t k = args[1].u.i;
+  int d;
+  wk_status s = wk_check_dim("kthvalue", args[2].u.i, x->ndim, &d);
+  if (s) return s;
+  if (x->dtype == WK_BOOL) return wk_error(WK_ERR_DTYPE, "kthvalue(): \"kthvalue_cpu\" not implemented for 'Bool'");
+  int64_t n = x->ndim > 0 ? x->sizes[d] : 1;
+  if (k < 1 || k > n)
+    return wk_error(WK_ERR_INDEX, "kthvalue(): selected number k out of range for dimension %d (k = %lld, size %lld)",
+                    d, (long long)k, (long long)n);
+  (void)op;
+  selected(x, d, args[3].u.b, o);
+  return WK_OK;
+}
+static wk_status meta_median(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const wk_tensor *x = MT(0);
+  bool all = strcmp(wk_op_name(op), "median") == 0; /* median(self) has one argument */
+  if (x->dtype == WK_BOOL) return wk_error(WK_ERR_DTYPE, "median(): \"median_out\" not implemented for 'Bool'");
+  if (all) {
+    int64_t n = 1;
+    for (int i = 0; i < x->ndim; i++) n *= x->sizes[i];
+    if (n == 0 && !wk_dtype_is_floating(x->dtype))
+      return wk_error(WK_ERR_SHAPE, "median(): an empty %s tensor has no median (NaN needs a floating dtype)",
+                      wk_dtype_name(x->dtype));
+    wk__meta_shape(o, NULL, 0, x->dtype);
+    return WK_OK;
+  }
+  int d;
+  wk_status s = wk_check_dim("median", args[1].u.i, x->ndim, &d);
+  if (s) return s;
+  if (x->ndim > 0 && x->sizes[d] == 0)
+    return wk_error(WK_ERR_SHAPE, "median(): Expected reduction dim %d to have non-zero size.", d);
+  (void)op;
+  selected(x, d, args[2].u.b, o);
+  return WK_OK;
+}
+
 /* topk(self, k, dim, largest, sorted) */
 static wk_status meta_topk(wk_op *op, const wk_value *args, wk_meta_out *o) {
   const wk_tensor *x = MT(0);
@@ -505,6 +555,9 @@ static const wk__meta_row g_rows[] = {
     {"cummax", meta_scan},
     {"cummin", meta_scan},
     {"sort", meta_sort},
+    {"kthvalue", meta_kthvalue},
+    {"median", meta_median},
+    {"median.dim", meta_median},
     {"topk", meta_topk},
     {"mm", meta_mm},
     {"bmm", meta_bmm},

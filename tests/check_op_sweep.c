@@ -748,6 +748,9 @@ static const sw_row g_rows[] = {
     {.op = "var_mean.correction", .gen = g_reduce, .err = e_reduce, .dtypes = D_FB, .modes = M_ES},
     {.op = "std_mean.correction", .gen = g_reduce, .err = e_reduce, .dtypes = D_FB, .modes = M_ES},
     {.op = "count_nonzero", .gen = g_reduce, .err = e_reduce, .dtypes = D_ALL, .modes = M_ES},
+    {.op = "kthvalue", .gen = g_kth_median, .err = e_kth_median, .dtypes = D_FIB, .modes = M_ES},
+    {.op = "median", .gen = g_kth_median, .err = e_kth_median, .dtypes = D_FIB, .modes = M_ES},
+    {.op = "median.dim", .gen = g_kth_median, .err = e_kth_median, .dtypes = D_FIB, .modes = M_ES},
     /* ---- linear algebra ---- */
     {.op = "mm", .gen = g_mm, .err = e_linalg, .dtypes = D_FIB, .modes = M_EMPTY},
     {.op = "bmm", .gen = g_bmm, .err = e_linalg, .dtypes = D_FIB, .modes = M_EMPTY},

@@ -617,6 +617,31 @@ static bool e_argsort(sw_case *c, int k) { /* a dim out of range */
   ai(c, 5);
   return true;
 }
+/* kthvalue/median[.dim]: distinct values (PyTorch leaves the index among ties to its selection algorithm). */
+static bool g_kth_median(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 3), d = nd ? (int)rpick(c, 0, nd - 1) : 0;
+  bool all = is_op_full(c, "median");
+  int64_t n = nd ? s[d] : 1;
+  if (all && numel_of(s, nd) == 0 && !wk_dtype_is_floating(c->dt)) return false; /* no integer NaN */
+  if (!all && n == 0) return false;
+  at(c, rt_distinct(c, c->dt, s, nd, -2, 2));
+  if (all) return true;
+  if (is_op(c, "kthvalue")) ai(c, rpick(c, 1, n));
+  ai(c, d - (nd && runif(c) < 0.5 ? nd : 0));
+  ab(c, runif(c) < 0.5);
+  return true;
+}
+static bool e_kth_median(sw_case *c, int k) { /* k out of range / an empty reduced dim; a bool input */
+  int64_t s[2] = {2, 3}, z[2] = {2, 0};
+  bool all = is_op_full(c, "median"), kth = is_op(c, "kthvalue");
+  if (k > 1 || (all && k == 0)) return false;
+  at(c, k == 1 ? rt(c, WK_BOOL, s, 2, 0, 1) : rt(c, WK_F32, kth ? s : z, 2, -1, 1));
+  if (all) return true;
+  if (kth) ai(c, k == 0 ? 4 : 1);
+  ai(c, -1);
+  return true;
+}
 /* gather/scatter indices: index sizes <= self's, values distinct along dim
  * within each column (scatter without add is then deterministic). */
 static wk_tensor *scatter_index(sw_case *c, const int64_t *s, int nd, int d, int64_t *is) {

@@ -192,6 +192,9 @@ enum {
   X("var_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
   X("std_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
   X("count_nonzero(Tensor self, int[]? dim=None) -> Tensor", WK_TAG_REDUCTION | WK_ND | WK_TAG_COMPOSITE) \
+  X("kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("median(Tensor self) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE)                       \
+  X("median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
   /* ---- linear algebra ---- */                                                                \
   X("mm(Tensor self, Tensor mat2) -> Tensor", 0)                                                 \
   X("bmm(Tensor self, Tensor mat2) -> Tensor", 0)                                                \

@@ -2655,6 +2655,30 @@ static inline wk_tensor *wkx_count_nonzero(wk_tensor *self, const int64_t *dim, 
   return wk__gen_call(&wk__op, "count_nonzero", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
+/* kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices) */
+static inline wk_tensor *wkx_kthvalue(wk_tensor *self, int64_t k, int64_t dim, bool keepdim,
+                                      wk_tensor **indices) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VI(k), WK_VI(dim), WK_VB(keepdim)};
+  wk_tensor **const wk__r[1] = {indices};
+  return wk__gen_call(&wk__op, "kthvalue", wk__a, 4, wk__r, 1, 0x0);
+}
+
+/* median(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_median(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "median", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices) */
+static inline wk_tensor *wkx_median__dim(wk_tensor *self, int64_t dim, bool keepdim, wk_tensor **indices) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VI(dim), WK_VB(keepdim)};
+  wk_tensor **const wk__r[1] = {indices};
+  return wk__gen_call(&wk__op, "median.dim", wk__a, 3, wk__r, 1, 0x0);
+}
+
 /* mm(Tensor self, Tensor mat2) -> Tensor */
 static inline wk_tensor *wkx_mm(wk_tensor *self, wk_tensor *mat2) {
   static wk_op *wk__op;
@@ -3737,6 +3761,9 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_var_mean__correction, "var_mean.correction", "var_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)") \
   X(wkx_std_mean__correction, "std_mean.correction", "std_mean.correction(Tensor self, int[]? dim=None, *, int correction=1, bool keepdim=False) -> (Tensor, Tensor)") \
   X(wkx_count_nonzero, "count_nonzero", "count_nonzero(Tensor self, int[]? dim=None) -> Tensor") \
+  X(wkx_kthvalue, "kthvalue", "kthvalue(Tensor self, int k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)") \
+  X(wkx_median, "median", "median(Tensor self) -> Tensor") \
+  X(wkx_median__dim, "median.dim", "median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)") \
   X(wkx_mm, "mm", "mm(Tensor self, Tensor mat2) -> Tensor") \
   X(wkx_bmm, "bmm", "bmm(Tensor self, Tensor mat2) -> Tensor") \
   X(wkx_addmm, "addmm", "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor") \

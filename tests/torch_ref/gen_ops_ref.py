@@ -348,6 +348,33 @@ case("argsort dim 0", "argsort", [T(ad), 0, False], torch.argsort(ad, 0))
 case("argsort int descending", "argsort", [T(torch.tensor([5, -2, 9, 0])), -1, True],
      torch.argsort(torch.tensor([5, -2, 9, 0]), descending=True))
 
+# ---- kthvalue, median (distinct values but for NaN: the index among equal values is PyTorch's choice) ----
+kv = torch.randperm(20).to(torch.float32).reshape(4, 5) / 4 - 2
+for kk, dd, keep in [(1, 1, False), (3, 0, True), (5, -1, False)]:
+    case("kthvalue k=%d dim=%d" % (kk, dd), "kthvalue", [T(kv), kk, dd, keep], list(torch.kthvalue(kv, kk, dd, keep)))
+kn = torch.tensor([[1.0, float("nan"), -1.0, 3.0], [float("inf"), 0.5, -0.25, float("-inf")]])
+case("kthvalue NaN last", "kthvalue", [T(kn), 4, 1, False], list(torch.kthvalue(kn, 4, 1)))
+case("kthvalue int64", "kthvalue", [T(torch.tensor([7, -3, 5, 0])), 2, 0, False],
+     list(torch.kthvalue(torch.tensor([7, -3, 5, 0]), 2, 0)))
+case("median all even count (lower)", "median", [T(kv)], torch.median(kv))
+case("median all odd count", "median", [T(kv[:, :3].clone())], torch.median(kv[:, :3]))
+case("median all NaN", "median", [T(kn)], torch.median(kn))
+case("median all empty", "median", [T(torch.zeros(0, 3))], torch.median(torch.zeros(0, 3)))
+case("median all int64", "median", [T(torch.tensor([[4, -2], [9, 1]]))], torch.median(torch.tensor([[4, -2], [9, 1]])))
+for dd, keep in [(1, False), (0, True)]:
+    case("median dim=%d" % dd, "median.dim", [T(kv), dd, keep], list(torch.median(kv, dd, keep)))
+kn2 = torch.tensor([[1.0, float("nan"), -1.0, float("nan")], [2.0, 0.5, -0.25, 7.0], [float("inf"), -0.0, 3.0, 1.0]])
+case("median dim NaN rows", "median.dim", [T(kn2), 1, False], list(torch.median(kn2, 1)))
+case("median 0-d", "median.dim", [T(torch.tensor(2.5)), 0, False], list(torch.median(torch.tensor(2.5), 0)))
+KV = T(torch.randperm(12).to(torch.float64).reshape(3, 4) / 3)
+gcase("kthvalue grad", "kthvalue", [KV, 2, 1, False], lambda: torch.kthvalue(KV.t, 2, 1)[0], [0])
+MD = T(torch.randperm(12).to(torch.float64).reshape(3, 4) / 3)
+gcase("median.dim grad", "median.dim", [MD, 0, True], lambda: torch.median(MD.t, 0, True)[0], [0])
+MA = T(torch.tensor([[1.0, 2.0, 2.0], [5.0, 2.0, -1.0]], dtype=torch.float64))
+gcase("median grad ties share", "median", [MA], lambda: torch.median(MA.t), [0])
+MN = T(torch.tensor([[1.0, float("nan"), 2.0], [float("nan"), 3.0, 0.0]], dtype=torch.float64))
+gcase("median grad NaN", "median", [MN], lambda: torch.median(MN.t), [0])
+
 if __name__ == "__main__":
     emit(sys.stdout, cases, grad_cases, pre="o", arr="ops_ref_cases", garr="ops_ref_grad_cases",
          script="gen_ops_ref.py")

@@ -454,6 +454,43 @@ static const double oc182_a0[] = {0.6792213320732117, -0.48274126648902893, -1.8
 static const double oc182_o0[] = {2.0, 1.0, 1.0, 0.0, 0.0, 0.0, 3.0, 2.0, 2.0, 1.0, 3.0, 3.0};
 static const double oc183_a0[] = {5.0, -2.0, 9.0, 0.0};
 static const double oc183_o0[] = {2.0, 0.0, 3.0, 1.0};
+static const double oc184_a0[] = {2.25, 2.0, 1.75, 1.25, 0.75, 1.5, -1.75, 0.25, -0.5, 2.75, -2.0, 0.0, -1.0, -1.5, 0.5, -0.75, -0.25, 2.5, -1.25, 1.0};
+static const double oc184_o0[] = {0.75, -1.75, -2.0, -1.25};
+static const double oc184_o1[] = {4.0, 1.0, 0.0, 3.0};
+static const double oc185_a0[] = {2.25, 2.0, 1.75, 1.25, 0.75, 1.5, -1.75, 0.25, -0.5, 2.75, -2.0, 0.0, -1.0, -1.5, 0.5, -0.75, -0.25, 2.5, -1.25, 1.0};
+static const double oc185_o0[] = {1.5, 0.0, 1.75, -0.5, 1.0};
+static const double oc185_o1[] = {1.0, 2.0, 0.0, 1.0, 3.0};
+static const double oc186_a0[] = {2.25, 2.0, 1.75, 1.25, 0.75, 1.5, -1.75, 0.25, -0.5, 2.75, -2.0, 0.0, -1.0, -1.5, 0.5, -0.75, -0.25, 2.5, -1.25, 1.0};
+static const double oc186_o0[] = {2.25, 2.75, 0.5, 2.5};
+static const double oc186_o1[] = {0.0, 4.0, 4.0, 2.0};
+static const double oc187_a0[] = {1.0, NAN, -1.0, 3.0, INFINITY, 0.5, -0.25, -INFINITY};
+static const double oc187_o0[] = {NAN, INFINITY};
+static const double oc187_o1[] = {1.0, 0.0};
+static const double oc188_a0[] = {7.0, -3.0, 5.0, 0.0};
+static const double oc188_o0[] = {0.0};
+static const double oc188_o1[] = {3.0};
+static const double oc189_a0[] = {2.25, 2.0, 1.75, 1.25, 0.75, 1.5, -1.75, 0.25, -0.5, 2.75, -2.0, 0.0, -1.0, -1.5, 0.5, -0.75, -0.25, 2.5, -1.25, 1.0};
+static const double oc189_o0[] = {0.25};
+static const double oc190_a0[] = {2.25, 2.0, 1.75, 1.5, -1.75, 0.25, -2.0, 0.0, -1.0, -0.75, -0.25, 2.5};
+static const double oc190_o0[] = {0.0};
+static const double oc191_a0[] = {1.0, NAN, -1.0, 3.0, INFINITY, 0.5, -0.25, -INFINITY};
+static const double oc191_o0[] = {NAN};
+static const double oc192_a0[] = {0};
+static const double oc192_o0[] = {NAN};
+static const double oc193_a0[] = {4.0, -2.0, 9.0, 1.0};
+static const double oc193_o0[] = {1.0};
+static const double oc194_a0[] = {2.25, 2.0, 1.75, 1.25, 0.75, 1.5, -1.75, 0.25, -0.5, 2.75, -2.0, 0.0, -1.0, -1.5, 0.5, -0.75, -0.25, 2.5, -1.25, 1.0};
+static const double oc194_o0[] = {1.75, 0.25, -1.0, -0.25};
+static const double oc194_o1[] = {2.0, 2.0, 2.0, 1.0};
+static const double oc195_a0[] = {2.25, 2.0, 1.75, 1.25, 0.75, 1.5, -1.75, 0.25, -0.5, 2.75, -2.0, 0.0, -1.0, -1.5, 0.5, -0.75, -0.25, 2.5, -1.25, 1.0};
+static const double oc195_o0[] = {-0.75, -0.25, 0.25, -1.25, 0.75};
+static const double oc195_o1[] = {3.0, 3.0, 1.0, 3.0, 0.0};
+static const double oc196_a0[] = {1.0, NAN, -1.0, NAN, 2.0, 0.5, -0.25, 7.0, INFINITY, -0.0, 3.0, 1.0};
+static const double oc196_o0[] = {NAN, 0.5, 1.0};
+static const double oc196_o1[] = {1.0, 1.0, 3.0};
+static const double oc197_a0[] = {2.5};
+static const double oc197_o0[] = {2.5};
+static const double oc197_o1[] = {0.0};
 
 static const ref_case ops_ref_cases[] = {
   {"expm1 f32 edges", "expm1", 1, {{REF_TENSOR, WK_F32, 1, {17}, oc0_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_F32, 1, {17}, oc0_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
@@ -639,7 +676,21 @@ static const ref_case ops_ref_cases[] = {
   {"argsort stable ties", "argsort.stable", 4, {{REF_TENSOR, WK_F32, 2, {2, 8}, oc180_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, -1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 8}, oc180_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
   {"argsort stable descending", "argsort.stable", 4, {{REF_TENSOR, WK_F32, 2, {2, 8}, oc181_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 8}, oc181_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
   {"argsort dim 0", "argsort", 3, {{REF_TENSOR, WK_F32, 2, {4, 3}, oc182_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {4, 3}, oc182_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
-  {"argsort int descending", "argsort", 3, {{REF_TENSOR, WK_I64, 1, {4}, oc183_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, -1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 1, {4}, oc183_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06}};
+  {"argsort int descending", "argsort", 3, {{REF_TENSOR, WK_I64, 1, {4}, oc183_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, -1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 1, {4}, oc183_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"kthvalue k=1 dim=1", "kthvalue", 4, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc184_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 1, {4}, oc184_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {4}, oc184_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"kthvalue k=3 dim=0", "kthvalue", 4, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc185_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 3, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 2, {1, 5}, oc185_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 2, {1, 5}, oc185_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"kthvalue k=5 dim=-1", "kthvalue", 4, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc186_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 5, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, -1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 1, {4}, oc186_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {4}, oc186_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"kthvalue NaN last", "kthvalue", 4, {{REF_TENSOR, WK_F32, 2, {2, 4}, oc187_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 4, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 1, {2}, oc187_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {2}, oc187_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"kthvalue int64", "kthvalue", 4, {{REF_TENSOR, WK_I64, 1, {4}, oc188_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 2, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_I64, 0, {0}, oc188_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 0, {0}, oc188_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median all even count (lower)", "median", 1, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc189_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_F32, 0, {0}, oc189_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median all odd count", "median", 1, {{REF_TENSOR, WK_F32, 2, {4, 3}, oc190_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_F32, 0, {0}, oc190_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median all NaN", "median", 1, {{REF_TENSOR, WK_F32, 2, {2, 4}, oc191_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_F32, 0, {0}, oc191_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median all empty", "median", 1, {{REF_TENSOR, WK_F32, 2, {0, 3}, oc192_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_F32, 0, {0}, oc192_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median all int64", "median", 1, {{REF_TENSOR, WK_I64, 2, {2, 2}, oc193_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 0, {0}, oc193_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median dim=1", "median.dim", 3, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc194_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 1, {4}, oc194_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {4}, oc194_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median dim=0", "median.dim", 3, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc195_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 2, {1, 5}, oc195_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 2, {1, 5}, oc195_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median dim NaN rows", "median.dim", 3, {{REF_TENSOR, WK_F32, 2, {3, 4}, oc196_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 1, {3}, oc196_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {3}, oc196_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"median 0-d", "median.dim", 3, {{REF_TENSOR, WK_F32, 0, {0}, oc197_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 0, {0}, oc197_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 0, {0}, oc197_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06}};
 static const double og0_a0[] = {0.9134899156814384, -1.81810570539843, -1.3312512514433692, 2.981882324892573, -0.013029989830620536, -0.43806703370188105, 2.5251080506750005, 0.0866328968721124, -0.8988911049281949, -2.7169585043096567};
 static const double og0_go[] = {-1.1678430923218786, 1.2199111584079652, 0.5169707405766508, 0.08471959809655195, 0.21935357756896315, -0.40390963621005493, -0.00582494519672213, -0.8698607906599048, 0.41421145501631823, 0.2580582342264251};
 static const double og0_gr0[] = {-2.911441887047717, 0.19803179699800622, 0.1365560327640355, 1.6710864826308824, 0.21651394306441987, -0.26063583022071735, -0.07276664242857951, -0.9485799577530915, 0.1685926582780173, 0.01705130549121952};
@@ -920,6 +971,18 @@ static const double og76_a0[] = {-0.5548413817061824, 0.023097093901345733, -1.3
 static const double og76_a1[] = {1.0, 3.0, 1.0};
 static const double og76_go[] = {-0.2286837521669126, -0.5009865439276633, -1.4511264961447323};
 static const double og76_gr0[] = {0.0, -1.6798102483116448, 0.0, -0.5009865439276633};
+static const double og77_a0[] = {1.0, 2.0, 1.6666666666666667, 1.3333333333333333, 0.6666666666666666, 2.6666666666666665, 0.3333333333333333, 3.6666666666666665, 3.3333333333333335, 2.3333333333333335, 0.0, 3.0};
+static const double og77_go[] = {0.8110000142136379, 1.1837636224584347, -0.1244448029787539};
+static const double og77_gr0[] = {0.0, 0.0, 0.0, 0.8110000142136379, 1.1837636224584347, 0.0, 0.0, 0.0, 0.0, -0.1244448029787539, 0.0, 0.0};
+static const double og78_a0[] = {0.0, 0.3333333333333333, 3.6666666666666665, 0.6666666666666666, 2.0, 1.3333333333333333, 3.3333333333333335, 1.6666666666666667, 2.6666666666666665, 1.0, 3.0, 2.3333333333333335};
+static const double og78_go[] = {1.065584624832748, -1.0115401416373275, -1.286685821120586, -1.2897450300553046};
+static const double og78_gr0[] = {0.0, 0.0, 0.0, 0.0, 1.065584624832748, 0.0, -1.286685821120586, -1.2897450300553046, 0.0, -1.0115401416373275, 0.0, 0.0};
+static const double og79_a0[] = {1.0, 2.0, 2.0, 5.0, 2.0, -1.0};
+static const double og79_go[] = {-0.6670457395880031};
+static const double og79_gr0[] = {0.0, -0.22234857986266768, -0.22234857986266768, 0.0, -0.22234857986266768, 0.0};
+static const double og80_a0[] = {1.0, NAN, 2.0, NAN, 3.0, 0.0};
+static const double og80_go[] = {-0.7787473406165977};
+static const double og80_gr0[] = {0.0, -0.38937367030829884, 0.0, -0.38937367030829884, 0.0, 0.0};
 
 static const ref_grad_case ops_ref_grad_cases[] = {
   {"expm1 grad", "expm1", 1, {{REF_TENSOR, WK_F64, 2, {2, 5}, og0_a0, 0, 0, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 2, {2, 5}, og0_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {2, 5}, og0_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
@@ -998,4 +1061,8 @@ static const ref_grad_case ops_ref_grad_cases[] = {
   {"index_fill grad", "index_fill.int_Scalar", 4, {{REF_TENSOR, WK_F64, 2, {4, 3}, og73_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {1}, og73_a2, 0, 0, NULL, 0, NULL, NULL}, {REF_FLOAT, 0, 0, {0}, NULL, 2.0, 0, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 2, {4, 3}, og73_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {4, 3}, og73_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
   {"take grad repeats", "take", 2, {{REF_TENSOR, WK_F64, 2, {3, 4}, og74_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {4}, og74_a1, 0, 0, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 1, {4}, og74_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {3, 4}, og74_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
   {"take_along_dim grad", "take_along_dim", 3, {{REF_TENSOR, WK_F64, 2, {3, 4}, og75_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 2, {3, 2}, og75_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 2, {3, 2}, og75_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {3, 4}, og75_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
-  {"take_along_dim grad broadcast", "take_along_dim", 3, {{REF_TENSOR, WK_F64, 2, {1, 4}, og76_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 2, {3, 1}, og76_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 2, {3, 1}, og76_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {1, 4}, og76_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09}};
+  {"take_along_dim grad broadcast", "take_along_dim", 3, {{REF_TENSOR, WK_F64, 2, {1, 4}, og76_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 2, {3, 1}, og76_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 2, {3, 1}, og76_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {1, 4}, og76_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
+  {"kthvalue grad", "kthvalue", 4, {{REF_TENSOR, WK_F64, 2, {3, 4}, og77_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 2, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 1, {3}, og77_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {3, 4}, og77_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
+  {"median.dim grad", "median.dim", 3, {{REF_TENSOR, WK_F64, 2, {3, 4}, og78_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 2, {1, 4}, og78_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {3, 4}, og78_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
+  {"median grad ties share", "median", 1, {{REF_TENSOR, WK_F64, 2, {2, 3}, og79_a0, 0, 0, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 0, {0}, og79_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {2, 3}, og79_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09},
+  {"median grad NaN", "median", 1, {{REF_TENSOR, WK_F64, 2, {2, 3}, og80_a0, 0, 0, NULL, 0, NULL, NULL}}, {REF_TENSOR, WK_F64, 0, {0}, og80_go, 0, 0, NULL, 0, NULL, NULL}, 1, {0}, {{REF_TENSOR, WK_F64, 2, {2, 3}, og80_gr0, 0, 0, NULL, 0, NULL, NULL}}, 1e-06, 1e-09}};
