@@ -396,8 +396,8 @@ START_TEST(test_core_dispatch_layers) {
   wk_release(wk_add(x, x));
   ck_assert_int_eq(atomic_load(&g_layer_calls), 1); /* excluded on this thread */
   wk_layer_exclude(prof, prev);
-  /* a higher layer that refuses the call: lower layers and kernels never run */
-  wk_layer *blk = wk_layer_register("test.block", WK_LEVEL_TRACE, blocking_layer, "test.block", true);
+  /* a higher layer (above the core's trace layer) that refuses the call: lower layers and kernels never run */
+  wk_layer *blk = wk_layer_register("test.block", WK_LEVEL_TRACE + 50, blocking_layer, "test.block", true);
   TU_NOTNULL(blk);
   ck_assert_ptr_null(wk_add(x, x));
   TU_FAILS_WITH(WK_ERR_STATE, "add(): blocked by layer 'test.block'");
@@ -406,7 +406,7 @@ START_TEST(test_core_dispatch_layers) {
   wk_release(wk_add(x, x));
   ck_assert_int_eq(atomic_load(&g_layer_calls), 2);
   ck_assert_ptr_eq(wk_layer_find("test.block"), blk);
-  ck_assert_ptr_null(wk_layer_register("test.again", WK_LEVEL_TRACE, blocking_layer, NULL, false));
+  ck_assert_ptr_null(wk_layer_register("test.again", WK_LEVEL_TRACE + 50, blocking_layer, NULL, false));
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "is taken by layer 'test.block'");
   ck_assert_ptr_null(wk_layer_find("nope"));
   TU_FAILS_WITH(WK_ERR_NOT_FOUND, "no dispatch layer named 'nope'");
