@@ -1,4 +1,4 @@
-/* For tests/onnx_export.sh: exports mlp, lenet and resnet18 (eval mode,
+/* For tests/onnx_export.sh: exports mlp, lenet, resnet18 and resnet50 (eval mode,
  * random weights, a dynamic batch axis) to DIR/<model>.onnx and writes, for
  * batch sizes 1 and 3, a random input and Wick's eager output as raw
  * little-endian float32 files, listed in DIR/manifest.txt:
@@ -193,6 +193,7 @@ int main(int argc, char **argv) {
   int bad = one(argv[1], "mlp", wk_nn_mlp(784, hidden, 2, 10), vec, 1, man);
   bad |= one(argv[1], "lenet", wk_nn_lenet(), gray, 3, man);
   bad |= one(argv[1], "resnet18", wk_nn_resnet18((wk_resnet_opts){0}), rgb, 3, man);
+  bad |= one(argv[1], "resnet50", wk_nn_resnet50((wk_resnet_opts){0}), rgb, 3, man);
   bad |= ops(argv[1], man, 13) | ops(argv[1], man, 17) | ops(argv[1], man, 20);
   bad |= fclose(man) != 0;
   return bad;
