@@ -402,6 +402,31 @@ static wk_status k_median(const wk_kernel_ctx *c, const wk_value *args, wk_value
   return select_sorted(c, wk_reshape(x, &all, 1), 0, false, 0, outs, depth__);
 }
 
+/* nonzero/argwhere: the flat positions of the nonzero elements (masked_select of a ramp; the count is
+ * data), unravelled into one column per dim: (pos // stride) % size. */
+static wk_status k_nonzero(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  int nd = x->ndim;
+  int64_t n = wk_tensor_numel(x), all = -1;
+  wk_options o = {.dtype = WK_I64, .device = x->storage->device};
+  if (n == 0) return FINISH1(wk_empty((const int64_t[]){0, nd}, 2, o));
+  wk_tensor *mask = wk_ne_scalar(wk_reshape(x, &all, 1), 0);
+  wk_tensor *pos = mask ? C1("masked_select", WK_VT(wk_arange_int(0, n, 1, o)), WK_VT(mask)) : NULL;
+  if (!pos) return FINISH1(NULL);
+  if (nd == 0) return FINISH1(wk_empty((const int64_t[]){wk_tensor_numel(pos), 0}, 2, o));
+  wk_tensor *cols[WK_MAX_DIMS];
+  int64_t stride = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    wk_tensor *q = stride == 1 ? pos : wk_div_mode(pos, wk_full_like(pos, (double)stride, (wk_options){0}), "floor");
+    cols[d] = q ? C1("remainder.Scalar", WK_VT(q), WK_VI(x->sizes[d])) : NULL;
+    if (!cols[d]) return FINISH1(NULL);
+    stride *= x->sizes[d];
+  }
+  return FINISH1(C1("stack", WK_VTS(cols, nd), WK_VI(1)));
+}
+
 void wk__composites_surface_register(void);
 void wk__composites_surface_register(void) {
   static const struct {
@@ -444,7 +469,9 @@ void wk__composites_surface_register(void) {
             {"argsort.stable", k_argsort},
             {"kthvalue", k_kthvalue},
             {"median", k_median},
-            {"median.dim", k_median}};
+            {"median.dim", k_median},
+            {"nonzero", k_nonzero},
+            {"argwhere", k_nonzero}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite"};

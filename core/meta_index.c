@@ -567,6 +567,17 @@ static wk_status meta_argsort(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* nonzero/argwhere(self): [number of nonzero elements, self's rank] of int64, the count being data. */
+static wk_status meta_nonzero(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0);
+  if (self->ndim >= WK_MAX_DIMS)
+    return wk_error(WK_ERR_SHAPE, "%s(): at most %d dims", wk_op_name(op), WK_MAX_DIMS - 1);
+  o->dtype = WK_I64;
+  o->ndim = WK_META_DYNAMIC;
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"copy_", meta_copy_},
     {"cat", meta_cat},
@@ -600,6 +611,8 @@ static const wk__meta_row g_rows[] = {
     {"take_along_dim", meta_take_along_dim},
     {"argsort", meta_argsort},
     {"argsort.stable", meta_argsort},
+    {"nonzero", meta_nonzero},
+    {"argwhere", meta_nonzero},
 };
 
 const wk__meta_family wk__metas_index = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -818,6 +818,8 @@ static const sw_row g_rows[] = {
     {.op = "take_along_dim", .gen = g_take_along_dim, .err = e_take_along_dim, .dtypes = D_FIB, .modes = M_EMPTY},
     {.op = "argsort", .gen = g_argsort, .err = e_argsort, .dtypes = D_FIB, .modes = M_ES},
     {.op = "argsort.stable", .gen = g_argsort, .err = e_argsort, .dtypes = D_FIB, .modes = M_ES},
+    {.op = "nonzero", .gen = g_nonzero, .dtypes = D_ALL, .modes = M_ES, .flags = SW_DYNAMIC},
+    {.op = "argwhere", .gen = g_nonzero, .dtypes = D_ALL, .modes = M_ES, .flags = SW_DYNAMIC},
     {.op = "topk", .gen = g_topk, .err = e_topk, .dtypes = D_FIB, .modes = M_ES},
     {.op = "sort", .gen = g_sort, .err = e_dim5, .dtypes = D_FIB, .modes = M_ES},
     {.op = "one_hot", .gen = g_one_hot, .err = e_one_hot, .dtypes = DT(WK_I64), .modes = M_ES},

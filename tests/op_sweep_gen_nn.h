@@ -642,6 +642,15 @@ static bool e_kth_median(sw_case *c, int k) { /* k out of range / an empty reduc
   ai(c, -1);
   return true;
 }
+/* nonzero/argwhere: about half the elements zero (the rest any value, NaN included for floats). */
+static bool g_nonzero(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 4);
+  wk_tensor *x = rself(c, s, nd), *z = rt(c, WK_BOOL, s, nd, 0, 1);
+  if (x && wk_dtype_is_floating(c->dt) && runif(c) < 0.3) add_specials(c, x);
+  at(c, x && z ? CALL1("masked_fill.Scalar", WK_VT(x), WK_VT(z), WK_VI(0)) : NULL);
+  return true;
+}
 /* gather/scatter indices: index sizes <= self's, values distinct along dim
  * within each column (scatter without add is then deterministic). */
 static wk_tensor *scatter_index(sw_case *c, const int64_t *s, int nd, int d, int64_t *is) {

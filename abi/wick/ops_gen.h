@@ -3127,6 +3127,20 @@ static inline wk_tensor *wkx_argsort__stable(wk_tensor *self, bool stable, int64
   return wk__gen_call(&wk__op, "argsort.stable", wk__a, 4, (wk_tensor **const *)0, 0, 0);
 }
 
+/* nonzero(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_nonzero(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "nonzero", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* argwhere(Tensor self) -> Tensor */
+static inline wk_tensor *wkx_argwhere(wk_tensor *self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(self)};
+  return wk__gen_call(&wk__op, "argwhere", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices) */
 static inline wk_tensor *wkx_topk(wk_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                                   wk_tensor **indices) {
@@ -3821,6 +3835,8 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_take_along_dim, "take_along_dim", "take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor") \
   X(wkx_argsort, "argsort", "argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor") \
   X(wkx_argsort__stable, "argsort.stable", "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor") \
+  X(wkx_nonzero, "nonzero", "nonzero(Tensor self) -> Tensor") \
+  X(wkx_argwhere, "argwhere", "argwhere(Tensor self) -> Tensor") \
   X(wkx_topk, "topk", "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)") \
   X(wkx_sort, "sort", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)") \
   X(wkx_one_hot, "one_hot", "one_hot(Tensor self, int num_classes=-1) -> Tensor") \

@@ -375,6 +375,17 @@ gcase("median grad ties share", "median", [MA], lambda: torch.median(MA.t), [0])
 MN = T(torch.tensor([[1.0, float("nan"), 2.0], [float("nan"), 3.0, 0.0]], dtype=torch.float64))
 gcase("median grad NaN", "median", [MN], lambda: torch.median(MN.t), [0])
 
+# ---- nonzero, argwhere (the count is data: a dynamic shape) ----
+nz = torch.tensor([[0.0, float("nan"), -0.0], [float("-inf"), 0.0, 2.5], [0.0, 0.0, 0.0], [1e-30, 0.0, -1.0]])
+case("nonzero edges", "nonzero", [T(nz)], torch.nonzero(nz))
+case("argwhere edges", "argwhere", [T(nz)], torch.argwhere(nz))
+nz3 = (r(2, 3, 2) > 0.5).to(torch.int64) * torch.arange(12).reshape(2, 3, 2)
+case("nonzero int64 3-d", "nonzero", [T(nz3)], torch.nonzero(nz3))
+case("nonzero bool 1-d", "nonzero", [T(torch.tensor([True, False, True]))], torch.nonzero(torch.tensor([True, False, True])))
+case("nonzero 0-d", "nonzero", [T(torch.tensor(3.0))], torch.nonzero(torch.tensor(3.0)))
+case("nonzero all zero", "argwhere", [T(torch.zeros(2, 2))], torch.argwhere(torch.zeros(2, 2)))
+case("nonzero empty", "nonzero", [T(torch.zeros(0, 3))], torch.nonzero(torch.zeros(0, 3)))
+
 if __name__ == "__main__":
     emit(sys.stdout, cases, grad_cases, pre="o", arr="ops_ref_cases", garr="ops_ref_grad_cases",
          script="gen_ops_ref.py")

@@ -491,6 +491,20 @@ static const double oc196_o1[] = {1.0, 1.0, 3.0};
 static const double oc197_a0[] = {2.5};
 static const double oc197_o0[] = {2.5};
 static const double oc197_o1[] = {0.0};
+static const double oc198_a0[] = {0.0, NAN, -0.0, -INFINITY, 0.0, 2.5, 0.0, 0.0, 0.0, 1.0000000031710769e-30, 0.0, -1.0};
+static const double oc198_o0[] = {0.0, 1.0, 1.0, 0.0, 1.0, 2.0, 3.0, 0.0, 3.0, 2.0};
+static const double oc199_a0[] = {0.0, NAN, -0.0, -INFINITY, 0.0, 2.5, 0.0, 0.0, 0.0, 1.0000000031710769e-30, 0.0, -1.0};
+static const double oc199_o0[] = {0.0, 1.0, 1.0, 0.0, 1.0, 2.0, 3.0, 0.0, 3.0, 2.0};
+static const double oc200_a0[] = {0.0, 1.0, 2.0, 0.0, 4.0, 5.0, 0.0, 0.0, 0.0, 9.0, 0.0, 11.0};
+static const double oc200_o0[] = {0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 2.0, 0.0, 0.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0};
+static const double oc201_a0[] = {1.0, 0.0, 1.0};
+static const double oc201_o0[] = {0.0, 2.0};
+static const double oc202_a0[] = {3.0};
+static const double oc202_o0[] = {0};
+static const double oc203_a0[] = {0.0, 0.0, 0.0, 0.0};
+static const double oc203_o0[] = {0};
+static const double oc204_a0[] = {0};
+static const double oc204_o0[] = {0};
 
 static const ref_case ops_ref_cases[] = {
   {"expm1 f32 edges", "expm1", 1, {{REF_TENSOR, WK_F32, 1, {17}, oc0_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_F32, 1, {17}, oc0_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
@@ -690,7 +704,14 @@ static const ref_case ops_ref_cases[] = {
   {"median dim=1", "median.dim", 3, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc194_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 1, {4}, oc194_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {4}, oc194_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
   {"median dim=0", "median.dim", 3, {{REF_TENSOR, WK_F32, 2, {4, 5}, oc195_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 2, {1, 5}, oc195_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 2, {1, 5}, oc195_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
   {"median dim NaN rows", "median.dim", 3, {{REF_TENSOR, WK_F32, 2, {3, 4}, oc196_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 1, {3}, oc196_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {3}, oc196_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
-  {"median 0-d", "median.dim", 3, {{REF_TENSOR, WK_F32, 0, {0}, oc197_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 0, {0}, oc197_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 0, {0}, oc197_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06}};
+  {"median 0-d", "median.dim", 3, {{REF_TENSOR, WK_F32, 0, {0}, oc197_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_INT, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 2, {{REF_TENSOR, WK_F32, 0, {0}, oc197_o0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 0, {0}, oc197_o1, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"nonzero edges", "nonzero", 1, {{REF_TENSOR, WK_F32, 2, {4, 3}, oc198_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {5, 2}, oc198_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"argwhere edges", "argwhere", 1, {{REF_TENSOR, WK_F32, 2, {4, 3}, oc199_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {5, 2}, oc199_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"nonzero int64 3-d", "nonzero", 1, {{REF_TENSOR, WK_I64, 3, {2, 3, 2}, oc200_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {6, 3}, oc200_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"nonzero bool 1-d", "nonzero", 1, {{REF_TENSOR, WK_BOOL, 1, {3}, oc201_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 1}, oc201_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"nonzero 0-d", "nonzero", 1, {{REF_TENSOR, WK_F32, 0, {0}, oc202_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {1, 0}, oc202_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"nonzero all zero", "argwhere", 1, {{REF_TENSOR, WK_F32, 2, {2, 2}, oc203_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {0, 2}, oc203_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"nonzero empty", "nonzero", 1, {{REF_TENSOR, WK_F32, 2, {0, 3}, oc204_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {0, 2}, oc204_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06}};
 static const double og0_a0[] = {0.9134899156814384, -1.81810570539843, -1.3312512514433692, 2.981882324892573, -0.013029989830620536, -0.43806703370188105, 2.5251080506750005, 0.0866328968721124, -0.8988911049281949, -2.7169585043096567};
 static const double og0_go[] = {-1.1678430923218786, 1.2199111584079652, 0.5169707405766508, 0.08471959809655195, 0.21935357756896315, -0.40390963621005493, -0.00582494519672213, -0.8698607906599048, 0.41421145501631823, 0.2580582342264251};
 static const double og0_gr0[] = {-2.911441887047717, 0.19803179699800622, 0.1365560327640355, 1.6710864826308824, 0.21651394306441987, -0.26063583022071735, -0.07276664242857951, -0.9485799577530915, 0.1685926582780173, 0.01705130549121952};
