@@ -18,9 +18,9 @@ static bool bit_equal(wk_tensor *a, wk_tensor *b) {
   for (int d = 0; d < wk_tensor_dim(a); d++)
     if (wk_tensor_size(a, d) != wk_tensor_size(b, d)) return false;
   wk_tensor *ca = wk_contiguous(a), *cb = wk_contiguous(b);
-  bool same = ca && cb &&
-              !memcmp(wk_tensor_data(ca), wk_tensor_data(cb),
-                      (size_t)wk_tensor_numel(ca) * wk_dtype_size(wk_tensor_dtype(a)));
+  bool same =
+      ca && cb &&
+      !memcmp(wk_tensor_data(ca), wk_tensor_data(cb), (size_t)wk_tensor_numel(ca) * wk_dtype_size(wk_tensor_dtype(a)));
   wk_release(ca);
   wk_release(cb);
   return same;
@@ -137,8 +137,11 @@ static wk_status run_prog(void *user, wk_tensor *const *in, int n, wk_tensor **o
       y = wk_add(wk_mul(s, s), wk_sigmoid(s));
       break;
     }
-    case 1: y = wk_cumsum(x, 1); break; /* no ONNX mapping in the exporter */
-    default: y = wk_relu(x);
+    case 1:
+      y = wk_cumsum(x, 1);
+      break; /* no ONNX mapping in the exporter */
+    default:
+      y = wk_relu(x);
   }
   wk_scope_keep(y);
   wk_scope_end();
@@ -218,17 +221,16 @@ START_TEST(test_onnx_export_errors) {
                 wk_last_error_message());
   TU_OK(wk_module_train(m, false));
   /* names and axes */
-  ck_assert_int_eq(wk_onnx_export(m, &xi, 1, "/nonexistent-dir/x.onnx",
-                                  WK_ONNX_EXPORT_OPTS(.dynamic_axes = (wk_onnx_dynamic_axis[]){{"x", 5, "b"}},
-                                                      .ndynamic_axes = 1)),
-                   WK_ERR_INDEX);
+  ck_assert_int_eq(
+      wk_onnx_export(m, &xi, 1, "/nonexistent-dir/x.onnx",
+                     WK_ONNX_EXPORT_OPTS(.dynamic_axes = (wk_onnx_dynamic_axis[]){{"x", 5, "b"}}, .ndynamic_axes = 1)),
+      WK_ERR_INDEX);
   ck_assert_int_eq(wk_onnx_export(m, &xi, 1, "/nonexistent-dir/x.onnx", NULL), WK_ERR_IO);
   ck_assert_msg(strstr(wk_last_error_message(), "/nonexistent-dir/x.onnx"), "%s", wk_last_error_message());
   ck_assert_int_eq(wk_onnx_export(NULL, &xi, 1, "a.onnx", NULL), WK_ERR_NULL);
   ck_assert_int_eq(wk_onnx_export(m, &xi, 1, NULL, NULL), WK_ERR_NULL);
   ck_assert_int_eq(wk_onnx_export_graph(NULL, "a.onnx", NULL), WK_ERR_NULL);
-  ck_assert_int_eq(wk_onnx_export(m, &xi, 1, "a.onnx", &(wk_onnx_export_opts){.struct_size = 3}),
-                   WK_ERR_INVALID_ARG);
+  ck_assert_int_eq(wk_onnx_export(m, &xi, 1, "a.onnx", &(wk_onnx_export_opts){.struct_size = 3}), WK_ERR_INVALID_ARG);
   ck_assert_ptr_null(wk_onnx_load(NULL, NULL));
   ck_assert_ptr_null(wk_onnx_load("/nonexistent-dir/x.onnx", NULL));
   ck_assert_int_eq(wk_last_error(), WK_ERR_IO);
@@ -461,7 +463,8 @@ START_TEST(test_onnx_load_deep_nesting) {
   ck_assert(buf && tmp);
   /* built inside out: Graph{node: Node{attribute: Attr{g: Graph{...}}}} */
   for (size_t i = 0; i < depth; i++) {
-    /* wrap the current bytes as field (6, LEN) of an Attribute, that as field (5) of a Node, that as field (1) of a Graph */
+    /* wrap the current bytes as field (6, LEN) of an Attribute, that as field (5) of a Node, that as field (1) of a
+     * Graph */
     const uint8_t keys[3] = {(6 << 3) | 2, (5 << 3) | 2, (1 << 3) | 2};
     for (int k = 0; k < 3; k++) {
       size_t m = 0;
@@ -507,8 +510,8 @@ static wk_tensor *tensor_pb(const char *path) {
   free(buf);
   if (!t) return NULL;
   g_pb_type = t->data_type;
-  static const wk_dtype map[17] = {0, WK_F32, WK_U8, WK_I8, 0, WK_I16, WK_I32, WK_I64, 0, WK_BOOL, WK_F16, WK_F64,
-                                   0, 0, 0, 0, WK_BF16};
+  static const wk_dtype map[17] = {0,       WK_F32, WK_U8,  WK_I8, 0, WK_I16, WK_I32, WK_I64, 0,
+                                   WK_BOOL, WK_F16, WK_F64, 0,     0, 0,      0,      WK_BF16};
   wk_dtype dt = t->data_type > 0 && t->data_type < 17 ? map[t->data_type] : 0;
   wk_tensor *r = NULL;
   int64_t dims[WK_MAX_DIMS], numel = 1;
@@ -520,18 +523,24 @@ static wk_tensor *tensor_pb(const char *path) {
     if (t->has_raw_data) {
       ok = t->raw_data.len == (size_t)numel * es;
       if (ok && numel) memcpy(data, t->raw_data.data, t->raw_data.len);
-    }
-    else if (dt == WK_F32 && t->n_float_data == (size_t)numel) memcpy(data, t->float_data, (size_t)numel * 4);
-    else if (dt == WK_F64 && t->n_double_data == (size_t)numel) memcpy(data, t->double_data, (size_t)numel * 8);
-    else if (dt == WK_I64 && t->n_int64_data == (size_t)numel) memcpy(data, t->int64_data, (size_t)numel * 8);
+    } else if (dt == WK_F32 && t->n_float_data == (size_t)numel)
+      memcpy(data, t->float_data, (size_t)numel * 4);
+    else if (dt == WK_F64 && t->n_double_data == (size_t)numel)
+      memcpy(data, t->double_data, (size_t)numel * 8);
+    else if (dt == WK_I64 && t->n_int64_data == (size_t)numel)
+      memcpy(data, t->int64_data, (size_t)numel * 8);
     else if (t->n_int32_data == (size_t)numel)
       for (int64_t i = 0; i < numel; i++) {
         int32_t v = t->int32_data[i];
-        if (es == 4) ((int32_t *)data)[i] = v;
-        else if (es == 2) ((int16_t *)data)[i] = (int16_t)v;
-        else ((int8_t *)data)[i] = (int8_t)v;
+        if (es == 4)
+          ((int32_t *)data)[i] = v;
+        else if (es == 2)
+          ((int16_t *)data)[i] = (int16_t)v;
+        else
+          ((int8_t *)data)[i] = (int8_t)v;
       }
-    else ok = false;
+    else
+      ok = false;
     if (ok) r = wk_tensor_from_data(numel ? data : NULL, dt, dims, (int)t->n_dims);
     free(data);
   }
@@ -583,8 +592,10 @@ static int run_case(const char *dir, char *why, size_t nwhy) {
   }
   res = 1;
   for (int i = 0; i < nout && res; i++) {
-    bool same_shape = wk_tensor_dtype(got[i]) == wk_tensor_dtype(want[i]) && wk_tensor_dim(got[i]) == wk_tensor_dim(want[i]);
-    for (int d = 0; same_shape && d < wk_tensor_dim(got[i]); d++) same_shape = wk_tensor_size(got[i], d) == wk_tensor_size(want[i], d);
+    bool same_shape =
+        wk_tensor_dtype(got[i]) == wk_tensor_dtype(want[i]) && wk_tensor_dim(got[i]) == wk_tensor_dim(want[i]);
+    for (int d = 0; same_shape && d < wk_tensor_dim(got[i]); d++)
+      same_shape = wk_tensor_size(got[i], d) == wk_tensor_size(want[i], d);
     if (!same_shape) {
       snprintf(why, nwhy, "output %d: dtype/shape differ", i);
       res = 0;
@@ -599,7 +610,9 @@ done:
   return res;
 }
 
-static int cmpstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmpstr(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static void run_suite(const char *sub, int *pass, int *fail, int *unsup, FILE *report) {
   char dir[1024];
@@ -620,10 +633,14 @@ static void run_suite(const char *sub, int *pass, int *fail, int *unsup, FILE *r
     wk_scope_begin();
     int r = run_case(path, why, sizeof why);
     wk_scope_end();
-    if (r > 0) (*pass)++;
-    else if (r == 0) (*fail)++;
-    else (*unsup)++;
-    if (report) fprintf(report, "%s\t%s\t%s\t%s\n", sub, names[i], r > 0 ? "pass" : r == 0 ? "FAIL" : "unsupported", why);
+    if (r > 0)
+      (*pass)++;
+    else if (r == 0)
+      (*fail)++;
+    else
+      (*unsup)++;
+    if (report)
+      fprintf(report, "%s\t%s\t%s\t%s\n", sub, names[i], r > 0 ? "pass" : r == 0 ? "FAIL" : "unsupported", why);
     free(names[i]);
   }
 }

@@ -81,7 +81,8 @@ static wk_status ops_prog(void *user, wk_tensor *const *in, int n, wk_tensor **o
   wk_tensor *x = in[0], *a = wk_add_scalar(wk_abs(x), 1); /* a > 0 */
   wk_tensor *p[96];
   int k = 0;
-  p[k++] = wk_relu(x), p[k++] = wk_sigmoid(x), p[k++] = wk_tanh(x), p[k++] = wk_neg(x), p[k++] = wk_exp(wk_mul_scalar(x, 0.5));
+  p[k++] = wk_relu(x), p[k++] = wk_sigmoid(x), p[k++] = wk_tanh(x), p[k++] = wk_neg(x),
+  p[k++] = wk_exp(wk_mul_scalar(x, 0.5));
   p[k++] = wk_sin(x), p[k++] = wk_cos(x), p[k++] = wk_atan(x), p[k++] = wk_erf(x), p[k++] = wk_silu(x);
   p[k++] = wk_gelu(x, "none"), p[k++] = wk_gelu(x, "tanh"), p[k++] = wk_hardswish(x), p[k++] = wk_hardsigmoid(x);
   p[k++] = wk_relu6(wk_mul_scalar(x, 4)), p[k++] = wk_leaky_relu(x, 0.2), p[k++] = wk_selu(x), p[k++] = wk_mish(x);
@@ -90,7 +91,8 @@ static wk_status ops_prog(void *user, wk_tensor *const *in, int n, wk_tensor **o
   p[k++] = wk_ceil(wk_mul_scalar(x, 3)), p[k++] = wk_clamp(x, -0.5, 0.5);
   p[k++] = wkx_elu(x, WK_VF(0.7), WK_VF(1), WK_VF(1)), p[k++] = wkx_celu(x, WK_VF(1.3));
   p[k++] = wkx_softplus(x, WK_VF(2), WK_VF(20)), p[k++] = wkx_hardtanh(x, WK_VF(-0.3), WK_VF(0.4));
-  p[k++] = wk_add_scaled(x, wk_cos(x), 2), p[k++] = wk_sub(x, a), p[k++] = wk_div(x, a), p[k++] = wk_maximum(x, wk_sin(x));
+  p[k++] = wk_add_scaled(x, wk_cos(x), 2), p[k++] = wk_sub(x, a), p[k++] = wk_div(x, a),
+  p[k++] = wk_maximum(x, wk_sin(x));
   p[k++] = wk_minimum(x, wk_sin(x)), p[k++] = wk_pow(a, wk_cos(x)), p[k++] = wk_mul_scalar(x, -3);
   p[k++] = wk_div_scalar(x, 7), p[k++] = wk_where(wk_gt_scalar(x, 0.1), x, wk_mul_scalar(x, 2));
   p[k++] = wk_softmax(x, 1), p[k++] = wk_log_softmax(x, 1);
@@ -102,7 +104,8 @@ static wk_status ops_prog(void *user, wk_tensor *const *in, int n, wk_tensor **o
   p[k++] = wk_flatten(wk_transpose(s, 1, 2), 1, -1);
   p[k++] = wk_slice(x, 1, 2, 14, 3), p[k++] = wk_narrow(x, 1, 5, 4), p[k++] = wk_unsqueeze(wk_select(x, 1, 3), 1);
   p[k++] = wk_flip(x, (const int64_t[]){1}, 1), p[k++] = wk_repeat(wk_narrow(x, 1, 0, 2), (const int64_t[]){1, 3}, 2);
-  p[k++] = wk_pad(x, (const int64_t[]){1, 2}, 2, "constant", 0.5), p[k++] = wk_pad(x, (const int64_t[]){2, 1}, 2, "reflect", 0);
+  p[k++] = wk_pad(x, (const int64_t[]){1, 2}, 2, "constant", 0.5),
+  p[k++] = wk_pad(x, (const int64_t[]){2, 1}, 2, "reflect", 0);
   p[k++] = wk_expand(wk_narrow(x, 1, 0, 1), (const int64_t[]){-1, 3}, 2);
   wk_tensor *im = wk_unsqueeze(s, 1); /* [b, 1, 4, 4] */
   p[k++] = wk_flatten(wk_avg_pool2d(im, 2, 2, 0), 1, -1), p[k++] = wk_flatten(wk_adaptive_avg_pool2d(im, 2, 2), 1, -1);
@@ -174,11 +177,12 @@ int main(int argc, char **argv) {
     wk_tensor *x = m && !wk_module_train(m, false) ? wk_randn(shape, 4, (wk_options){0}) : NULL;
     char path[1024];
     snprintf(path, sizeof path, "%s/resnet18_224.onnx", argv[1]);
-    wk_status st = x ? wk_onnx_export(m, &x, 1, path,
-                                      WK_ONNX_EXPORT_OPTS(.input_names = (const char *[]){"input"}, .ninput_names = 1,
-                                                          .dynamic_axes = (wk_onnx_dynamic_axis[]){{"input", 0, "batch"}},
-                                                          .ndynamic_axes = 1))
-                     : wk_last_error();
+    wk_status st =
+        x ? wk_onnx_export(m, &x, 1, path,
+                           WK_ONNX_EXPORT_OPTS(.input_names = (const char *[]){"input"}, .ninput_names = 1,
+                                               .dynamic_axes = (wk_onnx_dynamic_axis[]){{"input", 0, "batch"}},
+                                               .ndynamic_axes = 1))
+          : wk_last_error();
     if (st) fprintf(stderr, "onnx_ref: %s\n", wk_last_error_message());
     wk_release(x);
     wk_module_release(m);

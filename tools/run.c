@@ -37,8 +37,8 @@ static double now_ms(void) {
 static const struct {
   const char *descr;
   wk_dtype dt;
-} k_npy[] = {{"<f4", WK_F32}, {"<f8", WK_F64}, {"<f2", WK_F16}, {"<i8", WK_I64}, {"<i4", WK_I32}, {"<i2", WK_I16},
-             {"|i1", WK_I8},  {"|u1", WK_U8},  {"|b1", WK_BOOL}};
+} k_npy[] = {{"<f4", WK_F32}, {"<f8", WK_F64}, {"<f2", WK_F16}, {"<i8", WK_I64}, {"<i4", WK_I32},
+             {"<i2", WK_I16}, {"|i1", WK_I8},  {"|u1", WK_U8},  {"|b1", WK_BOOL}};
 
 static wk_tensor *npy_read(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -115,7 +115,9 @@ static wk_status npy_write(const char *path, wk_tensor *t) {
   int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
   for (int d = 0; d < wk_tensor_dim(t); d++)
     n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%lld%s", (long long)wk_tensor_size(t, d),
-                  wk_tensor_dim(t) == 1 ? "," : d + 1 < wk_tensor_dim(t) ? ", " : "");
+                  wk_tensor_dim(t) == 1      ? ","
+                  : d + 1 < wk_tensor_dim(t) ? ", "
+                                             : "");
   n += snprintf(hdr + n, sizeof hdr - (size_t)n, "), }");
   while ((10 + n + 1) % 64) hdr[n++] = ' ';
   hdr[n++] = '\n';
@@ -199,12 +201,18 @@ int wick_run_cmd(int argc, char **argv) {
         return 2;
       }
       char *end = NULL;
-      if (!strcmp(a, "--input") && nin_spec < 64) in_spec[nin_spec++] = v;
-      else if (!strcmp(a, "--shape") && nshape < 64) shape_spec[nshape++] = v;
-      else if (!strcmp(a, "--output")) output = v;
-      else if (!strcmp(a, "--device")) device = v;
-      else if (!strcmp(a, "--bench")) bench = (int)strtol(v, &end, 10);
-      else if (!strcmp(a, "--seed")) seed = strtoull(v, &end, 10);
+      if (!strcmp(a, "--input") && nin_spec < 64)
+        in_spec[nin_spec++] = v;
+      else if (!strcmp(a, "--shape") && nshape < 64)
+        shape_spec[nshape++] = v;
+      else if (!strcmp(a, "--output"))
+        output = v;
+      else if (!strcmp(a, "--device"))
+        device = v;
+      else if (!strcmp(a, "--bench"))
+        bench = (int)strtol(v, &end, 10);
+      else if (!strcmp(a, "--seed"))
+        seed = strtoull(v, &end, 10);
       else {
         fprintf(stderr, "wick run: unknown option %s\n%s", a, g_help);
         return 2;
@@ -257,7 +265,8 @@ int wick_run_cmd(int argc, char **argv) {
     wk_shutdown();
     return 1;
   }
-  wk_tensor **ins = calloc((size_t)(nin ? nin : 1), sizeof *ins), **outs = calloc((size_t)(nout ? nout : 1), sizeof *outs);
+  wk_tensor **ins = calloc((size_t)(nin ? nin : 1), sizeof *ins),
+            **outs = calloc((size_t)(nout ? nout : 1), sizeof *outs);
   if (!ins || !outs) goto done;
   wk_manual_seed(seed);
   for (int i = 0; i < nin; i++) {
@@ -293,7 +302,8 @@ int wick_run_cmd(int argc, char **argv) {
             snprintf(b, sizeof b, "%s", wk_graph_symbol_name(g, d[k].sym0)); /* the file's dim_param */
           else
             wk_symdim_str(g, d[k], b, sizeof b);
-          fprintf(stderr, "wick run: input '%s' has the dynamic dim %s: give --input or --shape %s=...\n", name, b, name);
+          fprintf(stderr, "wick run: input '%s' has the dynamic dim %s: give --input or --shape %s=...\n", name, b,
+                  name);
           goto done;
         }
         sizes[k] = wk_symdim_eval(d[k], NULL);
@@ -344,8 +354,9 @@ int wick_run_cmd(int argc, char **argv) {
     qsort(ms, (size_t)bench, sizeof *ms, cmp_d);
     int64_t batch = nin && wk_tensor_dim(ins[0]) ? wk_tensor_size(ins[0], 0) : 1;
     double mean = sum / bench;
-    printf("bench: %d runs, latency mean %.3f ms, median %.3f ms, min %.3f ms; throughput %.1f samples/s (batch %lld)\n",
-           bench, mean, ms[bench / 2], ms[0], 1e3 * (double)batch / mean, (long long)batch);
+    printf(
+        "bench: %d runs, latency mean %.3f ms, median %.3f ms, min %.3f ms; throughput %.1f samples/s (batch %lld)\n",
+        bench, mean, ms[bench / 2], ms[0], 1e3 * (double)batch / mean, (long long)batch);
     free(ms);
   }
   if (output) {

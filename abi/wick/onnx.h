@@ -54,9 +54,9 @@ typedef struct wk_onnx_dynamic_axis {
 /* Export options. Zero fields mean the defaults; pass NULL for all defaults,
  * or WK_ONNX_EXPORT_OPTS(.opset = 18, ...), which sets struct_size. */
 typedef struct wk_onnx_export_opts {
-  size_t struct_size;              /* sizeof(wk_onnx_export_opts) */
-  int32_t opset;                   /* 0 -> WK_ONNX_DEFAULT_OPSET; WK_ONNX_MIN_OPSET..WK_ONNX_MAX_OPSET */
-  int32_t ninput_names;            /* input_names[0..n): 0 -> the graph's names ("x", "x1", ...) */
+  size_t struct_size;   /* sizeof(wk_onnx_export_opts) */
+  int32_t opset;        /* 0 -> WK_ONNX_DEFAULT_OPSET; WK_ONNX_MIN_OPSET..WK_ONNX_MAX_OPSET */
+  int32_t ninput_names; /* input_names[0..n): 0 -> the graph's names ("x", "x1", ...) */
   const char *const *input_names;
   const char *const *output_names; /* output_names[0..n): 0 -> "output", "output1", ... */
   int32_t noutput_names;
@@ -68,8 +68,7 @@ typedef struct wk_onnx_export_opts {
   const char *doc_string; /* (optional) the model's doc_string */
   const char *graph_name; /* (optional) default "main_graph" */
 } wk_onnx_export_opts;
-#define WK_ONNX_EXPORT_OPTS(...) \
-  (&(const wk_onnx_export_opts){.struct_size = sizeof(wk_onnx_export_opts), __VA_ARGS__})
+#define WK_ONNX_EXPORT_OPTS(...) (&(const wk_onnx_export_opts){.struct_size = sizeof(wk_onnx_export_opts), __VA_ARGS__})
 
 /* Import options (NULL for the defaults). */
 typedef struct wk_onnx_load_opts {

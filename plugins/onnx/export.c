@@ -24,12 +24,18 @@ wk_status ox_fail(ox_ex *ex, wk_status code, const char *fmt, ...) {
                   msg);
 }
 
-static wk_status oom(ox_ex *ex) { return ox_fail(ex, WK_ERR_NO_MEMORY, "out of memory"); }
+static wk_status oom(ox_ex *ex) {
+  return ox_fail(ex, WK_ERR_NO_MEMORY, "out of memory");
+}
 
 /* ---- names, nodes, attributes ---- */
-const char *ox_name(ox_ex *ex, int v) { return v >= 0 && v < wk_graph_num_values(ex->g) ? ex->vname[v] : NULL; }
+const char *ox_name(ox_ex *ex, int v) {
+  return v >= 0 && v < wk_graph_num_values(ex->g) ? ex->vname[v] : NULL;
+}
 
-char *ox_tmp(ox_ex *ex) { return ox_fmt(&ex->ar, "_t%d", ex->seq++); }
+char *ox_tmp(ox_ex *ex) {
+  return ox_fmt(&ex->ar, "_t%d", ex->seq++);
+}
 
 Onnx__NodeProto *ox_node(ox_ex *ex, const char *op_type, const char *const *ins, int nin, const char *const *outs,
                          int nout) {
@@ -53,7 +59,8 @@ Onnx__NodeProto *ox_node(ox_ex *ex, const char *op_type, const char *const *ins,
   return n;
 }
 
-static Onnx__AttributeProto *attr(ox_ex *ex, Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType t) {
+static Onnx__AttributeProto *attr(ox_ex *ex, Onnx__NodeProto *n, const char *name,
+                                  Onnx__AttributeProto__AttributeType t) {
   if (!n) return NULL;
   Onnx__AttributeProto *a = ox_alloc(&ex->ar, sizeof *a);
   if (!a) return NULL;
@@ -146,9 +153,9 @@ const char *ox_init_tensor(ox_ex *ex, const char *name, wk_tensor *t) {
 const char *ox_const_i64(ox_ex *ex, const int64_t *v, int n, bool scalar) {
   char *name = ox_fmt(&ex->ar, "_c%d", ex->seq++);
   int64_t dim = n;
-  Onnx__TensorProto *t = name ? new_init(ex, name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, &dim, scalar ? 0 : 1, v,
-                                         sizeof *v * (size_t)n)
-                              : NULL;
+  Onnx__TensorProto *t =
+      name ? new_init(ex, name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, &dim, scalar ? 0 : 1, v, sizeof *v * (size_t)n)
+           : NULL;
   return t ? t->name : NULL;
 }
 
@@ -220,7 +227,8 @@ static bool is_symbol(wk_symdim d) {
   return d.a == 1 && d.b == 0 && d.c == 1 && d.m == 1 && d.d == 0 && d.sym0 >= 0 && d.sym1 < 0;
 }
 
-static Onnx__ValueInfoProto *value_info(ox_ex *ex, const char *name, int v, char **symnames, const char *const *dimnames) {
+static Onnx__ValueInfoProto *value_info(ox_ex *ex, const char *name, int v, char **symnames,
+                                        const char *const *dimnames) {
   const wk_graph *g = ex->g;
   int ot = ox_onnx_type(wk_graph_value_dtype(g, v));
   if (!ot) {
@@ -369,9 +377,12 @@ static wk_status build(ox_ex *ex, const wk_onnx_export_opts *o, Onnx__ModelProto
   }
   for (int v = 0; v < nv; v++) {
     wk_gvalue_kind k = wk_graph_value_kind(g, v);
-    if (k == WK_GV_PARAM) ex->vname[v] = ox_strdup(&ex->ar, wk_graph_value_name(g, v));
-    else if (k == WK_GV_CONST) ex->vname[v] = ox_fmt(&ex->ar, "_const%d", v);
-    else if (k == WK_GV_NODE) ex->vname[v] = ox_fmt(&ex->ar, "_v%d", v);
+    if (k == WK_GV_PARAM)
+      ex->vname[v] = ox_strdup(&ex->ar, wk_graph_value_name(g, v));
+    else if (k == WK_GV_CONST)
+      ex->vname[v] = ox_fmt(&ex->ar, "_const%d", v);
+    else if (k == WK_GV_NODE)
+      ex->vname[v] = ox_fmt(&ex->ar, "_v%d", v);
   }
   /* a node result that is a graph output is written under the output's name (once) */
   bool *renamed = ox_alloc(&ex->ar, sizeof *renamed * (size_t)(nv ? nv : 1));

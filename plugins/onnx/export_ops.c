@@ -22,29 +22,47 @@ typedef wk_status (*xfn)(xctx *c);
 #define EX (c->ex)
 #define G (c->ex->g)
 #define FAIL(...) ox_fail(c->ex, WK_ERR_UNSUPPORTED, __VA_ARGS__)
-#define NEED(p)                                                                               \
-  do {                                                                                        \
+#define NEED(p)                                                                                     \
+  do {                                                                                              \
     if (!(p)) return EX->ar.oom ? ox_fail(EX, WK_ERR_NO_MEMORY, "out of memory") : wk_last_error(); \
   } while (0)
-#define NEEDP(p)            \
-  do {                      \
-    if (!(p)) return NULL;  \
+#define NEEDP(p)           \
+  do {                     \
+    if (!(p)) return NULL; \
   } while (0)
 
 /* ---- argument access ---- */
-static bool is_none(const xctx *c, int i) { return i >= c->na || c->a[i].tag == WK_V_NONE; }
-static int tv(const xctx *c, int i) { return i < c->na && c->a[i].tag == WK_V_TENSOR ? c->a[i].u.v : -1; }
-static const char *tin(const xctx *c, int i) { return ox_name(c->ex, tv(c, i)); }
-static wk_dtype vdt(const xctx *c, int v) { return wk_graph_value_dtype(G, v); }
-static int vnd(const xctx *c, int v) { return wk_graph_value_ndim(G, v); }
-static const wk_symdim *vdims(const xctx *c, int v) { return wk_graph_value_dims(G, v); }
-static int outv(const xctx *c, int i) { return wk_graph_node_output(G, c->node, i); }
-static const char *out(const xctx *c, int i) { return ox_name(c->ex, outv(c, i)); }
+static bool is_none(const xctx *c, int i) {
+  return i >= c->na || c->a[i].tag == WK_V_NONE;
+}
+static int tv(const xctx *c, int i) {
+  return i < c->na && c->a[i].tag == WK_V_TENSOR ? c->a[i].u.v : -1;
+}
+static const char *tin(const xctx *c, int i) {
+  return ox_name(c->ex, tv(c, i));
+}
+static wk_dtype vdt(const xctx *c, int v) {
+  return wk_graph_value_dtype(G, v);
+}
+static int vnd(const xctx *c, int v) {
+  return wk_graph_value_ndim(G, v);
+}
+static const wk_symdim *vdims(const xctx *c, int v) {
+  return wk_graph_value_dims(G, v);
+}
+static int outv(const xctx *c, int i) {
+  return wk_graph_node_output(G, c->node, i);
+}
+static const char *out(const xctx *c, int i) {
+  return ox_name(c->ex, outv(c, i));
+}
 static bool out_used(const xctx *c, int i) {
   int v = outv(c, i);
   return v >= 0 && wk_graph_value_num_uses(G, v) > 0;
 }
-static bool is_const(wk_symdim d) { return d.a == 0 || d.sym0 < 0; }
+static bool is_const(wk_symdim d) {
+  return d.a == 0 || d.sym0 < 0;
+}
 
 /* A constant int argument (symbolic ones are refused: they only appear in sizes). */
 static wk_status cint(xctx *c, int i, int64_t *v) {
@@ -73,10 +91,14 @@ static wk_status pair(xctx *c, int i, int64_t v[2], const int64_t *dflt) {
   int n;
   wk_status st = cints(c, i, t, &n);
   if (st) return st;
-  if (n == 0 && dflt) v[0] = dflt[0], v[1] = dflt[1];
-  else if (n == 1) v[0] = v[1] = t[0];
-  else if (n == 2) v[0] = t[0], v[1] = t[1];
-  else return FAIL("argument %d has %d elements, 2 expected", i, n);
+  if (n == 0 && dflt)
+    v[0] = dflt[0], v[1] = dflt[1];
+  else if (n == 1)
+    v[0] = v[1] = t[0];
+  else if (n == 2)
+    v[0] = t[0], v[1] = t[1];
+  else
+    return FAIL("argument %d has %d elements, 2 expected", i, n);
   return WK_OK;
 }
 static double num(const xctx *c, int i, double dflt) {
@@ -87,8 +109,12 @@ static double num(const xctx *c, int i, double dflt) {
   if (a->tag == WK_V_BOOL) return a->u.b;
   return dflt;
 }
-static bool flag(const xctx *c, int i) { return i < c->na && c->a[i].tag == WK_V_BOOL && c->a[i].u.b; }
-static int64_t wrap_dim(int64_t d, int nd) { return d < 0 ? d + nd : d; }
+static bool flag(const xctx *c, int i) {
+  return i < c->na && c->a[i].tag == WK_V_BOOL && c->a[i].u.b;
+}
+static int64_t wrap_dim(int64_t d, int nd) {
+  return d < 0 ? d + nd : d;
+}
 
 /* ---- building blocks ---- */
 static const char *node1(xctx *c, const char *op, const char *const *ins, int nin, const char *dst) {
@@ -96,14 +122,18 @@ static const char *node1(xctx *c, const char *op, const char *const *ins, int ni
   if (!o || !ox_node(EX, op, ins, nin, &o, 1)) return NULL;
   return o;
 }
-static Onnx__NodeProto *last(xctx *c) { return EX->nodes[EX->nnodes - 1]; }
+static Onnx__NodeProto *last(xctx *c) {
+  return EX->nodes[EX->nnodes - 1];
+}
 static const char *cast(xctx *c, const char *x, wk_dtype from, wk_dtype to) {
   if (!x || from == to) return x;
   const char *o = node1(c, "Cast", &x, 1, NULL);
   if (o) ox_attr_i(EX, last(c), "to", ox_onnx_type(to));
   return o;
 }
-static const char *scalar(xctx *c, wk_dtype dt, double v) { return ox_const_scalar(EX, dt, v); }
+static const char *scalar(xctx *c, wk_dtype dt, double v) {
+  return ox_const_scalar(EX, dt, v);
+}
 static const char *bin(xctx *c, const char *op, const char *x, const char *y, const char *dst) {
   const char *in[] = {x, y};
   return x && y ? node1(c, op, in, 2, dst) : NULL;
@@ -154,7 +184,9 @@ static const char *shape_value(xctx *c, const wk_symdim *d, int nd, const int64_
 
 /* ---- pointwise ---- */
 /* The tensor input i, cast to dtype dt. */
-static const char *tin_as(xctx *c, int i, wk_dtype dt) { return cast(c, tin(c, i), vdt(c, tv(c, i)), dt); }
+static const char *tin_as(xctx *c, int i, wk_dtype dt) {
+  return cast(c, tin(c, i), vdt(c, tv(c, i)), dt);
+}
 
 static wk_status x_unary(xctx *c) { /* op(x), computed in the result's dtype */
   NEED(un(c, c->onnx, tin_as(c, 0, vdt(c, outv(c, 0))), out(c, 0)));
@@ -176,15 +208,24 @@ static wk_status x_composed(xctx *c) {
   wk_dtype dt = vdt(c, outv(c, 0));
   const char *x = tin_as(c, 0, dt), *o = out(c, 0), *r = NULL;
   const char *op = c->onnx;
-  if (!strcmp(op, "rsqrt")) r = un(c, "Reciprocal", un(c, "Sqrt", x, NULL), o);
-  else if (!strcmp(op, "log1p")) r = un(c, "Log", bin(c, "Add", x, scalar(c, dt, 1), NULL), o);
-  else if (!strcmp(op, "expm1")) r = bin(c, "Sub", un(c, "Exp", x, NULL), scalar(c, dt, 1), o);
-  else if (!strcmp(op, "log2")) r = bin(c, "Div", un(c, "Log", x, NULL), scalar(c, dt, log(2.0)), o);
-  else if (!strcmp(op, "log10")) r = bin(c, "Div", un(c, "Log", x, NULL), scalar(c, dt, log(10.0)), o);
-  else if (!strcmp(op, "exp2")) r = bin(c, "Pow", scalar(c, dt, 2), x, o);
-  else if (!strcmp(op, "square")) r = bin(c, "Mul", x, x, o);
-  else if (!strcmp(op, "silu")) r = bin(c, "Mul", x, un(c, "Sigmoid", x, NULL), o);
-  else if (!strcmp(op, "log_sigmoid")) r = un(c, "Neg", un(c, "Softplus", un(c, "Neg", x, NULL), NULL), o);
+  if (!strcmp(op, "rsqrt"))
+    r = un(c, "Reciprocal", un(c, "Sqrt", x, NULL), o);
+  else if (!strcmp(op, "log1p"))
+    r = un(c, "Log", bin(c, "Add", x, scalar(c, dt, 1), NULL), o);
+  else if (!strcmp(op, "expm1"))
+    r = bin(c, "Sub", un(c, "Exp", x, NULL), scalar(c, dt, 1), o);
+  else if (!strcmp(op, "log2"))
+    r = bin(c, "Div", un(c, "Log", x, NULL), scalar(c, dt, log(2.0)), o);
+  else if (!strcmp(op, "log10"))
+    r = bin(c, "Div", un(c, "Log", x, NULL), scalar(c, dt, log(10.0)), o);
+  else if (!strcmp(op, "exp2"))
+    r = bin(c, "Pow", scalar(c, dt, 2), x, o);
+  else if (!strcmp(op, "square"))
+    r = bin(c, "Mul", x, x, o);
+  else if (!strcmp(op, "silu"))
+    r = bin(c, "Mul", x, un(c, "Sigmoid", x, NULL), o);
+  else if (!strcmp(op, "log_sigmoid"))
+    r = un(c, "Neg", un(c, "Softplus", un(c, "Neg", x, NULL), NULL), o);
   else if (!strcmp(op, "relu6")) {
     const char *in[] = {x, scalar(c, dt, 0), scalar(c, dt, 6)};
     r = in[1] && in[2] ? node1(c, "Clip", in, 3, o) : NULL;
@@ -232,10 +273,11 @@ static wk_status x_softplus(xctx *c) {
   wk_dtype dt = vdt(c, outv(c, 0));
   double beta = num(c, 1, 1);
   /* PyTorch's threshold (x when beta*x > threshold) differs from log1p(exp(x)) by under an ulp there */
-  if (beta == 1) NEED(un(c, "Softplus", tin(c, 0), out(c, 0)));
+  if (beta == 1)
+    NEED(un(c, "Softplus", tin(c, 0), out(c, 0)));
   else
-    NEED(bin(c, "Div", un(c, "Softplus", bin(c, "Mul", tin(c, 0), scalar(c, dt, beta), NULL), NULL), scalar(c, dt, beta),
-             out(c, 0)));
+    NEED(bin(c, "Div", un(c, "Softplus", bin(c, "Mul", tin(c, 0), scalar(c, dt, beta), NULL), NULL),
+             scalar(c, dt, beta), out(c, 0)));
   return WK_OK;
 }
 static wk_status x_gelu(xctx *c) {
@@ -326,7 +368,9 @@ static wk_status x_where(xctx *c) {
 }
 
 /* ---- shapes and views ---- */
-static wk_status x_identity(xctx *c) { return same_as(c, tin(c, 0)); }
+static wk_status x_identity(xctx *c) {
+  return same_as(c, tin(c, 0));
+}
 static wk_status x_to_dtype(xctx *c) {
   wk_dtype from = vdt(c, tv(c, 0)), to = vdt(c, outv(c, 0));
   if (from == to) return same_as(c, tin(c, 0));
@@ -547,8 +591,10 @@ static wk_status x_linear(xctx *c) {
   const char *wt = un(c, "Transpose", tin(c, 1), NULL);
   NEED(wt);
   ox_attr_ints(EX, last(c), "perm", perm, vnd(c, tv(c, 1)) == 2 ? 2 : 1);
-  if (is_none(c, 2)) NEED(bin(c, "MatMul", tin(c, 0), wt, out(c, 0)));
-  else NEED(bin(c, "Add", bin(c, "MatMul", tin(c, 0), wt, NULL), tin(c, 2), out(c, 0)));
+  if (is_none(c, 2))
+    NEED(bin(c, "MatMul", tin(c, 0), wt, out(c, 0)));
+  else
+    NEED(bin(c, "Add", bin(c, "MatMul", tin(c, 0), wt, NULL), tin(c, 2), out(c, 0)));
   return WK_OK;
 }
 static wk_status x_addmm(xctx *c) { /* beta * self + alpha * mat1 @ mat2 */
@@ -653,7 +699,8 @@ static const char *channel(xctx *c, int i, const int64_t *dims, int nd, wk_dtype
   return r;
 }
 static wk_status x_batch_norm(xctx *c) {
-  if (flag(c, 5)) return FAIL("training=True: put the module in eval mode (wk_module_train(m, false)) before exporting");
+  if (flag(c, 5))
+    return FAIL("training=True: put the module in eval mode (wk_module_train(m, false)) before exporting");
   if (is_none(c, 3) || is_none(c, 4)) return FAIL("without running statistics there is no ONNX BatchNormalization");
   wk_status st = no_extra_outputs(c, 1, "the saved statistics");
   if (st) return st;
@@ -733,7 +780,9 @@ static wk_status reduce(xctx *c, const char *op, const int64_t *axes, int n, boo
   ox_attr_i(EX, last(c), "keepdims", keepdim);
   return WK_OK;
 }
-static wk_status x_reduce_all(xctx *c) { return reduce(c, c->onnx, NULL, 0, false); } /* sum, mean */
+static wk_status x_reduce_all(xctx *c) {
+  return reduce(c, c->onnx, NULL, 0, false);
+} /* sum, mean */
 static wk_status x_mean_dim(xctx *c) {
   int64_t axes[8];
   int n = 0;
@@ -754,51 +803,122 @@ typedef struct xrow {
 } xrow;
 static const xrow k_rows[] = {
     /* unary */
-    {"relu", x_unary, "Relu", 0}, {"sigmoid", x_unary, "Sigmoid", 0}, {"tanh", x_unary, "Tanh", 0},
-    {"neg", x_unary, "Neg", 0}, {"abs", x_unary, "Abs", 0}, {"exp", x_unary, "Exp", 0}, {"log", x_unary, "Log", 0},
-    {"sqrt", x_unary, "Sqrt", 0}, {"sin", x_unary, "Sin", 0}, {"cos", x_unary, "Cos", 0}, {"tan", x_unary, "Tan", 0},
-    {"asin", x_unary, "Asin", 0}, {"acos", x_unary, "Acos", 0}, {"atan", x_unary, "Atan", 0},
-    {"sinh", x_unary, "Sinh", 0}, {"cosh", x_unary, "Cosh", 0}, {"asinh", x_unary, "Asinh", 0},
-    {"acosh", x_unary, "Acosh", 0}, {"atanh", x_unary, "Atanh", 0}, {"reciprocal", x_unary, "Reciprocal", 0},
-    {"erf", x_unary, "Erf", 0}, {"sign", x_unary, "Sign", 0}, {"floor", x_unary, "Floor", 0},
-    {"ceil", x_unary, "Ceil", 0}, {"round", x_unary, "Round", 0}, {"selu", x_unary, "Selu", 0},
-    {"logical_not", x_pred, "Not", 0}, {"isnan", x_pred, "IsNaN", 0}, {"isinf", x_pred, "IsInf", 0},
-    {"isfinite", x_isfinite, NULL, 0}, {"rsqrt", x_composed, "rsqrt", 0}, {"log1p", x_composed, "log1p", 0},
-    {"expm1", x_composed, "expm1", 0}, {"log2", x_composed, "log2", 0}, {"log10", x_composed, "log10", 0},
-    {"exp2", x_composed, "exp2", 0}, {"square", x_composed, "square", 0}, {"silu", x_composed, "silu", 0},
-    {"log_sigmoid", x_composed, "log_sigmoid", 0}, {"relu6", x_composed, "relu6", 0},
-    {"hardsigmoid", x_composed, "hardsigmoid", 0}, {"hardswish", x_composed, "hardswish", 0},
-    {"mish", x_composed, "mish", 0}, {"leaky_relu", x_leaky_relu, NULL, 0}, {"elu", x_elu, NULL, 0},
-    {"celu", x_celu, NULL, 0}, {"hardtanh", x_clip, "hardtanh", 0}, {"clamp", x_clip, "clamp", 0},
-    {"softplus", x_softplus, NULL, 0}, {"gelu", x_gelu, NULL, 0},
+    {"relu", x_unary, "Relu", 0},
+    {"sigmoid", x_unary, "Sigmoid", 0},
+    {"tanh", x_unary, "Tanh", 0},
+    {"neg", x_unary, "Neg", 0},
+    {"abs", x_unary, "Abs", 0},
+    {"exp", x_unary, "Exp", 0},
+    {"log", x_unary, "Log", 0},
+    {"sqrt", x_unary, "Sqrt", 0},
+    {"sin", x_unary, "Sin", 0},
+    {"cos", x_unary, "Cos", 0},
+    {"tan", x_unary, "Tan", 0},
+    {"asin", x_unary, "Asin", 0},
+    {"acos", x_unary, "Acos", 0},
+    {"atan", x_unary, "Atan", 0},
+    {"sinh", x_unary, "Sinh", 0},
+    {"cosh", x_unary, "Cosh", 0},
+    {"asinh", x_unary, "Asinh", 0},
+    {"acosh", x_unary, "Acosh", 0},
+    {"atanh", x_unary, "Atanh", 0},
+    {"reciprocal", x_unary, "Reciprocal", 0},
+    {"erf", x_unary, "Erf", 0},
+    {"sign", x_unary, "Sign", 0},
+    {"floor", x_unary, "Floor", 0},
+    {"ceil", x_unary, "Ceil", 0},
+    {"round", x_unary, "Round", 0},
+    {"selu", x_unary, "Selu", 0},
+    {"logical_not", x_pred, "Not", 0},
+    {"isnan", x_pred, "IsNaN", 0},
+    {"isinf", x_pred, "IsInf", 0},
+    {"isfinite", x_isfinite, NULL, 0},
+    {"rsqrt", x_composed, "rsqrt", 0},
+    {"log1p", x_composed, "log1p", 0},
+    {"expm1", x_composed, "expm1", 0},
+    {"log2", x_composed, "log2", 0},
+    {"log10", x_composed, "log10", 0},
+    {"exp2", x_composed, "exp2", 0},
+    {"square", x_composed, "square", 0},
+    {"silu", x_composed, "silu", 0},
+    {"log_sigmoid", x_composed, "log_sigmoid", 0},
+    {"relu6", x_composed, "relu6", 0},
+    {"hardsigmoid", x_composed, "hardsigmoid", 0},
+    {"hardswish", x_composed, "hardswish", 0},
+    {"mish", x_composed, "mish", 0},
+    {"leaky_relu", x_leaky_relu, NULL, 0},
+    {"elu", x_elu, NULL, 0},
+    {"celu", x_celu, NULL, 0},
+    {"hardtanh", x_clip, "hardtanh", 0},
+    {"clamp", x_clip, "clamp", 0},
+    {"softplus", x_softplus, NULL, 0},
+    {"gelu", x_gelu, NULL, 0},
     /* binary (and .Scalar) */
-    {"add", x_binary, "Add", 0}, {"sub", x_binary, "Sub", 0}, {"mul", x_binary, "Mul", 0},
-    {"div", x_binary, "Div", 0}, {"maximum", x_binary, "Max", 0}, {"minimum", x_binary, "Min", 0},
-    {"pow", x_binary, "Pow", 0}, {"fmod", x_binary, "Mod", 1}, {"remainder", x_binary, "Mod", 0},
-    {"eq", x_compare, "Equal", 0}, {"ne", x_compare, "Equal", 1}, {"lt", x_compare, "Less", 0},
-    {"le", x_compare, "LessOrEqual", 0}, {"gt", x_compare, "Greater", 0}, {"ge", x_compare, "GreaterOrEqual", 0},
-    {"logical_and", x_logical, "And", 0}, {"logical_or", x_logical, "Or", 0},
-    {"bitwise_and", x_logical, "BitwiseAnd", 0}, {"bitwise_or", x_logical, "BitwiseOr", 0},
-    {"bitwise_xor", x_logical, "BitwiseXor", 0}, {"where.self", x_where, NULL, 0},
+    {"add", x_binary, "Add", 0},
+    {"sub", x_binary, "Sub", 0},
+    {"mul", x_binary, "Mul", 0},
+    {"div", x_binary, "Div", 0},
+    {"maximum", x_binary, "Max", 0},
+    {"minimum", x_binary, "Min", 0},
+    {"pow", x_binary, "Pow", 0},
+    {"fmod", x_binary, "Mod", 1},
+    {"remainder", x_binary, "Mod", 0},
+    {"eq", x_compare, "Equal", 0},
+    {"ne", x_compare, "Equal", 1},
+    {"lt", x_compare, "Less", 0},
+    {"le", x_compare, "LessOrEqual", 0},
+    {"gt", x_compare, "Greater", 0},
+    {"ge", x_compare, "GreaterOrEqual", 0},
+    {"logical_and", x_logical, "And", 0},
+    {"logical_or", x_logical, "Or", 0},
+    {"bitwise_and", x_logical, "BitwiseAnd", 0},
+    {"bitwise_or", x_logical, "BitwiseOr", 0},
+    {"bitwise_xor", x_logical, "BitwiseXor", 0},
+    {"where.self", x_where, NULL, 0},
     /* shapes */
-    {"alias", x_identity, NULL, 0}, {"contiguous", x_identity, NULL, 0}, {"clone", x_identity, NULL, 0},
-    {"to.device", x_to_dtype, NULL, 0}, {"to.dtype", x_to_dtype, NULL, 0}, {"view", x_reshape, NULL, 0},
-    {"reshape", x_reshape, NULL, 0}, {"flatten", x_reshape, NULL, 0}, {"unsqueeze", x_unsqueeze, NULL, 0},
-    {"squeeze", x_squeeze, NULL, 0}, {"squeeze.dim", x_squeeze, NULL, 0}, {"permute", x_transpose, NULL, 0},
-    {"transpose", x_transpose, NULL, 0}, {"t", x_transpose, NULL, 0}, {"expand", x_expand, NULL, 0},
-    {"slice", x_slice, NULL, 0}, {"narrow", x_narrow, NULL, 0}, {"select", x_select, NULL, 0},
-    {"cat", x_cat, "cat", 0}, {"stack", x_cat, "stack", 0}, {"repeat", x_repeat, NULL, 0},
-    {"flip", x_flip, NULL, 0}, {"pad", x_pad, NULL, 0},
+    {"alias", x_identity, NULL, 0},
+    {"contiguous", x_identity, NULL, 0},
+    {"clone", x_identity, NULL, 0},
+    {"to.device", x_to_dtype, NULL, 0},
+    {"to.dtype", x_to_dtype, NULL, 0},
+    {"view", x_reshape, NULL, 0},
+    {"reshape", x_reshape, NULL, 0},
+    {"flatten", x_reshape, NULL, 0},
+    {"unsqueeze", x_unsqueeze, NULL, 0},
+    {"squeeze", x_squeeze, NULL, 0},
+    {"squeeze.dim", x_squeeze, NULL, 0},
+    {"permute", x_transpose, NULL, 0},
+    {"transpose", x_transpose, NULL, 0},
+    {"t", x_transpose, NULL, 0},
+    {"expand", x_expand, NULL, 0},
+    {"slice", x_slice, NULL, 0},
+    {"narrow", x_narrow, NULL, 0},
+    {"select", x_select, NULL, 0},
+    {"cat", x_cat, "cat", 0},
+    {"stack", x_cat, "stack", 0},
+    {"repeat", x_repeat, NULL, 0},
+    {"flip", x_flip, NULL, 0},
+    {"pad", x_pad, NULL, 0},
     /* linear algebra, nn */
-    {"mm", x_matmul, NULL, 0}, {"bmm", x_matmul, NULL, 0}, {"matmul", x_matmul, NULL, 0},
-    {"linear", x_linear, NULL, 0}, {"addmm", x_addmm, NULL, 0}, {"conv2d", x_conv2d, NULL, 0},
-    {"max_pool2d_with_indices", x_max_pool2d, NULL, 0}, {"avg_pool2d", x_avg_pool2d, NULL, 0},
-    {"adaptive_avg_pool2d", x_adaptive_avg_pool2d, NULL, 0}, {"batch_norm", x_batch_norm, NULL, 0},
-    {"layer_norm", x_layer_norm, NULL, 0}, {"softmax", x_softmax, "Softmax", 0},
-    {"log_softmax", x_softmax, "LogSoftmax", 0}, {"dropout", x_dropout, NULL, 0},
+    {"mm", x_matmul, NULL, 0},
+    {"bmm", x_matmul, NULL, 0},
+    {"matmul", x_matmul, NULL, 0},
+    {"linear", x_linear, NULL, 0},
+    {"addmm", x_addmm, NULL, 0},
+    {"conv2d", x_conv2d, NULL, 0},
+    {"max_pool2d_with_indices", x_max_pool2d, NULL, 0},
+    {"avg_pool2d", x_avg_pool2d, NULL, 0},
+    {"adaptive_avg_pool2d", x_adaptive_avg_pool2d, NULL, 0},
+    {"batch_norm", x_batch_norm, NULL, 0},
+    {"layer_norm", x_layer_norm, NULL, 0},
+    {"softmax", x_softmax, "Softmax", 0},
+    {"log_softmax", x_softmax, "LogSoftmax", 0},
+    {"dropout", x_dropout, NULL, 0},
     {"embedding", x_embedding, NULL, 0},
     /* reductions */
-    {"sum", x_reduce_all, "ReduceSum", 0}, {"mean", x_reduce_all, "ReduceMean", 0}, {"mean.dim", x_mean_dim, NULL, 0},
+    {"sum", x_reduce_all, "ReduceSum", 0},
+    {"mean", x_reduce_all, "ReduceMean", 0},
+    {"mean.dim", x_mean_dim, NULL, 0},
 };
 
 /* The op's name without the in-place mark: relu_ -> relu, add_.Scalar -> add.Scalar. */
@@ -818,7 +938,7 @@ wk_status ox_export_node(ox_ex *ex, int node) {
   if (scal) *scal = '\0'; /* the .Scalar forms take a number where the tensor was */
   for (size_t i = 0; i < sizeof k_rows / sizeof *k_rows; i++)
     if (!strcmp(k_rows[i].op, name)) {
-      xctx c = {ex, node, wk_graph_node_args(ex->g, node), wk_graph_node_num_args(ex->g, node), k_rows[i].onnx,
+      xctx c = {ex,         node, wk_graph_node_args(ex->g, node), wk_graph_node_num_args(ex->g, node), k_rows[i].onnx,
                 k_rows[i].k};
       return k_rows[i].fn(&c);
     }

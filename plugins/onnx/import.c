@@ -16,17 +16,28 @@ enum { M_MODEL, M_GRAPH, M_NODE, M_ATTR, M_VI, M_TYPE, M_TYPE1, M_TYPE2, M_FUNC,
 
 static int sub_kind(int kind, uint32_t field) {
   switch (kind) {
-    case M_MODEL: return field == 7 ? M_GRAPH : field == 20 ? M_TRAIN : field == 25 ? M_FUNC : M_OTHER;
-    case M_GRAPH: return field == 1 ? M_NODE : (field == 11 || field == 12 || field == 13) ? M_VI : M_OTHER;
-    case M_NODE: return field == 5 ? M_ATTR : M_OTHER;
-    case M_ATTR: return (field == 6 || field == 10) ? M_GRAPH : (field == 14 || field == 15) ? M_TYPE : M_OTHER;
-    case M_VI: return field == 2 ? M_TYPE : M_OTHER;
-    case M_TYPE: return field == 4 || field == 9 ? M_TYPE1 : field == 5 ? M_TYPE2 : M_OTHER;
-    case M_TYPE1: return field == 1 ? M_TYPE : M_OTHER; /* sequence / optional: elem_type */
-    case M_TYPE2: return field == 2 ? M_TYPE : M_OTHER; /* map: value_type */
-    case M_FUNC: return field == 7 ? M_NODE : M_OTHER;
-    case M_TRAIN: return field == 1 || field == 2 ? M_GRAPH : M_OTHER;
-    default: return M_OTHER;
+    case M_MODEL:
+      return field == 7 ? M_GRAPH : field == 20 ? M_TRAIN : field == 25 ? M_FUNC : M_OTHER;
+    case M_GRAPH:
+      return field == 1 ? M_NODE : (field == 11 || field == 12 || field == 13) ? M_VI : M_OTHER;
+    case M_NODE:
+      return field == 5 ? M_ATTR : M_OTHER;
+    case M_ATTR:
+      return (field == 6 || field == 10) ? M_GRAPH : (field == 14 || field == 15) ? M_TYPE : M_OTHER;
+    case M_VI:
+      return field == 2 ? M_TYPE : M_OTHER;
+    case M_TYPE:
+      return field == 4 || field == 9 ? M_TYPE1 : field == 5 ? M_TYPE2 : M_OTHER;
+    case M_TYPE1:
+      return field == 1 ? M_TYPE : M_OTHER; /* sequence / optional: elem_type */
+    case M_TYPE2:
+      return field == 2 ? M_TYPE : M_OTHER; /* map: value_type */
+    case M_FUNC:
+      return field == 7 ? M_NODE : M_OTHER;
+    case M_TRAIN:
+      return field == 1 || field == 2 ? M_GRAPH : M_OTHER;
+    default:
+      return M_OTHER;
   }
 }
 
@@ -68,7 +79,8 @@ static bool depth_ok(const uint8_t *p, const uint8_t *end, int kind, int depth) 
         p += len;
         break;
       }
-      default: return true;
+      default:
+        return true;
     }
   }
   return true;
@@ -82,7 +94,8 @@ wk_status im_fail(ox_im *im, wk_status code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (im->node)
-    return wk_error(code, "onnx load: node '%.100s' (%.60s): %s", im->node->name && *im->node->name ? im->node->name : "?",
+    return wk_error(code, "onnx load: node '%.100s' (%.60s): %s",
+                    im->node->name && *im->node->name ? im->node->name : "?",
                     im->node->op_type ? im->node->op_type : "?", msg);
   return wk_error(code, "onnx load: %s", msg);
 }
@@ -176,10 +189,18 @@ wk_tensor *im_tensor(ox_im *im, const Onnx__TensorProto *t, const char *what) {
   /* typed fields: float_data (f32), int32_data (int32 and smaller, f16/bf16 bits), int64_data, double_data */
   size_t have;
   switch (dt) {
-    case WK_F32: have = t->n_float_data; break;
-    case WK_F64: have = t->n_double_data; break;
-    case WK_I64: have = t->n_int64_data; break;
-    default: have = t->n_int32_data; break;
+    case WK_F32:
+      have = t->n_float_data;
+      break;
+    case WK_F64:
+      have = t->n_double_data;
+      break;
+    case WK_I64:
+      have = t->n_int64_data;
+      break;
+    default:
+      have = t->n_int32_data;
+      break;
   }
   if (have != numel)
     return im_fail(im, WK_ERR_SHAPE, "tensor '%.100s' has %zu values for %llu elements", nm, have,
@@ -189,15 +210,31 @@ wk_tensor *im_tensor(ox_im *im, const Onnx__TensorProto *t, const char *what) {
   if (!buf) return im_fail(im, WK_ERR_NO_MEMORY, "out of memory for tensor '%.100s'", nm), NULL;
   for (size_t i = 0; i < numel; i++) {
     switch (dt) {
-      case WK_F32: ((float *)buf)[i] = t->float_data[i]; break;
-      case WK_F64: ((double *)buf)[i] = t->double_data[i]; break;
-      case WK_I64: ((int64_t *)buf)[i] = t->int64_data[i]; break;
-      case WK_I32: ((int32_t *)buf)[i] = t->int32_data[i]; break;
-      case WK_I16: ((int16_t *)buf)[i] = (int16_t)t->int32_data[i]; break;
+      case WK_F32:
+        ((float *)buf)[i] = t->float_data[i];
+        break;
+      case WK_F64:
+        ((double *)buf)[i] = t->double_data[i];
+        break;
+      case WK_I64:
+        ((int64_t *)buf)[i] = t->int64_data[i];
+        break;
+      case WK_I32:
+        ((int32_t *)buf)[i] = t->int32_data[i];
+        break;
+      case WK_I16:
+        ((int16_t *)buf)[i] = (int16_t)t->int32_data[i];
+        break;
       case WK_F16:
-      case WK_BF16: ((uint16_t *)buf)[i] = (uint16_t)t->int32_data[i]; break;
-      case WK_I8: ((int8_t *)buf)[i] = (int8_t)t->int32_data[i]; break;
-      default: ((uint8_t *)buf)[i] = (uint8_t)(dt == WK_BOOL ? t->int32_data[i] != 0 : t->int32_data[i]); break;
+      case WK_BF16:
+        ((uint16_t *)buf)[i] = (uint16_t)t->int32_data[i];
+        break;
+      case WK_I8:
+        ((int8_t *)buf)[i] = (int8_t)t->int32_data[i];
+        break;
+      default:
+        ((uint8_t *)buf)[i] = (uint8_t)(dt == WK_BOOL ? t->int32_data[i] != 0 : t->int32_data[i]);
+        break;
     }
   }
   r = wk_tensor_from_data(numel ? buf : NULL, dt, dims, (int)t->n_dims);
@@ -271,8 +308,8 @@ static wk_status tensor_type(ox_im *im, const Onnx__ValueInfoProto *vi, const ch
                              wk_symdim *dims, bool *known_rank) {
   const Onnx__TypeProto *tp = vi->type;
   if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
-    return im_fail(im, WK_ERR_UNSUPPORTED, "%s '%.100s' is not a tensor (sequences, maps and optionals are not supported)",
-                   what, vi->name);
+    return im_fail(im, WK_ERR_UNSUPPORTED,
+                   "%s '%.100s' is not a tensor (sequences, maps and optionals are not supported)", what, vi->name);
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   *dt = ox_wick_dtype(tt->elem_type);
   if (!*dt)
@@ -486,7 +523,8 @@ static char *shape_str(const Onnx__ValueInfoProto *vi) {
         at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%lld", sep, (long long)d->dim_value);
       else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
         at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%.30s", sep, d->dim_param);
-      else at += (size_t)snprintf(buf + at, sizeof buf - at, "%s?", sep);
+      else
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s?", sep);
     }
     if (at < sizeof buf - 2) snprintf(buf + at, sizeof buf - at, "]");
   }
@@ -495,8 +533,10 @@ static char *shape_str(const Onnx__ValueInfoProto *vi) {
 
 void ox_info_free(wk_onnx_info *in) {
   if (!in) return;
-  for (int i = 0; i < in->ninputs; i++) free(in->input_names ? in->input_names[i] : NULL), free(in->input_shapes ? in->input_shapes[i] : NULL);
-  for (int i = 0; i < in->noutputs; i++) free(in->output_names ? in->output_names[i] : NULL), free(in->output_shapes ? in->output_shapes[i] : NULL);
+  for (int i = 0; i < in->ninputs; i++)
+    free(in->input_names ? in->input_names[i] : NULL), free(in->input_shapes ? in->input_shapes[i] : NULL);
+  for (int i = 0; i < in->noutputs; i++)
+    free(in->output_names ? in->output_names[i] : NULL), free(in->output_shapes ? in->output_shapes[i] : NULL);
   for (int i = 0; i < in->nops; i++) free(in->op_types ? in->op_types[i] : NULL);
   free(in->input_names), free(in->input_shapes), free(in->output_names), free(in->output_shapes);
   free(in->op_types), free(in->op_counts), free(in->producer_name), free(in->producer_version);
@@ -524,7 +564,8 @@ wk_status ox_info(const uint8_t *data, size_t n, wk_onnx_info *out) {
     size_t nin = 0;
     for (size_t i = 0; i < gp->n_input; i++) {
       bool init = false;
-      for (size_t k = 0; k < gp->n_initializer && !init; k++) init = !strcmp(gp->initializer[k]->name, gp->input[i]->name);
+      for (size_t k = 0; k < gp->n_initializer && !init; k++)
+        init = !strcmp(gp->initializer[k]->name, gp->input[i]->name);
       if (!init) nin++;
     }
     out->input_names = calloc(nin + 1, sizeof(char *));
@@ -538,7 +579,8 @@ wk_status ox_info(const uint8_t *data, size_t n, wk_onnx_info *out) {
       st = wk_error(WK_ERR_NO_MEMORY, "onnx info: out of memory");
     for (size_t i = 0; i < gp->n_input && !st; i++) {
       bool init = false;
-      for (size_t k = 0; k < gp->n_initializer && !init; k++) init = !strcmp(gp->initializer[k]->name, gp->input[i]->name);
+      for (size_t k = 0; k < gp->n_initializer && !init; k++)
+        init = !strcmp(gp->initializer[k]->name, gp->input[i]->name);
       if (init) continue;
       out->input_names[out->ninputs] = dupstr(gp->input[i]->name);
       out->input_shapes[out->ninputs++] = shape_str(gp->input[i]);

@@ -22,21 +22,37 @@ typedef wk_status (*ifn)(ictx *c);
 #define FAIL(...) im_fail(c->im, WK_ERR_UNSUPPORTED, __VA_ARGS__)
 #define BAD(...) im_fail(c->im, WK_ERR_INVALID_ARG, __VA_ARGS__)
 #define G (c->im->g)
-#define TRY(x)                   \
-  do {                           \
-    wk_status st_ = (x);         \
-    if (st_) return st_;         \
+#define TRY(x)           \
+  do {                   \
+    wk_status st_ = (x); \
+    if (st_) return st_; \
   } while (0)
 
 /* ---- boxed arguments ---- */
-static wk_garg GT(int v) { return (wk_garg){.tag = WK_V_TENSOR, .u.v = v}; }
-static wk_garg GI(int64_t k) { return (wk_garg){.tag = WK_V_INT, .u.sym = WK_SYM_CONST(k)}; }
-static wk_garg GIS(const wk_symdim *s, int n) { return (wk_garg){.tag = WK_V_INTS, .len = n, .u.syms = s}; }
-static wk_garg GF(double f) { return (wk_garg){.tag = WK_V_FLOAT, .u.f = f}; }
-static wk_garg GB(bool b) { return (wk_garg){.tag = WK_V_BOOL, .u.b = b}; }
-static wk_garg GS(const char *s) { return (wk_garg){.tag = s ? WK_V_STR : WK_V_NONE, .u.s = s}; }
-static wk_garg GN(void) { return (wk_garg){.tag = WK_V_NONE}; }
-static wk_garg GDT(wk_dtype d) { return (wk_garg){.tag = WK_V_DTYPE, .u.dtype = d}; }
+static wk_garg GT(int v) {
+  return (wk_garg){.tag = WK_V_TENSOR, .u.v = v};
+}
+static wk_garg GI(int64_t k) {
+  return (wk_garg){.tag = WK_V_INT, .u.sym = WK_SYM_CONST(k)};
+}
+static wk_garg GIS(const wk_symdim *s, int n) {
+  return (wk_garg){.tag = WK_V_INTS, .len = n, .u.syms = s};
+}
+static wk_garg GF(double f) {
+  return (wk_garg){.tag = WK_V_FLOAT, .u.f = f};
+}
+static wk_garg GB(bool b) {
+  return (wk_garg){.tag = WK_V_BOOL, .u.b = b};
+}
+static wk_garg GS(const char *s) {
+  return (wk_garg){.tag = s ? WK_V_STR : WK_V_NONE, .u.s = s};
+}
+static wk_garg GN(void) {
+  return (wk_garg){.tag = WK_V_NONE};
+}
+static wk_garg GDT(wk_dtype d) {
+  return (wk_garg){.tag = WK_V_DTYPE, .u.dtype = d};
+}
 
 /* ---- attributes ---- */
 static const Onnx__AttributeProto *att(ictx *c, const char *name) {
@@ -48,13 +64,20 @@ static bool att_type(const Onnx__AttributeProto *a, Onnx__AttributeProto__Attrib
   if (a->has_type) return a->type == t;
   /* IR < 3 files leave the type out: infer it from the field set */
   switch (t) {
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: return a->has_i;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: return a->has_f;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: return a->has_s;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: return a->n_ints > 0;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: return a->n_floats > 0;
-    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR: return a->t != NULL;
-    default: return false;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+      return a->has_i;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+      return a->has_f;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+      return a->has_s;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+      return a->n_ints > 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+      return a->n_floats > 0;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+      return a->t != NULL;
+    default:
+      return false;
   }
 }
 static wk_status att_i(ictx *c, const char *name, int64_t dflt, int64_t *v) {
@@ -97,8 +120,12 @@ static wk_status att_s(ictx *c, const char *name, const char *dflt, char *buf, s
 }
 
 /* ---- inputs and outputs ---- */
-static bool has_in(ictx *c, size_t i) { return i < c->n->n_input && c->n->input[i] && *c->n->input[i]; }
-static bool has_out(ictx *c, size_t i) { return i < c->n->n_output && c->n->output[i] && *c->n->output[i]; }
+static bool has_in(ictx *c, size_t i) {
+  return i < c->n->n_input && c->n->input[i] && *c->n->input[i];
+}
+static bool has_out(ictx *c, size_t i) {
+  return i < c->n->n_output && c->n->output[i] && *c->n->output[i];
+}
 static wk_status need_in(ictx *c, size_t lo, size_t hi) {
   if (c->n->n_input < lo || c->n->n_input > hi) {
     if (lo == hi) return BAD("%zu inputs, %zu expected", c->n->n_input, lo);
@@ -132,7 +159,8 @@ static oxv *in_known(ictx *c, size_t i, const char *what) {
 }
 /* A constant int from known ints; symbolic ones are refused. */
 static wk_status kconst(ictx *c, const oxv *e, int i, int64_t *v) {
-  if (e->k[i].a != 0 && e->k[i].sym0 >= 0) return FAIL("'%.100s' holds a symbolic size where a constant is needed", e->name);
+  if (e->k[i].a != 0 && e->k[i].sym0 >= 0)
+    return FAIL("'%.100s' holds a symbolic size where a constant is needed", e->name);
   *v = wk_symdim_eval(e->k[i], NULL);
   return WK_OK;
 }
@@ -153,10 +181,18 @@ static wk_status in_scalar(ictx *c, size_t i, double *v) {
   wk_release(d);
   return WK_OK;
 }
-static int vnd(ictx *c, int v) { return wk_graph_value_ndim(G, v); }
-static const wk_symdim *vdims(ictx *c, int v) { return wk_graph_value_dims(G, v); }
-static wk_dtype vdt(ictx *c, int v) { return wk_graph_value_dtype(G, v); }
-static bool kis_const(wk_symdim d) { return d.a == 0 || d.sym0 < 0; }
+static int vnd(ictx *c, int v) {
+  return wk_graph_value_ndim(G, v);
+}
+static const wk_symdim *vdims(ictx *c, int v) {
+  return wk_graph_value_dims(G, v);
+}
+static wk_dtype vdt(ictx *c, int v) {
+  return wk_graph_value_dtype(G, v);
+}
+static bool kis_const(wk_symdim d) {
+  return d.a == 0 || d.sym0 < 0;
+}
 
 /* Adds a Wick node; returns its id or -1 (the error names the ONNX node). */
 static int add(ictx *c, const char *op, const wk_garg *args, int n) {
@@ -347,7 +383,11 @@ static wk_status i_isinf(ictx *c) {
   if (neg && pos) return i_unary(c);
   int x = in_v(c, 0);
   int inf = x < 0 ? -1 : add1(c, "isinf", (wk_garg[]){GT(x)}, 1);
-  if (!neg && !pos) return set_out(c, 0, inf < 0 ? -1 : add1(c, "logical_and", (wk_garg[]){GT(inf), GT(add1(c, "logical_not", (wk_garg[]){GT(inf)}, 1))}, 2));
+  if (!neg && !pos)
+    return set_out(
+        c, 0,
+        inf < 0 ? -1
+                : add1(c, "logical_and", (wk_garg[]){GT(inf), GT(add1(c, "logical_not", (wk_garg[]){GT(inf)}, 1))}, 2));
   int sg = inf < 0 ? -1 : add1(c, pos ? "gt.Scalar" : "lt.Scalar", (wk_garg[]){GT(x), GI(0)}, 2);
   return set_out(c, 0, sg < 0 ? -1 : add1(c, "logical_and", (wk_garg[]){GT(inf), GT(sg)}, 2));
 }
@@ -391,15 +431,18 @@ static wk_status known_binary(ictx *c, oxv *a, oxv *b) {
   for (int i = 0; i < n; i++) {
     wk_symdim x = a->k[a->nk == 1 ? 0 : i], y = b->k[b->nk == 1 ? 0 : i];
     bool ok;
-    if (!strcmp(op, "Add")) ok = sym_add(x, y, &r[i]);
+    if (!strcmp(op, "Add"))
+      ok = sym_add(x, y, &r[i]);
     else if (!strcmp(op, "Sub")) {
       ok = kis_const(y);
       if (ok) {
         wk_symdim ny = WK_SYM_CONST(-wk_symdim_eval(y, NULL));
         ok = sym_add(x, ny, &r[i]);
       }
-    } else if (!strcmp(op, "Mul")) ok = sym_mul(x, y, &r[i]);
-    else ok = sym_div(x, y, &r[i]);
+    } else if (!strcmp(op, "Mul"))
+      ok = sym_mul(x, y, &r[i]);
+    else
+      ok = sym_div(x, y, &r[i]);
     if (!ok) return FAIL("size arithmetic %s on these symbolic values is not supported", op);
   }
   return set_known(c, 0, r, n, a->kscalar && b->kscalar, a->kdt);
@@ -420,7 +463,8 @@ static wk_status i_binary(ictx *c) { /* Add Sub Mul Div Pow Equal Less ... And O
     int na = vnd(c, x), nb = vnd(c, y);
     if (bc && att(c, "axis") && nb < na) {
       if (axis < 0) axis += na;
-      if (axis < 0 || axis + nb > na) return BAD("axis %lld does not fit B's %d dims in A's %d", (long long)axis, nb, na);
+      if (axis < 0 || axis + nb > na)
+        return BAD("axis %lld does not fit B's %d dims in A's %d", (long long)axis, nb, na);
       for (int k = 0; k < na - (int)axis - nb && y >= 0; k++) y = add1(c, "unsqueeze", (wk_garg[]){GT(y), GI(-1)}, 2);
       if (y < 0) return wk_last_error();
     }
@@ -429,7 +473,8 @@ static wk_status i_binary(ictx *c) { /* Add Sub Mul Div Pow Equal Less ... And O
     if ((y = add1(c, "to.dtype", (wk_garg[]){GT(y), GDT(vdt(c, x))}, 2)) < 0) return wk_last_error();
   }
   if (vdt(c, x) != vdt(c, y))
-    return BAD("inputs have types %s and %s (ONNX requires one type)", wk_dtype_name(vdt(c, x)), wk_dtype_name(vdt(c, y)));
+    return BAD("inputs have types %s and %s (ONNX requires one type)", wk_dtype_name(vdt(c, x)),
+               wk_dtype_name(vdt(c, y)));
   const char *wop = c->wop;
   if (!strcmp(op, "Mod")) {
     int64_t fm;
@@ -505,8 +550,10 @@ typedef struct pool2 {
 /* kernel_shape, strides, pads (symmetric), dilations, auto_pad NOTSET/VALID/SAME_* (static sizes) */
 /* A 1-d attribute [a] (or [a, b] for pads) as the 2-d one over (1, L): [1, a] / [0, a, 0, b]. */
 static void widen(int64_t *v, int *n, int64_t fill) {
-  if (*n == 1) v[1] = v[0], v[0] = fill, *n = 2;
-  else if (*n == 2 && fill == 0) v[3] = v[1], v[1] = v[0], v[0] = v[2] = 0, *n = 4;
+  if (*n == 1)
+    v[1] = v[0], v[0] = fill, *n = 2;
+  else if (*n == 2 && fill == 0)
+    v[3] = v[1], v[1] = v[0], v[0] = v[2] = 0, *n = 4;
 }
 static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, pool2 *o, bool need_kernel) {
   int64_t v[8];
@@ -568,7 +615,8 @@ static wk_status i_conv(ictx *c) {
   int x = in_v(c, 0), w = x < 0 ? -1 : in_v(c, 1), b = has_in(c, 2) && w >= 0 ? in_v(c, 2) : -2;
   if (w < 0 || b == -1) return wk_last_error();
   bool one_d = vnd(c, w) == 3 && vnd(c, x) == 3;
-  if (vnd(c, w) != 4 && !one_d) return FAIL("only 1-d and 2-d convolutions are supported (weight of %d dims)", vnd(c, w));
+  if (vnd(c, w) != 4 && !one_d)
+    return FAIL("only 1-d and 2-d convolutions are supported (weight of %d dims)", vnd(c, w));
   const wk_symdim *wd = vdims(c, w);
   int64_t wk[2] = {one_d ? 1 : wk_symdim_eval(wd[2], NULL), wk_symdim_eval(wd[one_d ? 2 : 3], NULL)};
   pool2 p;
@@ -584,7 +632,8 @@ static wk_status i_conv(ictx *c) {
   if (group < 1) return BAD("group=%lld", (long long)group);
   wk_symdim s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])}, pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])},
             dl[2] = {WK_SYM_CONST(p.d[0]), WK_SYM_CONST(p.d[1])};
-  int y = add1(c, "conv2d", (wk_garg[]){GT(x), GT(w), b >= 0 ? GT(b) : GN(), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GI(group)}, 7);
+  int y = add1(c, "conv2d",
+               (wk_garg[]){GT(x), GT(w), b >= 0 ? GT(b) : GN(), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GI(group)}, 7);
   if (y >= 0 && one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
   return set_out(c, 0, y);
 }
@@ -603,7 +652,8 @@ static wk_status i_maxpool(ictx *c) {
   if (so) return FAIL("storage_order=1 is not supported");
   wk_symdim k[2] = {WK_SYM_CONST(p.k[0]), WK_SYM_CONST(p.k[1])}, s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])},
             pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])}, dl[2] = {WK_SYM_CONST(p.d[0]), WK_SYM_CONST(p.d[1])};
-  int y = add1(c, "max_pool2d_with_indices", (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GB(ceil_mode)}, 6);
+  int y = add1(c, "max_pool2d_with_indices",
+               (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GB(ceil_mode)}, 6);
   if (y >= 0 && c->one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
   return set_out(c, 0, y);
 }
@@ -655,9 +705,10 @@ static wk_status i_batchnorm(ictx *c) {
   int v[5];
   for (int i = 0; i < 5; i++)
     if ((v[i] = in_v(c, (size_t)i)) < 0) return wk_last_error();
-  return set_out(c, 0,
-                 add1(c, "batch_norm",
-                      (wk_garg[]){GT(v[0]), GT(v[1]), GT(v[2]), GT(v[3]), GT(v[4]), GB(false), GF(1 - mom), GF(eps)}, 8));
+  return set_out(
+      c, 0,
+      add1(c, "batch_norm",
+           (wk_garg[]){GT(v[0]), GT(v[1]), GT(v[2]), GT(v[3]), GT(v[4]), GB(false), GF(1 - mom), GF(eps)}, 8));
 }
 static wk_status i_layernorm(ictx *c) {
   TRY(need_in(c, 2, 3));
@@ -674,7 +725,8 @@ static wk_status i_layernorm(ictx *c) {
   if (axis < 0) axis += nd;
   const wk_symdim *d = vdims(c, x);
   /* Wick's layer_norm gives (y, mean, rstd), the statistics shaped as ONNX's Mean and InvStdDev */
-  int id = add(c, "layer_norm", (wk_garg[]){GT(x), GIS(&d[axis], nd - (int)axis), GT(w), b >= 0 ? GT(b) : GN(), GF(eps)}, 5);
+  int id =
+      add(c, "layer_norm", (wk_garg[]){GT(x), GIS(&d[axis], nd - (int)axis), GT(w), b >= 0 ? GT(b) : GN(), GF(eps)}, 5);
   if (id < 0) return wk_last_error();
   for (int k = 0; k < 3; k++) TRY(set_out(c, (size_t)k, wk_graph_node_output(G, id, k)));
   return WK_OK;
@@ -691,8 +743,10 @@ static wk_status i_softmax(ictx *c) { /* Softmax, LogSoftmax */
   if (c->im->opset >= 13 || axis == nd - 1) return set_out(c, 0, add1(c, c->wop, (wk_garg[]){GT(x), GI(axis)}, 2));
   /* before opset 13: the input as a matrix [prod(:axis), prod(axis:)] */
   int y = add1(c, "flatten", (wk_garg[]){GT(x), GI(axis), GI(-1)}, 3);
-  if (y >= 0 && axis > 0) y = add1(c, "flatten", (wk_garg[]){GT(y), GI(0), GI(axis - 1)}, 3);
-  else if (y >= 0) y = add1(c, "unsqueeze", (wk_garg[]){GT(y), GI(0)}, 2);
+  if (y >= 0 && axis > 0)
+    y = add1(c, "flatten", (wk_garg[]){GT(y), GI(0), GI(axis - 1)}, 3);
+  else if (y >= 0)
+    y = add1(c, "unsqueeze", (wk_garg[]){GT(y), GI(0)}, 2);
   if (y >= 0) y = add1(c, c->wop, (wk_garg[]){GT(y), GI(1)}, 2);
   if (y >= 0) y = add1(c, "reshape", (wk_garg[]){GT(y), GIS(vdims(c, x), nd)}, 2);
   return set_out(c, 0, y);
@@ -854,7 +908,8 @@ static wk_status i_squeeze(ictx *c) {
     if (ax[k] < 0) ax[k] += nd;
     wk_symdim d = vdims(c, x)[ax[k]];
     if (kis_const(d) && wk_symdim_eval(d, NULL) != 1)
-      return im_fail(c->im, WK_ERR_SHAPE, "axis %lld has size %lld, not 1", (long long)ax[k], (long long)wk_symdim_eval(d, NULL));
+      return im_fail(c->im, WK_ERR_SHAPE, "axis %lld has size %lld, not 1", (long long)ax[k],
+                     (long long)wk_symdim_eval(d, NULL));
   }
   qsort(ax, (size_t)n, sizeof *ax, cmp64);
   for (int k = n - 1; k >= 0 && x >= 0; k--) x = add1(c, "squeeze.dim", (wk_garg[]){GT(x), GI(ax[k])}, 2);
@@ -905,7 +960,8 @@ static wk_status i_cast(ictx *c) {
   if (!dt) return FAIL("cast to ONNX type %s (%lld) is not supported", ox_onnx_type_name((int)to), (long long)to);
   oxv *e = in_e(c, 0);
   if (!e) return wk_last_error();
-  if (e->nk >= 0 && e->v < 0 && !e->t && (dt == WK_I64 || dt == WK_I32)) return set_known(c, 0, e->k, e->nk, e->kscalar, dt);
+  if (e->nk >= 0 && e->v < 0 && !e->t && (dt == WK_I64 || dt == WK_I32))
+    return set_known(c, 0, e->k, e->nk, e->kscalar, dt);
   int x = in_v(c, 0);
   if (x < 0) return wk_last_error();
   return set_out(c, 0, add1(c, "to.dtype", (wk_garg[]){GT(x), GDT(dt)}, 2));
@@ -950,7 +1006,8 @@ static wk_status i_slice(ictx *c) {
         for (int k = 0; k < e[i]->nk; k++) TRY(kconst(c, e[i], k, &dst[i][k]));
       }
   }
-  if (n < 0 || n != ne || (na >= 0 && na != n) || (ns >= 0 && ns != n)) return BAD("starts/ends/axes/steps lengths differ");
+  if (n < 0 || n != ne || (na >= 0 && na != n) || (ns >= 0 && ns != n))
+    return BAD("starts/ends/axes/steps lengths differ");
   oxv *e = in_e(c, 0);
   if (!e) return wk_last_error();
   if (e->nk >= 0 && e->v < 0 && !e->t && !e->kscalar) { /* slicing known ints (a shape) */
@@ -999,7 +1056,8 @@ static wk_status i_gather(ictx *c) {
     for (int i = 0; i < ix->nk; i++) {
       int64_t k;
       TRY(kconst(c, ix, i, &k));
-      if (k < -d->nk || k >= d->nk) return im_fail(c->im, WK_ERR_INDEX, "index %lld out of range for %d values", (long long)k, d->nk);
+      if (k < -d->nk || k >= d->nk)
+        return im_fail(c->im, WK_ERR_INDEX, "index %lld out of range for %d values", (long long)k, d->nk);
       r[i] = d->k[k < 0 ? k + d->nk : k];
     }
     return set_known(c, 0, r, ix->nk, ix->kscalar, d->kdt);
@@ -1178,7 +1236,8 @@ static wk_status i_pad(ictx *c) {
   for (int d = nd - 1; d >= first; d--) tp[m++] = WK_SYM_CONST(full[d]), tp[m++] = WK_SYM_CONST(full[nd + d]);
   if (!m) return set_out(c, 0, x);
   const char *wm = !strcmp(mode, "edge") ? "replicate" : mode;
-  return set_out(c, 0, add1(c, "pad", (wk_garg[]){GT(x), GIS(tp, m), GS(wm), strcmp(mode, "constant") ? GN() : GF(value)}, 4));
+  return set_out(
+      c, 0, add1(c, "pad", (wk_garg[]){GT(x), GIS(tp, m), GS(wm), strcmp(mode, "constant") ? GN() : GF(value)}, 4));
 }
 static wk_status i_split(ictx *c) {
   TRY(need_in(c, 1, 2));
@@ -1193,7 +1252,8 @@ static wk_status i_split(ictx *c) {
   if (axis < 0) axis += nd;
   size_t nout = c->n->n_output;
   if (nout < 1 || nout > 64) return BAD("%zu outputs", nout);
-  if (c->im->opset < 13) TRY(att_ints(c, "split", sizes, &n, 64));
+  if (c->im->opset < 13)
+    TRY(att_ints(c, "split", sizes, &n, 64));
   else if (has_in(c, 1)) {
     oxv *e = in_known(c, 1, "split");
     if (!e) return wk_last_error();
@@ -1271,8 +1331,10 @@ static wk_status i_reduce(ictx *c) { /* ReduceMean, Sum, SumSquare, L1, L2, LogS
   wk_symdim s[WK_MAX_DIMS];
   for (int k = 0; k < n; k++) s[k] = WK_SYM_CONST(ax[k]);
   int y = -1;
-  if (!strcmp(op, "Mean")) y = add1(c, "mean.dim", (wk_garg[]){GT(x), GIS(s, n), GB(keep)}, 3);
-  else if (!strcmp(op, "Sum")) y = rsum(c, x, ax, n, keep);
+  if (!strcmp(op, "Mean"))
+    y = add1(c, "mean.dim", (wk_garg[]){GT(x), GIS(s, n), GB(keep)}, 3);
+  else if (!strcmp(op, "Sum"))
+    y = rsum(c, x, ax, n, keep);
   else if (!strcmp(op, "SumSquare") || !strcmp(op, "L2")) {
     int sq = add1(c, "mul", (wk_garg[]){GT(x), GT(x)}, 2);
     y = sq < 0 ? -1 : rsum(c, sq, ax, n, keep);
@@ -1446,7 +1508,8 @@ static wk_status i_shrink(ictx *c) { /* x + bias below -lambd, x - bias above la
   int x = in_v(c, 0);
   if (x < 0) return wk_last_error();
   bool fl = wk_dtype_is_floating(vdt(c, x));
-  wk_garg L = fl ? GF(lambd) : GI((int64_t)lambd), B = fl ? GF(bias) : GI((int64_t)bias), NL = fl ? GF(-lambd) : GI(-(int64_t)lambd);
+  wk_garg L = fl ? GF(lambd) : GI((int64_t)lambd), B = fl ? GF(bias) : GI((int64_t)bias),
+          NL = fl ? GF(-lambd) : GI(-(int64_t)lambd);
   int lo = add1(c, "lt.Scalar", (wk_garg[]){GT(x), NL}, 2);
   int hi = lo < 0 ? -1 : add1(c, "gt.Scalar", (wk_garg[]){GT(x), L}, 2);
   int xp = hi < 0 ? -1 : add1(c, "add.Scalar", (wk_garg[]){GT(x), B}, 2);
@@ -1463,9 +1526,12 @@ static wk_status i_trilu(ictx *c) { /* keep j - i >= k (upper) or j - i <= k (lo
   if (has_in(c, 1)) {
     oxv *e = in_e(c, 1);
     if (!e) return wk_last_error();
-    if (e->nk == 1) TRY(kconst(c, e, 0, &k));
-    else if ((kv = in_v(c, 1)) < 0) return wk_last_error();
-    else if (vnd(c, kv) != 0 || vdt(c, kv) != WK_I64) return BAD("k must be a 0-d int64 tensor");
+    if (e->nk == 1)
+      TRY(kconst(c, e, 0, &k));
+    else if ((kv = in_v(c, 1)) < 0)
+      return wk_last_error();
+    else if (vnd(c, kv) != 0 || vdt(c, kv) != WK_I64)
+      return BAD("k must be a 0-d int64 tensor");
   }
   int x = in_v(c, 0);
   if (x < 0) return wk_last_error();
@@ -1475,7 +1541,8 @@ static wk_status i_trilu(ictx *c) { /* keep j - i >= k (upper) or j - i <= k (lo
   if (!kis_const(r) || !kis_const(cl)) return FAIL("symbolic matrix sizes are not supported");
   wk_garg dev = {.tag = WK_V_DEVICE, .u.device = c->im->dev.type ? c->im->dev : (wk_device){WK_DEVICE_CPU, 0}};
   int rows = add1(c, "arange", (wk_garg[]){GI(0), GI(wk_symdim_eval(r, NULL)), GI(1), GDT(WK_I64), dev}, 5);
-  int cols = rows < 0 ? -1 : add1(c, "arange", (wk_garg[]){GI(0), GI(wk_symdim_eval(cl, NULL)), GI(1), GDT(WK_I64), dev}, 5);
+  int cols =
+      rows < 0 ? -1 : add1(c, "arange", (wk_garg[]){GI(0), GI(wk_symdim_eval(cl, NULL)), GI(1), GDT(WK_I64), dev}, 5);
   int rc = cols < 0 ? -1 : add1(c, "unsqueeze", (wk_garg[]){GT(rows), GI(1)}, 2);
   int d = rc < 0 ? -1 : add1(c, "sub", (wk_garg[]){GT(cols), GT(rc)}, 2);
   int m = d < 0    ? -1
@@ -1494,43 +1561,98 @@ typedef struct irow {
 } irow;
 #define POOL "auto_pad|kernel_shape|pads|strides|dilations"
 static const irow k_rows[] = {
-    {"Relu", i_unary, "relu", ""}, {"Sigmoid", i_unary, "sigmoid", ""}, {"Tanh", i_unary, "tanh", ""},
-    {"Exp", i_unary, "exp", ""}, {"Log", i_unary, "log", ""}, {"Neg", i_unary, "neg", ""},
-    {"Abs", i_unary, "abs", ""}, {"Sqrt", i_unary, "sqrt", ""}, {"Reciprocal", i_unary, "reciprocal", ""},
-    {"Erf", i_unary, "erf", ""}, {"Sin", i_unary, "sin", ""}, {"Cos", i_unary, "cos", ""},
-    {"Tan", i_unary, "tan", ""}, {"Asin", i_unary, "asin", ""}, {"Acos", i_unary, "acos", ""},
-    {"Atan", i_unary, "atan", ""}, {"Sinh", i_unary, "sinh", ""}, {"Cosh", i_unary, "cosh", ""},
-    {"Asinh", i_unary, "asinh", ""}, {"Acosh", i_unary, "acosh", ""}, {"Atanh", i_unary, "atanh", ""},
-    {"Floor", i_unary, "floor", ""}, {"Ceil", i_unary, "ceil", ""}, {"Round", i_unary, "round", ""},
-    {"Sign", i_unary, "sign", ""}, {"Not", i_unary, "logical_not", ""}, {"IsNaN", i_unary, "isnan", ""},
-    {"IsInf", i_isinf, "isinf", "detect_negative|detect_positive"}, {"Softplus", i_unary, "softplus", ""},
-    {"HardSwish", i_unary, "hardswish", ""}, {"Mish", i_unary, "mish", ""}, {"Softsign", i_softsign, NULL, ""},
-    {"LeakyRelu", i_leaky, "leaky_relu", "alpha"}, {"Elu", i_leaky, "elu", "alpha"}, {"Celu", i_leaky, "celu", "alpha"},
-    {"Selu", i_selu, "selu", "alpha|gamma"}, {"HardSigmoid", i_hardsigmoid, NULL, "alpha|beta"},
-    {"Gelu", i_gelu, NULL, "approximate"}, {"Clip", i_clip, NULL, "min|max"},
-    {"Identity", i_identity, NULL, ""}, {"Dropout", i_identity, NULL, "ratio|seed|is_test"},
-    {"Add", i_binary, "add", "broadcast|axis"}, {"Sub", i_binary, "sub", "broadcast|axis"}, {"Mul", i_binary, "mul", "broadcast|axis"},
-    {"Div", i_binary, "div", "broadcast|axis"}, {"Pow", i_binary, "pow", "broadcast|axis"}, {"Equal", i_binary, "eq", "broadcast|axis"},
-    {"Less", i_binary, "lt", "broadcast|axis"}, {"Greater", i_binary, "gt", "broadcast|axis"}, {"LessOrEqual", i_binary, "le", ""},
-    {"GreaterOrEqual", i_binary, "ge", ""}, {"And", i_binary, "logical_and", "broadcast|axis"}, {"Or", i_binary, "logical_or", "broadcast|axis"},
-    {"Xor", i_binary, "ne", "broadcast|axis"}, {"Mod", i_binary, "fmod", "fmod"}, {"BitwiseAnd", i_binary, "bitwise_and", ""},
-    {"BitwiseOr", i_binary, "bitwise_or", ""}, {"BitwiseXor", i_binary, "bitwise_xor", ""},
-    {"Sum", i_variadic, "add", ""}, {"Max", i_variadic, "maximum", ""}, {"Min", i_variadic, "minimum", ""},
-    {"Mean", i_variadic, "add", ""}, {"Where", i_where, NULL, ""},
-    {"MatMul", i_matmul, NULL, ""}, {"Gemm", i_gemm, NULL, "alpha|beta|transA|transB|broadcast"},
-    {"Conv", i_conv, NULL, POOL "|group"}, {"MaxPool", i_maxpool, NULL, POOL "|ceil_mode|storage_order"},
+    {"Relu", i_unary, "relu", ""},
+    {"Sigmoid", i_unary, "sigmoid", ""},
+    {"Tanh", i_unary, "tanh", ""},
+    {"Exp", i_unary, "exp", ""},
+    {"Log", i_unary, "log", ""},
+    {"Neg", i_unary, "neg", ""},
+    {"Abs", i_unary, "abs", ""},
+    {"Sqrt", i_unary, "sqrt", ""},
+    {"Reciprocal", i_unary, "reciprocal", ""},
+    {"Erf", i_unary, "erf", ""},
+    {"Sin", i_unary, "sin", ""},
+    {"Cos", i_unary, "cos", ""},
+    {"Tan", i_unary, "tan", ""},
+    {"Asin", i_unary, "asin", ""},
+    {"Acos", i_unary, "acos", ""},
+    {"Atan", i_unary, "atan", ""},
+    {"Sinh", i_unary, "sinh", ""},
+    {"Cosh", i_unary, "cosh", ""},
+    {"Asinh", i_unary, "asinh", ""},
+    {"Acosh", i_unary, "acosh", ""},
+    {"Atanh", i_unary, "atanh", ""},
+    {"Floor", i_unary, "floor", ""},
+    {"Ceil", i_unary, "ceil", ""},
+    {"Round", i_unary, "round", ""},
+    {"Sign", i_unary, "sign", ""},
+    {"Not", i_unary, "logical_not", ""},
+    {"IsNaN", i_unary, "isnan", ""},
+    {"IsInf", i_isinf, "isinf", "detect_negative|detect_positive"},
+    {"Softplus", i_unary, "softplus", ""},
+    {"HardSwish", i_unary, "hardswish", ""},
+    {"Mish", i_unary, "mish", ""},
+    {"Softsign", i_softsign, NULL, ""},
+    {"LeakyRelu", i_leaky, "leaky_relu", "alpha"},
+    {"Elu", i_leaky, "elu", "alpha"},
+    {"Celu", i_leaky, "celu", "alpha"},
+    {"Selu", i_selu, "selu", "alpha|gamma"},
+    {"HardSigmoid", i_hardsigmoid, NULL, "alpha|beta"},
+    {"Gelu", i_gelu, NULL, "approximate"},
+    {"Clip", i_clip, NULL, "min|max"},
+    {"Identity", i_identity, NULL, ""},
+    {"Dropout", i_identity, NULL, "ratio|seed|is_test"},
+    {"Add", i_binary, "add", "broadcast|axis"},
+    {"Sub", i_binary, "sub", "broadcast|axis"},
+    {"Mul", i_binary, "mul", "broadcast|axis"},
+    {"Div", i_binary, "div", "broadcast|axis"},
+    {"Pow", i_binary, "pow", "broadcast|axis"},
+    {"Equal", i_binary, "eq", "broadcast|axis"},
+    {"Less", i_binary, "lt", "broadcast|axis"},
+    {"Greater", i_binary, "gt", "broadcast|axis"},
+    {"LessOrEqual", i_binary, "le", ""},
+    {"GreaterOrEqual", i_binary, "ge", ""},
+    {"And", i_binary, "logical_and", "broadcast|axis"},
+    {"Or", i_binary, "logical_or", "broadcast|axis"},
+    {"Xor", i_binary, "ne", "broadcast|axis"},
+    {"Mod", i_binary, "fmod", "fmod"},
+    {"BitwiseAnd", i_binary, "bitwise_and", ""},
+    {"BitwiseOr", i_binary, "bitwise_or", ""},
+    {"BitwiseXor", i_binary, "bitwise_xor", ""},
+    {"Sum", i_variadic, "add", ""},
+    {"Max", i_variadic, "maximum", ""},
+    {"Min", i_variadic, "minimum", ""},
+    {"Mean", i_variadic, "add", ""},
+    {"Where", i_where, NULL, ""},
+    {"MatMul", i_matmul, NULL, ""},
+    {"Gemm", i_gemm, NULL, "alpha|beta|transA|transB|broadcast"},
+    {"Conv", i_conv, NULL, POOL "|group"},
+    {"MaxPool", i_maxpool, NULL, POOL "|ceil_mode|storage_order"},
     {"AveragePool", i_avgpool, NULL, POOL "|ceil_mode|count_include_pad"},
-    {"GlobalAveragePool", i_global_pool, NULL, ""}, {"GlobalMaxPool", i_global_pool, NULL, ""},
+    {"GlobalAveragePool", i_global_pool, NULL, ""},
+    {"GlobalMaxPool", i_global_pool, NULL, ""},
     {"BatchNormalization", i_batchnorm, NULL, "epsilon|momentum|training_mode|spatial|is_test"},
     {"LayerNormalization", i_layernorm, NULL, "axis|epsilon|stash_type"},
-    {"Softmax", i_softmax, "softmax", "axis"}, {"LogSoftmax", i_softmax, "log_softmax", "axis"},
-    {"Shape", i_shape, NULL, "start|end"}, {"Size", i_size, NULL, ""}, {"Reshape", i_reshape, NULL, "allowzero|shape"},
-    {"Flatten", i_flatten, NULL, "axis"}, {"Unsqueeze", i_unsqueeze, NULL, "axes"}, {"Squeeze", i_squeeze, NULL, "axes"},
-    {"Concat", i_concat, NULL, "axis"}, {"Cast", i_cast, NULL, "to|saturate"}, {"Transpose", i_transpose, NULL, "perm"},
-    {"Slice", i_slice, NULL, "starts|ends|axes"}, {"Gather", i_gather, NULL, "axis"},
-    {"Constant", i_constant, NULL, "value|value_float|value_floats|value_int|value_ints|sparse_value|value_string|value_strings"},
-    {"ConstantOfShape", i_constant_of_shape, NULL, "value"}, {"Expand", i_expand, NULL, ""},
-    {"Tile", i_tile, NULL, ""}, {"Pad", i_pad, NULL, "mode|pads|value"}, {"Split", i_split, NULL, "axis|split|num_outputs"},
+    {"Softmax", i_softmax, "softmax", "axis"},
+    {"LogSoftmax", i_softmax, "log_softmax", "axis"},
+    {"Shape", i_shape, NULL, "start|end"},
+    {"Size", i_size, NULL, ""},
+    {"Reshape", i_reshape, NULL, "allowzero|shape"},
+    {"Flatten", i_flatten, NULL, "axis"},
+    {"Unsqueeze", i_unsqueeze, NULL, "axes"},
+    {"Squeeze", i_squeeze, NULL, "axes"},
+    {"Concat", i_concat, NULL, "axis"},
+    {"Cast", i_cast, NULL, "to|saturate"},
+    {"Transpose", i_transpose, NULL, "perm"},
+    {"Slice", i_slice, NULL, "starts|ends|axes"},
+    {"Gather", i_gather, NULL, "axis"},
+    {"Constant", i_constant, NULL,
+     "value|value_float|value_floats|value_int|value_ints|sparse_value|value_string|value_strings"},
+    {"ConstantOfShape", i_constant_of_shape, NULL, "value"},
+    {"Expand", i_expand, NULL, ""},
+    {"Tile", i_tile, NULL, ""},
+    {"Pad", i_pad, NULL, "mode|pads|value"},
+    {"Split", i_split, NULL, "axis|split|num_outputs"},
     {"ReduceMean", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
     {"ReduceSum", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
     {"ReduceMax", i_reduce, NULL, "axes|keepdims|noop_with_empty_axes"},
@@ -1546,9 +1668,14 @@ static const irow k_rows[] = {
     {"SoftmaxCrossEntropyLoss", i_loss, NULL, "reduction|ignore_index"},
     {"ArgMax", i_argmax, "argmax", "axis|keepdims|select_last_index"},
     {"ArgMin", i_argmax, "argmin", "axis|keepdims|select_last_index"},
-    {"PRelu", i_prelu, NULL, ""}, {"ThresholdedRelu", i_thresholded_relu, NULL, "alpha"},
-    {"Shrink", i_shrink, NULL, "lambd|bias"}, {"Trilu", i_trilu, NULL, "upper"}, {"InstanceNormalization", i_instancenorm, NULL, "epsilon"},
-    {"GatherElements", i_gather_elements, NULL, "axis"}, {"CastLike", i_castlike, NULL, "saturate"}, {"CumSum", i_cumsum, NULL, "exclusive|reverse"},
+    {"PRelu", i_prelu, NULL, ""},
+    {"ThresholdedRelu", i_thresholded_relu, NULL, "alpha"},
+    {"Shrink", i_shrink, NULL, "lambd|bias"},
+    {"Trilu", i_trilu, NULL, "upper"},
+    {"InstanceNormalization", i_instancenorm, NULL, "epsilon"},
+    {"GatherElements", i_gather_elements, NULL, "axis"},
+    {"CastLike", i_castlike, NULL, "saturate"},
+    {"CumSum", i_cumsum, NULL, "exclusive|reverse"},
 };
 
 bool ox_import_supported(const char *op_type) {

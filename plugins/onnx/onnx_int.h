@@ -50,11 +50,11 @@ struct ox_ex {
   size_t nnodes, cap_nodes;
   Onnx__TensorProto **inits;
   size_t ninits, cap_inits;
-  char **vname; /* per graph value id */
+  char **vname;    /* per graph value id */
   bool *named_out; /* per value id: written under a graph output's name */
-  char **symname; /* per symbol: a 1-D int64 [1] value holding it, once emitted */
-  int seq;        /* node counter, for unique names */
-  int cur;        /* graph node being emitted */
+  char **symname;  /* per symbol: a 1-D int64 [1] value holding it, once emitted */
+  int seq;         /* node counter, for unique names */
+  int cur;         /* graph node being emitted */
 };
 const char *ox_name(ox_ex *ex, int v); /* the ONNX name of graph value v */
 char *ox_tmp(ox_ex *ex);               /* a fresh value name */

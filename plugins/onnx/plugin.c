@@ -23,9 +23,12 @@ static wk_status export_graph(const wk_graph *g, const char *path, const wk_onnx
   wk_status st = export_graph_buffer(g, &data, &n, opts);
   if (st) return st;
   if (n >= OX_MAX_FILE)
-    st = wk_error(WK_ERR_UNSUPPORTED, "onnx export: the model is %zu bytes, over protobuf's 2 GiB limit (external data "
-                                      "files are not written yet)", n);
-  else st = ox_write_atomic("onnx export", path, data, n);
+    st = wk_error(WK_ERR_UNSUPPORTED,
+                  "onnx export: the model is %zu bytes, over protobuf's 2 GiB limit (external data "
+                  "files are not written yet)",
+                  n);
+  else
+    st = ox_write_atomic("onnx export", path, data, n);
   wk_free(data);
   return st;
 }
@@ -42,7 +45,8 @@ static wk_status export_module(wk_module *m, wk_tensor *const *inputs, int ninpu
   const wk_onnx_dynamic_axis *dyn = NULL;
   if (opts) {
     if (opts->struct_size < sizeof(wk_onnx_export_opts))
-      return wk_error(WK_ERR_INVALID_ARG, "onnx export: opts->struct_size is %zu; set it to sizeof(wk_onnx_export_opts)",
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "onnx export: opts->struct_size is %zu; set it to sizeof(wk_onnx_export_opts)",
                       opts->struct_size);
     nin_names = opts->ninput_names, in_names = opts->input_names;
     ndyn = opts->ndynamic_axes, dyn = opts->dynamic_axes;
@@ -61,11 +65,13 @@ static wk_status export_module(wk_module *m, wk_tensor *const *inputs, int ninpu
     return wk_error(WK_ERR_NO_MEMORY, "onnx export: out of memory");
   }
   for (int i = 0; i < ninputs; i++) {
-    if (i < nin_names) names[i] = in_names[i];
+    if (i < nin_names)
+      names[i] = in_names[i];
     else if (i < 64) {
       snprintf(defname[i], sizeof defname[i], i ? "x%d" : "x", i);
       names[i] = defname[i];
-    } else names[i] = "x";
+    } else
+      names[i] = "x";
   }
   int ntd = 0;
   wk_status st = WK_OK;
@@ -151,6 +157,8 @@ static const wk_onnx_iface g_onnx = {
     .info_free = ox_info_free,
 };
 
-static wk_status onnx_init(void) { return wk_service_register(WK_ONNX_SERVICE, WK_ONNX_SERVICE_VERSION, &g_onnx); }
+static wk_status onnx_init(void) {
+  return wk_service_register(WK_ONNX_SERVICE, WK_ONNX_SERVICE_VERSION, &g_onnx);
+}
 
 WK_PLUGIN_DEFINE("onnx", "0.1.0", "ONNX export and import of graphs (the onnx service)", onnx_init, NULL)

@@ -76,40 +76,62 @@ bool ox_push(ox_arena *ar, void ***arr, size_t *n, size_t *cap, void *p) {
 /* ---- dtypes ---- */
 int ox_onnx_type(wk_dtype dt) {
   switch (dt) {
-    case WK_F32: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-    case WK_F64: return ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
-    case WK_F16: return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
-    case WK_BF16: return ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
-    case WK_I8: return ONNX__TENSOR_PROTO__DATA_TYPE__INT8;
-    case WK_U8: return ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
-    case WK_I16: return ONNX__TENSOR_PROTO__DATA_TYPE__INT16;
-    case WK_I32: return ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
-    case WK_I64: return ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
-    case WK_BOOL: return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
-    default: return 0;
+    case WK_F32:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    case WK_F64:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE;
+    case WK_F16:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+    case WK_BF16:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+    case WK_I8:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__INT8;
+    case WK_U8:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__UINT8;
+    case WK_I16:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__INT16;
+    case WK_I32:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    case WK_I64:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    case WK_BOOL:
+      return ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+    default:
+      return 0;
   }
 }
 
 wk_dtype ox_wick_dtype(int t) {
   switch (t) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: return WK_F32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: return WK_F64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: return WK_F16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: return WK_BF16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: return WK_I8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: return WK_U8;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: return WK_I16;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: return WK_I32;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: return WK_I64;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: return WK_BOOL;
-    default: return (wk_dtype)0;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+      return WK_F32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE:
+      return WK_F64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16:
+      return WK_F16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16:
+      return WK_BF16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8:
+      return WK_I8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+      return WK_U8;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16:
+      return WK_I16;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32:
+      return WK_I32;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64:
+      return WK_I64;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL:
+      return WK_BOOL;
+    default:
+      return (wk_dtype)0;
   }
 }
 
 const char *ox_onnx_type_name(int t) {
-  static const char *names[] = {"undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64",
-                                "string", "bool", "float16", "double", "uint32", "uint64", "complex64",
-                                "complex128", "bfloat16"};
+  static const char *names[] = {"undefined", "float",  "uint8",     "int8",       "uint16",  "int16",
+                                "int32",     "int64",  "string",    "bool",       "float16", "double",
+                                "uint32",    "uint64", "complex64", "complex128", "bfloat16"};
   if (t >= 0 && t < (int)(sizeof names / sizeof *names)) return names[t];
   return "unknown";
 }
