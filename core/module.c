@@ -428,6 +428,7 @@ typedef struct {
   wk_tensor **seen; /* every tensor counted so far (deduplication) */
   int nseen, capseen;
   bool params, persistent_only;
+  bool oom; /* a name could not be recorded */
 } walk_ctx;
 
 static bool seen_before(walk_ctx *w, wk_tensor *t) {
@@ -453,7 +454,7 @@ static void walk(walk_ctx *w, const wk_module *m, const char *prefix) {
     if (seen_before(w, s[i].t)) continue;
     if (w->n < w->cap) {
       if (w->out) w->out[w->n] = s[i].t;
-      if (w->names) w->names[w->n] = intern(w->root, prefix, s[i].name);
+      if (w->names && !(w->names[w->n] = intern(w->root, prefix, s[i].name))) w->oom = true;
     }
     w->n++;
   }
@@ -470,6 +471,7 @@ static int walk_slots(const wk_module *m, const char **names, wk_tensor **out, i
   walk_ctx w = {(wk_module *)m, names, out, cap > 0 ? cap : 0, 0, NULL, 0, 0, params, persistent_only};
   walk(&w, m, "");
   free(w.seen);
+  if (w.oom) return wk_error(WK_ERR_NO_MEMORY, "module: out of memory naming the %s", params ? "parameters" : "buffers"), -1;
   return w.n;
 }
 
@@ -561,9 +563,11 @@ typedef struct {
   const char **names;
   wk_tensor **ts;
   int n, cap;
+  bool oom; /* an entry could not be recorded: the walk's result is unusable */
 } entries_ctx;
 
 static void entries_walk(entries_ctx *e, const wk_module *m, const char *prefix) {
+  if (e->oom) return;
   for (int pass = 0; pass < 2; pass++) {
     const slot *s = pass == 0 ? m->params : m->bufs;
     int n = pass == 0 ? m->np : m->nb;
@@ -578,10 +582,16 @@ static void entries_walk(entries_ctx *e, const wk_module *m, const char *prefix)
         if (pn) e->names = pn;
         wk_tensor **pt = wk_realloc(e->ts, sizeof *pt * (size_t)c);
         if (pt) e->ts = pt;
-        if (!pn || !pt) continue;
+        if (!pn || !pt) {
+          e->oom = true;
+          return;
+        }
         e->cap = c;
       }
-      e->names[e->n] = intern(e->root, prefix, s[i].name);
+      if (!(e->names[e->n] = intern(e->root, prefix, s[i].name))) {
+        e->oom = true;
+        return;
+      }
       e->ts[e->n++] = s[i].t;
     }
   }
@@ -597,7 +607,8 @@ static int model_entries(const wk_module *m, const char ***names, wk_tensor ***t
   entries_walk(&e, m, "");
   *names = e.names;
   *ts = e.ts;
-  return e.n;
+  if (e.oom) wk_error(WK_ERR_NO_MEMORY, "module state: out of memory listing the parameters and buffers");
+  return e.oom ? -1 : e.n;
 }
 
 wk_state_dict *wk_module_state_dict(const wk_module *m) {
