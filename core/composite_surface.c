@@ -427,6 +427,22 @@ static wk_status k_nonzero(const wk_kernel_ctx *c, const wk_value *args, wk_valu
   return FINISH1(C1("stack", WK_VTS(cols, nd), WK_VI(1)));
 }
 
+/* searchsorted/bucketize: per value, the number of boundaries b (of its row) with !(b >= v) (left) or
+ * !(b > v) (right): what PyTorch's binary search returns for a sorted row, NaN values landing past the end.
+ * A [..., k, m] comparison, summed over m (memory k * m per row: a composite, not a binary search). */
+static wk_status k_searchsorted(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  bool bucket = wk_op_name(c->op)[0] == 'b';
+  wk_tensor *seq = T(bucket ? 1 : 0), *v = T(bucket ? 0 : 1);
+  bool right = args[3].u.b || (!bucket && args[4].tag == WK_V_STR && !strcmp(args[4].u.s, "right"));
+  if (!bucket && args[5].tag == WK_V_TENSOR) seq = C1("gather", WK_VT(seq), WK_VI(-1), WK_VT(T(5)));
+  wk_tensor *vv = wk_unsqueeze(v, -1);
+  if (seq && seq->ndim > 1) seq = wk_unsqueeze(seq, -2);
+  wk_tensor *past = seq && vv ? wk_logical_not(right ? wk_gt(seq, vv) : wk_ge(seq, vv)) : NULL;
+  return FINISH1(C1("sum.dim_IntList", WK_VT(past), WK_VINTS((const int64_t[]){-1}, 1), WK_VB(false),
+                    WK_VDT(args[2].u.b ? WK_I32 : WK_I64)));
+}
+
 void wk__composites_surface_register(void);
 void wk__composites_surface_register(void) {
   static const struct {
@@ -471,7 +487,9 @@ void wk__composites_surface_register(void) {
             {"median", k_median},
             {"median.dim", k_median},
             {"nonzero", k_nonzero},
-            {"argwhere", k_nonzero}};
+            {"argwhere", k_nonzero},
+            {"searchsorted.Tensor", k_searchsorted},
+            {"bucketize.Tensor", k_searchsorted}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite"};

@@ -578,6 +578,53 @@ static wk_status meta_nonzero(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* searchsorted.Tensor(sorted_sequence, self, out_int32, right, side, sorter) and bucketize.Tensor(self,
+ * boundaries, out_int32, right): PyTorch's searchsorted_pre_check, self's shape of int64 (int32). */
+static wk_status meta_searchsorted(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  bool bucket = wk_op_name(op)[0] == 'b';
+  const char *nm = bucket ? "torch.bucketize()" : "torch.searchsorted()";
+  wk_tensor *seq = MT(bucket ? 1 : 0), *self = MT(bucket ? 0 : 1);
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+  if (seq->dtype == WK_BOOL || self->dtype == WK_BOOL)
+    return wk_error(WK_ERR_DTYPE, "%s: \"searchsorted\" not implemented for 'Bool'", nm);
+  if (bucket && seq->ndim != 1)
+    return wk_error(WK_ERR_SHAPE, "%s: boundaries tensor must be 1 dimension, but got dim(%d)", nm, seq->ndim);
+  if (seq->ndim == 0)
+    return wk_error(WK_ERR_SHAPE, "%s: boundaries tensor should have positive dimension, but got 0 dimension", nm);
+  if (seq->ndim > 1) {
+    bool ok = self->ndim == seq->ndim;
+    for (int d = 0; ok && d + 1 < seq->ndim; d++) ok = seq->sizes[d] == self->sizes[d];
+    if (self->ndim == 0)
+      return wk_error(WK_ERR_SHAPE, "%s: input value can be a scalar only when boundaries tensor dimension is 1, but we "
+                      "got boundaries tensor dim(%d) and input value's dim(0) numel(1)", nm, seq->ndim);
+    if (!ok)
+      return wk_error(WK_ERR_SHAPE, "%s: boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                      "boundaries tensor and input value tensor must match, but we got boundaries tensor %s and input "
+                      "value tensor %s", nm, shape_of(seq, a, sizeof a), shape_of(self, b, sizeof b));
+  }
+  if (!bucket) {
+    const char *side = MNONE(4) ? NULL : args[4].u.s;
+    if (side && strcmp(side, "left") && strcmp(side, "right"))
+      return wk_error(WK_ERR_INVALID_ARG, "%s: side can only be 'left' or 'right' but got %s", nm, side);
+    if (side && args[3].u.b && !strcmp(side, "left"))
+      return wk_error(WK_ERR_INVALID_ARG, "%s: side and right can't be set to opposites, got side of left while right "
+                      "was True", nm);
+    if (!MNONE(5)) {
+      wk_tensor *so = MT(5);
+      if (so->dtype != WK_I64)
+        return wk_error(WK_ERR_DTYPE, "%s: sorter must be a tensor of long dtype but got dtype %s", nm,
+                        wk_dtype_name(so->dtype));
+      bool same = so->ndim == seq->ndim;
+      for (int d = 0; same && d < so->ndim; d++) same = so->sizes[d] == seq->sizes[d];
+      if (!same)
+        return wk_error(WK_ERR_SHAPE, "%s: boundary and sorter must have the same size, but got boundary tensor %s "
+                        "and got sorter tensor %s", nm, shape_of(seq, a, sizeof a), shape_of(so, b, sizeof b));
+    }
+  }
+  wk__meta_like(o, self, args[2].u.b ? WK_I32 : WK_I64);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"copy_", meta_copy_},
     {"cat", meta_cat},
@@ -613,6 +660,8 @@ static const wk__meta_row g_rows[] = {
     {"argsort.stable", meta_argsort},
     {"nonzero", meta_nonzero},
     {"argwhere", meta_nonzero},
+    {"searchsorted.Tensor", meta_searchsorted},
+    {"bucketize.Tensor", meta_searchsorted},
 };
 
 const wk__meta_family wk__metas_index = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -820,6 +820,8 @@ static const sw_row g_rows[] = {
     {.op = "argsort.stable", .gen = g_argsort, .err = e_argsort, .dtypes = D_FIB, .modes = M_ES},
     {.op = "nonzero", .gen = g_nonzero, .dtypes = D_ALL, .modes = M_ES, .flags = SW_DYNAMIC},
     {.op = "argwhere", .gen = g_nonzero, .dtypes = D_ALL, .modes = M_ES, .flags = SW_DYNAMIC},
+    {.op = "searchsorted.Tensor", .gen = g_searchsorted, .err = e_searchsorted, .dtypes = D_FIB, .modes = M_ES},
+    {.op = "bucketize.Tensor", .gen = g_searchsorted, .err = e_searchsorted, .dtypes = D_FIB, .modes = M_ES},
     {.op = "topk", .gen = g_topk, .err = e_topk, .dtypes = D_FIB, .modes = M_ES},
     {.op = "sort", .gen = g_sort, .err = e_dim5, .dtypes = D_FIB, .modes = M_ES},
     {.op = "one_hot", .gen = g_one_hot, .err = e_one_hot, .dtypes = DT(WK_I64), .modes = M_ES},

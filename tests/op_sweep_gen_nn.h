@@ -651,6 +651,53 @@ static bool g_nonzero(sw_case *c) {
   at(c, x && z ? CALL1("masked_fill.Scalar", WK_VT(x), WK_VT(z), WK_VI(0)) : NULL);
   return true;
 }
+/* searchsorted/bucketize: sorted boundaries (1-d, or searchsorted's rows matching self's leading dims; an
+ * unsorted sequence with its sorter at times), values in the same range (integers: ties with boundaries). */
+static bool g_searchsorted(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], bs[WK_MAX_DIMS];
+  bool bucket = is_op(c, "bucketize");
+  int nd = rshape(c, s, 0, 3);
+  bool rows = !bucket && nd >= 2 && runif(c) < 0.5, use_sorter = !bucket && runif(c) < 0.3;
+  int bn = rows ? nd : 1;
+  for (int d = 0; d + 1 < bn; d++) bs[d] = s[d];
+  bs[bn - 1] = rpick(c, 0, 5);
+  wk_tensor *raw = rt(c, c->dt, bs, bn, -2, 2);
+  wk_tensor *seq = use_sorter ? raw : raw ? CALL1("sort", WK_VT(raw), WK_VI(-1), WK_VB(false)) : NULL;
+  wk_tensor *self = rself(c, s, nd);
+  bool right = runif(c) < 0.5;
+  at(c, bucket ? self : seq);
+  at(c, bucket ? seq : self);
+  ab(c, runif(c) < 0.3);
+  ab(c, right);
+  if (bucket) return true;
+  if (runif(c) < 0.4)
+    astr(c, right ? "right" : "left");
+  else
+    anone(c);
+  if (use_sorter)
+    at_frozen(c, raw ? CALL1("argsort", WK_VT(raw), WK_VI(-1), WK_VB(false)) : NULL);
+  else
+    anone(c);
+  return true;
+}
+static bool e_searchsorted(sw_case *c, int k) { /* rows unlike self's; a bad side; bool values */
+  int64_t s[2] = {2, 3}, b2[2] = {3, 4}, b1[1] = {4};
+  bool bucket = is_op(c, "bucketize");
+  if (k > 2 || (bucket && k == 1)) return false;
+  wk_tensor *seq = k == 0 ? rt(c, WK_F32, b2, 2, -1, 1) : rt(c, k == 2 ? WK_BOOL : WK_F32, b1, 1, -1, 1);
+  wk_tensor *self = rt(c, k == 2 ? WK_BOOL : WK_F32, s, 2, -1, 1);
+  at(c, bucket ? self : seq);
+  at(c, bucket ? seq : self);
+  ab(c, false);
+  ab(c, k == 1);
+  if (bucket) return true;
+  if (k == 1)
+    astr(c, "left"); /* opposite of right=True */
+  else
+    anone(c);
+  anone(c);
+  return true;
+}
 /* gather/scatter indices: index sizes <= self's, values distinct along dim
  * within each column (scatter without add is then deterministic). */
 static wk_tensor *scatter_index(sw_case *c, const int64_t *s, int nd, int d, int64_t *is) {

@@ -3141,6 +3141,23 @@ static inline wk_tensor *wkx_argwhere(wk_tensor *self) {
   return wk__gen_call(&wk__op, "argwhere", wk__a, 1, (wk_tensor **const *)0, 0, 0);
 }
 
+/* searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor */
+static inline wk_tensor *wkx_searchsorted__Tensor(wk_tensor *sorted_sequence, wk_tensor *self, bool out_int32,
+    bool right, const char *side, wk_tensor *sorter) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(sorted_sequence), WK_VT(self), WK_VB(out_int32), WK_VB(right), WK_VS(side),
+                             WK_VT(sorter)};
+  return wk__gen_call(&wk__op, "searchsorted.Tensor", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor */
+static inline wk_tensor *wkx_bucketize__Tensor(wk_tensor *self, wk_tensor *boundaries, bool out_int32,
+    bool right) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(boundaries), WK_VB(out_int32), WK_VB(right)};
+  return wk__gen_call(&wk__op, "bucketize.Tensor", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices) */
 static inline wk_tensor *wkx_topk(wk_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                                   wk_tensor **indices) {
@@ -3837,6 +3854,8 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_argsort__stable, "argsort.stable", "argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor") \
   X(wkx_nonzero, "nonzero", "nonzero(Tensor self) -> Tensor") \
   X(wkx_argwhere, "argwhere", "argwhere(Tensor self) -> Tensor") \
+  X(wkx_searchsorted__Tensor, "searchsorted.Tensor", "searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor") \
+  X(wkx_bucketize__Tensor, "bucketize.Tensor", "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor") \
   X(wkx_topk, "topk", "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)") \
   X(wkx_sort, "sort", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)") \
   X(wkx_one_hot, "one_hot", "one_hot(Tensor self, int num_classes=-1) -> Tensor") \

@@ -386,6 +386,26 @@ case("nonzero 0-d", "nonzero", [T(torch.tensor(3.0))], torch.nonzero(torch.tenso
 case("nonzero all zero", "argwhere", [T(torch.zeros(2, 2))], torch.argwhere(torch.zeros(2, 2)))
 case("nonzero empty", "nonzero", [T(torch.zeros(0, 3))], torch.nonzero(torch.zeros(0, 3)))
 
+# ---- searchsorted, bucketize ----
+bd = torch.tensor([-1.0, 0.0, 0.0, 1.5, 3.0])
+sv = torch.tensor([[float("nan"), -2.0, -1.0, 0.0], [-0.0, 1.0, 3.0, float("inf")]])
+for right in (False, True):
+    case("searchsorted 1-d right=%s" % right, "searchsorted.Tensor", [T(bd), T(sv), False, right, None, None],
+         torch.searchsorted(bd, sv, right=right))
+    case("bucketize right=%s" % right, "bucketize.Tensor", [T(sv), T(bd), False, right], torch.bucketize(sv, bd, right=right))
+srows = torch.tensor([[1, 3, 5, 7], [2, 2, 4, 8]])
+svals = torch.tensor([[3, 6, 0], [2, 9, 4]])
+case("searchsorted rows int64 side=right int32", "searchsorted.Tensor", [T(srows), T(svals), True, False, "right", None],
+     torch.searchsorted(srows, svals, out_int32=True, side="right"))
+unsorted = torch.tensor([3.0, -1.0, 2.0, 0.5])
+sorter = torch.argsort(unsorted)
+sq = torch.tensor([0.0, 2.0, 5.0])
+case("searchsorted sorter", "searchsorted.Tensor", [T(unsorted), T(sq), False, False, None, T(sorter)],
+     torch.searchsorted(unsorted, sq, sorter=sorter))
+case("bucketize 0-d", "bucketize.Tensor", [T(torch.tensor(0.7)), T(bd), False, False], torch.bucketize(torch.tensor(0.7), bd))
+case("searchsorted empty boundaries", "searchsorted.Tensor", [T(torch.zeros(0)), T(sq), False, False, None, None],
+     torch.searchsorted(torch.zeros(0), sq))
+
 if __name__ == "__main__":
     emit(sys.stdout, cases, grad_cases, pre="o", arr="ops_ref_cases", garr="ops_ref_grad_cases",
          script="gen_ops_ref.py")

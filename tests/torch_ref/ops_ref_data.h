@@ -505,6 +505,31 @@ static const double oc203_a0[] = {0.0, 0.0, 0.0, 0.0};
 static const double oc203_o0[] = {0};
 static const double oc204_a0[] = {0};
 static const double oc204_o0[] = {0};
+static const double oc205_a0[] = {-1.0, 0.0, 0.0, 1.5, 3.0};
+static const double oc205_a1[] = {NAN, -2.0, -1.0, 0.0, -0.0, 1.0, 3.0, INFINITY};
+static const double oc205_o0[] = {5.0, 0.0, 0.0, 1.0, 1.0, 3.0, 4.0, 5.0};
+static const double oc206_a0[] = {NAN, -2.0, -1.0, 0.0, -0.0, 1.0, 3.0, INFINITY};
+static const double oc206_a1[] = {-1.0, 0.0, 0.0, 1.5, 3.0};
+static const double oc206_o0[] = {5.0, 0.0, 0.0, 1.0, 1.0, 3.0, 4.0, 5.0};
+static const double oc207_a0[] = {-1.0, 0.0, 0.0, 1.5, 3.0};
+static const double oc207_a1[] = {NAN, -2.0, -1.0, 0.0, -0.0, 1.0, 3.0, INFINITY};
+static const double oc207_o0[] = {5.0, 0.0, 1.0, 3.0, 3.0, 3.0, 5.0, 5.0};
+static const double oc208_a0[] = {NAN, -2.0, -1.0, 0.0, -0.0, 1.0, 3.0, INFINITY};
+static const double oc208_a1[] = {-1.0, 0.0, 0.0, 1.5, 3.0};
+static const double oc208_o0[] = {5.0, 0.0, 1.0, 3.0, 3.0, 3.0, 5.0, 5.0};
+static const double oc209_a0[] = {1.0, 3.0, 5.0, 7.0, 2.0, 2.0, 4.0, 8.0};
+static const double oc209_a1[] = {3.0, 6.0, 0.0, 2.0, 9.0, 4.0};
+static const double oc209_o0[] = {2.0, 3.0, 0.0, 2.0, 4.0, 3.0};
+static const double oc210_a0[] = {3.0, -1.0, 2.0, 0.5};
+static const double oc210_a1[] = {0.0, 2.0, 5.0};
+static const double oc210_a5[] = {1.0, 3.0, 2.0, 0.0};
+static const double oc210_o0[] = {1.0, 2.0, 4.0};
+static const double oc211_a0[] = {0.699999988079071};
+static const double oc211_a1[] = {-1.0, 0.0, 0.0, 1.5, 3.0};
+static const double oc211_o0[] = {3.0};
+static const double oc212_a0[] = {0};
+static const double oc212_a1[] = {0.0, 2.0, 5.0};
+static const double oc212_o0[] = {0.0, 0.0, 0.0};
 
 static const ref_case ops_ref_cases[] = {
   {"expm1 f32 edges", "expm1", 1, {{REF_TENSOR, WK_F32, 1, {17}, oc0_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_F32, 1, {17}, oc0_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
@@ -711,7 +736,15 @@ static const ref_case ops_ref_cases[] = {
   {"nonzero bool 1-d", "nonzero", 1, {{REF_TENSOR, WK_BOOL, 1, {3}, oc201_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 1}, oc201_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
   {"nonzero 0-d", "nonzero", 1, {{REF_TENSOR, WK_F32, 0, {0}, oc202_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {1, 0}, oc202_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
   {"nonzero all zero", "argwhere", 1, {{REF_TENSOR, WK_F32, 2, {2, 2}, oc203_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {0, 2}, oc203_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
-  {"nonzero empty", "nonzero", 1, {{REF_TENSOR, WK_F32, 2, {0, 3}, oc204_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {0, 2}, oc204_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06}};
+  {"nonzero empty", "nonzero", 1, {{REF_TENSOR, WK_F32, 2, {0, 3}, oc204_a0, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {0, 2}, oc204_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"searchsorted 1-d right=False", "searchsorted.Tensor", 6, {{REF_TENSOR, WK_F32, 1, {5}, oc205_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_F32, 2, {2, 4}, oc205_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 4}, oc205_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"bucketize right=False", "bucketize.Tensor", 4, {{REF_TENSOR, WK_F32, 2, {2, 4}, oc206_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_F32, 1, {5}, oc206_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 4}, oc206_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"searchsorted 1-d right=True", "searchsorted.Tensor", 6, {{REF_TENSOR, WK_F32, 1, {5}, oc207_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_F32, 2, {2, 4}, oc207_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 4}, oc207_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"bucketize right=True", "bucketize.Tensor", 4, {{REF_TENSOR, WK_F32, 2, {2, 4}, oc208_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_F32, 1, {5}, oc208_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 2, {2, 4}, oc208_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"searchsorted rows int64 side=right int32", "searchsorted.Tensor", 6, {{REF_TENSOR, WK_I64, 2, {2, 4}, oc209_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 2, {2, 3}, oc209_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 1, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_STR, 0, 0, {0}, NULL, 0, 0, NULL, 0, "right", NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I32, 2, {2, 3}, oc209_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"searchsorted sorter", "searchsorted.Tensor", 6, {{REF_TENSOR, WK_F32, 1, {4}, oc210_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_F32, 1, {3}, oc210_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_I64, 1, {4}, oc210_a5, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 1, {3}, oc210_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"bucketize 0-d", "bucketize.Tensor", 4, {{REF_TENSOR, WK_F32, 0, {0}, oc211_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_F32, 1, {5}, oc211_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 0, {0}, oc211_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06},
+  {"searchsorted empty boundaries", "searchsorted.Tensor", 6, {{REF_TENSOR, WK_F32, 1, {0}, oc212_a0, 0, 0, NULL, 0, NULL, NULL}, {REF_TENSOR, WK_F32, 1, {3}, oc212_a1, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_BOOL, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}, {REF_NONE, 0, 0, {0}, NULL, 0, 0, NULL, 0, NULL, NULL}}, 1, {{REF_TENSOR, WK_I64, 1, {3}, oc212_o0, 0, 0, NULL, 0, NULL, NULL}}, 1e-05, 1e-06}};
 static const double og0_a0[] = {0.9134899156814384, -1.81810570539843, -1.3312512514433692, 2.981882324892573, -0.013029989830620536, -0.43806703370188105, 2.5251080506750005, 0.0866328968721124, -0.8988911049281949, -2.7169585043096567};
 static const double og0_go[] = {-1.1678430923218786, 1.2199111584079652, 0.5169707405766508, 0.08471959809655195, 0.21935357756896315, -0.40390963621005493, -0.00582494519672213, -0.8698607906599048, 0.41421145501631823, 0.2580582342264251};
 static const double og0_gr0[] = {-2.911441887047717, 0.19803179699800622, 0.1365560327640355, 1.6710864826308824, 0.21651394306441987, -0.26063583022071735, -0.07276664242857951, -0.9485799577530915, 0.1685926582780173, 0.01705130549121952};
