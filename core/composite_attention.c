@@ -73,7 +73,7 @@ static void geom(sdc_geom *g, const wk_value *args, wk_tensor *q, wk_tensor *k, 
 static wk_tensor *host_bool(const sdc_geom *g, const int64_t *sizes, uint64_t seed, uint64_t offset, bool dropout,
                             wk_device dev) {
   int64_t n = g->BH * g->L * g->S;
-  bool *b = malloc((size_t)(n ? n : 1));
+  bool *b = wk_malloc((size_t)(n ? n : 1));
   if (!b) {
     wk_error(WK_ERR_NO_MEMORY, "scaled_dot_product_attention(): out of memory");
     return NULL;
@@ -94,6 +94,7 @@ static wk_tensor *host_bool(const sdc_geom *g, const int64_t *sizes, uint64_t se
 
 /* The scores with the mask applied: scale * q k^T (+ mask), -inf where masked. */
 static wk_tensor *scores(const sdc_geom *g, wk_tensor *q, wk_tensor *k, wk_tensor *mask, wk_dtype cd) {
+  if (!q || !k) return NULL; /* a failed conversion (a device without the kernel): its error stands */
   wk_tensor *s = wk_mul_scalar(wk_matmul(q, wk_transpose(k, -2, -1)), g->scale);
   int64_t sz[WK_MAX_DIMS];
   memcpy(sz, q->sizes, sizeof(int64_t) * (size_t)g->nd);
@@ -147,8 +148,16 @@ static wk_status k_sdpa_composite(const wk_kernel_ctx *c, const wk_value *args, 
     wk_scope_keep(lse);
     wk_scope_keep(rng);
   }
+  /* the calls above run as top-level calls (depth 0), so a later success
+   * would leave the first failure stale: keep its message for the caller */
+  wk_status code = ok ? WK_OK : wk_last_error();
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", ok ? "" : wk_last_error_message());
   SDC_END
-  if (!ok) return wk_last_error();
+  if (!ok)
+    return code ? wk_error_replace(code, "%s", msg)
+                : wk_error_replace(WK_ERR_NO_KERNEL, "scaled_dot_product_attention(): the composite failed on device '%s'",
+                                   wk_device_type_name(dev.type));
   outs[0] = WK_VT(o);
   outs[1] = WK_VT(lse);
   outs[2] = WK_VT(rng);
