@@ -443,6 +443,65 @@ static wk_status k_searchsorted(const wk_kernel_ctx *c, const wk_value *args, wk
                     WK_VDT(args[2].u.b ? WK_I32 : WK_I64)));
 }
 
+/* bincount: zeros of length max(max(self) + 1, minlength), scatter_add of the weights (or ones) at self.
+ * Reading the extrema syncs with the device (the length is data, as in PyTorch). */
+static wk_status k_bincount(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0), *w = args[1].tag == WK_V_TENSOR ? T(1) : NULL;
+  wk_dtype dt = w ? (wk_tensor_dtype(w) == WK_F32 ? WK_F32 : WK_F64) : WK_I64;
+  wk_options o = {.dtype = dt, .device = x->storage->device};
+  int64_t n = args[2].u.i, mn = 0, mx = -1;
+  if (wk_tensor_numel(x) > 0) {
+    if (wk_item_i64(wk_min(x), &mn) || wk_item_i64(wk_max(x), &mx)) return FINISH1(NULL);
+    if (mn < 0) {
+      wk_error(WK_ERR_INVALID_ARG, "bincount(): bincount only supports 1-d non-negative integral inputs (got %lld)",
+               (long long)mn);
+      return FINISH1(NULL);
+    }
+  }
+  if (mx + 1 > n) n = mx + 1;
+  wk_tensor *r = wk_zeros(&n, 1, o);
+  if (wk_tensor_numel(x) == 0 || !r) return FINISH1(r);
+  wk_tensor *i = x->dtype == WK_I64 ? x : wk_to_dtype(x, WK_I64);
+  wk_tensor *src = w ? wk_to_dtype(w, dt) : wk_ones_like(i, (wk_options){0});
+  return FINISH1(i && src ? C1("scatter_add", WK_VT(r), WK_VI(0), WK_VT(i), WK_VT(src)) : NULL);
+}
+
+/* histc: PyTorch's linear bins: elements outside [min, max] and NaN skipped (as PyTorch documents; its 1.13
+ * cpu kernel counts a NaN into bin 0, through an undefined float-to-int cast), bin (x - min) * bins /
+ * (max - min) truncated, max itself in the last bin; min == max takes the data's extrema (then +-1 if
+ * still equal). Counted with scatter_add into [bins]. */
+static double scalar_d(const wk_value *v) {
+  return v->tag == WK_V_INT ? (double)v->u.i : v->tag == WK_V_BOOL ? v->u.b : v->u.f;
+}
+static wk_status k_histc(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  int64_t bins = args[1].u.i, all = -1;
+  double lo = scalar_d(&args[2]), hi = scalar_d(&args[3]);
+  wk_options o = {.dtype = x->dtype, .device = x->storage->device};
+  bool meta = x->storage->device.type == wk_device_type_find("meta"); /* no data: the shape is all there is */
+  if (meta) return FINISH1(wk_zeros(&bins, 1, o));
+  if (lo == hi && wk_tensor_numel(x) > 0) {
+    if (wk_item(wk_min(x), &lo) || wk_item(wk_max(x), &hi)) return FINISH1(NULL);
+  }
+  if (lo == hi) lo -= 1, hi += 1;
+  if (!isfinite(lo) || !isfinite(hi)) {
+    wk_error(WK_ERR_INVALID_ARG, "torch.histc: range of [%g, %g] is not finite", lo, hi);
+    return FINISH1(NULL);
+  }
+  wk_tensor *r = wk_zeros(&bins, 1, o);
+  if (!r || wk_tensor_numel(x) == 0) return FINISH1(r);
+  wk_tensor *f = wk_reshape(x, &all, 1);
+  wk_tensor *in = f ? wk_logical_and(wk_ge_scalar(f, lo), wk_le_scalar(f, hi)) : NULL;
+  wk_tensor *xs = in ? wk_where(in, f, wk_full_like(f, lo, (wk_options){0})) : NULL;
+  wk_tensor *pos = xs ? wk_div_scalar(wk_mul_scalar(wk_sub_scalar(xs, lo), (double)bins), hi - lo) : NULL;
+  pos = pos ? wk_clamp(wk_trunc(pos), 0, (double)(bins - 1)) : NULL;
+  wk_tensor *idx = pos ? wk_to_dtype(pos, WK_I64) : NULL;
+  wk_tensor *cnt = in ? wk_to_dtype(in, x->dtype) : NULL;
+  return FINISH1(idx && cnt ? C1("scatter_add", WK_VT(r), WK_VI(0), WK_VT(idx), WK_VT(cnt)) : NULL);
+}
+
 void wk__composites_surface_register(void);
 void wk__composites_surface_register(void) {
   static const struct {
@@ -489,7 +548,9 @@ void wk__composites_surface_register(void) {
             {"nonzero", k_nonzero},
             {"argwhere", k_nonzero},
             {"searchsorted.Tensor", k_searchsorted},
-            {"bucketize.Tensor", k_searchsorted}};
+            {"bucketize.Tensor", k_searchsorted},
+            {"bincount", k_bincount},
+            {"histc", k_histc}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite"};

@@ -2,6 +2,7 @@
  * scatter/scatter_add (all forms), masked_fill, masked_select, repeat, flip,
  * roll, one_hot, clone and to.dtype. Index dtypes, ranks and shapes are
  * checked here; index values are data, so their ranges stay in the kernels. */
+#include <math.h>
 #include <stdio.h>
 
 #include <wick/sdk/check.h>
@@ -625,6 +626,40 @@ static wk_status meta_searchsorted(wk_op *op, const wk_value *args, wk_meta_out 
   return WK_OK;
 }
 
+/* bincount(self, weights, minlength): a 1-d integer input; the length (max + 1) is data. int64 counts, or
+ * the weights' sums in float32 (float32 weights) or float64 (others), as PyTorch's. */
+static wk_status meta_bincount(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0), *w = MNONE(1) ? NULL : MT(1);
+  if (self->dtype == WK_BOOL || wk_dtype_is_floating(self->dtype))
+    return wk_error(WK_ERR_DTYPE, "bincount(): \"bincount_cpu\" not implemented for '%s'", wk_dtype_torch_name(self->dtype));
+  if (self->ndim != 1) return wk_error(WK_ERR_SHAPE, "bincount(): bincount only supports 1-d non-negative integral inputs.");
+  if (w && (w->ndim != 1 || w->sizes[0] != self->sizes[0]))
+    return wk_error(WK_ERR_SHAPE, "bincount(): weights should be 1-d and have the same length as input");
+  if (args[2].u.i < 0) return wk_error(WK_ERR_INVALID_ARG, "bincount(): minlength should be >= 0");
+  o->dtype = !w ? WK_I64 : w->dtype == WK_F32 ? WK_F32 : WK_F64;
+  o->ndim = WK_META_DYNAMIC;
+  return WK_OK;
+}
+/* histc(self, bins, min, max): [bins] of self's (floating) dtype. */
+static double scalar_of(const wk_value *v) {
+  return v->tag == WK_V_INT ? (double)v->u.i : v->tag == WK_V_BOOL ? v->u.b : v->u.f;
+}
+static wk_status meta_histc(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *self = MT(0);
+  int64_t bins = args[1].u.i;
+  if (!wk_dtype_is_floating(self->dtype))
+    return wk_error(WK_ERR_DTYPE, "histc(): \"histogram_cpu\" not implemented for '%s'", wk_dtype_torch_name(self->dtype));
+  if (bins <= 0) return wk_error(WK_ERR_INVALID_ARG, "torch.histc(): bins must be > 0, but got %lld", (long long)bins);
+  double lo = scalar_of(&args[2]), hi = scalar_of(&args[3]);
+  if (!isfinite(lo) || !isfinite(hi))
+    return wk_error(WK_ERR_INVALID_ARG, "torch.histc: range of [%g, %g] is not finite", lo, hi);
+  if (lo > hi) return wk_error(WK_ERR_INVALID_ARG, "torch.histc: max must be larger than min");
+  wk__meta_shape(o, &bins, 1, self->dtype);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"copy_", meta_copy_},
     {"cat", meta_cat},
@@ -662,6 +697,8 @@ static const wk__meta_row g_rows[] = {
     {"argwhere", meta_nonzero},
     {"searchsorted.Tensor", meta_searchsorted},
     {"bucketize.Tensor", meta_searchsorted},
+    {"bincount", meta_bincount},
+    {"histc", meta_histc},
 };
 
 const wk__meta_family wk__metas_index = {g_rows, sizeof g_rows / sizeof g_rows[0]};

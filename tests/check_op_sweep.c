@@ -822,6 +822,13 @@ static const sw_row g_rows[] = {
     {.op = "argwhere", .gen = g_nonzero, .dtypes = D_ALL, .modes = M_ES, .flags = SW_DYNAMIC},
     {.op = "searchsorted.Tensor", .gen = g_searchsorted, .err = e_searchsorted, .dtypes = D_FIB, .modes = M_ES},
     {.op = "bucketize.Tensor", .gen = g_searchsorted, .err = e_searchsorted, .dtypes = D_FIB, .modes = M_ES},
+    {.op = "bincount",
+     .gen = g_bincount,
+     .err = e_bincount,
+     .dtypes = D_FB | DT(WK_I64), /* the weights' dtype (int64: no weights) */
+     .modes = M_EMPTY,
+     .flags = SW_DYNAMIC},
+    {.op = "histc", .gen = g_histc, .err = e_histc, .dtypes = D_FB, .modes = M_ES},
     {.op = "topk", .gen = g_topk, .err = e_topk, .dtypes = D_FIB, .modes = M_ES},
     {.op = "sort", .gen = g_sort, .err = e_dim5, .dtypes = D_FIB, .modes = M_ES},
     {.op = "one_hot", .gen = g_one_hot, .err = e_one_hot, .dtypes = DT(WK_I64), .modes = M_ES},

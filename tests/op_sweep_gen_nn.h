@@ -698,6 +698,52 @@ static bool e_searchsorted(sw_case *c, int k) { /* rows unlike self's; a bad sid
   anone(c);
   return true;
 }
+/* bincount: a vector of small non-negative integers (int64/int32), weights of the case's dtype at times. */
+static bool g_bincount(sw_case *c) {
+  int64_t s[1] = {c->mode == SW_EMPTY ? 0 : rpick(c, 1, 8)};
+  at(c, rt(c, runif(c) < 0.3 ? WK_I32 : WK_I64, s, 1, 0, 6));
+  if (c->dt == WK_I64)
+    anone(c);
+  else
+    at(c, rself(c, s, 1));
+  ai(c, rpick(c, 0, 8));
+  return true;
+}
+static bool e_bincount(sw_case *c, int k) { /* a 2-d input; weights of another length; a negative minlength */
+  int64_t s[1] = {3}, s2[2] = {2, 2}, w[1] = {4};
+  if (k > 2) return false;
+  at(c, k == 0 ? rt_index(c, s2, 2, 3) : rt_index(c, s, 1, 3));
+  if (k == 1)
+    at(c, rt(c, WK_F32, w, 1, 0, 1));
+  else
+    anone(c);
+  ai(c, k == 2 ? -1 : 0);
+  return true;
+}
+/* histc: a given range (values partly outside it, the max itself at times) or min == max (the data's). */
+static bool g_histc(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 0, 3);
+  wk_tensor *x = rt(c, c->dt, s, nd, -2, 2);
+  bool data_range = runif(c) < 0.4;
+  if (x && !data_range && runif(c) < 0.3) add_specials(c, x); /* NaN/inf extrema: no data range (an error) */
+  at(c, x);
+  ai(c, rpick(c, 1, 7));
+  if (data_range) {
+    ai(c, 0), ai(c, 0);
+  } else {
+    ai(c, -1), ai(c, rpick(c, 0, 2)); /* integer bounds: exact in every float dtype */
+  }
+  return true;
+}
+static bool e_histc(sw_case *c, int k) { /* bins 0; min > max; an integer input */
+  int64_t s[1] = {4};
+  if (k > 2) return false;
+  at(c, rt(c, k == 2 ? WK_I64 : WK_F32, s, 1, -1, 1));
+  ai(c, k == 0 ? 0 : 5);
+  ai(c, k == 1 ? 2 : 0), ai(c, k == 1 ? 1 : 0);
+  return true;
+}
 /* gather/scatter indices: index sizes <= self's, values distinct along dim
  * within each column (scatter without add is then deterministic). */
 static wk_tensor *scatter_index(sw_case *c, const int64_t *s, int nd, int d, int64_t *is) {

@@ -259,6 +259,8 @@ enum {
   X("argwhere(Tensor self) -> Tensor", WK_ND | WK_TAG_COMPOSITE)                               \
   X("searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor", WK_ND | WK_TAG_COMPOSITE) \
   X("bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor", WK_ND | WK_TAG_COMPOSITE) \
+  X("bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor", WK_ND | WK_TAG_COMPOSITE) \
+  X("histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor", WK_ND | WK_TAG_COMPOSITE) \
   X("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", WK_ND) \
   X("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", 0) \
   X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)                                \

@@ -3158,6 +3158,20 @@ static inline wk_tensor *wkx_bucketize__Tensor(wk_tensor *self, wk_tensor *bound
   return wk__gen_call(&wk__op, "bucketize.Tensor", wk__a, 4, (wk_tensor **const *)0, 0, 0);
 }
 
+/* bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor */
+static inline wk_tensor *wkx_bincount(wk_tensor *self, wk_tensor *weights, int64_t minlength) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(weights), WK_VI(minlength)};
+  return wk__gen_call(&wk__op, "bincount", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor */
+static inline wk_tensor *wkx_histc(wk_tensor *self, int64_t bins, wk_value min, wk_value max) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VI(bins), min, max};
+  return wk__gen_call(&wk__op, "histc", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
 /* topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices) */
 static inline wk_tensor *wkx_topk(wk_tensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                                   wk_tensor **indices) {
@@ -3856,6 +3870,8 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_argwhere, "argwhere", "argwhere(Tensor self) -> Tensor") \
   X(wkx_searchsorted__Tensor, "searchsorted.Tensor", "searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor") \
   X(wkx_bucketize__Tensor, "bucketize.Tensor", "bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor") \
+  X(wkx_bincount, "bincount", "bincount(Tensor self, Tensor? weights=None, int minlength=0) -> Tensor") \
+  X(wkx_histc, "histc", "histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor") \
   X(wkx_topk, "topk", "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)") \
   X(wkx_sort, "sort", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)") \
   X(wkx_one_hot, "one_hot", "one_hot(Tensor self, int num_classes=-1) -> Tensor") \

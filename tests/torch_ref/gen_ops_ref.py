@@ -406,6 +406,25 @@ case("bucketize 0-d", "bucketize.Tensor", [T(torch.tensor(0.7)), T(bd), False, F
 case("searchsorted empty boundaries", "searchsorted.Tensor", [T(torch.zeros(0)), T(sq), False, False, None, None],
      torch.searchsorted(torch.zeros(0), sq))
 
+# ---- bincount, histc ----
+bc = torch.tensor([1, 4, 1, 0, 4, 4])
+case("bincount", "bincount", [T(bc), None, 0], torch.bincount(bc))
+case("bincount minlength", "bincount", [T(bc), None, 8], torch.bincount(bc, minlength=8))
+bw = r(6)
+case("bincount f32 weights", "bincount", [T(bc), T(bw), 0], torch.bincount(bc, bw))
+bwi = torch.tensor([1, 2, 3, 4, 5, 6])
+case("bincount int weights (double sums)", "bincount", [T(bc.to(torch.int32)), T(bwi), 2], torch.bincount(bc.to(torch.int32), bwi, 2))
+case("bincount empty", "bincount", [T(torch.zeros(0, dtype=torch.int64)), None, 3],
+     torch.bincount(torch.zeros(0, dtype=torch.int64), minlength=3))
+# no NaN: PyTorch documents NaN as skipped, but 1.13's cpu kernel counts it into bin 0 (a float-to-int cast of NaN)
+hx = torch.tensor([-1.0, -0.5, 0.0, 0.25, 0.999, 1.0, 1.5, float("-inf"), float("inf"), -0.0, 0.5, 0.75])
+case("histc range", "histc", [T(hx), 4, 0, 1], torch.histc(hx, 4, 0, 1))
+hy = r(50, dtype=torch.float64)
+case("histc data range f64", "histc", [T(hy), 7, 0, 0], torch.histc(hy, 7))
+case("histc constant input", "histc", [T(torch.full((5,), 3.0)), 4, 0, 0], torch.histc(torch.full((5,), 3.0), 4))
+case("histc float bounds", "histc", [T(hx), 3, -0.5, 1.25], torch.histc(hx, 3, -0.5, 1.25))
+case("histc empty", "histc", [T(torch.zeros(0)), 2, 0, 0], torch.histc(torch.zeros(0), 2))
+
 if __name__ == "__main__":
     emit(sys.stdout, cases, grad_cases, pre="o", arr="ops_ref_cases", garr="ops_ref_grad_cases",
          script="gen_ops_ref.py")
