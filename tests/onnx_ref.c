@@ -116,6 +116,21 @@ static wk_status ops_prog(void *user, wk_tensor *const *in, int n, wk_tensor **o
   p[k++] = wk_mm(x, g_w), p[k++] = wk_addmm(g_b, x, wk_t(wk_narrow(wk_t(g_w), 0, 0, 16)), 0.5, 2);
   p[k++] = wk_linear(x, wk_t(g_w), NULL), p[k++] = wk_matmul(x, g_w);
   p[k++] = wk_flatten(wk_bmm(s, wk_transpose(s, 1, 2)), 1, -1);
+  /* reductions, indexing, splits */
+  p[k++] = wk_cumsum(x, 1), p[k++] = wk_to_dtype(wk_argmax_dim(x, 1, true), WK_F32);
+  p[k++] = wkx_amax(x, (const int64_t[]){1}, 1, true), p[k++] = wkx_logsumexp(x, (const int64_t[]){1}, 1, true);
+  p[k++] = wk_prod_dim(wk_mul_scalar(a, 0.5), 1, true);
+  wk_tensor *mi = NULL;
+  p[k++] = wk_max_dim(x, 1, true, &mi), p[k++] = wk_to_dtype(mi, WK_F32);
+  wk_tensor *ti = NULL;
+  p[k++] = wk_topk(x, 3, 1, true, true, &ti), p[k++] = wk_to_dtype(ti, WK_F32);
+  wk_tensor *idx = wk_tensor_from_data((const int64_t[]){3, 0, 15, 7}, WK_I64, (const int64_t[]){4}, 1);
+  p[k++] = wk_index_select(x, 1, idx);
+  wk_tensor *gi = wk_expand(wk_unsqueeze(idx, 0), (const int64_t[]){wk_tensor_size(x, 0), 4}, 2);
+  p[k++] = wk_gather(x, 1, gi);
+  wk_tensor *pieces[4];
+  int np = wk_chunk(x, 3, 1, pieces, 4);
+  for (int i = 0; i < np; i++) p[k++] = pieces[i];
   wk_tensor *y = wk_cat(p, k, 1);
   for (int i = 0; i < k; i++)
     if (!p[i]) y = NULL;

@@ -794,6 +794,100 @@ static wk_status x_mean_dim(xctx *c) {
   return reduce(c, "ReduceMean", axes, n, flag(c, 2));
 }
 
+static wk_status x_reduce_dims(xctx *c) { /* amax(dims, keepdim), logsumexp(dims, keepdim) */
+  int64_t axes[8];
+  int n = 0;
+  wk_status st = cints(c, 1, axes, &n);
+  if (st) return st;
+  return reduce(c, c->onnx, axes, n, flag(c, 2));
+}
+static wk_status x_reduce_dim1(xctx *c) { /* prod.dim_int(dim, keepdim) */
+  if (!is_none(c, 3)) return FAIL("a dtype argument is not exported; cast the input first");
+  int64_t d;
+  wk_status st = cint(c, 1, &d);
+  return st ? st : reduce(c, c->onnx, &d, 1, flag(c, 2));
+}
+static wk_status x_max_dim(xctx *c) { /* max.dim / min.dim: values (ReduceMax/Min) and indices (ArgMax/Min) */
+  int64_t d;
+  wk_status st = cint(c, 1, &d);
+  if (st) return st;
+  bool mx = c->onnx[0] == 'M';
+  st = reduce(c, mx ? "ReduceMax" : "ReduceMin", &d, 1, flag(c, 2));
+  if (st || !out_used(c, 1)) return st;
+  NEED(un(c, mx ? "ArgMax" : "ArgMin", tin(c, 0), out(c, 1)));
+  ox_attr_i(EX, last(c), "axis", d);
+  ox_attr_i(EX, last(c), "keepdims", flag(c, 2));
+  return WK_OK;
+}
+static wk_status x_argmax(xctx *c) { /* argmax / argmin(dim?, keepdim) */
+  const char *x = tin(c, 0);
+  int64_t d = 0;
+  if (is_none(c, 1)) { /* over the flattened input */
+    if (flag(c, 2)) return FAIL("keepdim=True without a dim is not exported");
+    int64_t m1 = -1;
+    NEED(x = bin(c, "Reshape", x, ox_const_i64(EX, &m1, 1, false), NULL));
+  } else {
+    wk_status st = cint(c, 1, &d);
+    if (st) return st;
+  }
+  NEED(un(c, c->onnx, x, out(c, 0)));
+  ox_attr_i(EX, last(c), "axis", d);
+  ox_attr_i(EX, last(c), "keepdims", is_none(c, 1) ? 0 : flag(c, 2));
+  return WK_OK;
+}
+static wk_status x_cumsum(xctx *c) {
+  if (!is_none(c, 2)) return FAIL("a dtype argument is not exported; cast the input first");
+  int64_t d;
+  wk_status st = cint(c, 1, &d);
+  if (st) return st;
+  NEED(bin(c, "CumSum", tin(c, 0), ox_const_i64(EX, &d, 1, true), out(c, 0)));
+  return WK_OK;
+}
+static wk_status x_topk(xctx *c) { /* topk(k, dim, largest, sorted) -> (values, indices) */
+  int64_t k, d;
+  wk_status st = cint(c, 1, &k);
+  if (!st) st = cint(c, 2, &d);
+  if (st) return st;
+  const char *in[] = {tin(c, 0), ox_const_i64(EX, &k, 1, false)};
+  const char *outs[] = {out(c, 0), out_used(c, 1) ? out(c, 1) : ox_tmp(EX)};
+  NEED(in[1] && outs[1] && ox_node(EX, "TopK", in, 2, outs, 2));
+  ox_attr_i(EX, last(c), "axis", d);
+  ox_attr_i(EX, last(c), "largest", c->na > 3 && c->a[3].tag == WK_V_BOOL ? c->a[3].u.b : 1);
+  ox_attr_i(EX, last(c), "sorted", c->na > 4 && c->a[4].tag == WK_V_BOOL ? c->a[4].u.b : 1);
+  return WK_OK;
+}
+static wk_status x_gather(xctx *c) { /* gather(dim, index) -> GatherElements; index_select(dim, index) -> Gather */
+  int64_t d;
+  wk_status st = cint(c, 1, &d);
+  if (st) return st;
+  NEED(bin(c, c->onnx, tin(c, 0), tin(c, 2), out(c, 0)));
+  ox_attr_i(EX, last(c), "axis", d);
+  return WK_OK;
+}
+static wk_status x_split(xctx *c) { /* split(split_size, dim), chunk(chunks, dim): the pieces' static sizes */
+  int64_t d;
+  wk_status st = cint(c, 2, &d);
+  if (st) return st;
+  int n = wk_graph_node_num_outputs(G, c->node);
+  if (n < 1 || n > 1024) return FAIL("%d pieces", n);
+  d = wrap_dim(d, vnd(c, tv(c, 0)));
+  int64_t *sizes = ox_alloc(&EX->ar, sizeof *sizes * (size_t)n);
+  const char **outs = ox_alloc(&EX->ar, sizeof *outs * (size_t)n);
+  NEED(sizes && outs);
+  for (int i = 0; i < n; i++) {
+    int v = outv(c, i);
+    if (v < 0) return FAIL("piece %d has no value", i);
+    wk_symdim sz = vdims(c, v)[d];
+    if (!is_const(sz)) return FAIL("the pieces' sizes along dim %lld are symbolic", (long long)d);
+    sizes[i] = wk_symdim_eval(sz, NULL);
+    outs[i] = out(c, i);
+  }
+  const char *in[] = {tin(c, 0), ox_const_i64(EX, sizes, n, false)};
+  NEED(in[1] && ox_node(EX, "Split", in, 2, outs, n));
+  ox_attr_i(EX, last(c), "axis", d);
+  return WK_OK;
+}
+
 /* ---- the table ---- */
 typedef struct xrow {
   const char *op;
@@ -916,6 +1010,19 @@ static const xrow k_rows[] = {
     {"dropout", x_dropout, NULL, 0},
     {"embedding", x_embedding, NULL, 0},
     /* reductions */
+    {"amax", x_reduce_dims, "ReduceMax", 0},
+    {"logsumexp", x_reduce_dims, "ReduceLogSumExp", 0},
+    {"prod.dim_int", x_reduce_dim1, "ReduceProd", 0},
+    {"max.dim", x_max_dim, "Max", 0},
+    {"min.dim", x_max_dim, "min", 0},
+    {"argmax", x_argmax, "ArgMax", 0},
+    {"argmin", x_argmax, "ArgMin", 0},
+    {"cumsum", x_cumsum, NULL, 0},
+    {"topk", x_topk, NULL, 0},
+    {"gather", x_gather, "GatherElements", 0},
+    {"index_select", x_gather, "Gather", 0},
+    {"split", x_split, NULL, 0},
+    {"chunk", x_split, NULL, 0},
     {"sum", x_reduce_all, "ReduceSum", 0},
     {"mean", x_reduce_all, "ReduceMean", 0},
     {"mean.dim", x_mean_dim, NULL, 0},
