@@ -32,7 +32,38 @@ struct wk_op {
   int8_t out_target[WK_MAX_OUTS]; /* argument a result aliases and mutates, or -1 */
   int8_t mask_arg;                /* the `output_mask` argument, or -1 */
   wk_plugin *owner; /* plugin whose init declared it (NULL: the core, or declared by several) */
+  int8_t qmode;     /* quantized tensor arguments: QM_REFUSE, QM_PASS or QM_KEEP_QPARAMS */
 };
+
+/* How a standard op treats quantized tensors (qint8/quint8/qint32): the
+ * quantization ops and views take them, clone copies their q-params, and
+ * every other standard op refuses them (its kernels would read the stored
+ * integers as plain numbers). Plugins' ops decide for themselves. */
+enum { QM_REFUSE = 0, QM_PASS = 1, QM_KEEP_QPARAMS = 2, QM_PER_TENSOR_VIEW = 3, QM_RAW_COPY = 4 };
+static int8_t quant_mode(const char *name, uint32_t tags, bool plugin) {
+  static const char *const pass[] = {"quantize_per_tensor", "quantize_per_channel", "dequantize", "int_repr",
+                                     "quantized_"};
+  if (plugin || !strcmp(name, "alias") || !strcmp(name, "contiguous")) return QM_PASS;
+  /* a view keeps the q-params as they are: right for per-tensor ones; a
+   * per-channel tensor's axis would not follow a reshape or permute */
+  if (tags & WK_TAG_VIEW) return QM_PER_TENSOR_VIEW;
+  if (!strcmp(name, "clone")) return QM_KEEP_QPARAMS;
+  if (!strcmp(name, "copy_")) return QM_RAW_COPY; /* clone's copy into a fresh buffer of the same dtype */
+  for (size_t i = 0; i < sizeof pass / sizeof pass[0]; i++)
+    if (!strncmp(name, pass[i], strlen(pass[i]))) return QM_PASS;
+  return QM_REFUSE;
+}
+
+/* The first quantized tensor among the arguments, or NULL. */
+static const wk_tensor *quantized_arg(const wk_op *op, const wk_value *args) {
+  for (int i = 0; i < op->schema.nargs; i++) {
+    if (args[i].tag == WK_V_TENSOR && args[i].u.t && args[i].u.t->quant) return args[i].u.t;
+    if (args[i].tag == WK_V_TENSORS)
+      for (int j = 0; j < args[i].len; j++)
+        if (args[i].u.tensors[j] && args[i].u.tensors[j]->quant) return args[i].u.tensors[j];
+  }
+  return NULL;
+}
 
 struct wk_layer {
   char *name;
@@ -149,6 +180,7 @@ wk_op *wk_op_declare(const char *schema, uint32_t tags) {
   op->schema_text = text;
   op->tags = tags;
   op->owner = wk__plugin_current();
+  op->qmode = quant_mode(s.name, tags, op->owner != NULL);
   op->mutated_arg = -1;
   for (int i = 0; i < s.nargs; i++)
     if (s.args[i].mutates && op->mutated_arg < 0) op->mutated_arg = i;
@@ -546,6 +578,23 @@ static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
   if (st) return st;
   /* The op's meaning first, once for every device: checks and result shapes. */
   wk_meta_out mo[WK_MAX_OUTS];
+  const wk_tensor *qarg = op->qmode == QM_PASS ? NULL : quantized_arg(op, args);
+  if (qarg && op->qmode == QM_REFUSE)
+    return wk_error(WK_ERR_DTYPE, "%s(): not implemented for quantized tensors ('%s'); dequantize() first",
+                    op->schema.name, wk__dtype_word(qarg->dtype));
+  if (qarg && op->qmode == QM_RAW_COPY) {
+    const wk_tensor *dst = args[0].u.t, *src = args[1].u.t;
+    if (dst->quant || !src->quant || dst->dtype != src->dtype)
+      return wk_error(WK_ERR_DTYPE, "copy_(): not implemented for quantized tensors ('%s'); dequantize() first",
+                      wk__dtype_word(qarg->dtype));
+    qarg = NULL; /* integers into a fresh buffer (clone gives it the q-params) */
+  }
+  if (qarg && op->qmode == QM_PER_TENSOR_VIEW) {
+    if (wk_tensor_qscheme(qarg) != WK_PER_TENSOR_AFFINE)
+      return wk_error(WK_ERR_UNSUPPORTED, "%s(): views of per-channel quantized tensors are not supported; "
+                      "dequantize() first", op->schema.name);
+    qarg = NULL; /* the view shares the q-params already */
+  }
   if (op->meta && (st = run_meta(op, args, dev, mo))) return st;
   wk_kernel_ctx ctx = {sizeof ctx, op, dev, NULL, op->meta ? mo : NULL};
   bool declined = false;
@@ -560,6 +609,8 @@ static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
     st = k->fn(&ctx, args, outs);
     if (st != WK_OK && !wk__error_pending())
       wk_error(st, "%s(): kernel '%s' failed without a message", op->schema.name, k->name ? k->name : "?");
+    if (!st && qarg && outs[0].tag == WK_V_TENSOR && outs[0].u.t && !outs[0].u.t->quant) /* clone */
+      outs[0].u.t->quant = wk__qparams_retain(qarg->quant);
     return st;
   }
   /* The meta device runs ops without kernels of their own by their meta function. */

@@ -345,6 +345,7 @@ char *wk_tensor_to_string(wk_tensor *t) {
     tn = tname;                      \
     break;
       WK_DTYPE_LIST(WK__X)
+      WK_QDTYPE_LIST(WK__X) /* a meta tensor of a quantized dtype (no q-params) */
 #undef WK__X
       default: break;
     }

@@ -61,6 +61,16 @@ START_TEST(test_quant_per_tensor_rounding) {
   double one;
   TU_OK(wk_item(wk_select(u, 0, 1), &one));
   ck_assert_double_eq(one, 1.0);
+  /* the meta device runs the meta function: dtype and shape, the same errors */
+  wk_tensor *me = wk_empty(WK_SHAPE(2), (wk_options){.device = {WK_DEVICE_META, 0}});
+  wk_tensor *mq = wk_quantize_per_tensor(me, 0.1, 0, WK_QINT8);
+  TU_NOTNULL(mq);
+  ck_assert_int_eq(wk_tensor_dtype(mq), WK_QINT8);
+  char *ms = wk_tensor_to_string(mq);
+  ck_assert_str_eq(ms, "tensor(..., device='meta', size=(2,), dtype=torch.qint8)");
+  wk_free(ms);
+  ck_assert_ptr_null(wk_quantize_per_tensor(me, -1.0, 0, WK_QINT8));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_INVALID_ARG);
   /* a non-contiguous float input */
   wk_tensor *xt = wk_transpose(TU_T(WK_F32, (2, 2), 0.1, 0.2, 0.3, 0.4), 0, 1);
   expect_ints(wk_quantize_per_tensor(xt, 0.1, 0, WK_QINT8), (const double[]){1, 3, 2, 4}, 4, "strided");
@@ -91,6 +101,10 @@ START_TEST(test_quant_per_channel) {
   /* along axis 1 */
   wk_tensor *q1 = wk_quantize_per_channel(x, TU_T(WK_F32, (3), 0.5, 1.0, 2.0), TU_T(WK_I64, (3), 0, 0, 0), 1, WK_QINT8);
   expect_ints(q1, (const double[]){1, -1, 1, 1, -1, 1}, 6, "axis 1");
+  /* a view could not keep a per-channel axis right: refused */
+  ck_assert_ptr_null(wk_transpose(q, 0, 1));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_UNSUPPORTED);
+  wk_clear_error();
   /* per-tensor accessors refuse it */
   ck_assert(isnan(wk_q_scale(q)));
   ck_assert_int_eq(wk_last_error(), WK_ERR_DTYPE);
@@ -176,6 +190,21 @@ START_TEST(test_quant_bad_input) {
   ck_assert_int_eq(wk_tensor_qscheme(x), WK_QSCHEME_NONE);
   ck_assert_ptr_null(wk_q_per_channel_scales(x));
   ck_assert_int_eq(wk_q_per_channel_axis(x), -1);
+  /* the standard ops refuse quantized operands instead of reading their integers */
+  wk_tensor *qq = wk_quantize_per_tensor(TU_T(WK_F32, (2, 2), 1, 2, 3, 4), 0.1, 0, WK_QINT8);
+  ck_assert_ptr_null(wk_add(qq, qq));
+  ck_assert_int_eq(wk_last_error(), WK_ERR_DTYPE);
+  ck_assert_str_eq(wk_last_error_message(), "add(): not implemented for quantized tensors ('QInt8'); dequantize() first");
+  ck_assert_ptr_null(wk_to_dtype(qq, WK_F32));
+  ck_assert_ptr_null(wk_sum(qq));
+  ck_assert_ptr_null(wk_relu(qq));
+  /* clone and contiguous keep the q-params */
+  wk_tensor *cl = wk_contiguous(wk_transpose(qq, 0, 1));
+  TU_NOTNULL(cl);
+  ck_assert(wk_tensor_is_contiguous(cl));
+  ck_assert_double_eq(wk_q_scale(cl), 0.1);
+  expect_ints(cl, (const double[]){10, 30, 20, 40}, 4, "contiguous");
+  ck_assert_int_eq(wk_tensor_qscheme(wk_clone(qq)), WK_PER_TENSOR_AFFINE);
   /* int8 ops want quantized operands */
   wk_tensor *q = wk_quantize_per_tensor(TU_T(WK_F32, (1, 3), 1, 2, 3), 0.1, 0, WK_QUINT8);
   ck_assert_ptr_null(wkx_quantized_linear(q, x, NULL, 0.1, 0, false));
@@ -765,6 +794,83 @@ START_TEST(test_quant_ptq_fashion_mnist) {
 }
 END_TEST
 
+/* Quantization-aware training on the same data: a float model trained one
+ * epoch, BN folded (eval-mode fuse), prepare_qat with the x86 QAT qconfig,
+ * one epoch of fine-tuning through FakeQuantize (observers frozen for the
+ * last third), convert: the int8 model keeps the fake-quantized accuracy. */
+START_TEST(test_quant_qat_fashion_mnist) {
+  if (!have_quant()) return;
+  wk_tensor *xtr, *xte;
+  int64_t *ytr, *yte;
+  const int64_t ntr = 6000, nte = 2000;
+  if (!load_fmnist("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", ntr, &xtr, &ytr)) {
+    fprintf(stderr, "check_quant: Fashion-MNIST not found in %s: QAT test skipped\n", FMNIST_DIR);
+    return;
+  }
+  TU_OK(load_fmnist("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", nte, &xte, &yte) ? WK_OK : wk_last_error());
+  wk_manual_seed(8);
+  wk_module *mods[] = {wk_quant_stub(),
+                       wk_nn_conv2d(1, 8, 3, (wk_conv2d_opts){.padding = 1}),
+                       wk_nn_batch_norm2d(8, (wk_norm_opts){0}),
+                       wk_nn_relu(),
+                       wk_nn_max_pool2d(2, (wk_pool2d_opts){0}),
+                       wk_nn_conv2d(8, 16, 3, (wk_conv2d_opts){.padding = 1}),
+                       wk_nn_relu(),
+                       wk_nn_max_pool2d(2, (wk_pool2d_opts){0}),
+                       wk_nn_flatten(1, -1),
+                       wk_nn_linear(784, 10, true),
+                       wk_quant_dequant_stub()};
+  wk_module *m = wk_nn_sequential(mods, 11);
+  TU_NOTNULL(m);
+  wk_tensor *ytr_t = wk_tensor_from_data(ytr, WK_I64, WK_SHAPE(ntr));
+  for (int phase = 0; phase < 2; phase++) {
+    wk_tensor *params[64];
+    int np = wk_module_named_parameters(m, NULL, params, 64);
+    wk_optimizer *opt = wk_optim_sgd(params, np, (wk_sgd_opts){.lr = phase ? 0.01 : 0.05, .momentum = 0.9});
+    TU_NOTNULL(opt);
+    for (int64_t b = 0; b < ntr; b += 50) {
+      if (phase == 1 && b == ntr * 2 / 3) TU_OK(wk_quant_set_qat(m, false, -1)); /* freeze the q-params */
+      wk_scope_begin();
+      wk_tensor *loss = wk_cross_entropy(wk_module_forward(m, wk_narrow(xtr, 0, b, 50)), wk_narrow(ytr_t, 0, b, 50));
+      ck_assert_msg(loss != NULL, "%s", wk_last_error_message());
+      TU_OK(wk_optim_zero_grad(opt, true));
+      TU_OK(wk_backward(loss));
+      TU_OK(wk_optim_step(opt));
+      wk_scope_end();
+    }
+    wk_optimizer_free(opt);
+    if (phase == 0) {
+      TU_OK(wk_module_train(m, false));
+      TU_OK(wk_quant_fuse(m, (const char *[]){"1", "2", "3"}, 3));
+      TU_OK(wk_quant_fuse(m, (const char *[]){"5", "6"}, 2));
+      TU_OK(wk_module_train(m, true));
+      wk_qconfig qc;
+      TU_OK(wk_quant_default_qat_qconfig("x86", &qc));
+      ck_assert_int_eq(qc.weight, WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX);
+      TU_OK(wk_quant_prepare_qat(m, &qc));
+      ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "1")), "QATConvReLU2d");
+      ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "9")), "QATLinear");
+    }
+  }
+  TU_OK(wk_module_train(m, false));
+  double fq_acc = accuracy(m, xte, yte, nte);
+  TU_OK(wk_quant_convert(m));
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "1")), "QuantizedConvReLU2d");
+  ck_assert_str_eq(wk_module_class_name(wk_module_child(m, "0")), "Quantize");
+  double int8_acc = accuracy(m, xte, yte, nte);
+  fprintf(stderr, "check_quant: QAT Fashion-MNIST CNN: fake-quantized %.2f%%, int8 %.2f%% on %lld test images\n", fq_acc,
+          int8_acc, (long long)nte);
+  ck_assert_msg(fq_acc > 75, "QAT model only reached %.2f%%", fq_acc);
+  ck_assert_msg(fabs(fq_acc - int8_acc) <= 1.0, "int8 %.2f%% vs fake-quantized %.2f%%", int8_acc, fq_acc);
+  wk_release(ytr_t);
+  wk_release(xtr);
+  wk_release(xte);
+  free(ytr);
+  free(yte);
+  wk_module_release(m);
+}
+END_TEST
+
 /* @@SUITE@@ */
 static Suite *make_suite(void) {
   Suite *s = suite_create("quant");
@@ -789,8 +895,13 @@ static Suite *make_suite(void) {
   tcase_add_test(tp, test_quant_workflow_small_cnn);
   tcase_add_test(tp, test_quant_dynamic_model);
   tcase_add_test(tp, test_quant_state_dict_safetensors);
-  tcase_add_test(tp, test_quant_ptq_fashion_mnist);
   suite_add_tcase(s, tp);
+  TCase *tf = tcase_create("fmnist"); /* trains small CNNs: seconds natively, long under valgrind */
+  tcase_add_checked_fixture(tf, tu_setup, NULL);
+  tcase_set_timeout(tf, 900);
+  tcase_add_test(tf, test_quant_ptq_fashion_mnist);
+  tcase_add_test(tf, test_quant_qat_fashion_mnist);
+  suite_add_tcase(s, tf);
   return s;
 }
 TU_MAIN(make_suite)

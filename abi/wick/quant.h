@@ -35,7 +35,8 @@ typedef enum wk_observer_kind {
   WK_OBSERVER_MINMAX = 1,                /* MinMaxObserver */
   WK_OBSERVER_MOVING_AVERAGE_MINMAX = 2, /* MovingAverageMinMaxObserver */
   WK_OBSERVER_PER_CHANNEL_MINMAX = 3,    /* PerChannelMinMaxObserver */
-  WK_OBSERVER_HISTOGRAM = 4              /* HistogramObserver (L2 error search) */
+  WK_OBSERVER_HISTOGRAM = 4,             /* HistogramObserver (L2 error search) */
+  WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX = 5 /* MovingAveragePerChannelMinMaxObserver (QAT weights) */
 } wk_observer_kind;
 
 /* An observer's configuration; zero fields mean PyTorch's defaults. */
@@ -74,6 +75,9 @@ typedef struct wk_quant_api {
   wk_status (*quantize_dynamic)(wk_module *model);
   wk_state_dict *(*state_dict_pack)(const wk_state_dict *sd);
   wk_state_dict *(*state_dict_unpack)(const wk_state_dict *sd);
+  wk_status (*default_qat_qconfig)(const char *backend, wk_qconfig *out, size_t osize);
+  wk_status (*prepare_qat)(wk_module *model, const wk_qconfig *qc, size_t qsize);
+  wk_status (*set_qat)(wk_module *model, int observer_enabled, int fake_quant_enabled);
 } wk_quant_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -140,6 +144,30 @@ static inline wk_status wk_quant_convert(wk_module *model) {
  * activations quantized per call with reduce_range, float output). */
 static inline wk_status wk_quant_quantize_dynamic(wk_module *model) {
   WK__QUANT_CALL(quantize_dynamic, wk_last_error() ? wk_last_error() : WK_ERR_NOT_FOUND, model);
+}
+
+/* ---- quantization-aware training ---- */
+/* get_default_qat_qconfig("x86" / "fbgemm"): FakeQuantize over
+ * MovingAverageMinMaxObserver(quint8, reduce_range) for activations and
+ * MovingAveragePerChannelMinMaxObserver(qint8, per_channel_symmetric) for weights. */
+static inline wk_status wk_quant_default_qat_qconfig(const char *backend, wk_qconfig *out) {
+  WK__QUANT_CALL(default_qat_qconfig, wk_last_error() ? wk_last_error() : WK_ERR_NOT_FOUND, backend, out, sizeof *out);
+}
+/* prepare_qat(model) of a model in training mode (fuse conv+bn in eval mode
+ * first: BatchNorm is folded, not trained on): QuantStubs get an output
+ * FakeQuantize; Conv2d, Linear, ConvReLU2d and LinearReLU become QATConv2d,
+ * QATLinear, ... (parameters shared: an optimizer made before keeps training
+ * them) whose weight and output pass through FakeQuantize modules. Train,
+ * then wk_module_train(model, false) and wk_quant_convert(model). */
+static inline wk_status wk_quant_prepare_qat(wk_module *model, const wk_qconfig *qc) {
+  WK__QUANT_CALL(prepare_qat, wk_last_error() ? wk_last_error() : WK_ERR_NOT_FOUND, model, qc, sizeof *qc);
+}
+/* Switches every FakeQuantize in model: observers on/off (PyTorch's
+ * disable_observer / enable_observer, to freeze q-params after N epochs) and
+ * fake quantization on/off; -1 leaves a switch as it is. */
+static inline wk_status wk_quant_set_qat(wk_module *model, int observer_enabled, int fake_quant_enabled) {
+  WK__QUANT_CALL(set_qat, wk_last_error() ? wk_last_error() : WK_ERR_NOT_FOUND, model, observer_enabled,
+                 fake_quant_enabled);
 }
 
 /* A quantized state dict as plain tensors, for safetensors (which has no

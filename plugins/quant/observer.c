@@ -47,6 +47,7 @@ static const char *kind_name(int kind) {
     case WK_OBSERVER_MOVING_AVERAGE_MINMAX: return "MovingAverageMinMaxObserver";
     case WK_OBSERVER_PER_CHANNEL_MINMAX: return "PerChannelMinMaxObserver";
     case WK_OBSERVER_HISTOGRAM: return "HistogramObserver";
+    case WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX: return "MovingAveragePerChannelMinMaxObserver";
     default: return "?";
   }
 }
@@ -220,10 +221,21 @@ static wk_status per_channel_observe(wk_module *self, const obs_state *s, wk_ten
     return wk_error(WK_ERR_SHAPE, "PerChannelMinMaxObserver: saw %lld channels before, now %lld",
                     (long long)wk_tensor_numel(bmin), (long long)C);
   float *mn = buf_f32(self, "min_val"), *mx = buf_f32(self, "max_val");
+  bool avg = s->kind == WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX && mn[0] != INFINITY;
+  float *bmn = avg ? malloc(sizeof(float) * (size_t)C * 2) : mn, *bmx = avg ? bmn + C : mx;
+  if (!bmn) return wk_error(WK_ERR_NO_MEMORY, "observer: out of memory");
+  for (int64_t c = 0; avg && c < C; c++) bmn[c] = INFINITY, bmx[c] = -INFINITY;
   for (int64_t i = 0; i < n; i++) {
     int64_t c = (i / inner) % C;
-    if (v[i] < mn[c] || isnan(v[i])) mn[c] = v[i];
-    if (v[i] > mx[c] || isnan(v[i])) mx[c] = v[i];
+    if (v[i] < bmn[c] || isnan(v[i])) bmn[c] = v[i];
+    if (v[i] > bmx[c] || isnan(v[i])) bmx[c] = v[i];
+  }
+  if (avg) { /* MovingAveragePerChannelMinMaxObserver: min + c (batch_min - min) */
+    for (int64_t c = 0; c < C; c++) {
+      mn[c] = mn[c] + s->avg_c * (bmn[c] - mn[c]);
+      mx[c] = mx[c] + s->avg_c * (bmx[c] - mx[c]);
+    }
+    free(bmn);
   }
   return WK_OK;
 }
@@ -243,7 +255,7 @@ static wk_tensor *obs_forward(wk_module *self, wk_tensor *const *in, int n) {
   wk_status st = WK_OK;
   if (v && s->kind == WK_OBSERVER_HISTOGRAM) {
     st = hist_observe(self, s, v, cnt);
-  } else if (v && s->kind == WK_OBSERVER_PER_CHANNEL_MINMAX) {
+  } else if (v && (s->kind == WK_OBSERVER_PER_CHANNEL_MINMAX || s->kind == WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX)) {
     st = per_channel_observe(self, s, x, v, cnt);
   } else if (v) {
     float xmin = v[0], xmax = v[0];
@@ -281,15 +293,23 @@ OBS_CLASS(C_MINMAX, "MinMaxObserver")
 OBS_CLASS(C_MAMINMAX, "MovingAverageMinMaxObserver")
 OBS_CLASS(C_PERCH, "PerChannelMinMaxObserver")
 OBS_CLASS(C_HIST, "HistogramObserver")
+OBS_CLASS(C_MAPERCH, "MovingAveragePerChannelMinMaxObserver")
 
 bool qt_is_observer(const wk_module *m) {
   const char *c = m ? wk_module_class_name(m) : NULL;
   return c && strstr(c, "Observer") && wk_module_state(m) &&
          (!strcmp(c, C_MINMAX.name) || !strcmp(c, C_MAMINMAX.name) || !strcmp(c, C_PERCH.name) ||
-          !strcmp(c, C_HIST.name));
+          !strcmp(c, C_HIST.name) || !strcmp(c, C_MAPERCH.name));
 }
 
 wk_dtype qt_observer_dtype(const wk_module *m) { return ((const obs_state *)wk_module_state(m))->dtype; }
+
+void qt_observer_range(const wk_module *m, int64_t *qmin, int64_t *qmax, bool *per_channel, int64_t *ch_axis) {
+  const obs_state *s = wk_module_state(m);
+  *qmin = s->qmin, *qmax = s->qmax;
+  *per_channel = s->qscheme == WK_PER_CHANNEL_AFFINE || s->qscheme == WK_PER_CHANNEL_SYMMETRIC;
+  *ch_axis = s->ch_axis;
+}
 
 wk_module *qt_observer(int kind, const wk_observer_opts *o, size_t osize) {
   wk_observer_opts op = {0};
@@ -298,12 +318,13 @@ wk_module *qt_observer(int kind, const wk_observer_opts *o, size_t osize) {
                                : kind == WK_OBSERVER_MOVING_AVERAGE_MINMAX ? &C_MAMINMAX
                                : kind == WK_OBSERVER_PER_CHANNEL_MINMAX    ? &C_PERCH
                                : kind == WK_OBSERVER_HISTOGRAM             ? &C_HIST
+                               : kind == WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX ? &C_MAPERCH
                                                                            : NULL;
   if (!cls) {
     wk_error(WK_ERR_INVALID_ARG, "observer: unknown observer kind %d", kind);
     return NULL;
   }
-  bool per_channel = kind == WK_OBSERVER_PER_CHANNEL_MINMAX;
+  bool per_channel = kind == WK_OBSERVER_PER_CHANNEL_MINMAX || kind == WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX;
   wk_dtype dt = op.dtype ? op.dtype : WK_QUINT8;
   if (!wk_dtype_is_quantized(dt)) {
     wk_error(WK_ERR_DTYPE, "%s: dtype must be qint8, quint8 or qint32, got %s", cls->name, wk_dtype_name(dt));

@@ -128,6 +128,9 @@ static const wk_quant_api QUANT_API = {
     .quantize_dynamic = qt_quantize_dynamic,
     .state_dict_pack = qt_state_dict_pack,
     .state_dict_unpack = qt_state_dict_unpack,
+    .default_qat_qconfig = qt_default_qat_qconfig,
+    .prepare_qat = qt_prepare_qat,
+    .set_qat = qt_set_qat,
 };
 
 static wk_status init(void) { return wk_service_register(WK_QUANT_SERVICE, WK_QUANT_API_VERSION, &QUANT_API); }

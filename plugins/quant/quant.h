@@ -37,6 +37,8 @@ QT_HIDDEN wk_status qt_calculate_qparams(wk_module *obs, wk_tensor **scale, wk_t
 QT_HIDDEN bool qt_is_observer(const wk_module *m);
 /* The dtype an observer quantizes to. */
 QT_HIDDEN wk_dtype qt_observer_dtype(const wk_module *m);
+/* Its quantized range and scheme. */
+QT_HIDDEN void qt_observer_range(const wk_module *m, int64_t *qmin, int64_t *qmax, bool *per_channel, int64_t *ch_axis);
 /* The weight observer configuration prepare stores in an activation observer. */
 QT_HIDDEN void qt_observer_set_weight_cfg(wk_module *obs, int kind, const wk_observer_opts *o);
 QT_HIDDEN bool qt_observer_weight_cfg(const wk_module *obs, int *kind, wk_observer_opts *o);
@@ -68,6 +70,18 @@ QT_HIDDEN wk_status qt_fuse(wk_module *model, const char *const *names, int n);
 QT_HIDDEN wk_status qt_prepare(wk_module *model, const wk_qconfig *qc, size_t qsize);
 QT_HIDDEN wk_status qt_convert(wk_module *model);
 QT_HIDDEN wk_status qt_quantize_dynamic(wk_module *model);
+
+QT_HIDDEN wk_status qt_conv_geometry(const wk_module *conv, qt_conv_geom *g, bool *has_bias);
+
+/* ---- QAT (qat.c) ---- */
+QT_HIDDEN wk_module *qt_fake_quant(int kind, const wk_observer_opts *o);
+QT_HIDDEN bool qt_is_fake_quant(const wk_module *m);
+QT_HIDDEN bool qt_is_qat(const wk_module *m);
+QT_HIDDEN bool qt_qat_relu(const wk_module *m);
+QT_HIDDEN wk_module *qt_qat_float_module(const wk_module *qat);
+QT_HIDDEN wk_status qt_prepare_qat(wk_module *model, const wk_qconfig *qc, size_t qsize);
+QT_HIDDEN wk_status qt_set_qat(wk_module *model, int observer_enabled, int fake_quant_enabled);
+QT_HIDDEN wk_status qt_default_qat_qconfig(const char *backend, wk_qconfig *out, size_t osize);
 
 /* ---- state dicts (state.c) ---- */
 QT_HIDDEN wk_state_dict *qt_state_dict_pack(const wk_state_dict *sd);

@@ -27,7 +27,7 @@ static bool is_class(const wk_module *m, const char *c) { return m && !strcmp(wk
 
 /* ---- fuse ------------------------------------------------------------------------------------------ */
 /* Conv2d's hyperparameters, read from its printed form (the nn service keeps them private). */
-static wk_status conv_geometry(const wk_module *conv, qt_conv_geom *g, bool *has_bias) {
+wk_status qt_conv_geometry(const wk_module *conv, qt_conv_geom *g, bool *has_bias) {
   char *r = qt_repr_args(conv);
   if (!r) return wk_last_error();
   long long in = 0, out = 0;
@@ -49,7 +49,7 @@ static wk_status conv_geometry(const wk_module *conv, qt_conv_geom *g, bool *has
  * (b - mean) * gamma / sqrt(var + eps) + beta, in a new Conv2d with a bias. */
 static wk_module *fold_conv_bn(wk_module *conv, wk_module *bn) {
   qt_conv_geom g;
-  if (conv_geometry(conv, &g, NULL)) return NULL;
+  if (qt_conv_geometry(conv, &g, NULL)) return NULL;
   char *r = qt_repr_args(bn);
   double eps = 1e-5;
   const char *e = r ? strstr(r, "eps=") : NULL;
@@ -127,7 +127,7 @@ wk_status qt_fuse(wk_module *model, const char *const *names, int n) {
 
 /* ---- prepare ------------------------------------------------------------------------------------------ */
 static bool observed_class(const wk_module *m) {
-  return is_class(m, "QuantStub") || is_class(m, "Conv2d") || is_class(m, "Linear") || is_class(m, "ConvReLU2d") ||
+  return qt_is_qat(m) || is_class(m, "QuantStub") || is_class(m, "Conv2d") || is_class(m, "Linear") || is_class(m, "ConvReLU2d") ||
          is_class(m, "LinearReLU");
 }
 
@@ -184,9 +184,16 @@ wk_status qt_prepare(wk_module *model, const wk_qconfig *qc_in, size_t qsize) {
 }
 
 /* ---- convert ------------------------------------------------------------------------------------------ */
+/* The observer of m's output: its activation_post_process, or the observer
+ * inside it when that is a FakeQuantize (QAT). */
+static wk_module *app_observer(wk_module *m) {
+  wk_module *a = wk_module_child(m, APP);
+  return a && qt_is_fake_quant(a) ? wk_module_child(a, APP) : a;
+}
+
 static wk_status out_qparams(wk_module *m, double *scale, int64_t *zp) {
   wk_tensor *s = NULL, *z = NULL;
-  wk_module *obs = wk_module_child(m, APP);
+  wk_module *obs = app_observer(m);
   wk_status st = obs ? qt_calculate_qparams(obs, &s, &z) : wk_last_error();
   if (!st) {
     double v;
@@ -199,18 +206,17 @@ static wk_status out_qparams(wk_module *m, double *scale, int64_t *zp) {
   return st;
 }
 
-/* The float module's weight quantized with the configured weight observer. */
-static wk_tensor *quantize_weight(wk_tensor *w, int kind, const wk_observer_opts *o) {
-  wk_module *obs = qt_observer(kind, o, sizeof *o);
-  if (!obs) return NULL;
+/* w quantized with the q-params of obs (which has observed it). */
+static wk_tensor *quantize_with(wk_module *obs, wk_tensor *w) {
   wk_tensor *s = NULL, *z = NULL, *q = NULL;
-  wk_scope_begin();
-  wk_tensor *y = wk_module_forward(obs, wk_detach(w));
-  wk_status st = y ? qt_calculate_qparams(obs, &s, &z) : wk_last_error();
+  int64_t qmin, qmax, axis;
+  bool pc;
+  qt_observer_range(obs, &qmin, &qmax, &pc, &axis);
   wk_dtype dt = qt_observer_dtype(obs);
-  if (!st) {
-    if (kind == WK_OBSERVER_PER_CHANNEL_MINMAX) {
-      q = wk_quantize_per_channel(wk_detach(w), s, z, o->ch_axis, dt);
+  wk_scope_begin();
+  if (!qt_calculate_qparams(obs, &s, &z)) {
+    if (pc) {
+      q = wk_quantize_per_channel(wk_detach(w), s, z, axis, dt);
     } else {
       double sv;
       int64_t zv;
@@ -221,6 +227,17 @@ static wk_tensor *quantize_weight(wk_tensor *w, int kind, const wk_observer_opts
   wk_release(z);
   if (q) wk_scope_escape(q);
   wk_scope_end();
+  return q;
+}
+
+/* The float module's weight quantized with the configured weight observer. */
+static wk_tensor *quantize_weight(wk_tensor *w, int kind, const wk_observer_opts *o) {
+  wk_module *obs = qt_observer(kind, o, sizeof *o);
+  if (!obs) return NULL;
+  wk_scope_begin();
+  wk_tensor *y = wk_module_forward(obs, wk_detach(w));
+  wk_scope_end();
+  wk_tensor *q = y ? quantize_with(obs, w) : NULL;
   wk_module_release(obs);
   return q;
 }
@@ -233,7 +250,7 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
   if (!strcmp(c, "DeQuantStub")) return qt_dequantize_module();
   if (!strcmp(c, "ReLU") || !strcmp(c, "MaxPool2d") || !strcmp(c, "AdaptiveAvgPool2d"))
     return qt_quantized_passthrough(wk_module_retain(m));
-  wk_module *obs = observed_class(m) ? wk_module_child(m, APP) : NULL;
+  wk_module *obs = observed_class(m) ? app_observer(m) : NULL;
   wk_clear_error();
   if (!obs) {
     *skip = true;
@@ -243,6 +260,27 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
   int64_t zp;
   if (out_qparams(m, &scale, &zp)) return NULL;
   if (!strcmp(c, "QuantStub")) return qt_quantize_module(scale, zp, qt_observer_dtype(obs));
+  if (qt_is_qat(m)) { /* the weight with the q-params its FakeQuantize learned */
+    wk_module *fl = qt_qat_float_module(m), *wfq = wk_module_child(m, "weight_fake_quant");
+    wk_module *wobs = wfq ? wk_module_child(wfq, APP) : NULL;
+    wk_tensor *w = fl ? wk_module_param(fl, "weight") : NULL, *b = fl ? wk_module_param(fl, "bias") : NULL;
+    wk_clear_error();
+    wk_tensor *qw = w && wobs ? quantize_with(wobs, w) : NULL;
+    if (!qw) {
+      if (!wk_last_error()) wk_error(WK_ERR_STATE, "convert: %s has no trained weight FakeQuantize", c);
+      return NULL;
+    }
+    wk_tensor *bd = b ? wk_to_dtype(wk_detach(b), WK_F32) : NULL;
+    wk_module *r = NULL;
+    qt_conv_geom g;
+    if (!is_class(fl, "Conv2d"))
+      r = qt_quantized_linear(qw, bd, scale, zp, qt_qat_relu(m));
+    else if (!qt_conv_geometry(fl, &g, NULL))
+      r = qt_quantized_conv(qw, bd, &g, scale, zp, qt_qat_relu(m));
+    wk_release(bd);
+    wk_release(qw);
+    return r;
+  }
   bool relu = !strcmp(c, "ConvReLU2d") || !strcmp(c, "LinearReLU");
   wk_module *fl = relu ? wk_module_child(m, "0") : m;
   int wkind;
@@ -263,7 +301,7 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
   wk_tensor *bd = b ? wk_to_dtype(wk_detach(b), WK_F32) : NULL;
   if (is_class(fl, "Conv2d")) {
     qt_conv_geom g;
-    if (!conv_geometry(fl, &g, NULL)) r = qt_quantized_conv(qw, bd, &g, scale, zp, relu);
+    if (!qt_conv_geometry(fl, &g, NULL)) r = qt_quantized_conv(qw, bd, &g, scale, zp, relu);
   } else {
     r = qt_quantized_linear(qw, bd, scale, zp, relu);
   }
@@ -275,7 +313,7 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
 /* Every observer in reach must have seen data: checked before anything is swapped. */
 static wk_status check_calibrated(wk_module *m, const char *path, int *nobs) {
   if (observed_class(m)) {
-    wk_module *obs = wk_module_child(m, APP);
+    wk_module *obs = app_observer(m);
     wk_clear_error();
     if (obs) (*nobs)++;
     double s;
