@@ -29,6 +29,20 @@ d = float(np.abs(y - want).max())
 print("wick run resnet18.onnx at batch 3: max abs diff to eager %.3g" % d)
 sys.exit(0 if y.shape == want.shape and d == 0 else 1)
 PY
+# the ops programs back through Wick's importer (composed ops round differently: 1e-5)
+for o in 13 17 20; do
+  "$PY" -c "import numpy as np, sys; np.save(sys.argv[2], np.fromfile(sys.argv[1], dtype='<f4').reshape(3, 16))" \
+    "$dir/ops${o}_b3_in.bin" "$dir/x.npy" || exit 1
+  "$top_builddir/tools/wick" run "$dir/ops$o.onnx" --input "input=$dir/x.npy" --output "$dir/y.npy" >"$dir/run.log" 2>&1 ||
+    { cat "$dir/run.log"; exit 1; }
+  "$PY" - "$dir/y.npy" "$dir/ops${o}_b3_out.bin" "$o" <<'PY' || exit 1
+import sys, numpy as np
+y = np.load(sys.argv[1]); want = np.fromfile(sys.argv[2], dtype="<f4").reshape(y.shape[0], -1)
+d = float(np.abs(y - want).max()) if y.shape == want.shape else float("inf")
+print("ops (opset %s) exported, imported and run by wick run: max abs diff to eager %.3g" % (sys.argv[3], d))
+sys.exit(0 if d <= 1e-5 else 1)
+PY
+done
 # examples/train --export-onnx: a short run of the main job, its model checked and run by ONNX Runtime
 if [ -d /usr/share/datasets/fashion-mnist ]; then
   "$top_builddir/examples/train" --model cnn --epochs 1 --limit 128 --out "$dir/run" --export-onnx "$dir/run/model.onnx" \

@@ -453,7 +453,9 @@ static wk_status i_binary(ictx *c) { /* Add Sub Mul Div Pow Equal Less ... And O
   if (!a || !b) return wk_last_error();
   const char *op = c->n->op_type;
   bool arith = !strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div");
-  if (arith && a->nk >= 0 && b->nk >= 0 && a->v < 0 && b->v < 0) return known_binary(c, a, b);
+  /* size arithmetic: known ints stay known (constants may also be graph values already) */
+  bool sym = (a->nk >= 0 && a->v < 0 && !a->t) || (b->nk >= 0 && b->v < 0 && !b->t);
+  if (arith && a->nk >= 0 && b->nk >= 0 && (sym || (a->v < 0 && b->v < 0))) return known_binary(c, a, b);
   int x = in_v(c, 0), y = x < 0 ? -1 : in_v(c, 1);
   if (y < 0) return wk_last_error();
   if (c->im->opset < 7) { /* legacy broadcasting: B aligned at `axis` of A */
@@ -925,7 +927,8 @@ static wk_status i_concat(ictx *c) {
   for (size_t i = 0; i < c->n->n_input && known; i++) {
     oxv *e = in_e(c, i);
     if (!e) return wk_last_error();
-    known = e->nk >= 0 && e->v < 0 && !e->t && !e->kscalar;
+    /* 1-d ints known at import time (shapes, constants, initializers): concatenated here */
+    known = e->nk >= 0 && !e->kscalar && (axis == 0 || axis == -1);
   }
   if (known) {
     wk_symdim r[64];
