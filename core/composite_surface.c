@@ -364,6 +364,7 @@ static wk_status k_argsort(const wk_kernel_ctx *c, const wk_value *args, wk_valu
 static wk_status select_sorted(const wk_kernel_ctx *c, wk_tensor *x, int64_t dim, bool keep, int64_t k,
                                wk_value *outs, int depth) {
   int64_t one = 1;
+  int nout = wk_op_num_outs(c->op) < 2 ? 1 : 2; /* median(): the value only */
   bool scalar = x->ndim == 0;
   if (scalar) x = wk_reshape(x, &one, 1);
   int d = scalar ? 0 : wrap(dim, x->ndim);
@@ -382,10 +383,10 @@ static wk_status select_sorted(const wk_kernel_ctx *c, wk_tensor *x, int64_t dim
       r[0] = pos ? C1("gather", o[0], WK_VI(d), WK_VT(pos)) : NULL;
       r[1] = pos ? C1("gather", o[1], WK_VI(d), WK_VT(pos)) : NULL;
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < nout; i++)
       if (r[i]) r[i] = wk_reshape(r[i], c->meta[i].sizes, c->meta[i].ndim);
   }
-  return finish(outs, r, wk_op_num_outs(c->op) < 2 ? 1 : 2, depth);
+  return finish(outs, r, nout, depth);
 }
 static wk_status k_kthvalue(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   BEGIN_K;
