@@ -12,7 +12,7 @@
  * EXPORT maps every node of a traced graph onto ONNX operators of the chosen
  * opset (PyTorch's torch.onnx.export conventions): parameters and buffers
  * become initializers named by their state_dict keys, node names carry the
- * module path ("layer1.0.conv1/Conv"), the graph's symbols become dim_params
+ * module path ("layer1.0.conv1/Conv_12"), the graph's symbols become dim_params
  * ("batch"), and a view or reshape whose size depends on a symbol computes
  * its shape in the graph (a 0 / -1 shape, or Shape/Gather/arithmetic/Concat).
  * An op with no ONNX equivalent, or an argument ONNX cannot express (training
