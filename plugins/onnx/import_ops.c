@@ -1442,6 +1442,13 @@ static wk_status i_prelu(ictx *c) { /* x if x >= 0 else slope * x (slope broadca
   TRY(need_in(c, 2, 2));
   int x = in_v(c, 0), sl = x < 0 ? -1 : in_v(c, 1);
   if (sl < 0) return wk_last_error();
+  int nd = vnd(c, x);
+  if (c->im->opset < 7 && vnd(c, sl) == 1 && nd >= 3) { /* opset 6: one slope per channel (dim 1) */
+    wk_symdim sh[WK_MAX_DIMS];
+    sh[0] = vdims(c, sl)[0];
+    for (int k = 1; k < nd - 1; k++) sh[k] = WK_SYM_CONST(1);
+    if ((sl = add1(c, "reshape", (wk_garg[]){GT(sl), GIS(sh, nd - 1)}, 2)) < 0) return wk_last_error();
+  }
   int m = add1(c, "mul", (wk_garg[]){GT(x), GT(sl)}, 2);
   int pos = m < 0 ? -1 : add1(c, "ge.Scalar", (wk_garg[]){GT(x), GI(0)}, 2);
   return set_out(c, 0, pos < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(pos), GT(x), GT(m)}, 3));
@@ -1553,6 +1560,78 @@ static wk_status i_trilu(ictx *c) { /* keep j - i >= k (upper) or j - i <= k (lo
                    : add1(c, upper ? "ge" : "le", (wk_garg[]){GT(d), GT(kv)}, 2);
   int z = m < 0 ? -1 : add1(c, "zeros_like", (wk_garg[]){GT(x)}, 1);
   return set_out(c, 0, z < 0 ? -1 : add1(c, "where.self", (wk_garg[]){GT(m), GT(x), GT(z)}, 3));
+}
+
+static wk_status i_hardmax(ictx *c) { /* 1 at the first maximum along axis, 0 elsewhere */
+  TRY(need_in(c, 1, 1));
+  int64_t axis;
+  TRY(att_i(c, "axis", c->im->opset >= 13 ? -1 : 1, &axis));
+  int x = in_v(c, 0);
+  if (x < 0) return wk_last_error();
+  int nd = vnd(c, x);
+  if (axis < -nd || axis >= nd) return BAD("axis %lld for %d dims", (long long)axis, nd);
+  if (axis < 0) axis += nd;
+  if (c->im->opset < 13 && axis != nd - 1) return FAIL("Hardmax before opset 13 over a non-last axis");
+  wk_symdim n = vdims(c, x)[axis];
+  if (!kis_const(n)) return FAIL("a symbolic axis size");
+  int i = add1(c, "argmax", (wk_garg[]){GT(x), GI(axis), GB(false)}, 3);
+  int oh = i < 0 ? -1 : add1(c, "one_hot", (wk_garg[]){GT(i), GI(wk_symdim_eval(n, NULL))}, 2);
+  int y = oh < 0 ? -1 : add1(c, "to.dtype", (wk_garg[]){GT(oh), GDT(vdt(c, x))}, 2);
+  if (y >= 0 && axis != nd - 1) { /* the one-hot dim back in place */
+    wk_symdim perm[WK_MAX_DIMS];
+    int k = 0;
+    for (int d = 0; d < axis; d++) perm[k++] = WK_SYM_CONST(d);
+    perm[k++] = WK_SYM_CONST(nd - 1);
+    for (int d = (int)axis; d < nd - 1; d++) perm[k++] = WK_SYM_CONST(d);
+    y = add1(c, "permute", (wk_garg[]){GT(y), GIS(perm, nd)}, 2);
+  }
+  return set_out(c, 0, y);
+}
+/* DepthToSpace (modes DCR, CRD) and SpaceToDepth: reshape, permute, reshape */
+static wk_status i_depth_space(ictx *c) {
+  TRY(need_in(c, 1, 1));
+  int64_t b;
+  char mode[8];
+  TRY(att_i(c, "blocksize", 0, &b));
+  TRY(att_s(c, "mode", "DCR", mode, sizeof mode));
+  if (b < 1) return BAD("blocksize %lld", (long long)b);
+  bool d2s = !strcmp(c->n->op_type, "DepthToSpace");
+  if (d2s && strcmp(mode, "DCR") && strcmp(mode, "CRD")) return BAD("mode '%s' is not DCR or CRD", mode);
+  int x = in_v(c, 0);
+  if (x < 0) return wk_last_error();
+  if (vnd(c, x) != 4) return BAD("the input has %d dims (4 expected)", vnd(c, x));
+  const wk_symdim *d = vdims(c, x);
+  for (int k = 1; k < 4; k++)
+    if (!kis_const(d[k])) return FAIL("symbolic channel or spatial sizes");
+  int64_t C = wk_symdim_eval(d[1], NULL), H = wk_symdim_eval(d[2], NULL), W = wk_symdim_eval(d[3], NULL);
+  wk_symdim s6[6], s4[4];
+  int64_t perm[6];
+  s6[0] = s4[0] = d[0];
+  if (d2s) {
+    if (C % (b * b))
+      return im_fail(c->im, WK_ERR_SHAPE, "%lld channels are not a multiple of blocksize^2", (long long)C);
+    int64_t c2 = C / (b * b);
+    bool dcr = !strcmp(mode, "DCR");
+    int64_t a6[5] = {dcr ? b : c2, dcr ? b : b, dcr ? c2 : b, H, W};
+    for (int k = 0; k < 5; k++) s6[k + 1] = WK_SYM_CONST(a6[k]);
+    int64_t pd[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
+    memcpy(perm, dcr ? pd : pc, sizeof perm);
+    s4[1] = WK_SYM_CONST(c2), s4[2] = WK_SYM_CONST(H * b), s4[3] = WK_SYM_CONST(W * b);
+  } else {
+    if (H % b || W % b)
+      return im_fail(c->im, WK_ERR_SHAPE, "%lldx%lld is not a multiple of blocksize", (long long)H, (long long)W);
+    int64_t a6[5] = {C, H / b, b, W / b, b};
+    for (int k = 0; k < 5; k++) s6[k + 1] = WK_SYM_CONST(a6[k]);
+    int64_t ps[6] = {0, 3, 5, 1, 2, 4};
+    memcpy(perm, ps, sizeof perm);
+    s4[1] = WK_SYM_CONST(C * b * b), s4[2] = WK_SYM_CONST(H / b), s4[3] = WK_SYM_CONST(W / b);
+  }
+  wk_symdim sp[6];
+  for (int k = 0; k < 6; k++) sp[k] = WK_SYM_CONST(perm[k]);
+  int y = add1(c, "reshape", (wk_garg[]){GT(x), GIS(s6, 6)}, 2);
+  if (y >= 0) y = add1(c, "permute", (wk_garg[]){GT(y), GIS(sp, 6)}, 2);
+  if (y >= 0) y = add1(c, "reshape", (wk_garg[]){GT(y), GIS(s4, 4)}, 2);
+  return set_out(c, 0, y);
 }
 
 /* ---- the table ---- */
@@ -1674,6 +1753,9 @@ static const irow k_rows[] = {
     {"PRelu", i_prelu, NULL, ""},
     {"ThresholdedRelu", i_thresholded_relu, NULL, "alpha"},
     {"Shrink", i_shrink, NULL, "lambd|bias"},
+    {"Hardmax", i_hardmax, NULL, "axis"},
+    {"DepthToSpace", i_depth_space, NULL, "blocksize|mode"},
+    {"SpaceToDepth", i_depth_space, NULL, "blocksize"},
     {"Trilu", i_trilu, NULL, "upper"},
     {"InstanceNormalization", i_instancenorm, NULL, "epsilon"},
     {"GatherElements", i_gather_elements, NULL, "axis"},
