@@ -10,7 +10,8 @@
 
 #include "bench_util.h"
 
-enum { A_X, A_XPOS, A_XUNIT, A_XY, A_XYPOS, A_INT, A_INTY, A_DIM, A_DIMS, A_LERP, A_ADDC, A_DIAG, A_TILE, A_RI };
+enum { A_X, A_XPOS, A_XUNIT, A_XY, A_XYPOS, A_INT, A_INTY, A_DIM, A_DIMS, A_LERP, A_ADDC, A_DIAG, A_TILE, A_RI,
+       A_PRELU, A_IDXSRC, A_IDXFILL, A_TAKE, A_TAD, A_KTH, A_SS, A_BUCKET, A_BINCOUNT, A_HISTC };
 
 static const struct {
   const char *op, *label;
@@ -44,6 +45,15 @@ static const struct {
     {"cummax", "cummax", A_DIM},      {"logcumsumexp", "logcumsumexp", A_DIM},
     {"tril", "tril", A_DIAG},         {"diag", "diag", A_DIAG},
     {"tile", "tile", A_TILE},         {"repeat_interleave.self_int", "repeat_interleave", A_RI},
+    /* glu ... histc (added later) */
+    {"glu", "glu", A_DIM},            {"prelu", "prelu", A_PRELU},
+    {"index_add", "index_add", A_IDXSRC}, {"index_copy", "index_copy", A_IDXSRC},
+    {"index_fill.int_Scalar", "index_fill", A_IDXFILL}, {"take", "take", A_TAKE},
+    {"take_along_dim", "take_along_dim", A_TAD}, {"argsort", "argsort", A_DIM},
+    {"kthvalue", "kthvalue", A_KTH},  {"median.dim", "median", A_DIM},
+    {"nonzero", "nonzero", A_X},      {"searchsorted.Tensor", "searchsorted", A_SS},
+    {"bucketize.Tensor", "bucketize", A_BUCKET}, {"bincount", "bincount", A_BINCOUNT},
+    {"histc", "histc", A_HISTC},
 };
 
 /* A [1000, 1000] tensor of values in [lo, hi) (seeded). */
@@ -72,7 +82,15 @@ int main(int argc, char **argv) {
     v = flat ? wk_clone(flat) : NULL;
     wk_release(flat);
   }
-  if (!x || !xp || !xu || !y || !yp || !xi || !yi || !v) return 1;
+  /* glu ... histc: a weight per column, a permutation of the rows, 1M flat and 1000 per-row indices,
+   * 128 sorted boundaries in [-2, 2), 1M small counts */
+  int64_t n1k = 1000, n1m = 1000000, n128 = 128;
+  wk_tensor *w = wk_narrow(yp, 0, 0, 1), *wv = w ? wk_reshape(w, &n1k, 1) : NULL;
+  wk_tensor *perm = wk_randperm(1000, (wk_options){.dtype = WK_I64});
+  wk_tensor *i1m = values(0, 1e6, WK_I64), *flat_i = i1m ? wk_reshape(i1m, &n1m, 1) : NULL;
+  wk_tensor *rows = values(0, 1000, WK_I64), *ramp = wk_linspace(-2, 2, n128, (wk_options){.dtype = WK_F32});
+  wk_tensor *cnt = yi ? wk_reshape(yi, &n1m, 1) : NULL;
+  if (!x || !xp || !xu || !y || !yp || !xi || !yi || !v || !wv || !perm || !flat_i || !rows || !ramp || !cnt) return 1;
   static double t[1000];
   for (size_t k = 0; k < sizeof g_ops / sizeof g_ops[0]; k++) {
     wk_value a[5];
@@ -91,6 +109,16 @@ int main(int argc, char **argv) {
       case A_ADDC: a[n++] = WK_VT(x), a[n++] = WK_VT(y), a[n++] = WK_VT(yp), a[n++] = WK_VF(0.5); break;
       case A_DIAG: a[n++] = WK_VT(x), a[n++] = WK_VI(0); break;
       case A_TILE: a[n++] = WK_VT(x), a[n++] = WK_VINTS(tile, 2); break;
+      case A_PRELU: a[n++] = WK_VT(x), a[n++] = WK_VT(wv); break;
+      case A_IDXSRC: a[n++] = WK_VT(x), a[n++] = WK_VI(0), a[n++] = WK_VT(perm), a[n++] = WK_VT(y); break;
+      case A_IDXFILL: a[n++] = WK_VT(x), a[n++] = WK_VI(0), a[n++] = WK_VT(perm), a[n++] = WK_VF(1.0); break;
+      case A_TAKE: a[n++] = WK_VT(x), a[n++] = WK_VT(flat_i); break;
+      case A_TAD: a[n++] = WK_VT(x), a[n++] = WK_VT(rows), a[n++] = WK_VI(-1); break;
+      case A_KTH: a[n++] = WK_VT(x), a[n++] = WK_VI(500), a[n++] = WK_VI(-1); break;
+      case A_SS: a[n++] = WK_VT(ramp), a[n++] = WK_VT(x); break;
+      case A_BUCKET: a[n++] = WK_VT(x), a[n++] = WK_VT(ramp); break;
+      case A_BINCOUNT: a[n++] = WK_VT(cnt); break;
+      case A_HISTC: a[n++] = WK_VT(x), a[n++] = WK_VI(100), a[n++] = WK_VI(-2), a[n++] = WK_VI(2); break;
       default: a[n++] = WK_VT(v), a[n++] = WK_VI(1), a[n++] = WK_VI(0); break;
     }
     if (g_ops[k].kind == A_X && !strcmp(g_ops[k].op, "clamp_min")) a[n++] = WK_VF(0.0);
@@ -110,7 +138,7 @@ int main(int argc, char **argv) {
     }
     printf("surface_%s_ms %.3f\n", g_ops[k].label, 1e3 * bench_median(t, reps));
   }
-  wk_tensor *all[8] = {x, xp, xu, y, yp, xi, yi, v};
-  for (int i = 0; i < 8; i++) wk_release(all[i]);
+  wk_tensor *all[] = {x, xp, xu, y, yp, xi, yi, v, w, wv, perm, i1m, flat_i, rows, ramp, cnt};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wk_release(all[i]);
   return 0;
 }

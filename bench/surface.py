@@ -19,6 +19,12 @@ def u(lo, hi, dtype=torch.float32):
 x, xp, xu, y, yp = u(-2, 2), u(0.5, 3), u(-0.9, 0.9), u(-2, 2), u(0.5, 3)
 xi, yi = u(-1000, 1000, torch.int64), u(0, 8, torch.int64)
 v = x.reshape(-1).clone()
+wv = yp[0].clone()
+perm = torch.randperm(1000)
+flat_i = u(0, 1e6, torch.int64).reshape(-1)
+rows = u(0, 1000, torch.int64)
+ramp = torch.linspace(-2, 2, 128)
+cnt = yi.reshape(-1)
 OPS = [
     ("expm1", lambda: torch.expm1(x)), ("log2", lambda: torch.log2(xp)), ("log10", lambda: torch.log10(xp)),
     ("exp2", lambda: torch.exp2(x)), ("tan", lambda: torch.tan(xu)), ("asin", lambda: torch.asin(xu)),
@@ -44,6 +50,15 @@ OPS = [
     ("logcumsumexp", lambda: torch.logcumsumexp(x, -1)), ("tril", lambda: torch.tril(x)),
     ("diag", lambda: torch.diag(x)), ("tile", lambda: torch.tile(x, (1, 1))),
     ("repeat_interleave", lambda: torch.repeat_interleave(v, 1, 0)),
+    # glu ... histc (added later)
+    ("glu", lambda: F.glu(x, -1)), ("prelu", lambda: F.prelu(x, wv)),
+    ("index_add", lambda: x.index_add(0, perm, y)), ("index_copy", lambda: x.index_copy(0, perm, y)),
+    ("index_fill", lambda: x.index_fill(0, perm, 1.0)), ("take", lambda: torch.take(x, flat_i)),
+    ("take_along_dim", lambda: torch.take_along_dim(x, rows, -1)), ("argsort", lambda: torch.argsort(x, -1)),
+    ("kthvalue", lambda: torch.kthvalue(x, 500, -1)), ("median", lambda: torch.median(x, -1)),
+    ("nonzero", lambda: torch.nonzero(x)), ("searchsorted", lambda: torch.searchsorted(ramp, x)),
+    ("bucketize", lambda: torch.bucketize(x, ramp)), ("bincount", lambda: torch.bincount(cnt)),
+    ("histc", lambda: torch.histc(x, 100, -2, 2)),
 ]
 for name, fn in OPS:
     ts = []

@@ -430,18 +430,41 @@ static wk_status k_nonzero(const wk_kernel_ctx *c, const wk_value *args, wk_valu
 
 /* searchsorted/bucketize: per value, the number of boundaries b (of its row) with !(b >= v) (left) or
  * !(b > v) (right): what PyTorch's binary search returns for a sorted row, NaN values landing past the end.
- * A [..., k, m] comparison, summed over m (memory k * m per row: a composite, not a binary search). */
+ * One row (1-d boundaries): the values and boundaries merged by a stable sort, each value counting the
+ * boundaries sorted before it. Row-wise boundaries: a [..., k, m] comparison summed over m (memory k * m
+ * per row). */
 static wk_status k_searchsorted(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   BEGIN_K;
   bool bucket = wk_op_name(c->op)[0] == 'b';
   wk_tensor *seq = T(bucket ? 1 : 0), *v = T(bucket ? 0 : 1);
   bool right = args[3].u.b || (!bucket && args[4].tag == WK_V_STR && !strcmp(args[4].u.s, "right"));
   if (!bucket && args[5].tag == WK_V_TENSOR) seq = C1("gather", WK_VT(seq), WK_VI(-1), WK_VT(T(5)));
+  wk_dtype odt = args[2].u.b ? WK_I32 : WK_I64;
+  if (v->storage->device.type == wk_device_type_find("meta")) /* no data: the meta's shape is the result */
+    return FINISH1(wk_zeros(c->meta[0].sizes, c->meta[0].ndim, (wk_options){.dtype = odt, .device = v->storage->device}));
+  if (seq && seq->ndim == 1) { /* one boundary row: a merge by stable sort, O((n + m) log(n + m)) */
+    int64_t all = -1, m = seq->sizes[0], nv = wk_tensor_numel(v);
+    wk_tensor *vf = wk_reshape(v, &all, 1);
+    /* values first (left): a boundary equal to a value sorts after it; boundaries first (right): before */
+    wk_tensor *parts[2] = {right ? seq : vf, right ? vf : seq};
+    wk_tensor *cat = vf ? C1("cat", WK_VTS(parts, 2), WK_VI(0)) : NULL;
+    wk_tensor *order = cat ? C1("argsort", WK_VT(cat), WK_VI(0), WK_VB(false)) : NULL;
+    wk_tensor *is_b = order ? (right ? wk_lt_scalar(order, (double)m) : wk_ge_scalar(order, (double)nv)) : NULL;
+    wk_tensor *before = is_b ? wk_cumsum(wk_to_dtype(is_b, WK_I64), 0) : NULL; /* boundaries up to each place */
+    wk_tensor *is_v = is_b ? wk_logical_not(is_b) : NULL;
+    wk_tensor *vpos = is_v ? C1("masked_select", WK_VT(order), WK_VT(is_v)) : NULL;
+    wk_tensor *cnt = before && is_v ? C1("masked_select", WK_VT(before), WK_VT(is_v)) : NULL;
+    if (vpos && right) vpos = C1("sub.Scalar", WK_VT(vpos), WK_VI(m));
+    wk_tensor *r = vpos && cnt ? wk_zeros(&nv, 1, (wk_options){.dtype = WK_I64, .device = v->storage->device}) : NULL;
+    r = r ? C1("scatter.src", WK_VT(r), WK_VI(0), WK_VT(vpos), WK_VT(cnt)) : NULL;
+    r = r ? wk_reshape(r, c->meta[0].sizes, c->meta[0].ndim) : NULL;
+    return FINISH1(r && odt != WK_I64 ? wk_to_dtype(r, odt) : r);
+  }
   wk_tensor *vv = wk_unsqueeze(v, -1);
   if (seq && seq->ndim > 1) seq = wk_unsqueeze(seq, -2);
   wk_tensor *past = seq && vv ? wk_logical_not(right ? wk_gt(seq, vv) : wk_ge(seq, vv)) : NULL;
   return FINISH1(C1("sum.dim_IntList", WK_VT(past), WK_VINTS((const int64_t[]){-1}, 1), WK_VB(false),
-                    WK_VDT(args[2].u.b ? WK_I32 : WK_I64)));
+                    WK_VDT(odt)));
 }
 
 /* bincount: zeros of length max(max(self) + 1, minlength), scatter_add of the weights (or ones) at self.
