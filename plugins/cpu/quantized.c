@@ -516,31 +516,73 @@ typedef struct {
   uint8_t *y;
 } conv_job;
 
+/* One (image, group) per task: the receptive fields as int16 columns
+ * [cpg * kh * kw, OH * OW] (padding reads the zero point, 0 once centred),
+ * then per output channel acc[p] += w[o, k] * col[k, p] over contiguous rows
+ * (vectorised int16 x int16 -> int32), requantised into y. */
 static void conv_run(void *vj, int64_t b, int64_t e) {
   const conv_job *j = vj;
-  int64_t cpg = j->C / j->g, opg = j->O / j->g;
-  for (int64_t t = b; t < e; t++) { /* one (n, o) plane */
-    int64_t n = t / j->O, o = t % j->O, gi = o / opg;
-    const int32_t *wo = j->w + o * cpg * j->kh * j->kw;
-    for (int64_t oh = 0; oh < j->OH; oh++)
-      for (int64_t ow = 0; ow < j->OW; ow++) {
-        int32_t acc = 0;
-        for (int64_t c = 0; c < cpg; c++) {
-          const int32_t *xc = j->x + ((n * j->C) + gi * cpg + c) * j->H * j->W;
-          const int32_t *wc = wo + c * j->kh * j->kw;
-          for (int64_t i = 0; i < j->kh; i++) {
-            int64_t ih = oh * j->sh - j->ph + i * j->dh;
-            if (ih < 0 || ih >= j->H) continue;
-            for (int64_t k = 0; k < j->kw; k++) {
-              int64_t iw = ow * j->sw - j->pw + k * j->dw;
-              if (iw < 0 || iw >= j->W) continue;
-              acc += xc[ih * j->W + iw] * wc[i * j->kw + k];
+  int64_t cpg = j->C / j->g, opg = j->O / j->g, K = cpg * j->kh * j->kw, P = j->OH * j->OW;
+  int16_t *col = malloc(sizeof(int16_t) * (size_t)(K * P > 0 ? K * P : 1));
+  int32_t *acc = malloc(sizeof(int32_t) * (size_t)(P ? P : 1));
+  if (!col || !acc) { /* out of memory in a worker: the slow path, one output at a time */
+    free(col);
+    free(acc);
+    col = NULL;
+  }
+  for (int64_t t = b; t < e; t++) {
+    int64_t n = t / j->g, gi = t % j->g;
+    if (col) {
+      for (int64_t c = 0; c < cpg; c++) {
+        const int32_t *xc = j->x + ((n * j->C) + gi * cpg + c) * j->H * j->W;
+        for (int64_t i = 0; i < j->kh; i++)
+          for (int64_t k = 0; k < j->kw; k++) {
+            int16_t *row = col + ((c * j->kh + i) * j->kw + k) * P;
+            for (int64_t oh = 0; oh < j->OH; oh++) {
+              int64_t ih = oh * j->sh - j->ph + i * j->dh;
+              for (int64_t ow = 0; ow < j->OW; ow++) {
+                int64_t iw = ow * j->sw - j->pw + k * j->dw;
+                row[oh * j->OW + ow] = (ih < 0 || ih >= j->H || iw < 0 || iw >= j->W) ? 0 : (int16_t)xc[ih * j->W + iw];
+              }
             }
           }
-        }
-        j->y[(t * j->OH + oh) * j->OW + ow] = requant_one(j->rq, o, acc);
       }
+    }
+    for (int64_t oo = 0; oo < opg; oo++) {
+      int64_t o = gi * opg + oo;
+      const int32_t *wo = j->w + o * K;
+      uint8_t *yo = j->y + (n * j->O + o) * P;
+      if (col) {
+        for (int64_t p = 0; p < P; p++) acc[p] = 0;
+        for (int64_t k = 0; k < K; k++) {
+          int16_t wv = (int16_t)wo[k];
+          if (!wv) continue;
+          const int16_t *row = col + k * P;
+          for (int64_t p = 0; p < P; p++) acc[p] += (int32_t)wv * row[p];
+        }
+        for (int64_t p = 0; p < P; p++) yo[p] = requant_one(j->rq, o, acc[p]);
+        continue;
+      }
+      for (int64_t oh = 0; oh < j->OH; oh++)
+        for (int64_t ow = 0; ow < j->OW; ow++) {
+          int32_t a = 0;
+          for (int64_t c = 0; c < cpg; c++) {
+            const int32_t *xc = j->x + ((n * j->C) + gi * cpg + c) * j->H * j->W;
+            for (int64_t i = 0; i < j->kh; i++) {
+              int64_t ih = oh * j->sh - j->ph + i * j->dh;
+              if (ih < 0 || ih >= j->H) continue;
+              for (int64_t k = 0; k < j->kw; k++) {
+                int64_t iw = ow * j->sw - j->pw + k * j->dw;
+                if (iw >= 0 && iw < j->W) a += xc[ih * j->W + iw] * wo[(c * j->kh + i) * j->kw + k];
+              }
+            }
+          }
+          yo[oh * j->OW + ow] = requant_one(j->rq, o, a);
+        }
+    }
   }
+  free(col);
+  free(acc);
 }
 
 static wk_status k_quantized_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -570,7 +612,7 @@ static wk_status k_quantized_conv2d(const wk_kernel_ctx *ctx, const wk_value *ar
     const int64_t *st = args[3].u.ints, *pd = args[4].u.ints, *dl = args[5].u.ints;
     conv_job j = {xv,    wv,    xs[0], xs[1], xs[2], xs[3], O,     ws[2], ws[3],    mo->sizes[2], mo->sizes[3],
                   args[6].u.i, st[0], st[1], pd[0], pd[1], dl[0], dl[1], &rq, wk_tensor_data(y)};
-    cpu_par(xs[0] * O, mo->sizes[2] * mo->sizes[3] * ws[1] * ws[2] * ws[3], conv_run, &j);
+    cpu_par(xs[0] * args[6].u.i, mo->sizes[2] * mo->sizes[3] * ws[0] * ws[1] * ws[2] * ws[3] / args[6].u.i, conv_run, &j);
     if (!(q = wk_make_per_tensor_quantized(y, osc, ozp))) s = wk_last_error();
   }
   requant_free(&rq);
