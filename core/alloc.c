@@ -6,7 +6,8 @@
  * Fault injection: WICK_FAIL_ALLOC=N makes the Nth counted allocation of the
  * process return NULL, as an exhausted malloc would (one failure; the ones
  * after it succeed again). WICK_FAIL_ALLOC_REPORT=1 prints at exit how many
- * allocations were counted and whether the Nth was reached, which is how
+ * allocations were counted and whether the Nth was reached (=2 also prints
+ * the failing allocation's call stack), which is how
  * tests/fault_sweep.sh knows when to stop. With WICK_FAIL_ALLOC_AFTER_INIT=1
  * the count starts when wk_init has finished (the thousands of allocations
  * of declaring ops and loading plugins are swept separately), so N numbers
@@ -14,6 +15,7 @@
  * processes) counts on from its parent's count. The per-thread caches of
  * small blocks and tensor handles (tensor.c) hand out recycled memory
  * without calling the hook: only their misses are injection points. */
+#include <execinfo.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,7 @@
 #include "internal.h"
 
 static long g_fail_at; /* 0: off (read once, at load) */
-static bool g_report, g_after_init;
+static bool g_report, g_report_bt, g_after_init;
 static atomic_long g_count;
 static atomic_bool g_failed, g_armed; /* armed: counting (from load, or from the end of wk_init) */
 
@@ -34,6 +36,7 @@ __attribute__((constructor)) static void alloc_env(void) {
   }
   e = getenv("WICK_FAIL_ALLOC_REPORT");
   g_report = e && *e && *e != '0';
+  g_report_bt = e && *e == '2';
   e = getenv("WICK_FAIL_ALLOC_AFTER_INIT");
   g_after_init = e && *e && *e != '0';
   atomic_store(&g_armed, !g_after_init);
@@ -59,8 +62,13 @@ static inline bool inject(void) {
   long k = atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed) + 1;
   if (k != g_fail_at) return false;
   atomic_store(&g_failed, true);
-  if (g_report) /* now: a process that ends in _exit or a signal runs no destructor */
+  if (g_report) { /* now: a process that ends in _exit or a signal runs no destructor */
     fprintf(stderr, "wick: WICK_FAIL_ALLOC=%ld: the failure was injected\n", g_fail_at);
+    if (g_report_bt) { /* WICK_FAIL_ALLOC_REPORT=2: where (addresses; symbolize with addr2line) */
+      void *bt[24];
+      backtrace_symbols_fd(bt, backtrace(bt, 24), 2);
+    }
+  }
   return true;
 }
 

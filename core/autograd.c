@@ -813,6 +813,10 @@ static wk_status autograd_layer(wk_layer *self, void *user, wk_op *op, const wk_
     wk_tensor *t = ins[k];
     if (!t) continue;
     n->next[k] = gradient_edge(t);
+    if (!n->next[k].node && (t->flags & WK__T_REQUIRES_GRAD)) { /* its AccumulateGrad: out of memory */
+      s = wk_error(WK_ERR_NO_MEMORY, "autograd: out of memory recording %s", wk_op_name(op));
+      break;
+    }
     n->in_ndim[k] = t->ndim;
     copy_sizes(n->in_sizes[k], t->sizes, t->ndim);
     n->in_dtype[k] = t->dtype;
