@@ -22,6 +22,11 @@ void wk_clear_error(void) {
   g_msg[0] = 0;
 }
 bool wk__error_pending(void) { return wk__err_code != WK_OK && !wk__err_stale; }
+bool wk__error_revive(void) {
+  if (!wk__err_stale || wk__err_code == WK_OK) return false;
+  wk__err_stale = false;
+  return true;
+}
 
 void wk_error_new_call(void) {
   if (wk__call_depth == 0) wk__error_new_call();

@@ -83,6 +83,9 @@ WK__HIDDEN extern _Thread_local bool wk__err_stale;
 /* A top-level call whose arguments are valid starts here: an earlier call's
  * error stops being reported (one store; callers check wk__call_depth == 0). */
 static inline void wk__error_new_call(void) { wk__err_stale = true; }
+/* Makes a stale error current again (true) for a caller about to report
+ * "returned NULL without an error": the NULL came from that failure. */
+WK__HIDDEN bool wk__error_revive(void);
 /* Records WK_ERR_NULL for a NULL argument unless an error is pending. */
 WK__HIDDEN void wk__null_arg(const char *fn, const char *arg);
 /* Formats a shape as "[2, 3]" into buf. */
@@ -93,6 +96,10 @@ WK__HIDDEN const char *wk__shape_str(const int64_t *sizes, int ndim, char *buf, 
 WK__HIDDEN void *wk__aligned_alloc(size_t align, size_t n);
 /* wk_init has finished: WICK_FAIL_ALLOC_AFTER_INIT starts counting here. */
 WK__HIDDEN void wk__alloc_init_done(void);
+
+/* ---- the allocator hook (alloc.c) ---- */
+/* aligned_alloc through the hook (wk_malloc and friends are public). */
+WK__HIDDEN void *wk__aligned_alloc(size_t align, size_t n);
 
 /* ---- small blocks ------------------------------------------------------------------- */
 /* n bytes (64-byte aligned) from the calling thread's cache of small blocks

@@ -382,7 +382,8 @@ wk_tensor *wk_module_forward_n(wk_module *m, wk_tensor *const *inputs, int n) {
   if ((g && run_hooks(g->h, g->n, false, m, inputs, n, NULL)) || run_hooks(m->hooks, m->nhooks, false, m, inputs, n, NULL))
     goto done;
   r = m->cls->forward(m, inputs, n);
-  if (!r && !wk__error_pending()) wk_error(WK_ERR_INTERNAL, "%s.forward returned NULL without an error", m->cls->name);
+  if (!r && !wk__error_pending() && !wk__error_revive())
+    wk_error(WK_ERR_INTERNAL, "%s.forward returned NULL without an error", m->cls->name);
   if (r && ((g && run_hooks(g->h, g->n, true, m, inputs, n, &r)) || run_hooks(m->hooks, m->nhooks, true, m, inputs, n, &r))) {
     wk_release(r);
     r = NULL;

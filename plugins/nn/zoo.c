@@ -51,7 +51,7 @@ static wk_tensor *block_forward(wk_module *self, wk_tensor *const *in, int n) {
     o = wk_module_forward(wk_module_child(self, "bn3"), wk_module_forward(wk_module_child(self, "conv3"), o));
   }
   wk_module *ds = wk_module_child(self, "downsample");
-  wk_clear_error(); /* no downsample: identity */
+  if (!ds && o) wk_clear_error(); /* no downsample: identity (keep a failure of the main path) */
   wk_tensor *id = ds ? wk_module_forward(ds, x) : x;
   return nn_ret(o && id ? wk_module_forward(relu, wk_add(o, id)) : NULL);
 }
