@@ -14,3 +14,4 @@ tests_check_quant_SOURCES = tests/check_quant.c tests/testutil.h
 tests_check_quant_CFLAGS = $(TEST_CFLAGS)
 tests_check_quant_LDADD = $(TEST_LDADD)
 endif
+EXTRA_DIST += tests/quant_ref/histogram_observer_ref.py
