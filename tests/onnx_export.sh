@@ -1,7 +1,7 @@
 #!/bin/sh
 # Wick's ONNX exports checked by onnx (check_model, full_check) and run by
 # ONNX Runtime against Wick's eager outputs: mlp, lenet, resnet18 and resnet50 with a
-# dynamic batch axis, at batch 1 and 3. Needs python3 with onnx, onnxruntime
+# dynamic batch axis, at batch 1, 3 and 8. Needs python3 with onnx, onnxruntime
 # and numpy (CI: a venv under the build tree, $top_builddir/venv); skips (77)
 # without them.
 top_builddir=${top_builddir:-.}

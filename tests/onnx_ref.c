@@ -1,6 +1,6 @@
 /* For tests/onnx_export.sh: exports mlp, lenet, resnet18 and resnet50 (eval mode,
  * random weights, a dynamic batch axis) to DIR/<model>.onnx and writes, for
- * batch sizes 1 and 3, a random input and Wick's eager output as raw
+ * batch sizes 1, 3 and 8, a random input and Wick's eager output as raw
  * little-endian float32 files, listed in DIR/manifest.txt:
  *   <model> <batch> <input.bin> <output.bin> <in dims...> : <out dims...>
  * tests/onnx_ort.py then checks the files with onnx's checker and runs them
@@ -47,8 +47,8 @@ static int one(const char *dir, const char *name, wk_module *m, const int64_t *i
     fprintf(stderr, "onnx_ref: exporting %s: %s\n", name, wk_last_error_message());
     return 1;
   }
-  static const int64_t batches[] = {1, 3};
-  for (int b = 0; b < 2; b++) {
+  static const int64_t batches[] = {1, 3, 8};
+  for (int b = 0; b < 3; b++) {
     shape[0] = batches[b];
     wk_tensor *xb = wk_randn(shape, nd + 1, (wk_options){0});
     wk_tensor *y = wk_module_forward(m, xb);
