@@ -270,7 +270,9 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
       if (!wk_last_error()) wk_error(WK_ERR_STATE, "convert: %s has no trained weight FakeQuantize", c);
       return NULL;
     }
-    wk_tensor *bd = b ? wk_to_dtype(wk_detach(b), WK_F32) : NULL;
+    wk_tensor *bdet = b ? wk_detach(b) : NULL; /* a new handle: released below, not left to a scope */
+    wk_tensor *bd = bdet ? wk_to_dtype(bdet, WK_F32) : NULL;
+    wk_release(bdet);
     wk_module *r = NULL;
     qt_conv_geom g;
     if (!is_class(fl, "Conv2d"))
@@ -298,7 +300,9 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
   wk_tensor *qw = quantize_weight(w, wkind, &wo);
   if (!qw) return NULL;
   wk_module *r = NULL;
-  wk_tensor *bd = b ? wk_to_dtype(wk_detach(b), WK_F32) : NULL;
+  wk_tensor *bdet = b ? wk_detach(b) : NULL;
+  wk_tensor *bd = bdet ? wk_to_dtype(bdet, WK_F32) : NULL;
+  wk_release(bdet);
   if (is_class(fl, "Conv2d")) {
     qt_conv_geom g;
     if (!qt_conv_geometry(fl, &g, NULL)) r = qt_quantized_conv(qw, bd, &g, scale, zp, relu);
@@ -385,7 +389,9 @@ static wk_status dynamic_rec(wk_module *m, int *count) {
     wk_clear_error();
     wk_tensor *qw = w ? quantize_weight(w, WK_OBSERVER_MINMAX, &wo) : NULL;
     if (!qw) return wk_last_error();
-    wk_tensor *bd = b ? wk_to_dtype(wk_detach(b), WK_F32) : NULL;
+    wk_tensor *bdet = b ? wk_detach(b) : NULL;
+    wk_tensor *bd = bdet ? wk_to_dtype(bdet, WK_F32) : NULL;
+    wk_release(bdet);
     wk_module *r = qt_dynamic_linear(qw, bd);
     wk_release(bd);
     wk_release(qw);
