@@ -558,6 +558,58 @@ START_TEST(test_graph_training_trace) {
 }
 END_TEST
 
+/* Bad arguments to every building call: an error naming the fault, the graph unchanged. */
+START_TEST(test_graph_bad_arguments) {
+  wk_graph *g = wk_graph_new();
+  TU_NOTNULL(g);
+  ck_assert_int_eq(wk_graph_add_symbol(g, "batch", 0), -1);
+  ck_assert_msg(strstr(wk_last_error_message(), ">= 1"), "%s", wk_last_error_message());
+  for (int i = 0; i < 8; i++) ck_assert_int_eq(wk_graph_add_symbol(g, NULL, 2), i);
+  ck_assert_int_eq(wk_graph_add_symbol(g, "ninth", 2), -1);
+  ck_assert_str_eq(wk_graph_symbol_name(g, 3), "s3");
+  wk_symdim bad_sym[] = {{1, 0, 1, 1, 0, 9, -1}};
+  ck_assert_int_eq(wk_graph_add_input(g, "x", WK_F32, (wk_device){WK_DEVICE_CPU, 0}, 1, bad_sym), -1);
+  ck_assert_msg(strstr(wk_last_error_message(), "not a valid symbolic dim"), "%s", wk_last_error_message());
+  wk_symdim zero_div[] = {{1, 0, 0, 1, 0, 0, -1}};
+  ck_assert_int_eq(wk_graph_add_input(g, "x", WK_F32, (wk_device){WK_DEVICE_CPU, 0}, 1, zero_div), -1);
+  ck_assert_int_eq(wk_graph_add_input(g, "x", WK_F32, (wk_device){WK_DEVICE_CPU, 0}, 9, NULL), -1);
+  ck_assert_int_eq(wk_graph_add_input(g, "x", (wk_dtype)99, (wk_device){WK_DEVICE_CPU, 0}, 0, NULL), -1);
+  ck_assert_int_eq(wk_graph_add_input(g, "x", WK_F32, (wk_device){WK_DEVICE_CPU, 0}, 0, NULL), 0);
+  ck_assert_int_eq(wk_graph_add_input(g, "x", WK_F32, (wk_device){WK_DEVICE_CPU, 0}, 0, NULL), -1); /* name taken */
+  ck_assert_int_eq(wk_graph_num_inputs(g), 1);
+  wk_tensor *w = wk_zeros(WK_SHAPE(2, 3), (wk_options){0});
+  ck_assert_int_eq(wk_graph_add_param(g, NULL, w, false), -1);
+  ck_assert_int_eq(wk_graph_add_param(g, "w", NULL, false), -1);
+  ck_assert_int_ge(wk_graph_add_param(g, "w", w, false), 0);
+  wk_tensor *w2 = wk_zeros(WK_SHAPE(3, 2), (wk_options){0});
+  ck_assert_int_ne(wk_graph_set_param(g, "w", w2), WK_OK);
+  ck_assert_msg(strstr(wk_last_error_message(), "[2, 3]") && strstr(wk_last_error_message(), "[3, 2]"), "%s",
+                wk_last_error_message());
+  ck_assert_int_ne(wk_graph_set_param(g, "nope", w), WK_OK);
+  ck_assert_msg(strstr(wk_last_error_message(), "no parameter 'nope'"), "%s", wk_last_error_message());
+  TU_OK(wk_graph_set_param(g, "w", w));
+  ck_assert_int_ne(wk_graph_erase_node(g, 5), WK_OK);
+  ck_assert_int_ne(wk_graph_replace_uses(g, 0, 77), WK_OK);
+  ck_assert_int_ne(wk_graph_set_outputs(g, (const int[]){42}, 1), WK_OK);
+  ck_assert_int_eq(wk_graph_add_node(g, NULL, NULL, 0, "", -1), -1);
+  ck_assert_int_eq(wk_graph_add_node(g, wk_op_find("relu"), NULL, 0, "", -1), -1); /* self is required */
+  ck_assert_msg(strstr(wk_last_error_message(), "missing required argument 'self'"), "%s", wk_last_error_message());
+  ck_assert_int_eq(wk_graph_add_node(g, wk_op_find("relu"), (wk_garg[]){{.tag = WK_V_TENSOR, .u.v = 0}}, 1, "", 3), -1);
+  ck_assert_int_eq(wk_graph_num_nodes(g), 0);
+  TU_OK(wk_graph_validate(g));
+  ck_assert_ptr_null(wk_graph_node_args(g, 0));
+  ck_assert_int_eq(wk_graph_value_ndim(g, 99), -1);
+  ck_assert_int_eq(wk_symdim_eval(WK_SYM(0), NULL), 0); /* symbolic without values: documented as 0 */
+  wk_release(w);
+  wk_release(w2);
+  wk_graph_release(g);
+  wk_graph_release(NULL);
+  ck_assert_ptr_null(wk_graph_copy(NULL));
+  ck_assert_int_ne(wk_graph_run(NULL, NULL, 0, (wk_device){0}, NULL, 0), WK_OK);
+  ck_assert(!wk_is_tracing());
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("graph");
   TCase *tc = tcase_create("graph");
@@ -565,6 +617,7 @@ static Suite *make_suite(void) {
   tcase_add_checked_fixture(tc, tu_setup, NULL);
   tcase_add_test(tc, test_graph_symdim_text);
   tcase_add_test(tc, test_graph_build_passes);
+  tcase_add_test(tc, test_graph_bad_arguments);
   tcase_add_test(tc, test_graph_function_sizes_become_symbols);
   tcase_add_test(tc, test_graph_guards);
   tcase_add_test(tc, test_graph_data_dependent_errors);
