@@ -10,7 +10,10 @@ set -u
 top_builddir=${top_builddir:-.}
 top_srcdir=${top_srcdir:-$(dirname "$0")/../..}
 secs=${FUZZ_SECONDS:-30}
-targets=${*:-fuzz_schema fuzz_safetensors fuzz_idx fuzz_cifar fuzz_image}
+default_targets="fuzz_schema fuzz_safetensors fuzz_idx fuzz_cifar fuzz_image"
+# the onnx importer's target exists when the onnx plugin was built
+[ -x "$top_builddir/tests/fuzz/fuzz_onnx" ] && default_targets="$default_targets fuzz_onnx"
+targets=${*:-$default_targets}
 corpus=$top_builddir/fuzz-corpus
 findings=$top_builddir/fuzz-findings
 mkdir -p "$findings"
@@ -24,7 +27,7 @@ fail=0
 for t in $targets; do
   case $t in
     fuzz_schema) c=schema ;; fuzz_safetensors) c=safetensors ;; fuzz_idx) c=idx ;;
-    fuzz_cifar) c=cifar ;; fuzz_image) c=image ;; *) c=$t ;;
+    fuzz_cifar) c=cifar ;; fuzz_image) c=image ;; fuzz_onnx) c=onnx ;; *) c=$t ;;
   esac
   mkdir -p "$corpus/$c"
   log=$findings/$t.log
