@@ -15,7 +15,8 @@
                           1.2: meta functions (wk_op_set_meta, ctx->meta), the meta device;
                           1.3: error scoping (wk_error_new_call), the allocator hook (wk_malloc),
                                quantized tensors (qint8/quint8/qint32, <wick/qtensor.h>),
-                               activation checkpointing (wk_activation_checkpoint) */
+                               activation checkpointing (wk_activation_checkpoint),
+                               graphs, tracing and replay (<wick/graph.h>), autograd queue callbacks */
 
 /* Returns the library's version string (static, never freed). Compare with
  * WK_VERSION_STRING to check that header and library match. */
