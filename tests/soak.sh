@@ -5,8 +5,9 @@
 # MINUTES, sampling its resident memory, open file descriptors and threads
 # every SOAK_EVERY seconds (default 10). After the warm-up (the first quarter
 # of the run, at least one epoch) RSS must stay within SOAK_RSS_SLACK_KB
-# (default 16384) of its post-warm-up value, and fds and threads must not
-# grow. Not part of make check; the figures are printed for the record.
+# (default 16384) of its warm-up maximum, and fds and threads over the last
+# quarter must not exceed the warm-up's (a checkpoint save may hold one file
+# open for a sample in between). Not part of make check; the figures are printed for the record.
 set -u
 minutes=${1:?usage: tests/soak.sh MINUTES [extra examples/train arguments]}
 shift
@@ -43,13 +44,16 @@ wait $pid 2>/dev/null
 n=$(wc -l < "$dir/samples")
 warm=$(( n / 4 ))
 [ "$warm" -ge 1 ] || warm=1
-awk -v warm="$warm" -v slack="$slack" '
+awk -v warm="$warm" -v slack="$slack" -v n="$n" '
   NR <= warm { if ($2 > r0) r0 = $2; if ($3 > f0) f0 = $3; if ($4 > t0) t0 = $4 }
   NR > warm { if ($2 > rmax) rmax = $2; if ($3 > fmax) fmax = $3; if ($4 > tmax) tmax = $4; last = $2; m++ }
+  NR > n - warm { if ($3 > ftail) ftail = $3; if ($4 > ttail) ttail = $4 }
   END {
     if (!m) { print "soak: too short to judge (no sample after the warm-up)"; exit 1 }
-    printf "soak: warm-up (samples 1-%d) max: RSS %d kB, %d fds, %d threads; after it (%d samples) max: RSS %d kB (%+d kB), %d fds, %d threads; last RSS %d kB\n",
-           warm, r0, f0, t0, m, rmax, rmax - r0, fmax, tmax, last
-    bad = (rmax - r0 > slack) || (fmax > f0) || (tmax > t0)
+    printf "soak: warm-up (samples 1-%d) max: RSS %d kB, %d fds, %d threads; after it (%d samples) max: RSS %d kB (%+d kB), %d fds, %d threads; last quarter max: %d fds, %d threads; last RSS %d kB\n",
+           warm, r0, f0, t0, m, rmax, rmax - r0, fmax, tmax, ftail, ttail, last
+    # fds and threads are judged on the last quarter: a leak grows and stays,
+    # a file a checkpoint save holds open for one sample does not
+    bad = (rmax - r0 > slack) || (ftail > f0) || (ttail > t0)
     print bad ? "soak: FAIL (growth over the limits)" : "soak: PASS (flat)"
     exit bad }' "$dir/samples"
