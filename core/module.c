@@ -734,14 +734,19 @@ wk_status wk_module_load_state_dict(wk_module *m, const wk_state_dict *sd, bool 
 typedef struct {
   char *s;
   size_t n, cap;
+  bool failed; /* an append ran out of memory: the text is incomplete */
 } buf;
 
 static void put(buf *b, const char *s) {
   size_t l = strlen(s);
+  if (b->failed) return;
   if (b->n + l + 1 > b->cap) {
     size_t c = (b->cap + l + 1) * 2;
     char *p = wk_realloc(b->s, c);
-    if (!p) return;
+    if (!p) {
+      b->failed = true;
+      return;
+    }
     b->s = p;
     b->cap = c;
   }
@@ -773,6 +778,7 @@ static char *repr(const wk_module *m) {
     }
     for (int i = 0; i < m->nk; i++) {
       char *c = repr(m->kids[i].m);
+      if (!c) b.failed = true; /* a child's text is missing: no shortened printout */
       put(&b, "\n  (");
       put(&b, m->kids[i].name);
       put(&b, "): ");
@@ -783,6 +789,10 @@ static char *repr(const wk_module *m) {
   }
   put(&b, ")");
   free(extra);
+  if (b.failed || !b.s) {
+    free(b.s);
+    return NULL;
+  }
   return b.s;
 }
 
