@@ -298,20 +298,27 @@ static wk_tensor *effective_grad(wk_tensor *p, wk_tensor *grad, bool maximize, d
   return g;
 }
 
-/* Zero buffers (n of them) like p on first use. */
-static wk_status ensure_bufs(optim_pstate *st, wk_tensor *p, int n) {
+/* Zero buffers (two) like p on first use; the state is then initialised. */
+static wk_status first_use(optim_pstate *st, wk_tensor *p) {
   wk_status s = WK_OK;
-  for (int b = 0; !s && b < n; b++) s = ensure(&st->buf[b], p, 0);
+  for (int b = 0; !s && b < 2; b++) s = ensure(&st->buf[b], p, 0);
+  if (!s) st->init = true;
   return s;
+}
+
+/* A step that failed inside its scope: the scope goes, the error stays. */
+static wk_status step_failed(const char *name) {
+  wk_status s = wk_last_error();
+  wk_scope_end();
+  return s ? s : wk_error(WK_ERR_INTERNAL, "%s: step failed", name);
 }
 
 static wk_status upd_nadam(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
   optim_pstate *st = &opt->state[i];
   wk_tensor *p = opt->params[i];
   if (!st->init) st->step = 0, st->aux = 1;
-  wk_status s = ensure_bufs(st, p, 2);
+  wk_status s = first_use(st, p);
   if (s) return s;
-  st->init = true;
   const double lr = gv(g, "lr"), b1 = gv(g, "beta1"), b2 = gv(g, "beta2"), eps = gv(g, "eps"),
                wd = gv(g, "weight_decay"), md = gv(g, "momentum_decay");
   const bool decoupled = gv(g, "decoupled_weight_decay") != 0;
@@ -335,18 +342,15 @@ static wk_status upd_nadam(wk_optimizer *opt, const optim_group *g, int i, wk_te
   st->step = step;
   return WK_OK;
 fail:
-  s = wk_last_error();
-  wk_scope_end();
-  return s ? s : wk_error(WK_ERR_INTERNAL, "NAdam: step failed");
+  return step_failed("NAdam");
 }
 
 static wk_status upd_radam(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
   optim_pstate *st = &opt->state[i];
   wk_tensor *p = opt->params[i];
   if (!st->init) st->step = 0;
-  wk_status s = ensure_bufs(st, p, 2);
+  wk_status s = first_use(st, p);
   if (s) return s;
-  st->init = true;
   const double lr = gv(g, "lr"), b1 = gv(g, "beta1"), b2 = gv(g, "beta2"), eps = gv(g, "eps"),
                wd = gv(g, "weight_decay");
   const bool decoupled = gv(g, "decoupled_weight_decay") != 0;
@@ -374,18 +378,15 @@ static wk_status upd_radam(wk_optimizer *opt, const optim_group *g, int i, wk_te
   st->step = step;
   return WK_OK;
 fail:
-  s = wk_last_error();
-  wk_scope_end();
-  return s ? s : wk_error(WK_ERR_INTERNAL, "RAdam: step failed");
+  return step_failed("RAdam");
 }
 
 static wk_status upd_adadelta(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
   optim_pstate *st = &opt->state[i];
   wk_tensor *p = opt->params[i];
   if (!st->init) st->step = 0;
-  wk_status s = ensure_bufs(st, p, 2);
+  wk_status s = first_use(st, p);
   if (s) return s;
-  st->init = true;
   const double lr = gv(g, "lr"), rho = gv(g, "rho"), eps = gv(g, "eps"), wd = gv(g, "weight_decay");
   wk_tensor *sq = st->buf[0], *acc = st->buf[1];
   wk_scope_begin();
@@ -401,18 +402,15 @@ static wk_status upd_adadelta(wk_optimizer *opt, const optim_group *g, int i, wk
   st->step += 1;
   return WK_OK;
 fail:
-  s = wk_last_error();
-  wk_scope_end();
-  return s ? s : wk_error(WK_ERR_INTERNAL, "Adadelta: step failed");
+  return step_failed("Adadelta");
 }
 
 static wk_status upd_adamax(wk_optimizer *opt, const optim_group *g, int i, wk_tensor *grad) {
   optim_pstate *st = &opt->state[i];
   wk_tensor *p = opt->params[i];
   if (!st->init) st->step = 0;
-  wk_status s = ensure_bufs(st, p, 2);
+  wk_status s = first_use(st, p);
   if (s) return s;
-  st->init = true;
   const double lr = gv(g, "lr"), b1 = gv(g, "beta1"), b2 = gv(g, "beta2"), eps = gv(g, "eps"),
                wd = gv(g, "weight_decay");
   const double step = st->step + 1, clr = lr / (1 - pow(b1, step));
@@ -428,9 +426,7 @@ static wk_status upd_adamax(wk_optimizer *opt, const optim_group *g, int i, wk_t
   st->step = step;
   return WK_OK;
 fail:
-  s = wk_last_error();
-  wk_scope_end();
-  return s ? s : wk_error(WK_ERR_INTERNAL, "Adamax: step failed");
+  return step_failed("Adamax");
 }
 #undef TRY
 
