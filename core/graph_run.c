@@ -30,56 +30,63 @@ static bool has_tensor_arg(const gnode *n) {
   return false;
 }
 
-/* Boxes node n's arguments: values from env, symbolic ints at syms, the
- * trace device `from` moved to `to`. */
+/* Boxes argument i of node n: a value from env, a symbolic int at syms, the
+ * trace device `from` moved to `to`, a factory's missing device as `to`. */
+static wk_status box_arg(const wk_graph *g, const gnode *n, int i, wk_tensor *const *env, const int64_t *syms,
+                         wk_device from, wk_device to, bool factory, wk_value *out, argbuf *b) {
+  const wk_garg *a = &n->args[i];
+  wk_value v = {.tag = a->tag, .len = a->len};
+  b->heap[i] = NULL;
+  switch (a->tag) {
+    case WK_V_TENSOR:
+      v.u.t = env[a->u.v];
+      if (!v.u.t) return wk_error(WK_ERR_STATE, "graph: '%s' is read after its last use", g->vals[a->u.v].name);
+      break;
+    case WK_V_TENSORS: {
+      wk_tensor **p = b->ts[i];
+      if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
+        return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
+      for (int k = 0; k < a->len; k++) {
+        p[k] = a->u.vs[k] >= 0 ? env[a->u.vs[k]] : NULL;
+        if (a->u.vs[k] >= 0 && !p[k])
+          return wk_error(WK_ERR_STATE, "graph: '%s' is read after its last use", g->vals[a->u.vs[k]].name);
+      }
+      v.u.tensors = p;
+      break;
+    }
+    case WK_V_INT: v.u.i = wk_symdim_eval(a->u.sym, syms); break;
+    case WK_V_INTS: {
+      int64_t *p = b->ints[i];
+      if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
+        return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
+      for (int k = 0; k < a->len; k++) p[k] = wk_symdim_eval(a->u.syms[k], syms);
+      v.u.ints = p;
+      break;
+    }
+    case WK_V_FLOAT: v.u.f = a->u.f; break;
+    case WK_V_BOOL: v.u.b = a->u.b; break;
+    case WK_V_STR: v.u.s = a->u.s; break;
+    case WK_V_DTYPE: v.u.dtype = a->u.dtype; break;
+    case WK_V_DEVICE: {
+      wk_device d = wk__device_norm(a->u.device);
+      v.u.device = d.type == from.type && d.index == from.index ? to : d;
+      break;
+    }
+    default:
+      if (factory && wk__op_schema(n->op)->args[i].type == WK__A_DEVICE) v = WK_VDEV(to);
+      break;
+  }
+  *out = v;
+  return WK_OK;
+}
+
+/* Boxes every argument of node n (shape propagation; replay uses its plan). */
 static wk_status build_args(const wk_graph *g, const gnode *n, wk_tensor *const *env, const int64_t *syms,
                             wk_device from, wk_device to, wk_value *out, argbuf *b) {
-  const wk__schema *s = wk__op_schema(n->op);
   bool factory = !has_tensor_arg(n);
   for (int i = 0; i < n->nargs; i++) {
-    const wk_garg *a = &n->args[i];
-    wk_value v = {.tag = a->tag, .len = a->len};
-    b->heap[i] = NULL;
-    switch (a->tag) {
-      case WK_V_TENSOR:
-        v.u.t = env[a->u.v];
-        if (!v.u.t) return wk_error(WK_ERR_STATE, "graph: '%s' is read after its last use", g->vals[a->u.v].name);
-        break;
-      case WK_V_TENSORS: {
-        wk_tensor **p = b->ts[i];
-        if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
-          return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
-        for (int k = 0; k < a->len; k++) {
-          p[k] = a->u.vs[k] >= 0 ? env[a->u.vs[k]] : NULL;
-          if (a->u.vs[k] >= 0 && !p[k])
-            return wk_error(WK_ERR_STATE, "graph: '%s' is read after its last use", g->vals[a->u.vs[k]].name);
-        }
-        v.u.tensors = p;
-        break;
-      }
-      case WK_V_INT: v.u.i = wk_symdim_eval(a->u.sym, syms); break;
-      case WK_V_INTS: {
-        int64_t *p = b->ints[i];
-        if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
-          return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
-        for (int k = 0; k < a->len; k++) p[k] = wk_symdim_eval(a->u.syms[k], syms);
-        v.u.ints = p;
-        break;
-      }
-      case WK_V_FLOAT: v.u.f = a->u.f; break;
-      case WK_V_BOOL: v.u.b = a->u.b; break;
-      case WK_V_STR: v.u.s = a->u.s; break;
-      case WK_V_DTYPE: v.u.dtype = a->u.dtype; break;
-      case WK_V_DEVICE: {
-        wk_device d = wk__device_norm(a->u.device);
-        v.u.device = d.type == from.type && d.index == from.index ? to : d;
-        break;
-      }
-      default:
-        if (factory && s->args[i].type == WK__A_DEVICE) v = WK_VDEV(to);
-        break;
-    }
-    out[i] = v;
+    wk_status st = box_arg(g, n, i, env, syms, from, to, factory, &out[i], b);
+    if (st) return st;
   }
   return WK_OK;
 }
@@ -325,39 +332,8 @@ oom:
 static wk_status fill_dyn(const wk_graph *g, const gnode *n, const pnode *q, wk_tensor *const *env,
                           const int64_t *syms, wk_device from, wk_device to, wk_value *args, argbuf *b) {
   for (int j = 0; j < q->ndyn; j++) {
-    int i = q->dyn[j];
-    const wk_garg *a = &n->args[i];
-    wk_value *v = &args[i];
-    b->heap[i] = NULL;
-    switch (a->tag) {
-      case WK_V_TENSOR:
-        v->u.t = env[a->u.v];
-        if (!v->u.t) return wk_error(WK_ERR_STATE, "graph: '%s' is read after its last use", g->vals[a->u.v].name);
-        break;
-      case WK_V_TENSORS: {
-        wk_tensor **p = b->ts[i];
-        if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
-          return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
-        for (int k = 0; k < a->len; k++) p[k] = a->u.vs[k] >= 0 ? env[a->u.vs[k]] : NULL;
-        v->u.tensors = p;
-        break;
-      }
-      case WK_V_INT: v->u.i = wk_symdim_eval(a->u.sym, syms); break;
-      case WK_V_INTS: {
-        int64_t *p = b->ints[i];
-        if (a->len > INLINE_LIST && !(p = b->heap[i] = wk_malloc(sizeof *p * (size_t)a->len)))
-          return wk_error(WK_ERR_NO_MEMORY, "graph: out of memory");
-        for (int k = 0; k < a->len; k++) p[k] = wk_symdim_eval(a->u.syms[k], syms);
-        v->u.ints = p;
-        break;
-      }
-      case WK_V_DEVICE: {
-        wk_device d = wk__device_norm(a->u.device);
-        v->u.device = d.type == from.type && d.index == from.index ? to : d;
-        break;
-      }
-      default: *v = WK_VDEV(to); break; /* a factory's device: where the graph runs */
-    }
+    wk_status st = box_arg(g, n, q->dyn[j], env, syms, from, to, true, &args[q->dyn[j]], b);
+    if (st) return st;
   }
   return WK_OK;
 }
