@@ -605,6 +605,12 @@ START_TEST(test_graph_bad_arguments) {
   wk_graph_release(g);
   wk_graph_release(NULL);
   ck_assert_ptr_null(wk_graph_copy(NULL));
+  ck_assert_int_eq(wk_graph_dce(NULL), -1);
+  ck_assert_int_eq(wk_graph_cse(NULL), -1);
+  ck_assert_int_eq(wk_graph_fold_constants(NULL, false), -1);
+  ck_assert_int_ne(wk_graph_propagate(NULL), WK_OK);
+  ck_assert_int_ne(wk_graph_set_param(NULL, "w", NULL), WK_OK);
+  ck_assert_ptr_null(wk_trace_module(NULL, NULL, 0, NULL));
   ck_assert_int_ne(wk_graph_run(NULL, NULL, 0, (wk_device){0}, NULL, 0), WK_OK);
   ck_assert(!wk_is_tracing());
 }
