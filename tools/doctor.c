@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tools.h" /* first: stale_tmp.h allocates with wk_malloc */
 #include "../plugins/io/stale_tmp.h"
-#include "tools.h"
 
 typedef struct {
   bool clean;

@@ -167,7 +167,7 @@ static wk_tensor *cast_to(wk_tensor *t, wk_dtype to, int32_t dev, cast_list *cl)
   if (!eligible(t) || wk_tensor_dtype(t) == to || wk_tensor_device(t).type != dev) return t;
   if (cl->n == cl->cap) {
     int cap = cl->cap ? cl->cap * 2 : 8;
-    wk_tensor **m = realloc(cl->made, sizeof *m * (size_t)cap);
+    wk_tensor **m = wk_realloc(cl->made, sizeof *m * (size_t)cap);
     if (!m) {
       wk_error(WK_ERR_NO_MEMORY, "autocast: out of memory");
       return NULL;
@@ -229,7 +229,7 @@ static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value 
         a[i].u.t = cast_to(args[i].u.t, to, dev, &cl);
         if (!a[i].u.t) s = wk_last_error();
       } else if (args[i].tag == WK_V_TENSORS && args[i].len > 0) {
-        lists[i] = malloc(sizeof(wk_tensor *) * (size_t)args[i].len);
+        lists[i] = wk_malloc(sizeof(wk_tensor *) * (size_t)args[i].len);
         if (!lists[i]) {
           s = wk_error(WK_ERR_NO_MEMORY, "%s(): autocast: out of memory", wk_op_name(op));
           break;
@@ -246,8 +246,8 @@ static wk_status layer_fn(wk_layer *self, void *user, wk_op *op, const wk_value 
   }
   if (!s) s = wk_layer_redispatch(self, op, a, outs);
   for (int i = 0; i < cl.n; i++) wk_release(cl.made[i]);
-  free(cl.made);
-  for (int i = 0; i < n && i < WK_MAX_ARGS; i++) free(lists[i]);
+  wk_free(cl.made);
+  for (int i = 0; i < n && i < WK_MAX_ARGS; i++) wk_free(lists[i]);
   return s;
 }
 

@@ -65,7 +65,7 @@ wk_grad_scaler *scaler_new(const wk_grad_scaler_opts *o, size_t osize) {
          backoff = x.backoff_factor == 0 ? 0.5 : x.backoff_factor;
   int64_t interval = x.growth_interval == 0 ? 2000 : x.growth_interval;
   if (check_opts(init, growth, backoff, interval)) return NULL;
-  wk_grad_scaler *s = calloc(1, sizeof *s);
+  wk_grad_scaler *s = wk_calloc(1, sizeof *s);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "GradScaler: out of memory");
     return NULL;
@@ -87,10 +87,10 @@ static void forget_optimizers(wk_grad_scaler *s) {
 void scaler_free(wk_grad_scaler *s) {
   if (!s) return;
   forget_optimizers(s);
-  free(s->opts);
+  wk_free(s->opts);
   wk_release(s->scale);
   wk_release(s->tracker);
-  free(s);
+  wk_free(s);
 }
 
 static opt_state *state_of(wk_grad_scaler *s, wk_optimizer *opt) {
@@ -98,7 +98,7 @@ static opt_state *state_of(wk_grad_scaler *s, wk_optimizer *opt) {
     if (s->opts[i].opt == opt) return &s->opts[i];
   if (s->nopt == s->capopt) {
     int cap = s->capopt ? 2 * s->capopt : 4;
-    opt_state *n = realloc(s->opts, sizeof *n * (size_t)cap);
+    opt_state *n = wk_realloc(s->opts, sizeof *n * (size_t)cap);
     if (!n) {
       wk_error(WK_ERR_NO_MEMORY, "GradScaler: out of memory");
       return NULL;
@@ -200,7 +200,7 @@ wk_status scaler_unscale_(wk_grad_scaler *s, wk_optimizer *opt) {
     if (np < 0) return wk_last_error();
     total += np;
   }
-  wk_tensor **grads = calloc((size_t)(total ? total : 1), sizeof *grads);
+  wk_tensor **grads = wk_calloc((size_t)(total ? total : 1), sizeof *grads);
   if (!grads) return wk_error(WK_ERR_NO_MEMORY, "GradScaler.unscale_: out of memory");
   int n = 0;
   for (int g = 0; !st && g < ngroups; g++) {
@@ -222,11 +222,11 @@ wk_status scaler_unscale_(wk_grad_scaler *s, wk_optimizer *opt) {
   /* then one fused call per device, each with its own found_inf */
   wk_tensor *inv = st ? NULL : inverse_scale(s);
   if (!st && !inv) st = wk_last_error();
-  wk_tensor **same = st ? NULL : calloc((size_t)(n ? n : 1), sizeof *same);
+  wk_tensor **same = st ? NULL : wk_calloc((size_t)(n ? n : 1), sizeof *same);
   if (!st && !same) st = wk_error(WK_ERR_NO_MEMORY, "GradScaler.unscale_: out of memory");
   wk_tensor *found[SC_MAX_DEVICES] = {0};
   int ndev = 0;
-  bool *done = st ? NULL : calloc((size_t)(n ? n : 1), sizeof *done);
+  bool *done = st ? NULL : wk_calloc((size_t)(n ? n : 1), sizeof *done);
   if (!st && !done) st = wk_error(WK_ERR_NO_MEMORY, "GradScaler.unscale_: out of memory");
   for (int i = 0; !st && i < n; i++) {
     if (done[i]) continue;
@@ -245,11 +245,11 @@ wk_status scaler_unscale_(wk_grad_scaler *s, wk_optimizer *opt) {
     }
     st = unscale_device(same, m, found[ndev++], inv);
   }
-  free(done);
-  free(same);
+  wk_free(done);
+  wk_free(same);
   wk_release(inv);
   for (int i = 0; i < n; i++) wk_release(grads[i]);
-  free(grads);
+  wk_free(grads);
   if (st) {
     for (int d = 0; d < ndev; d++) wk_release(found[d]);
     return st;

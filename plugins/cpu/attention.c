@@ -101,7 +101,7 @@ SD_SIMD static void sd_fwd(void *p, int64_t b, int64_t e) {
   sd_fwd_job *j = p;
   const sd_geom *g = j->g;
   const int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
-  double *buf = malloc(sizeof(double) * (size_t)(SD_BR * Ev + E * SD_BC + 1));
+  double *buf = wk_malloc(sizeof(double) * (size_t)(SD_BR * Ev + E * SD_BC + 1));
   if (!buf) {
     j->failed = 1;
     return;
@@ -161,7 +161,7 @@ SD_SIMD static void sd_fwd(void *p, int64_t b, int64_t e) {
       }
     }
   }
-  free(buf);
+  wk_free(buf);
 }
 
 typedef struct {
@@ -178,7 +178,7 @@ SD_SIMD static void sd_bwd(void *p, int64_t b, int64_t e) {
   sd_bwd_job *j = p;
   const sd_geom *g = j->g;
   const int64_t L = g->L, S = g->S, E = g->E, Ev = g->Ev;
-  double *buf = malloc(sizeof(double) * (size_t)((E + Ev) * SD_BC + L + 1));
+  double *buf = wk_malloc(sizeof(double) * (size_t)((E + Ev) * SD_BC + L + 1));
   if (!buf) {
     j->failed = 1;
     return;
@@ -247,7 +247,7 @@ SD_SIMD static void sd_bwd(void *p, int64_t b, int64_t e) {
       }
     }
   }
-  free(buf);
+  wk_free(buf);
 }
 
 /* Fills g from the operands (checked by the meta function); *mview gets the
@@ -322,7 +322,7 @@ static wk_status k_sdpa(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
       !(o = cpu_empty(osz, nd, cd)))
     goto fail_err;
   int64_t nrows = g.BH * g.L, nrb = (g.L + SD_BR - 1) / SD_BR;
-  lb = malloc(sizeof(double) * (size_t)(nrows + 1));
+  lb = wk_malloc(sizeof(double) * (size_t)(nrows + 1));
   if (!lb) {
     s = wk_error(WK_ERR_NO_MEMORY, "scaled_dot_product_attention(): out of memory");
     goto fail;
@@ -338,7 +338,7 @@ static wk_status k_sdpa(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
     wk_dtype ldt = wk_tensor_dtype(lse);
     for (int64_t r = 0; r < nrows; r++) wk_store_f64(ld + (size_t)r * wk_dtype_size(ldt), ldt, lb[r]);
   }
-  free(lb);
+  wk_free(lb);
   lb = NULL;
   wk_release(q);
   wk_release(k);
@@ -350,7 +350,7 @@ static wk_status k_sdpa(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
 fail_err:
   s = wk_last_error();
 fail:
-  free(lb);
+  wk_free(lb);
   wk_release_n((wk_tensor *[]){q, k, v, mv, o, lse, rng}, 7);
   return s;
 }

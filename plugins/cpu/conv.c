@@ -180,7 +180,7 @@ static void conv_images(void *p, int64_t b, int64_t e) {
   im2col_job jb = *c->geo;
   int64_t P = jb.P, Cg = jb.Cg, Og = c->O / c->G, K = c->K;
   char *col = NULL;
-  if (!c->direct && K > 0 && !(col = malloc((size_t)(K * P) * es))) {
+  if (!c->direct && K > 0 && !(col = wk_malloc((size_t)(K * P) * es))) {
     c->oom = true;
     return;
   }
@@ -205,7 +205,7 @@ static void conv_images(void *p, int64_t b, int64_t e) {
       if (K > 0) gemm(c->f64, Og, P, K, c->w + (size_t)(g * Og * K) * es, K, Bm, ldb, Cm, P);
     }
   }
-  free(col);
+  wk_free(col);
 }
 
 /* out[N, O, P] (compute dtype, contiguous) = conv(x, w) + bias. */

@@ -366,10 +366,10 @@ static wk_status k_randperm(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
   wk_dtype dt = wk_tensor_dtype(t);
   uint64_t seed, off;
   wk_status s = wk_rng_reserve(ctx->device, (uint64_t)n, &seed, &off);
-  int64_t *perm = dt == WK_I64 ? (int64_t *)wk_tensor_data(t) : malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  int64_t *perm = dt == WK_I64 ? (int64_t *)wk_tensor_data(t) : wk_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
   if (!s && !perm) s = wk_error(WK_ERR_NO_MEMORY, "randperm(): out of memory for %lld elements", (long long)n);
   if (s) {
-    if (dt != WK_I64) free(perm);
+    if (dt != WK_I64) wk_free(perm);
     wk_release(t);
     return s;
   }
@@ -378,7 +378,7 @@ static wk_status k_randperm(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
     char *d = (char *)wk_tensor_data(t);
     size_t es = wk_dtype_size(dt);
     for (int64_t i = 0; i < n; i++) wk_store_i64(d + (size_t)i * es, dt, perm[i]);
-    free(perm);
+    wk_free(perm);
   }
   outs[0] = WK_VT(t);
   return WK_OK;

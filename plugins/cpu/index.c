@@ -17,7 +17,7 @@ int64_t cpu_nstride(const wk_tensor *t, int d) { return wk_tensor_dim(t) == 0 ? 
 /* The index values, row-major, as a malloc'd int64 array (int32 widened). */
 static int64_t *load_index(wk_tensor *index) {
   int64_t n = wk_tensor_numel(index);
-  int64_t *v = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  int64_t *v = wk_malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
   if (!v) {
     wk_error(WK_ERR_NO_MEMORY, "index: out of memory for %lld indices", (long long)n);
     return NULL;
@@ -25,7 +25,7 @@ static int64_t *load_index(wk_tensor *index) {
   if (n == 0) return v;
   wk_tensor *c = wk_contiguous(index);
   if (!c) {
-    free(v);
+    wk_free(v);
     return NULL;
   }
   const void *p = wk_tensor_data(c);
@@ -98,7 +98,7 @@ static void remap_rows(void *p, int64_t b, int64_t e) {
 static int64_t *remap_tables(const int64_t *osz, int nd, int64_t **tab) {
   int64_t total = 0;
   for (int d = 0; d < nd; d++) total += osz[d];
-  int64_t *buf = malloc(sizeof(int64_t) * (size_t)(total > 0 ? total : 1));
+  int64_t *buf = wk_malloc(sizeof(int64_t) * (size_t)(total > 0 ? total : 1));
   if (!buf) {
     wk_error(WK_ERR_NO_MEMORY, "index: out of memory");
     return NULL;
@@ -148,7 +148,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
                    "index_select(): index %lld is out of bounds for dimension %d with size %lld (index out of "
                    "range in self)",
                    (long long)idx[i], d, (long long)size);
-      free(idx);
+      wk_free(idx);
       return s;
     }
   int64_t osz[WK_MAX_DIMS];
@@ -159,7 +159,7 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
   int64_t *tab[WK_MAX_DIMS];
   int64_t *buf = r ? remap_tables(osz, ind, tab) : NULL;
   if (!buf) {
-    free(idx);
+    wk_free(idx);
     wk_release(r);
     return wk_last_error();
   }
@@ -169,8 +169,8 @@ static wk_status k_index_select(const wk_kernel_ctx *ctx, const wk_value *args, 
     for (int64_t c = 0; c < osz[k]; c++) tab[k][c] = (k == d ? idx[c] : c) * st;
   }
   remap_run(r, self, osz, ind, tab);
-  free(buf);
-  free(idx);
+  wk_free(buf);
+  wk_free(idx);
   outs[0] = WK_VT(r);
   return WK_OK;
 }
@@ -291,7 +291,7 @@ static wk_status k_gather(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     int64_t *idx = load_index(index);
     s = idx ? check_bounds("gather", idx, n, cpu_nsize(self, d), d) : wk_last_error();
     if (!s) sg_run(SG_GATHER, d, index, idx, self, r);
-    free(idx);
+    wk_free(idx);
     if (s) {
       wk_release(r);
       return s;
@@ -308,7 +308,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   int64_t *idx = a.n ? load_index(a.index) : NULL;
   if (a.n && !idx) return wk_last_error();
   if (a.n && (s = check_bounds(a.op, idx, a.n, cpu_nsize(a.self, a.dim), a.dim))) {
-    free(idx);
+    wk_free(idx);
     return s;
   }
   /* f16/bf16 accumulate in f32; the target is a copy unless we can write self. */
@@ -333,7 +333,7 @@ static wk_status k_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   }
   if (!target || !srcc) s = wk_last_error();
   if (!s && a.n) sg_run(a.v->add ? SG_ADD : SG_SCATTER, a.dim, a.index, idx, target, srcc);
-  free(idx);
+  wk_free(idx);
   wk_release(srcc);
   if (s) {
     wk_release(target);
@@ -442,7 +442,7 @@ static wk_status k_repeat(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
   for (int k = 0; k < nr; k++)
     for (int64_t c = 0; c < osz[k]; c++) tab[k][c] = (c % psz[k]) * pst[k];
   remap_run(r, self, osz, nr, tab);
-  free(buf);
+  wk_free(buf);
   outs[0] = WK_VT(r);
   return WK_OK;
 }
@@ -477,7 +477,7 @@ static wk_tensor *flip_roll(wk_tensor *self, const bool *flip, const int64_t *sh
     }
   }
   remap_run(r, self, sz, nd, tab);
-  free(buf);
+  wk_free(buf);
   return r;
 }
 
@@ -519,14 +519,14 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     if (v[i] > mx) mx = v[i];
   }
   if (n > 0 && mn < 0) {
-    free(v);
+    wk_free(v);
     return wk_error(WK_ERR_INVALID_ARG, "one_hot(): Class values must be non-negative. (got %lld)", (long long)mn);
   }
   if (n > 0) {
     if (nc == -1) {
       nc = mx + 1;
     } else if (nc <= mx) {
-      free(v);
+      wk_free(v);
       return wk_error(WK_ERR_INVALID_ARG,
                       "one_hot(): Class values must be smaller than num_classes. (got class %lld, num_classes %lld)",
                       (long long)mx, (long long)nc);
@@ -537,7 +537,7 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   osz[nd] = nc;
   wk_tensor *r = cpu_empty(osz, nd + 1, WK_I64);
   if (!r) {
-    free(v);
+    wk_free(v);
     return wk_last_error();
   }
   int64_t *o = wk_tensor_data(r);
@@ -545,7 +545,7 @@ static wk_status k_one_hot(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     memset(o, 0, sizeof(int64_t) * (size_t)(n * nc));
     for (int64_t i = 0; i < n; i++) o[i * nc + v[i]] = 1;
   }
-  free(v);
+  wk_free(v);
   outs[0] = WK_VT(r);
   return WK_OK;
 }

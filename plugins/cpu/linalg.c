@@ -306,7 +306,7 @@ static wk_status ref_dot(wk_tensor *x, wk_tensor *y, bool integral, double *fr, 
   int64_t n = wk_tensor_numel(x), nc = (n + DOT_CHUNK - 1) / DOT_CHUNK;
   dot_job j = {wk_tensor_data(x), wk_tensor_data(y), wk_tensor_stride(x, 0), wk_tensor_stride(y, 0), n, integral,
                NULL, NULL};
-  void *parts = calloc((size_t)(nc ? nc : 1), 8);
+  void *parts = wk_calloc((size_t)(nc ? nc : 1), 8);
   if (!parts) return wk_error(WK_ERR_NO_MEMORY, "dot(): out of memory");
   j.fpart = parts;
   j.ipart = parts;
@@ -320,7 +320,7 @@ static wk_status ref_dot(wk_tensor *x, wk_tensor *y, bool integral, double *fr, 
     f += j.fpart[c];
     u += j.ipart[c];
   }
-  free(parts);
+  wk_free(parts);
   *fr = f;
   *ir = u;
   return WK_OK;

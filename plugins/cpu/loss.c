@@ -40,7 +40,7 @@ static void bsum_range(void *c, int64_t b, int64_t e) {
 static double block_sum(const void *p, bool dbl, int64_t n) {
   if (n <= 0) return 0;
   int64_t nb = (n + BSUM_BLOCK - 1) / BSUM_BLOCK;
-  bsum_job j = {p, dbl, n, nb > 1 ? malloc(sizeof(double) * (size_t)nb) : NULL};
+  bsum_job j = {p, dbl, n, nb > 1 ? wk_malloc(sizeof(double) * (size_t)nb) : NULL};
   double s = 0;
   if (!j.part) { /* one block, or no memory: the same blocks, serially */
     for (int64_t blk = 0; blk < nb; blk++) s += bsum_block(&j, blk);
@@ -48,7 +48,7 @@ static double block_sum(const void *p, bool dbl, int64_t n) {
   }
   cpu_par(nb, BSUM_BLOCK, bsum_range, &j);
   for (int64_t blk = 0; blk < nb; blk++) s += j.part[blk];
-  free(j.part);
+  wk_free(j.part);
   return s;
 }
 
@@ -109,7 +109,7 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
   int64_t N = nd >= 2 ? sz[0] : 1, C = sz[cdim], S = 1;
   for (int i = 2; i < nd; i++) S *= sz[i];
   int64_t rows = N * S;
-  double *buf = malloc(sizeof(double) * (size_t)(2 * rows + C + 1));
+  double *buf = wk_malloc(sizeof(double) * (size_t)(2 * rows + C + 1));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   double *w = weight ? buf + 2 * rows : NULL;
   wk_tensor *tg = NULL, *res = NULL;
@@ -140,7 +140,7 @@ static wk_status nll_finish(const char *op, wk_tensor *lp, wk_tensor *target, bo
   }
   if (!res) s = wk_last_error();
 done:
-  free(buf);
+  wk_free(buf);
   wk_release(tg);
   if (!s) outs[0] = WK_VT(res);
   return s;

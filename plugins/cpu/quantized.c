@@ -16,7 +16,7 @@
 static int32_t *load_ints(wk_tensor *t, int64_t *n_out) {
   int64_t n = wk_tensor_numel(t);
   *n_out = n;
-  int32_t *v = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+  int32_t *v = wk_malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
   if (!v) {
     wk_error(WK_ERR_NO_MEMORY, "quantized kernel: out of memory");
     return NULL;
@@ -66,16 +66,16 @@ static int64_t quantize_val(float x, float inv_scale, int64_t zp, int64_t qmin, 
 
 /* Channel parameters of a per-channel op as doubles / integers (n entries). */
 static wk_status channel_params(wk_tensor *sc, wk_tensor *zp, int64_t n, double **s_out, int64_t **z_out) {
-  double *s = malloc(sizeof(double) * (size_t)(n ? n : 1)), *zd = malloc(sizeof(double) * (size_t)(n ? n : 1));
-  int64_t *z = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  double *s = wk_malloc(sizeof(double) * (size_t)(n ? n : 1)), *zd = wk_malloc(sizeof(double) * (size_t)(n ? n : 1));
+  int64_t *z = wk_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
   wk_status st = (!s || !zd || !z) ? wk_error(WK_ERR_NO_MEMORY, "quantized kernel: out of memory") : WK_OK;
   if (!st) st = wk_tensor_to_f64(sc, s, n);
   if (!st) st = wk_tensor_to_f64(zp, zd, n);
   for (int64_t i = 0; !st && i < n; i++) z[i] = (int64_t)nearbyint(zd[i]);
-  free(zd);
+  wk_free(zd);
   if (st) {
-    free(s);
-    free(z);
+    wk_free(s);
+    wk_free(z);
     return st;
   }
   *s_out = s;
@@ -154,8 +154,8 @@ static wk_status k_quantize_per_channel(const wk_kernel_ctx *ctx, const wk_value
     q = wk_make_per_channel_quantized(r, scl, zpt, axis);
     if (!q) s = wk_last_error();
   }
-  free(sc);
-  free(zp);
+  wk_free(sc);
+  wk_free(zp);
   wk_release(r);
   wk_release(x);
   return wk_kernel_done(s, q, outs);
@@ -171,7 +171,7 @@ static wk_status k_dequantize(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (!v) return wk_last_error();
   wk_tensor *r = cpu_empty(wk_tensor_sizes(q), wk_tensor_dim(q), WK_F32);
   if (!r) {
-    free(v);
+    wk_free(v);
     return wk_last_error();
   }
   float *rd = wk_tensor_data(r);
@@ -194,12 +194,12 @@ static wk_status k_dequantize(const wk_kernel_ctx *ctx, const wk_value *args, wk
           int64_t k = (o * ch + c) * inner + i;
           rd[k] = (float)sc[c] * (float)(v[k] - zp[c]);
         }
-    free(sc);
-    free(zp);
+    wk_free(sc);
+    wk_free(zp);
     wk_release(st);
     wk_release(zt);
   }
-  free(v);
+  wk_free(v);
   return wk_kernel_done(s, r, outs);
 }
 
@@ -215,7 +215,7 @@ static wk_status k_int_repr(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
     void *rd = wk_tensor_data(r);
     for (int64_t i = 0; i < n; i++) store_int(rd, under, i, v[i]);
   }
-  free(v);
+  wk_free(v);
   return wk_kernel_done(WK_OK, r, outs);
 }
 
@@ -274,8 +274,8 @@ static wk_status fq_common(const wk_value *args, int a0, bool per_channel, bool 
     res = odt == WK_F32 ? wk_retain(r) : wk_to_dtype(r, odt);
     if (!res) s = wk_last_error();
   }
-  free(sc);
-  free(zp);
+  wk_free(sc);
+  wk_free(zp);
   wk_release(r);
   wk_release(x);
   wk_release(g);
@@ -302,10 +302,10 @@ static wk_status k_fq_channel_bw(const wk_kernel_ctx *ctx, const wk_value *args,
 /* ---- int8 linear / conv ---------------------------------------------------------------------- */
 /* Weight q-parameters per output channel (per-tensor ones repeated). */
 static wk_status weight_params(wk_tensor *w, int64_t nout, float **wsc, int32_t **wzp) {
-  float *s = malloc(sizeof(float) * (size_t)(nout ? nout : 1));
-  int32_t *z = malloc(sizeof(int32_t) * (size_t)(nout ? nout : 1));
+  float *s = wk_malloc(sizeof(float) * (size_t)(nout ? nout : 1));
+  int32_t *z = wk_malloc(sizeof(int32_t) * (size_t)(nout ? nout : 1));
   if (!s || !z) {
-    free(s), free(z);
+    wk_free(s), wk_free(z);
     return wk_error(WK_ERR_NO_MEMORY, "quantized kernel: out of memory");
   }
   if (wk_tensor_qscheme(w) == WK_PER_TENSOR_AFFINE) {
@@ -318,11 +318,11 @@ static wk_status weight_params(wk_tensor *w, int64_t nout, float **wsc, int32_t 
     wk_release(st);
     wk_release(zt);
     if (e) {
-      free(s), free(z);
+      wk_free(s), wk_free(z);
       return e;
     }
     for (int64_t i = 0; i < nout; i++) s[i] = (float)sd[i], z[i] = (int32_t)zd[i];
-    free(sd), free(zd);
+    wk_free(sd), wk_free(zd);
   }
   *wsc = s;
   *wzp = z;
@@ -340,9 +340,9 @@ typedef struct {
 
 static wk_status requant_init(requant *rq, float sx, const float *wsc, int64_t nout, const float *bias, double osc,
                               int64_t ozp, bool relu, bool per_tensor) {
-  rq->atws = malloc(sizeof(float) * (size_t)(nout ? nout : 1));
-  rq->mult = malloc(sizeof(float) * (size_t)(nout ? nout : 1));
-  rq->bias_scaled = malloc(sizeof(float) * (size_t)(nout ? nout : 1));
+  rq->atws = wk_malloc(sizeof(float) * (size_t)(nout ? nout : 1));
+  rq->mult = wk_malloc(sizeof(float) * (size_t)(nout ? nout : 1));
+  rq->bias_scaled = wk_malloc(sizeof(float) * (size_t)(nout ? nout : 1));
   if (!rq->atws || !rq->mult || !rq->bias_scaled) return wk_error(WK_ERR_NO_MEMORY, "quantized kernel: out of memory");
   for (int64_t n = 0; n < nout; n++) {
     rq->atws[n] = sx * wsc[n];
@@ -356,9 +356,9 @@ static wk_status requant_init(requant *rq, float sx, const float *wsc, int64_t n
 }
 
 static void requant_free(requant *rq) {
-  free(rq->atws);
-  free(rq->mult);
-  free(rq->bias_scaled);
+  wk_free(rq->atws);
+  wk_free(rq->mult);
+  wk_free(rq->bias_scaled);
 }
 
 static inline uint8_t requant_one(const requant *rq, int64_t n, int32_t acc) {
@@ -430,7 +430,7 @@ static wk_status k_quantized_linear(const wk_kernel_ctx *ctx, const wk_value *ar
     if (!(q = wk_make_per_tensor_quantized(y, args[3].u.f, args[4].u.i))) s = wk_last_error();
   }
   requant_free(&rq);
-  free(wsc), free(wzp), free(xv), free(wv);
+  wk_free(wsc), wk_free(wzp), wk_free(xv), wk_free(wv);
   wk_release(bf);
   wk_release(y);
   return wk_kernel_done(s, q, outs);
@@ -481,7 +481,7 @@ static wk_status k_quantized_linear_dynamic(const wk_kernel_ctx *ctx, const wk_v
   int32_t *wzp = NULL, *xv = NULL, *wv = NULL;
   wk_status s = weight_params(w, N, &wsc, &wzp);
   if (!s && b && !(bf = f32_of(b))) s = wk_last_error();
-  if (!s && (!(xv = malloc(sizeof(int32_t) * (size_t)(nx ? nx : 1))) || !(sp = malloc(sizeof(float) * (size_t)(N ? N : 1)))))
+  if (!s && (!(xv = wk_malloc(sizeof(int32_t) * (size_t)(nx ? nx : 1))) || !(sp = wk_malloc(sizeof(float) * (size_t)(N ? N : 1)))))
     s = wk_error(WK_ERR_NO_MEMORY, "quantized_linear_dynamic: out of memory");
   if (!s && !(wv = centered_weight(w, wzp, N))) s = wk_last_error();
   if (!s && !(y = cpu_empty(mo->sizes, mo->ndim, WK_F32))) s = wk_last_error();
@@ -503,7 +503,7 @@ static wk_status k_quantized_linear_dynamic(const wk_kernel_ctx *ctx, const wk_v
     lin_job j = {xv, wv, K, N, NULL, NULL, wk_tensor_data(y), bf ? wk_tensor_data(bf) : NULL, sp};
     cpu_par(M, N * K, lin_run, &j);
   }
-  free(wsc), free(wzp), free(xv), free(wv), free(sp);
+  wk_free(wsc), wk_free(wzp), wk_free(xv), wk_free(wv), wk_free(sp);
   wk_release(bf);
   wk_release(x);
   return wk_kernel_done(s, y, outs);
@@ -523,11 +523,11 @@ typedef struct {
 static void conv_run(void *vj, int64_t b, int64_t e) {
   const conv_job *j = vj;
   int64_t cpg = j->C / j->g, opg = j->O / j->g, K = cpg * j->kh * j->kw, P = j->OH * j->OW;
-  int16_t *col = malloc(sizeof(int16_t) * (size_t)(K * P > 0 ? K * P : 1));
-  int32_t *acc = malloc(sizeof(int32_t) * (size_t)(P ? P : 1));
+  int16_t *col = wk_malloc(sizeof(int16_t) * (size_t)(K * P > 0 ? K * P : 1));
+  int32_t *acc = wk_malloc(sizeof(int32_t) * (size_t)(P ? P : 1));
   if (!col || !acc) { /* out of memory in a worker: the slow path, one output at a time */
-    free(col);
-    free(acc);
+    wk_free(col);
+    wk_free(acc);
     col = NULL;
   }
   for (int64_t t = b; t < e; t++) {
@@ -581,8 +581,8 @@ static void conv_run(void *vj, int64_t b, int64_t e) {
         }
     }
   }
-  free(col);
-  free(acc);
+  wk_free(col);
+  wk_free(acc);
 }
 
 static wk_status k_quantized_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -616,7 +616,7 @@ static wk_status k_quantized_conv2d(const wk_kernel_ctx *ctx, const wk_value *ar
     if (!(q = wk_make_per_tensor_quantized(y, osc, ozp))) s = wk_last_error();
   }
   requant_free(&rq);
-  free(wsc), free(wzp), free(xv), free(wv);
+  wk_free(wsc), wk_free(wzp), wk_free(xv), wk_free(wv);
   wk_release(bf);
   wk_release(y);
   return wk_kernel_done(s, q, outs);

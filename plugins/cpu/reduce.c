@@ -101,7 +101,7 @@ static wk_status extreme(const wk_kernel_ctx *ctx, bool is_max, int want, wk_ten
       if (idx) put_i64(&wi, r, res[r].idx);
     }
   wk_release(p.c);
-  free(res);
+  wk_free(res);
   return wk_kernel_done_some(ok ? WK_OK : wk_last_error(), vals, want & WANT_VALUES, idx, want & WANT_INDICES, outs);
 }
 
@@ -135,14 +135,14 @@ static wk_status var_std(const wk_kernel_ctx *ctx, bool is_std, const wk_value *
   wk_status s = cpu_reduce_plan(&p, x, dims, nd);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, R_SUM, 0, NULL);
-  double *mu = res ? malloc(sizeof(double) * (size_t)(p.rows > 0 ? p.rows : 1)) : NULL;
+  double *mu = res ? wk_malloc(sizeof(double) * (size_t)(p.rows > 0 ? p.rows : 1)) : NULL;
   if (res && !mu) wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", WK_OPNAME);
   wk_tensor *out = NULL;
   if (mu) {
     for (int64_t r = 0; r < p.rows; r++) mu[r] = res[r].d / (double)p.n;
-    free(res);
+    wk_free(res);
     res = cpu_reduce_rows(&p, R_SQDEV, 0, mu);
-    free(mu);
+    wk_free(mu);
     double dof = (double)p.n - (double)correction;
     if (dof < 0) dof = 0; /* PyTorch: max(0, N - correction), giving inf or nan */
     out = res ? wk_meta_empty(ctx, 0) : NULL;
@@ -196,18 +196,18 @@ static wk_status k_logsumexp(const wk_kernel_ctx *ctx, const wk_value *args, wk_
   wk_release(in);
   if (s) return s;
   acc_t *res = cpu_reduce_rows(&p, R_MAX, 0, NULL);
-  double *m = res ? malloc(sizeof(double) * (size_t)(p.rows > 0 ? p.rows : 1)) : NULL;
+  double *m = res ? wk_malloc(sizeof(double) * (size_t)(p.rows > 0 ? p.rows : 1)) : NULL;
   if (res && !m) wk_error(WK_ERR_NO_MEMORY, "logsumexp(): out of memory");
   wk_tensor *out = NULL;
   if (m) {
     for (int64_t r = 0; r < p.rows; r++) m[r] = isinf(res[r].d) ? 0 : res[r].d;
-    free(res);
+    wk_free(res);
     res = cpu_reduce_rows(&p, R_EXPSUM, 0, m);
     out = res ? wk_meta_empty(ctx, 0) : NULL;
     outw wo = writer(out);
     if (out)
       for (int64_t r = 0; r < p.rows; r++) put_f64(&wo, r, log(res[r].d) + m[r]);
-    free(m);
+    wk_free(m);
   }
   return finish(&p, res, out, outs);
 }

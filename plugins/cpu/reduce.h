@@ -69,7 +69,7 @@ static inline void put_i64(const outw *w, int64_t i, int64_t v) { wk_store_i64(w
 
 static inline wk_status finish(rplan *p, acc_t *res, wk_tensor *out, wk_value *outs) {
   wk_release(p->c);
-  free(res);
+  wk_free(res);
   if (!out) return wk_last_error();
   outs[0] = WK_VT(out);
   return WK_OK;

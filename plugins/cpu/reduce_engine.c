@@ -296,7 +296,7 @@ typedef struct {
 
 /* Points ws at heap memory for `want` columns, or at the small stack arrays. */
 static void *colws_init(colws *ws, int64_t want, char *small) {
-  char *m = malloc(COLWS_BYTES * (size_t)want), *q = m;
+  char *m = wk_malloc(COLWS_BYTES * (size_t)want), *q = m;
   if (!m) {
     want = COLWS_SMALL;
     q = small;
@@ -409,7 +409,7 @@ static void cols_range(void *cp, int64_t b, int64_t e) {
       memcpy(j->res + o * j->inner + j0, ws.tot, sizeof(acc_t) * (size_t)w);
     }
   }
-  free(mem);
+  wk_free(mem);
 }
 
 /* Column units (slice, tile, block): one block's partials into parts. */
@@ -427,13 +427,13 @@ static void colparts_range(void *cp, int64_t b, int64_t e) {
       for (int64_t c = 0; c < w; c++) j->parts[(o * j->inner + j0 + c) * j->nb + blk] = ws.part[c];
     }
   }
-  free(mem);
+  wk_free(mem);
 }
 
 /* Reduces every output element of the plan; returns a malloc'd array of
  * p->rows partials (at least one slot), or NULL with an error recorded. */
 acc_t *cpu_reduce_rows(const rplan *p, rkind k, double pw, const double *param) {
-  acc_t *res = malloc(sizeof(acc_t) * (size_t)(p->rows > 0 ? p->rows : 1));
+  acc_t *res = wk_malloc(sizeof(acc_t) * (size_t)(p->rows > 0 ? p->rows : 1));
   if (!res) {
     wk_error(WK_ERR_NO_MEMORY, "reduction: out of memory for %lld results", (long long)p->rows);
     return NULL;
@@ -450,7 +450,7 @@ acc_t *cpu_reduce_rows(const rplan *p, rkind k, double pw, const double *param) 
   int64_t units = cols ? p->outer * j.ntiles : p->rows, per_unit = cols ? p->n * tile : p->n;
   if (p->rows * p->n < RGRAIN || nt <= 1) {
     (cols ? cols_range : rows_range)(&j, 0, units);
-  } else if (j.nb > 1 && units < 2 * (int64_t)nt && (j.parts = malloc(sizeof(acc_t) * (size_t)(p->rows * j.nb)))) {
+  } else if (j.nb > 1 && units < 2 * (int64_t)nt && (j.parts = wk_malloc(sizeof(acc_t) * (size_t)(p->rows * j.nb)))) {
     /* Few long reductions: their blocks run in parallel, then combine in order. */
     wk_parallel_for(0, units * j.nb, 1, cols ? colparts_range : parts_range, &j);
     for (int64_t r = 0; r < p->rows; r++) {
@@ -458,7 +458,7 @@ acc_t *cpu_reduce_rows(const rplan *p, rkind k, double pw, const double *param) 
       for (int64_t b = 1; b < j.nb; b++) a = acc_combine(k, a, j.parts[r * j.nb + b]);
       res[r] = a;
     }
-    free(j.parts);
+    wk_free(j.parts);
   } else {
     int64_t grain = RGRAIN / (per_unit > 0 ? per_unit : 1);
     wk_parallel_for(0, units, grain > 0 ? grain : 1, cols ? cols_range : rows_range, &j);

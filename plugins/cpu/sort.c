@@ -61,7 +61,7 @@ static void sort_lines(void *p, int64_t b, int64_t e) {
   sort_ctx *c = p;
   int nd = c->nd, dim = c->dim;
   int64_t n = c->sz[dim];
-  skey *keys = malloc(sizeof(skey) * (size_t)(n > 0 ? n : 1));
+  skey *keys = wk_malloc(sizeof(skey) * (size_t)(n > 0 ? n : 1));
   if (!keys) {
     __atomic_store_n(&c->failed, 1, __ATOMIC_RELAXED);
     return;
@@ -101,7 +101,7 @@ static void sort_lines(void *p, int64_t b, int64_t e) {
       co[d] = 0;
     }
   }
-  free(keys);
+  wk_free(keys);
 }
 
 /* Sorts self along dim (wrapped here; the meta function checked it and k) and

@@ -146,7 +146,7 @@ static void cache_put(const algo_entry *e) {
   pthread_mutex_lock(&g_lock);
   if (g_n == g_cap) {
     size_t cap = g_cap ? 2 * g_cap : 64;
-    algo_entry *p = realloc(g_cache, cap * sizeof *p);
+    algo_entry *p = wk_realloc(g_cache, cap * sizeof *p);
     if (p) {
       g_cache = p;
       g_cap = cap;

@@ -86,7 +86,7 @@ static void free_entries(void *head) {
       if (e->ws) cuda_free(e->device, e->ws);
     }
     cudaGetLastError();
-    free(e);
+    wk_free(e);
   }
 }
 static void make_key(void) {
@@ -97,7 +97,7 @@ static entry *find_entry(const char *op, int device) {
   cudaStream_t s = cuda_current_stream(device);
   for (entry *e = tl_entries; e; e = e->next)
     if (e->device == device && e->stream == s) return e;
-  entry *e = calloc(1, sizeof *e);
+  entry *e = wk_calloc(1, sizeof *e);
   if (!e) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of host memory for a library handle", op);
     return NULL;

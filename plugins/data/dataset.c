@@ -13,7 +13,7 @@ wk_dataset *dt_dataset_retain(wk_dataset *ds) {
 void dt_dataset_release(wk_dataset *ds) {
   if (!ds || atomic_fetch_sub(&ds->rc, 1) != 1) return;
   if (ds->iterable ? ds->iter.free != NULL : ds->impl.free != NULL) (ds->iterable ? ds->iter.free : ds->impl.free)(ds->self);
-  free(ds);
+  wk_free(ds);
 }
 void dt_dataset_free(wk_dataset *ds) { dt_dataset_release(ds); }
 
@@ -26,7 +26,7 @@ wk_dataset *dt_dataset_new(const wk_dataset_impl *impl, void *self) {
     wk_error(WK_ERR_INVALID_ARG, "dataset_new: impl needs struct_size = sizeof(wk_dataset_impl), len and get");
     return NULL;
   }
-  wk_dataset *ds = calloc(1, sizeof *ds);
+  wk_dataset *ds = wk_calloc(1, sizeof *ds);
   if (!ds) {
     wk_error(WK_ERR_NO_MEMORY, "dataset_new: out of memory");
     return NULL;
@@ -112,7 +112,7 @@ static wk_status tds_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample
 static void tds_free(void *p) {
   tds *d = p;
   for (int k = 0; k < d->n; k++) wk_unref(d->t[k]); /* balances the retain of creation */
-  free(d);
+  wk_free(d);
 }
 wk_dataset *dt_tensor_dataset(wk_tensor *const *tensors, int n) {
   if (!tensors && n) {
@@ -136,7 +136,7 @@ wk_dataset *dt_tensor_dataset(wk_tensor *const *tensors, int n) {
       return NULL;
     }
   }
-  tds *d = calloc(1, sizeof *d);
+  tds *d = wk_calloc(1, sizeof *d);
   if (!d) {
     wk_error(WK_ERR_NO_MEMORY, "tensor_dataset: out of memory");
     return NULL;
@@ -161,7 +161,7 @@ static wk_status subset_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sam
 static void subset_free(void *p) {
   subset *s = p;
   dt_dataset_release(s->parent);
-  free(s);
+  wk_free(s);
 }
 wk_dataset *dt_subset(wk_dataset *ds, const int64_t *indices, int64_t n) {
   if (!ds || (!indices && n)) {
@@ -180,7 +180,7 @@ wk_dataset *dt_subset(wk_dataset *ds, const int64_t *indices, int64_t n) {
                (long long)indices[i], (long long)i, (long long)len);
       return NULL;
     }
-  subset *s = malloc(sizeof *s + sizeof(int64_t) * (size_t)n);
+  subset *s = wk_malloc(sizeof *s + sizeof(int64_t) * (size_t)n);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "subset: out of memory");
     return NULL;
@@ -205,7 +205,7 @@ wk_status dt_random_split(wk_dataset *ds, const int64_t *lengths, int n, uint64_
     return wk_error(WK_ERR_INVALID_ARG,
                     "random_split: sum of input lengths (%lld) does not equal the length of the input dataset (%lld)",
                     (long long)sum, (long long)len);
-  int64_t *perm = malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
+  int64_t *perm = wk_malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
   if (!perm) return wk_error(WK_ERR_NO_MEMORY, "random_split: out of memory");
   for (int64_t i = 0; i < len; i++) perm[i] = i;
   dt_rng r;
@@ -217,11 +217,11 @@ wk_status dt_random_split(wk_dataset *ds, const int64_t *lengths, int n, uint64_
     off += lengths[i];
     if (!out[i]) {
       for (int j = 0; j < i; j++) dt_dataset_release(out[j]), out[j] = NULL;
-      free(perm);
+      wk_free(perm);
       return wk_last_error();
     }
   }
-  free(perm);
+  wk_free(perm);
   return WK_OK;
 }
 
@@ -245,9 +245,9 @@ static wk_status concat_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sam
 static void concat_free(void *p) {
   concat *c = p;
   for (int i = 0; i < c->n; i++) dt_dataset_release(c->ds[i]);
-  free(c->ds);
-  free(c->cum);
-  free(c);
+  wk_free(c->ds);
+  wk_free(c->cum);
+  wk_free(c);
 }
 wk_dataset *dt_concat(wk_dataset *const *dss, int n) {
   if (!dss || n < 1) {
@@ -261,11 +261,11 @@ wk_dataset *dt_concat(wk_dataset *const *dss, int n) {
     } else if (!dt_need_map_style("concat_dataset", dss[i])) {
       return NULL;
     }
-  concat *c = calloc(1, sizeof *c);
-  if (c) c->ds = calloc((size_t)n, sizeof *c->ds), c->cum = calloc((size_t)n + 1, sizeof *c->cum);
+  concat *c = wk_calloc(1, sizeof *c);
+  if (c) c->ds = wk_calloc((size_t)n, sizeof *c->ds), c->cum = wk_calloc((size_t)n + 1, sizeof *c->cum);
   if (!c || !c->ds || !c->cum) {
-    if (c) free(c->ds), free(c->cum);
-    free(c);
+    if (c) wk_free(c->ds), wk_free(c->cum);
+    wk_free(c);
     wk_error(WK_ERR_NO_MEMORY, "concat_dataset: out of memory");
     return NULL;
   }
@@ -301,7 +301,7 @@ static void mapped_free(void *p) {
   mapped *m = p;
   dt_dataset_release(m->parent);
   dt_transform_release(m->tf);
-  free(m);
+  wk_free(m);
 }
 wk_dataset *dt_map(wk_dataset *ds, int field, wk_transform *tf) {
   if (!ds || !tf) {
@@ -313,7 +313,7 @@ wk_dataset *dt_map(wk_dataset *ds, int field, wk_transform *tf) {
     return NULL;
   }
   if (ds->iterable) return dt_map_iterable(ds, field, tf);
-  mapped *m = malloc(sizeof *m);
+  mapped *m = wk_malloc(sizeof *m);
   if (!m) {
     wk_error(WK_ERR_NO_MEMORY, "dataset_map: out of memory");
     return NULL;
@@ -402,8 +402,8 @@ wk_status dt_channel_stats(wk_dataset *ds, int field, double *mean, double *std,
     } else if (C < 0) {
       C = (int)wk_tensor_size(x, 0);
       if (C > cap) st = wk_error(WK_ERR_INVALID_ARG, "channel_stats: %d channels but room for %d", C, cap);
-      sum = calloc((size_t)C + 1, sizeof *sum);
-      sq = calloc((size_t)C + 1, sizeof *sq);
+      sum = wk_calloc((size_t)C + 1, sizeof *sum);
+      sq = wk_calloc((size_t)C + 1, sizeof *sq);
       if (st == WK_OK && (!sum || !sq)) st = wk_error(WK_ERR_NO_MEMORY, "channel_stats: out of memory");
     } else if (wk_tensor_size(x, 0) != C) {
       st = wk_error(WK_ERR_SHAPE, "channel_stats: sample %lld has %lld channels, sample 0 has %d", (long long)i,
@@ -411,7 +411,7 @@ wk_status dt_channel_stats(wk_dataset *ds, int field, double *mean, double *std,
     }
     if (st == WK_OK) {
       int64_t m = wk_tensor_numel(x), per = C ? m / C : 0;
-      double *v = malloc(sizeof(double) * (size_t)(m ? m : 1));
+      double *v = wk_malloc(sizeof(double) * (size_t)(m ? m : 1));
       if (!v) st = wk_error(WK_ERR_NO_MEMORY, "channel_stats: out of memory");
       else st = wk_tensor_to_f64(x, v, m);
       double scale = wk_tensor_dtype(x) == WK_U8 ? 1.0 / 255.0 : 1.0;
@@ -422,7 +422,7 @@ wk_status dt_channel_stats(wk_dataset *ds, int field, double *mean, double *std,
           sq[c] += y * y;
         }
       if (st == WK_OK) count += per;
-      free(v);
+      wk_free(v);
     }
     wk_sample_clear(&s);
   }
@@ -432,7 +432,7 @@ wk_status dt_channel_stats(wk_dataset *ds, int field, double *mean, double *std,
     double var = sq[c] / (double)count - mean[c] * mean[c];
     std[c] = sqrt(var > 0 ? var : 0);
   }
-  free(sum);
-  free(sq);
+  wk_free(sum);
+  wk_free(sq);
   return st;
 }

@@ -36,7 +36,7 @@ static bool is_dir(const char *path) {
 }
 static char *join(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
-  char *p = malloc(la + lb + 2);
+  char *p = wk_malloc(la + lb + 2);
   if (p) {
     memcpy(p, a, la);
     p[la] = '/';
@@ -64,30 +64,31 @@ static wk_status list_dir(const char *path, char ***names, int64_t *n) {
   for (struct dirent *de; st == WK_OK && (de = readdir(d));) {
     if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
     if (*n == cap) {
-      char **nn = realloc(*names, sizeof *nn * (size_t)(cap = cap ? cap * 2 : 16));
+      char **nn = wk_realloc(*names, sizeof *nn * (size_t)(cap = cap ? cap * 2 : 16));
       if (!nn) {
         st = wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory listing '%s'", path);
         break;
       }
       *names = nn;
     }
-    if (!((*names)[*n] = strdup(de->d_name)))
+    size_t len = strlen(de->d_name) + 1;
+    if (!((*names)[*n] = wk_malloc(len)))
       st = wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
     else
-      (*n)++;
+      memcpy((*names)[(*n)++], de->d_name, len);
   }
   closedir(d);
   if (st != WK_OK) {
-    for (int64_t i = 0; i < *n; i++) free((*names)[i]);
-    free(*names);
+    for (int64_t i = 0; i < *n; i++) wk_free((*names)[i]);
+    wk_free(*names);
     *names = NULL;
     *n = 0;
   }
   return st;
 }
 static void free_names(char **names, int64_t n) {
-  for (int64_t i = 0; i < n; i++) free(names[i]);
-  free(names);
+  for (int64_t i = 0; i < n; i++) wk_free(names[i]);
+  wk_free(names);
 }
 
 typedef struct {
@@ -102,15 +103,15 @@ static wk_status walk(folder *f, char *dir, int64_t label, dir_id *anc, int dept
   bool cycle = stat(dir, &sb) != 0 || depth >= DT_MAX_DEPTH;
   for (int i = 0; !cycle && i < depth; i++) cycle = anc[i].dev == sb.st_dev && anc[i].ino == sb.st_ino;
   if (cycle) {
-    free(dir);
+    wk_free(dir);
     return WK_OK;
   }
   anc[depth] = (dir_id){sb.st_dev, sb.st_ino};
   if (f->ndirs == f->dircap) {
     int64_t cap = f->dircap ? f->dircap * 2 : 16;
-    char **nd = realloc(f->dirs, sizeof *nd * (size_t)cap);
+    char **nd = wk_realloc(f->dirs, sizeof *nd * (size_t)cap);
     if (!nd) {
-      free(dir);
+      wk_free(dir);
       return wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
     }
     f->dirs = nd;
@@ -131,10 +132,10 @@ static wk_status walk(folder *f, char *dir, int64_t label, dir_id *anc, int dept
       st = walk(f, full, label, anc, depth + 1);
       continue;
     }
-    free(full);
+    wk_free(full);
     if (!is_image_name(names[i])) continue;
     if (f->n == f->cap) {
-      entry *ne = realloc(f->e, sizeof *ne * (size_t)(f->cap = f->cap ? f->cap * 2 : 64));
+      entry *ne = wk_realloc(f->e, sizeof *ne * (size_t)(f->cap = f->cap ? f->cap * 2 : 64));
       if (!ne) {
         st = wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
         break;
@@ -150,11 +151,11 @@ static wk_status walk(folder *f, char *dir, int64_t label, dir_id *anc, int dept
 
 static void folder_free(void *p) {
   folder *f = p;
-  for (int64_t i = 0; i < f->n; i++) free(f->e[i].name);
-  free(f->e);
+  for (int64_t i = 0; i < f->n; i++) wk_free(f->e[i].name);
+  wk_free(f->e);
   free_names(f->dirs, f->ndirs);
   free_names(f->classes, f->nclasses);
-  free(f);
+  wk_free(f);
 }
 static int64_t folder_len(void *p) {
   return ((folder *)p)->n;
@@ -168,8 +169,8 @@ static wk_status folder_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sam
   size_t n;
   wk_status st = dt_read_file("image_folder", path, &b, &n);
   wk_tensor *x = st == WK_OK ? dt_image_decode_named(b, n, f->channels, "image_folder", path) : NULL;
-  if (st == WK_OK) free(b);
-  free(path);
+  if (st == WK_OK) wk_free(b);
+  wk_free(path);
   wk_tensor *y = x ? wk_scalar_tensor((double)f->e[i].label, WK_I64) : NULL;
   if (!y) {
     wk_release(x);
@@ -191,7 +192,7 @@ wk_dataset *dt_image_folder(const char *root, int channels) {
              channels);
     return NULL;
   }
-  folder *f = calloc(1, sizeof *f);
+  folder *f = wk_calloc(1, sizeof *f);
   if (!f) {
     wk_error(WK_ERR_NO_MEMORY, "image_folder: out of memory");
     return NULL;
@@ -201,7 +202,7 @@ wk_dataset *dt_image_folder(const char *root, int channels) {
   int64_t n;
   wk_status st = list_dir(root, &names, &n);
   if (st != WK_OK) {
-    free(f);
+    wk_free(f);
     return NULL;
   }
   /* keep the subfolders only, sorted */
@@ -209,11 +210,11 @@ wk_dataset *dt_image_folder(const char *root, int channels) {
   for (int64_t i = 0; i < n; i++) {
     char *full = join(root, names[i]);
     bool dir = full && is_dir(full);
-    free(full);
+    wk_free(full);
     if (dir)
       names[k++] = names[i];
     else
-      free(names[i]);
+      wk_free(names[i]);
   }
   f->classes = names;
   f->nclasses = k;

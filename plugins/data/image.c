@@ -72,7 +72,7 @@ static void png_read_mem(png_structp png, png_bytep out, size_t len) {
 /* Palette -> RGB(A), tRNS -> alpha, 1/2/4-bit gray -> 8 bits, 16 bits -> the
  * high byte (PIL's reading of 16-bit RGB), interlacing undone. */
 static bool png_decode(const uint8_t *p, size_t n, dec *d) {
-  png_job *j = calloc(1, sizeof *j); /* on the heap: its fields change between setjmp and longjmp */
+  png_job *j = wk_calloc(1, sizeof *j); /* on the heap: its fields change between setjmp and longjmp */
   if (!j) {
     snprintf(d->msg, sizeof d->msg, "out of memory");
     return false;
@@ -84,7 +84,7 @@ static bool png_decode(const uint8_t *p, size_t n, dec *d) {
   png_infop info = png ? png_create_info_struct(png) : NULL;
   if (!info) {
     png_destroy_read_struct(png ? &png : NULL, NULL, NULL);
-    free(j);
+    wk_free(j);
     snprintf(d->msg, sizeof d->msg, "out of memory");
     return false;
   }
@@ -108,8 +108,8 @@ static bool png_decode(const uint8_t *p, size_t n, dec *d) {
       d->unsupported = true;
       png_longjmp(png, 1);
     }
-    d->px = malloc((size_t)w * h * (size_t)nc);
-    j->rows = malloc(sizeof *j->rows * h);
+    d->px = wk_malloc((size_t)w * h * (size_t)nc);
+    j->rows = wk_malloc(sizeof *j->rows * h);
     if (!d->px || !j->rows) {
       snprintf(d->msg, sizeof d->msg, "out of memory for a %u x %u image", (unsigned)w, (unsigned)h);
       png_longjmp(png, 1);
@@ -123,10 +123,10 @@ static bool png_decode(const uint8_t *p, size_t n, dec *d) {
     ok = true;
   }
   png_destroy_read_struct(&png, &info, NULL);
-  free(j->rows);
-  free(j);
+  wk_free(j->rows);
+  wk_free(j);
   if (!ok) {
-    free(d->px);
+    wk_free(d->px);
     d->px = NULL;
   }
   return ok;
@@ -154,11 +154,11 @@ static void jpeg_silent(j_common_ptr ci) {
 }
 
 static bool jpeg_decode(const uint8_t *p, size_t n, dec *d) {
-  struct jpeg_decompress_struct *ci = calloc(1, sizeof *ci);
-  jpeg_err *e = calloc(1, sizeof *e);
+  struct jpeg_decompress_struct *ci = wk_calloc(1, sizeof *ci);
+  jpeg_err *e = wk_calloc(1, sizeof *e);
   if (!ci || !e) {
-    free(ci);
-    free(e);
+    wk_free(ci);
+    wk_free(e);
     snprintf(d->msg, sizeof d->msg, "out of memory");
     return false;
   }
@@ -186,7 +186,7 @@ static bool jpeg_decode(const uint8_t *p, size_t n, dec *d) {
     if (!size_ok(d, ci->image_width, ci->image_height)) longjmp(e->jb, 1);
     jpeg_start_decompress(ci);
     size_t row = (size_t)ci->output_width * (size_t)ci->output_components;
-    d->px = malloc(row * ci->output_height);
+    d->px = wk_malloc(row * ci->output_height);
     if (!d->px) {
       snprintf(d->msg, sizeof d->msg, "out of memory for a %u x %u image", ci->output_width, ci->output_height);
       longjmp(e->jb, 1);
@@ -205,10 +205,10 @@ static bool jpeg_decode(const uint8_t *p, size_t n, dec *d) {
     ok = true;
   }
   jpeg_destroy_decompress(ci); /* safe on a zeroed struct: it only frees what was made */
-  free(ci);
-  free(e);
+  wk_free(ci);
+  wk_free(e);
   if (!ok) {
-    free(d->px);
+    wk_free(d->px);
     d->px = NULL;
   }
   return ok;
@@ -268,7 +268,7 @@ wk_tensor *dt_image_decode_named(const void *data, size_t n, int channels, const
     return NULL;
   }
   wk_tensor *t = to_tensor_hwc(&d, channels);
-  free(d.px);
+  wk_free(d.px);
   return t;
 }
 
@@ -287,11 +287,11 @@ wk_status dt_read_file(const char *fn, const char *path, uint8_t **buf, size_t *
   FILE *f = fopen(path, "rb");
   if (!f) return wk_error(WK_ERR_IO, "%s: cannot open '%s': %s", fn, path, strerror(errno));
   size_t cap = 1 << 16, len = 0;
-  uint8_t *b = malloc(cap);
+  uint8_t *b = wk_malloc(cap);
   wk_status st = b ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", fn, path);
   while (st == WK_OK) {
     if (len == cap) {
-      uint8_t *nb = cap < DT_MAX_IMAGE_FILE ? realloc(b, cap * 2) : NULL;
+      uint8_t *nb = cap < DT_MAX_IMAGE_FILE ? wk_realloc(b, cap * 2) : NULL;
       if (!nb) {
         st = cap < DT_MAX_IMAGE_FILE
                  ? wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", fn, path)
@@ -311,7 +311,7 @@ wk_status dt_read_file(const char *fn, const char *path, uint8_t **buf, size_t *
   }
   fclose(f);
   if (st != WK_OK) {
-    free(b);
+    wk_free(b);
     return st;
   }
   *buf = b;
@@ -328,6 +328,6 @@ wk_tensor *dt_image_read(const char *path, int channels) {
   size_t n;
   if (dt_read_file("image_read", path, &b, &n) != WK_OK) return NULL;
   wk_tensor *t = dt_image_decode_named(b, n, channels, "image_read", path);
-  free(b);
+  wk_free(b);
   return t;
 }

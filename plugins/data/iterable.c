@@ -14,7 +14,7 @@ wk_dataset *dt_iterable_new(const wk_iterable_impl *impl, void *self) {
              "iterable_dataset_new: impl needs struct_size = sizeof(wk_iterable_impl), open and next");
     return NULL;
   }
-  wk_dataset *ds = calloc(1, sizeof *ds);
+  wk_dataset *ds = wk_calloc(1, sizeof *ds);
   if (!ds) {
     wk_error(WK_ERR_NO_MEMORY, "iterable_dataset_new: out of memory");
     return NULL;
@@ -49,12 +49,12 @@ typedef struct {
 
 static wk_status imapped_open(void *p, const wk_worker_info *info, void **stream) {
   imapped *m = p;
-  imapped_stream *s = calloc(1, sizeof *s);
+  imapped_stream *s = wk_calloc(1, sizeof *s);
   if (!s) return wk_error(WK_ERR_NO_MEMORY, "dataset_map: out of memory");
   s->seed = info->seed;
   wk_status st = m->parent->iter.open(m->parent->self, info, &s->inner);
   if (st != WK_OK) {
-    free(s);
+    wk_free(s);
     return st;
   }
   *stream = s;
@@ -79,17 +79,17 @@ static void imapped_close(void *p, void *stream) {
   imapped *m = p;
   imapped_stream *s = stream;
   if (m->parent->iter.close) m->parent->iter.close(m->parent->self, s->inner);
-  free(s);
+  wk_free(s);
 }
 static void imapped_free(void *p) {
   imapped *m = p;
   dt_dataset_release(m->parent);
   dt_transform_release(m->tf);
-  free(m);
+  wk_free(m);
 }
 
 wk_dataset *dt_map_iterable(wk_dataset *ds, int field, wk_transform *tf) {
-  imapped *m = malloc(sizeof *m);
+  imapped *m = wk_malloc(sizeof *m);
   if (!m) {
     wk_error(WK_ERR_NO_MEMORY, "dataset_map: out of memory");
     return NULL;

@@ -60,10 +60,10 @@ static void finish_stop(wk_dataloader *dl) {
   dl->stream_open = false;
   for (int i = 0; dl->slots && i < nslots(dl); i++) {
     wk_sample_clear(&dl->slots[i].batch);
-    free(dl->slots[i].msg);
+    wk_free(dl->slots[i].msg);
     memset(&dl->slots[i], 0, sizeof dl->slots[i]);
   }
-  free(dl->order);
+  wk_free(dl->order);
   dl->order = NULL;
   dl->state = DT_IDLE;
 }
@@ -80,7 +80,7 @@ static wk_status start_iteration(wk_dataloader *dl) {
                                 "dataloader: the sampler gave index %lld (position %lld) for a dataset of "
                                 "%lld samples",
                                 (long long)dl->order[i], (long long)i, (long long)n);
-        free(dl->order);
+        wk_free(dl->order);
         dl->order = NULL;
         return st;
       }
@@ -104,7 +104,7 @@ static wk_status start_iteration(wk_dataloader *dl) {
         char *m = dt_msg("dataloader: iterable dataset: open() failed: ",
                          *wk_last_error_message() ? wk_last_error_message() : "no message");
         wk_error_replace(st, "%s", m ? m : "dataloader: iterable dataset: open() failed");
-        free(m);
+        wk_free(m);
         return st;
       }
       dl->stream_open = true;
@@ -254,7 +254,7 @@ wk_status dt_loader_next(wk_dataloader *dl, wk_sample *batch) {
       dl->epoch++;
     }
     wk_error_replace(r.st, "%s", r.msg ? r.msg : "dataloader: a batch failed (out of memory for its message)");
-    free(r.msg);
+    wk_free(r.msg);
     return r.st;
   }
   return deliver(dl, &r.batch, batch);
@@ -272,17 +272,17 @@ void dt_loader_free(wk_dataloader *dl) {
   if (!dl) return;
   finish_stop(dl);
   if (dl->nthreads > 0) dt_workers_join(dl);
-  free(dl->threads);
-  free(dl->slots);
-  free(dl->produced);
-  free(dl->taken);
-  free(dl->ended);
+  wk_free(dl->threads);
+  wk_free(dl->slots);
+  wk_free(dl->produced);
+  wk_free(dl->taken);
+  wk_free(dl->ended);
   pthread_mutex_destroy(&dl->mu);
   pthread_cond_destroy(&dl->cv_work);
   pthread_cond_destroy(&dl->cv_done);
   dt_dataset_release(dl->ds);
   dt_sampler_release(dl->sampler);
-  free(dl);
+  wk_free(dl);
 }
 
 static bool check_opts(const wk_loader_opts *o, bool iterable) {
@@ -327,7 +327,7 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
     if (wk_last_error() == WK_OK) wk_error(WK_ERR_STATE, "dataloader_new: the dataset's len() is negative");
     return NULL;
   }
-  wk_dataloader *dl = calloc(1, sizeof *dl);
+  wk_dataloader *dl = wk_calloc(1, sizeof *dl);
   if (!dl) {
     wk_error(WK_ERR_NO_MEMORY, "dataloader_new: out of memory");
     return NULL;
@@ -337,7 +337,7 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
                   : o.shuffle ? dt_sampler_random(n, false, 0, o.seed)
                               : dt_sampler_sequential(n);
     if (!dl->sampler) {
-      free(dl);
+      wk_free(dl);
       return NULL;
     }
   }
@@ -364,10 +364,10 @@ wk_dataloader *dt_loader_new(wk_dataset *ds, const wk_loader_opts *opts_in) {
   pthread_cond_init(&dl->cv_done, &ca);
   pthread_condattr_destroy(&ca);
   if (dl->nworkers > 0) {
-    dl->slots = calloc((size_t)dl->nworkers * (size_t)dl->prefetch, sizeof *dl->slots);
-    dl->produced = calloc((size_t)dl->nworkers, sizeof *dl->produced);
-    dl->taken = calloc((size_t)dl->nworkers, sizeof *dl->taken);
-    dl->ended = calloc((size_t)dl->nworkers, sizeof *dl->ended);
+    dl->slots = wk_calloc((size_t)dl->nworkers * (size_t)dl->prefetch, sizeof *dl->slots);
+    dl->produced = wk_calloc((size_t)dl->nworkers, sizeof *dl->produced);
+    dl->taken = wk_calloc((size_t)dl->nworkers, sizeof *dl->taken);
+    dl->ended = wk_calloc((size_t)dl->nworkers, sizeof *dl->ended);
     if (!dl->slots || !dl->produced || !dl->taken || !dl->ended) {
       dt_loader_free(dl);
       wk_error(WK_ERR_NO_MEMORY, "dataloader_new: out of memory");

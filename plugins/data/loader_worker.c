@@ -10,7 +10,7 @@
 
 char *dt_msg(const char *prefix, const char *m) {
   size_t len = strlen(prefix) + strlen(m) + 1;
-  char *s = malloc(len);
+  char *s = wk_malloc(len);
   if (s) snprintf(s, len, "%s%s", prefix, m);
   return s;
 }
@@ -62,7 +62,7 @@ void dt_build_batch(wk_dataloader *dl, int64_t b, int worker, dt_slot *r) {
   r->ready = true;
   if (worker >= 0) wk_clear_error();
   int64_t lo = b * dl->bs, hi = lo + dl->bs < dl->norder ? lo + dl->bs : dl->norder, n = hi - lo;
-  wk_sample *s = calloc((size_t)n, sizeof *s);
+  wk_sample *s = wk_calloc((size_t)n, sizeof *s);
   r->st = s ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "dataloader: out of memory");
   for (int64_t k = 0; r->st == WK_OK && k < n; k++) {
     int64_t idx = dl->order[lo + k];
@@ -85,7 +85,7 @@ void dt_build_batch(wk_dataloader *dl, int64_t b, int worker, dt_slot *r) {
     collate_into(dl, s, n, what, r);
   }
   for (int64_t j = 0; s && j < n; j++) wk_sample_clear(&s[j]);
-  free(s);
+  wk_free(s);
   if (r->st != WK_OK) wk_clear_error();
 }
 
@@ -94,7 +94,7 @@ void dt_build_stream_batch(wk_dataloader *dl, void *stream, int worker, dt_slot 
   r->ready = true;
   *end = false;
   if (worker >= 0) wk_clear_error();
-  wk_sample *s = calloc((size_t)dl->bs, sizeof *s);
+  wk_sample *s = wk_calloc((size_t)dl->bs, sizeof *s);
   r->st = s ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "dataloader: out of memory");
   int64_t n = 0;
   const wk_iterable_impl *it = &dl->ds->iter;
@@ -131,7 +131,7 @@ void dt_build_stream_batch(wk_dataloader *dl, void *stream, int worker, dt_slot 
     collate_into(dl, s, n, what, r);
   }
   for (int64_t j = 0; s && j < n; j++) wk_sample_clear(&s[j]);
-  free(s);
+  wk_free(s);
   if (r->st != WK_OK) wk_clear_error();
 }
 
@@ -150,7 +150,7 @@ static void run_map(wk_dataloader *dl, int id) {
     if (r.st != WK_OK) dl->no_claim = true;
     if (dl->stop) {
       wk_sample_clear(&r.batch);
-      free(r.msg);
+      wk_free(r.msg);
       return;
     }
     dl->slots[b % dl->queue] = r;
@@ -195,7 +195,7 @@ static void run_stream(wk_dataloader *dl, int id) {
     }
     if (dl->stop) {
       wk_sample_clear(&r.batch);
-      free(r.msg);
+      wk_free(r.msg);
       break;
     }
     dl->slots[id * dl->prefetch + dl->produced[id] % dl->prefetch] = r;
@@ -213,7 +213,7 @@ static void run_stream(wk_dataloader *dl, int id) {
 static void *worker_main(void *arg) {
   wk_dataloader *dl = ((void **)arg)[0];
   int id = (int)(intptr_t)((void **)arg)[1];
-  free(arg);
+  wk_free(arg);
   wk_clear_error();
   wk_status st = dl->worker_init ? dl->worker_init(id, dl->worker_init_user) : WK_OK;
   pthread_mutex_lock(&dl->mu);
@@ -254,16 +254,16 @@ static void *worker_main(void *arg) {
 
 wk_status dt_workers_start(wk_dataloader *dl) {
   if (dl->nthreads > 0) return WK_OK;
-  if (!dl->threads && !(dl->threads = calloc((size_t)dl->nworkers, sizeof *dl->threads)))
+  if (!dl->threads && !(dl->threads = wk_calloc((size_t)dl->nworkers, sizeof *dl->threads)))
     return wk_error(WK_ERR_NO_MEMORY, "dataloader: out of memory");
   dl->shutdown = false;
   for (int i = 0; i < dl->nworkers; i++) {
-    void **arg = malloc(2 * sizeof *arg);
+    void **arg = wk_malloc(2 * sizeof *arg);
     if (!arg) break;
     arg[0] = dl;
     arg[1] = (void *)(intptr_t)i;
     if (pthread_create(&dl->threads[i], NULL, worker_main, arg) != 0) {
-      free(arg);
+      wk_free(arg);
       break;
     }
     dl->nthreads++;
@@ -282,7 +282,7 @@ wk_status dt_workers_start(wk_dataloader *dl) {
   if (st == WK_OK) return WK_OK;
   dt_workers_join(dl);
   wk_error_replace(st, "%s", msg ? msg : "dataloader: worker_init_fn failed");
-  free(msg);
+  wk_free(msg);
   return st;
 }
 
@@ -295,7 +295,7 @@ void dt_workers_join(wk_dataloader *dl) {
   for (int i = 0; i < dl->nthreads; i++) pthread_join(dl->threads[i], NULL);
   dl->nthreads = 0;
   dl->started = 0;
-  free(dl->init_msg);
+  wk_free(dl->init_msg);
   dl->init_msg = NULL;
   dl->init_st = WK_OK;
 }

@@ -125,7 +125,7 @@ static wk_status read_rest(dt_src *s, uint8_t **buf, size_t *n) {
   *buf = NULL;
   *n = 0;
   size_t cap = 1 << 16, len = 0, got;
-  uint8_t *b = malloc(cap);
+  uint8_t *b = wk_malloc(cap);
   wk_status st = b ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", s->fn, s->path);
   while (st == WK_OK) {
     if (len == cap) {
@@ -133,7 +133,7 @@ static wk_status read_rest(dt_src *s, uint8_t **buf, size_t *n) {
         st = wk_error(WK_ERR_IO, "%s: '%s' is larger than %zu bytes", s->fn, s->path, DT_MAX_FILE);
         break;
       }
-      uint8_t *nb = realloc(b, cap * 2);
+      uint8_t *nb = wk_realloc(b, cap * 2);
       if (!nb) {
         st = wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s' (%zu bytes so far)", s->fn, s->path, len);
         break;
@@ -147,7 +147,7 @@ static wk_status read_rest(dt_src *s, uint8_t **buf, size_t *n) {
   }
   src_close(s);
   if (st != WK_OK) {
-    free(b);
+    wk_free(b);
     return st;
   }
   *buf = b;
@@ -158,11 +158,11 @@ static wk_status read_rest(dt_src *s, uint8_t **buf, size_t *n) {
 static wk_status read_all(const char *fn, const char *path, uint8_t **buf, size_t *n) {
   *buf = NULL;
   *n = 0;
-  dt_src *s = malloc(sizeof *s);
+  dt_src *s = wk_malloc(sizeof *s);
   if (!s) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%s'", fn, path);
   wk_status st = src_open(s, fn, path);
   if (st == WK_OK) st = read_rest(s, buf, n);
-  free(s);
+  wk_free(s);
   return st;
 }
 
@@ -234,7 +234,7 @@ static wk_status idx_read(dt_src *s, const char *path, int nd, const char *what,
                     (unsigned long long)want, DT_MAX_FILE);
   /* The buffer grows with the data actually read, up to exactly the declared size. */
   size_t total = f->hdr + (size_t)want, cap = total < ((size_t)1 << 20) ? total : ((size_t)1 << 20), len = f->hdr;
-  f->buf = malloc(cap);
+  f->buf = wk_malloc(cap);
   if (!f->buf) return wk_error(WK_ERR_NO_MEMORY, "mnist: out of memory reading '%s' (%zu bytes)", path, cap);
   memcpy(f->buf, h, f->hdr);
   for (;;) {
@@ -242,7 +242,7 @@ static wk_status idx_read(dt_src *s, const char *path, int nd, const char *what,
     len += got;
     if (len < cap || cap == total) break;
     size_t ncap = cap > total / 2 ? total : cap * 2;
-    uint8_t *nb = realloc(f->buf, ncap);
+    uint8_t *nb = wk_realloc(f->buf, ncap);
     if (!nb)
       return wk_error(WK_ERR_NO_MEMORY, "mnist: out of memory reading '%s' (%zu of %zu bytes)", path, ncap, total);
     f->buf = nb;
@@ -268,16 +268,16 @@ static wk_status idx_read(dt_src *s, const char *path, int nd, const char *what,
 }
 static wk_status idx_load(const char *path, int nd, const char *what, idx_file *f) {
   memset(f, 0, sizeof *f);
-  dt_src *s = malloc(sizeof *s);
+  dt_src *s = wk_malloc(sizeof *s);
   if (!s) return wk_error(WK_ERR_NO_MEMORY, "mnist: out of memory reading '%s'", path);
   wk_status st = src_open(s, "mnist", path);
   if (st == WK_OK) {
     st = idx_read(s, path, nd, what, f);
     src_close(s);
   }
-  free(s);
+  wk_free(s);
   if (st != WK_OK) {
-    free(f->buf);
+    wk_free(f->buf);
     f->buf = NULL;
   }
   return st;
@@ -308,9 +308,9 @@ static wk_status image_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_samp
 }
 static void image_free(void *p) {
   image_ds *d = p;
-  free(d->buf);
-  free(d->labels);
-  free(d);
+  wk_free(d->buf);
+  wk_free(d->labels);
+  wk_free(d);
 }
 
 wk_dataset *dt_mnist(const char *images_path, const char *labels_path) {
@@ -321,11 +321,11 @@ wk_dataset *dt_mnist(const char *images_path, const char *labels_path) {
   idx_file im, lb;
   if (idx_load(images_path, 3, "images", &im) != WK_OK) return NULL;
   if (idx_load(labels_path, 1, "labels", &lb) != WK_OK) {
-    free(im.buf);
+    wk_free(im.buf);
     return NULL;
   }
-  image_ds *d = calloc(1, sizeof *d);
-  int64_t *labels = malloc(sizeof(int64_t) * (size_t)(lb.dims[0] ? lb.dims[0] : 1));
+  image_ds *d = wk_calloc(1, sizeof *d);
+  int64_t *labels = wk_malloc(sizeof(int64_t) * (size_t)(lb.dims[0] ? lb.dims[0] : 1));
   wk_status st = d && labels ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "mnist: out of memory");
   if (st == WK_OK && im.dims[0] != lb.dims[0])
     st = wk_error(WK_ERR_IO, "mnist: images file '%s' has %lld records but labels file '%s' has %lld", images_path,
@@ -337,11 +337,11 @@ wk_dataset *dt_mnist(const char *images_path, const char *labels_path) {
                     (long long)i, v);
     labels[i] = v;
   }
-  free(lb.buf);
+  wk_free(lb.buf);
   if (st != WK_OK) {
-    free(im.buf);
-    free(labels);
-    free(d);
+    wk_free(im.buf);
+    wk_free(labels);
+    wk_free(d);
     return NULL;
   }
   d->n = im.dims[0];
@@ -370,14 +370,14 @@ wk_dataset *dt_cifar(const char *const *paths, int npaths, int classes) {
     return NULL;
   }
   const size_t nlab = classes == 10 ? 1 : 2, img = 3072, rec = nlab + img;
-  image_ds *d = calloc(1, sizeof *d);
+  image_ds *d = wk_calloc(1, sizeof *d);
   if (!d) {
     wk_error(WK_ERR_NO_MEMORY, "cifar: out of memory");
     return NULL;
   }
   wk_status st = WK_OK;
   size_t total = 0, cap = 0;
-  dt_src *s = malloc(sizeof *s);
+  dt_src *s = wk_malloc(sizeof *s);
   if (!s) st = wk_error(WK_ERR_NO_MEMORY, "cifar: out of memory");
   for (int k = 0; k < npaths && st == WK_OK; k++) {
     if (!paths[k]) {
@@ -409,9 +409,9 @@ wk_dataset *dt_cifar(const char *const *paths, int npaths, int classes) {
           break;
         }
         size_t ncap = cap ? cap * 2 : 1024;
-        uint8_t *nb = realloc(d->buf, ncap * img);
+        uint8_t *nb = wk_realloc(d->buf, ncap * img);
         if (nb) d->buf = nb;
-        int64_t *nl = nb ? realloc(d->labels, ncap * sizeof(int64_t)) : NULL;
+        int64_t *nl = nb ? wk_realloc(d->labels, ncap * sizeof(int64_t)) : NULL;
         if (nl) d->labels = nl;
         if (!nb || !nl) {
           st = wk_error(WK_ERR_NO_MEMORY, "cifar: out of memory (%zu records)", ncap);
@@ -431,7 +431,7 @@ wk_dataset *dt_cifar(const char *const *paths, int npaths, int classes) {
     }
     src_close(s);
   }
-  free(s);
+  wk_free(s);
   if (st != WK_OK) {
     image_free(d);
     return NULL;
@@ -461,9 +461,9 @@ static wk_status csv_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample
 }
 static void csv_free(void *p) {
   csv_ds *d = p;
-  free(d->x);
-  free(d->labels);
-  free(d);
+  wk_free(d->x);
+  wk_free(d->labels);
+  wk_free(d);
 }
 wk_dataset *dt_csv(const char *path, bool header, int label_col) {
   if (!path) {
@@ -473,20 +473,20 @@ wk_dataset *dt_csv(const char *path, bool header, int label_col) {
   uint8_t *buf;
   size_t n;
   if (read_all("csv", path, &buf, &n) != WK_OK) return NULL;
-  char *text = realloc(buf, n + 1);
+  char *text = wk_realloc(buf, n + 1);
   if (!text) {
-    free(buf);
+    wk_free(buf);
     wk_error(WK_ERR_NO_MEMORY, "csv: out of memory");
     return NULL;
   }
   text[n] = 0;
   size_t z = strlen(text);
   if (z != n) {
-    free(text);
+    wk_free(text);
     wk_error(WK_ERR_IO, "csv: '%s': contains a NUL byte at offset %zu (not a text file)", path, z);
     return NULL;
   }
-  csv_ds *d = calloc(1, sizeof *d);
+  csv_ds *d = wk_calloc(1, sizeof *d);
   wk_status st = d ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "csv: out of memory");
   int64_t ncols = -1, cap = 0, line = 0;
   for (char *ln = text, *next = NULL; ln && st == WK_OK; ln = next ? next + 1 : NULL) {
@@ -510,9 +510,9 @@ wk_dataset *dt_csv(const char *path, bool header, int label_col) {
     }
     if (st == WK_OK && d->n == cap) {
       cap = cap ? cap * 2 : 64;
-      float *nx = realloc(d->x, sizeof(float) * (size_t)(cap * d->nf + 1));
+      float *nx = wk_realloc(d->x, sizeof(float) * (size_t)(cap * d->nf + 1));
       if (nx) d->x = nx;
-      int64_t *nl = label_col >= 0 ? realloc(d->labels, sizeof(int64_t) * (size_t)cap) : NULL;
+      int64_t *nl = label_col >= 0 ? wk_realloc(d->labels, sizeof(int64_t) * (size_t)cap) : NULL;
       if (nl) d->labels = nl;
       if (!nx || (label_col >= 0 && !nl)) st = wk_error(WK_ERR_NO_MEMORY, "csv: out of memory");
     }
@@ -535,7 +535,7 @@ wk_dataset *dt_csv(const char *path, bool header, int label_col) {
     }
     if (st == WK_OK) d->n++;
   }
-  free(text);
+  wk_free(text);
   if (st != WK_OK) {
     if (d) csv_free(d);
     return NULL;

@@ -11,7 +11,7 @@ wk_sampler *dt_sampler_retain(wk_sampler *s) {
 void dt_sampler_release(wk_sampler *s) {
   if (!s || atomic_fetch_sub(&s->rc, 1) != 1) return;
   if (s->vt->destroy) s->vt->destroy(s);
-  free(s);
+  wk_free(s);
 }
 void dt_sampler_free(wk_sampler *s) { dt_sampler_release(s); }
 int64_t dt_sampler_len(wk_sampler *s) {
@@ -26,13 +26,13 @@ void dt_sampler_set_epoch(wk_sampler *s, int64_t epoch) {
 }
 int64_t *dt_sampler_order(wk_sampler *s, int64_t epoch, int64_t *n) {
   *n = s->vt->len(s);
-  int64_t *buf = malloc(sizeof(int64_t) * (size_t)(*n > 0 ? *n : 1));
+  int64_t *buf = wk_malloc(sizeof(int64_t) * (size_t)(*n > 0 ? *n : 1));
   if (!buf) {
     wk_error(WK_ERR_NO_MEMORY, "sampler: out of memory for %lld indices", (long long)*n);
     return NULL;
   }
   if (s->vt->fill(s, epoch, buf) != WK_OK) {
-    free(buf);
+    wk_free(buf);
     return NULL;
   }
   return buf;
@@ -51,7 +51,7 @@ int64_t dt_sampler_indices(wk_sampler *s, int64_t *buf, int64_t cap) {
 }
 
 static void *sm_alloc(size_t size, const dt_sampler_vt *vt) {
-  wk_sampler *s = calloc(1, size);
+  wk_sampler *s = wk_calloc(1, size);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "sampler: out of memory");
     return NULL;
@@ -97,13 +97,13 @@ static wk_status random_fill(wk_sampler *s, int64_t epoch, int64_t *buf) {
   } else { /* whole permutations, the last one cut (PyTorch's num_samples > n) */
     for (int64_t off = 0; off < b->num_samples; off += b->n) {
       int64_t m = b->num_samples - off < b->n ? b->num_samples - off : b->n;
-      int64_t *p = m == b->n ? buf + off : malloc(sizeof(int64_t) * (size_t)b->n);
+      int64_t *p = m == b->n ? buf + off : wk_malloc(sizeof(int64_t) * (size_t)b->n);
       if (!p) return wk_error(WK_ERR_NO_MEMORY, "sampler_random: out of memory");
       for (int64_t i = 0; i < b->n; i++) p[i] = i;
       dt_shuffle(p, b->n, &r);
       if (p != buf + off) {
         memcpy(buf + off, p, sizeof(int64_t) * (size_t)m);
-        free(p);
+        wk_free(p);
       }
     }
   }
@@ -111,7 +111,7 @@ static wk_status random_fill(wk_sampler *s, int64_t epoch, int64_t *buf) {
     for (int64_t i = 0; i < b->num_samples; i++) buf[i] = b->idx[buf[i]];
   return WK_OK;
 }
-static void basic_destroy(wk_sampler *s) { free(((basic *)s)->idx); }
+static void basic_destroy(wk_sampler *s) { wk_free(((basic *)s)->idx); }
 static const dt_sampler_vt random_vt = {basic_len, random_fill, basic_destroy};
 wk_sampler *dt_sampler_random(int64_t n, bool replacement, int64_t num_samples, uint64_t seed) {
   if (!check_n("sampler_random", n)) return NULL;
@@ -140,9 +140,9 @@ wk_sampler *dt_sampler_subset_random(const int64_t *indices, int64_t n, uint64_t
   if (!check_n("sampler_subset_random", n)) return NULL;
   basic *b = sm_alloc(sizeof *b, &random_vt);
   if (!b) return NULL;
-  b->idx = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  b->idx = wk_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
   if (!b->idx) {
-    free(b);
+    wk_free(b);
     wk_error(WK_ERR_NO_MEMORY, "sampler_subset_random: out of memory");
     return NULL;
   }
@@ -192,7 +192,7 @@ static wk_status weighted_fill(wk_sampler *s, int64_t epoch, int64_t *buf) {
     return WK_OK;
   }
   /* Without replacement: Efraimidis-Spirakis keys log(u) / w, the largest win. */
-  keyed *ks = malloc(sizeof *ks * (size_t)w->n);
+  keyed *ks = wk_malloc(sizeof *ks * (size_t)w->n);
   if (!ks) return wk_error(WK_ERR_NO_MEMORY, "sampler_weighted: out of memory");
   for (int64_t i = 0; i < w->n; i++) {
     double u = dt_unit(&r);
@@ -201,12 +201,12 @@ static wk_status weighted_fill(wk_sampler *s, int64_t epoch, int64_t *buf) {
   }
   qsort(ks, (size_t)w->n, sizeof *ks, by_key_desc);
   for (int64_t k = 0; k < w->num_samples; k++) buf[k] = ks[k].i;
-  free(ks);
+  wk_free(ks);
   return WK_OK;
 }
 static void weighted_destroy(wk_sampler *s) {
-  free(((weighted *)s)->cum);
-  free(((weighted *)s)->w);
+  wk_free(((weighted *)s)->cum);
+  wk_free(((weighted *)s)->w);
 }
 static const dt_sampler_vt weighted_vt = {weighted_len, weighted_fill, weighted_destroy};
 wk_sampler *dt_sampler_weighted(const double *weights, int64_t n, int64_t num_samples, bool replacement, uint64_t seed) {
@@ -241,8 +241,8 @@ wk_sampler *dt_sampler_weighted(const double *weights, int64_t n, int64_t num_sa
   }
   weighted *w = sm_alloc(sizeof *w, &weighted_vt);
   if (!w) return NULL;
-  w->cum = malloc(sizeof(double) * (size_t)n);
-  w->w = malloc(sizeof(double) * (size_t)n);
+  w->cum = wk_malloc(sizeof(double) * (size_t)n);
+  w->w = wk_malloc(sizeof(double) * (size_t)n);
   if (!w->cum || !w->w) {
     dt_sampler_release(&w->base);
     wk_error(WK_ERR_NO_MEMORY, "sampler_weighted: out of memory");
@@ -268,7 +268,7 @@ typedef struct {
 static int64_t dist_len(wk_sampler *s) { return ((distributed *)s)->per_rank; }
 static wk_status dist_fill(wk_sampler *s, int64_t epoch, int64_t *buf) {
   distributed *d = (distributed *)s;
-  int64_t *all = malloc(sizeof(int64_t) * (size_t)(d->n > d->total ? d->n : d->total) + 8);
+  int64_t *all = wk_malloc(sizeof(int64_t) * (size_t)(d->n > d->total ? d->n : d->total) + 8);
   if (!all) return wk_error(WK_ERR_NO_MEMORY, "sampler_distributed: out of memory");
   for (int64_t i = 0; i < d->n; i++) all[i] = i;
   if (d->shuffle) {
@@ -278,7 +278,7 @@ static wk_status dist_fill(wk_sampler *s, int64_t epoch, int64_t *buf) {
   }
   for (int64_t i = d->n; i < d->total; i++) all[i] = all[(i - d->n) % d->n]; /* padding repeats the start */
   for (int64_t k = 0; k < d->per_rank; k++) buf[k] = all[d->rank + k * d->world];
-  free(all);
+  wk_free(all);
   return WK_OK;
 }
 static const dt_sampler_vt dist_vt = {dist_len, dist_fill, NULL};

@@ -14,7 +14,7 @@ wk_transform *dt_transform_retain(wk_transform *tf) {
 void dt_transform_release(wk_transform *tf) {
   if (!tf || atomic_fetch_sub(&tf->rc, 1) != 1) return;
   if (tf->vt->destroy) tf->vt->destroy(tf);
-  free(tf);
+  wk_free(tf);
 }
 void dt_transform_free(wk_transform *tf) { dt_transform_release(tf); }
 
@@ -34,7 +34,7 @@ wk_tensor *dt_transform_apply_api(wk_transform *tf, wk_tensor *x, uint64_t seed)
 }
 
 void *dt_tf_alloc(size_t size, const dt_transform_vt *vt) {
-  wk_transform *tf = calloc(1, size);
+  wk_transform *tf = wk_calloc(1, size);
   if (!tf) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", vt->name);
     return NULL;
@@ -142,8 +142,8 @@ static wk_tensor *normalize_apply(wk_transform *tf, wk_tensor *x, uint64_t seed)
   return y;
 }
 static void normalize_destroy(wk_transform *tf) {
-  free(((normalize_tf *)tf)->mean);
-  free(((normalize_tf *)tf)->std);
+  wk_free(((normalize_tf *)tf)->mean);
+  wk_free(((normalize_tf *)tf)->std);
 }
 static const dt_transform_vt normalize_vt = {"normalize", normalize_apply, normalize_destroy};
 wk_transform *dt_normalize(const double *mean, const double *std, int n) {
@@ -163,8 +163,8 @@ wk_transform *dt_normalize(const double *mean, const double *std, int n) {
     }
   normalize_tf *t = dt_tf_alloc(sizeof *t, &normalize_vt);
   if (!t) return NULL;
-  t->mean = malloc(sizeof(double) * (size_t)n);
-  t->std = malloc(sizeof(double) * (size_t)n);
+  t->mean = wk_malloc(sizeof(double) * (size_t)n);
+  t->std = wk_malloc(sizeof(double) * (size_t)n);
   if (!t->mean || !t->std) {
     dt_transform_release(&t->base);
     wk_error(WK_ERR_NO_MEMORY, "normalize: out of memory");
@@ -325,7 +325,7 @@ static wk_tensor *compose_apply(wk_transform *tf, wk_tensor *x, uint64_t seed) {
 static void compose_destroy(wk_transform *tf) {
   compose_tf *t = (compose_tf *)tf;
   for (int i = 0; i < t->n; i++) dt_transform_release(t->tfs[i]);
-  free(t->tfs);
+  wk_free(t->tfs);
 }
 static const dt_transform_vt compose_vt = {"compose", compose_apply, compose_destroy};
 wk_transform *dt_compose(wk_transform *const *tfs, int n) {
@@ -340,9 +340,9 @@ wk_transform *dt_compose(wk_transform *const *tfs, int n) {
     }
   compose_tf *t = dt_tf_alloc(sizeof *t, &compose_vt);
   if (!t) return NULL;
-  t->tfs = calloc((size_t)n + 1, sizeof *t->tfs);
+  t->tfs = wk_calloc((size_t)n + 1, sizeof *t->tfs);
   if (!t->tfs) {
-    free(t);
+    wk_free(t);
     wk_error(WK_ERR_NO_MEMORY, "compose: out of memory");
     return NULL;
   }

@@ -15,10 +15,10 @@ typedef struct {
 } axis;
 
 static bool axis_init(axis *a, int64_t in, int64_t out, bool f64) {
-  a->i0 = malloc(sizeof(int64_t) * (size_t)out);
-  a->i1 = malloc(sizeof(int64_t) * (size_t)out);
-  a->w0 = malloc(sizeof(double) * (size_t)out);
-  a->w1 = malloc(sizeof(double) * (size_t)out);
+  a->i0 = wk_malloc(sizeof(int64_t) * (size_t)out);
+  a->i1 = wk_malloc(sizeof(int64_t) * (size_t)out);
+  a->w0 = wk_malloc(sizeof(double) * (size_t)out);
+  a->w1 = wk_malloc(sizeof(double) * (size_t)out);
   if (!a->i0 || !a->i1 || !a->w0 || !a->w1) return false;
   for (int64_t d = 0; d < out; d++) {
     double src, lam;
@@ -45,10 +45,10 @@ static bool axis_init(axis *a, int64_t in, int64_t out, bool f64) {
   return true;
 }
 static void axis_free(axis *a) {
-  free(a->i0);
-  free(a->i1);
-  free(a->w0);
-  free(a->w1);
+  wk_free(a->i0);
+  wk_free(a->i1);
+  wk_free(a->w0);
+  wk_free(a->w1);
 }
 
 /* Resamples the window (top, left, h, w) of every [H, W] plane of x to oh x ow.

@@ -264,8 +264,8 @@ static ddp_state *state_of(const char *what, wk_module *m) {
 static wk_status broadcast_buffers(ddp_state *st) {
   int nbuf = wk_module_named_buffers(st->inner, NULL, NULL, 0);
   if (nbuf <= 0 || wk_dist_size(st->g) < 2) return WK_OK;
-  wk_tensor **bufs = calloc((size_t)nbuf, sizeof *bufs);
-  wk_dist_work **ws = calloc((size_t)nbuf, sizeof *ws);
+  wk_tensor **bufs = wk_calloc((size_t)nbuf, sizeof *bufs);
+  wk_dist_work **ws = wk_calloc((size_t)nbuf, sizeof *ws);
   wk_status s = bufs && ws ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "ddp: out of memory");
   if (!s) wk_module_named_buffers(st->inner, NULL, bufs, nbuf);
   for (int i = 0; i < nbuf && !s; i++)
@@ -274,8 +274,8 @@ static wk_status broadcast_buffers(ddp_state *st) {
     if (ws[i] && wk_dist_wait(ws[i], 0) != WK_OK && !s) s = wk_last_error();
     wk_dist_work_free(ws[i]);
   }
-  free(bufs);
-  free(ws);
+  wk_free(bufs);
+  wk_free(ws);
   return s;
 }
 
@@ -301,14 +301,14 @@ static void ddp_destroy(void *state) {
   }
   wk_dist_work_free(st->used_work);
   wk_unref(st->used);
-  free(st->bs);
-  free(st->ps);
-  free(st);
+  wk_free(st->bs);
+  wk_free(st->ps);
+  wk_free(st);
 }
 
 static char *ddp_extra(const wk_module *self) {
   ddp_state *st = wk_module_state(self);
-  char *s = malloc(160);
+  char *s = wk_malloc(160);
   if (s)
     snprintf(s, 160, "world_size=%d, buckets=%d, bucket_cap_mb=%g, find_unused_parameters=%s", wk_dist_size(st->g),
              st->nb, st->cap_mb, st->find_unused ? "True" : "False");
@@ -345,7 +345,7 @@ static wk_status verify_shapes(ddp_state *st, wk_tensor **all, int nall) {
 
 static wk_status build_buckets(ddp_state *st) {
   double cap = st->cap_mb * 1024 * 1024;
-  st->bs = calloc((size_t)(st->np ? st->np : 1), sizeof *st->bs);
+  st->bs = wk_calloc((size_t)(st->np ? st->np : 1), sizeof *st->bs);
   if (!st->bs) return wk_error(WK_ERR_NO_MEMORY, "ddp wrap: out of memory");
   int b = -1;
   double bytes = 0;
@@ -407,16 +407,16 @@ static wk_module *ddp_wrap(wk_module *module, wk_dist_group *g, const wk_ddp_opt
     wk_error(WK_ERR_INVALID_ARG, "ddp wrap: %d parameters; at most %d", nall, DDP_MAX_PARAMS);
     return NULL;
   }
-  ddp_state *st = calloc(1, sizeof *st);
-  const char **names = calloc((size_t)(nall ? nall : 1), sizeof *names);
-  wk_tensor **all = calloc((size_t)(nall ? nall : 1), sizeof *all);
-  if (st) st->ps = calloc((size_t)(nall ? nall : 1), sizeof *st->ps);
+  ddp_state *st = wk_calloc(1, sizeof *st);
+  const char **names = wk_calloc((size_t)(nall ? nall : 1), sizeof *names);
+  wk_tensor **all = wk_calloc((size_t)(nall ? nall : 1), sizeof *all);
+  if (st) st->ps = wk_calloc((size_t)(nall ? nall : 1), sizeof *st->ps);
   if (!st || !names || !all || !st->ps) {
     wk_error(WK_ERR_NO_MEMORY, "ddp wrap: out of memory");
-    free(names);
-    free(all);
-    if (st) free(st->ps);
-    free(st);
+    wk_free(names);
+    wk_free(all);
+    if (st) wk_free(st->ps);
+    wk_free(st);
     return NULL;
   }
   st->slot = -1;
@@ -447,8 +447,8 @@ static wk_module *ddp_wrap(wk_module *module, wk_dist_group *g, const wk_ddp_opt
         s = wk_error(WK_ERR_INVALID_ARG, "ddp wrap: parameter '%s' is not a leaf tensor", names[i]);
       st->np++;
     }
-  free(names);
-  free(all);
+  wk_free(names);
+  wk_free(all);
   if (!s) s = build_buckets(st);
   if (!s && st->find_unused && st->np) {
     st->used = wk_scope_keep(wk_zeros(WK_SHAPE(st->np), (wk_options){.dtype = WK_I32}));

@@ -105,11 +105,11 @@ static wk_dist_group *dm_init(const wk_dist_init_opts *o) {
   }
   int rank = 0, size = 0;
   if (dmpi_start(g_timeout, &rank, &size) != WK_OK) return NULL;
-  dmpi_group *w = calloc(1, sizeof *w);
-  int *wr = calloc((size_t)size, sizeof *wr);
+  dmpi_group *w = wk_calloc(1, sizeof *w);
+  int *wr = wk_calloc((size_t)size, sizeof *wr);
   if (!w || !wr) {
-    free(w);
-    free(wr);
+    wk_free(w);
+    wk_free(wr);
     wk_error(WK_ERR_NO_MEMORY, "dist.mpi init: out of memory");
     return NULL;
   }
@@ -141,7 +141,7 @@ static double dm_timeout(const wk_dist_group *g) {
 }
 
 static dmpi_work *new_work(dmpi_kind kind, dmpi_group *g) {
-  dmpi_work *w = calloc(1, sizeof *w);
+  dmpi_work *w = wk_calloc(1, sizeof *w);
   if (!w) {
     wk_error(WK_ERR_NO_MEMORY, "dist.mpi: out of memory");
     return NULL;
@@ -163,7 +163,7 @@ static wk_dist_group *dm_new_group(wk_dist_group *parent_, const int *ranks, int
              p->size, p->name, ranks ? "" : "NULL and ", n);
     return NULL;
   }
-  char *in = calloc((size_t)p->size, 1);
+  char *in = wk_calloc((size_t)p->size, 1);
   if (!in) {
     wk_error(WK_ERR_NO_MEMORY, "dist.mpi new_group: out of memory");
     return NULL;
@@ -172,19 +172,19 @@ static wk_dist_group *dm_new_group(wk_dist_group *parent_, const int *ranks, int
     if (ranks[i] < 0 || ranks[i] >= p->size || in[ranks[i]]) {
       wk_error(WK_ERR_INVALID_ARG, "dist.mpi new_group: rank %d (entry %d) is %s", ranks[i], i,
                ranks[i] < 0 || ranks[i] >= p->size ? "outside the parent group" : "listed twice");
-      free(in);
+      wk_free(in);
       return NULL;
     }
     in[ranks[i]] = 1;
   }
-  dmpi_group *g = calloc(1, sizeof *g);
-  int *wr = calloc((size_t)n, sizeof *wr);
+  dmpi_group *g = wk_calloc(1, sizeof *g);
+  int *wr = wk_calloc((size_t)n, sizeof *wr);
   dmpi_work *w = g && wr ? new_work(DMPI_SPLIT, p) : NULL;
   if (!w) {
     if (!wk_last_error()) wk_error(WK_ERR_NO_MEMORY, "dist.mpi new_group: out of memory");
-    free(in);
-    free(g);
-    free(wr);
+    wk_free(in);
+    wk_free(g);
+    wk_free(wr);
     return NULL;
   }
   int k = 0, me = -1;
@@ -194,7 +194,7 @@ static wk_dist_group *dm_new_group(wk_dist_group *parent_, const int *ranks, int
       wr[k++] = p->world_ranks[r];
     }
   bool member = in[p->rank];
-  free(in);
+  wk_free(in);
   w->color = member ? 0 : MPI_UNDEFINED;
   w->key = p->rank;
   dmpi_submit(w);
@@ -202,8 +202,8 @@ static wk_dist_group *dm_new_group(wk_dist_group *parent_, const int *ranks, int
   MPI_Comm c = w->comm_out;
   dmpi_work_release(w);
   if (s) {
-    free(g);
-    free(wr);
+    wk_free(g);
+    wk_free(wr);
     return NULL;
   }
   g->base.api = &g_api;
@@ -228,8 +228,8 @@ static void dm_group_free(wk_dist_group *g_) {
       return;
     }
   }
-  free(g->world_ranks);
-  free(g);
+  wk_free(g->world_ranks);
+  wk_free(g);
 }
 
 /* ---- argument checks ---- */
@@ -489,8 +489,8 @@ static wk_status init(void) {
 static void shutdown_(void) {
   dmpi_stop();
   if (g_world) {
-    free(g_world->world_ranks);
-    free(g_world);
+    wk_free(g_world->world_ranks);
+    wk_free(g_world);
     g_world = NULL;
     g_shut = true;
   }

@@ -164,10 +164,10 @@ static void finish(dmpi_work *w, bool ok) {
   pthread_cond_broadcast(&g_done_cv);
   pthread_mutex_unlock(&g_lock);
   if (orphan) {
-    if (w->kind == DMPI_COMM_FREE) free(w->g ? w->g->world_ranks : NULL), free(w->g);
+    if (w->kind == DMPI_COMM_FREE) wk_free(w->g ? w->g->world_ranks : NULL), wk_free(w->g);
     wk_unref(w->t0); /* the plugin's own reference: never a scope's */
     wk_unref(w->t1);
-    free(w);
+    wk_free(w);
   }
 }
 
@@ -258,8 +258,8 @@ static bool mpi_start(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  g_pids = calloc((size_t)g_size, sizeof *g_pids);
-  g_hosts = calloc((size_t)g_size, sizeof *g_hosts);
+  g_pids = wk_calloc((size_t)g_size, sizeof *g_pids);
+  g_hosts = wk_calloc((size_t)g_size, sizeof *g_hosts);
   if (!g_pids || !g_hosts) {
     snprintf(g_start_err, sizeof g_start_err, "dist.mpi: out of memory");
     return false;
@@ -396,8 +396,8 @@ wk_status dmpi_start(double timeout_s, int *rank, int *size) {
   }
   if (g_start_status) {
     pthread_join(g_thread, NULL);
-    free(g_pids);
-    free(g_hosts);
+    wk_free(g_pids);
+    wk_free(g_hosts);
     g_pids = NULL;
     g_hosts = NULL;
     return wk_error(g_start_status, "%s", g_start_err);
@@ -510,7 +510,7 @@ void dmpi_work_release(dmpi_work *w) {
   if (running) return;
   wk_unref(w->t0);
   wk_unref(w->t1);
-  free(w);
+  wk_free(w);
 }
 
 void dmpi_stop(void) {
@@ -535,8 +535,8 @@ void dmpi_stop(void) {
     pthread_detach(g_thread);
   } else {
     pthread_join(g_thread, NULL);
-    free(g_pids);
-    free(g_hosts);
+    wk_free(g_pids);
+    wk_free(g_hosts);
     g_pids = NULL;
     g_hosts = NULL;
   }

@@ -133,7 +133,7 @@ static wk_dist_group *dn_init(const wk_dist_init_opts *o) {
   }
   wk_dist_group *boot = g_mpi->init(o);
   if (!boot) return NULL;
-  dnc_group *g = calloc(1, sizeof *g);
+  dnc_group *g = wk_calloc(1, sizeof *g);
   if (!g) {
     wk_error(WK_ERR_NO_MEMORY, "dist.nccl init: out of memory");
     return NULL;
@@ -147,7 +147,7 @@ static wk_dist_group *dn_init(const wk_dist_init_opts *o) {
   g->timeout_s = g_mpi->timeout(boot);
   g->is_world = true;
   if (make_comm(g)) {
-    free(g);
+    wk_free(g);
     return NULL;
   }
   g_world = g;
@@ -188,7 +188,7 @@ static wk_dist_group *dn_new_group(wk_dist_group *parent, const int *ranks, int 
   if (!usable("new_group", p)) return NULL;
   wk_dist_group *boot = p->boot->api->new_group(p->boot, ranks, n);
   if (!boot) return NULL;
-  dnc_group *g = calloc(1, sizeof *g);
+  dnc_group *g = wk_calloc(1, sizeof *g);
   if (!g) {
     p->boot->api->group_free(boot);
     wk_error(WK_ERR_NO_MEMORY, "dist.nccl new_group: out of memory");
@@ -202,7 +202,7 @@ static wk_dist_group *dn_new_group(wk_dist_group *parent, const int *ranks, int 
   g->timeout_s = p->timeout_s;
   if (g->rank >= 0 && make_comm(g)) {
     boot->api->group_free(boot);
-    free(g);
+    wk_free(g);
     return NULL;
   }
   return &g->base;
@@ -214,7 +214,7 @@ static void dn_group_free(wk_dist_group *g_) {
   if (g->comm) N.CommDestroy(g->comm);
   wk_stream_destroy(g->stream);
   g->boot->api->group_free(g->boot);
-  free(g);
+  wk_free(g);
 }
 
 static bool nccl_type(wk_dtype dt, ncclDataType_t *out) {
@@ -300,7 +300,7 @@ static bool nccl_op(const char *what, wk_reduce_op op, wk_dtype dt, ncclRedOp_t 
 
 /* Opens a work: the group's stream waits for the caller's current stream. */
 static dnc_work *begin(const char *what, dnc_group *g) {
-  dnc_work *w = calloc(1, sizeof *w);
+  dnc_work *w = wk_calloc(1, sizeof *w);
   if (!w) {
     wk_error(WK_ERR_NO_MEMORY, "dist.nccl %s: out of memory", what);
     return NULL;
@@ -316,7 +316,7 @@ static dnc_work *begin(const char *what, dnc_group *g) {
   if (s) {
     wk_event_destroy(w->start);
     wk_event_destroy(w->end);
-    free(w);
+    wk_free(w);
     return NULL;
   }
   return w;
@@ -328,7 +328,7 @@ static wk_dist_work *end(dnc_work *w, ncclResult_t r, wk_tensor *t0, wk_tensor *
   if (s) {
     wk_event_destroy(w->start);
     wk_event_destroy(w->end);
-    free(w);
+    wk_free(w);
     return NULL;
   }
   w->t0 = wk_retain(t0);
@@ -496,7 +496,7 @@ static void dn_work_free(wk_dist_work *w_) {
   wk_event_destroy(w->end);
   wk_unref(w->t0);
   wk_unref(w->t1);
-  free(w);
+  wk_free(w);
 }
 
 static double dn_work_seconds(const wk_dist_work *w_) {
@@ -536,7 +536,7 @@ static void shutdown_(void) {
   if (!g_world) return;
   if (g_world->comm) N.CommDestroy(g_world->comm);
   wk_stream_destroy(g_world->stream);
-  free(g_world);
+  wk_free(g_world);
   g_world = NULL;
 }
 

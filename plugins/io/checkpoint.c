@@ -31,7 +31,7 @@ static bool valid_part_name(const char *s) {
 
 static char *join(const char *a, const char *b) {
   size_t na = strlen(a), nb = strlen(b);
-  char *s = malloc(na + nb + 2);
+  char *s = wk_malloc(na + nb + 2);
   if (!s) return NULL;
   memcpy(s, a, na);
   s[na] = '.';
@@ -139,13 +139,13 @@ wk_status io_ckpt_save(const char *path, const wk_checkpoint *ck) {
     for (int k = 0; k < wk_state_dict_size(sd) && !st; k++) {
       char *key = join(pn, wk_state_dict_key(sd, k));
       st = key ? wk_state_dict_set(all, key, wk_state_dict_value(sd, k)) : wk_error(WK_ERR_NO_MEMORY, "out of memory");
-      free(key);
+      wk_free(key);
     }
     for (int k = 0; k < wk_state_dict_meta_size(sd) && !st; k++) {
       char *key = join(pn, wk_state_dict_meta_key(sd, k));
       st = key ? wk_state_dict_set_meta(all, key, wk_state_dict_meta_value(sd, k))
                : wk_error(WK_ERR_NO_MEMORY, "out of memory");
-      free(key);
+      wk_free(key);
     }
   }
   if (!st) st = wk_state_dict_set_meta(all, "wick.checkpoint", CK_FORMAT);
@@ -157,7 +157,7 @@ wk_status io_ckpt_save(const char *path, const wk_checkpoint *ck) {
     char *key = join("user", wk_state_dict_meta_key(ck->meta, k));
     st = key ? wk_state_dict_set_meta(all, key, wk_state_dict_meta_value(ck->meta, k))
              : wk_error(WK_ERR_NO_MEMORY, "out of memory");
-    free(key);
+    wk_free(key);
   }
   if (!st) st = io_st_save("checkpoint_save", all, path, NULL, NULL);
   wk_state_dict_free(all);
@@ -202,7 +202,8 @@ static wk_status make_parts(const loader *l, const char *list) {
     if (out->nparts == WK_CHECKPOINT_MAX_PARTS)
       return bad(l, WK_ERR_IO, "\"wick.parts\" lists more than %d parts", WK_CHECKPOINT_MAX_PARTS);
     int i = out->nparts++;
-    out->part_names[i] = ow->names[i] = strdup(name);
+    out->part_names[i] = ow->names[i] = wk_malloc(strlen(name) + 1);
+    if (ow->names[i]) strcpy(ow->names[i], name);
     out->parts[i] = wk_state_dict_new();
     if (!ow->names[i] || !out->parts[i]) return wk_error(WK_ERR_NO_MEMORY, "checkpoint_load: out of memory");
     p += len;
@@ -267,7 +268,7 @@ typedef struct {
 static bool list_add(list *a, const char *part, const char *key) {
   if (a->n == a->cap) {
     int cap = a->cap ? a->cap * 2 : 8;
-    char **p = realloc(a->v, sizeof *p * (size_t)cap);
+    char **p = wk_realloc(a->v, sizeof *p * (size_t)cap);
     if (!p) return false;
     a->v = p, a->cap = cap;
   }
@@ -275,8 +276,8 @@ static bool list_add(list *a, const char *part, const char *key) {
 }
 
 static void list_free(list *a) {
-  for (int i = 0; i < a->n; i++) free(a->v[i]);
-  free(a->v);
+  for (int i = 0; i < a->n; i++) wk_free(a->v[i]);
+  wk_free(a->v);
 }
 
 static size_t list_str(const list *a, char *buf, size_t cap) {
@@ -381,7 +382,7 @@ wk_status io_ckpt_load(const char *path, wk_checkpoint *out, const wk_io_load_op
   else if (strcmp(format, CK_FORMAT) != 0)
     st = bad(&l, WK_ERR_UNSUPPORTED, "checkpoint format '%.40s' is not supported (this plugin reads %s)", format,
              CK_FORMAT);
-  if (!st && !(out->reserved_ = calloc(1, sizeof(owned)))) st = wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", fn);
+  if (!st && !(out->reserved_ = wk_calloc(1, sizeof(owned)))) st = wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", fn);
   if (!st) st = make_parts(&l, parts);
   if (!st) st = split_tensors(&l, all);
   if (!st) st = split_meta(&l, all);
@@ -397,13 +398,13 @@ void io_ckpt_clear(wk_checkpoint *ck) {
   owned *ow = ck->reserved_;
   if (ow) { /* filled by checkpoint_load: everything in it is ours */
     for (int i = 0; i < ck->nparts && i < WK_CHECKPOINT_MAX_PARTS; i++) wk_state_dict_free(ck->parts[i]);
-    for (int i = 0; i < WK_CHECKPOINT_MAX_PARTS; i++) free(ow->names[i]);
+    for (int i = 0; i < WK_CHECKPOINT_MAX_PARTS; i++) wk_free(ow->names[i]);
     wk_state_dict_free(ck->meta);
-    for (int i = 0; i < ck->nmissing; i++) free(ck->missing[i]);
-    for (int i = 0; i < ck->nunexpected; i++) free(ck->unexpected[i]);
-    free(ck->missing);
-    free(ck->unexpected);
-    free(ow);
+    for (int i = 0; i < ck->nmissing; i++) wk_free(ck->missing[i]);
+    for (int i = 0; i < ck->nunexpected; i++) wk_free(ck->unexpected[i]);
+    wk_free(ck->missing);
+    wk_free(ck->unexpected);
+    wk_free(ow);
   }
   size_t ss = ck->struct_size;
   memset(ck, 0, ss < sizeof *ck ? ss : sizeof *ck);

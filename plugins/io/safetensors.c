@@ -216,7 +216,7 @@ static int by_offset(const void *a, const void *b) {
 /* Duplicate names; offsets ordered, contiguous, non-overlapping and covering
  * the data section exactly (what the format requires). */
 static wk_status check_layout(const src *s, entry *e, int n, uint64_t data_size) {
-  entry **p = malloc(sizeof *p * (size_t)(n ? n : 1));
+  entry **p = wk_malloc(sizeof *p * (size_t)(n ? n : 1));
   if (!p) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", s->fn);
   for (int i = 0; i < n; i++) p[i] = &e[i];
   wk_status st = WK_OK;
@@ -240,7 +240,7 @@ static wk_status check_layout(const src *s, entry *e, int n, uint64_t data_size)
   if (!st && at != data_size)
     st = fail(s, "the data section has %llu bytes but the tensors cover %llu: the rest belongs to no tensor",
               (unsigned long long)data_size, (unsigned long long)at);
-  free(p);
+  wk_free(p);
   return st;
 }
 
@@ -303,7 +303,7 @@ static wk_status parse_header(const src *s, const char *h, uint64_t n, uint64_t 
     if (st) break;
     if (!cJSON_IsString(m)) st = fail(s, "\"__metadata__\" value of '%.200s' is not a string", m->string);
   }
-  entry *e = st ? NULL : calloc((size_t)(count ? count : 1), sizeof *e);
+  entry *e = st ? NULL : wk_calloc((size_t)(count ? count : 1), sizeof *e);
   if (!st && !e) st = wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", s->fn);
   int k = 0;
   cJSON_ArrayForEach(it, js) {
@@ -312,7 +312,7 @@ static wk_status parse_header(const src *s, const char *h, uint64_t n, uint64_t 
   }
   if (!st) st = check_layout(s, e, count, data_size);
   if (st) {
-    free(e);
+    wk_free(e);
     cJSON_Delete(js);
     *meta = NULL;
     return st;
@@ -370,7 +370,7 @@ static wk_status load_src(const src *s, wk_device dev, wk_state_dict **out) {
     return fail(s, "header length %llu exceeds the %llu bytes that follow it: truncated or corrupted file",
                 (unsigned long long)n, (unsigned long long)(s->size - 8));
   if (n < 2) return fail(s, "header length %llu is too small for a JSON object", (unsigned long long)n);
-  char *h = malloc((size_t)n);
+  char *h = wk_malloc((size_t)n);
   if (!h) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory for a %llu-byte header", s->fn, (unsigned long long)n);
   cJSON *js = NULL;
   entry *e = NULL;
@@ -378,13 +378,13 @@ static wk_status load_src(const src *s, wk_device dev, wk_state_dict **out) {
   const cJSON *meta = NULL;
   st = src_read(s, 8, h, n);
   if (!st) st = parse_header(s, h, n, s->size - 8 - n, &js, &e, &ne, &meta);
-  free(h);
+  wk_free(h);
   wk_state_dict *sd = NULL;
   if (!st) {
     sd = wk_state_dict_new();
     st = sd ? load_tensors(s, 8 + n, e, ne, meta, dev, sd) : wrap_error(WK_ERR_NO_MEMORY, "%s", s->fn);
   }
-  free(e);
+  wk_free(e);
   cJSON_Delete(js);
   if (st) {
     wk_state_dict_free(sd);
@@ -445,14 +445,14 @@ static atomic_uint g_tmp_counter;
 
 static wk_status sink_open(sink *k, size_t total) {
   if (!k->path) {
-    k->buf = malloc(total ? total : 1);
+    k->buf = wk_malloc(total ? total : 1);
     return k->buf ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "%s: out of memory for %zu bytes", k->fn, total);
   }
   const char *slash = strrchr(k->path, '/');
   const char *base = slash ? slash + 1 : k->path;
   if (!*base) return wk_error(WK_ERR_INVALID_ARG, "%s: '%.300s' names a directory, not a file", k->fn, k->path);
   size_t cap = strlen(k->path) + 64;
-  k->tmp = malloc(cap);
+  k->tmp = wk_malloc(cap);
   if (!k->tmp) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", k->fn);
   /* best effort: remove what writers killed mid-save (kill -9) left in this directory */
   int dl = base == k->path ? 0 : base - 1 == k->path ? 1 : (int)(base - 1 - k->path); /* "/x": "/" */
@@ -467,7 +467,7 @@ static wk_status sink_open(sink *k, size_t total) {
   if (k->fd < 0) {
     wk_status st =
         wk_error(WK_ERR_IO, "%s: cannot create a temporary file next to '%.300s': %s", k->fn, k->path, strerror(errno));
-    free(k->tmp);
+    wk_free(k->tmp);
     k->tmp = NULL;
     return st;
   }
@@ -499,8 +499,8 @@ static wk_status sink_write(sink *k, const void *p, size_t n) {
 static void sink_abort(sink *k) {
   if (k->fd >= 0) close(k->fd);
   if (k->tmp) unlink(k->tmp);
-  free(k->tmp);
-  free(k->buf);
+  wk_free(k->tmp);
+  wk_free(k->buf);
   k->fd = -1, k->tmp = NULL, k->buf = NULL;
 }
 
@@ -516,10 +516,15 @@ static wk_status sink_commit(sink *k) {
   if (!st && rename(k->tmp, k->path) != 0)
     st = wk_error(WK_ERR_IO, "%s: cannot replace '%.300s': %s", k->fn, k->path, strerror(errno));
   if (st) return st; /* the caller's sink_abort removes the temporary file */
-  free(k->tmp);
+  wk_free(k->tmp);
   k->tmp = NULL;
   const char *slash = strrchr(k->path, '/');
-  char *dir = slash ? strndup(k->path, slash == k->path ? 1 : (size_t)(slash - k->path)) : strdup(".");
+  size_t dl = slash ? (slash == k->path ? 1 : (size_t)(slash - k->path)) : 1;
+  char *dir = wk_malloc(dl + 1);
+  if (dir) {
+    memcpy(dir, slash ? k->path : ".", dl);
+    dir[dl] = 0;
+  }
   int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (dfd >= 0) {
     if (fsync(dfd) != 0 && errno != EINVAL && errno != EROFS)
@@ -527,7 +532,7 @@ static wk_status sink_commit(sink *k) {
                     strerror(errno));
     close(dfd);
   }
-  free(dir);
+  wk_free(dir);
   return st;
 }
 
@@ -631,7 +636,7 @@ wk_status io_st_save(const char *fn, const wk_state_dict *sd, const char *path, 
   if (!st) st = sink_write(&k, b8, 8);
   if (!st) st = sink_write(&k, js, hl);
   if (!st) st = sink_write(&k, "        ", pad);
-  free(js);
+  cJSON_free(js); /* cJSON_PrintUnformatted's text */
   if (!st) st = write_tensors(&k, sd);
   if (!st) st = sink_commit(&k);
   if (st) {

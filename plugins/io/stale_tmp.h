@@ -1,6 +1,8 @@
 /* The io plugin's temporary files (".NAME.tmp-PID-N" next to the target) and
  * finding those a killed writer left behind; shared by safetensors.c (cleans
- * before each save) and tools/doctor.c (`wick doctor`). Header-only. */
+ * before each save) and tools/doctor.c (`wick doctor`). Header-only: include
+ * it after <wick/sdk.h> (plugins) or <wick/wick.h> (programs), which declare
+ * the wk_malloc/wk_free it allocates with. */
 #ifndef WICK_IO_STALE_TMP_H
 #define WICK_IO_STALE_TMP_H
 
@@ -55,7 +57,7 @@ static inline int io_tmp_stale(const char *dir, bool clean,
   while ((ent = readdir(d))) {
     pid_t pid;
     if (!io_tmp_name_pid(ent->d_name, &pid) || !io_tmp_writer_gone(pid)) continue;
-    char *path = malloc(dl + strlen(ent->d_name) + 2);
+    char *path = wk_malloc(dl + strlen(ent->d_name) + 2);
     if (!path) break;
     sprintf(path, "%s/%s", dir, ent->d_name);
     struct stat sb;
@@ -64,7 +66,7 @@ static inline int io_tmp_stale(const char *dir, bool clean,
       count++;
       if (found) found(path, pid, err, u);
     }
-    free(path);
+    wk_free(path);
   }
   closedir(d);
   return count;

@@ -50,11 +50,11 @@ wk_module *nn_multihead_attention(int64_t E, int64_t H, const wk_mha_opts *o, si
              op.dropout);
     return NULL;
   }
-  mha_state *s = malloc(sizeof *s);
-  oproj_state *ps = malloc(sizeof *ps);
+  mha_state *s = wk_malloc(sizeof *s);
+  oproj_state *ps = wk_malloc(sizeof *ps);
   if (!s || !ps) {
-    free(s);
-    free(ps);
+    wk_free(s);
+    wk_free(ps);
     wk_error(WK_ERR_NO_MEMORY, "MultiheadAttention: out of memory");
     return NULL;
   }
@@ -63,8 +63,8 @@ wk_module *nn_multihead_attention(int64_t E, int64_t H, const wk_mha_opts *o, si
   wk_module *m = wk_module_new(&MHA, s);
   wk_module *proj = wk_module_new(&OPROJ, ps);
   if (!m || !proj) {
-    if (!m) free(s);
-    if (!proj) free(ps);
+    if (!m) wk_free(s);
+    if (!proj) wk_free(ps);
     wk_module_release(m);
     wk_module_release(proj);
     return NULL;
@@ -283,7 +283,7 @@ wk_module *nn_transformer_layer(bool decoder, int64_t d_model, int64_t nhead, co
     wk_error(WK_ERR_INVALID_ARG, "%s: dropout probability has to be between 0 and 1, but got %g", cls, op.dropout);
     return NULL;
   }
-  tl_state *s = malloc(sizeof *s);
+  tl_state *s = wk_malloc(sizeof *s);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
     return NULL;
@@ -291,7 +291,7 @@ wk_module *nn_transformer_layer(bool decoder, int64_t d_model, int64_t nhead, co
   *s = (tl_state){decoder, gelu, d_model, nhead, op};
   wk_module *m = wk_module_new(decoder ? &DEC : &ENC, s);
   if (!m) {
-    free(s);
+    wk_free(s);
     return NULL;
   }
   wk_mha_opts mo = {.dropout = op.dropout, .batch_first = op.batch_first};
@@ -405,14 +405,14 @@ static wk_tensor *te_run(wk_module *self, wk_tensor *x, wk_tensor *mem, const wk
   wk_module *layers = wk_module_child(self, "layers");
   int nl = wk_module_named_children(layers, NULL, NULL, 0);
   wk_module *kids[64];
-  wk_module **k = nl <= 64 ? kids : malloc(sizeof *k * (size_t)nl);
+  wk_module **k = nl <= 64 ? kids : wk_malloc(sizeof *k * (size_t)nl);
   if (!k) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", wk_module_class_name(self));
     return NULL;
   }
   wk_module_named_children(layers, NULL, k, nl);
   for (int i = 0; i < nl && x; i++) x = tl_run(k[i], x, mem, mk);
-  if (k != kids) free(k);
+  if (k != kids) wk_free(k);
   if (!x || !ts->has_norm) return x;
   return wk_module_forward(wk_module_child(self, "norm"), x);
 }
@@ -457,7 +457,7 @@ static wk_module *make_stack(bool decoder, wk_module *layer, int64_t num_layers,
     return NULL;
   }
   const tl_state *s = wk_module_state(layer);
-  te_state *ts = malloc(sizeof *ts);
+  te_state *ts = wk_malloc(sizeof *ts);
   if (!ts) {
     wk_module_release(norm);
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
@@ -466,7 +466,7 @@ static wk_module *make_stack(bool decoder, wk_module *layer, int64_t num_layers,
   ts->decoder = decoder;
   ts->has_norm = norm != NULL;
   wk_module *m = wk_module_new(decoder ? &TDEC : &TENC, ts);
-  if (!m) free(ts);
+  if (!m) wk_free(ts);
   wk_module *list = nn_module_list(NULL, 0);
   wk_status st = m && list ? WK_OK : wk_last_error();
   wk_state_dict *sd = st ? NULL : wk_module_state_dict(layer);
@@ -562,11 +562,11 @@ wk_module *nn_positional_encoding(int64_t d, int64_t max_len, double dropout, bo
              (long long)d, (long long)max_len);
     return NULL;
   }
-  double *t = malloc(sizeof(double) * (size_t)(max_len * d));
-  pe_state *s = malloc(sizeof *s);
+  double *t = wk_malloc(sizeof(double) * (size_t)(max_len * d));
+  pe_state *s = wk_malloc(sizeof *s);
   if (!t || !s) {
-    free(t);
-    free(s);
+    wk_free(t);
+    wk_free(s);
     wk_error(WK_ERR_NO_MEMORY, "PositionalEncoding: out of memory");
     return NULL;
   }
@@ -581,13 +581,13 @@ wk_module *nn_positional_encoding(int64_t d, int64_t max_len, double dropout, bo
     }
   wk_module *m = wk_module_new(&PE, s);
   if (!m) {
-    free(s);
-    free(t);
+    wk_free(s);
+    wk_free(t);
     return NULL;
   }
   wk_scope_begin();
   wk_tensor *pe = wk_to_dtype(wk_tensor_from_data(t, WK_F64, WK_SHAPE(max_len, 1, d)), WK_F32);
-  free(t);
+  wk_free(t);
   wk_status st = nn_buffer(m, "pe", pe);
   wk_scope_end();
   if (!st) st = nn_child(m, "dropout", nn_activation(WK_NN_DROPOUT, nn_opt_or(dropout, 0.1)));

@@ -203,7 +203,7 @@ static wk_module *make_conv(int dims, bool transposed, int64_t in, int64_t out, 
     wk_error(WK_ERR_INVALID_ARG, "%s: output padding must be smaller than either stride or dilation", cls->name);
     return NULL;
   }
-  conv_state *ps = malloc(sizeof *ps);
+  conv_state *ps = wk_malloc(sizeof *ps);
   *ps = s;
   wk_module *m = wk_module_new(cls, ps);
   if (!m) return NULL;
@@ -295,7 +295,7 @@ static wk_module *make_pool(bool max, int64_t k, const wk_pool2d_opts *o, size_t
              name, (long long)s.p, (long long)k);
     return NULL;
   }
-  pool_state *ps = malloc(sizeof *ps);
+  pool_state *ps = wk_malloc(sizeof *ps);
   *ps = s;
   return wk_module_new(max ? &MAXPOOL : &AVGPOOL, ps);
 }
@@ -307,7 +307,7 @@ wk_module *nn_adaptive_avg_pool2d(int64_t oh, int64_t ow) {
              (long long)ow);
     return NULL;
   }
-  pool_state *ps = calloc(1, sizeof *ps);
+  pool_state *ps = wk_calloc(1, sizeof *ps);
   ps->adaptive = true;
   ps->oh = oh;
   ps->ow = ow;

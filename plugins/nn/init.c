@@ -48,7 +48,7 @@ static wk_status orthogonal(wk_tensor *t, double gain) {
   int64_t m = tr ? cols : rows, n = tr ? rows : cols; /* m >= n: A is m x n */
   wk_scope_begin();
   wk_tensor *flat = wk_randn(WK_SHAPE(rows * cols), WK_OPTS(.dtype = WK_F64));
-  double *a = malloc((size_t)(m * n) * sizeof *a), *src = malloc((size_t)(m * n) * sizeof *src);
+  double *a = wk_malloc((size_t)(m * n) * sizeof *a), *src = wk_malloc((size_t)(m * n) * sizeof *src);
   wk_status st = flat ? wk_tensor_to_f64(flat, src, rows * cols) : wk_last_error();
   for (int64_t i = 0; i < rows; i++)
     for (int64_t j = 0; j < cols; j++) {
@@ -78,8 +78,8 @@ static wk_status orthogonal(wk_tensor *t, double gain) {
     st = wk_no_grad_end();
     if (!r) st = wk_last_error();
   }
-  free(a);
-  free(src);
+  wk_free(a);
+  wk_free(src);
   wk_scope_end();
   return st;
 }

@@ -32,7 +32,7 @@ wk_module *nn_linear(int64_t in, int64_t out, bool bias) {
              (long long)in, (long long)out);
     return NULL;
   }
-  linear_state *s = malloc(sizeof *s);
+  linear_state *s = wk_malloc(sizeof *s);
   *s = (linear_state){in, out, bias};
   wk_module *m = wk_module_new(&LINEAR, s);
   if (!m) return NULL;
@@ -154,7 +154,7 @@ wk_module *nn_activation(int kind, double arg) {
     break;
   default: wk_error(WK_ERR_INVALID_ARG, "nn activation: unknown kind %d", kind); return NULL;
   }
-  act_state *s = malloc(sizeof *s);
+  act_state *s = wk_malloc(sizeof *s);
   *s = (act_state){kind, arg, false};
   return wk_module_new(cls, s);
 }
@@ -180,7 +180,7 @@ static char *flatten_repr(const wk_module *self) {
 }
 static const wk_module_class FLATTEN = {sizeof(wk_module_class), "Flatten", flatten_forward, free, flatten_repr};
 wk_module *nn_flatten(int64_t start_dim, int64_t end_dim) {
-  flatten_state *s = malloc(sizeof *s);
+  flatten_state *s = wk_malloc(sizeof *s);
   *s = (flatten_state){start_dim, end_dim};
   return wk_module_new(&FLATTEN, s);
 }
@@ -201,7 +201,7 @@ static wk_status emb_renorm(wk_tensor *w, wk_tensor *idx, const emb_state *s) {
   wk_no_grad_begin();
   wk_status st = WK_OK;
   wk_tensor *ic = wk_contiguous(wk_to_dtype(wk_to_device(idx, wk_cpu()), WK_I64));
-  char *seen = calloc((size_t)(s->num ? s->num : 1), 1);
+  char *seen = wk_calloc((size_t)(s->num ? s->num : 1), 1);
   if (!ic || !seen) st = ic ? wk_error(WK_ERR_NO_MEMORY, "Embedding: out of memory") : wk_last_error();
   const int64_t *iv = ic ? wk_tensor_data(ic) : NULL;
   for (int64_t k = 0, n = ic ? wk_tensor_numel(ic) : 0; !st && k < n; k++) {
@@ -214,7 +214,7 @@ static wk_status emb_renorm(wk_tensor *w, wk_tensor *idx, const emb_state *s) {
     st = nt ? wk_item(nt, &nrm) : wk_last_error();
     if (!st && nrm > s->max_norm && !wk_mul_scalar_(row, s->max_norm / (nrm + 1e-7))) st = wk_last_error();
   }
-  free(seen);
+  wk_free(seen);
   wk_status e = wk_no_grad_end();
   wk_scope_end();
   return st ? st : e;
@@ -261,7 +261,7 @@ wk_module *nn_embedding(int64_t num, int64_t dim, const wk_embedding_opts *o, si
     wk_error(WK_ERR_INVALID_ARG, "Embedding: max_norm must be positive (or 0 for None), got %g", op.max_norm);
     return NULL;
   }
-  emb_state *s = malloc(sizeof *s);
+  emb_state *s = wk_malloc(sizeof *s);
   *s = (emb_state){num, dim, op.has_padding_idx, pad, op.max_norm, norm_type};
   wk_module *m = wk_module_new(&EMBEDDING, s);
   if (!m) return NULL;
@@ -290,10 +290,10 @@ typedef struct {
 } cont_state;
 static void cont_destroy(void *p) {
   cont_state *s = p;
-  for (int i = 0; i < s->n; i++) free(s->names[i]);
-  free(s->mods);
-  free(s->names);
-  free(s);
+  for (int i = 0; i < s->n; i++) wk_free(s->names[i]);
+  wk_free(s->mods);
+  wk_free(s->names);
+  wk_free(s);
 }
 static wk_tensor *seq_forward(wk_module *self, wk_tensor *const *in, int n) {
   const cont_state *s = wk_module_state(self);
@@ -344,13 +344,13 @@ wk_status nn_append(wk_module *container, const char *name, wk_module *mod) {
   wk_status st = wk_module_register_child(container, nm, mod);
   wk_module_release(mod);
   if (st != WK_OK) {
-    free(nm);
+    wk_free(nm);
     return st;
   }
   if (s->n == s->cap) {
     s->cap = s->cap ? 2 * s->cap : 8;
-    s->mods = realloc(s->mods, (size_t)s->cap * sizeof *s->mods);
-    s->names = realloc(s->names, (size_t)s->cap * sizeof *s->names);
+    s->mods = wk_realloc(s->mods, (size_t)s->cap * sizeof *s->mods);
+    s->names = wk_realloc(s->names, (size_t)s->cap * sizeof *s->names);
   }
   s->mods[s->n] = mod; /* still alive: the container holds it */
   s->names[s->n++] = nm;
@@ -358,7 +358,7 @@ wk_status nn_append(wk_module *container, const char *name, wk_module *mod) {
 }
 
 static cont_state *new_cont_state(void) {
-  cont_state *s = calloc(1, sizeof *s);
+  cont_state *s = wk_calloc(1, sizeof *s);
   s->magic = CONT_MAGIC;
   return s;
 }

@@ -153,7 +153,7 @@ wk_module *nn_loss_module(int kind, const wk_loss_opts *o, size_t osize) {
   }
   if (parse_reduction(op.reduction, kind) < 0) return NULL;
   const wk_module_class *cls = &LOSS_CLASSES[kind];
-  loss_state *s = calloc(1, sizeof *s);
+  loss_state *s = wk_calloc(1, sizeof *s);
   s->kind = kind;
   s->o = op;
   snprintf(s->reduction, sizeof s->reduction, "%s", op.reduction ? op.reduction : "mean");

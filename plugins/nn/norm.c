@@ -76,7 +76,7 @@ wk_module *nn_batch_norm(int dims, int64_t c, const wk_norm_opts *o, size_t osiz
     wk_error(WK_ERR_INVALID_ARG, "%s: num_features must be positive, got %lld", cls->name, (long long)c);
     return NULL;
   }
-  bn_state *s = malloc(sizeof *s);
+  bn_state *s = wk_malloc(sizeof *s);
   *s = (bn_state){dims, c, nn_opt_or(op.eps, 1e-5), nn_opt_or(op.momentum, 0.1), op.cumulative_average, !op.no_affine,
                   !op.no_track_running_stats};
   wk_module *m = wk_module_new(cls, s);
@@ -135,7 +135,7 @@ wk_module *nn_layer_norm(const int64_t *shape, int nd, const wk_norm_opts *o, si
     wk_error(WK_ERR_INVALID_ARG, "LayerNorm: normalized_shape must have 1 to 8 dimensions, got %d", nd);
     return NULL;
   }
-  ln_state *s = calloc(1, sizeof *s);
+  ln_state *s = wk_calloc(1, sizeof *s);
   s->nd = nd;
   memcpy(s->shape, shape, (size_t)nd * sizeof *shape);
   s->eps = nn_opt_or(op.eps, 1e-5);
@@ -197,7 +197,7 @@ wk_module *nn_group_norm(int64_t groups, int64_t channels, const wk_norm_opts *o
              (long long)channels, (long long)groups);
     return NULL;
   }
-  gn_state *s = malloc(sizeof *s);
+  gn_state *s = wk_malloc(sizeof *s);
   *s = (gn_state){groups, channels, nn_opt_or(op.eps, 1e-5), !op.no_affine};
   wk_module *m = wk_module_new(&GN, s);
   if (!m) return NULL;

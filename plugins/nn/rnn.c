@@ -54,7 +54,7 @@ wk_module *nn_rnn(int kind, int64_t in, int64_t H, const wk_rnn_opts *o, size_t 
              cls, op.dropout);
     return NULL;
   }
-  rnn_state *s = malloc(sizeof *s);
+  rnn_state *s = wk_malloc(sizeof *s);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
     return NULL;
@@ -62,7 +62,7 @@ wk_module *nn_rnn(int kind, int64_t in, int64_t H, const wk_rnn_opts *o, size_t 
   *s = (rnn_state){kind, in, H, op};
   wk_module *m = wk_module_new(kind == WK_NN_LSTM ? &LSTM : &GRU, s);
   if (!m) {
-    free(s);
+    wk_free(s);
     return NULL;
   }
   int64_t G = kind == WK_NN_LSTM ? 4 : 3;
@@ -190,7 +190,7 @@ static wk_tensor *rnn_run(wk_module *m, wk_tensor *input, wk_tensor *h0, wk_tens
     wk_tensor *lc = wk_contiguous(lengths);
     if (!lc) return NULL;
     const int64_t *lv = wk_tensor_data(lc);
-    bool *kb = malloc((size_t)(T * N > 0 ? T * N : 1));
+    bool *kb = wk_malloc((size_t)(T * N > 0 ? T * N : 1));
     if (!kb) {
       wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
       return NULL;
@@ -201,7 +201,7 @@ static wk_tensor *rnn_run(wk_module *m, wk_tensor *input, wk_tensor *h0, wk_tens
       if (lv[n] != T) all = false;
     }
     if (bad) {
-      free(kb);
+      wk_free(kb);
       wk_error(WK_ERR_INVALID_ARG, "%s: every length must be in [1, %lld] (the sequence length), got %s", cls,
                (long long)T, wk_sizes_str(lv, (int)(N < 8 ? N : 8), a, sizeof a));
       return NULL;
@@ -211,17 +211,17 @@ static wk_tensor *rnn_run(wk_module *m, wk_tensor *input, wk_tensor *h0, wk_tens
         for (int64_t n = 0; n < N; n++) kb[t * N + n] = t < lv[n];
       kall = wk_tensor_from_data(kb, WK_BOOL, WK_SHAPE(T, N, 1));
       if (kall && fo.device.type != WK_DEVICE_CPU) kall = wk_to_device(kall, fo.device);
-      keep = kall ? malloc(sizeof *keep * (size_t)T) : NULL;
+      keep = kall ? wk_malloc(sizeof *keep * (size_t)T) : NULL;
       for (int64_t t = 0; keep && t < T; t++) keep[t] = wk_select(kall, 0, t);
     }
-    free(kb);
+    wk_free(kb);
     if (!all && !keep) {
       if (kall) wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
       return NULL;
     }
   }
-  wk_tensor **outs = malloc(sizeof *outs * (size_t)(T ? T : 1) * 2);
-  wk_tensor **hl = malloc(sizeof *hl * (size_t)(NL * D) * 2);
+  wk_tensor **outs = wk_malloc(sizeof *outs * (size_t)(T ? T : 1) * 2);
+  wk_tensor **hl = wk_malloc(sizeof *hl * (size_t)(NL * D) * 2);
   bool ok = outs && hl;
   if (!ok) wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
   wk_tensor *zero = ok && (!st0[0] || (s->kind == WK_NN_LSTM && !st0[1])) ? wk_zeros(WK_SHAPE(N, H), fo) : NULL;
@@ -247,9 +247,9 @@ static wk_tensor *rnn_run(wk_module *m, wk_tensor *input, wk_tensor *h0, wk_tens
   }
   if (ok && h_n) *h_n = wk_stack(hl, (int)(NL * D), 0);
   if (ok && c_n) *c_n = s->kind == WK_NN_LSTM ? wk_stack(hl + NL * D, (int)(NL * D), 0) : NULL;
-  free(outs);
-  free(hl);
-  free(keep);
+  wk_free(outs);
+  wk_free(hl);
+  wk_free(keep);
   if (!ok) return NULL;
   if (ub) {
     if (h_n && *h_n) *h_n = wk_squeeze_dim(*h_n, 1);

@@ -36,8 +36,8 @@ static uint64_t hash_bytes(const void *p, size_t n) {
 
 static void entry_free(odn_entry *e) {
   if (e->destroy) e->destroy(e->val);
-  free(e->key);
-  free(e);
+  wk_free(e->key);
+  wk_free(e);
 }
 
 static int capacity(void) {
@@ -86,11 +86,11 @@ static void evict_one_locked(void) {
 
 odn_entry *odn_cache_add(const void *key, size_t n, void *val, void (*destroy)(void *)) {
   uint64_t h = hash_bytes(key, n);
-  odn_entry *e = calloc(1, sizeof *e);
-  void *k = malloc(n);
+  odn_entry *e = wk_calloc(1, sizeof *e);
+  void *k = wk_malloc(n);
   if (!e || !k) {
-    free(e);
-    free(k);
+    wk_free(e);
+    wk_free(k);
     if (destroy) destroy(val);
     wk_error(WK_ERR_NO_MEMORY, "onednn: out of memory for the primitive cache");
     return NULL;
@@ -107,7 +107,7 @@ odn_entry *odn_cache_add(const void *key, size_t n, void *val, void (*destroy)(v
   int cap = capacity();
   while (g_n >= cap) evict_one_locked();
   if (!g_e) {
-    g_e = malloc(sizeof *g_e * (size_t)cap);
+    g_e = wk_malloc(sizeof *g_e * (size_t)cap);
     if (!g_e) {
       pthread_mutex_unlock(&g_lock);
       entry_free(e);
@@ -152,11 +152,11 @@ void odn_prim_destroy(void *v) {
   if (!p) return;
   if (p->prim) odn.primitive_destroy(p->prim);
   if (p->pd) odn.primitive_desc_destroy(p->pd);
-  free(p);
+  wk_free(p);
 }
 
 odn_prim *odn_prim_from_pd(const char *op, dnnl_primitive_desc_t pd, const dnnl_query_t *queries, int nq) {
-  odn_prim *p = calloc(1, sizeof *p);
+  odn_prim *p = wk_calloc(1, sizeof *p);
   if (!p) {
     odn.primitive_desc_destroy(pd);
     wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);

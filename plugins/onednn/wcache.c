@@ -59,7 +59,7 @@ static uint64_t hash_key(const wkey *k) {
 
 static void entry_free(odn_wentry *e) {
   odn_free(e->data);
-  free(e);
+  wk_free(e);
 }
 
 /* Unlinks e; freed now or by its last user. */
@@ -151,7 +151,7 @@ wk_status odn_weight_arg(const char *op, const wk_tensor *w, odn_arg *a, bool re
     void *data = odn_alloc(bytes);
     if (!data) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for a reordered weight (%zu bytes)", op, bytes);
     wk_status s = odn_reorder(op, a->have, a->data, a->want, data);
-    if (s || !(e = calloc(1, sizeof *e))) {
+    if (s || !(e = wk_calloc(1, sizeof *e))) {
       odn_free(data);
       return s ? s : wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for the weight cache", op);
     }

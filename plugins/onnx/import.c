@@ -109,7 +109,7 @@ static uint64_t hash(const char *s) {
 
 static wk_status grow(ox_im *im) {
   size_t cap = im->cap ? im->cap * 2 : 256;
-  oxv *t = calloc(cap, sizeof *t);
+  oxv *t = wk_calloc(cap, sizeof *t);
   if (!t) return im_fail(im, WK_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < im->cap; i++)
     if (im->tab[i].name) {
@@ -117,7 +117,7 @@ static wk_status grow(ox_im *im) {
       while (t[j].name) j = (j + 1) & (cap - 1);
       t[j] = im->tab[i];
     }
-  free(im->tab);
+  wk_free(im->tab);
   im->tab = t;
   im->cap = cap;
   return WK_OK;
@@ -206,7 +206,7 @@ wk_tensor *im_tensor(ox_im *im, const Onnx__TensorProto *t, const char *what) {
     return im_fail(im, WK_ERR_SHAPE, "tensor '%.100s' has %zu values for %llu elements", nm, have,
                    (unsigned long long)numel),
            NULL;
-  void *buf = malloc(numel ? numel * es : 1);
+  void *buf = wk_malloc(numel ? numel * es : 1);
   if (!buf) return im_fail(im, WK_ERR_NO_MEMORY, "out of memory for tensor '%.100s'", nm), NULL;
   for (size_t i = 0; i < numel; i++) {
     switch (dt) {
@@ -238,7 +238,7 @@ wk_tensor *im_tensor(ox_im *im, const Onnx__TensorProto *t, const char *what) {
     }
   }
   r = wk_tensor_from_data(numel ? buf : NULL, dt, dims, (int)t->n_dims);
-  free(buf);
+  wk_free(buf);
   return r;
 }
 
@@ -413,7 +413,7 @@ static wk_status build(ox_im *im, const Onnx__ModelProto *m) {
   }
   im->node = NULL;
   /* outputs, checked against their declared types */
-  int *outs = calloc(gp->n_output ? gp->n_output : 1, sizeof *outs);
+  int *outs = wk_calloc(gp->n_output ? gp->n_output : 1, sizeof *outs);
   if (!outs) return im_fail(im, WK_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < gp->n_output && !st; i++) {
     const Onnx__ValueInfoProto *vi = gp->output[i];
@@ -456,14 +456,14 @@ static wk_status build(ox_im *im, const Onnx__ModelProto *m) {
     }
   }
   if (!st) st = wk_graph_set_outputs(im->g, outs, (int)gp->n_output);
-  free(outs);
+  wk_free(outs);
   if (!st) st = wk_graph_validate(im->g);
   return st;
 }
 
 static void im_free(ox_im *im) {
   for (size_t i = 0; i < im->cap; i++) wk_release(im->tab[i].t);
-  free(im->tab);
+  wk_free(im->tab);
 }
 
 static Onnx__ModelProto *unpack(ox_im *im, const uint8_t *data, size_t n) {
@@ -501,7 +501,7 @@ wk_graph *ox_import(const uint8_t *data, size_t n, const wk_onnx_load_opts *o) {
 /* ---- info ---- */
 static char *dupstr(const char *s) {
   size_t n = strlen(s ? s : "");
-  char *d = malloc(n + 1);
+  char *d = wk_malloc(n + 1);
   if (d) memcpy(d, s ? s : "", n + 1);
   return d;
 }
@@ -534,12 +534,12 @@ static char *shape_str(const Onnx__ValueInfoProto *vi) {
 void ox_info_free(wk_onnx_info *in) {
   if (!in) return;
   for (int i = 0; i < in->ninputs; i++)
-    free(in->input_names ? in->input_names[i] : NULL), free(in->input_shapes ? in->input_shapes[i] : NULL);
+    wk_free(in->input_names ? in->input_names[i] : NULL), wk_free(in->input_shapes ? in->input_shapes[i] : NULL);
   for (int i = 0; i < in->noutputs; i++)
-    free(in->output_names ? in->output_names[i] : NULL), free(in->output_shapes ? in->output_shapes[i] : NULL);
-  for (int i = 0; i < in->nops; i++) free(in->op_types ? in->op_types[i] : NULL);
-  free(in->input_names), free(in->input_shapes), free(in->output_names), free(in->output_shapes);
-  free(in->op_types), free(in->op_counts), free(in->producer_name), free(in->producer_version);
+    wk_free(in->output_names ? in->output_names[i] : NULL), wk_free(in->output_shapes ? in->output_shapes[i] : NULL);
+  for (int i = 0; i < in->nops; i++) wk_free(in->op_types ? in->op_types[i] : NULL);
+  wk_free(in->input_names), wk_free(in->input_shapes), wk_free(in->output_names), wk_free(in->output_shapes);
+  wk_free(in->op_types), wk_free(in->op_counts), wk_free(in->producer_name), wk_free(in->producer_version);
   size_t ss = in->struct_size;
   memset(in, 0, sizeof *in);
   in->struct_size = ss;
@@ -568,12 +568,12 @@ wk_status ox_info(const uint8_t *data, size_t n, wk_onnx_info *out) {
         init = !strcmp(gp->initializer[k]->name, gp->input[i]->name);
       if (!init) nin++;
     }
-    out->input_names = calloc(nin + 1, sizeof(char *));
-    out->input_shapes = calloc(nin + 1, sizeof(char *));
-    out->output_names = calloc(gp->n_output + 1, sizeof(char *));
-    out->output_shapes = calloc(gp->n_output + 1, sizeof(char *));
-    out->op_types = calloc(gp->n_node + 1, sizeof(char *));
-    out->op_counts = calloc(gp->n_node + 1, sizeof(int32_t));
+    out->input_names = wk_calloc(nin + 1, sizeof(char *));
+    out->input_shapes = wk_calloc(nin + 1, sizeof(char *));
+    out->output_names = wk_calloc(gp->n_output + 1, sizeof(char *));
+    out->output_shapes = wk_calloc(gp->n_output + 1, sizeof(char *));
+    out->op_types = wk_calloc(gp->n_node + 1, sizeof(char *));
+    out->op_counts = wk_calloc(gp->n_node + 1, sizeof(int32_t));
     if (!out->input_names || !out->input_shapes || !out->output_names || !out->output_shapes || !out->op_types ||
         !out->op_counts)
       st = wk_error(WK_ERR_NO_MEMORY, "onnx info: out of memory");

@@ -942,16 +942,16 @@ static wk_status i_concat(ictx *c) {
     return set_known(c, 0, r, n, false, im_find(c->im, c->n->input[0])->kdt);
   }
   if (c->n->n_input > 4096) return FAIL("more than 4096 inputs");
-  int32_t *vs = malloc(sizeof *vs * c->n->n_input);
+  int32_t *vs = wk_malloc(sizeof *vs * c->n->n_input);
   if (!vs) return im_fail(c->im, WK_ERR_NO_MEMORY, "out of memory");
   for (size_t i = 0; i < c->n->n_input; i++)
     if ((vs[i] = in_v(c, i)) < 0) {
-      free(vs);
+      wk_free(vs);
       return wk_last_error();
     }
   wk_garg list = {.tag = WK_V_TENSORS, .len = (int32_t)c->n->n_input, .u.vs = vs};
   int y = add1(c, "cat", (wk_garg[]){list, GI(axis)}, 2);
-  free(vs);
+  wk_free(vs);
   return set_out(c, 0, y);
 }
 static wk_status i_cast(ictx *c) {

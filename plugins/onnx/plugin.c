@@ -57,11 +57,11 @@ static wk_status export_module(wk_module *m, wk_tensor *const *inputs, int ninpu
   }
   /* the trace's names: the given ones, then "x", "x1", ... as wk_trace names them */
   char defname[64][16];
-  const char **names = calloc((size_t)ninputs, sizeof *names);
-  wk_trace_dim *td = calloc((size_t)(ndyn ? ndyn : 1), sizeof *td);
+  const char **names = wk_calloc((size_t)ninputs, sizeof *names);
+  wk_trace_dim *td = wk_calloc((size_t)(ndyn ? ndyn : 1), sizeof *td);
   if (!names || !td) {
-    free(names);
-    free(td);
+    wk_free(names);
+    wk_free(td);
     return wk_error(WK_ERR_NO_MEMORY, "onnx export: out of memory");
   }
   for (int i = 0; i < ninputs; i++) {
@@ -99,8 +99,8 @@ static wk_status export_module(wk_module *m, wk_tensor *const *inputs, int ninpu
     st = export_graph(g, path, opts);
   }
   wk_graph_release(g);
-  free(names);
-  free(td);
+  wk_free(names);
+  wk_free(td);
   return st;
 }
 
@@ -121,7 +121,7 @@ static wk_graph *load(const char *path, const wk_onnx_load_opts *opts) {
   size_t n;
   if (ox_read_file("onnx load", path, OX_MAX_FILE, &data, &n)) return NULL;
   wk_graph *g = ox_import(data, n, opts);
-  free(data);
+  wk_free(data);
   if (!g) {
     /* name the file in front of the message */
     char msg[768];
@@ -142,7 +142,7 @@ static wk_status info(const char *path, wk_onnx_info *out) {
   wk_status st = ox_read_file("onnx info", path, OX_MAX_FILE, &data, &n);
   if (st) return st;
   st = ox_info(data, n, out);
-  free(data);
+  wk_free(data);
   return st;
 }
 

@@ -16,7 +16,7 @@ void *ox_alloc(ox_arena *ar, size_t n) {
   if (ar->oom) return NULL;
   if (ar->n == ar->cap) {
     size_t cap = ar->cap ? ar->cap * 2 : 256;
-    void **p = realloc(ar->ptrs, cap * sizeof *p);
+    void **p = wk_realloc(ar->ptrs, cap * sizeof *p);
     if (!p) {
       ar->oom = true;
       return NULL;
@@ -24,7 +24,7 @@ void *ox_alloc(ox_arena *ar, size_t n) {
     ar->ptrs = p;
     ar->cap = cap;
   }
-  void *m = calloc(1, n ? n : 1);
+  void *m = wk_calloc(1, n ? n : 1);
   if (!m) {
     ar->oom = true;
     return NULL;
@@ -54,8 +54,8 @@ char *ox_fmt(ox_arena *ar, const char *fmt, ...) {
 }
 
 void ox_arena_free(ox_arena *ar) {
-  for (size_t i = 0; i < ar->n; i++) free(ar->ptrs[i]);
-  free(ar->ptrs);
+  for (size_t i = 0; i < ar->n; i++) wk_free(ar->ptrs[i]);
+  wk_free(ar->ptrs);
   memset(ar, 0, sizeof *ar);
 }
 
@@ -163,7 +163,7 @@ wk_status ox_read_file(const char *fn, const char *path, size_t max, uint8_t **d
                     (long long)st.st_size, max);
   }
   size_t size = (size_t)st.st_size;
-  uint8_t *buf = malloc(size ? size : 1);
+  uint8_t *buf = wk_malloc(size ? size : 1);
   if (!buf) {
     close(fd);
     return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory reading '%.300s' (%zu bytes)", fn, path, size);
@@ -177,7 +177,7 @@ wk_status ox_read_file(const char *fn, const char *path, size_t max, uint8_t **d
   }
   close(fd);
   if (got != size) {
-    free(buf);
+    wk_free(buf);
     return wk_error(WK_ERR_IO, "%s: reading '%.300s' failed (%zu of %zu bytes)", fn, path, got, size);
   }
   *data = buf;
@@ -189,13 +189,13 @@ static atomic_uint g_tmp_counter;
 
 wk_status ox_write_atomic(const char *fn, const char *path, const void *data, size_t n) {
   size_t cap = strlen(path) + 64;
-  char *tmp = malloc(cap);
+  char *tmp = wk_malloc(cap);
   if (!tmp) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", fn);
   snprintf(tmp, cap, "%s.tmp-%ld-%u", path, (long)getpid(), atomic_fetch_add(&g_tmp_counter, 1u));
   int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) {
     wk_status st = wk_error(WK_ERR_IO, "%s: cannot create '%.300s': %s", fn, tmp, strerror(errno));
-    free(tmp);
+    wk_free(tmp);
     return st;
   }
   const uint8_t *p = data;
@@ -215,6 +215,6 @@ wk_status ox_write_atomic(const char *fn, const char *path, const void *data, si
   if (!st && rename(tmp, path) != 0)
     st = wk_error(WK_ERR_IO, "%s: renaming '%.300s' to '%.300s' failed: %s", fn, tmp, path, strerror(errno));
   if (st) unlink(tmp);
-  free(tmp);
+  wk_free(tmp);
   return st;
 }

@@ -16,7 +16,7 @@ static int grads_of(const char *fn, wk_tensor *const *params, int n, wk_tensor *
       wk_error(WK_ERR_NULL, "%s: params[%d] is NULL", fn, i);
       return -1;
     }
-  wk_tensor **g = malloc(sizeof *g * (size_t)(n ? n : 1));
+  wk_tensor **g = wk_malloc(sizeof *g * (size_t)(n ? n : 1));
   if (!g) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", fn);
     return -1;
@@ -32,7 +32,7 @@ static int grads_of(const char *fn, wk_tensor *const *params, int n, wk_tensor *
 
 static void release_all(wk_tensor **ts, int n) {
   for (int i = 0; i < n; i++) wk_release(ts[i]);
-  free(ts);
+  wk_free(ts);
 }
 
 wk_tensor *optim_clip_grad_norm_(wk_tensor *const *params, int n, double max_norm, double norm_type,
@@ -46,11 +46,11 @@ wk_tensor *optim_clip_grad_norm_(wk_tensor *const *params, int n, double max_nor
   int m = grads_of(fn, params, n, &grads);
   if (m < 0) return NULL;
   if (m == 0) {
-    free(grads);
+    wk_free(grads);
     return wk_scalar_tensor(0, WK_F32);
   }
   bool prev = wk_set_grad_enabled(false);
-  wk_tensor **norms = calloc((size_t)m, sizeof *norms);
+  wk_tensor **norms = wk_calloc((size_t)m, sizeof *norms);
   wk_tensor *total = NULL;
   if (!norms) wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", fn);
   bool ok = norms != NULL;

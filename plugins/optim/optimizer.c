@@ -453,10 +453,10 @@ void optim_free(wk_optimizer *opt) {
     optim_state_clear(&opt->state[i]);
     wk_unref(opt->params[i]); /* the retain of creation: never the caller's scope reference */
   }
-  free(opt->params);
-  free(opt->state);
-  free(opt->groups);
-  free(opt);
+  wk_free(opt->params);
+  wk_free(opt->state);
+  wk_free(opt->groups);
+  wk_free(opt);
 }
 
 static wk_optimizer *create(const optim_kind *k, wk_tensor *const *params, int n, const double *vals) {
@@ -468,7 +468,7 @@ static wk_optimizer *create(const optim_kind *k, wk_tensor *const *params, int n
       wk_error(WK_ERR_INVALID_ARG, "%s: optimizer got an empty parameter list", k->name);
     return NULL;
   }
-  wk_optimizer *opt = calloc(1, sizeof *opt);
+  wk_optimizer *opt = wk_calloc(1, sizeof *opt);
   if (!opt) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", k->name);
     return NULL;
@@ -603,7 +603,7 @@ wk_status optim_add_param_group(wk_optimizer *opt, wk_tensor *const *params, int
   }
   if (opt->ngroups == opt->capgroups) {
     int cap = opt->capgroups ? opt->capgroups * 2 : 4;
-    optim_group *ng = realloc(opt->groups, sizeof *ng * (size_t)cap);
+    optim_group *ng = wk_realloc(opt->groups, sizeof *ng * (size_t)cap);
     if (!ng) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", k->name);
     opt->groups = ng;
     opt->capgroups = cap;
@@ -611,10 +611,10 @@ wk_status optim_add_param_group(wk_optimizer *opt, wk_tensor *const *params, int
   if (opt->nparams + n > opt->capparams) {
     int cap = opt->capparams ? opt->capparams : 8;
     while (cap < opt->nparams + n) cap *= 2;
-    wk_tensor **np = realloc(opt->params, sizeof *np * (size_t)cap);
+    wk_tensor **np = wk_realloc(opt->params, sizeof *np * (size_t)cap);
     if (!np) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", k->name);
     opt->params = np;
-    optim_pstate *ns = realloc(opt->state, sizeof *ns * (size_t)cap);
+    optim_pstate *ns = wk_realloc(opt->state, sizeof *ns * (size_t)cap);
     if (!ns) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", k->name);
     opt->state = ns;
     opt->capparams = cap;

@@ -56,7 +56,7 @@ wk_state_dict *optim_state_dict(const wk_optimizer *opt) {
       s = optim_put_scalar(sd, key, gr->o[j].v);
     }
     if (s) break;
-    int64_t *idx = malloc(sizeof *idx * (size_t)(gr->count ? gr->count : 1));
+    int64_t *idx = wk_malloc(sizeof *idx * (size_t)(gr->count ? gr->count : 1));
     if (!idx) {
       s = wk_error(WK_ERR_NO_MEMORY, "state_dict: out of memory");
       break;
@@ -64,7 +64,7 @@ wk_state_dict *optim_state_dict(const wk_optimizer *opt) {
     for (int j = 0; j < gr->count; j++) idx[j] = gr->first + j;
     int64_t n = gr->count;
     wk_tensor *t = optim_keep(wk_tensor_from_data(idx, WK_I64, &n, 1));
-    free(idx);
+    wk_free(idx);
     if (!t) {
       s = wk_last_error();
       break;
@@ -122,7 +122,7 @@ static bool same_shape(wk_tensor *a, wk_tensor *b) {
 static void free_states(optim_pstate *st, int n) {
   if (!st) return;
   for (int i = 0; i < n; i++) optim_state_clear(&st[i]);
-  free(st);
+  wk_free(st);
 }
 
 wk_status optim_load_state_dict(wk_optimizer *opt, const wk_state_dict *sd) {
@@ -154,8 +154,8 @@ wk_status optim_load_state_dict(wk_optimizer *opt, const wk_state_dict *sd) {
   }
   /* New groups: the kind's options from the dict (missing ones keep their
    * value), other entries (scheduler keys) exactly as saved. */
-  optim_group *groups = malloc(sizeof *groups * (size_t)opt->ngroups);
-  optim_pstate *states = calloc((size_t)opt->nparams, sizeof *states);
+  optim_group *groups = wk_malloc(sizeof *groups * (size_t)opt->ngroups);
+  optim_pstate *states = wk_calloc((size_t)opt->nparams, sizeof *states);
   wk_status s = WK_OK;
   if (!groups || !states) s = wk_error(WK_ERR_NO_MEMORY, "%s: load_state_dict: out of memory", k->name);
   for (int i = 0; states && k->aux && i < opt->nparams; i++) states[i].aux = 1; /* mu_product's start */
@@ -233,16 +233,16 @@ wk_status optim_load_state_dict(wk_optimizer *opt, const wk_state_dict *sd) {
   }
   for (int g = 0; !s && g < opt->ngroups; g++) s = optim_check_group(k, &groups[g]);
   if (s) {
-    free(groups);
+    wk_free(groups);
     free_states(states, opt->nparams);
     return s;
   }
   /* Commit. */
   for (int i = 0; i < opt->nparams; i++) optim_state_clear(&opt->state[i]);
   memcpy(opt->state, states, sizeof *states * (size_t)opt->nparams);
-  free(states);
+  wk_free(states);
   memcpy(opt->groups, groups, sizeof *groups * (size_t)opt->ngroups);
-  free(groups);
+  wk_free(groups);
   for (int g = 0; !s && g < opt->ngroups; g++)
     for (int i = opt->groups[g].first; !s && i < opt->groups[g].first + opt->groups[g].count; i++)
       if (!opt->state[i].init) s = optim_eager_state(opt, &opt->groups[g], i);

@@ -21,15 +21,15 @@ const char *sched_name(const wk_lr_scheduler *s) {
 void sched_free(wk_lr_scheduler *s) {
   if (!s) return;
   for (int i = 0; i < s->nchildren; i++) sched_free(s->children[i]);
-  free(s->children);
-  free(s->base_lrs);
-  free(s->last_lr);
-  free(s->milestones);
-  free(s->min_lrs);
-  free(s->max_lrs);
-  free(s->base_momentums);
-  free(s->max_momentums);
-  free(s);
+  wk_free(s->children);
+  wk_free(s->base_lrs);
+  wk_free(s->last_lr);
+  wk_free(s->milestones);
+  wk_free(s->min_lrs);
+  wk_free(s->max_lrs);
+  wk_free(s->base_momentums);
+  wk_free(s->max_momentums);
+  wk_free(s);
 }
 
 static double lr_of(wk_lr_scheduler *s, int g) {
@@ -49,11 +49,11 @@ static wk_lr_scheduler *alloc_sched(int kind, wk_optimizer *opt, bool with_base)
     wk_error(WK_ERR_NULL, "%s: argument 'optimizer' is NULL", name);
     return NULL;
   }
-  wk_lr_scheduler *s = calloc(1, sizeof *s);
+  wk_lr_scheduler *s = wk_calloc(1, sizeof *s);
   int ng = optim_num_param_groups(opt);
   if (s) {
-    s->base_lrs = calloc((size_t)(ng ? ng : 1), sizeof(double));
-    s->last_lr = calloc((size_t)(ng ? ng : 1), sizeof(double));
+    s->base_lrs = wk_calloc((size_t)(ng ? ng : 1), sizeof(double));
+    s->last_lr = wk_calloc((size_t)(ng ? ng : 1), sizeof(double));
   }
   if (!s || !s->base_lrs || !s->last_lr) {
     sched_free(s);
@@ -314,7 +314,7 @@ static wk_status closed_form_lr(wk_lr_scheduler *s, double *out) {
 static wk_status base_step(wk_lr_scheduler *s, int64_t epoch) {
   wk_status st = check_groups(s);
   if (st) return st;
-  double *v = malloc(sizeof(double) * (size_t)(s->ngroups ? s->ngroups : 1));
+  double *v = wk_malloc(sizeof(double) * (size_t)(s->ngroups ? s->ngroups : 1));
   if (!v) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", sched_name(s));
   int64_t prev_epoch = s->last_epoch;
   s->step_count++;
@@ -332,7 +332,7 @@ static wk_status base_step(wk_lr_scheduler *s, int64_t epoch) {
     for (int g = 0; g < s->ngroups; g++) *optim_opt_slot(s->opt, g, "lr") = v[g];
     sched_record_lrs(s);
   }
-  free(v);
+  wk_free(v);
   return st;
 }
 
@@ -380,7 +380,7 @@ wk_lr_scheduler *sched_multistep_lr(wk_optimizer *opt, const wk_multistep_lr_opt
   wk_lr_scheduler *s = alloc_sched(S_MULTISTEP, opt, true);
   if (!s) return NULL;
   s->gamma = optim_or(x.gamma, 0.1);
-  s->milestones = malloc(sizeof(int64_t) * (size_t)(x.nmilestones ? x.nmilestones : 1));
+  s->milestones = wk_malloc(sizeof(int64_t) * (size_t)(x.nmilestones ? x.nmilestones : 1));
   if (!s->milestones) {
     sched_free(s);
     wk_error(WK_ERR_NO_MEMORY, "MultiStepLR: out of memory");
@@ -553,9 +553,9 @@ wk_lr_scheduler *sched_cyclic_lr(wk_optimizer *opt, const wk_cyclic_lr_opts *o, 
   wk_lr_scheduler *s = alloc_sched(S_CYCLIC, opt, true);
   if (!s) return NULL;
   size_t nb = sizeof(double) * (size_t)(ng > 0 ? ng : 1);
-  s->max_lrs = malloc(nb);
-  s->base_momentums = malloc(nb);
-  s->max_momentums = malloc(nb);
+  s->max_lrs = wk_malloc(nb);
+  s->base_momentums = wk_malloc(nb);
+  s->max_momentums = wk_malloc(nb);
   if (!s->max_lrs || !s->base_momentums || !s->max_momentums) {
     sched_free(s);
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", nm);
@@ -629,7 +629,7 @@ wk_lr_scheduler *sched_reduce_lr_on_plateau(wk_optimizer *opt, const wk_reduce_l
   }
   wk_lr_scheduler *s = alloc_sched(S_PLATEAU, opt, false);
   if (!s) return NULL;
-  s->min_lrs = calloc((size_t)(s->ngroups ? s->ngroups : 1), sizeof(double));
+  s->min_lrs = wk_calloc((size_t)(s->ngroups ? s->ngroups : 1), sizeof(double));
   if (!s->min_lrs) {
     sched_free(s);
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", nm);
@@ -688,7 +688,7 @@ static wk_status adopt(const char *nm, wk_lr_scheduler *const *scheds, int n, wk
 
 static wk_lr_scheduler *wrap(int kind, wk_optimizer *opt, wk_lr_scheduler *const *scheds, int n) {
   wk_lr_scheduler *s = alloc_sched(kind, opt, false);
-  if (s && !(s->children = malloc(sizeof *s->children * (size_t)n))) {
+  if (s && !(s->children = wk_malloc(sizeof *s->children * (size_t)n))) {
     sched_free(s);
     s = NULL;
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", sched_kind_name(kind));
@@ -726,7 +726,7 @@ wk_lr_scheduler *sched_sequential(wk_optimizer *opt, wk_lr_scheduler *const *sch
   }
   wk_lr_scheduler *s = wrap(S_SEQUENTIAL, opt, scheds, n);
   if (!s) return NULL;
-  s->milestones = malloc(sizeof(int64_t) * (size_t)(nmilestones ? nmilestones : 1));
+  s->milestones = wk_malloc(sizeof(int64_t) * (size_t)(nmilestones ? nmilestones : 1));
   if (!s->milestones) {
     sched_free(s);
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", nm);

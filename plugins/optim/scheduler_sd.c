@@ -175,25 +175,25 @@ wk_state_dict *sched_state_dict(const wk_lr_scheduler *s) {
 static void scratch_free(wk_lr_scheduler *c) {
   if (!c) return;
   for (int i = 0; i < c->nchildren; i++) scratch_free(c->children[i]);
-  free(c->children);
-  free(c->base_lrs);
-  free(c->last_lr);
-  free(c->milestones);
-  free(c->min_lrs);
-  free(c->max_lrs);
-  free(c->base_momentums);
-  free(c->max_momentums);
-  free(c);
+  wk_free(c->children);
+  wk_free(c->base_lrs);
+  wk_free(c->last_lr);
+  wk_free(c->milestones);
+  wk_free(c->min_lrs);
+  wk_free(c->max_lrs);
+  wk_free(c->base_momentums);
+  wk_free(c->max_momentums);
+  wk_free(c);
 }
 
 static double *dup_d(const double *v, int n) {
-  double *r = malloc(sizeof(double) * (size_t)(n ? n : 1));
+  double *r = wk_malloc(sizeof(double) * (size_t)(n ? n : 1));
   if (r && v && n) memcpy(r, v, sizeof(double) * (size_t)n);
   return r;
 }
 
 static wk_lr_scheduler *scratch_of(const wk_lr_scheduler *s) {
-  wk_lr_scheduler *c = malloc(sizeof *c);
+  wk_lr_scheduler *c = wk_malloc(sizeof *c);
   if (!c) return NULL;
   *c = *s;
   c->base_lrs = dup_d(s->base_lrs, s->ngroups);
@@ -202,8 +202,8 @@ static wk_lr_scheduler *scratch_of(const wk_lr_scheduler *s) {
   c->max_lrs = s->max_lrs ? dup_d(s->max_lrs, s->ngroups) : NULL;
   c->base_momentums = s->base_momentums ? dup_d(s->base_momentums, s->ngroups) : NULL;
   c->max_momentums = s->max_momentums ? dup_d(s->max_momentums, s->ngroups) : NULL;
-  c->milestones = malloc(sizeof(int64_t) * (size_t)(s->nmilestones ? s->nmilestones : 1));
-  c->children = s->nchildren ? calloc((size_t)s->nchildren, sizeof *c->children) : NULL;
+  c->milestones = wk_malloc(sizeof(int64_t) * (size_t)(s->nmilestones ? s->nmilestones : 1));
+  c->children = s->nchildren ? wk_calloc((size_t)s->nchildren, sizeof *c->children) : NULL;
   bool ok = c->base_lrs && c->last_lr && (!s->min_lrs || c->min_lrs) && c->milestones &&
             (!s->nchildren || c->children) && (!s->max_lrs || c->max_lrs) &&
             (!s->base_momentums || c->base_momentums) && (!s->max_momentums || c->max_momentums);
@@ -221,18 +221,18 @@ static wk_lr_scheduler *scratch_of(const wk_lr_scheduler *s) {
 /* Moves the scratch copy's values into s (same shape of tree). */
 static void commit(wk_lr_scheduler *s, wk_lr_scheduler *c) {
   for (int i = 0; i < s->nchildren; i++) commit(s->children[i], c->children[i]);
-  free(s->base_lrs);
-  free(s->last_lr);
-  free(s->milestones);
-  free(s->min_lrs);
-  free(s->max_lrs);
-  free(s->base_momentums);
-  free(s->max_momentums);
+  wk_free(s->base_lrs);
+  wk_free(s->last_lr);
+  wk_free(s->milestones);
+  wk_free(s->min_lrs);
+  wk_free(s->max_lrs);
+  wk_free(s->base_momentums);
+  wk_free(s->max_momentums);
   wk_lr_scheduler **kids = s->children;
   *s = *c;
   s->children = kids;
-  free(c->children);
-  free(c);
+  wk_free(c->children);
+  wk_free(c);
 }
 
 static wk_status read_list(const wk_state_dict *sd, const char *pre, const char *name, double *v, int n) {
@@ -288,7 +288,7 @@ static wk_status load(wk_lr_scheduler *c, const wk_state_dict *sd, const char *p
     if (c->kind == S_SEQUENTIAL && n > 0 && n != c->nmilestones)
       st = wk_error(WK_ERR_INVALID_ARG, "SequentialLR: load_state_dict: %d milestones, this one has %d", n,
                     c->nmilestones);
-    int64_t *m = !st && n > 0 ? malloc(sizeof(int64_t) * (size_t)n) : NULL;
+    int64_t *m = !st && n > 0 ? wk_malloc(sizeof(int64_t) * (size_t)n) : NULL;
     if (!st && n > 0 && !m) st = wk_error(WK_ERR_NO_MEMORY, "scheduler load_state_dict: out of memory");
     for (int i = 0; !st && i < n; i++) {
       snprintf(key, sizeof key, "%s%s.%d", pre, mname, i);
@@ -301,11 +301,11 @@ static wk_status load(wk_lr_scheduler *c, const wk_state_dict *sd, const char *p
         m[j - 1] = t;
       }
     if (!st && m) {
-      free(c->milestones);
+      wk_free(c->milestones);
       c->milestones = m;
       c->nmilestones = n;
     } else {
-      free(m);
+      wk_free(m);
     }
   }
   for (int i = 0; !st && i < c->nchildren; i++) {

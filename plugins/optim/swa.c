@@ -38,7 +38,7 @@ wk_averaged_model *optim_averaged_model_new(wk_module *copy, const wk_averaged_m
     wk_error(WK_ERR_INVALID_ARG, "%s: the EMA decay must lie in [0, 1], got %g", AM, decay);
     return NULL;
   }
-  wk_averaged_model *am = calloc(1, sizeof *am);
+  wk_averaged_model *am = wk_calloc(1, sizeof *am);
   if (!am) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", AM);
     return NULL;
@@ -55,7 +55,7 @@ wk_averaged_model *optim_averaged_model_new(wk_module *copy, const wk_averaged_m
 void optim_averaged_model_free(wk_averaged_model *am) {
   if (!am) return;
   wk_module_release(am->module);
-  free(am);
+  wk_free(am);
 }
 
 wk_module *optim_averaged_model_module(const wk_averaged_model *am) {
@@ -77,11 +77,11 @@ static wk_tensor **tensors_of(wk_module *m, bool buffers, const char ***names, i
   int np = wk_module_named_parameters(m, NULL, NULL, 0), nb = buffers ? wk_module_named_buffers(m, NULL, NULL, 0) : 0;
   *n = -1;
   if (np < 0 || nb < 0) return NULL;
-  wk_tensor **ts = calloc((size_t)(np + nb + 1), sizeof *ts);
-  *names = calloc((size_t)(np + nb + 1), sizeof **names);
+  wk_tensor **ts = wk_calloc((size_t)(np + nb + 1), sizeof *ts);
+  *names = wk_calloc((size_t)(np + nb + 1), sizeof **names);
   if (!ts || !*names) {
-    free(ts);
-    free(*names);
+    wk_free(ts);
+    wk_free(*names);
     *names = NULL;
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", AM);
     return NULL;
@@ -126,12 +126,12 @@ wk_status optim_averaged_model_update(wk_averaged_model *am, wk_module *model) {
       s = wk_error(WK_ERR_SHAPE, "%s.update_parameters: '%s' of the model does not match '%s' of the averaged copy",
                    AM, nm[i], na[i]);
   if (!s && !am->use_buffers) { /* buffers follow the model (PyTorch 2.x) */
-    bavg = (nb_avg = wk_module_named_buffers(am->module, NULL, NULL, 0)) > 0 ? calloc((size_t)nb_avg, sizeof *bavg)
+    bavg = (nb_avg = wk_module_named_buffers(am->module, NULL, NULL, 0)) > 0 ? wk_calloc((size_t)nb_avg, sizeof *bavg)
                                                                                : NULL;
-    nba = nb_avg > 0 ? calloc((size_t)nb_avg, sizeof *nba) : NULL;
+    nba = nb_avg > 0 ? wk_calloc((size_t)nb_avg, sizeof *nba) : NULL;
     nb_model = wk_module_named_buffers(model, NULL, NULL, 0);
-    bcur = nb_model > 0 ? calloc((size_t)nb_model, sizeof *bcur) : NULL;
-    nbm = nb_model > 0 ? calloc((size_t)nb_model, sizeof *nbm) : NULL;
+    bcur = nb_model > 0 ? wk_calloc((size_t)nb_model, sizeof *bcur) : NULL;
+    nbm = nb_model > 0 ? wk_calloc((size_t)nb_model, sizeof *nbm) : NULL;
     if ((nb_avg > 0 && (!bavg || !nba)) || (nb_model > 0 && (!bcur || !nbm)))
       s = wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", AM);
     else if (nb_avg != nb_model)
@@ -159,14 +159,14 @@ wk_status optim_averaged_model_update(wk_averaged_model *am, wk_module *model) {
   wk_scope_end();
   wk_set_grad_enabled(prev);
   if (!s) am->n_averaged++;
-  free(avg);
-  free(cur);
-  free(na);
-  free(nm);
-  free(bavg);
-  free(bcur);
-  free(nba);
-  free(nbm);
+  wk_free(avg);
+  wk_free(cur);
+  wk_free(na);
+  wk_free(nm);
+  wk_free(bavg);
+  wk_free(bcur);
+  wk_free(nba);
+  wk_free(nbm);
   return s;
 }
 
@@ -247,11 +247,11 @@ static int find_bn(wk_module *m, bn_slot *out, int n) {
   wk_clear_error(); /* wk_module_buffer's "no such buffer" */
   int nc = wk_module_named_children(m, NULL, NULL, 0);
   if (nc <= 0) return n;
-  wk_module **kids = calloc((size_t)nc, sizeof *kids);
+  wk_module **kids = wk_calloc((size_t)nc, sizeof *kids);
   if (!kids) return -2;
   wk_module_named_children(m, NULL, kids, nc);
   for (int i = 0; i < nc && n >= 0; i++) n = find_bn(kids[i], out, n);
-  free(kids);
+  wk_free(kids);
   return n;
 }
 
@@ -292,16 +292,16 @@ static wk_status bn_pre_hook(void *user, wk_module *m, wk_tensor *const *inputs,
 wk_status optim_update_bn(wk_dataloader *loader, wk_module *model, wk_device device) {
   static const char fn[] = "update_bn";
   if (!loader || !model) return wk_error(WK_ERR_NULL, "%s: argument '%s' is NULL", fn, loader ? "model" : "loader");
-  bn_slot *bns = calloc(BN_MAX, sizeof *bns);
+  bn_slot *bns = wk_calloc(BN_MAX, sizeof *bns);
   if (!bns) return wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", fn);
   int nbn = find_bn(model, bns, 0);
   if (nbn < 0) {
-    free(bns);
+    wk_free(bns);
     return wk_error(nbn == -1 ? WK_ERR_UNSUPPORTED : WK_ERR_NO_MEMORY, "%s: %s", fn,
                     nbn == -1 ? "more than 4096 BatchNorm modules" : "out of memory");
   }
   if (nbn == 0) { /* nothing to do, as PyTorch's `if not momenta: return` */
-    free(bns);
+    wk_free(bns);
     return WK_OK;
   }
   wk_status s = WK_OK;
@@ -337,6 +337,6 @@ wk_status optim_update_bn(wk_dataloader *loader, wk_module *model, wk_device dev
   }
   wk_status s2 = wk_module_train(model, was_training);
   wk_set_grad_enabled(prev);
-  free(bns);
+  wk_free(bns);
   return s ? s : s2;
 }

@@ -124,7 +124,7 @@ static void fmt_time(char *out, size_t n, uint64_t ns) {
 }
 
 static size_t prof_table(char *buf, size_t size, wk_profiler_sort sort, int row_limit) {
-  prof_row *rows = malloc(sizeof(prof_row) * PROF_SLOTS);
+  prof_row *rows = wk_malloc(sizeof(prof_row) * PROF_SLOTS);
   size_t len0 = 0, *len = &len0;
   if (buf && size) buf[0] = '\0';
   if (!rows) {
@@ -166,7 +166,7 @@ static size_t prof_table(char *buf, size_t size, wk_profiler_sort sort, int row_
   fmt_time(sum, sizeof sum, self_sum);
   APPEND("Self CPU time total: %s\n", sum);
   if (g_dropped) APPEND("(some ops were not counted: the profiler's table of %d ops is full)\n", PROF_SLOTS);
-  free(rows);
+  wk_free(rows);
   return *len;
 }
 
@@ -210,7 +210,7 @@ static void shutdown_(void) {
   wk_layer_set_enabled(g_layer, false);
   const char *env = getenv("WICK_PROFILE");
   size_t n = prof_table(NULL, 0, WK_PROFILER_SORT_SELF, 0);
-  char *buf = malloc(n + 1);
+  char *buf = wk_malloc(n + 1);
   if (!buf) return;
   prof_table(buf, n + 1, WK_PROFILER_SORT_SELF, 0);
   FILE *f = strcmp(env, "1") == 0 ? stderr : fopen(env, "w");
@@ -220,7 +220,7 @@ static void shutdown_(void) {
   }
   fputs(buf, f);
   if (f != stderr) fclose(f);
-  free(buf);
+  wk_free(buf);
 }
 
 WK_PLUGIN_DEFINE("profiler", "0.1.0", "per-op CPU time of every dispatched op (service \"profiler\", WICK_PROFILE=1)",

@@ -60,16 +60,16 @@ static float *buf_f32(const wk_module *m, const char *name) {
 /* The input as floats (row-major); NULL with an error. */
 static float *input_floats(wk_tensor *x, int64_t *n) {
   *n = wk_tensor_numel(x);
-  double *d = malloc(sizeof(double) * (size_t)(*n ? *n : 1));
-  float *f = malloc(sizeof(float) * (size_t)(*n ? *n : 1));
+  double *d = wk_malloc(sizeof(double) * (size_t)(*n ? *n : 1));
+  float *f = wk_malloc(sizeof(float) * (size_t)(*n ? *n : 1));
   if (!d || !f || wk_tensor_to_f64(x, d, *n) != WK_OK) {
     if ((!d || !f) && !wk_last_error()) wk_error(WK_ERR_NO_MEMORY, "observer: out of memory");
-    free(d);
-    free(f);
+    wk_free(d);
+    wk_free(f);
     return NULL;
   }
   for (int64_t i = 0; i < *n; i++) f[i] = (float)d[i];
-  free(d);
+  wk_free(d);
   return f;
 }
 
@@ -109,7 +109,7 @@ static wk_status hist_observe(wk_module *self, const obs_state *s, const float *
   float e = (float)down * (mx - mn) / (float)up - (cmax - cmin);
   int64_t start = (int64_t)nearbyintf((mn - cmin) * (float)bins * (float)up / (mx - mn));
   cmax = cmax + e;
-  float *comb = malloc(sizeof(float) * (size_t)bins);
+  float *comb = wk_malloc(sizeof(float) * (size_t)bins);
   if (!comb) return wk_error(WK_ERR_NO_MEMORY, "HistogramObserver: out of memory");
   histc(x, n, bins, cmin, cmax, comb);
   if (cmin == mn && cmax == mx) {
@@ -130,7 +130,7 @@ static wk_status hist_observe(wk_module *self, const obs_state *s, const float *
     }
   }
   memcpy(h, comb, sizeof(float) * (size_t)bins);
-  free(comb);
+  wk_free(comb);
   *mnp = cmin, *mxp = cmax;
   return WK_OK;
 }
@@ -162,7 +162,7 @@ static double quant_error(const float *h, int64_t bins, double mn, double mx, in
  * quantization error, moving the bound with fewer bins to give up. */
 static void hist_search(const float *h, int64_t bins, float mn, float mx, int64_t dst, float *new_min, float *new_max) {
   double total = 0;
-  double *csum = malloc(sizeof(double) * (size_t)bins);
+  double *csum = wk_malloc(sizeof(double) * (size_t)bins);
   for (int64_t i = 0; i < bins; i++) {
     total += h[i];
     if (csum) csum[i] = total;
@@ -192,7 +192,7 @@ static void hist_search(const float *h, int64_t bins, float mn, float mx, int64_
       start = ns;
       end = ne;
     }
-    free(csum);
+    wk_free(csum);
   }
   *new_min = mn + bw * (float)start;
   *new_max = mn + bw * (float)end + bw;
@@ -222,7 +222,7 @@ static wk_status per_channel_observe(wk_module *self, const obs_state *s, wk_ten
                     (long long)wk_tensor_numel(bmin), (long long)C);
   float *mn = buf_f32(self, "min_val"), *mx = buf_f32(self, "max_val");
   bool avg = s->kind == WK_OBSERVER_MOVING_AVERAGE_PER_CHANNEL_MINMAX && mn[0] != INFINITY;
-  float *bmn = avg ? malloc(sizeof(float) * (size_t)C * 2) : mn, *bmx = avg ? bmn + C : mx;
+  float *bmn = avg ? wk_malloc(sizeof(float) * (size_t)C * 2) : mn, *bmx = avg ? bmn + C : mx;
   if (!bmn) return wk_error(WK_ERR_NO_MEMORY, "observer: out of memory");
   for (int64_t c = 0; avg && c < C; c++) bmn[c] = INFINITY, bmx[c] = -INFINITY;
   for (int64_t i = 0; i < n; i++) {
@@ -235,7 +235,7 @@ static wk_status per_channel_observe(wk_module *self, const obs_state *s, wk_ten
       mn[c] = mn[c] + s->avg_c * (bmn[c] - mn[c]);
       mx[c] = mx[c] + s->avg_c * (bmx[c] - mx[c]);
     }
-    free(bmn);
+    wk_free(bmn);
   }
   return WK_OK;
 }
@@ -271,7 +271,7 @@ static wk_tensor *obs_forward(wk_module *self, wk_tensor *const *in, int n) {
       *mx = xmax > *mx ? xmax : *mx;
     }
   }
-  free(v);
+  wk_free(v);
   if (st) return NULL;
   return wk_alias(x); /* an observer passes its input through */
 }
@@ -337,7 +337,7 @@ wk_module *qt_observer(int kind, const wk_observer_opts *o, size_t osize) {
              wk_qscheme_name(qs), per_channel ? "channel" : "tensor");
     return NULL;
   }
-  obs_state *s = calloc(1, sizeof *s);
+  obs_state *s = wk_calloc(1, sizeof *s);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "observer: out of memory");
     return NULL;
@@ -352,7 +352,7 @@ wk_module *qt_observer(int kind, const wk_observer_opts *o, size_t osize) {
     s->custom_range = true;
     s->qmin = op.quant_min, s->qmax = op.quant_max;
     if (!(s->qmin <= 0 && 0 <= s->qmax) || s->qmin < wk_dtype_qmin(dt) || s->qmax > wk_dtype_qmax(dt)) {
-      free(s);
+      wk_free(s);
       wk_error(WK_ERR_INVALID_ARG,
                "%s: user-specified quantization range [%lld, %lld] must include 0 and fit %s [%lld, %lld]", cls->name,
                (long long)op.quant_min, (long long)op.quant_max, wk_dtype_name(dt), (long long)wk_dtype_qmin(dt),
@@ -422,11 +422,11 @@ wk_status qt_calculate_qparams(wk_module *obs, wk_tensor **scale, wk_tensor **ze
     if (mn[c] == INFINITY && mx[c] == -INFINITY)
       return wk_error(WK_ERR_STATE,
                       "%s: calculate_qparams() before the observer saw any data (run calibration first)", cls);
-  float *sc = malloc(sizeof(float) * (size_t)(C ? C : 1));
-  int64_t *zp = malloc(sizeof(int64_t) * (size_t)(C ? C : 1));
+  float *sc = wk_malloc(sizeof(float) * (size_t)(C ? C : 1));
+  int64_t *zp = wk_malloc(sizeof(int64_t) * (size_t)(C ? C : 1));
   if (!sc || !zp) {
-    free(sc);
-    free(zp);
+    wk_free(sc);
+    wk_free(zp);
     return wk_error(WK_ERR_NO_MEMORY, "calculate_qparams: out of memory");
   }
   if (s->kind == WK_OBSERVER_HISTOGRAM) {
@@ -440,8 +440,8 @@ wk_status qt_calculate_qparams(wk_module *obs, wk_tensor **scale, wk_tensor **ze
   }
   *scale = wk_tensor_from_data(sc, WK_F32, &C, 1);
   *zero_point = wk_tensor_from_data(zp, WK_I64, &C, 1);
-  free(sc);
-  free(zp);
+  wk_free(sc);
+  wk_free(zp);
   if (!*scale || !*zero_point) {
     wk_release(*scale);
     wk_release(*zero_point);

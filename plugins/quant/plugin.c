@@ -7,7 +7,7 @@ char *qt_strf(const char *fmt, ...) {
   va_copy(ap2, ap);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  char *s = malloc((size_t)n + 1);
+  char *s = wk_malloc((size_t)n + 1);
   if (s) vsnprintf(s, (size_t)n + 1, fmt, ap2);
   va_end(ap2);
   return s;

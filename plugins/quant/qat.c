@@ -70,7 +70,7 @@ bool qt_is_fake_quant(const wk_module *m) { return m && !strcmp(wk_module_class_
 wk_module *qt_fake_quant(int kind, const wk_observer_opts *o) {
   wk_module *obs = qt_observer(kind, o, sizeof *o);
   if (!obs) return NULL;
-  fq_state *s = malloc(sizeof *s);
+  fq_state *s = wk_malloc(sizeof *s);
   if (!s) {
     wk_module_release(obs);
     return NULL;
@@ -127,15 +127,15 @@ static wk_module *qat_module(wk_module *m, const wk_qconfig *qc) {
   const char *c = wk_module_class_name(m);
   bool relu = !strcmp(c, "ConvReLU2d") || !strcmp(c, "LinearReLU");
   wk_module *inner = relu ? wk_module_child(m, "0") : m;
-  qat_state *s = calloc(1, sizeof *s);
+  qat_state *s = wk_calloc(1, sizeof *s);
   if (!s || !inner) {
-    free(s);
+    wk_free(s);
     return NULL;
   }
   s->relu = relu;
   s->conv = !strcmp(wk_module_class_name(inner), "Conv2d");
   if (s->conv && qt_conv_geometry(inner, &s->g, NULL)) {
-    free(s);
+    wk_free(s);
     return NULL;
   }
   const wk_module_class *cls = s->conv ? (relu ? &C_QATCONVRELU : &C_QATCONV) : (relu ? &C_QATLINRELU : &C_QATLIN);

@@ -41,7 +41,7 @@ wk_status qt_conv_geometry(const wk_module *conv, qt_conv_geom *g, bool *has_bia
   g->in = in, g->out = out;
   if (has_bias) *has_bias = !strstr(r, "bias=False");
   wk_status st = ok ? WK_OK : wk_error(WK_ERR_UNSUPPORTED, "cannot quantize Conv2d(%s) (padding='same' or an unknown form)", r);
-  free(r);
+  wk_free(r);
   return st;
 }
 
@@ -54,7 +54,7 @@ static wk_module *fold_conv_bn(wk_module *conv, wk_module *bn) {
   double eps = 1e-5;
   const char *e = r ? strstr(r, "eps=") : NULL;
   if (e) eps = strtod(e + 4, NULL);
-  free(r);
+  wk_free(r);
   wk_tensor *w = wk_module_param(conv, "weight"), *b = wk_module_param(conv, "bias");
   wk_clear_error(); /* a None bias is no error */
   wk_tensor *gamma = wk_module_param(bn, "weight"), *beta = wk_module_param(bn, "bias");
@@ -157,12 +157,12 @@ static wk_status prepare_rec(wk_module *m, const wk_qconfig *qc, int *count) {
   }
   if (qt_is_observer(m)) return WK_OK;
   int nk = wk_module_named_children(m, NULL, NULL, 0);
-  wk_module **kids = malloc(sizeof *kids * (size_t)(nk ? nk : 1));
+  wk_module **kids = wk_malloc(sizeof *kids * (size_t)(nk ? nk : 1));
   if (!kids) return wk_error(WK_ERR_NO_MEMORY, "prepare: out of memory");
   wk_module_named_children(m, NULL, kids, nk);
   wk_status st = WK_OK;
   for (int i = 0; i < nk && !st; i++) st = prepare_rec(kids[i], qc, count);
-  free(kids);
+  wk_free(kids);
   return st;
 }
 
