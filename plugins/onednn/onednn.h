@@ -29,7 +29,8 @@
                                                       X(pooling_v2_forward_desc_init) X(pooling_v2_backward_desc_init) \
                                                           X(eltwise_forward_desc_init) X(eltwise_backward_desc_init)   \
                                                               X(softmax_v2_forward_desc_init)                          \
-                                                                  X(softmax_v2_backward_desc_init) X(version)
+                                                                  X(softmax_v2_backward_desc_init) X(version)                      \
+                                                                      X(primitive_attr_set_zero_points)
 
 #define ODN_FIELD(f) __typeof__(dnnl_##f) *f;
 typedef struct odn_api {
@@ -149,5 +150,6 @@ wk_status odn_register_pool(void);
 wk_status odn_register_eltwise(void);
 wk_status odn_register_softmax(void);
 wk_status odn_register_matmul(void);
+wk_status odn_register_quantized(void); /* qconv.c: int8 quantized_conv2d / quantized_linear */
 
 #endif

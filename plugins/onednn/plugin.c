@@ -114,7 +114,7 @@ static wk_status odn_init(void) {
   if (pthread_key_create(&g_stream_key, stream_free) != 0)
     return wk_error(WK_ERR_INTERNAL, "onednn: cannot create the per-thread stream key");
   wk_status (*families[])(void) = {odn_register_conv, odn_register_norm, odn_register_pool, odn_register_eltwise,
-                                   odn_register_matmul};
+                                   odn_register_matmul, odn_register_quantized};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
     if ((s = families[i]()) != WK_OK) return s;
   return WK_OK;
