@@ -11,6 +11,7 @@ void wk__composites_register(void);
 void wk__composites_loss_register(void);
 void wk__composites_surface_register(void);
 void wk__composites_attention_register(void);
+void wk__composites_nn_surface_register(void);
 
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool g_inited;
@@ -53,6 +54,7 @@ wk_status wk_init(void) {
   wk__composites_loss_register();
   wk__composites_surface_register();
   wk__composites_attention_register();
+  wk__composites_nn_surface_register();
   wk__autograd_init();
   wk__trace_init();
   wk__plugins_load_all();

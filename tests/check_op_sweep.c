@@ -13,6 +13,7 @@
 
 #include "op_sweep_gen.h"
 #include "op_sweep_gen_nn.h"
+#include "op_sweep_gen_nn_surface.h"
 #include "testutil.h"
 
 /* ==== the harness ============================================================================ */
@@ -778,6 +779,7 @@ static const sw_row g_rows[] = {
     {.op = "nll_loss", .gen = g_class_loss, .err = e_class_loss, .dtypes = D_FB, .modes = M_EMPTY},
     {.op = "mse_loss", .gen = g_mse, .err = e_mse, .dtypes = D_FB, .modes = M_ES},
     {.op = "binary_cross_entropy_with_logits", .gen = g_bce_logits, .err = e_bce_logits, .dtypes = D_FB, .modes = M_ES},
+    SW_NN_SURFACE_ROWS /* issue 21's nn and loss surface: op_sweep_gen_nn_surface.h */
     /* ---- indexing and shape ---- */
     {.op = "cat", .gen = g_cat, .err = e_cat, .dtypes = D_FIB, .modes = M_EMPTY},
     {.op = "stack", .gen = g_stack, .err = e_stack, .dtypes = D_FIB, .modes = M_ES},

@@ -41,6 +41,7 @@ typedef struct {
 
 #include "torch_ref/ref_data.h"
 #include "torch_ref/ops_ref_data.h" /* issue 21's ops (gen_ops_ref.py): ops_ref_cases, ops_ref_grad_cases */
+#include "torch_ref/nn_ref_data.h" /* issue 21's nn and losses (gen_nn_ref.py): nn_ref_cases, nn_ref_grad_cases */
 
 static wk_tensor *make(const ref_arg *a) {
   return tu_tensor(a->data, a->dtype, a->shape, a->ndim);
@@ -127,6 +128,10 @@ START_TEST(test_torch_ref_grad_case) { run_grad_case(&ref_grad_cases[_i]); }
 END_TEST
 START_TEST(test_torch_ref_ops_grad_case) { run_grad_case(&ops_ref_grad_cases[_i]); }
 END_TEST
+START_TEST(test_torch_ref_nn_case) { run_case(&nn_ref_cases[_i]); }
+END_TEST
+START_TEST(test_torch_ref_nn_grad_case) { run_grad_case(&nn_ref_grad_cases[_i]); }
+END_TEST
 
 static Suite *make_suite(void) {
   Suite *s = suite_create("torch_ref");
@@ -143,6 +148,8 @@ static Suite *make_suite(void) {
   tcase_add_loop_test(oc, test_torch_ref_ops_case, 0, (int)(sizeof ops_ref_cases / sizeof ops_ref_cases[0]));
   tcase_add_loop_test(oc, test_torch_ref_ops_grad_case, 0,
                       (int)(sizeof ops_ref_grad_cases / sizeof ops_ref_grad_cases[0]));
+  tcase_add_loop_test(oc, test_torch_ref_nn_case, 0, (int)(sizeof nn_ref_cases / sizeof nn_ref_cases[0]));
+  tcase_add_loop_test(oc, test_torch_ref_nn_grad_case, 0, (int)(sizeof nn_ref_grad_cases / sizeof nn_ref_grad_cases[0]));
   suite_add_tcase(s, oc);
   return s;
 }

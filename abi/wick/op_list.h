@@ -222,6 +222,24 @@ enum {
   X("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor rng_state)", WK_TAG_RANDOM) \
   X("glu(Tensor self, int dim=-1) -> Tensor", WK_TAG_COMPOSITE)                                  \
   X("prelu(Tensor self, Tensor weight) -> Tensor", WK_TAG_COMPOSITE)                             \
+  /* ---- issue 21, nn and loss surface (core composites: core/composite_nn_surface.c; meta: meta_nn_surface.c) ---- */ \
+  X("l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", WK_TAG_COMPOSITE)          \
+  X("smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor", WK_TAG_COMPOSITE) \
+  X("huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor", WK_TAG_COMPOSITE) \
+  X("soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("kl_div(Tensor self, Tensor target, int reduction=1, *, bool log_target=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, float eps=1e-08, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("gaussian_nll_loss(Tensor input, Tensor target, Tensor var, bool full=False, float eps=1e-06, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("multilabel_soft_margin_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor", WK_TAG_COMPOSITE) \
+  X("pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor", WK_TAG_COMPOSITE) \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \

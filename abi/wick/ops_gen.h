@@ -2894,6 +2894,139 @@ static inline wk_tensor *wkx_prelu(wk_tensor *self, wk_tensor *weight) {
   return wk__gen_call(&wk__op, "prelu", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
+/* l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_l1_loss(wk_tensor *self, wk_tensor *target, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(target), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "l1_loss", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor */
+static inline wk_tensor *wkx_smooth_l1_loss(wk_tensor *self, wk_tensor *target, int64_t reduction,
+    double beta) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(target), WK_VI(reduction), WK_VF(beta)};
+  return wk__gen_call(&wk__op, "smooth_l1_loss", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor */
+static inline wk_tensor *wkx_huber_loss(wk_tensor *self, wk_tensor *target, int64_t reduction, double delta) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(target), WK_VI(reduction), WK_VF(delta)};
+  return wk__gen_call(&wk__op, "huber_loss", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_soft_margin_loss(wk_tensor *self, wk_tensor *target, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(target), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "soft_margin_loss", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* kl_div(Tensor self, Tensor target, int reduction=1, *, bool log_target=False) -> Tensor */
+static inline wk_tensor *wkx_kl_div(wk_tensor *self, wk_tensor *target, int64_t reduction, bool log_target) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(target), WK_VI(reduction), WK_VB(log_target)};
+  return wk__gen_call(&wk__op, "kl_div", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_binary_cross_entropy(wk_tensor *self, wk_tensor *target, wk_tensor *weight,
+    int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(target), WK_VT(weight), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "binary_cross_entropy", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, float eps=1e-08, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_poisson_nll_loss(wk_tensor *input, wk_tensor *target, bool log_input, bool full,
+    double eps, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(input), WK_VT(target), WK_VB(log_input), WK_VB(full), WK_VF(eps),
+                             WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "poisson_nll_loss", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* gaussian_nll_loss(Tensor input, Tensor target, Tensor var, bool full=False, float eps=1e-06, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_gaussian_nll_loss(wk_tensor *input, wk_tensor *target, wk_tensor *var, bool full,
+    double eps, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(input), WK_VT(target), WK_VT(var), WK_VB(full), WK_VF(eps),
+                             WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "gaussian_nll_loss", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_margin_ranking_loss(wk_tensor *input1, wk_tensor *input2, wk_tensor *target,
+    double margin, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(input1), WK_VT(input2), WK_VT(target), WK_VF(margin), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "margin_ranking_loss", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_hinge_embedding_loss(wk_tensor *self, wk_tensor *target, double margin,
+    int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(target), WK_VF(margin), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "hinge_embedding_loss", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_cosine_embedding_loss(wk_tensor *input1, wk_tensor *input2, wk_tensor *target,
+    double margin, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(input1), WK_VT(input2), WK_VT(target), WK_VF(margin), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "cosine_embedding_loss", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_triplet_margin_loss(wk_tensor *anchor, wk_tensor *positive, wk_tensor *negative,
+    double margin, double p, double eps, bool swap, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[8] = {WK_VT(anchor), WK_VT(positive), WK_VT(negative), WK_VF(margin), WK_VF(p),
+                             WK_VF(eps), WK_VB(swap), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "triplet_margin_loss", wk__a, 8, (wk_tensor **const *)0, 0, 0);
+}
+
+/* multilabel_soft_margin_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_multilabel_soft_margin_loss(wk_tensor *self, wk_tensor *target,
+    wk_tensor *weight, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(target), WK_VT(weight), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "multilabel_soft_margin_loss", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=1) -> Tensor */
+static inline wk_tensor *wkx_multi_margin_loss(wk_tensor *self, wk_tensor *target, wk_value p,
+    wk_value margin, wk_tensor *weight, int64_t reduction) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VT(target), p, margin, WK_VT(weight), WK_VI(reduction)};
+  return wk__gen_call(&wk__op, "multi_margin_loss", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor */
+static inline wk_tensor *wkx_cosine_similarity(wk_tensor *x1, wk_tensor *x2, int64_t dim, double eps) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(x1), WK_VT(x2), WK_VI(dim), WK_VF(eps)};
+  return wk__gen_call(&wk__op, "cosine_similarity", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor */
+static inline wk_tensor *wkx_pairwise_distance(wk_tensor *x1, wk_tensor *x2, double p, double eps,
+    bool keepdim) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(x1), WK_VT(x2), WK_VF(p), WK_VF(eps), WK_VB(keepdim)};
+  return wk__gen_call(&wk__op, "pairwise_distance", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor */
+static inline wk_tensor *wkx_cdist(wk_tensor *x1, wk_tensor *x2, double p, const int64_t *compute_mode) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(x1), WK_VT(x2), WK_VF(p), compute_mode ? WK_VI(*compute_mode) : WK_VNONE};
+  return wk__gen_call(&wk__op, "cdist", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -3834,6 +3967,23 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_scaled_dot_product_attention, "scaled_dot_product_attention", "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None) -> (Tensor output, Tensor logsumexp, Tensor rng_state)") \
   X(wkx_glu, "glu", "glu(Tensor self, int dim=-1) -> Tensor") \
   X(wkx_prelu, "prelu", "prelu(Tensor self, Tensor weight) -> Tensor") \
+  X(wkx_l1_loss, "l1_loss", "l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor") \
+  X(wkx_smooth_l1_loss, "smooth_l1_loss", "smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.0) -> Tensor") \
+  X(wkx_huber_loss, "huber_loss", "huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.0) -> Tensor") \
+  X(wkx_soft_margin_loss, "soft_margin_loss", "soft_margin_loss(Tensor self, Tensor target, int reduction=1) -> Tensor") \
+  X(wkx_kl_div, "kl_div", "kl_div(Tensor self, Tensor target, int reduction=1, *, bool log_target=False) -> Tensor") \
+  X(wkx_binary_cross_entropy, "binary_cross_entropy", "binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor") \
+  X(wkx_poisson_nll_loss, "poisson_nll_loss", "poisson_nll_loss(Tensor input, Tensor target, bool log_input=True, bool full=False, float eps=1e-08, int reduction=1) -> Tensor") \
+  X(wkx_gaussian_nll_loss, "gaussian_nll_loss", "gaussian_nll_loss(Tensor input, Tensor target, Tensor var, bool full=False, float eps=1e-06, int reduction=1) -> Tensor") \
+  X(wkx_margin_ranking_loss, "margin_ranking_loss", "margin_ranking_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=1) -> Tensor") \
+  X(wkx_hinge_embedding_loss, "hinge_embedding_loss", "hinge_embedding_loss(Tensor self, Tensor target, float margin=1.0, int reduction=1) -> Tensor") \
+  X(wkx_cosine_embedding_loss, "cosine_embedding_loss", "cosine_embedding_loss(Tensor input1, Tensor input2, Tensor target, float margin=0.0, int reduction=1) -> Tensor") \
+  X(wkx_triplet_margin_loss, "triplet_margin_loss", "triplet_margin_loss(Tensor anchor, Tensor positive, Tensor negative, float margin=1.0, float p=2, float eps=1e-06, bool swap=False, int reduction=1) -> Tensor") \
+  X(wkx_multilabel_soft_margin_loss, "multilabel_soft_margin_loss", "multilabel_soft_margin_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor") \
+  X(wkx_multi_margin_loss, "multi_margin_loss", "multi_margin_loss(Tensor self, Tensor target, Scalar p=1, Scalar margin=1, Tensor? weight=None, int reduction=1) -> Tensor") \
+  X(wkx_cosine_similarity, "cosine_similarity", "cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor") \
+  X(wkx_pairwise_distance, "pairwise_distance", "pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor") \
+  X(wkx_cdist, "cdist", "cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \
