@@ -13,5 +13,11 @@ TESTS += tests/check_quant
 tests_check_quant_SOURCES = tests/check_quant.c tests/testutil.h
 tests_check_quant_CFLAGS = $(TEST_CFLAGS)
 tests_check_quant_LDADD = $(TEST_LDADD)
+# PTQ against PyTorch 2.x's x86 engine (reference numbers in tests/quant_ref/x86_ref.h)
+check_PROGRAMS += tests/check_quant_torch
+TESTS += tests/check_quant_torch
+tests_check_quant_torch_SOURCES = tests/check_quant_torch.c tests/testutil.h tests/quant_ref/x86_ref.h
+tests_check_quant_torch_CFLAGS = $(TEST_CFLAGS)
+tests_check_quant_torch_LDADD = $(TEST_LDADD)
 endif
-EXTRA_DIST += tests/quant_ref/histogram_observer_ref.py
+EXTRA_DIST += tests/quant_ref/histogram_observer_ref.py tests/quant_ref/gen_x86_ref.py
