@@ -81,7 +81,7 @@ wk_tensor *wk__call1(const char *op, const wk_value *a, int n) {
 
 static const wk__formula_family *const g_families[] = {&wk__formulas_pointwise, &wk__formulas_shape,
                                                         &wk__formulas_reduce, &wk__formulas_nn,
-                                                        &wk__formulas_quant};
+                                                        &wk__formulas_quant, &wk__formulas_linalg};
 
 /* Ops of the standard set that are differentiable in principle but have no
  * derivative here (yet): recording one whose input requires grad fails with

@@ -77,5 +77,6 @@ typedef struct {
 WK__HIDDEN extern const wk__formula_family wk__formulas_pointwise, wk__formulas_shape, wk__formulas_reduce,
     wk__formulas_nn;
 WK__HIDDEN extern const wk__formula_family wk__formulas_quant; /* quantized_derivatives.c */
+WK__HIDDEN extern const wk__formula_family wk__formulas_linalg; /* derivatives_linalg.c (issue 21, engineer A) */
 
 #endif

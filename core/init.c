@@ -10,6 +10,7 @@ void wk__views_register(void);
 void wk__composites_register(void);
 void wk__composites_loss_register(void);
 void wk__composites_surface_register(void);
+void wk__composites_linalg_register(void);
 void wk__composites_attention_register(void);
 void wk__composites_nn_surface_register(void);
 
@@ -53,6 +54,7 @@ wk_status wk_init(void) {
   wk__composites_register();
   wk__composites_loss_register();
   wk__composites_surface_register();
+  wk__composites_linalg_register();
   wk__composites_attention_register();
   wk__composites_nn_surface_register();
   wk__autograd_init();

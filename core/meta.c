@@ -8,7 +8,7 @@
 
 #include "meta.h"
 
-static const wk__meta_family *const g_families[] = {&wk__metas_pointwise, &wk__metas_reduce, &wk__metas_factory, &wk__metas_index, &wk__metas_conv, &wk__metas_nn, &wk__metas_quant, &wk__metas_nn_surface};
+static const wk__meta_family *const g_families[] = {&wk__metas_pointwise, &wk__metas_reduce, &wk__metas_factory, &wk__metas_index, &wk__metas_conv, &wk__metas_nn, &wk__metas_quant, &wk__metas_nn_surface, &wk__metas_linalg};
 
 wk_status wk__metas_init(void) {
   for (size_t f = 0; f < sizeof g_families / sizeof g_families[0]; f++)

@@ -30,6 +30,7 @@ WK__HIDDEN extern const wk__meta_family wk__metas_index;
 WK__HIDDEN extern const wk__meta_family wk__metas_conv;
 WK__HIDDEN extern const wk__meta_family wk__metas_nn;
 WK__HIDDEN extern const wk__meta_family wk__metas_quant; /* quantized_meta.c */
+WK__HIDDEN extern const wk__meta_family wk__metas_linalg; /* meta_linalg.c (issue 21, engineer A) */
 WK__HIDDEN extern const wk__meta_family wk__metas_nn_surface; /* meta_nn_surface.c (issue 21's nn and losses) */
 
 /* Binds every family's rows to their ops (wk_init). */

@@ -282,6 +282,32 @@ enum {
   X("topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)", WK_ND) \
   X("sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)", 0) \
   X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)                                \
+  /* ---- issue 21, engineer A: reductions, indexing and linalg (meta: core/meta_linalg.c; composites: \
+   * core/composite_linalg.c; cpu: plugins/cpu/lapack.c, plugins/cpu/index_reduce.c) ---- */ \
+  X("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts)", WK_ND | WK_TAG_COMPOSITE) \
+  X("unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts)", WK_ND | WK_TAG_COMPOSITE) \
+  X("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor", 0) \
+  X("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", WK_TAG_COMPOSITE) \
+  X("einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor", WK_TAG_COMPOSITE) \
+  X("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor", WK_TAG_COMPOSITE) \
+  X("kron(Tensor self, Tensor other) -> Tensor", WK_TAG_COMPOSITE) \
+  X("linalg_vector_norm(Tensor self, Scalar ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("linalg_matrix_norm.str_ord(Tensor self, str ord=\"fro\", int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor", 0) \
+  X("linalg_qr(Tensor A, str mode=\"reduced\") -> (Tensor Q, Tensor R)", 0) \
+  X("linalg_eigh(Tensor self, str UPLO=\"L\") -> (Tensor eigenvalues, Tensor eigenvectors)", 0) \
+  X("linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)", 0) \
+  X("linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", 0) \
+  X("linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)", 0) \
+  X("linalg_inv(Tensor A) -> Tensor", WK_TAG_COMPOSITE) \
+  X("linalg_det(Tensor A) -> Tensor", WK_TAG_COMPOSITE) \
+  X("linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)", WK_TAG_COMPOSITE) \
   /* ---- quantization (ABI 1.3; <wick/qtensor.h>; meta in core/quantized_meta.c) ---- */       \
   X("quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor", WK_ND) \
   X("quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor", WK_ND) \

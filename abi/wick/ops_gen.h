@@ -3329,6 +3329,207 @@ static inline wk_tensor *wkx_one_hot(wk_tensor *self, int64_t num_classes) {
   return wk__gen_call(&wk__op, "one_hot", wk__a, 2, (wk_tensor **const *)0, 0, 0);
 }
 
+/* mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices) */
+static inline wk_tensor *wkx_mode(wk_tensor *self, int64_t dim, bool keepdim, wk_tensor **indices) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VI(dim), WK_VB(keepdim)};
+  wk_tensor **const wk__r[1] = {indices};
+  return wk__gen_call(&wk__op, "mode", wk__a, 3, wk__r, 1, 0x0);
+}
+
+/* unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts) */
+static inline wk_tensor *wkx_unique(wk_tensor *self, bool sorted, bool return_inverse, bool return_counts,
+                                    const int64_t *dim, wk_tensor **inverse, wk_tensor **counts) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VB(sorted), WK_VB(return_inverse), WK_VB(return_counts),
+                             dim ? WK_VI(*dim) : WK_VNONE};
+  wk_tensor **const wk__r[2] = {inverse, counts};
+  return wk__gen_call(&wk__op, "unique", wk__a, 5, wk__r, 2, 0x0);
+}
+
+/* unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts) */
+static inline wk_tensor *wkx_unique_consecutive(wk_tensor *self, bool return_inverse, bool return_counts,
+    const int64_t *dim, wk_tensor **inverse, wk_tensor **counts) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VB(return_inverse), WK_VB(return_counts),
+                             dim ? WK_VI(*dim) : WK_VNONE};
+  wk_tensor **const wk__r[2] = {inverse, counts};
+  return wk__gen_call(&wk__op, "unique_consecutive", wk__a, 4, wk__r, 2, 0x0);
+}
+
+/* scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor */
+static inline wk_tensor *wkx_scatter_reduce__two(wk_tensor *self, int64_t dim, wk_tensor *index,
+    wk_tensor *src, const char *reduce, bool include_self) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VI(dim), WK_VT(index), WK_VT(src), WK_VS(reduce),
+                             WK_VB(include_self)};
+  return wk__gen_call(&wk__op, "scatter_reduce.two", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor */
+static inline wk_tensor *wkx_index_put(wk_tensor *self, wk_tensor *const *indices, int64_t indices_len,
+                                       wk_tensor *values, bool accumulate) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VTS(indices, wk__gen_len(indices_len)), WK_VT(values),
+                             WK_VB(accumulate)};
+  return wk__gen_call(&wk__op, "index_put", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor */
+static inline wk_tensor *wkx_masked_scatter(wk_tensor *self, wk_tensor *mask, wk_tensor *source) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(mask), WK_VT(source)};
+  return wk__gen_call(&wk__op, "masked_scatter", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor */
+static inline wk_tensor *wkx_einsum(const char *equation, wk_tensor *const *tensors, int64_t tensors_len,
+                                    const int64_t *path, int64_t path_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VS(equation), WK_VTS(tensors, wk__gen_len(tensors_len)),
+                             path ? WK_VINTS(path, wk__gen_len(path_len)) : WK_VNONE};
+  return wk__gen_call(&wk__op, "einsum", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor */
+static inline wk_tensor *wkx_baddbmm(wk_tensor *self, wk_tensor *batch1, wk_tensor *batch2, wk_value beta,
+                                     wk_value alpha) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VT(batch1), WK_VT(batch2), beta, alpha};
+  return wk__gen_call(&wk__op, "baddbmm", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor */
+static inline wk_tensor *wkx_addbmm(wk_tensor *self, wk_tensor *batch1, wk_tensor *batch2, wk_value beta,
+                                    wk_value alpha) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VT(batch1), WK_VT(batch2), beta, alpha};
+  return wk__gen_call(&wk__op, "addbmm", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor */
+static inline wk_tensor *wkx_tensordot(wk_tensor *self, wk_tensor *other, const int64_t *dims_self,
+                                       int64_t dims_self_len, const int64_t *dims_other,
+                                       int64_t dims_other_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(other), WK_VINTS(dims_self, wk__gen_len(dims_self_len)),
+                             WK_VINTS(dims_other, wk__gen_len(dims_other_len))};
+  return wk__gen_call(&wk__op, "tensordot", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* kron(Tensor self, Tensor other) -> Tensor */
+static inline wk_tensor *wkx_kron(wk_tensor *self, wk_tensor *other) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VT(other)};
+  return wk__gen_call(&wk__op, "kron", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_vector_norm(Tensor self, Scalar ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor */
+static inline wk_tensor *wkx_linalg_vector_norm(wk_tensor *self, wk_value ord, const int64_t *dim,
+    int64_t dim_len, bool keepdim, wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), ord, dim ? WK_VINTS(dim, wk__gen_len(dim_len)) : WK_VNONE,
+                             WK_VB(keepdim), WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "linalg_vector_norm", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor */
+static inline wk_tensor *wkx_linalg_matrix_norm(wk_tensor *self, wk_value ord, const int64_t *dim,
+    int64_t dim_len, bool keepdim, wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), ord, WK_VINTS(dim, wk__gen_len(dim_len)), WK_VB(keepdim),
+                             WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "linalg_matrix_norm", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor */
+static inline wk_tensor *wkx_linalg_matrix_norm__str_ord(wk_tensor *self, const char *ord, const int64_t *dim,
+    int64_t dim_len, bool keepdim, wk_dtype dtype) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VS(ord), WK_VINTS(dim, wk__gen_len(dim_len)), WK_VB(keepdim),
+                             WK_VDT(dtype)};
+  return wk__gen_call(&wk__op, "linalg_matrix_norm.str_ord", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor */
+static inline wk_tensor *wkx_linalg_cholesky(wk_tensor *self, bool upper) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VB(upper)};
+  return wk__gen_call(&wk__op, "linalg_cholesky", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R) */
+static inline wk_tensor *wkx_linalg_qr(wk_tensor *A, const char *mode, wk_tensor **R) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(A), WK_VS(mode)};
+  wk_tensor **const wk__r[1] = {R};
+  return wk__gen_call(&wk__op, "linalg_qr", wk__a, 2, wk__r, 1, 0x0);
+}
+
+/* linalg_eigh(Tensor self, str UPLO="L") -> (Tensor eigenvalues, Tensor eigenvectors) */
+static inline wk_tensor *wkx_linalg_eigh(wk_tensor *self, const char *UPLO, wk_tensor **eigenvectors) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VS(UPLO)};
+  wk_tensor **const wk__r[1] = {eigenvectors};
+  return wk__gen_call(&wk__op, "linalg_eigh", wk__a, 2, wk__r, 1, 0x0);
+}
+
+/* linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh) */
+static inline wk_tensor *wkx_linalg_svd(wk_tensor *A, bool full_matrices, const char *driver, wk_tensor **S,
+    wk_tensor **Vh) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(A), WK_VB(full_matrices), WK_VS(driver)};
+  wk_tensor **const wk__r[2] = {S, Vh};
+  return wk__gen_call(&wk__op, "linalg_svd", wk__a, 3, wk__r, 2, 0x0);
+}
+
+/* linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor */
+static inline wk_tensor *wkx_linalg_solve(wk_tensor *A, wk_tensor *B, bool left) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(A), WK_VT(B), WK_VB(left)};
+  return wk__gen_call(&wk__op, "linalg_solve", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet) */
+static inline wk_tensor *wkx_linalg_slogdet(wk_tensor *A, wk_tensor **logabsdet) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(A)};
+  wk_tensor **const wk__r[1] = {logabsdet};
+  return wk__gen_call(&wk__op, "linalg_slogdet", wk__a, 1, wk__r, 1, 0x0);
+}
+
+/* linalg_inv(Tensor A) -> Tensor */
+static inline wk_tensor *wkx_linalg_inv(wk_tensor *A) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(A)};
+  return wk__gen_call(&wk__op, "linalg_inv", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_det(Tensor A) -> Tensor */
+static inline wk_tensor *wkx_linalg_det(wk_tensor *A) {
+  static wk_op *wk__op;
+  const wk_value wk__a[1] = {WK_VT(A)};
+  return wk__gen_call(&wk__op, "linalg_det", wk__a, 1, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor */
+static inline wk_tensor *wkx_linalg_pinv(wk_tensor *self, const double *atol, const double *rtol,
+    bool hermitian) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), atol ? WK_VF(*atol) : WK_VNONE, rtol ? WK_VF(*rtol) : WK_VNONE,
+                             WK_VB(hermitian)};
+  return wk__gen_call(&wk__op, "linalg_pinv", wk__a, 4, (wk_tensor **const *)0, 0, 0);
+}
+
+/* linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values) */
+static inline wk_tensor *wkx_linalg_lstsq(wk_tensor *self, wk_tensor *b, const double *rcond,
+    const char *driver, wk_tensor **residuals, wk_tensor **rank, wk_tensor **singular_values) {
+  static wk_op *wk__op;
+  const wk_value wk__a[4] = {WK_VT(self), WK_VT(b), rcond ? WK_VF(*rcond) : WK_VNONE, WK_VS(driver)};
+  wk_tensor **const wk__r[3] = {residuals, rank, singular_values};
+  return wk__gen_call(&wk__op, "linalg_lstsq", wk__a, 4, wk__r, 3, 0x0);
+}
+
 /* quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor */
 static inline wk_tensor *wkx_quantize_per_tensor(wk_tensor *self, double scale, int64_t zero_point,
     wk_dtype dtype) {
@@ -4025,6 +4226,30 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_topk, "topk", "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)") \
   X(wkx_sort, "sort", "sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)") \
   X(wkx_one_hot, "one_hot", "one_hot(Tensor self, int num_classes=-1) -> Tensor") \
+  X(wkx_mode, "mode", "mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)") \
+  X(wkx_unique, "unique", "unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts)") \
+  X(wkx_unique_consecutive, "unique_consecutive", "unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts)") \
+  X(wkx_scatter_reduce__two, "scatter_reduce.two", "scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor") \
+  X(wkx_index_put, "index_put", "index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor") \
+  X(wkx_masked_scatter, "masked_scatter", "masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor") \
+  X(wkx_einsum, "einsum", "einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor") \
+  X(wkx_baddbmm, "baddbmm", "baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor") \
+  X(wkx_addbmm, "addbmm", "addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor") \
+  X(wkx_tensordot, "tensordot", "tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor") \
+  X(wkx_kron, "kron", "kron(Tensor self, Tensor other) -> Tensor") \
+  X(wkx_linalg_vector_norm, "linalg_vector_norm", "linalg_vector_norm(Tensor self, Scalar ord=2, int[]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_linalg_matrix_norm, "linalg_matrix_norm", "linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_linalg_matrix_norm__str_ord, "linalg_matrix_norm.str_ord", "linalg_matrix_norm.str_ord(Tensor self, str ord=\"fro\", int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor") \
+  X(wkx_linalg_cholesky, "linalg_cholesky", "linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor") \
+  X(wkx_linalg_qr, "linalg_qr", "linalg_qr(Tensor A, str mode=\"reduced\") -> (Tensor Q, Tensor R)") \
+  X(wkx_linalg_eigh, "linalg_eigh", "linalg_eigh(Tensor self, str UPLO=\"L\") -> (Tensor eigenvalues, Tensor eigenvectors)") \
+  X(wkx_linalg_svd, "linalg_svd", "linalg_svd(Tensor A, bool full_matrices=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)") \
+  X(wkx_linalg_solve, "linalg_solve", "linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor") \
+  X(wkx_linalg_slogdet, "linalg_slogdet", "linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)") \
+  X(wkx_linalg_inv, "linalg_inv", "linalg_inv(Tensor A) -> Tensor") \
+  X(wkx_linalg_det, "linalg_det", "linalg_det(Tensor A) -> Tensor") \
+  X(wkx_linalg_pinv, "linalg_pinv", "linalg_pinv(Tensor self, *, float? atol=None, float? rtol=None, bool hermitian=False) -> Tensor") \
+  X(wkx_linalg_lstsq, "linalg_lstsq", "linalg_lstsq(Tensor self, Tensor b, float? rcond=None, *, str? driver=None) -> (Tensor solution, Tensor residuals, Tensor rank, Tensor singular_values)") \
   X(wkx_quantize_per_tensor, "quantize_per_tensor", "quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor") \
   X(wkx_quantize_per_channel, "quantize_per_channel", "quantize_per_channel(Tensor self, Tensor scales, Tensor zero_points, int axis, ScalarType dtype) -> Tensor") \
   X(wkx_dequantize, "dequantize", "dequantize(Tensor self) -> Tensor") \
