@@ -2,7 +2,8 @@
 # The dist service and DDP across processes: check_dist under mpirun with 2
 # and 3 ranks; DDP against one process (20 steps, relative difference
 # <= 1e-6) under mpirun and under `wick launch`, with one and several
-# buckets and with no_sync accumulation; DDP's features; and dead ranks: one
+# buckets and with no_sync accumulation; against PyTorch's DDP (gloo) on 5
+# cases; DDP's features; and dead ranks: one
 # killed (mpirun stops the job, naming it) and one stopped (the survivor's
 # wait times out, naming it), each within the timeout; examples/train --ddp
 # with 2 ranks, resumed in 1 process; wick launch's argument errors. Skips
@@ -38,7 +39,7 @@ fails=0
 run() { # NAME COMMAND...: must succeed
   name=$1; shift
   if "$@" > "$out/log" 2>&1; then
-    echo "PASS: $name"; grep -E "relative parameter difference|features pass|Checks" "$out/log" | sed 's/^/  /'
+    echo "PASS: $name"; grep -E "relative parameter difference|features pass|Checks|^rank 0/.*PyTorch DDP" "$out/log" | sed 's/^/  /'
   else
     echo "FAIL: $name"; cat "$out/log"; fails=$((fails + 1))
   fi
@@ -52,6 +53,20 @@ run "DDP = 1 process, mpirun 2 ranks, 2 KB buckets" $MPIRUN -np 2 "$b/tests/dist
 run "DDP = 1 process, wick launch 2 ranks, no_sync x2" "$b/tools/wick" launch --nproc-per-node 2 "$b/tests/dist_ddp" --accum 2 --bucket-mb 0.004
 run "DDP = 1 process, wick launch 3 ranks" "$b/tools/wick" launch --nproc-per-node 3 "$b/tests/dist_ddp" --bucket-mb 0.004
 run "DDP features, 2 ranks" $MPIRUN -np 2 "$b/tests/dist_ddp" --check features
+# Against PyTorch 2.15's DDP (gloo, 2 processes; tests/torch_ref/ddp_ref.h): 1e-6 on the reference kernels; with
+# oneDNN 5e-5 (its float32 log_softmax is ~6e-6 off, tests/dist_ddp_torch.c); and a changed lr must fail.
+if [ -x "$b/tests/dist_ddp_torch" ]; then
+  run "DDP = PyTorch DDP, mpirun 2 ranks, reference kernels, 1e-6" env WICK_DISABLE_PLUGINS=onednn $MPIRUN \
+    -x WICK_DISABLE_PLUGINS -np 2 "$b/tests/dist_ddp_torch" --tol 1e-6
+  run "DDP = PyTorch DDP, wick launch 2 ranks, 5e-5" "$b/tools/wick" launch --nproc-per-node 2 \
+    "$b/tests/dist_ddp_torch" --tol 5e-5
+  if WICK_DISABLE_PLUGINS=onednn $MPIRUN -x WICK_DISABLE_PLUGINS -np 2 "$b/tests/dist_ddp_torch" --case mlp \
+    --lr 0.1001 > "$out/log" 2>&1 || ! grep -q "FAIL: mlp: step [0-9]*: loss" "$out/log"; then
+    echo "FAIL: dist_ddp_torch did not catch lr 0.1001 instead of PyTorch's 0.1"; cat "$out/log"; fails=$((fails + 1))
+  else
+    echo "PASS: dist_ddp_torch catches lr 0.1001 instead of PyTorch's 0.1"
+  fi
+fi
 
 # examples/train --ddp: 2 ranks stop after epoch 1 (rank 0 alone writes), 1 process resumes the checkpoint.
 if [ ! -d /usr/share/datasets/fashion-mnist ]; then
