@@ -257,7 +257,7 @@ static wk_status k_index_put(const wk_kernel_ctx *c, const wk_value *args, wk_va
       int ib = i - (m - bnd), it = i - (m - tn);
       int64_t a = ib >= 0 ? bs[ib] : 1, b = it >= 0 ? t->sizes[it] : 1;
       if (a != b && a != 1 && b != 1)
-        FAILK(WK_ERR_SHAPE, "shape mismatch: indexing tensors could not be broadcast together");
+        FAILK(WK_ERR_SHAPE, "index_put(): shape mismatch: indexing tensors could not be broadcast together");
       nb[i] = a == 1 ? b : a;
     }
     memcpy(bs, nb, sizeof(int64_t) * (size_t)m);
@@ -287,7 +287,7 @@ static wk_status k_index_put(const wk_kernel_ctx *c, const wk_value *args, wk_va
       int64_t lo = 0, hi = 0;
       if (wk_item_i64(wk_min(t), &lo) || wk_item_i64(wk_max(t), &hi)) return FINISH1(NULL);
       if (lo < -sz || hi >= sz)
-        FAILK(WK_ERR_INDEX, "index %lld is out of bounds for dimension %d with size %lld",
+        FAILK(WK_ERR_INDEX, "index_put(): index %lld is out of bounds for dimension %d with size %lld",
               (long long)(hi >= sz ? hi : lo), d, (long long)sz);
       t = wk_where(wk_lt_scalar(t, 0), addi(t, sz), t);
     }
@@ -311,7 +311,7 @@ static wk_status k_index_put(const wk_kernel_ctx *c, const wk_value *args, wk_va
   }
   if (!ok) {
     char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
-    FAILK(WK_ERR_SHAPE, "shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
+    FAILK(WK_ERR_SHAPE, "index_put(): shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
           wk_sizes_str(v->sizes, v->ndim, a, sizeof a), wk_sizes_str(rs, rn, b, sizeof b));
   }
   wk_tensor *ve = wk_expand(v, rs, rn);
@@ -350,7 +350,7 @@ static wk_status k_masked_scatter(const wk_kernel_ctx *c, const wk_value *args, 
   if (!xe || !pos) return FINISH1(NULL);
   if (numel(pos) > 0 && wk_item_i64(wk_select(pos, 0, -1), &cnt)) return FINISH1(NULL);
   if (cnt > ns)
-    FAILK(WK_ERR_SHAPE, "masked_scatter: expected source to have at least %lld elements (the mask's true count), got %lld",
+    FAILK(WK_ERR_SHAPE, "masked_scatter(): expected source to have at least %lld elements (the mask's true count), got %lld",
           (long long)cnt, (long long)ns);
   if (cnt == 0) return FINISH1(to_meta_shape(wk_clone(xe), m));
   pos = C1("clamp", WK_VT(addi(pos, -1)), WK_VI(0), WK_VI(ns - 1));
@@ -657,6 +657,7 @@ static wk_status k_inv(const wk_kernel_ctx *c, const wk_value *args, wk_value *o
   (void)c;
   BEGIN_K;
   wk_tensor *a = T(0), *i = eye_like(a);
+  if (i) i = wk_expand(i, a->sizes, a->ndim); /* as matrices: a [n, n] B with a batch of n would read as vectors */
   wk_tensor *r = i ? C1("linalg_solve", WK_VT(a), WK_VT(i), WK_VB(true)) : NULL;
   return FINISH1(r ? to_meta_shape(r, &c->meta[0]) : NULL);
 }
@@ -690,7 +691,7 @@ static wk_tensor *pinv_of(wk_tensor *a, const wk_value *atol, const wk_value *rt
   if (!S || !Vh) return NULL;
   int64_t k = S->sizes[S->ndim - 1];
   wk_tensor *smax = k > 0 ? C1("amax", WK_VT(S), WK_VINTS((const int64_t[]){-1}, 1), WK_VB(true))
-                          : wk_zeros_like(wk_narrow(wk_unsqueeze(S, -1), -2, 0, 0), (wk_options){0});
+                          : wk_sum_dim(S, (const int64_t[]){-1}, 1, true); /* no singular values: 0 */
   wk_tensor *tol = smax ? C1("clamp_min", WK_VT(wk_mul_scalar(smax, rt)), WK_VF(at)) : NULL;
   wk_tensor *keep = tol ? wk_gt(S, tol) : NULL;
   if (!keep) return NULL;

@@ -73,7 +73,7 @@ static wk_status meta_scatter_reduce(wk_op *op, const wk_value *args, wk_meta_ou
   const wk_tensor *self = MT(0), *idx = MT(2), *src = MT(3);
   static const char *const kinds[] = {"sum", "prod", "mean", "amax", "amin", NULL};
   if (wk_option_index(args[4].u.s, kinds) < 0)
-    return wk_error(WK_ERR_INVALID_ARG, "reduce argument must be either sum, prod, mean, amax or amin, got %s",
+    return wk_error(WK_ERR_INVALID_ARG, "scatter_reduce(): reduce argument must be either sum, prod, mean, amax or amin, got %s",
                     args[4].u.s);
   int d;
   wk_status s = wk_check_dim("scatter_reduce", args[1].u.i, self->ndim, &d);
@@ -89,12 +89,12 @@ static wk_status meta_scatter_reduce(wk_op *op, const wk_value *args, wk_meta_ou
   if (ni > 0) {
     int nd = self->ndim ? self->ndim : 1;
     if ((idx->ndim ? idx->ndim : 1) != nd || (src->ndim ? src->ndim : 1) != nd)
-      return wk_error(WK_ERR_SHAPE, "Index tensor must have the same number of dimensions as self tensor");
+      return wk_error(WK_ERR_SHAPE, "scatter_reduce(): Index tensor must have the same number of dimensions as self tensor");
     for (int i = 0; i < idx->ndim; i++) {
       char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX], c[WK_SHAPE_STR_MAX];
       if (idx->sizes[i] > (src->ndim ? src->sizes[i] : 1) || (i != d && idx->sizes[i] > (self->ndim ? self->sizes[i] : 1)))
         return wk_error(WK_ERR_SHAPE,
-                        "Expected index %s to be smaller than self %s apart from dimension %d and to be smaller size "
+                        "scatter_reduce(): Expected index %s to be smaller than self %s apart from dimension %d and to be smaller size "
                         "than src %s",
                         shp(idx, a, sizeof a), shp(self, b, sizeof b), d, shp(src, c, sizeof c));
     }
@@ -110,7 +110,7 @@ static wk_status meta_index_put(wk_op *op, const wk_value *args, wk_meta_out *o)
   int n = args[1].len, used = 0;
   if (v->dtype != self->dtype)
     return wk_error(WK_ERR_DTYPE,
-                    "Index put requires the source and destination dtypes match, got %s for the destination and %s "
+                    "index_put(): Index put requires the source and destination dtypes match, got %s for the destination and %s "
                     "for the source.",
                     wk__dtype_word(self->dtype), wk__dtype_word(v->dtype));
   for (int i = 0; i < n; i++) {
@@ -125,18 +125,18 @@ static wk_status meta_index_put(wk_op *op, const wk_value *args, wk_meta_out *o)
         int sd = used - t->ndim + k;
         if (sd < self->ndim && t->sizes[k] != self->sizes[sd])
           return wk_error(WK_ERR_INDEX,
-                          "The shape of the mask [%lld] at index %d does not match the shape of the indexed tensor "
+                          "index_put(): The shape of the mask [%lld] at index %d does not match the shape of the indexed tensor "
                           "[%lld] at index %d",
                           (long long)t->sizes[k], k, (long long)self->sizes[sd], sd);
       }
     } else if (t->dtype == WK_I64 || t->dtype == WK_I32) {
       used++;
     } else {
-      return wk_error(WK_ERR_INDEX, "tensors used as indices must be long, int, byte or bool tensors");
+      return wk_error(WK_ERR_INDEX, "index_put(): tensors used as indices must be long, int, byte or bool tensors");
     }
   }
   if (used > self->ndim)
-    return wk_error(WK_ERR_INDEX, "too many indices for tensor of dimension %d (got %d)", self->ndim, used);
+    return wk_error(WK_ERR_INDEX, "index_put(): too many indices for tensor of dimension %d (got %d)", self->ndim, used);
   wk__meta_like(o, self, self->dtype);
   return WK_OK;
 }
@@ -148,7 +148,7 @@ static wk_status meta_masked_scatter(wk_op *op, const wk_value *args, wk_meta_ou
     return wk_error(WK_ERR_DTYPE, "masked_scatter_ only supports boolean masks, but got mask with dtype %s",
                     wk__dtype_word(mask->dtype));
   if (self->dtype != src->dtype)
-    return wk_error(WK_ERR_DTYPE, "masked_scatter: expected self and source to have same dtypes but got%s and %s",
+    return wk_error(WK_ERR_DTYPE, "masked_scatter(): expected self and source to have same dtypes but got%s and %s",
                     wk__dtype_word(self->dtype), wk__dtype_word(src->dtype));
   wk_tensor *ts[2] = {self, mask};
   wk_status s = wk__meta_broadcast_op(op, ts, 2, o);
@@ -298,16 +298,16 @@ static wk_status meta_einsum(wk_op *op, const wk_value *args, wk_meta_out *o) {
 static wk_status meta_baddbmm(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_tensor *self = MT(0), *b1 = MT(1), *b2 = MT(2);
   bool batched = MNAME[0] == 'b';
-  if (b1->ndim != 3) return wk_error(WK_ERR_SHAPE, "batch1 must be a 3D tensor");
-  if (b2->ndim != 3) return wk_error(WK_ERR_SHAPE, "batch2 must be a 3D tensor");
+  if (b1->ndim != 3) return wk_error(WK_ERR_SHAPE, "%s(): batch1 must be a 3D tensor", MNAME);
+  if (b2->ndim != 3) return wk_error(WK_ERR_SHAPE, "%s(): batch2 must be a 3D tensor", MNAME);
   if (b1->sizes[0] != b2->sizes[0] || b1->sizes[2] != b2->sizes[1]) {
     char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
-    return wk_error(WK_ERR_SHAPE, "Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
-                    "got: %s (batch1: %s).",
-                    (long long)b1->sizes[0], (long long)b1->sizes[2], shp(b2, a, sizeof a), shp(b1, b, sizeof b));
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] "
+                    "but got: %s (batch1: %s).",
+                    MNAME, (long long)b1->sizes[0], (long long)b1->sizes[2], shp(b2, a, sizeof a), shp(b1, b, sizeof b));
   }
   if (b1->dtype != b2->dtype || self->dtype != b1->dtype)
-    return wk_error(WK_ERR_DTYPE, "expected scalar type %s but found %s", wk__dtype_word(b1->dtype),
+    return wk_error(WK_ERR_DTYPE, "%s(): expected scalar type %s but found %s", MNAME, wk__dtype_word(b1->dtype),
                     wk__dtype_word(b2->dtype != b1->dtype ? b2->dtype : self->dtype));
   if (b1->dtype == WK_BOOL) return wk_error(WK_ERR_DTYPE, "\"%s\" not implemented for 'Bool'", MNAME);
   int64_t full[3] = {b1->sizes[0], b1->sizes[1], b2->sizes[2]};
@@ -334,9 +334,9 @@ static wk_status meta_tensordot(wk_op *op, const wk_value *args, wk_meta_out *o)
   wk_tensor *a = MT(0), *b = MT(1);
   int n = args[2].len;
   if (n != args[3].len)
-    return wk_error(WK_ERR_INVALID_ARG, "both dimension lists should have same length");
+    return wk_error(WK_ERR_INVALID_ARG, "tensordot(): both dimension lists should have same length");
   if (a->dtype != b->dtype)
-    return wk_error(WK_ERR_DTYPE, "expected scalar type %s but found %s", wk__dtype_word(a->dtype),
+    return wk_error(WK_ERR_DTYPE, "tensordot(): expected scalar type %s but found %s", wk__dtype_word(a->dtype),
                     wk__dtype_word(b->dtype));
   bool ua[WK_MAX_DIMS] = {false}, ub[WK_MAX_DIMS] = {false};
   for (int i = 0; i < n; i++) {
@@ -352,7 +352,7 @@ static wk_status meta_tensordot(wk_op *op, const wk_value *args, wk_meta_out *o)
     ua[da] = ub[db] = true;
     if (a->sizes[da] != b->sizes[db])
       return wk_error(WK_ERR_SHAPE,
-                      "contracted dimensions need to match, but first has size %lld in dim %d and second has size "
+                      "tensordot(): contracted dimensions need to match, but first has size %lld in dim %d and second has size "
                       "%lld in dim %d",
                       (long long)a->sizes[da], da, (long long)b->sizes[db], db);
   }
@@ -420,7 +420,7 @@ static wk_status float_input(const char *nm, wk_dtype dt) {
 static wk_status meta_vector_norm(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
   const wk_tensor *x = MT(0);
-  const char *nm = "linalg.vector_norm";
+  const char *nm = "linalg_vector_norm()";
   wk_status s = float_input(nm, x->dtype);
   if (s) return s;
   double ord = scalar_of(&args[1]);
@@ -432,7 +432,7 @@ static wk_status meta_vector_norm(wk_op *op, const wk_value *args, wk_meta_out *
     for (int d = 0; d < x->ndim; d++)
       if (red[d] && x->sizes[d] == 0)
         return wk_error(WK_ERR_SHAPE,
-                        "linalg.vector_norm cannot compute the %g norm on an empty tensor because the operation does "
+                        "linalg_vector_norm(): cannot compute the %g norm on an empty tensor because the operation does "
                         "not have an identity",
                         ord);
   }
@@ -458,7 +458,7 @@ static wk_status matrix_input(const char *nm, const wk_tensor *a, bool square) {
 
 static wk_status meta_matrix_norm(wk_op *op, const wk_value *args, wk_meta_out *o) {
   const wk_tensor *x = MT(0);
-  const char *nm = "linalg.matrix_norm";
+  const char *nm = "linalg_matrix_norm()";
   bool str = strcmp(MNAME, "linalg_matrix_norm.str_ord") == 0;
   (void)op;
   wk_status s = float_input(nm, x->dtype);
@@ -499,21 +499,21 @@ static void add_dim(wk_meta_out *o, int64_t n) { o->sizes[o->ndim++] = n; }
 
 static wk_status meta_cholesky(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
-  wk_status s = matrix_input("linalg.cholesky", MT(0), true);
+  wk_status s = matrix_input("linalg_cholesky()", MT(0), true);
   if (s) return s;
   wk__meta_like(o, MT(0), MT(0)->dtype);
   return WK_OK;
 }
 static wk_status meta_inv(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
-  wk_status s = matrix_input("linalg.inv", MT(0), true);
+  wk_status s = matrix_input("linalg_inv()", MT(0), true);
   if (s) return s;
   wk__meta_like(o, MT(0), MT(0)->dtype);
   return WK_OK;
 }
 static wk_status meta_det(wk_op *op, const wk_value *args, wk_meta_out *o) {
   bool slog = strcmp(MNAME, "linalg_slogdet") == 0;
-  wk_status s = matrix_input(slog ? "linalg.slogdet" : "linalg.det", MT(0), true);
+  wk_status s = matrix_input(slog ? "linalg_slogdet()" : "linalg_det()", MT(0), true);
   if (s) return s;
   (void)op;
   batch_shape(MT(0), 2, &o[0], MT(0)->dtype);
@@ -522,10 +522,10 @@ static wk_status meta_det(wk_op *op, const wk_value *args, wk_meta_out *o) {
 }
 static wk_status meta_eigh(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
-  wk_status s = matrix_input("linalg.eigh", MT(0), true);
+  wk_status s = matrix_input("linalg_eigh()", MT(0), true);
   if (s) return s;
   if (strcmp(args[1].u.s, "L") && strcmp(args[1].u.s, "U") && strcmp(args[1].u.s, "l") && strcmp(args[1].u.s, "u"))
-    return wk_error(WK_ERR_INVALID_ARG, "Expected UPLO argument to be 'L' or 'U', but got %s", args[1].u.s);
+    return wk_error(WK_ERR_INVALID_ARG, "linalg_eigh(): Expected UPLO argument to be 'L' or 'U', but got %s", args[1].u.s);
   const wk_tensor *a = MT(0);
   batch_shape(a, 1, &o[0], a->dtype);
   wk__meta_like(&o[1], a, a->dtype);
@@ -534,13 +534,13 @@ static wk_status meta_eigh(wk_op *op, const wk_value *args, wk_meta_out *o) {
 static wk_status meta_qr(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
   const wk_tensor *a = MT(0);
-  wk_status s = matrix_input("linalg.qr", a, false);
+  wk_status s = matrix_input("linalg_qr()", a, false);
   if (s) return s;
   static const char *const modes[] = {"reduced", "complete", "r", NULL};
   int mode = wk_option_index(args[1].u.s, modes);
   if (mode < 0)
     return wk_error(WK_ERR_INVALID_ARG,
-                    "qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'",
+                    "linalg_qr(): qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'",
                     args[1].u.s);
   int64_t m = a->sizes[a->ndim - 2], n = a->sizes[a->ndim - 1], k = m < n ? m : n;
   if (mode == 2) {
@@ -558,10 +558,10 @@ static wk_status meta_qr(wk_op *op, const wk_value *args, wk_meta_out *o) {
 static wk_status meta_svd(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
   const wk_tensor *a = MT(0);
-  wk_status s = matrix_input("linalg.svd", a, false);
+  wk_status s = matrix_input("linalg_svd()", a, false);
   if (s) return s;
   if (!MNONE(2))
-    return wk_error(WK_ERR_INVALID_ARG, "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs "
+    return wk_error(WK_ERR_INVALID_ARG, "linalg_svd(): keyword argument `driver=` is only supported on CUDA inputs "
                     "with cuSOLVER backend.");
   bool full = args[1].u.b;
   int64_t m = a->sizes[a->ndim - 2], n = a->sizes[a->ndim - 1], k = m < n ? m : n;
@@ -604,7 +604,7 @@ bool wk__solve_vector_rhs(const wk_tensor *a, const wk_tensor *b) {
 static wk_status meta_solve(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
   const wk_tensor *a = MT(0), *b = MT(1);
-  const char *nm = "linalg.solve";
+  const char *nm = "linalg_solve()";
   wk_status s = matrix_input(nm, a, true);
   if (s) return s;
   if (b->dtype != a->dtype)
@@ -637,7 +637,7 @@ static wk_status meta_solve(wk_op *op, const wk_value *args, wk_meta_out *o) {
 static wk_status meta_pinv(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
   const wk_tensor *a = MT(0);
-  wk_status s = matrix_input("linalg.pinv", a, false);
+  wk_status s = matrix_input("linalg_pinv()", a, false);
   if (s) return s;
   batch_shape(a, 2, o, a->dtype);
   add_dim(o, a->sizes[a->ndim - 1]);
@@ -647,7 +647,7 @@ static wk_status meta_pinv(wk_op *op, const wk_value *args, wk_meta_out *o) {
 static wk_status meta_lstsq(wk_op *op, const wk_value *args, wk_meta_out *o) {
   (void)op;
   const wk_tensor *a = MT(0), *b = MT(1);
-  const char *nm = "torch.linalg.lstsq";
+  const char *nm = "linalg_lstsq()";
   wk_status s = matrix_input(nm, a, false);
   if (s) return s;
   if (b->dtype != a->dtype)

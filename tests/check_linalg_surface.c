@@ -353,7 +353,7 @@ START_TEST(test_errors) {
   ck_assert_ptr_null(C1("mode", WK_VT(e0), WK_VI(1), WK_VB(false)));
   TU_FAILS_WITH(WK_ERR_SHAPE, "mode(): Expected reduction dim 1 to have non-zero size.");
   ck_assert_ptr_null(C1("linalg_matrix_norm.str_ord", WK_VT(m23), WK_VS("bad"), WK_VINTS(((int64_t[]){0, 1}), 2), WK_VB(false), WK_VNONE));
-  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "linalg.matrix_norm: Order bad not supported.");
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "linalg_matrix_norm(): Order bad not supported.");
   wk_scope_end();
 }
 END_TEST

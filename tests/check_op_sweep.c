@@ -14,6 +14,7 @@
 #include "op_sweep_gen.h"
 #include "op_sweep_gen_nn.h"
 #include "op_sweep_gen_nn_surface.h"
+#include "op_sweep_gen_linalg.h" /* issue 21, engineer A: linalg, reductions and indexing */
 #include "testutil.h"
 
 /* ==== the harness ============================================================================ */
@@ -892,6 +893,33 @@ static const sw_row g_rows[] = {
     /* ---- GradScaler's fused steps ---- */
     {.op = "amp_foreach_non_finite_check_and_unscale_", .gen = g_amp_unscale, .err = e_amp_unscale, .dtypes = D_FB},
     {.op = "amp_update_scale_", .gen = g_amp_update, .err = e_amp_update, .dtypes = DT(WK_F32)},
+    /* ---- issue 21, engineer A: reductions, indexing and linalg (tests/op_sweep_gen_linalg.h) ---- */
+    {.op = "mode", .gen = g_mode, .err = e_mode, .dtypes = D_FIB, .modes = M_ES},
+    {.op = "unique", .gen = g_unique, .err = e_unique, .dtypes = D_ALL, .modes = M_ES, .flags = SW_DYNAMIC},
+    {.op = "unique_consecutive", .gen = g_unique, .err = e_unique, .dtypes = D_ALL, .modes = M_ES, .flags = SW_DYNAMIC},
+    {.op = "scatter_reduce.two", .gen = g_scatter_reduce, .err = e_scatter_reduce, .dtypes = D_FIB, .modes = M_EMPTY},
+    {.op = "index_put", .gen = g_index_put, .err = e_index_put, .dtypes = D_FIB, .modes = M_EMPTY},
+    {.op = "masked_scatter", .gen = g_masked_scatter, .err = e_masked_scatter, .dtypes = D_FIB, .modes = M_ALL},
+    {.op = "einsum", .gen = g_einsum, .err = e_einsum, .dtypes = D_FIB, .modes = M_EMPTY},
+    {.op = "baddbmm", .gen = g_baddbmm, .err = e_baddbmm, .dtypes = D_FIB, .modes = M_BCAST | M_EMPTY},
+    {.op = "addbmm", .gen = g_baddbmm, .err = e_baddbmm, .dtypes = D_FIB, .modes = M_BCAST | M_EMPTY},
+    {.op = "tensordot", .gen = g_tensordot, .err = e_tensordot, .dtypes = D_FIB, .modes = M_EMPTY},
+    {.op = "kron", .gen = g_kron, .err = e_kron, .dtypes = D_FIB, .modes = M_ES},
+    {.op = "linalg_vector_norm", .gen = g_vector_norm, .err = e_vector_norm, .dtypes = D_FB, .modes = M_ES},
+    {.op = "linalg_matrix_norm", .gen = g_matrix_norm, .err = e_matrix_norm, .dtypes = D_F, .modes = M_EMPTY},
+    {.op = "linalg_matrix_norm.str_ord", .gen = g_matrix_norm, .err = e_matrix_norm, .dtypes = D_F, .modes = M_EMPTY},
+    /* cholesky and eigh read one triangle, so single-element finite differences do not see their symmetrised
+     * gradient: it is checked against PyTorch's in tests/check_linalg_surface.c instead */
+    {.op = "linalg_cholesky", .gen = g_cholesky, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY, .flags = SW_NOGRAD},
+    {.op = "linalg_qr", .gen = g_qr, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY},
+    {.op = "linalg_eigh", .gen = g_eigh, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY, .flags = SW_NOGRAD},
+    {.op = "linalg_svd", .gen = g_svd, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY},
+    {.op = "linalg_solve", .gen = g_solve, .err = e_linalg_a, .dtypes = D_F, .modes = M_BCAST | M_EMPTY},
+    {.op = "linalg_slogdet", .gen = g_square_one, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY},
+    {.op = "linalg_inv", .gen = g_square_one, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY},
+    {.op = "linalg_det", .gen = g_square_one, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY},
+    {.op = "linalg_pinv", .gen = g_pinv, .err = e_linalg_a, .dtypes = D_F, .modes = M_EMPTY},
+    {.op = "linalg_lstsq", .gen = g_lstsq, .err = e_linalg_a, .dtypes = D_F},
 };
 #define NROWS ((int)(sizeof g_rows / sizeof g_rows[0]))
 

@@ -108,10 +108,10 @@ static wk_status k_cholesky(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
   mats m;
   if (!mats_open(&m, T(0))) return wk_last_error();
   int64_t n = m.r;
-  if (!fits_lp(n * n)) return done(too_big("linalg.cholesky"), m.c, NULL, NULL, NULL);
+  if (!fits_lp(n * n)) return done(too_big("linalg_cholesky()"), m.c, NULL, NULL, NULL);
   wk_tensor *L = wk_meta_empty(ctx, 0);
   double *buf = malloc(sizeof(double) * (size_t)(n * n > 0 ? n * n : 1));
-  if (!L || !buf) return done(L ? out_of_memory("linalg.cholesky") : wk_last_error(), m.c, L, NULL, buf);
+  if (!L || !buf) return done(L ? out_of_memory("linalg_cholesky()") : wk_last_error(), m.c, L, NULL, buf);
   bool upper = args[1].u.b;
   for (int64_t b = 0; b < m.batch; b++) {
     mats_load(&m, b, buf, false);
@@ -121,7 +121,7 @@ static wk_status k_cholesky(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
       char pre[64];
       batch_prefix(pre, sizeof pre, m.batch, b);
       wk_status s = wk_error(WK_ERR_INVALID_ARG,
-                             "linalg.cholesky: %sThe factorization could not be completed because the input is not "
+                             "linalg_cholesky(): %sThe factorization could not be completed because the input is not "
                              "positive-definite (the leading minor of order %d is not positive-definite).",
                              pre, (int)info);
       return done(s, m.c, L, NULL, buf);
@@ -141,11 +141,11 @@ static wk_status k_qr(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *
   const char *mode = args[1].u.s;
   bool complete = !strcmp(mode, "complete"), ronly = !strcmp(mode, "r");
   int64_t m = ma.r, n = ma.cols, k = m < n ? m : n, qc = complete ? m : k, rr = complete ? m : k;
-  if (!fits_lp(m * (n > m ? n : m))) return done(too_big("linalg.qr"), ma.c, NULL, NULL, NULL);
+  if (!fits_lp(m * (n > m ? n : m))) return done(too_big("linalg_qr()"), ma.c, NULL, NULL, NULL);
   wk_tensor *Q = wk_meta_empty(ctx, 0), *R = wk_meta_empty(ctx, 1);
   size_t an = (size_t)(m * n), qn = (size_t)(m * qc), tn = (size_t)(k > 0 ? k : 1);
   double *buf = malloc(sizeof(double) * (an + qn + tn + 2));
-  if (!Q || !R || !buf) return done(Q && R ? out_of_memory("linalg.qr") : wk_last_error(), ma.c, Q, R, buf);
+  if (!Q || !R || !buf) return done(Q && R ? out_of_memory("linalg_qr()") : wk_last_error(), ma.c, Q, R, buf);
   double *a = buf, *q = buf + an, *tau = q + qn;
   for (int64_t b = 0; b < ma.batch; b++) {
     mats_load(&ma, b, a, false);
@@ -155,7 +155,7 @@ static wk_status k_qr(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *
       dgeqrf_(&M, &N, a, &lda, tau, &wq, &lw, &info);
       lw = (lp_int)wq > 1 ? (lp_int)wq : 1;
       double *work = malloc(sizeof(double) * (size_t)lw);
-      if (!work) return done(out_of_memory("linalg.qr"), ma.c, Q, R, buf);
+      if (!work) return done(out_of_memory("linalg_qr()"), ma.c, Q, R, buf);
       dgeqrf_(&M, &N, a, &lda, tau, work, &lw, &info);
       free(work);
     }
@@ -177,7 +177,7 @@ static wk_status k_qr(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *
       dorgqr_(&M, &QC, &K, q, &lda, tau, &wq, &lw, &info);
       lw = (lp_int)wq > 1 ? (lp_int)wq : 1;
       double *work = malloc(sizeof(double) * (size_t)lw);
-      if (!work) return done(out_of_memory("linalg.qr"), ma.c, Q, R, buf);
+      if (!work) return done(out_of_memory("linalg_qr()"), ma.c, Q, R, buf);
       dorgqr_(&M, &QC, &K, q, &lda, tau, work, &lw, &info);
       free(work);
     }
@@ -192,11 +192,11 @@ static wk_status k_eigh(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   mats m;
   if (!mats_open(&m, T(0))) return wk_last_error();
   int64_t n = m.r;
-  if (!fits_lp(n * n)) return done(too_big("linalg.eigh"), m.c, NULL, NULL, NULL);
+  if (!fits_lp(n * n)) return done(too_big("linalg_eigh()"), m.c, NULL, NULL, NULL);
   char uplo = (args[1].u.s[0] == 'U' || args[1].u.s[0] == 'u') ? 'U' : 'L';
   wk_tensor *W = wk_meta_empty(ctx, 0), *V = wk_meta_empty(ctx, 1);
   double *buf = malloc(sizeof(double) * (size_t)(n * n + n + 1));
-  if (!W || !V || !buf) return done(W && V ? out_of_memory("linalg.eigh") : wk_last_error(), m.c, W, V, buf);
+  if (!W || !V || !buf) return done(W && V ? out_of_memory("linalg_eigh()") : wk_last_error(), m.c, W, V, buf);
   double *w = buf + n * n;
   wk_dtype wdt = wk_tensor_dtype(W);
   size_t wes = wk_dtype_size(wdt);
@@ -212,7 +212,7 @@ static wk_status k_eigh(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
       if (!work || !iwork) {
         free(work);
         free(iwork);
-        return done(out_of_memory("linalg.eigh"), m.c, W, V, buf);
+        return done(out_of_memory("linalg_eigh()"), m.c, W, V, buf);
       }
       dsyevd_("V", &uplo, &N, buf, &lda, w, work, &lw, iwork, &liw, &info, 1, 1);
       free(work);
@@ -222,7 +222,7 @@ static wk_status k_eigh(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
       char pre[64];
       batch_prefix(pre, sizeof pre, m.batch, b);
       wk_status s = wk_error(WK_ERR_INVALID_ARG,
-                             "linalg.eigh: %sThe algorithm failed to converge because the input matrix is "
+                             "linalg_eigh(): %sThe algorithm failed to converge because the input matrix is "
                              "ill-conditioned or has too many repeated eigenvalues (error code: %d).",
                              pre, (int)info);
       return done(s, m.c, W, V, buf);
@@ -240,7 +240,7 @@ static wk_status k_svd(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   if (!mats_open(&ma, T(0))) return wk_last_error();
   bool full = args[1].u.b;
   int64_t m = ma.r, n = ma.cols, k = m < n ? m : n, uc = full ? m : k, vr = full ? n : k;
-  if (!fits_lp(m * n) || !fits_lp(m * m) || !fits_lp(n * n)) return done(too_big("linalg.svd"), ma.c, NULL, NULL, NULL);
+  if (!fits_lp(m * n) || !fits_lp(m * m) || !fits_lp(n * n)) return done(too_big("linalg_svd()"), ma.c, NULL, NULL, NULL);
   wk_tensor *U = wk_meta_empty(ctx, 0), *S = wk_meta_empty(ctx, 1), *Vh = wk_meta_empty(ctx, 2);
   size_t an = (size_t)(m * n), un = (size_t)(m * uc), vn = (size_t)(vr * n);
   double *buf = malloc(sizeof(double) * (an + un + vn + (size_t)k + 4));
@@ -248,7 +248,7 @@ static wk_status k_svd(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   if (!U || !S || !Vh || !buf || !iwork) {
     free(iwork);
     wk_release(Vh);
-    return done(U && S && Vh ? out_of_memory("linalg.svd") : wk_last_error(), ma.c, U, S, buf);
+    return done(U && S && Vh ? out_of_memory("linalg_svd()") : wk_last_error(), ma.c, U, S, buf);
   }
   double *a = buf, *u = a + an, *vt = u + un, *s = vt + vn;
   wk_dtype sdt = wk_tensor_dtype(S);
@@ -271,7 +271,7 @@ static wk_status k_svd(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
       if (!work) {
         free(iwork);
         wk_release(Vh);
-        return done(out_of_memory("linalg.svd"), ma.c, U, S, buf);
+        return done(out_of_memory("linalg_svd()"), ma.c, U, S, buf);
       }
       dgesdd_(&jobz, &M, &N, a, &lda, s, u, &ldu, vt, &ldvt, work, &lw, iwork, &info, 1);
       free(work);
@@ -280,7 +280,7 @@ static wk_status k_svd(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
       char pre[64];
       batch_prefix(pre, sizeof pre, ma.batch, b);
       wk_status st = wk_error(WK_ERR_INVALID_ARG,
-                              "linalg.svd: %sThe algorithm failed to converge because the input matrix is "
+                              "linalg_svd(): %sThe algorithm failed to converge because the input matrix is "
                               "ill-conditioned or has too many repeated singular values (error code: %d).",
                               pre, (int)info);
       free(iwork);
@@ -334,13 +334,13 @@ static wk_status k_solve(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   wk_release(be);
   if (!ok) return wk_last_error();
   int64_t r = mb.r, c = mb.cols, nrhs = left ? c : r;
-  if (!fits_lp(n * n) || !fits_lp(r * c)) return done(too_big("linalg.solve"), ma.c, mb.c, NULL, NULL);
+  if (!fits_lp(n * n) || !fits_lp(r * c)) return done(too_big("linalg_solve()"), ma.c, mb.c, NULL, NULL);
   wk_tensor *X = wk_meta_empty(ctx, 0);
   double *buf = malloc(sizeof(double) * (size_t)(n * n + r * c + n + 1));
-  if (!X || !buf) return done(X ? out_of_memory("linalg.solve") : wk_last_error(), ma.c, mb.c, X, buf);
+  if (!X || !buf) return done(X ? out_of_memory("linalg_solve()") : wk_last_error(), ma.c, mb.c, X, buf);
   double *a = buf, *bb = a + n * n;
   lp_int *ipiv = malloc(sizeof(lp_int) * (size_t)(n + 1));
-  if (!ipiv) return done(out_of_memory("linalg.solve"), ma.c, mb.c, X, buf);
+  if (!ipiv) return done(out_of_memory("linalg_solve()"), ma.c, mb.c, X, buf);
   for (int64_t b = 0; b < ma.batch; b++) {
     /* left: A X = B; right: X A = B <=> A^T X^T = B^T (col-major of B^T is B's row-major data) */
     mats_load(&ma, b, a, !left);
@@ -351,7 +351,7 @@ static wk_status k_solve(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
       char pre[64];
       batch_prefix(pre, sizeof pre, ma.batch, b);
       free(ipiv);
-      wk_status s = wk_error(WK_ERR_INVALID_ARG, "linalg.solve: %sThe solver failed because the input matrix is singular.", pre);
+      wk_status s = wk_error(WK_ERR_INVALID_ARG, "linalg_solve(): %sThe solver failed because the input matrix is singular.", pre);
       return done(s, ma.c, mb.c, X, buf);
     }
     /* X [r, c] row-major; left: from col-major bb (ld n = r); right: bb holds X^T col-major = X row-major */
@@ -368,13 +368,13 @@ static wk_status k_slogdet(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   mats m;
   if (!mats_open(&m, T(0))) return wk_last_error();
   int64_t n = m.r;
-  if (!fits_lp(n * n)) return done(too_big("linalg.slogdet"), m.c, NULL, NULL, NULL);
+  if (!fits_lp(n * n)) return done(too_big("linalg_slogdet()"), m.c, NULL, NULL, NULL);
   wk_tensor *Sg = wk_meta_empty(ctx, 0), *Ld = wk_meta_empty(ctx, 1);
   double *buf = malloc(sizeof(double) * (size_t)(n * n + 1));
   lp_int *ipiv = malloc(sizeof(lp_int) * (size_t)(n + 1));
   if (!Sg || !Ld || !buf || !ipiv) {
     free(ipiv);
-    return done(Sg && Ld ? out_of_memory("linalg.slogdet") : wk_last_error(), m.c, Sg, Ld, buf);
+    return done(Sg && Ld ? out_of_memory("linalg_slogdet()") : wk_last_error(), m.c, Sg, Ld, buf);
   }
   wk_dtype dt = wk_tensor_dtype(Sg);
   size_t es = wk_dtype_size(dt);
