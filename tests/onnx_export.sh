@@ -1,7 +1,8 @@
 #!/bin/sh
 # Wick's ONNX exports checked by onnx (check_model, full_check) and run by
 # ONNX Runtime against Wick's eager outputs: mlp, lenet, resnet18 and resnet50 with a
-# dynamic batch axis, at batch 1, 3 and 8. Needs python3 with onnx, onnxruntime
+# dynamic batch axis, at batch 1, 3 and 8; a model with ConvTranspose2d layers, and resnet18 with
+# its initializers in an external data file (resnet18_ext.onnx.data). Needs python3 with onnx, onnxruntime
 # and numpy (CI: a venv under the build tree, $top_builddir/venv); skips (77)
 # without them.
 top_builddir=${top_builddir:-.}
@@ -27,6 +28,19 @@ import sys, numpy as np
 y, want = np.load(sys.argv[1]), np.fromfile(sys.argv[2], dtype="<f4").reshape(3, -1)
 d = float(np.abs(y - want).max())
 print("wick run resnet18.onnx at batch 3: max abs diff to eager %.3g" % d)
+sys.exit(0 if y.shape == want.shape and d == 0 else 1)
+PY
+# external data read back by Wick: resnet18_ext.onnx with its .data file, from another working directory
+"$PY" -c "import numpy as np, sys; np.save(sys.argv[2], np.fromfile(sys.argv[1], dtype='<f4').reshape(3, 3, 64, 64))" \
+  "$dir/resnet18_ext_b3_in.bin" "$dir/x.npy" || exit 1
+wick=$(cd "$top_builddir" && pwd)/tools/wick
+(cd / && "$wick" run "$dir/resnet18_ext.onnx" --input "input=$dir/x.npy" --output "$dir/y.npy") ||
+  exit 1
+"$PY" - "$dir/y.npy" "$dir/resnet18_ext_b3_out.bin" <<'PY' || exit 1
+import sys, numpy as np
+y, want = np.load(sys.argv[1]), np.fromfile(sys.argv[2], dtype="<f4").reshape(3, -1)
+d = float(np.abs(y - want).max())
+print("wick run resnet18_ext.onnx (external data) at batch 3: max abs diff to eager %.3g" % d)
 sys.exit(0 if y.shape == want.shape and d == 0 else 1)
 PY
 # the ops programs back through Wick's importer (composed ops round differently: 1e-5)

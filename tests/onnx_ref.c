@@ -4,7 +4,8 @@
  * little-endian float32 files, listed in DIR/manifest.txt:
  *   <model> <batch> <input.bin> <output.bin> <in dims...> : <out dims...>
  * tests/onnx_ort.py then checks the files with onnx's checker and runs them
- * in ONNX Runtime. */
+ * in ONNX Runtime. Also a model with ConvTranspose2d layers, and resnet18
+ * again with its initializers in an external data file (resnet18_ext). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@ static int write_raw(const char *path, wk_tensor *t) {
   return bad;
 }
 
-static int one(const char *dir, const char *name, wk_module *m, const int64_t *item, int nd, FILE *man) {
+static int one_x(const char *dir, const char *name, wk_module *m, const int64_t *item, int nd, FILE *man, int ext) {
   char path[1024], in[1024], out[1024];
   int64_t shape[8] = {4};
   memcpy(shape + 1, item, sizeof *item * (size_t)nd);
@@ -41,7 +42,7 @@ static int one(const char *dir, const char *name, wk_module *m, const int64_t *i
                                 WK_ONNX_EXPORT_OPTS(.input_names = (const char *[]){"input"}, .ninput_names = 1,
                                                     .output_names = (const char *[]){"logits"}, .noutput_names = 1,
                                                     .dynamic_axes = (wk_onnx_dynamic_axis[]){{"input", 0, "batch"}},
-                                                    .ndynamic_axes = 1, .doc_string = name));
+                                                    .ndynamic_axes = 1, .doc_string = name, .external_data = ext));
   wk_release(x);
   if (st) {
     fprintf(stderr, "onnx_ref: exporting %s: %s\n", name, wk_last_error_message());
@@ -69,6 +70,10 @@ static int one(const char *dir, const char *name, wk_module *m, const int64_t *i
   }
   wk_module_release(m);
   return 0;
+}
+
+static int one(const char *dir, const char *name, wk_module *m, const int64_t *item, int nd, FILE *man) {
+  return one_x(dir, name, m, item, nd, man, WK_ONNX_EXTERNAL_AUTO);
 }
 
 /* Many ops in one program (x: [batch, 16] -> one [batch, K] result), to check
@@ -213,6 +218,19 @@ int main(int argc, char **argv) {
   bad |= one(argv[1], "lenet", wk_nn_lenet(), gray, 3, man);
   bad |= one(argv[1], "resnet18", wk_nn_resnet18((wk_resnet_opts){0}), rgb, 3, man);
   bad |= one(argv[1], "resnet50", wk_nn_resnet50((wk_resnet_opts){0}), rgb, 3, man);
+  /* ConvTranspose2d (Wick composes it: zero-stuffing, pad, conv2d) between two convs */
+  const int64_t small[] = {3, 9, 9};
+  bad |= one(
+      argv[1], "convtranspose",
+      wk_nn_sequential(
+          (wk_module *[]){wk_nn_conv2d(3, 8, 3, (wk_conv2d_opts){.stride = 2, .padding = 1}), wk_nn_relu(),
+                          wk_nn_conv_transpose2d(
+                              8, 6, 3, (wk_conv2d_opts){.stride = 2, .padding = 1, .output_padding = 1, .groups = 2}),
+                          wk_nn_relu(), wk_nn_conv_transpose2d(6, 4, 2, (wk_conv2d_opts){.stride = 3, .dilation = 2})},
+          5),
+      small, 3, man);
+  /* external data (forced; the file is small): resnet18's initializers in resnet18_ext.onnx.data */
+  bad |= one_x(argv[1], "resnet18_ext", wk_nn_resnet18((wk_resnet_opts){0}), rgb, 3, man, WK_ONNX_EXTERNAL_ALWAYS);
   bad |= ops(argv[1], man, 13) | ops(argv[1], man, 17) | ops(argv[1], man, 20);
   bad |= fclose(man) != 0;
   return bad;

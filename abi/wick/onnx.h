@@ -19,6 +19,11 @@
  * mode batch_norm, the indices of max_pool2d_with_indices, ...), fails the
  * export with an error naming the op and the module path; nothing is written.
  *
+ * Models over protobuf's 2 GiB limit keep their initializers in an external
+ * data file next to the model (opts->external_data; the ONNX convention of
+ * location / offset / length), and the importer reads such files (wk_onnx_load
+ * only, relative to the model's directory, never outside it).
+ *
  * IMPORT checks the whole file before building anything: the protobuf
  * encoding, the IR version and opset imports (the default domain, opsets 6 to
  * WK_ONNX_MAX_OPSET), every node's op, attributes (unknown or unsupported
@@ -67,7 +72,21 @@ typedef struct wk_onnx_export_opts {
   const wk_onnx_dynamic_axis *dynamic_axes;
   const char *doc_string; /* (optional) the model's doc_string */
   const char *graph_name; /* (optional) default "main_graph" */
+  /* ---- version 2 (appended; a version-1 caller's struct_size of 64 leaves them 0) ---- */
+  /* Where initializers go (ONNX's external data): WK_ONNX_EXTERNAL_AUTO keeps
+   * them in the model unless it would pass protobuf's 2 GiB limit, then writes
+   * every initializer of 1 KiB or more to one file next to the model (smaller
+   * ones, such as shape constants, stay: onnx's size_threshold); _ALWAYS does
+   * that for any size; _NEVER fails a model over 2 GiB. The export to a buffer cannot
+   * write a second file: there _ALWAYS fails and _AUTO fails over 2 GiB. */
+  int32_t external_data;
+  /* (optional) that file's name, in the model's directory (no '/'); default
+   * "<model file name>.data" ("net.onnx" -> "net.onnx.data"). */
+  const char *external_data_location;
 } wk_onnx_export_opts;
+enum { WK_ONNX_EXTERNAL_AUTO = 0, WK_ONNX_EXTERNAL_ALWAYS = 1, WK_ONNX_EXTERNAL_NEVER = -1 };
+/* The size of a version-1 wk_onnx_export_opts (before external_data), which is still accepted. */
+#define WK_ONNX_EXPORT_OPTS_V1_SIZE 64
 #define WK_ONNX_EXPORT_OPTS(...) (&(const wk_onnx_export_opts){.struct_size = sizeof(wk_onnx_export_opts), __VA_ARGS__})
 
 /* Import options (NULL for the defaults). */
@@ -103,7 +122,9 @@ typedef struct wk_onnx_iface {
   void (*info_free)(wk_onnx_info *info);
 } wk_onnx_iface;
 WK_STATIC_ASSERT(sizeof(wk_onnx_iface) == 64, "wk_onnx_iface version 1 is frozen");
-WK_STATIC_ASSERT(sizeof(wk_onnx_export_opts) == 64, "wk_onnx_export_opts is frozen at version 1");
+WK_STATIC_ASSERT(offsetof(wk_onnx_export_opts, external_data) == WK_ONNX_EXPORT_OPTS_V1_SIZE,
+                 "wk_onnx_export_opts version 1 (64 bytes) is frozen; later fields are appended");
+WK_STATIC_ASSERT(sizeof(wk_onnx_export_opts) == 80, "wk_onnx_export_opts is frozen at version 2");
 WK_STATIC_ASSERT(sizeof(wk_onnx_load_opts) == 16, "wk_onnx_load_opts is frozen at version 1");
 
 /* The onnx service, fetched once per translation unit; NULL with the error of

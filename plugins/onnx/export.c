@@ -295,6 +295,17 @@ static wk_status opts_norm(const wk_onnx_export_opts *o, wk_onnx_export_opts *ou
     memcpy(out, o, o->struct_size < sizeof *out ? o->struct_size : sizeof *out);
     out->struct_size = sizeof *out;
   }
+  if (out->external_data < WK_ONNX_EXTERNAL_NEVER || out->external_data > WK_ONNX_EXTERNAL_ALWAYS)
+    return wk_error(WK_ERR_INVALID_ARG, "onnx export: external_data is %d (AUTO 0, ALWAYS 1 or NEVER -1)",
+                    out->external_data);
+  if (out->external_data_location) {
+    const char *l = out->external_data_location;
+    if (!*l || strchr(l, '/') || strchr(l, '\\') || !strcmp(l, ".") || !strcmp(l, ".."))
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "onnx export: external_data_location '%.200s' must be a plain file name (it goes next to the "
+                      "model)",
+                      l);
+  }
   if (!out->opset) out->opset = WK_ONNX_DEFAULT_OPSET;
   if (out->opset < WK_ONNX_MIN_OPSET || out->opset > WK_ONNX_MAX_OPSET)
     return wk_error(WK_ERR_UNSUPPORTED, "onnx export: opset %d is not supported (%d to %d)", out->opset,
@@ -459,8 +470,62 @@ static wk_status build(ox_ex *ex, const wk_onnx_export_opts *o, Onnx__ModelProto
   return ex->ar.oom ? oom(ex) : WK_OK;
 }
 
-wk_status ox_export(const wk_graph *g, const wk_onnx_export_opts *opts, void **out, size_t *nbytes) {
+/* Initializers under this many bytes stay in the model (onnx's
+ * convert_model_to_external_data default size_threshold): shape constants
+ * among them, which shape inference must read. */
+#define OX_EXTERNAL_MIN 1024
+
+/* Moves the bytes of every initializer of OX_EXTERNAL_MIN bytes or more into
+ * one external data buffer (*ext, *next; each tensor at a 64-byte aligned
+ * offset) and points the tensors at `location` (ONNX's external_data:
+ * location, offset, length). */
+static wk_status externalize(ox_ex *ex, const char *location, void **ext, size_t *next) {
+  size_t total = 0;
+  for (size_t i = 0; i < ex->ninits; i++)
+    if (ex->inits[i]->raw_data.len >= OX_EXTERNAL_MIN)
+      total = ((total + 63) & ~(size_t)63) + ex->inits[i]->raw_data.len;
+  uint8_t *buf = wk_malloc(total ? total : 1);
+  if (!buf) return wk_error(WK_ERR_NO_MEMORY, "onnx export: out of memory for %zu bytes of external data", total);
+  size_t off = 0;
+  for (size_t i = 0; i < ex->ninits; i++) {
+    Onnx__TensorProto *t = ex->inits[i];
+    if (t->raw_data.len < OX_EXTERNAL_MIN) continue;
+    off = (off + 63) & ~(size_t)63;
+    if (t->raw_data.len) memcpy(buf + off, t->raw_data.data, t->raw_data.len);
+    Onnx__StringStringEntryProto *kv = ox_alloc(&ex->ar, sizeof *kv * 3);
+    Onnx__StringStringEntryProto **kvp = ox_alloc(&ex->ar, sizeof *kvp * 3);
+    if (!kv || !kvp) break;
+    const char *keys[3] = {"location", "offset", "length"};
+    char *vals[3] = {ox_strdup(&ex->ar, location), ox_fmt(&ex->ar, "%zu", off),
+                     ox_fmt(&ex->ar, "%zu", t->raw_data.len)};
+    for (int k = 0; k < 3; k++) {
+      onnx__string_string_entry_proto__init(&kv[k]);
+      kv[k].key = (char *)keys[k];
+      kv[k].value = vals[k];
+      kvp[k] = &kv[k];
+    }
+    t->n_external_data = 3;
+    t->external_data = kvp;
+    t->has_data_location = 1;
+    t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    off += t->raw_data.len;
+    t->has_raw_data = 0;
+    t->raw_data.data = NULL;
+    t->raw_data.len = 0;
+  }
+  if (ex->ar.oom) {
+    wk_free(buf);
+    return oom(ex);
+  }
+  *ext = buf;
+  *next = total;
+  return WK_OK;
+}
+
+wk_status ox_export(const wk_graph *g, const wk_onnx_export_opts *opts, const char *ext_location, void **out,
+                    size_t *nbytes, void **ext, size_t *next) {
   wk_onnx_export_opts o;
+  if (ext) *ext = NULL, *next = 0;
   wk_status st = opts_norm(opts, &o);
   if (st) return st;
   st = wk_graph_validate(g);
@@ -469,8 +534,25 @@ wk_status ox_export(const wk_graph *g, const wk_onnx_export_opts *opts, void **o
   Onnx__ModelProto model;
   onnx__model_proto__init(&model);
   st = build(&ex, &o, &model);
+  size_t n = st ? 0 : onnx__model_proto__get_packed_size(&model);
+  if (!st &&
+      (o.external_data == WK_ONNX_EXTERNAL_ALWAYS || (o.external_data == WK_ONNX_EXTERNAL_AUTO && n >= OX_MAX_FILE))) {
+    if (!ext_location)
+      st = wk_error(WK_ERR_UNSUPPORTED,
+                    o.external_data == WK_ONNX_EXTERNAL_ALWAYS
+                        ? "onnx export: external data needs a second file; export to a path (wk_onnx_export_graph), "
+                          "not to a buffer (the model is %zu bytes)"
+                        : "onnx export: the model is %zu bytes, over protobuf's 2 GiB limit, and a model in memory "
+                          "cannot keep its initializers in an external file: export it to a path",
+                    n);
+    else if (!(st = externalize(&ex, ext_location, ext, next)))
+      n = onnx__model_proto__get_packed_size(&model);
+  }
+  if (!st && n >= OX_MAX_FILE)
+    st = wk_error(WK_ERR_UNSUPPORTED,
+                  "onnx export: the model is %zu bytes, over protobuf's 2 GiB limit (external_data is NEVER%s)", n,
+                  o.external_data == WK_ONNX_EXTERNAL_NEVER ? "" : ", or the graph alone is that large");
   if (!st) {
-    size_t n = onnx__model_proto__get_packed_size(&model);
     uint8_t *buf = wk_malloc(n ? n : 1);
     if (!buf) {
       st = wk_error(WK_ERR_NO_MEMORY, "onnx export: out of memory for a %zu-byte model", n);
@@ -479,6 +561,11 @@ wk_status ox_export(const wk_graph *g, const wk_onnx_export_opts *opts, void **o
       *out = buf;
       *nbytes = n;
     }
+  }
+  if (st && ext && *ext) {
+    wk_free(*ext);
+    *ext = NULL;
+    *next = 0;
   }
   ox_arena_free(&ex.ar);
   return st;

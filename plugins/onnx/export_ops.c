@@ -471,6 +471,17 @@ static wk_status x_expand(xctx *c) {
   NEED(bin(c, "Expand", tin(c, 0), shape_value(c, dout, no, lit, ok), out(c, 0)));
   return WK_OK;
 }
+/* zeros, ones, full and their _like forms: a 0-d constant expanded to the result's (symbolic) shape */
+static wk_status x_fill(xctx *c) {
+  const char *op = wk_op_name(wk_graph_node_op(G, c->node));
+  double v = strstr(op, "full") ? num(c, 1, 0) : c->k;
+  int vo = outv(c, 0), no = vnd(c, vo);
+  bool ok[WK_MAX_DIMS] = {0};
+  const char *k = ox_const_scalar(EX, vdt(c, vo), v);
+  NEED(k);
+  NEED(bin(c, "Expand", k, shape_value(c, vdims(c, vo), no, NULL, ok), out(c, 0)));
+  return WK_OK;
+}
 static wk_status slice(xctx *c, int64_t dim, int64_t start, int64_t end, int64_t step, const char *dst) {
   const char *in[] = {tin(c, 0), ox_const_i64(EX, &start, 1, false), ox_const_i64(EX, &end, 1, false),
                       ox_const_i64(EX, &dim, 1, false), ox_const_i64(EX, &step, 1, false)};
@@ -985,6 +996,12 @@ static const xrow k_rows[] = {
     {"transpose", x_transpose, NULL, 0},
     {"t", x_transpose, NULL, 0},
     {"expand", x_expand, NULL, 0},
+    {"zeros", x_fill, NULL, 0},
+    {"ones", x_fill, NULL, 1},
+    {"full", x_fill, NULL, 0},
+    {"zeros_like", x_fill, NULL, 0},
+    {"ones_like", x_fill, NULL, 1},
+    {"full_like", x_fill, NULL, 0},
     {"slice", x_slice, NULL, 0},
     {"narrow", x_narrow, NULL, 0},
     {"select", x_select, NULL, 0},

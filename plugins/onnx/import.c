@@ -4,9 +4,14 @@
  * ONNX value names (graph values, and shape arithmetic known at import time
  * as symbolic ints), and checks the result against the declared outputs;
  * import_ops.c maps each node. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnx_import.h"
 
@@ -155,11 +160,139 @@ oxv *im_define(ox_im *im, const char *name) {
 }
 
 /* ---- tensors ---- */
+/* A decimal offset or length of external_data (digits only, no sign). */
+static bool parse_u64(const char *s, uint64_t *v) {
+  if (!s || !*s) return false;
+  uint64_t r = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9' || r > (UINT64_MAX - (uint64_t)(*s - '0')) / 10) return false;
+    r = r * 10 + (uint64_t)(*s - '0');
+  }
+  *v = r;
+  return true;
+}
+
+/* A tensor whose bytes are in a file next to the model (ONNX's external data:
+ * location relative to the model's directory, offset and length in bytes).
+ * The file must stay inside that directory: absolute paths, '..' components
+ * and symbolic links that lead out of it are refused. */
+static wk_tensor *ext_tensor(ox_im *im, const Onnx__TensorProto *t, const char *nm, wk_dtype dt, const int64_t *dims,
+                             uint64_t numel) {
+  const char *loc = NULL;
+  uint64_t off = 0, len = 0;
+  bool has_len = false;
+  for (size_t i = 0; i < t->n_external_data; i++) {
+    const Onnx__StringStringEntryProto *e = t->external_data[i];
+    const char *k = e->key ? e->key : "", *v = e->value ? e->value : "";
+    if (!strcmp(k, "location"))
+      loc = v;
+    else if (!strcmp(k, "offset")) {
+      if (!parse_u64(v, &off))
+        return im_fail(im, WK_ERR_INVALID_ARG, "tensor '%.100s': external data offset '%.40s' is not a number", nm, v),
+               NULL;
+    } else if (!strcmp(k, "length")) {
+      if (!parse_u64(v, &len))
+        return im_fail(im, WK_ERR_INVALID_ARG, "tensor '%.100s': external data length '%.40s' is not a number", nm, v),
+               NULL;
+      has_len = true;
+    } else if (strcmp(k, "checksum") && strcmp(k, "basepath")) {
+      return im_fail(im, WK_ERR_INVALID_ARG, "tensor '%.100s': unknown external data key '%.60s'", nm, k), NULL;
+    }
+  }
+  if (!loc || !*loc)
+    return im_fail(im, WK_ERR_INVALID_ARG, "tensor '%.100s' is external but names no location", nm), NULL;
+  if (!im->dir)
+    return im_fail(im, WK_ERR_UNSUPPORTED,
+                   "tensor '%.100s' keeps its data in the file '%.100s': load the model from its path "
+                   "(wk_onnx_load), not from memory",
+                   nm, loc),
+           NULL;
+  if (loc[0] == '/' || loc[0] == '\\')
+    return im_fail(im, WK_ERR_INVALID_ARG,
+                   "tensor '%.100s': external data location '%.100s' is an absolute path (it must be relative to "
+                   "the model's directory)",
+                   nm, loc),
+           NULL;
+  for (const char *p = loc; *p;) { /* no '..' component */
+    size_t n = strcspn(p, "/\\");
+    if (n == 2 && p[0] == '.' && p[1] == '.')
+      return im_fail(im, WK_ERR_INVALID_ARG,
+                     "tensor '%.100s': external data location '%.100s' leaves the model's directory ('..')", nm, loc),
+             NULL;
+    p += n;
+    if (*p) p++;
+  }
+  size_t es = wk_dtype_size(dt);
+  if (numel > UINT64_MAX / es) return im_fail(im, WK_ERR_SHAPE, "tensor '%.100s' is too large", nm), NULL;
+  uint64_t need = numel * es;
+  if (has_len && len != need)
+    return im_fail(im, WK_ERR_SHAPE,
+                   "tensor '%.100s': %llu elements of %s need %llu bytes, external data length is %llu", nm,
+                   (unsigned long long)numel, wk_dtype_name(dt), (unsigned long long)need, (unsigned long long)len),
+           NULL;
+  char path[PATH_MAX], real[PATH_MAX], rdir[PATH_MAX];
+  if ((size_t)snprintf(path, sizeof path, "%s/%s", im->dir, loc) >= sizeof path)
+    return im_fail(im, WK_ERR_INVALID_ARG, "tensor '%.100s': external data path is too long", nm), NULL;
+  if (!realpath(im->dir, rdir) || !realpath(path, real))
+    return im_fail(im, WK_ERR_IO, "tensor '%.100s': cannot open external data file '%.200s': %s", nm, path,
+                   strerror(errno)),
+           NULL;
+  size_t rl = strlen(rdir);
+  if (strncmp(real, rdir, rl) || (real[rl] != '/' && !(rl == 1 && rdir[0] == '/')))
+    return im_fail(im, WK_ERR_INVALID_ARG,
+                   "tensor '%.100s': external data location '%.100s' leads out of the model's directory (to '%.200s')",
+                   nm, loc, real),
+           NULL;
+  int fd = open(real, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0)
+    return im_fail(im, WK_ERR_IO, "tensor '%.100s': cannot open external data file '%.200s': %s", nm, path,
+                   strerror(errno)),
+           NULL;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return im_fail(im, WK_ERR_IO, "tensor '%.100s': external data '%.200s' is not a regular file", nm, path), NULL;
+  }
+  if (off > (uint64_t)st.st_size || need > (uint64_t)st.st_size - off) {
+    close(fd);
+    return im_fail(im, WK_ERR_INVALID_ARG,
+                   "tensor '%.100s': external data of %llu bytes at offset %llu would lie past the end of '%.200s' "
+                   "(%lld bytes)",
+                   nm, (unsigned long long)need, (unsigned long long)off, loc, (long long)st.st_size),
+           NULL;
+  }
+  wk_tensor *r = wk_empty(dims, (int)t->n_dims, (wk_options){.dtype = dt});
+  if (!r) {
+    close(fd);
+    return NULL;
+  }
+  uint8_t *dst = wk_tensor_data(r);
+  uint64_t got = 0;
+  while (got < need) {
+    size_t chunk = need - got > ((size_t)1 << 30) ? ((size_t)1 << 30) : (size_t)(need - got);
+    ssize_t k = pread(fd, dst + got, chunk, (off_t)(off + got));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (uint64_t)k;
+  }
+  close(fd);
+  if (got != need) {
+    wk_release(r);
+    return im_fail(im, WK_ERR_IO, "tensor '%.100s': reading external data '%.200s' failed (%llu of %llu bytes)", nm,
+                   loc, (unsigned long long)got, (unsigned long long)need),
+           NULL;
+  }
+  return r;
+}
+
 wk_tensor *im_tensor(ox_im *im, const Onnx__TensorProto *t, const char *what) {
   const char *nm = t->name && *t->name ? t->name : what;
-  if (t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL || t->n_external_data)
-    return im_fail(im, WK_ERR_UNSUPPORTED, "tensor '%.100s' keeps its data in an external file (not supported)", nm),
+  bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  if (!external && t->n_external_data)
+    return im_fail(im, WK_ERR_INVALID_ARG, "tensor '%.100s' has external_data entries but data_location DEFAULT", nm),
            NULL;
+  if (external && (t->has_raw_data || t->n_float_data || t->n_int32_data || t->n_int64_data || t->n_double_data))
+    return im_fail(im, WK_ERR_INVALID_ARG, "tensor '%.100s' is external but also has data in the model", nm), NULL;
   if (t->segment) return im_fail(im, WK_ERR_UNSUPPORTED, "tensor '%.100s' is segmented", nm), NULL;
   wk_dtype dt = ox_wick_dtype(t->data_type);
   if (!dt)
@@ -178,6 +311,7 @@ wk_tensor *im_tensor(ox_im *im, const Onnx__TensorProto *t, const char *what) {
   wk_tensor *r = NULL;
   int64_t dims[WK_MAX_DIMS];
   for (size_t i = 0; i < t->n_dims; i++) dims[i] = t->dims[i];
+  if (external) return ext_tensor(im, t, nm, dt, dims, numel);
   if (t->has_raw_data) {
     if (numel > t->raw_data.len / es || numel * es != t->raw_data.len)
       return im_fail(im, WK_ERR_SHAPE, "tensor '%.100s': %llu elements of %s need %llu bytes, raw_data has %zu", nm,
@@ -475,8 +609,9 @@ static Onnx__ModelProto *unpack(ox_im *im, const uint8_t *data, size_t n) {
   return m;
 }
 
-wk_graph *ox_import(const uint8_t *data, size_t n, const wk_onnx_load_opts *o) {
+wk_graph *ox_import(const uint8_t *data, size_t n, const wk_onnx_load_opts *o, const char *dir) {
   ox_im im = {0};
+  im.dir = dir;
   if (o) {
     if (o->struct_size < sizeof(size_t)) {
       wk_error(WK_ERR_INVALID_ARG, "onnx load: opts->struct_size is %zu; set it to sizeof(wk_onnx_load_opts)",

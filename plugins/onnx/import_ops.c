@@ -639,6 +639,143 @@ static wk_status i_conv(ictx *c) {
   if (y >= 0 && one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
   return set_out(c, 0, y);
 }
+/* ConvTranspose as Wick's ConvTranspose2d runs it: the input zero-stuffed
+ * (stride - 1 zeros between elements: unsqueeze, pad, flatten, drop the
+ * trailing zeros), padded by dilation * (kernel - 1) less the pads (negative:
+ * cropped) plus output_padding at the end, then a stride-1 conv2d with the
+ * weight regrouped to (out, in / group, kh, kw) and flipped. 1-d runs on
+ * (N, C, 1, L). output_shape and auto_pad SAME_* need static spatial sizes. */
+static wk_status i_conv_transpose(ictx *c) {
+  TRY(need_in(c, 2, 3));
+  int x = in_v(c, 0), w = x < 0 ? -1 : in_v(c, 1), b = has_in(c, 2) && w >= 0 ? in_v(c, 2) : -2;
+  if (w < 0 || b == -1) return wk_last_error();
+  int nd = vnd(c, x);
+  if (nd != 3 && nd != 4) return FAIL("only 1-d and 2-d (NCL, NCHW) inputs are supported, this one has %d dims", nd);
+  if (vnd(c, w) != nd) return BAD("the weight has %d dims for an input of %d", vnd(c, w), nd);
+  int ns = nd - 2; /* spatial dims in the file */
+  const wk_symdim *xd = vdims(c, x), *wd = vdims(c, w);
+  for (int i = 0; i < nd; i++)
+    if (!kis_const(wd[i])) return FAIL("the weight's shape must be static");
+  int64_t group;
+  TRY(att_i(c, "group", 1, &group));
+  if (group < 1) return BAD("group=%lld", (long long)group);
+  int64_t cin = wk_symdim_eval(wd[0], NULL), og = wk_symdim_eval(wd[1], NULL);
+  if (cin % group)
+    return BAD("the weight's %lld input channels are not divisible by group=%lld", (long long)cin, (long long)group);
+  if (kis_const(xd[1]) && wk_symdim_eval(xd[1], NULL) != cin)
+    return im_fail(c->im, WK_ERR_SHAPE, "the input has %lld channels, the weight expects %lld",
+                   (long long)wk_symdim_eval(xd[1], NULL), (long long)cin);
+  /* the attributes, per spatial dim i of the 2-d form (dim 0 is the unit height for 1-d) */
+  int64_t k[2] = {1, 1}, s[2] = {1, 1}, d[2] = {1, 1}, op[2] = {0, 0}, pb[2] = {0, 0}, pe[2] = {0, 0},
+          osz[2] = {-1, -1};
+  int off = 2 - ns; /* 1-d attributes fill index 1 */
+  for (int i = 0; i < ns; i++) k[off + i] = wk_symdim_eval(wd[2 + i], NULL);
+  int64_t v[8];
+  int n;
+  TRY(att_ints(c, "kernel_shape", v, &n, 8));
+  if (n >= 0 && n != ns) return BAD("kernel_shape has %d elements for %d spatial dims", n, ns);
+  for (int i = 0; i < n; i++)
+    if (v[i] != k[off + i])
+      return im_fail(c->im, WK_ERR_SHAPE, "kernel_shape[%d] = %lld differs from the weight's %lld", i, (long long)v[i],
+                     (long long)k[off + i]);
+  static const char *const names[] = {"strides", "dilations", "output_padding"};
+  int64_t *dst[] = {s, d, op};
+  for (int a = 0; a < 3; a++) {
+    TRY(att_ints(c, names[a], v, &n, 8));
+    if (n >= 0 && n != ns) return BAD("%s has %d elements for %d spatial dims", names[a], n, ns);
+    for (int i = 0; i < n; i++) dst[a][off + i] = v[i];
+  }
+  for (int i = 0; i < 2; i++) {
+    if (s[i] < 1 || d[i] < 1) return BAD("strides and dilations must be positive");
+    if (op[i] < 0 || (op[i] >= s[i] && op[i] >= d[i]))
+      return BAD("output_padding %lld must be non-negative and smaller than the stride or the dilation",
+                 (long long)op[i]);
+  }
+  TRY(att_ints(c, "pads", v, &n, 8));
+  if (n >= 0 && n != 2 * ns) return BAD("pads has %d elements, %d expected", n, 2 * ns);
+  for (int i = 0; i < ns && n > 0; i++) {
+    if (v[i] < 0 || v[ns + i] < 0) return BAD("negative pads");
+    pb[off + i] = v[i], pe[off + i] = v[ns + i];
+  }
+  char ap[16];
+  TRY(att_s(c, "auto_pad", "NOTSET", ap, sizeof ap));
+  bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+  if (!same && strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+    return BAD("auto_pad='%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+  if (!strcmp(ap, "VALID")) memset(pb, 0, sizeof pb), memset(pe, 0, sizeof pe);
+  TRY(att_ints(c, "output_shape", v, &n, 8));
+  if (n >= 0) {
+    if (n != ns && n != nd) return BAD("output_shape has %d elements for %d spatial dims", n, ns);
+    for (int i = 0; i < ns; i++) osz[off + i] = v[n - ns + i];
+  }
+  if (same || n >= 0) { /* the pads follow from the wanted size: total = s (in - 1) + op + d (k - 1) + 1 - out */
+    for (int i = 0; i < ns; i++) {
+      int j = off + i;
+      if (!kis_const(xd[2 + i])) return FAIL("%s needs static spatial sizes", n >= 0 ? "output_shape" : "auto_pad");
+      int64_t in = wk_symdim_eval(xd[2 + i], NULL), out = osz[j] >= 0 ? osz[j] : in * s[j];
+      if (out < 1) return BAD("output_shape[%d] = %lld", i, (long long)out);
+      int64_t total = s[j] * (in - 1) + op[j] + d[j] * (k[j] - 1) + 1 - out;
+      if (total < 0) { /* a bigger output than the full result: extra output padding at the end */
+        op[j] -= total;
+        total = 0;
+      }
+      bool upper = !strcmp(ap, "SAME_UPPER");
+      pb[j] = upper ? total / 2 : total - total / 2;
+      pe[j] = total - pb[j];
+    }
+  }
+  if (ns == 1) { /* (N, C, L) -> (N, C, 1, L) */
+    x = add1(c, "unsqueeze", (wk_garg[]){GT(x), GI(2)}, 2);
+    w = x < 0 ? -1 : add1(c, "unsqueeze", (wk_garg[]){GT(w), GI(2)}, 2);
+    if (w < 0) return wk_last_error();
+  }
+  /* zero-stuff dims 2 and 3: [.., L, ..] -> [.., L, s, ..] (zeros after each) -> [.., L s, ..] minus the last s - 1 */
+  for (int i = 0; i < 2 && x >= 0; i++) {
+    if (s[i] == 1) continue;
+    int64_t pads[4] = {0, 0, 0, 0};
+    pads[i ? 1 : 3] = s[i] - 1; /* the new dim is last (W) or second to last (H, before W) */
+    x = add1(c, "unsqueeze", (wk_garg[]){GT(x), GI(3 + i)}, 2);
+    if (x >= 0)
+      x = add1(c, "pad",
+               (wk_garg[]){GT(x), GIS((wk_symdim[]){WK_SYM_CONST(pads[0]), WK_SYM_CONST(pads[1]), WK_SYM_CONST(pads[2]),
+                                                    WK_SYM_CONST(pads[3])},
+                                      i ? 2 : 4)},
+               2);
+    if (x >= 0) x = add1(c, "flatten", (wk_garg[]){GT(x), GI(2 + i), GI(3 + i)}, 3);
+    if (x >= 0) x = add1(c, "slice", (wk_garg[]){GT(x), GI(2 + i), GI(0), GI(-(s[i] - 1)), GI(1)}, 5);
+  }
+  if (x < 0) return wk_last_error();
+  /* pads: [W lo, W hi, H lo, H hi]; negative ones crop */
+  wk_symdim pd[4];
+  bool any = false;
+  for (int i = 0; i < 2; i++) {
+    int64_t full = d[i] * (k[i] - 1);
+    pd[2 * (1 - i)] = WK_SYM_CONST(full - pb[i]);
+    pd[2 * (1 - i) + 1] = WK_SYM_CONST(full - pe[i] + op[i]);
+    any = any || full - pb[i] || full - pe[i] + op[i];
+  }
+  if (any && (x = add1(c, "pad", (wk_garg[]){GT(x), GIS(pd, 4)}, 2)) < 0) return wk_last_error();
+  /* weight (in, out/g, kh, kw) -> (g, in/g, out/g, kh, kw) -> (out, in/g, kh, kw), flipped */
+  int64_t ig = cin / group;
+  wk_symdim r5[5] = {WK_SYM_CONST(group), WK_SYM_CONST(ig), WK_SYM_CONST(og), WK_SYM_CONST(k[0]), WK_SYM_CONST(k[1])};
+  wk_symdim r4[4] = {WK_SYM_CONST(og * group), WK_SYM_CONST(ig), WK_SYM_CONST(k[0]), WK_SYM_CONST(k[1])};
+  wk_symdim fl[2] = {WK_SYM_CONST(2), WK_SYM_CONST(3)};
+  if (group > 1) {
+    w = add1(c, "reshape", (wk_garg[]){GT(w), GIS(r5, 5)}, 2);
+    if (w >= 0) w = add1(c, "transpose", (wk_garg[]){GT(w), GI(1), GI(2)}, 3);
+    if (w >= 0) w = add1(c, "reshape", (wk_garg[]){GT(w), GIS(r4, 4)}, 2);
+  } else {
+    w = add1(c, "transpose", (wk_garg[]){GT(w), GI(0), GI(1)}, 3);
+  }
+  if (w >= 0) w = add1(c, "flip", (wk_garg[]){GT(w), GIS(fl, 2)}, 2);
+  if (w < 0) return wk_last_error();
+  wk_symdim one[2] = {WK_SYM_CONST(1), WK_SYM_CONST(1)}, zero[2] = {WK_SYM_CONST(0), WK_SYM_CONST(0)},
+            dl[2] = {WK_SYM_CONST(d[0]), WK_SYM_CONST(d[1])};
+  int y = add1(c, "conv2d",
+               (wk_garg[]){GT(x), GT(w), b >= 0 ? GT(b) : GN(), GIS(one, 2), GIS(zero, 2), GIS(dl, 2), GI(group)}, 7);
+  if (y >= 0 && ns == 1) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
+  return set_out(c, 0, y);
+}
 static wk_status i_maxpool(ictx *c) {
   TRY(need_in(c, 1, 1));
   TRY(unused_outputs(c, 1, "Indices"));
@@ -1709,6 +1846,7 @@ static const irow k_rows[] = {
     {"MatMul", i_matmul, NULL, ""},
     {"Gemm", i_gemm, NULL, "alpha|beta|transA|transB|broadcast"},
     {"Conv", i_conv, NULL, POOL "|group"},
+    {"ConvTranspose", i_conv_transpose, NULL, POOL "|group|output_padding|output_shape"},
     {"MaxPool", i_maxpool, NULL, POOL "|ceil_mode|storage_order"},
     {"AveragePool", i_avgpool, NULL, POOL "|ceil_mode|count_include_pad"},
     {"GlobalAveragePool", i_global_pool, NULL, ""},

@@ -42,4 +42,4 @@ endif
 wickinclude_HEADERS += abi/wick/onnx.h
 # wick run MODEL.onnx: built always (it finds the onnx service at run time)
 tools_wick_SOURCES += tools/run.c
-EXTRA_DIST += tests/fuzz/fuzz_onnx.c plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_torch.sh tests/onnx_torch.py tests/onnx_node_tests.md
+EXTRA_DIST += tests/fuzz/fuzz_onnx.c plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_torch.sh tests/onnx_torch.py tests/onnx_node_tests.md tests/onnx_node_report.py

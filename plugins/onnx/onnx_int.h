@@ -36,8 +36,14 @@ wk_status ox_write_atomic(const char *fn, const char *path, const void *data, si
 
 /* ---- export ---- */
 typedef struct ox_ex ox_ex;
-/* Builds the model for g into *out (packed bytes, wk_malloc'd). */
-wk_status ox_export(const wk_graph *g, const wk_onnx_export_opts *o, void **out, size_t *nbytes);
+/* protobuf's limit on one message; a larger model needs external data */
+#define OX_MAX_FILE ((size_t)2 << 30)
+/* Builds the model for g into *out (packed bytes, wk_malloc'd). With
+ * ext_location (the data file's name; NULL for a model in memory) the
+ * initializers may go to *ext (*next bytes, wk_malloc'd; NULL when they
+ * stay in the model), as o->external_data says. */
+wk_status ox_export(const wk_graph *g, const wk_onnx_export_opts *o, const char *ext_location, void **out,
+                    size_t *nbytes, void **ext, size_t *next);
 /* Emits the ONNX nodes for graph node `node`; export_ops.c. */
 wk_status ox_export_node(ox_ex *ex, int node);
 
@@ -76,7 +82,9 @@ const char *ox_symdim_value(ox_ex *ex, wk_symdim d);
 wk_status ox_fail(ox_ex *ex, wk_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- import ---- */
-wk_graph *ox_import(const uint8_t *data, size_t n, const wk_onnx_load_opts *o);
+/* dir: the model file's directory, where external data files are read (NULL: a model in memory, which cannot have them)
+ */
+wk_graph *ox_import(const uint8_t *data, size_t n, const wk_onnx_load_opts *o, const char *dir);
 wk_status ox_info(const uint8_t *data, size_t n, wk_onnx_info *out);
 void ox_info_free(wk_onnx_info *info);
 

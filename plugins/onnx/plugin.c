@@ -2,34 +2,52 @@
  * and modules to ONNX files, import of ONNX files as graphs). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "onnx_int.h"
-
-/* protobuf's own limit on one message; a larger model needs external data */
-#define OX_MAX_FILE ((size_t)2 << 30)
 
 static wk_status export_graph_buffer(const wk_graph *g, void **data, size_t *nbytes, const wk_onnx_export_opts *opts) {
   if (data) *data = NULL;
   if (nbytes) *nbytes = 0;
   if (!g) return wk_error(WK_ERR_NULL, "onnx export: the graph is NULL");
   if (!data || !nbytes) return wk_error(WK_ERR_NULL, "onnx export: argument '%s' is NULL", !data ? "data" : "nbytes");
-  return ox_export(g, opts, data, nbytes);
+  return ox_export(g, opts, NULL, data, nbytes, NULL, NULL);
 }
 
 static wk_status export_graph(const wk_graph *g, const char *path, const wk_onnx_export_opts *opts) {
+  if (!g) return wk_error(WK_ERR_NULL, "onnx export: the graph is NULL");
   if (!path) return wk_error(WK_ERR_NULL, "onnx export: argument 'path' is NULL");
-  void *data;
-  size_t n;
-  wk_status st = export_graph_buffer(g, &data, &n, opts);
-  if (st) return st;
-  if (n >= OX_MAX_FILE)
-    st = wk_error(WK_ERR_UNSUPPORTED,
-                  "onnx export: the model is %zu bytes, over protobuf's 2 GiB limit (external data "
-                  "files are not written yet)",
-                  n);
-  else
+  /* the external data file, if one is written: next to the model, "<model>.data" unless named */
+  const char *sl = strrchr(path, '/'), *base = sl ? sl + 1 : path;
+  const char *loc = NULL;
+  if (opts && opts->struct_size >= offsetof(wk_onnx_export_opts, external_data_location) + sizeof(char *))
+    loc = opts->external_data_location;
+  size_t dn = sl ? (size_t)(sl - path) + 1 : 0;
+  char *dloc = loc ? NULL : wk_malloc(strlen(base) + 6);
+  char *dpath = wk_malloc(dn + strlen(loc ? loc : base) + 6);
+  if ((!loc && !dloc) || !dpath) {
+    wk_free(dloc), wk_free(dpath);
+    return wk_error(WK_ERR_NO_MEMORY, "onnx export: out of memory");
+  }
+  if (!loc) {
+    sprintf(dloc, "%s.data", base);
+    loc = dloc;
+  }
+  memcpy(dpath, path, dn);
+  strcpy(dpath + dn, loc);
+  void *data = NULL, *ext = NULL;
+  size_t n = 0, next = 0;
+  wk_status st = *base ? ox_export(g, opts, loc, &data, &n, &ext, &next)
+                       : wk_error(WK_ERR_INVALID_ARG, "onnx export: path '%.300s' names no file", path);
+  if (!st && ext) st = ox_write_atomic("onnx export", dpath, ext, next);
+  if (!st) {
     st = ox_write_atomic("onnx export", path, data, n);
+    if (st && ext) unlink(dpath); /* no model refers to it */
+  }
+  wk_free(ext);
   wk_free(data);
+  wk_free(dloc);
+  wk_free(dpath);
   return st;
 }
 
@@ -44,7 +62,7 @@ static wk_status export_module(wk_module *m, wk_tensor *const *inputs, int ninpu
   const char *const *in_names = NULL;
   const wk_onnx_dynamic_axis *dyn = NULL;
   if (opts) {
-    if (opts->struct_size < sizeof(wk_onnx_export_opts))
+    if (opts->struct_size < WK_ONNX_EXPORT_OPTS_V1_SIZE)
       return wk_error(WK_ERR_INVALID_ARG,
                       "onnx export: opts->struct_size is %zu; set it to sizeof(wk_onnx_export_opts)",
                       opts->struct_size);
@@ -109,7 +127,7 @@ static wk_graph *load_buffer(const void *data, size_t n, const wk_onnx_load_opts
     wk_error(WK_ERR_NULL, "onnx load: argument 'data' is NULL");
     return NULL;
   }
-  return ox_import(data ? data : (const void *)"", n, opts);
+  return ox_import(data ? data : (const void *)"", n, opts, NULL);
 }
 
 static wk_graph *load(const char *path, const wk_onnx_load_opts *opts) {
@@ -120,7 +138,21 @@ static wk_graph *load(const char *path, const wk_onnx_load_opts *opts) {
   uint8_t *data;
   size_t n;
   if (ox_read_file("onnx load", path, OX_MAX_FILE, &data, &n)) return NULL;
-  wk_graph *g = ox_import(data, n, opts);
+  /* external data files are named relative to the model's directory */
+  const char *sl = strrchr(path, '/');
+  char *dir = sl ? wk_malloc((size_t)(sl - path) + 2) : NULL;
+  if (sl && !dir) {
+    wk_free(data);
+    wk_error(WK_ERR_NO_MEMORY, "onnx load: out of memory");
+    return NULL;
+  }
+  if (dir) {
+    size_t dn = sl == path ? 1 : (size_t)(sl - path); /* "/m.onnx" -> "/" */
+    memcpy(dir, path, dn);
+    dir[dn] = 0;
+  }
+  wk_graph *g = ox_import(data, n, opts, dir ? dir : ".");
+  wk_free(dir);
   wk_free(data);
   if (!g) {
     /* name the file in front of the message */
