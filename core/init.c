@@ -27,6 +27,7 @@ static const wk_host_api g_host = {
     WK_HOST_API_1_1(WK__FILL)
     WK_HOST_API_1_2(WK__FILL)
     WK_HOST_API_1_3(WK__FILL)
+    WK_HOST_API_1_4(WK__FILL)
 #undef WK__FILL
 };
 

@@ -7,9 +7,14 @@
  * back to back, and a sleeping worker takes tens of microseconds to wake on
  * these machines (measured: a 512k-element relu_ was slower on 2 threads
  * than on 1). The spin is short, so oneDNN's OpenMP threads, which start
- * passive (plugins/onednn), never compete with it for long. */
+ * passive (plugins/onednn), never compete with it for long.
+ *
+ * A plugin may install a parallel runtime (wk_set_parallel_runtime): jobs
+ * then run on its threads (oneDNN's OpenMP team) and Wick's workers are not
+ * started, so only one set of threads spins between ops, as in PyTorch. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +40,7 @@ static job *g_job;
 static atomic_uint_fast64_t g_gen; /* bumped under g_lock; read without it while spinning */
 static bool g_stop;
 static _Thread_local bool g_in_parallel;
+static wk_parallel_runtime g_rt; /* .run NULL: Wick's own workers; changed under g_submit */
 
 #define WK_POOL_SPIN_NS 50000 /* 50 us: about the cost of one sleep/wake round trip here */
 
@@ -71,7 +77,9 @@ static void spin_until_zero(atomic_int *v) {
   }
 }
 
-static void run_chunks(job *j) {
+/* `signal`: wake the submitter when the last chunk ends (Wick's workers;
+ * a runtime's run() returns only when every thread is done). */
+static void run_chunks(job *j, bool signal) {
   bool was = g_in_parallel;
   g_in_parallel = true;
   for (;;) {
@@ -80,7 +88,7 @@ static void run_chunks(job *j) {
     int64_t b = j->begin + (int64_t)c * j->chunk;
     int64_t e = b + j->chunk < j->end ? b + j->chunk : j->end;
     j->fn(j->ctx, b, e);
-    if (atomic_fetch_sub(&j->pending, 1) == 1) {
+    if (atomic_fetch_sub(&j->pending, 1) == 1 && signal) {
       pthread_mutex_lock(&g_lock);
       pthread_cond_broadcast(&g_done);
       pthread_mutex_unlock(&g_lock);
@@ -105,7 +113,7 @@ static void *worker(void *arg) {
     job *j = g_job;
     j->users++;
     pthread_mutex_unlock(&g_lock);
-    run_chunks(j);
+    run_chunks(j, true);
     pthread_mutex_lock(&g_lock);
     /* The job lives on the submitter's stack: it waits for users to drop. */
     if (--j->users == 0) pthread_cond_broadcast(&g_done);
@@ -125,6 +133,7 @@ static void start(int n) {
   g_stop = false;
   g_nthreads = n;
   g_nworkers = 0;
+  if (g_rt.run) return; /* the runtime's threads do the work */
   g_threads = wk_calloc((size_t)(n > 1 ? n - 1 : 1), sizeof *g_threads);
   for (int i = 0; g_threads && i < n - 1; i++)
     if (pthread_create(&g_threads[g_nworkers], NULL, worker, NULL) == 0) g_nworkers++;
@@ -167,6 +176,32 @@ wk_status wk_set_num_threads(int n) {
 
 bool wk_in_parallel(void) { return g_in_parallel; }
 
+wk_status wk_set_parallel_runtime(const wk_parallel_runtime *rt) {
+  wk_error_new_call();
+  if (rt && (rt->struct_size < sizeof *rt || !rt->run))
+    return wk_error(WK_ERR_INVALID_ARG, "set_parallel_runtime: runtime %s has no run function or a short struct_size",
+                    rt->name ? rt->name : "(unnamed)");
+  if (g_in_parallel) return wk_error(WK_ERR_STATE, "set_parallel_runtime: cannot switch from inside parallel_for");
+  pthread_mutex_lock(&g_submit);
+  int n = g_nworkers >= 0 ? g_nthreads : default_threads();
+  stop();
+  if (rt) {
+    g_rt = *rt;
+    g_rt.struct_size = sizeof g_rt;
+  } else {
+    memset(&g_rt, 0, sizeof g_rt);
+  }
+  start(n);
+  pthread_mutex_unlock(&g_submit);
+  return WK_OK;
+}
+
+const char *wk_parallel_runtime_name(void) {
+  return g_rt.run ? (g_rt.name ? g_rt.name : "plugin") : "wick";
+}
+
+static void team_body(void *ctx) { run_chunks(ctx, false); }
+
 void wk_parallel_for(int64_t begin, int64_t end, int64_t grain, void (*fn)(void *, int64_t, int64_t), void *ctx) {
   if (!fn || end <= begin) return;
   if (grain < 1) grain = 1;
@@ -200,12 +235,18 @@ void wk_parallel_for(int64_t begin, int64_t end, int64_t grain, void (*fn)(void 
     g_in_parallel = was;
     return;
   }
+  if (g_rt.run) {
+    g_rt.run(j.nchunks, team_body, &j);
+    if (atomic_load(&j.pending) > 0) run_chunks(&j, false); /* a runtime that ran no thread */
+    pthread_mutex_unlock(&g_submit);
+    return;
+  }
   pthread_mutex_lock(&g_lock);
   g_job = &j;
   atomic_fetch_add(&g_gen, 1);
   pthread_cond_broadcast(&g_work);
   pthread_mutex_unlock(&g_lock);
-  run_chunks(&j);
+  run_chunks(&j, true);
   spin_until_zero(&j.pending); /* the workers' chunks, usually done by now */
   pthread_mutex_lock(&g_lock);
   g_job = NULL; /* no new worker joins */
@@ -217,5 +258,6 @@ void wk_parallel_for(int64_t begin, int64_t end, int64_t grain, void (*fn)(void 
 void wk__pool_shutdown(void) {
   pthread_mutex_lock(&g_submit);
   stop();
+  memset(&g_rt, 0, sizeof g_rt); /* a later wk_init starts Wick's pool; plugins install theirs again */
   pthread_mutex_unlock(&g_submit);
 }

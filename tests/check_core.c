@@ -2,6 +2,7 @@
  * (a fake device type registered from the test), the schema parser, the
  * dispatcher (priorities, supports(), argument normalisation, env overrides),
  * libffi unboxed kernels, dispatch layers, services, the thread pool, RNG. */
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "testutil.h"
@@ -474,6 +475,77 @@ START_TEST(test_core_parallel_for_covers_range) {
 }
 END_TEST
 
+/* A parallel runtime of the test's own (ABI 1.4): body on nthreads pthreads,
+ * the caller among them; counts its calls. */
+static atomic_int g_rt_calls;
+static void *rt_thread(void *arg) {
+  void **a = arg;
+  ((void (*)(void *))a[0])(a[1]);
+  return NULL;
+}
+static void rt_run(int nthreads, void (*body)(void *), void *ctx) {
+  atomic_fetch_add(&g_rt_calls, 1);
+  pthread_t th[8];
+  void *arg[2] = {(void *)body, ctx};
+  int n = nthreads > 8 ? 8 : nthreads, made = 0;
+  for (int i = 1; i < n; i++)
+    if (pthread_create(&th[made], NULL, rt_thread, arg) == 0) made++;
+  body(ctx);
+  for (int i = 0; i < made; i++) pthread_join(th[i], NULL);
+}
+static void try_switch_inside(void *ctx, int64_t b, int64_t e) {
+  (void)b, (void)e;
+  wk_parallel_runtime rt = {sizeof rt, "inner", rt_run};
+  atomic_store((atomic_int *)ctx, (int)wk_set_parallel_runtime(&rt));
+  wk_clear_error(); /* the refusal is recorded on whichever thread ran the chunk */
+}
+static void rt_none(int nthreads, void (*body)(void *), void *ctx) {
+  (void)nthreads, (void)body, (void)ctx; /* runs nothing: the caller must do the work */
+}
+
+START_TEST(test_core_parallel_runtime) {
+  enum { N = 50021 };
+  static atomic_int hits[N];
+  wk_parallel_runtime rt = {sizeof rt, "test-threads", rt_run};
+  TU_OK(wk_set_parallel_runtime(&rt));
+  ck_assert_str_eq(wk_parallel_runtime_name(), "test-threads");
+  for (int t = 1; t <= 4; t++) {
+    TU_OK(wk_set_num_threads(t));
+    ck_assert_int_eq(wk_num_threads(), t);
+    atomic_store(&g_rt_calls, 0);
+    for (int i = 0; i < N; i++) atomic_store(&hits[i], 0);
+    wk_parallel_for(0, N, 100, mark, hits);
+    for (int i = 0; i < N; i++) ck_assert_int_eq(atomic_load(&hits[i]), 1);
+    ck_assert_int_eq(atomic_load(&g_rt_calls), t > 1 ? 1 : 0); /* one thread: inline, no team */
+  }
+  ck_assert(!wk_in_parallel());
+  /* switching from inside a chunk is refused; the job still completes */
+  atomic_int inner = WK_OK;
+  wk_parallel_for(0, 2, 1, try_switch_inside, &inner);
+  ck_assert_int_eq(atomic_load(&inner), WK_ERR_STATE);
+  /* a runtime that runs no thread: the caller does every chunk */
+  wk_parallel_runtime lazy = {sizeof lazy, NULL, rt_none};
+  TU_OK(wk_set_parallel_runtime(&lazy));
+  ck_assert_str_eq(wk_parallel_runtime_name(), "plugin");
+  for (int i = 0; i < N; i++) atomic_store(&hits[i], 0);
+  wk_parallel_for(0, N, 100, mark, hits);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(atomic_load(&hits[i]), 1);
+  /* bad runtimes */
+  wk_parallel_runtime bad = {sizeof bad, "broken", NULL};
+  ck_assert_int_eq(wk_set_parallel_runtime(&bad), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "broken");
+  wk_parallel_runtime old = {4, "short", rt_run};
+  ck_assert_int_eq(wk_set_parallel_runtime(&old), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "struct_size");
+  /* back to Wick's own pool */
+  TU_OK(wk_set_parallel_runtime(NULL));
+  ck_assert_str_eq(wk_parallel_runtime_name(), "wick");
+  for (int i = 0; i < N; i++) atomic_store(&hits[i], 0);
+  wk_parallel_for(0, N, 100, mark, hits);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(atomic_load(&hits[i]), 1);
+}
+END_TEST
+
 /* ---- RNG bookkeeping ---- */
 START_TEST(test_core_rng_state) {
   wk_manual_seed(123);
@@ -596,7 +668,7 @@ static Suite *make_suite(void) {
       {"dispatch", true, {test_core_dispatch_priority_and_supports, test_core_dispatch_normalises_arguments,
                           test_core_unboxed_libffi_kernels, test_core_dispatch_layers}},
       {"services", true, {test_core_services, test_core_null_and_bad_arguments}},
-      {"runtime", true, {test_core_parallel_for_covers_range, test_core_rng_state}},
+      {"runtime", true, {test_core_parallel_for_covers_range, test_core_parallel_runtime, test_core_rng_state}},
       {"env", false, {test_core_env_deny_kernels, test_core_env_force_kernels, test_core_uninitialised_use}},
   };
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {

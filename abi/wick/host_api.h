@@ -105,6 +105,9 @@
   X(wk_q_per_channel_axis) X(wk_make_per_tensor_quantized) X(wk_make_per_channel_quantized) \
   X(wk_activation_checkpoint)
 
+/* ABI 1.4: a parallel runtime supplied by a plugin (runtime.h) */
+#define WK_HOST_API_1_4(X) X(wk_set_parallel_runtime) X(wk_parallel_runtime_name)
+
 typedef struct wk_host_api {
   size_t struct_size;
   uint32_t abi_version;
@@ -113,6 +116,7 @@ typedef struct wk_host_api {
   WK_HOST_API_1_1(WK__HOST_SLOT)
   WK_HOST_API_1_2(WK__HOST_SLOT)
   WK_HOST_API_1_3(WK__HOST_SLOT)
+  WK_HOST_API_1_4(WK__HOST_SLOT)
 #undef WK__HOST_SLOT
 } wk_host_api;
 

@@ -26,6 +26,25 @@ WK_API void wk_parallel_for(int64_t begin, int64_t end, int64_t grain,
 /* True while the calling thread runs inside a wk_parallel_for chunk. */
 WK_API bool wk_in_parallel(void);
 
+/* ABI 1.4. The threads wk_parallel_for runs on, when a plugin supplies them.
+ * A backend that brings its own thread team (oneDNN's OpenMP) installs it
+ * here, so Wick's kernels and the backend's primitives share one set of
+ * threads instead of two pools waking and spinning against each other.
+ * `run` must call body(ctx) once on each of up to `nthreads` threads (the
+ * caller being one of them) and return when every call has returned; fewer
+ * threads than asked is fine (the work is shared out dynamically). */
+typedef struct wk_parallel_runtime {
+  size_t struct_size; /* sizeof(wk_parallel_runtime) */
+  const char *name;   /* static; shown by wk_parallel_runtime_name */
+  void (*run)(int nthreads, void (*body)(void *ctx), void *ctx);
+} wk_parallel_runtime;
+/* Installs `rt` (copied), or with NULL goes back to Wick's own pool. Fails
+ * with WK_ERR_STATE from inside parallel_for and WK_ERR_INVALID_ARG for a
+ * runtime without `run`. The pool size (wk_set_num_threads) still applies. */
+WK_API wk_status wk_set_parallel_runtime(const wk_parallel_runtime *rt);
+/* "wick" for Wick's own pool, else the installed runtime's name. */
+WK_API const char *wk_parallel_runtime_name(void);
+
 /* ---- Random numbers (Philox 4x32-10, counter based) ---------------------------- */
 /* Seeds the generator of every device. */
 WK_API void wk_manual_seed(uint64_t seed);

@@ -11,12 +11,13 @@
 #define WK_VERSION_STRING "0.1.0"
 
 #define WK_ABI_MAJOR 1
-#define WK_ABI_MINOR 3 /* 1.1: streams, events, pinned memory, memory statistics, device properties;
+#define WK_ABI_MINOR 4 /* 1.1: streams, events, pinned memory, memory statistics, device properties;
                           1.2: meta functions (wk_op_set_meta, ctx->meta), the meta device;
                           1.3: error scoping (wk_error_new_call), the allocator hook (wk_malloc),
                                quantized tensors (qint8/quint8/qint32, <wick/qtensor.h>),
                                activation checkpointing (wk_activation_checkpoint),
-                               graphs, tracing and replay (<wick/graph.h>), autograd queue callbacks */
+                               graphs, tracing and replay (<wick/graph.h>), autograd queue callbacks;
+                          1.4: a plugin-supplied parallel runtime (wk_set_parallel_runtime) */
 
 /* Returns the library's version string (static, never freed). Compare with
  * WK_VERSION_STRING to check that header and library match. */

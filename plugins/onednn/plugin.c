@@ -8,7 +8,15 @@
  * (pool size - 1) OpenMP workers that sleep when idle instead of spinning
  * next to Wick's pool (whose workers block on a condition variable).
  *
- * Environment: WICK_ONEDNN_SPINCOUNT (OpenMP spin before sleeping, default 0),
+ * Since ABI 1.4 the plugin also hands that OpenMP team to the core as its
+ * parallel runtime (wk_set_parallel_runtime), so Wick's kernels and oneDNN's
+ * primitives run on the same threads, and those threads spin briefly
+ * between ops instead of sleeping (see ODN_SHARED_SPIN_NS).
+ *
+ * Environment: WICK_ONEDNN_SHARED_POOL=0 (keep Wick's own pool next to a
+ * passive OpenMP team, the behaviour before 1.4),
+ * WICK_ONEDNN_SPINCOUNT (OpenMP spin iterations before sleeping; default
+ * about ODN_SHARED_SPIN_NS worth with the shared pool, else 0),
  * WICK_ONEDNN_CACHE (primitive cache entries, default 1024),
  * WICK_ONEDNN_WEIGHT_CACHE_MB (reordered weights, default 256; 0: off),
  * WICK_ONEDNN_ALL_KERNELS=1 (also the kernels measured slower than the cpu
@@ -21,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "onednn.h"
 
@@ -28,6 +37,8 @@ odn_api odn;
 dnnl_engine_t odn_engine;
 static void *g_lib;
 static void (*g_omp_set_num_threads)(int);
+static void (*g_gomp_parallel)(void (*)(void *), void *, unsigned, unsigned);
+static bool g_shared_pool;
 static pthread_key_t g_stream_key;
 static _Thread_local dnnl_stream_t t_stream;
 static _Thread_local int t_threads;
@@ -47,8 +58,47 @@ static void stream_free(void *s) {
  * WICK_ONEDNN_SPINCOUNT overrides; a user's own OMP_WAIT_POLICY or
  * GOMP_SPINCOUNT is left alone. */
 #define ODN_DEFAULT_SPINCOUNT "0"
+/* With one shared team nothing else spins next to it, so its threads spin
+ * between ops for about as long as Wick's own pool does (WK_POOL_SPIN_NS in
+ * core/parallel.c) before sleeping. libgomp counts spin iterations, each one
+ * `pause`, whose cost differs by CPU (about 10 ns on older cores, 40+ ns on
+ * recent Xeons): the count is calibrated at load. A fixed count is not
+ * enough: libgomp's 300000 is 10+ ms of spinning here, and when the host is
+ * busy a thread spinning at a barrier for a descheduled partner made a
+ * ResNet-18 step 6x slower (measured). */
+#define ODN_SHARED_SPIN_NS 50000
 /* Below this many bytes of arguments a primitive runs single-threaded. */
 #define ODN_SERIAL_BYTES (256u << 10)
+
+static inline void relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* libgomp spin iterations that last about `ns` on this CPU: the fastest of
+ * a few timed runs of pause loops (a preempted run only reads slower). */
+static long spin_count_for(uint64_t ns) {
+  enum { N = 4096 };
+  uint64_t best = UINT64_MAX;
+  for (int r = 0; r < 5; r++) {
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < N; i++) relax();
+    uint64_t dt = now_ns() - t0;
+    if (dt < best) best = dt;
+  }
+  if (best == 0) best = 1;
+  long n = (long)((double)ns * N / (double)best);
+  return n < 1 ? 1 : n > 1000000 ? 1000000 : n;
+}
 
 static void set_omp_env(void) {
   char buf[32];
@@ -58,11 +108,17 @@ static void set_omp_env(void) {
   }
   if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
     const char *sc = getenv("WICK_ONEDNN_SPINCOUNT");
+    if (!(sc && *sc) && g_shared_pool) {
+      snprintf(buf, sizeof buf, "%ld", spin_count_for(ODN_SHARED_SPIN_NS));
+      sc = buf;
+    }
     setenv("GOMP_SPINCOUNT", sc && *sc ? sc : ODN_DEFAULT_SPINCOUNT, 0);
   }
 }
 
 static wk_status load_dnnl(void) {
+  const char *sp = getenv("WICK_ONEDNN_SHARED_POOL");
+  g_shared_pool = !(sp && strcmp(sp, "0") == 0);
   set_omp_env();
   const char *names[] = {"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so"};
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !g_lib; i++) g_lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
@@ -78,6 +134,9 @@ static wk_status load_dnnl(void) {
     return wk_error(WK_ERR_UNSUPPORTED, "onednn: oneDNN %d.%d found, the plugin needs 2.x with x >= 6",
                     v ? v->major : 0, v ? v->minor : 0);
   *(void **)&g_omp_set_num_threads = dlsym(g_lib, "omp_set_num_threads");
+  /* libgomp's entry for `#pragma omp parallel` (stable since GCC 4.9); absent
+   * when libdnnl was built on another threading runtime */
+  *(void **)&g_gomp_parallel = dlsym(g_lib, "GOMP_parallel");
   return WK_OK;
 }
 
@@ -104,6 +163,10 @@ bool odn_bf16(void) {
   return g_bf16;
 }
 
+static void omp_run(int nthreads, void (*body)(void *), void *ctx) {
+  g_gomp_parallel(body, ctx, (unsigned)nthreads, 0);
+}
+
 static wk_status odn_init(void) {
   const char *st = getenv("WICK_ONEDNN_STATS");
   g_count = st && *st && strcmp(st, "0") != 0;
@@ -117,6 +180,10 @@ static wk_status odn_init(void) {
                                    odn_register_matmul, odn_register_quantized};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
     if ((s = families[i]()) != WK_OK) return s;
+  if (g_shared_pool && g_gomp_parallel) {
+    wk_parallel_runtime rt = {sizeof rt, "openmp (onednn)", omp_run};
+    if ((s = wk_set_parallel_runtime(&rt)) != WK_OK) return s;
+  }
   return WK_OK;
 }
 
@@ -125,7 +192,9 @@ static void odn_shutdown(void) {
   odn_cache_clear();
   odn_weight_clear();
   /* Streams of other threads die with their threads; the library stays
-   * loaded (plugins are never unloaded, and libgomp workers may still run). */
+   * loaded (plugins are never unloaded, and libgomp workers may still run),
+   * so the parallel runtime stays valid until the core drops it when its
+   * pool shuts down. */
 }
 
 WK_PLUGIN_DEFINE("onednn", "0.1.0",
