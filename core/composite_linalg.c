@@ -724,6 +724,37 @@ static wk_status k_lstsq(const wk_kernel_ctx *c, const wk_value *args, wk_value 
   return finish(outs, r, 4, depth__);
 }
 
+/* ---- the decompositions, solvers and scatter_reduce on devices without their own kernel -------------------------
+ * (cuda until it has cuSOLVER kernels, and any other device): the arguments copied to the cpu, the cpu kernel, the
+ * results copied back. The op keeps its own derivative formula (the call records one node); declined on the cpu
+ * (whose kernel needs LAPACK: without it the op has none) and on `meta` (its meta function sizes the results). */
+static bool via_cpu_supports(const wk_kernel_ctx *c, const wk_value *args) {
+  (void)args;
+  return c->device.type != WK_DEVICE_CPU && c->device.type != WK_DEVICE_META;
+}
+static wk_status k_via_cpu(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  int n = wk_op_num_args(c->op), nout = wk_op_num_outs(c->op);
+  wk_value a[WK_MAX_ARGS], o[WK_MAX_OUTS];
+  wk_tensor *r[WK_MAX_OUTS] = {NULL};
+  wk_scope_begin();
+  bool ok = true;
+  for (int i = 0; i < n; i++) {
+    a[i] = args[i];
+    if (args[i].tag == WK_V_TENSOR) {
+      a[i] = WK_VT(wk_to_device(args[i].u.t, wk_cpu()));
+      ok = ok && a[i].u.t;
+    }
+  }
+  if (ok && wk_call(wk_op_name(c->op), a, n, o) == WK_OK)
+    for (int i = 0; i < nout; i++) r[i] = wk_to_device(o[i].u.t, c->device);
+  wk_status s = WK_OK;
+  for (int i = 0; i < nout && !s; i++)
+    if (!r[i]) s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
+  for (int i = 0; i < nout && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
+  wk_scope_end();
+  return s;
+}
+
 void wk__composites_linalg_register(void);
 void wk__composites_linalg_register(void) {
   static const struct {
@@ -749,6 +780,13 @@ void wk__composites_linalg_register(void) {
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite"};
+    wk_kernel_register(&d);
+  }
+  static const char *const via_cpu[] = {"linalg_cholesky", "linalg_qr",      "linalg_eigh",       "linalg_svd",
+                                        "linalg_solve",    "linalg_slogdet", "scatter_reduce.two"};
+  for (size_t i = 0; i < sizeof via_cpu / sizeof via_cpu[0]; i++) {
+    wk_kernel_desc d = {sizeof d, via_cpu[i], WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, k_via_cpu, via_cpu_supports,
+                        NULL, "core.via_cpu"};
     wk_kernel_register(&d);
   }
 }
