@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 #include <wick/sdk/binary.h>
 
 typedef struct {
@@ -32,6 +33,16 @@ typedef struct {
     const T *a = (const T *)d[1], *b = (const T *)d[2];                                            \
     bool contig = s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T);                    \
     bool bscal = s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == 0;                             \
+    if (sizeof(T) == sizeof(float) && (c->op == WK_BOP_add || c->op == WK_BOP_mul) && (contig || bscal) && \
+        cpu_simd_ok2((float *)o, (const float *)a, bscal ? NULL : (const float *)b, n)) { /* simd.h */       \
+      float *fo = (float *)o;                                                                      \
+      const float *fa = (const float *)a, *fb = (const float *)b;                                 \
+      if (contig && c->op == WK_BOP_add) cpu_simd->add(fo, fa, fb, (float)al, n);                  \
+      else if (contig) cpu_simd->mul(fo, fa, fb, n);                                               \
+      else if (c->op == WK_BOP_add) cpu_simd->add_scalar(fo, fa, (float)al * fb[0], n);           \
+      else cpu_simd->mul_scalar(fo, fa, fb[0], n);                                                 \
+      return;                                                                                      \
+    }                                                                                              \
     if (c->op == WK_BOP_add && contig) {                                                                \
       for (int64_t i = 0; i < n; i++) o[i] = a[i] + al * b[i];                                     \
       return;                                                                                      \
@@ -271,7 +282,14 @@ static wk_tensor *fast_binary(int op, wk_tensor *a, wk_tensor *b, double alpha) 
   if (nb == 1 ? wk_tensor_dim(b) > wk_tensor_dim(a) : !cpu_same_shape(a, b)) return NULL;
   wk_tensor *r = cpu_empty(wk_tensor_sizes(a), wk_tensor_dim(a), dt);
   if (!r) return NULL;
-  if (dt == WK_F32)
+  if (dt == WK_F32 && (op == WK_BOP_add || op == WK_BOP_mul)) { /* simd.h; r is fresh */
+    float *o = wk_tensor_data(r), al = (float)alpha;
+    const float *x = wk_tensor_data(a), *y = wk_tensor_data(b);
+    if (nb == 1)
+      op == WK_BOP_add ? cpu_simd->add_scalar(o, x, al * y[0], n) : cpu_simd->mul_scalar(o, x, y[0], n);
+    else
+      op == WK_BOP_add ? cpu_simd->add(o, x, y, al, n) : cpu_simd->mul(o, x, y, n);
+  } else if (dt == WK_F32)
     FAST_LOOP(float)
   else
     FAST_LOOP(double)
@@ -344,9 +362,56 @@ static int fast_f32(int op, wk_tensor *a, const wk_value *other, wk_tensor **out
   return 1;
 }
 
+/* add_ / mul_ on a contiguous f32 self with a contiguous f32 other of self's
+ * shape (or one element) that is self itself or shares no memory with it:
+ * computed straight into self (the general path computes a new tensor and
+ * copies it back). Same formula, same bits. */
+typedef struct {
+  int op;
+  float *o;
+  const float *b;
+  float al;
+  bool bscal;
+} inplace_job;
+
+static void inplace_range(void *p, int64_t b, int64_t e) {
+  const inplace_job *j = p;
+  float *o = j->o + b;
+  int64_t n = e - b;
+  if (j->bscal)
+    j->op == WK_BOP_add ? cpu_simd->add_scalar(o, o, j->al * j->b[0], n) : cpu_simd->mul_scalar(o, o, j->b[0], n);
+  else
+    j->op == WK_BOP_add ? cpu_simd->add(o, o, j->b + b, j->al, n) : cpu_simd->mul(o, o, j->b + b, n);
+}
+
+/* 0: does not apply; else the kernel's status (outs[0] set). */
+static int inplace_f32(const wk_binary_variant *info, const wk_value *args, wk_value *outs, wk_status *st) {
+  int op = info->op;
+  if (info->mode != CPU_INPLACE || info->scalar || (op != WK_BOP_add && op != WK_BOP_mul)) return 0;
+  if (args[1].tag != WK_V_TENSOR) return 0;
+  wk_tensor *a = args[0].u.t, *b = args[1].u.t;
+  if (wk_tensor_dtype(a) != WK_F32 || wk_tensor_dtype(b) != WK_F32 || !wk_tensor_is_contiguous(a) ||
+      !wk_tensor_is_contiguous(b))
+    return 0;
+  int64_t n = wk_tensor_numel(a), nb = wk_tensor_numel(b);
+  if (nb == 1 ? wk_tensor_dim(b) > wk_tensor_dim(a) : !cpu_same_shape(a, b)) return 0;
+  float *o = wk_tensor_data(a);
+  const float *y = wk_tensor_data(b);
+  if (n > 0 && !(nb == 1 ? (y < o || y >= o + n) : cpu_simd_disjoint(o, y, n))) return 0;
+  inplace_job j = {op, o, y, info->alpha ? (float)wk_value_as_f64(&args[2]) : 1.0f, nb == 1};
+  if (n < WK_ITER_GRAIN)
+    inplace_range(&j, 0, n);
+  else
+    wk_parallel_for(0, n, WK_ITER_GRAIN, inplace_range, &j);
+  *st = wk_kernel_done_inplace(WK_OK, a, outs);
+  return 1;
+}
+
 static wk_status k_binary(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const wk_binary_variant *info = ctx->user;
   int op = info->op;
+  wk_status ist;
+  if (inplace_f32(info, args, outs, &ist)) return ist;
   bool arith = op == WK_BOP_add || op == WK_BOP_sub || op == WK_BOP_mul || op == WK_BOP_div;
   if (info->mode == CPU_FUNCTIONAL && !info->scalar && arith && !(info->rounding && args[2].tag == WK_V_STR)) {
     double alpha = info->alpha ? wk_value_as_f64(&args[2]) : 1.0;

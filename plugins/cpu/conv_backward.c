@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -274,7 +275,7 @@ static void conv_bwd_chunks(void *p, int64_t b, int64_t e) {
   size_t es = c->f64 ? sizeof(double) : sizeof(float);
   conv_geo j = *c->geo;
   int64_t P = j.P, K = c->K, O = c->O, Og = O / c->G;
-  char *col = malloc((size_t)(K * P) * es);
+  char *col = wk_malloc((size_t)(K * P) * es);
   if (!col) {
     c->oom = true;
     return;
@@ -306,7 +307,7 @@ static void conv_bwd_chunks(void *p, int64_t b, int64_t e) {
       }
     }
   }
-  free(col);
+  wk_free(col);
 }
 
 /* gw[i] = sum over chunks of the partials, in chunk order. */
@@ -345,7 +346,7 @@ static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, i
   if (nchunks < 1) nchunks = 1;
   int64_t per_chunk = (N + nchunks - 1) / nchunks;
   nchunks = (N + per_chunk - 1) / per_chunk;
-  char *parts = gw && nchunks > 1 ? malloc((size_t)(nchunks * O * K) * es) : NULL;
+  char *parts = gw && nchunks > 1 ? wk_malloc((size_t)(nchunks * O * K) * es) : NULL;
   if (gw && nchunks > 1 && !parts) return wk_error(WK_ERR_NO_MEMORY, "conv2d_backward(): out of memory for partial sums");
   conv_bwd_job c = {f64, j, N, O, G, K, per_chunk, w, g, gw ? (parts ? parts : gw) : NULL, false};
   int64_t per = per_chunk * O * P * (K + 1);
@@ -357,7 +358,7 @@ static wk_status conv_bwd_compute(bool f64, conv_geo *j, int64_t N, int64_t O, i
     psum_job pj = {f64, parts, gw, O * K, nchunks};
     run_tasks(O * K, nchunks, psum_range, &pj);
   }
-  free(parts);
+  wk_free(parts);
   if (c.oom) return wk_error(WK_ERR_NO_MEMORY, "conv2d_backward(): out of memory for the column buffer");
   return WK_OK;
 }
@@ -454,18 +455,33 @@ typedef struct {
   int64_t H, W, oh, ow, kh, kw, sh, sw, ph, pw;
   bool count_include_pad, has_div;
   int64_t divisor;
+  bool zeroed_by_tasks; /* grad_input left uninitialised: fn writes every element */
+  bool bad_index;       /* max pool: some index was outside its plane */
 } pool_job;
 
-#define MAXPOOL_BWD(NAME, T)                              \
-  static void NAME(void *p, int64_t b, int64_t e) {       \
-    const pool_job *j = p;                                \
-    int64_t P = j->oh * j->ow;                            \
-    for (int64_t plane = b; plane < e; plane++) {         \
-      const T *g = (const T *)j->g + plane * P;           \
-      const int64_t *ind = j->ind + plane * P;            \
-      T *gi = (T *)j->gi + plane * j->H * j->W;           \
-      for (int64_t i = 0; i < P; i++) gi[ind[i]] += g[i]; \
-    }                                                     \
+/* Each task zeroes its own planes of grad_input (left uninitialised by
+ * pool_bwd_run: zeroing here runs in parallel and leaves the plane in cache
+ * for the scatter) and checks each index as it goes; a plane with an index
+ * outside it is left alone and flags the job (the caller then finds the
+ * first such index for the message). */
+#define MAXPOOL_BWD(NAME, T)                                                      \
+  static void NAME(void *p, int64_t b, int64_t e) {                               \
+    pool_job *j = p;                                                              \
+    const int64_t P = j->oh * j->ow, HW = j->H * j->W;                            \
+    for (int64_t plane = b; plane < e; plane++) {                                 \
+      const T *g = (const T *)j->g + plane * P;                                   \
+      const int64_t *ind = j->ind + plane * P;                                    \
+      T *gi = (T *)j->gi + plane * HW;                                            \
+      memset(gi, 0, sizeof(T) * (size_t)HW);                                      \
+      for (int64_t i = 0; i < P; i++) {                                           \
+        int64_t k = ind[i];                                                       \
+        if ((uint64_t)k >= (uint64_t)HW) {                                        \
+          __atomic_store_n(&j->bad_index, true, __ATOMIC_RELAXED);                \
+          break;                                                                  \
+        }                                                                         \
+        gi[k] += g[i];                                                            \
+      }                                                                           \
+    }                                                                             \
   }
 MAXPOOL_BWD(maxpool_bwd_f32, float)
 MAXPOOL_BWD(maxpool_bwd_f64, double)
@@ -522,6 +538,18 @@ AVGPOOL_BWD(avgpool_bwd_i64, int64_t)
 ADAPTIVE_BWD(adaptive_bwd_f32, float)
 ADAPTIVE_BWD(adaptive_bwd_f64, double)
 
+/* Output 1x1 (a global mean's backward): every element of a plane gets the
+ * plane's gradient over H*W; grad_input is written whole, never zeroed
+ * first. "+ 0" gives what adding into a zeroed buffer gave (-0 becomes +0). */
+static void adaptive_bwd_1x1_f32(void *p, int64_t b, int64_t e) {
+  const pool_job *j = p;
+  const int64_t HW = j->H * j->W;
+  for (int64_t plane = b; plane < e; plane++) {
+    float d = ((const float *)j->g)[plane] / (float)HW + 0.0f;
+    cpu_simd->fill((float *)j->gi + plane * HW, d, HW);
+  }
+}
+
 /* Shared tail of the pooling backward kernels: runs fn over the planes of
  * grad_output (converted to cd) into a zeroed grad_input of self's shape in
  * cd, delivered in self's dtype. ind: indices (max pool) or NULL. */
@@ -533,7 +561,7 @@ static wk_status pool_bwd_run(pool_job *j, wk_tensor *go, wk_tensor *self, wk_dt
   for (int i = 0; i < nd - 2; i++) planes *= sz[i];
   j->H = sz[nd - 2];
   j->W = sz[nd - 1];
-  wk_tensor *gi = zeros_of(sz, nd, cd), *g = NULL;
+  wk_tensor *gi = j->zeroed_by_tasks ? cpu_empty(sz, nd, cd) : zeros_of(sz, nd, cd), *g = NULL;
   if (!gi) return wk_last_error();
   if (planes > 0) {
     if (!(g = cpu_prep(go, cd))) goto fail;
@@ -542,6 +570,18 @@ static wk_status pool_bwd_run(pool_job *j, wk_tensor *go, wk_tensor *self, wk_dt
     j->gi = wk_tensor_data(gi);
     run_tasks(planes, per_plane, fn, j);
     wk_release(g);
+    if (j->bad_index) { /* the first index outside its plane, for the message */
+      const char *op = "max_pool2d_with_indices_backward";
+      int64_t HW = j->H * j->W, n = planes * j->oh * j->ow, bad = 0;
+      for (int64_t i = 0; i < n; i++)
+        if (j->ind[i] < 0 || j->ind[i] >= HW) {
+          bad = j->ind[i];
+          break;
+        }
+      wk_release(gi);
+      return wk_error(WK_ERR_INDEX, "%s(): Found an invalid max index: %lld (output volumes are of size %lldx%lld)", op,
+                      (long long)bad, (long long)j->H, (long long)j->W);
+    }
   }
   if (!(gi = wk_cast_own(gi, wk_tensor_dtype(self)))) return wk_last_error();
   outs[0] = WK_VT(gi);
@@ -567,19 +607,15 @@ static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_tensor *ind = cpu_prep(indices, WK_I64);
   if (!ind) return wk_last_error();
   int nd = wk_tensor_dim(self);
-  int64_t HW = wk_tensor_size(self, nd - 2) * wk_tensor_size(self, nd - 1), n = wk_tensor_numel(ind);
-  const int64_t *iv = wk_tensor_data(ind);
-  for (int64_t i = 0; i < n; i++) /* the data decides: an index outside its plane */
-    if (iv[i] < 0 || iv[i] >= HW) {
-      wk_release(ind);
-      return wk_error(WK_ERR_INDEX, "%s(): Found an invalid max index: %lld (output volumes are of size %lldx%lld)", op,
-                      (long long)iv[i], (long long)wk_tensor_size(self, nd - 2),
-                      (long long)wk_tensor_size(self, nd - 1));
-    }
+  int64_t HW = wk_tensor_size(self, nd - 2) * wk_tensor_size(self, nd - 1);
   wk_dtype cd = wk_compute_dtype(wk_tensor_dtype(self));
   pool_job j = {0};
   j.oh = o[0];
   j.ow = o[1];
+  /* the data decides: an index outside its plane fails the call (checked by
+   * the tasks as they scatter, reported by pool_bwd_run) */
+  j.zeroed_by_tasks = true;
+  (void)op;
   wk_status st =
       pool_bwd_run(&j, go, self, cd, ind, o[0] * o[1] + HW, cd == WK_F64 ? maxpool_bwd_f64 : maxpool_bwd_f32, outs);
   wk_release(ind);
@@ -620,6 +656,10 @@ static wk_status k_adaptive_avg_pool2d_backward(const wk_kernel_ctx *ctx, const 
   j.ow = o[1];
   int64_t H = wk_tensor_size(self, nd - 2), W = wk_tensor_size(self, nd - 1);
   int64_t win = ((H + o[0] - 1) / o[0] + 1) * ((W + o[1] - 1) / o[1] + 1);
+  if (cd == WK_F32 && o[0] == 1 && o[1] == 1) {
+    j.zeroed_by_tasks = true;
+    return pool_bwd_run(&j, go, self, cd, NULL, H * W, adaptive_bwd_1x1_f32, outs);
+  }
   return pool_bwd_run(&j, go, self, cd, NULL, o[0] * o[1] * win + H * W,
                       cd == WK_F32 ? adaptive_bwd_f32 : adaptive_bwd_f64, outs);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 
 /* ---- shared helpers ------------------------------------------------------------------ */
 
@@ -175,6 +176,11 @@ typedef struct {
     const bn_job *j = p;                                                         \
     const T *x = j->x;                                                           \
     const int64_t N = j->N, C = j->C, S = j->S;                                  \
+    if (sizeof(T) == sizeof(float)) { /* simd.h: 16 lanes, this CPU's width */   \
+      for (int64_t c = b; c < e; c++)                                            \
+        cpu_simd->bn_stats((const float *)x + c * S, N, C * S, S, &j->mean[c], &j->var[c]); \
+      return;                                                                    \
+    }                                                                            \
     for (int64_t c = b; c < e; c++) {                                            \
       /* four partial sums: the adds overlap instead of waiting on one chain */  \
       double s4[4] = {0, 0, 0, 0}, v4[4] = {0, 0, 0, 0};                         \
@@ -212,6 +218,10 @@ typedef struct {
       const T *x = (const T *)j->x + r * S;                                      \
       T *y = (T *)j->y + r * S;                                                  \
       const T m = (T)j->mean[c], a = (T)j->scale[c], sh = (T)j->shift[c];        \
+      if (sizeof(T) == sizeof(float) && cpu_simd_ok2((float *)y, (const float *)x, NULL, S)) { \
+        cpu_simd->bn_apply((float *)y, (const float *)x, (float)m, (float)a, (float)sh, S); \
+        continue;                                                                \
+      }                                                                          \
       for (int64_t i = 0; i < S; i++) y[i] = (x[i] - m) * a + sh;                \
     }                                                                            \
   }
@@ -236,7 +246,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     return wk_kernel_done_n(WK_OK, (wk_tensor *[]){y, m, v}, 3, outs);
   }
 
-  double *buf = malloc(sizeof(double) * (size_t)(6 * C));
+  double *buf = wk_malloc(sizeof(double) * (size_t)(6 * C));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "batch_norm(): out of memory");
   double *mean = buf, *var = buf + C, *scale = buf + 2 * C, *shift = buf + 3 * C, *w = buf + 4 * C, *bb = buf + 5 * C;
   wk_tensor *x = NULL, *y = NULL, *sm = NULL, *si = NULL;
@@ -288,7 +298,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   x = NULL;
   y = wk_cast_own(y, dt);
 fail:
-  free(buf);
+  wk_free(buf);
   wk_release(x);
   return wk_kernel_done_n(s, (wk_tensor *[]){y, sm, si}, 3, outs);
 fail_err:
@@ -353,7 +363,7 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   const wk_meta_out *sm = wk_kernel_meta(ctx, 1); /* mean/rstd shape and dtype (meta function) */
   wk_tensor *x = NULL, *w = NULL, *bb = NULL, *y = NULL, *mt = NULL, *rt = NULL;
-  double *buf = malloc(sizeof(double) * (size_t)(2 * M + 1));
+  double *buf = wk_malloc(sizeof(double) * (size_t)(2 * M + 1));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "layer_norm(): out of memory");
   if (!(x = cpu_prep(input, cd)) || (weight && !(w = cpu_prep(weight, cd))) || (bias && !(bb = cpu_prep(bias, cd))) ||
       !(y = cpu_empty(sz, nd, cd)))
@@ -372,13 +382,13 @@ static wk_status k_layer_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   wk_release(bb);
   x = w = bb = NULL;
   if (!(y = wk_cast_own(y, dt))) goto fail;
-  free(buf);
+  wk_free(buf);
   outs[0] = WK_VT(y);
   outs[1] = WK_VT(mt);
   outs[2] = WK_VT(rt);
   return WK_OK;
 fail:
-  free(buf);
+  wk_free(buf);
   wk_release(x);
   wk_release(w);
   wk_release(bb);
@@ -558,7 +568,7 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
     wk_status s = nd == 0 ? cpu_copy(y, self) : WK_OK;
     return wk_kernel_done(s, y, outs);
   }
-  int64_t *maps = malloc(sizeof(int64_t) * (size_t)total);
+  int64_t *maps = wk_malloc(sizeof(int64_t) * (size_t)total);
   if (!maps) {
     wk_release(y);
     return wk_error(WK_ERR_NO_MEMORY, "pad(): out of memory");
@@ -586,7 +596,7 @@ static wk_status k_pad(const wk_kernel_ctx *ctx, const wk_value *args, wk_value 
   }
   int64_t W = osz[nd - 1];
   cpu_par(numel / W, W, pad_range, &j);
-  free(maps);
+  wk_free(maps);
   outs[0] = WK_VT(y);
   return WK_OK;
 }

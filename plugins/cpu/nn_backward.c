@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 
 /* ---- shared helpers ------------------------------------------------------------------ */
 
@@ -107,6 +108,12 @@ typedef struct {
   static void bnb_sums_##SUF(void *p, int64_t b, int64_t e) {                                                \
     const bnb_job *j = p;                                                                                    \
     const int64_t N = j->N, C = j->C, S = j->S;                                                              \
+    if (sizeof(T) == sizeof(float)) { /* simd.h: 16 lanes, this CPU's width */                               \
+      for (int64_t c = b; c < e; c++)                                                                        \
+        cpu_simd->bn_bwd_sums((const float *)j->x + c * S, (const float *)j->g + c * S, N, C * S, S,        \
+                              j->mean[c], &j->sum_g[c], &j->dotp[c]);                                        \
+      return;                                                                                                \
+    }                                                                                                        \
     for (int64_t c = b; c < e; c++) {                                                                        \
       /* four partial sums each: the adds overlap instead of waiting on one chain */                         \
       double sg4[4] = {0, 0, 0, 0}, dp4[4] = {0, 0, 0, 0}, m = j->mean[c];                                   \
@@ -139,7 +146,13 @@ typedef struct {
       if (j->train) {                                                                                        \
         const T *x = (const T *)j->x + r * S;                                                                \
         double m = j->mean[c], k = j->dotp[c] * is * is / cnt, gm = j->sum_g[c] / cnt;                       \
+        if (sizeof(T) == sizeof(float)) {                                                                    \
+          cpu_simd->bn_bwd_input((float *)gi, (const float *)g, (const float *)x, m, k, gm, is, w, S);      \
+          continue;                                                                                          \
+        }                                                                                                    \
         for (int64_t i = 0; i < S; i++) gi[i] = (T)(((double)g[i] - ((double)x[i] - m) * k - gm) * is * w);  \
+      } else if (sizeof(T) == sizeof(float)) {                                                               \
+        cpu_simd->bn_bwd_input_eval((float *)gi, (const float *)g, is, w, S);                               \
       } else {                                                                                               \
         for (int64_t i = 0; i < S; i++) gi[i] = (T)((double)g[i] * is * w);                                  \
       }                                                                                                      \
@@ -163,7 +176,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   wk_dtype pdt = wk_kernel_meta(ctx, 1)->dtype;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL;
-  double *buf = calloc((size_t)(5 * C + 1), sizeof(double));
+  double *buf = wk_calloc((size_t)(5 * C + 1), sizeof(double));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   double *mean = buf, *invstd = buf + C, *w = buf + 2 * C, *sum_g = buf + 3 * C, *dotp = buf + 4 * C;
   s = WK_OK;
@@ -199,7 +212,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if (mask[2] && !(gb = cpu_from_doubles(sum_g, C, &C, 1, pdt))) goto fail_err;
   gi = wk_cast_own(gi, dt);
 fail:
-  free(buf);
+  wk_free(buf);
   wk_release(x);
   wk_release(g);
   return wk_kernel_done_opt(s, (wk_tensor *[]){gi, gw, gb}, mask, 3, outs);
@@ -275,7 +288,7 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_dtype dt = wk_tensor_dtype(a.input), cd = cpu_fcompute(dt);
   wk_dtype wdt = wk_kernel_meta(ctx, 1)->dtype, bdt = wk_kernel_meta(ctx, 2)->dtype;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL, *w = NULL;
-  double *buf = calloc((size_t)(2 * M + 2 * N + 1), sizeof(double));
+  double *buf = wk_calloc((size_t)(2 * M + 2 * N + 1), sizeof(double));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   double *mean = buf, *rstd = buf + M, *sw = buf + 2 * M, *sb = buf + 2 * M + N;
   if ((s = wk_tensor_to_f64(a.mean, mean, M)) || (s = wk_tensor_to_f64(a.rstd, rstd, M))) goto fail;
@@ -302,7 +315,7 @@ static wk_status k_layer_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if (a.mask[2] && !(gb = cpu_from_doubles(sb, N, a.ns, a.k, bdt))) goto fail_err;
   gi = wk_cast_own(gi, dt);
 fail:
-  free(buf);
+  wk_free(buf);
   wk_release_n((wk_tensor *[]){x, g, w}, 3);
   return wk_kernel_done_opt(s, (wk_tensor *[]){gi, gw, gb}, a.mask, 3, outs);
 fail_err:
@@ -357,28 +370,28 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
     }
   if (!(gw = zeros_of(osz, 2, cd))) goto fail_err;
   if (n > 0 && D > 0 && V > 0) {
-    start = calloc((size_t)(V + 1), sizeof(int64_t));
-    order = malloc(sizeof(int64_t) * (size_t)n);
+    start = wk_calloc((size_t)(V + 1), sizeof(int64_t));
+    order = wk_malloc(sizeof(int64_t) * (size_t)n);
     if (!start || !order) {
       s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
       goto fail;
     }
     for (int64_t i = 0; i < n; i++) start[iv[i] + 1]++;
     for (int64_t v = 0; v < V; v++) start[v + 1] += start[v];
-    int64_t *fillp = malloc(sizeof(int64_t) * (size_t)V);
+    int64_t *fillp = wk_malloc(sizeof(int64_t) * (size_t)V);
     if (!fillp) {
       s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
       goto fail;
     }
     memcpy(fillp, start, sizeof(int64_t) * (size_t)V);
     for (int64_t i = 0; i < n; i++) order[fillp[iv[i]]++] = i;
-    free(fillp);
+    wk_free(fillp);
     if (!(g = cpu_prep(go, cd))) goto fail_err;
     embb_job j = {wk_tensor_data(g), wk_tensor_data(gw), start, order, D, pidx};
     cpu_par(V, D * (n / V + 1), cd == WK_F64 ? embb_f64 : embb_f32, &j);
   }
-  free(start);
-  free(order);
+  wk_free(start);
+  wk_free(order);
   wk_release(idx);
   wk_release(g);
   if (!(gw = wk_cast_own(gw, dt))) return wk_last_error();
@@ -387,8 +400,8 @@ static wk_status k_embedding_dense_backward(const wk_kernel_ctx *ctx, const wk_v
 fail_err:
   s = wk_last_error();
 fail:
-  free(start);
-  free(order);
+  wk_free(start);
+  wk_free(order);
   wk_release(idx);
   wk_release(g);
   wk_release(gw);
@@ -455,7 +468,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
     wk_tensor *r = nd == 0 ? wk_clone(go) : zeros_of(sz, nd, dt);
     return wk_kernel_out1(outs, r);
   }
-  int64_t *map = malloc(sizeof(int64_t) * (size_t)(total + 1));
+  int64_t *map = wk_malloc(sizeof(int64_t) * (size_t)(total + 1));
   if (!map) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   wk_tensor *cur = cpu_prep(go, cd);
   if (!cur) goto fail;
@@ -498,7 +511,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
     wk_release(cur);
     cur = next;
   }
-  free(map);
+  wk_free(map);
   map = NULL;
   if (!passes || wk_tensor_same_storage(cur, go)) { /* no padding: a copy, never an alias */
     wk_tensor *c = wk_clone(cur);
@@ -509,7 +522,7 @@ static wk_status k_pad_backward(const wk_kernel_ctx *ctx, const wk_value *args, 
   outs[0] = WK_VT(cur);
   return WK_OK;
 fail:
-  free(map);
+  wk_free(map);
   wk_release(cur);
   return wk_last_error();
 }

@@ -1,5 +1,6 @@
 /* cpu plugin entry: registers the reference kernels of every family. */
 #include "cpu.h"
+#include "simd.h"
 
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -15,6 +16,8 @@ static wk_status cpu_init(void) {
    * Its own pthread pool would spin (sched_yield) next to ours. */
   openblas_set_num_threads(1);
 #endif
+  wk_status st = cpu_simd_init(); /* the f32 loops for this CPU, or WICK_CPU_ISA's */
+  if (st != WK_OK) return st;
   wk_status (*families[])(void) = {cpu_register_copy,          cpu_register_factory,     cpu_register_unary,
                                    cpu_register_binary,        cpu_register_reduce,      cpu_register_scan,
                                    cpu_register_linalg,        cpu_register_nn,          cpu_register_loss,

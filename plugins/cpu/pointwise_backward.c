@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 
 typedef struct {
   bool tanh_form;
@@ -85,6 +86,11 @@ typedef struct {
   static void NAME(void *cp, char **d, const int64_t *s, int64_t n) {                  \
     const pb_ctx *c = cp;                                                              \
     const T t = (T)c->threshold;                                                       \
+    if (sizeof(T) == sizeof(float) && c->k == PB_THRESHOLD && s[0] == 4 && s[1] == 4 && s[2] == 4 && \
+        cpu_simd_ok2((float *)d[0], (const float *)d[1], (const float *)d[2], n)) {    \
+      cpu_simd->threshold_bwd((float *)d[0], (const float *)d[1], (const float *)d[2], (float)t, n); \
+      return;                                                                          \
+    }                                                                                  \
     if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T)) {                 \
       T *restrict o = (T *)d[0];                                                       \
       const T *restrict g = (const T *)d[1], *restrict x = (const T *)d[2];            \

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 
 typedef struct {
   const char *x;
@@ -290,6 +291,17 @@ AVGPOOL(avgpool_i64, int64_t)
 ADAPTIVE(adaptive_f32, float)
 ADAPTIVE(adaptive_f64, double)
 
+/* Output 1x1 over contiguous planes (ResNet's global average): a mean,
+ * summed in double over 16 lanes (simd.h). */
+static void adaptive_mean_f32(void *p, int64_t b, int64_t e) {
+  const pool_job *j = p;
+  const int64_t HW = j->H * j->W;
+  for (int64_t plane = b; plane < e; plane++) {
+    PLANE_PTRS(float);
+    dst[0] = (float)(cpu_simd->sum(src, HW) / (double)HW);
+  }
+}
+
 /* Fills the input geometry of j (as [N, C, H, W]) from x. */
 static void pool_geometry(pool_job *j, wk_tensor *x, int64_t *N) {
   int nd = wk_tensor_dim(x);
@@ -458,7 +470,8 @@ static wk_status k_adaptive_avg_pool2d(const wk_kernel_ctx *ctx, const wk_value 
   j.out = (char *)wk_tensor_data(out);
   if (os[0] > 0 && os[1] > 0) {
     int64_t win = ((j.H + os[0] - 1) / os[0] + 1) * ((j.W + os[1] - 1) / os[1] + 1);
-    run_planes(&j, N * j.C, os[0] * os[1] * win, cd == WK_F32 ? adaptive_f32 : adaptive_f64);
+    bool mean = cd == WK_F32 && os[0] == 1 && os[1] == 1 && j.sW == 1 && j.sH == j.W;
+    run_planes(&j, N * j.C, os[0] * os[1] * win, mean ? adaptive_mean_f32 : cd == WK_F32 ? adaptive_f32 : adaptive_f64);
   }
   wk_release(x);
   if (cd != dt) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 #include <wick/sdk/unary.h>
 
 /* The inner loops below are plain loops over contiguous data; ask GCC to
@@ -63,7 +64,14 @@
       case WK_UOP_cos: EACH(T, T, FN_##F(cos)(x)); break;                                               \
       case WK_UOP_tanh: EACH(T, T, FN_##F(tanh)(x)); break;                                             \
       case WK_UOP_sigmoid: EACH(T, T, one / (one + FN_##F(exp)(-x))); break;                            \
-      case WK_UOP_relu: EACH(T, T, x < 0 ? 0 : x); break;                                               \
+      case WK_UOP_relu:                                                                            \
+        if (sizeof(T) == sizeof(float) && s[0] == 4 && s[1] == 4 &&                                \
+            cpu_simd_ok2((float *)d[0], (const float *)d[1], NULL, n)) {                           \
+          cpu_simd->relu((float *)d[0], (const float *)d[1], n); /* simd.h */                      \
+          break;                                                                                   \
+        }                                                                                          \
+        EACH(T, T, x < 0 ? 0 : x);                                                                 \
+        break;                                                                                     \
       case WK_UOP_silu: EACH(T, T, x / (one + FN_##F(exp)(-x))); break;                                 \
       case WK_UOP_sign: EACH(T, T, (T)((x > 0) - (x < 0))); break;                                      \
       case WK_UOP_floor: EACH(T, T, FN_##F(floor)(x)); break;                                           \

@@ -1,0 +1,153 @@
+/* cpu plugin: the body of the per-ISA loops (see simd.h). No include guard:
+ * simd.c includes this once per instruction set, with SIMD_SUF naming the
+ * variant and a GCC target pragma around it. The loops are plain C written
+ * for the vectoriser: elementwise loops carry `GCC ivdep` (an input equal to
+ * the output is read at the same index before it is written, so there is no
+ * dependence between iterations), and every sum runs over SIMD_LANES fixed
+ * lanes (element i of a row goes to lane i % 16) folded by a fixed pairwise
+ * tree, so each variant adds the same numbers in the same order. */
+
+#define SIMD_CAT2(a, b) a##_##b
+#define SIMD_CAT(a, b) SIMD_CAT2(a, b)
+#define SIMD_FN(name) SIMD_CAT(simd_##name, SIMD_SUF)
+
+#ifndef SIMD_LANES
+#define SIMD_LANES 16
+#if defined(__GNUC__) && !defined(__clang__)
+#define SIMD_IVDEP _Pragma("GCC ivdep")
+#else
+#define SIMD_IVDEP
+#endif
+/* acc[0] = sum of the 16 lanes, pairwise: (0+8, 1+9, ...) then halves */
+static inline double simd_fold16(double *acc) {
+  for (int w = SIMD_LANES / 2; w >= 1; w /= 2)
+    for (int k = 0; k < w; k++) acc[k] += acc[k + w];
+  return acc[0];
+}
+#endif
+
+static void SIMD_FN(add)(float *o, const float *a, const float *b, float al, int64_t n) {
+  if (al == 1.0f) {
+    SIMD_IVDEP
+    for (int64_t i = 0; i < n; i++) o[i] = a[i] + b[i];
+  } else {
+    SIMD_IVDEP
+    for (int64_t i = 0; i < n; i++) o[i] = a[i] + al * b[i];
+  }
+}
+
+static void SIMD_FN(mul)(float *o, const float *a, const float *b, int64_t n) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] * b[i];
+}
+
+static void SIMD_FN(add_scalar)(float *o, const float *a, float v, int64_t n) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] + v;
+}
+
+static void SIMD_FN(mul_scalar)(float *o, const float *a, float v, int64_t n) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < n; i++) o[i] = a[i] * v;
+}
+
+static void SIMD_FN(relu)(float *o, const float *x, int64_t n) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < n; i++) {
+    float v = x[i];
+    o[i] = v < 0 ? 0.0f : v;
+  }
+}
+
+static void SIMD_FN(threshold_bwd)(float *o, const float *g, const float *x, float t, int64_t n) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < n; i++) {
+    float gi = g[i]; /* read unconditionally: the select is a blend */
+    o[i] = x[i] > t ? gi : 0.0f;
+  }
+}
+
+static void SIMD_FN(bn_stats)(const float *x, int64_t N, int64_t stride, int64_t S, double *mean, double *var) {
+  double acc[SIMD_LANES] = {0};
+  for (int64_t n = 0; n < N; n++) {
+    const float *restrict r = x + n * stride;
+    int64_t i = 0;
+    for (; i + SIMD_LANES <= S; i += SIMD_LANES)
+      for (int k = 0; k < SIMD_LANES; k++) acc[k] += (double)r[i + k];
+    for (int k = 0; i < S; i++, k++) acc[k] += (double)r[i];
+  }
+  const double m = simd_fold16(acc) / (double)(N * S);
+  double v[SIMD_LANES] = {0};
+  for (int64_t n = 0; n < N; n++) {
+    const float *restrict r = x + n * stride;
+    int64_t i = 0;
+    for (; i + SIMD_LANES <= S; i += SIMD_LANES)
+      for (int k = 0; k < SIMD_LANES; k++) {
+        double d = (double)r[i + k] - m;
+        v[k] += d * d;
+      }
+    for (int k = 0; i < S; i++, k++) {
+      double d = (double)r[i] - m;
+      v[k] += d * d;
+    }
+  }
+  *mean = m;
+  *var = simd_fold16(v) / (double)(N * S);
+}
+
+static void SIMD_FN(bn_apply)(float *y, const float *x, float m, float a, float sh, int64_t S) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < S; i++) y[i] = (x[i] - m) * a + sh;
+}
+
+static void SIMD_FN(bn_bwd_sums)(const float *x, const float *g, int64_t N, int64_t stride, int64_t S, double m,
+                                 double *sum_g, double *dotp) {
+  double sg[SIMD_LANES] = {0}, dp[SIMD_LANES] = {0};
+  for (int64_t n = 0; n < N; n++) {
+    const float *restrict xr = x + n * stride, *restrict gr = g + n * stride;
+    int64_t i = 0;
+    for (; i + SIMD_LANES <= S; i += SIMD_LANES)
+      for (int k = 0; k < SIMD_LANES; k++) {
+        double gv = (double)gr[i + k];
+        sg[k] += gv;
+        dp[k] += ((double)xr[i + k] - m) * gv;
+      }
+    for (int k = 0; i < S; i++, k++) {
+      double gv = (double)gr[i];
+      sg[k] += gv;
+      dp[k] += ((double)xr[i] - m) * gv;
+    }
+  }
+  *sum_g = simd_fold16(sg);
+  *dotp = simd_fold16(dp);
+}
+
+static void SIMD_FN(bn_bwd_input)(float *gi, const float *g, const float *x, double m, double k, double gm, double is,
+                                  double w, int64_t S) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < S; i++) gi[i] = (float)((((double)g[i] - ((double)x[i] - m) * k) - gm) * is * w);
+}
+
+static void SIMD_FN(bn_bwd_input_eval)(float *gi, const float *g, double is, double w, int64_t S) {
+  SIMD_IVDEP
+  for (int64_t i = 0; i < S; i++) gi[i] = (float)((double)g[i] * is * w);
+}
+
+static double SIMD_FN(sum)(const float *x, int64_t n) {
+  double acc[SIMD_LANES] = {0};
+  int64_t i = 0;
+  for (; i + SIMD_LANES <= n; i += SIMD_LANES)
+    for (int k = 0; k < SIMD_LANES; k++) acc[k] += (double)x[i + k];
+  for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i];
+  return simd_fold16(acc);
+}
+
+static void SIMD_FN(fill)(float *o, float v, int64_t n) {
+  for (int64_t i = 0; i < n; i++) o[i] = v;
+}
+
+static const cpu_simd_table SIMD_FN(table) = {
+    SIMD_ISA_NAME,         SIMD_FN(add),          SIMD_FN(mul),         SIMD_FN(add_scalar),
+    SIMD_FN(mul_scalar),   SIMD_FN(relu),         SIMD_FN(threshold_bwd), SIMD_FN(bn_stats),
+    SIMD_FN(bn_apply),     SIMD_FN(bn_bwd_sums),  SIMD_FN(bn_bwd_input), SIMD_FN(bn_bwd_input_eval),
+    SIMD_FN(sum),          SIMD_FN(fill)};
