@@ -20,7 +20,7 @@ plugins/onnx/onnx.pb-c.h: plugins/onnx/onnx.pb-c.c
 	@:
 if HAVE_CHECK
 check_PROGRAMS += tests/check_onnx tests/onnx_ref
-TESTS += tests/check_onnx tests/onnx_export.sh tests/onnx_torch.sh
+TESTS += tests/check_onnx tests/onnx_export.sh tests/onnx_torch.sh tests/onnx_torch2.sh
 tests_onnx_ref_SOURCES = tests/onnx_ref.c
 tests_onnx_ref_LDADD = libwick.la
 # the suite builds hostile models with the same generated messages
@@ -42,4 +42,4 @@ endif
 wickinclude_HEADERS += abi/wick/onnx.h
 # wick run MODEL.onnx: built always (it finds the onnx service at run time)
 tools_wick_SOURCES += tools/run.c
-EXTRA_DIST += tests/fuzz/fuzz_onnx.c plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_torch.sh tests/onnx_torch.py tests/onnx_node_tests.md tests/onnx_node_report.py
+EXTRA_DIST += tests/fuzz/fuzz_onnx.c plugins/onnx/local.mk tests/onnx_export.sh tests/onnx_ort.py tests/onnx_torch.sh tests/onnx_torch2.sh tests/onnx_torch.py tests/onnx_node_tests.md tests/onnx_node_report.py
