@@ -1,4 +1,7 @@
-/* Composite kernels of issue 21's nn and loss surface: the losses (l1, smooth_l1, huber,
+/* Composite kernels of issue 21's nn and loss surface: interpolate (nearest, nearest-exact, linear,
+ * bilinear, bicubic, trilinear, area), pools in 1 and 3 dims and the adaptive max pools, conv1d/conv3d
+ * and the transposed convolutions (as conv2d calls), pixel_shuffle/unshuffle, channel_shuffle, group_norm,
+ * instance_norm, local_response_norm, the dropout variants; the losses (l1, smooth_l1, huber,
  * soft_margin, kl_div, binary_cross_entropy, poisson_nll, gaussian_nll, margin_ranking,
  * hinge_embedding, cosine_embedding, triplet_margin, multilabel_soft_margin, multi_margin) and the
  * distances (cosine_similarity, pairwise_distance, cdist), written with other ops the way
@@ -317,6 +320,620 @@ static wk_status k_cdist(const wk_kernel_ctx *c, const wk_value *args, wk_value 
   return FINISH1(r ? wk_reshape(r, c->meta[0].sizes, c->meta[0].ndim) : NULL);
 }
 
+/* ---- separable gathers: interpolate, adaptive/avg/max pools in 1, 2 and 3 dims ----------------------- */
+/* Every one of these reads, per spatial dim, K input positions for each output position (a box or a
+ * kernel is a product of per-dim intervals), so it runs one dim at a time: index_select of the taps,
+ * then a weighted sum (interpolation, averages) or a max with its position (max pools) over them. */
+
+/* One dim's taps: output o reads input position idx[o * K + k] with weight w[o * K + k]. */
+typedef struct {
+  int64_t out, K;
+  int64_t *idx;
+  double *w;
+} taps;
+
+static void taps_free(taps *t) {
+  wk_free(t->idx);
+  wk_free(t->w);
+  t->idx = NULL;
+  t->w = NULL;
+}
+static bool taps_alloc(taps *t, int64_t out, int64_t K) {
+  size_t n = (size_t)(out * K > 0 ? out * K : 1);
+  t->out = out, t->K = K;
+  t->idx = wk_malloc(n * sizeof(int64_t));
+  t->w = wk_malloc(n * sizeof(double));
+  if (t->idx && t->w) return true;
+  taps_free(t);
+  wk_error(WK_ERR_NO_MEMORY, "out of memory allocating %zu interpolation taps", n);
+  return false;
+}
+
+/* A host array as a tensor of dtype `to` on dev (shape s). */
+static wk_tensor *host_tensor(const void *data, wk_dtype dt, const int64_t *s, int nd, wk_dtype to, wk_device dev) {
+  wk_tensor *t = wk_tensor_from_data(data, dt, s, nd);
+  if (t && to != dt) t = wk_to_dtype(t, to);
+  if (t && dev.type != WK_DEVICE_CPU) t = wk_to_device(t, dev);
+  return t;
+}
+
+/* x with dim `dim` (size in) split into taps: [.., out, K, ..]. */
+static wk_tensor *gather_taps(wk_tensor *x, int dim, const taps *tp, wk_device dev) {
+  int64_t n = tp->out * tp->K, s[WK_MAX_DIMS + 1];
+  wk_tensor *y = x ? wk_index_select(x, dim, host_tensor(tp->idx, WK_I64, &n, 1, WK_I64, dev)) : NULL;
+  if (!y) return NULL;
+  int nd = x->ndim;
+  for (int i = 0, j = 0; i < nd; i++) {
+    if (i == dim) {
+      s[j++] = tp->out;
+      s[j++] = tp->K;
+    } else {
+      s[j++] = x->sizes[i];
+    }
+  }
+  return wk_reshape(y, s, nd + 1);
+}
+
+/* sum_k w[o, k] x[idx[o, k]] along dim (weights in x's dtype). */
+static wk_tensor *taps_sum(wk_tensor *x, int dim, const taps *tp, wk_device dev) {
+  if (!x) return NULL;
+  if (tp->K == 1) { /* nearest: the weights are all 1 */
+    int64_t n = tp->out;
+    return wk_index_select(x, dim, host_tensor(tp->idx, WK_I64, &n, 1, WK_I64, dev));
+  }
+  wk_tensor *y = gather_taps(x, dim, tp, dev);
+  int64_t ws[WK_MAX_DIMS + 1];
+  int wn = 0;
+  ws[wn++] = tp->out;
+  ws[wn++] = tp->K;
+  for (int i = dim + 1; i < x->ndim; i++) ws[wn++] = 1;
+  wk_tensor *w = host_tensor(tp->w, WK_F64, ws, wn, x->dtype, dev);
+  int64_t kd = dim + 1;
+  return y && w ? wk_sum_dim(wk_mul(y, w), &kd, 1, false) : NULL;
+}
+
+/* The max over the taps along dim, and its input position: *ix (the flat position within the dims
+ * from dim on, or NULL before the first dim) becomes pos * stride + the position chosen before. */
+static wk_tensor *taps_max(wk_tensor *v, wk_tensor **ix, int dim, const taps *tp, int64_t stride, wk_device dev) {
+  wk_tensor *y = gather_taps(v, dim, tp, dev), *am = NULL;
+  if (!y) return NULL;
+  wk_tensor *mv = wkx_max__dim(y, dim + 1, true, &am);
+  int64_t ts[WK_MAX_DIMS + 1];
+  int tn = 0;
+  ts[tn++] = tp->out;
+  ts[tn++] = tp->K;
+  for (int i = dim + 1; i < v->ndim; i++) ts[tn++] = 1;
+  wk_tensor *pos = host_tensor(tp->idx, WK_I64, ts, tn, WK_I64, dev);
+  pos = pos ? wk_expand(pos, y->sizes, y->ndim) : NULL;
+  wk_tensor *p = am && pos ? wkx_mul__Scalar(wk_gather(pos, dim + 1, am), WK_VI(stride)) : NULL;
+  if (*ix) {
+    wk_tensor *prev = gather_taps(*ix, dim, tp, dev);
+    p = prev && p ? wk_add(p, wk_gather(prev, dim + 1, am)) : NULL;
+  }
+  *ix = p ? wk_squeeze_dim(p, dim + 1) : NULL;
+  return mv ? wk_squeeze_dim(mv, dim + 1) : NULL;
+}
+
+/* PyTorch's area_pixel_compute_scale / area_pixel_compute_source_index, in T (float for float32 and
+ * bfloat16 inputs, double for float64: ATen's opmath type). */
+#define WK__DEF_SRC(T, SUF)                                                                      \
+  static T area_scale_##SUF(int64_t in, int64_t out, bool align, bool has, double s) {          \
+    if (align) return out > 1 ? (T)(in - 1) / (T)(out - 1) : (T)0;                              \
+    return has && s > 0 ? (T)(1.0 / s) : (T)in / (T)out;                                         \
+  }                                                                                              \
+  static T area_src_##SUF(T scale, int64_t o, bool align, bool cubic) {                          \
+    if (align) return scale * (T)o;                                                              \
+    T v = scale * ((T)o + (T)0.5) - (T)0.5;                                                      \
+    return (!cubic && v < 0) ? (T)0 : v;                                                         \
+  }                                                                                              \
+  static void linear_tap_##SUF(int64_t in, int64_t out, int64_t o, bool align, bool has, double s, \
+                               int64_t *i0, int64_t *i1, double *l0, double *l1) {              \
+    if (out == in) {                                                                             \
+      *i0 = *i1 = o, *l0 = 1, *l1 = 0;                                                           \
+      return;                                                                                    \
+    }                                                                                            \
+    T real = area_src_##SUF(area_scale_##SUF(in, out, align, has, s), o, align, false);         \
+    *i0 = (int64_t)real < in - 1 ? (int64_t)real : in - 1;                                       \
+    *i1 = *i0 + (*i0 < in - 1 ? 1 : 0);                                                          \
+    T lam = real - (T)*i0;                                                                       \
+    lam = lam < 0 ? 0 : lam > 1 ? 1 : lam;                                                       \
+    *l1 = (double)lam, *l0 = (double)((T)1 - lam);                                               \
+  }                                                                                              \
+  static void cubic_tap_##SUF(int64_t in, int64_t out, int64_t o, bool align, bool has, double s, \
+                              int64_t *idx, double *w) {                                         \
+    T real = area_src_##SUF(area_scale_##SUF(in, out, align, has, s), o, align, true);          \
+    int64_t i = (int64_t)floor((double)real);                                                    \
+    T t = real - (T)i, A = (T)-0.75, x1 = t + 1, x2 = 1 - t, x3 = 2 - t;                        \
+    T c[4] = {((A * x1 - 5 * A) * x1 + 8 * A) * x1 - 4 * A, ((A + 2) * t - (A + 3)) * t * t + 1, \
+              ((A + 2) * x2 - (A + 3)) * x2 * x2 + 1, ((A * x3 - 5 * A) * x3 + 8 * A) * x3 - 4 * A}; \
+    for (int j = 0; j < 4; j++) {                                                                \
+      int64_t p = i - 1 + j;                                                                     \
+      idx[j] = p < 0 ? 0 : p > in - 1 ? in - 1 : p;                                              \
+      w[j] = (double)c[j];                                                                       \
+    }                                                                                            \
+  }
+WK__DEF_SRC(float, f)
+WK__DEF_SRC(double, d)
+
+enum { IM_NEAREST, IM_NEAREST_EXACT, IM_LINEAR, IM_CUBIC, IM_AREA };
+
+/* One spatial dim's taps of interpolate (in -> out; scale s when has; align_corners). */
+static bool interp_taps(taps *tp, int mode, int64_t in, int64_t out, bool align, bool has, double s, bool dbl) {
+  int64_t K = mode == IM_LINEAR ? 2 : mode == IM_CUBIC ? 4 : 1;
+  if (mode == IM_AREA)
+    for (int64_t o = 0; o < out; o++) {
+      int64_t st = (o * in) / out, en = ((o + 1) * in - 1) / out + 1;
+      if (en - st > K) K = en - st;
+    }
+  if (!taps_alloc(tp, out, K)) return false;
+  for (int64_t o = 0; o < out; o++) {
+    int64_t *ix = tp->idx + o * K;
+    double *w = tp->w + o * K;
+    switch (mode) {
+      case IM_NEAREST:
+      case IM_NEAREST_EXACT: { /* ATen's nearest_idx / nearest_exact_idx, in float */
+        float sc = has && s > 0 ? (float)(1.0 / s) : (float)in / (float)out;
+        int64_t src;
+        if (mode == IM_NEAREST && out == in)
+          src = o;
+        else if (mode == IM_NEAREST && out == 2 * in)
+          src = o >> 1;
+        else if (mode == IM_NEAREST)
+          src = (int64_t)floorf((float)o * sc);
+        else
+          src = (int64_t)floorf((float)(((double)o + 0.5) * sc));
+        ix[0] = src < in - 1 ? src : in - 1;
+        w[0] = 1;
+        break;
+      }
+      case IM_LINEAR:
+        if (dbl)
+          linear_tap_d(in, out, o, align, has, s, &ix[0], &ix[1], &w[0], &w[1]);
+        else
+          linear_tap_f(in, out, o, align, has, s, &ix[0], &ix[1], &w[0], &w[1]);
+        break;
+      case IM_CUBIC:
+        if (dbl)
+          cubic_tap_d(in, out, o, align, has, s, ix, w);
+        else
+          cubic_tap_f(in, out, o, align, has, s, ix, w);
+        break;
+      default: { /* area: adaptive average over [start, end) */
+        int64_t st = (o * in) / out, en = ((o + 1) * in - 1) / out + 1;
+        for (int64_t k = 0; k < K; k++) {
+          ix[k] = k < en - st ? st + k : st;
+          w[k] = k < en - st ? 1.0 / (double)(en - st) : 0;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/* interpolate(input, size?, scale_factor?, mode, align_corners?, recompute_scale_factor?): the meta
+ * function decided the output sizes (c->meta[0]); scales reach the index math unless recomputed. */
+static wk_status k_interpolate(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *m = args[3].u.s;
+  int mode = !strcmp(m, "nearest")         ? IM_NEAREST
+             : !strcmp(m, "nearest-exact") ? IM_NEAREST_EXACT
+             : !strcmp(m, "bicubic")       ? IM_CUBIC
+             : !strcmp(m, "area")          ? IM_AREA
+                                           : IM_LINEAR;
+  bool align = args[4].tag == WK_V_BOOL && args[4].u.b;
+  bool use_scale = args[2].tag == WK_V_FLOATS && !(args[5].tag == WK_V_BOOL && args[5].u.b);
+  wk_dtype dt = c->meta[0].dtype, cd = dt == WK_F64 ? WK_F64 : WK_F32;
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  int nsp = x->ndim - 2;
+  wk_tensor *y = mode == IM_NEAREST || mode == IM_NEAREST_EXACT ? x : wk_to_dtype(x, cd);
+  for (int i = nsp - 1; i >= 0 && y; i--) {
+    int d = 2 + i;
+    double s = use_scale ? args[2].u.floats[args[2].len == 1 ? 0 : i] : 0;
+    taps tp = {0};
+    if (!interp_taps(&tp, mode, x->sizes[d], c->meta[0].sizes[d], align, use_scale, s, dt == WK_F64)) return FAIL_K();
+    y = taps_sum(y, d, &tp, c->device);
+    taps_free(&tp);
+  }
+  return FINISH1(y ? wk_to_dtype(y, dt) : NULL);
+}
+
+/* The pooling geometry of one spatial dim. */
+typedef struct {
+  int64_t k, s, p, d;
+  bool ceil;
+} pool_dim;
+
+/* avg_pool taps: weights 1 / (count_include_pad ? the window clipped to the padding : the window
+ * clipped to the input), or 1 with a divisor_override (divided once afterwards). */
+static bool avg_taps(taps *tp, int64_t in, int64_t out, const pool_dim *g, bool cip, bool override) {
+  if (!taps_alloc(tp, out, g->k)) return false;
+  for (int64_t o = 0; o < out; o++) {
+    int64_t hs = o * g->s - g->p, he = hs + g->k < in + g->p ? hs + g->k : in + g->p, pool = he - hs;
+    int64_t vs = hs > 0 ? hs : 0, ve = he < in ? he : in, cnt = ve - vs;
+    for (int64_t k = 0; k < g->k; k++) {
+      int64_t p = hs + k;
+      bool ok = p >= vs && p < ve;
+      tp->idx[o * g->k + k] = ok ? p : (vs < in ? vs : in - 1);
+      tp->w[o * g->k + k] = !ok ? 0 : override ? 1 : 1.0 / (double)(cip ? pool : cnt);
+    }
+  }
+  return true;
+}
+
+/* max_pool taps (dilation): the window's positions inside the input; the others repeat its first. */
+static bool max_taps(taps *tp, int64_t in, int64_t out, const pool_dim *g) {
+  if (!taps_alloc(tp, out, g->k)) return false;
+  for (int64_t o = 0; o < out; o++) {
+    int64_t hs = o * g->s - g->p, first = hs;
+    while (first < 0) first += g->d;
+    if (first > in - 1) first = in - 1;
+    for (int64_t k = 0; k < g->k; k++) {
+      int64_t p = hs + k * g->d;
+      tp->idx[o * g->k + k] = p >= 0 && p < in ? p : first;
+    }
+  }
+  return true;
+}
+
+/* adaptive max taps: [start, end) of each output, padded with its start. */
+static bool adaptive_taps(taps *tp, int64_t in, int64_t out) {
+  return interp_taps(tp, IM_AREA, in, out, false, false, 0, true);
+}
+
+/* The pool parameters at args[ka..]: kernel_size, stride ([] = kernel), padding, then dilation at
+ * args[kd] (kd < 0: 1), ceil_mode at args[kc]; nsp spatial dims. Checked by the meta function. */
+static void pool_dims(const wk_value *args, int ka, int kd, int kc, int nsp, pool_dim *g) {
+  for (int i = 0; i < nsp; i++) {
+    const wk_value *kv = &args[ka], *sv = &args[ka + 1], *pv = &args[ka + 2];
+    g[i].k = kv->u.ints[kv->len == 1 ? 0 : i];
+    g[i].s = sv->len == 0 ? g[i].k : sv->u.ints[sv->len == 1 ? 0 : i];
+    g[i].p = pv->u.ints[pv->len == 1 ? 0 : i];
+    g[i].d = kd < 0 ? 1 : args[kd].u.ints[args[kd].len == 1 ? 0 : i];
+    g[i].ceil = args[kc].u.b;
+  }
+}
+
+/* avg_pool1d (self, kernel_size, stride, padding, ceil_mode, count_include_pad) and
+ * avg_pool3d (..., divisor_override). */
+static wk_status k_avg_pool_nd(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  bool three = strstr(wk_op_name(c->op), "3d") != NULL;
+  int nsp = three ? 3 : 1;
+  pool_dim g[3];
+  pool_dims(args, 1, -1, 4, nsp, g);
+  bool cip = args[5].u.b, ov = three && args[6].tag == WK_V_INT;
+  BEGIN_K;
+  wk_tensor *x = T(0), *y = x;
+  for (int i = nsp - 1; i >= 0 && y; i--) {
+    int d = x->ndim - nsp + i;
+    taps tp = {0};
+    if (!avg_taps(&tp, x->sizes[d], c->meta[0].sizes[d], &g[i], cip, ov)) return FAIL_K();
+    y = taps_sum(y, d, &tp, c->device);
+    taps_free(&tp);
+  }
+  if (y && ov) y = wk_div_scalar(y, (double)args[6].u.i);
+  return FINISH1(y);
+}
+
+/* adaptive_avg_pool1d / adaptive_avg_pool3d (self, output_size). */
+static wk_status k_adaptive_avg_nd(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  int nsp = strstr(wk_op_name(c->op), "3d") ? 3 : 1;
+  BEGIN_K;
+  wk_tensor *x = T(0), *y = x;
+  for (int i = nsp - 1; i >= 0 && y; i--) {
+    int d = x->ndim - nsp + i;
+    taps tp = {0};
+    if (!interp_taps(&tp, IM_AREA, x->sizes[d], c->meta[0].sizes[d], false, false, 0, true)) return FAIL_K();
+    y = taps_sum(y, d, &tp, c->device);
+    taps_free(&tp);
+  }
+  return FINISH1(y);
+}
+
+/* max pools with indices: max_pool1d_with_indices / max_pool3d_with_indices (self, kernel_size,
+ * stride, padding, dilation, ceil_mode), adaptive_max_pool1d/2d/3d (self, output_size). The index
+ * is the position within each (n, c) plane of the input, as PyTorch's. */
+static wk_status k_max_pool_nd(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *name = wk_op_name(c->op);
+  bool adaptive = !strncmp(name, "adaptive", 8);
+  int nsp = strstr(name, "3d") ? 3 : strstr(name, "2d") ? 2 : 1;
+  pool_dim g[3];
+  if (!adaptive) pool_dims(args, 1, 4, 5, nsp, g);
+  BEGIN_K;
+  wk_tensor *x = T(0), *v = x, *ix = NULL;
+  int64_t stride = 1;
+  for (int i = nsp - 1; i >= 0 && v; i--) {
+    int d = x->ndim - nsp + i;
+    taps tp = {0};
+    bool ok = adaptive ? adaptive_taps(&tp, x->sizes[d], c->meta[0].sizes[d])
+                       : max_taps(&tp, x->sizes[d], c->meta[0].sizes[d], &g[i]);
+    if (!ok) return FAIL_K();
+    v = taps_max(v, &ix, d, &tp, stride, c->device);
+    stride *= x->sizes[d];
+    taps_free(&tp);
+  }
+  wk_tensor *r[2] = {v, ix};
+  return finish(outs, r, 2, depth__);
+}
+
+/* ---- convolutions in 1 and 3 dims, transposed convolutions, as conv2d calls ------------------------- */
+
+/* An int[N] argument's element i (one element repeats). */
+static int64_t arg_at(const wk_value *v, int i) {
+  return v->u.ints[v->len == 1 ? 0 : i];
+}
+
+/* conv1d(input, weight, bias?, stride, padding, dilation, groups): conv2d over a height-1 view. */
+static wk_status k_conv1d(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  bool unb = x->ndim == 2;
+  if (unb) x = wk_unsqueeze(x, 0);
+  int64_t st[2] = {1, arg_at(&args[3], 0)}, pd[2] = {0, arg_at(&args[4], 0)}, dl[2] = {1, arg_at(&args[5], 0)};
+  wk_tensor *y = wkx_conv2d(wk_unsqueeze(x, 2), wk_unsqueeze(T(1), 2), OPT(2), st, 2, pd, 2, dl, 2, args[6].u.i);
+  y = y ? wk_squeeze_dim(y, 2) : NULL;
+  return FINISH1(y && unb ? wk_squeeze_dim(y, 0) : y);
+}
+
+/* 3-d convolution of a batched x [N, C, D, H, W] by w [O, C/g, kD, kH, kW] (no bias): one conv2d of
+ * the depth slices [N * OD, C, H, W] per kernel depth kd, summed. */
+static wk_tensor *conv3d_parts(wk_tensor *x, wk_tensor *w, const int64_t *st, const int64_t *pd, const int64_t *dl,
+                               int64_t groups) {
+  if (!x || !w) return NULL;
+  int64_t pads[6] = {0, 0, 0, 0, pd[0], pd[0]};
+  wk_tensor *xp = pd[0] ? wk_pad(x, pads, 6, "constant", 0) : x;
+  if (!xp) return NULL;
+  int64_t N = xp->sizes[0], C = xp->sizes[1], D = xp->sizes[2], H = xp->sizes[3], W = xp->sizes[4];
+  int64_t kD = w->sizes[2], OD = (D - dl[0] * (kD - 1) - 1) / st[0] + 1;
+  wk_tensor *acc = NULL;
+  for (int64_t kd = 0; kd < kD; kd++) {
+    int64_t s0 = kd * dl[0];
+    wk_tensor *sl = wk_slice(xp, 2, s0, s0 + (OD - 1) * st[0] + 1, st[0]);
+    wk_tensor *xs = sl ? wk_reshape(wk_contiguous(wk_permute(sl, (const int64_t[]){0, 2, 1, 3, 4}, 5)),
+                                    (const int64_t[]){N * OD, C, H, W}, 4)
+                       : NULL;
+    wk_tensor *wk2 = wk_select(w, 2, kd);
+    wk_tensor *y = xs && wk2 ? wkx_conv2d(xs, wk2, NULL, st + 1, 2, pd + 1, 2, dl + 1, 2, groups) : NULL;
+    acc = !y ? NULL : acc ? wk_add(acc, y) : y;
+    if (!acc) return NULL;
+  }
+  int64_t O = acc->sizes[1], OH = acc->sizes[2], OW = acc->sizes[3];
+  wk_tensor *r = wk_reshape(acc, (const int64_t[]){N, OD, O, OH, OW}, 5);
+  return r ? wk_contiguous(wk_permute(r, (const int64_t[]){0, 2, 1, 3, 4}, 5)) : NULL;
+}
+
+static wk_tensor *add_channel_bias(wk_tensor *y, wk_tensor *b) {
+  if (!y || !b) return y;
+  int64_t s[WK_MAX_DIMS];
+  s[0] = -1;
+  for (int i = 2; i < y->ndim; i++) s[i - 1] = 1;
+  return wk_add(y, wk_reshape(b, s, y->ndim - 1));
+}
+
+/* conv3d(input, weight, bias?, stride, padding, dilation, groups) */
+static wk_status k_conv3d(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  (void)c;
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  bool unb = x->ndim == 4;
+  if (unb) x = wk_unsqueeze(x, 0);
+  int64_t st[3], pd[3], dl[3];
+  for (int i = 0; i < 3; i++) st[i] = arg_at(&args[3], i), pd[i] = arg_at(&args[4], i), dl[i] = arg_at(&args[5], i);
+  wk_tensor *y = add_channel_bias(conv3d_parts(x, T(1), st, pd, dl, args[6].u.i), OPT(2));
+  return FINISH1(y && unb ? wk_squeeze_dim(y, 0) : y);
+}
+
+/* Inserts s - 1 zeros between the elements along dim. */
+static wk_tensor *zero_stuff(wk_tensor *x, int dim, int64_t s, wk_device dev) {
+  if (s == 1 || !x) return x;
+  int nd = x->ndim;
+  int64_t sz[WK_MAX_DIMS + 1], n = x->sizes[dim];
+  wk_tensor *u = wk_unsqueeze(x, dim + 1);
+  if (!u) return NULL;
+  for (int i = 0; i < nd + 1; i++) sz[i] = u->sizes[i];
+  sz[dim + 1] = s - 1;
+  wk_tensor *z = wk_zeros(sz, nd + 1, (wk_options){.dtype = x->dtype, .device = dev});
+  wk_tensor *parts[2] = {u, z};
+  wk_tensor *cat = z ? wk_cat(parts, 2, dim + 1) : NULL;
+  for (int i = 0; i < nd; i++) sz[i] = x->sizes[i];
+  sz[dim] = n * s;
+  wk_tensor *r = cat ? wk_reshape(cat, sz, nd) : NULL;
+  return r ? wk_narrow(r, dim, 0, n > 0 ? (n - 1) * s + 1 : 0) : NULL;
+}
+
+/* conv_transpose1d/2d/3d(input, weight [Cin, Cout/g, k..], bias?, stride, padding, output_padding,
+ * groups, dilation): a stride-1 convolution of the zero-stuffed input, padded by d (k - 1) - p on the
+ * left (and output_padding more on the right; negative amounts crop), with the weight flipped and
+ * transposed to [Cout, Cin/g, k..] (the gradient of the convolution with respect to its input). */
+static wk_status k_conv_transpose(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *name = wk_op_name(c->op);
+  int nsp = name[14] - '0'; /* conv_transpose1d / 2d / 3d */
+  BEGIN_K;
+  wk_tensor *x = T(0), *w = T(1);
+  bool unb = x->ndim == nsp + 1;
+  if (unb) x = wk_unsqueeze(x, 0);
+  int64_t g = args[6].u.i, st[3], pd[3], op[3], dl[3], k[3];
+  for (int i = 0; i < nsp; i++) {
+    st[i] = arg_at(&args[3], i), pd[i] = arg_at(&args[4], i), op[i] = arg_at(&args[5], i);
+    dl[i] = arg_at(&args[7], i), k[i] = w->sizes[2 + i];
+  }
+  int64_t cin = w->sizes[0], cog = w->sizes[1], cig = cin / g, s5[WK_MAX_DIMS], flip[3];
+  /* [Cin, Cout/g, k..] -> [g, Cin/g, Cout/g, k..] -> [g, Cout/g, Cin/g, k..] -> [Cout, Cin/g, k..], flipped */
+  s5[0] = g, s5[1] = cig, s5[2] = cog;
+  for (int i = 0; i < nsp; i++) s5[3 + i] = k[i], flip[i] = 2 + i;
+  wk_tensor *wt = wk_transpose(wk_reshape(w, s5, 3 + nsp), 1, 2);
+  s5[0] = g * cog, s5[1] = cig;
+  for (int i = 0; i < nsp; i++) s5[2 + i] = k[i];
+  wt = wt ? wk_reshape(wt, s5, 2 + nsp) : NULL;
+  wt = wt ? wkx_flip(wt, flip, nsp) : NULL;
+  wk_tensor *xs = x;
+  for (int i = 0; i < nsp && xs; i++) {
+    int d = 2 + i;
+    xs = zero_stuff(xs, d, st[i], c->device);
+    int64_t lo = dl[i] * (k[i] - 1) - pd[i], hi = lo + op[i];
+    int64_t pads[6] = {0, 0, 0, 0, 0, 0}, at = 2 * (nsp - 1 - i);
+    pads[at] = lo > 0 ? lo : 0, pads[at + 1] = hi > 0 ? hi : 0;
+    if (xs && (pads[at] || pads[at + 1])) xs = wk_pad(xs, pads, 2 * nsp, "constant", 0);
+    if (xs && lo < 0) xs = wk_narrow(xs, d, -lo, xs->sizes[d] + lo);
+    if (xs && hi < 0) xs = wk_narrow(xs, d, 0, xs->sizes[d] + hi);
+  }
+  int64_t one[3] = {1, 1, 1}, zero[3] = {0, 0, 0};
+  wk_tensor *y = NULL;
+  if (xs && wt) {
+    if (nsp == 3) {
+      y = add_channel_bias(conv3d_parts(xs, wt, one, zero, dl, g), OPT(2));
+    } else if (nsp == 2) {
+      y = wkx_conv2d(xs, wt, OPT(2), one, 2, zero, 2, dl, 2, g);
+    } else {
+      int64_t d2[2] = {1, dl[0]};
+      y = wkx_conv2d(wk_unsqueeze(xs, 2), wk_unsqueeze(wt, 2), OPT(2), one, 2, zero, 2, d2, 2, g);
+      y = y ? wk_squeeze_dim(y, 2) : NULL;
+    }
+  }
+  return FINISH1(y && unb ? wk_squeeze_dim(y, 0) : y);
+}
+
+/* ---- pixel_shuffle, pixel_unshuffle, channel_shuffle ---------------------------------------------- */
+
+static wk_status k_pixel_shuffle(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  bool un = wk_op_name(c->op)[6] == 'u';
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  int nd = x->ndim, b = nd - 3;
+  int64_t r = args[1].u.i, s[WK_MAX_DIMS + 3], p[WK_MAX_DIMS + 3];
+  for (int i = 0; i < b; i++) s[i] = x->sizes[i], p[i] = i;
+  int64_t C = x->sizes[b], H = x->sizes[b + 1], W = x->sizes[b + 2];
+  if (!un) { /* [*, C r^2, H, W] -> [*, C, r, r, H, W] -> [*, C, H, r, W, r] */
+    int64_t v[5] = {C / (r * r), r, r, H, W}, q[5] = {0, 3, 1, 4, 2};
+    for (int i = 0; i < 5; i++) s[b + i] = v[i], p[b + i] = b + q[i];
+  } else { /* [*, C, H r, W r] -> [*, C, H, r, W, r] -> [*, C, r, r, H, W] */
+    int64_t v[5] = {C, H / r, r, W / r, r}, q[5] = {0, 2, 4, 1, 3};
+    for (int i = 0; i < 5; i++) s[b + i] = v[i], p[b + i] = b + q[i];
+  }
+  wk_tensor *y = wk_permute(wk_reshape(x, s, b + 5), p, b + 5);
+  return FINISH1(y ? wk_reshape(wk_contiguous(y), c->meta[0].sizes, c->meta[0].ndim) : NULL);
+}
+
+/* channel_shuffle(self, groups): [N, g, C/g, *] transposed to [N, C/g, g, *]. */
+static wk_status k_channel_shuffle(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  int64_t g = args[1].u.i, s[WK_MAX_DIMS + 1];
+  s[0] = x->sizes[0], s[1] = g, s[2] = x->sizes[1] / g;
+  for (int i = 2; i < x->ndim; i++) s[i + 1] = x->sizes[i];
+  wk_tensor *y = wk_transpose(wk_reshape(x, s, x->ndim + 1), 1, 2);
+  return FINISH1(y ? wk_reshape(wk_contiguous(y), c->meta[0].sizes, c->meta[0].ndim) : NULL);
+}
+
+/* ---- normalizations ---------------------------------------------------------------------------------- */
+
+/* group_norm(input, num_groups, weight?, bias?, eps): per (n, group) standardisation, then the
+ * per-channel affine; in float32 for bfloat16 inputs. */
+static wk_status k_group_norm(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_dtype dt = c->meta[0].dtype, cd = dt == WK_F64 ? WK_F64 : WK_F32;
+  BEGIN_K;
+  wk_tensor *x = wk_to_dtype(T(0), cd);
+  if (!x) return FAIL_K();
+  int64_t G = args[1].u.i, N = x->sizes[0], inner = x->sizes[1] / G, last = -1;
+  for (int i = 2; i < x->ndim; i++) inner *= x->sizes[i];
+  int64_t s3[3] = {N, G, inner};
+  wk_tensor *xr = wk_reshape(x, s3, 3);
+  wk_tensor *mean = wk_mean_dim(xr, &last, 1, true), *var = wk_var(xr, &last, 1, 0, true);
+  wk_tensor *y = wk_mul(wk_sub(xr, mean), wk_rsqrt(wk_add_scalar(var, args[4].u.f)));
+  y = y ? wk_reshape(y, x->sizes, x->ndim) : NULL;
+  int64_t cs[WK_MAX_DIMS];
+  cs[0] = -1;
+  for (int i = 2; i < x->ndim; i++) cs[i - 1] = 1;
+  if (y && OPT(2)) y = wk_mul(y, wk_reshape(wk_to_dtype(T(2), cd), cs, x->ndim - 1));
+  if (y && OPT(3)) y = wk_add(y, wk_reshape(wk_to_dtype(T(3), cd), cs, x->ndim - 1));
+  return FINISH1(y ? wk_to_dtype(y, dt) : NULL);
+}
+
+/* instance_norm(input, weight?, bias?, running_mean?, running_var?, use_input_stats, momentum, eps):
+ * per (n, c) statistics over the spatial dims (use_input_stats; the running statistics, if given, move
+ * towards the batch average of them: the variance unbiased), or the running statistics per channel. */
+static wk_status k_instance_norm(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  wk_dtype dt = c->meta[0].dtype, cd = dt == WK_F64 ? WK_F64 : WK_F32;
+  BEGIN_K;
+  wk_tensor *x = wk_to_dtype(T(0), cd), *rm = OPT(3), *rv = OPT(4), *y = NULL;
+  if (!x) return FAIL_K();
+  int nd = x->ndim;
+  int64_t cs[WK_MAX_DIMS], red[WK_MAX_DIMS], nr = 0;
+  cs[0] = -1;
+  for (int i = 2; i < nd; i++) cs[i - 1] = 1, red[nr++] = i;
+  double eps = args[7].u.f, mom = args[6].u.f;
+  if (args[5].u.b) {
+    wk_tensor *mean = wk_mean_dim(x, red, (int)nr, true), *var = wk_var(x, red, (int)nr, 0, true);
+    y = wk_mul(wk_sub(x, mean), wk_rsqrt(wk_add_scalar(var, eps)));
+    if (rm || rv) { /* running statistics: no gradient, updated in place */
+      int64_t zero = 0, n = 1;
+      for (int i = 2; i < nd; i++) n *= x->sizes[i];
+      wk_tensor *dm = wk_detach(mean), *dv = wk_detach(var);
+      if (rm && dm) {
+        wk_tensor *bm = wk_mean_dim(wk_reshape(dm, x->sizes, 2), &zero, 1, false);
+        wk_tensor *nm = bm ? wk_add(wk_mul_scalar(wk_to_dtype(rm, cd), 1 - mom), wk_mul_scalar(bm, mom)) : NULL;
+        if (!nm || !wk_copy_(rm, nm)) return FAIL_K();
+      }
+      if (rv && dv) {
+        wk_tensor *ub = n > 1 ? wk_mul_scalar(dv, (double)n / (double)(n - 1)) : wk_full_like(dv, NAN, (wk_options){0});
+        wk_tensor *bv = ub ? wk_mean_dim(wk_reshape(ub, x->sizes, 2), &zero, 1, false) : NULL;
+        wk_tensor *nv = bv ? wk_add(wk_mul_scalar(wk_to_dtype(rv, cd), 1 - mom), wk_mul_scalar(bv, mom)) : NULL;
+        if (!nv || !wk_copy_(rv, nv)) return FAIL_K();
+      }
+    }
+  } else {
+    wk_tensor *m = wk_reshape(wk_to_dtype(rm, cd), cs, nd - 1), *v = wk_reshape(wk_to_dtype(rv, cd), cs, nd - 1);
+    y = wk_mul(wk_sub(x, m), wk_rsqrt(wk_add_scalar(v, eps)));
+  }
+  if (y && OPT(1)) y = wk_mul(y, wk_reshape(wk_to_dtype(T(1), cd), cs, nd - 1));
+  if (y && OPT(2)) y = wk_add(y, wk_reshape(wk_to_dtype(T(2), cd), cs, nd - 1));
+  return FINISH1(y ? wk_to_dtype(y, dt) : NULL);
+}
+
+/* local_response_norm(input, size, alpha, beta, k): x / (k + alpha * avg over the channel window
+ * [c - size/2, c + (size - 1)/2] of x^2 (zeros outside, divided by size))^beta (functional.py's). */
+static wk_status k_local_response_norm(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  if (wk_tensor_numel(x) == 0) return FINISH1(wk_clone(x));
+  int64_t size = args[1].u.i, C = x->sizes[1];
+  taps tp = {0};
+  if (!taps_alloc(&tp, C, size)) return FAIL_K();
+  for (int64_t o = 0; o < C; o++)
+    for (int64_t k = 0; k < size; k++) {
+      int64_t p = o - size / 2 + k;
+      bool ok = p >= 0 && p < C;
+      tp.idx[o * size + k] = ok ? p : o;
+      tp.w[o * size + k] = ok ? 1.0 / (double)size : 0;
+    }
+  wk_tensor *div = taps_sum(wk_mul(x, x), 1, &tp, c->device);
+  taps_free(&tp);
+  div = div ? wkx_pow__Scalar(wk_add_scalar(wk_mul_scalar(div, args[2].u.f), args[4].u.f), WK_VF(args[3].u.f)) : NULL;
+  return FINISH1(div ? wk_div(x, div) : NULL);
+}
+
+/* ---- dropout variants -------------------------------------------------------------------------------- */
+
+/* alpha_dropout, feature_dropout, feature_alpha_dropout (input, p, train): ATen's _dropout_impl. The
+ * feature forms drop whole channels (noise [N, C, 1, ..]). */
+static wk_status k_dropout_variant(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *name = wk_op_name(c->op);
+  bool feature = name[0] == 'f', alpha = strstr(name, "alpha") != NULL;
+  double p = args[1].u.f;
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  if (p == 0 || !args[2].u.b || wk_tensor_numel(x) == 0) return FINISH1(wk_clone(x));
+  if (p == 1) return FINISH1(wk_mul(x, wk_zeros(NULL, 0, (wk_options){.dtype = x->dtype, .device = c->device})));
+  int64_t ns[WK_MAX_DIMS];
+  for (int i = 0; i < x->ndim; i++) ns[i] = feature && i >= 2 ? 1 : x->sizes[i];
+  wk_tensor *noise = wkx_bernoulli__p(wk_empty(ns, x->ndim, (wk_options){.dtype = x->dtype, .device = c->device}), 1 - p);
+  if (!alpha) return FINISH1(noise ? wk_mul(x, wk_div_scalar(noise, 1 - p)) : NULL);
+  const double al = 1.7580993408473766;
+  double a = 1. / sqrt((al * al * p + 1) * (1 - p));
+  wk_tensor *b = noise ? wk_add_scalar(wk_mul_scalar(wk_add_scalar(noise, -1), al * a), al * a * p) : NULL;
+  return FINISH1(b ? wk_add(wk_mul(x, wk_mul_scalar(noise, a)), b) : NULL);
+}
+
 void wk__composites_nn_surface_register(void);
 void wk__composites_nn_surface_register(void) {
   static const struct {
@@ -338,7 +955,31 @@ void wk__composites_nn_surface_register(void) {
             {"multi_margin_loss", k_multi_margin},
             {"cosine_similarity", k_cosine_similarity},
             {"pairwise_distance", k_pairwise_distance},
-            {"cdist", k_cdist}};
+            {"cdist", k_cdist},
+            {"interpolate", k_interpolate},
+            {"avg_pool1d", k_avg_pool_nd},
+            {"avg_pool3d", k_avg_pool_nd},
+            {"adaptive_avg_pool1d", k_adaptive_avg_nd},
+            {"adaptive_avg_pool3d", k_adaptive_avg_nd},
+            {"max_pool1d_with_indices", k_max_pool_nd},
+            {"max_pool3d_with_indices", k_max_pool_nd},
+            {"adaptive_max_pool1d", k_max_pool_nd},
+            {"adaptive_max_pool2d", k_max_pool_nd},
+            {"adaptive_max_pool3d", k_max_pool_nd},
+            {"conv1d", k_conv1d},
+            {"conv3d", k_conv3d},
+            {"conv_transpose1d", k_conv_transpose},
+            {"conv_transpose2d", k_conv_transpose},
+            {"conv_transpose3d", k_conv_transpose},
+            {"pixel_shuffle", k_pixel_shuffle},
+            {"pixel_unshuffle", k_pixel_shuffle},
+            {"channel_shuffle", k_channel_shuffle},
+            {"group_norm", k_group_norm},
+            {"instance_norm", k_instance_norm},
+            {"local_response_norm", k_local_response_norm},
+            {"alpha_dropout", k_dropout_variant},
+            {"feature_dropout", k_dropout_variant},
+            {"feature_alpha_dropout", k_dropout_variant}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite_nn"};

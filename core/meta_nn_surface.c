@@ -351,6 +351,389 @@ static wk_status meta_cdist(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* ---- interpolate -------------------------------------------------------------------------------- */
+
+/* interpolate(input, size?, scale_factor?, mode, align_corners?, recompute_scale_factor?):
+ * functional.py's checks; output sizes = size, or floor(in * scale) (in double, as Python). */
+static wk_status meta_interpolate(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  const char *m = args[3].u.s;
+  char a[WK_SHAPE_STR_MAX];
+  static const char *const modes[] = {"nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"};
+  int mi = -1;
+  for (int i = 0; i < 7; i++)
+    if (!strcmp(m, modes[i])) mi = i;
+  if (mi < 0)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "interpolate(): mode '%s' is not one of nearest | nearest-exact | linear | bilinear | bicubic | "
+                    "trilinear | area",
+                    m);
+  int nsp = x->ndim - 2;
+  if (nsp < 1 || nsp > 3)
+    return wk_error(WK_ERR_SHAPE,
+                    "interpolate(): Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) for the modes: "
+                    "nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got %s)",
+                    x->ndim, m);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "interpolate(): \"upsample_%s\" not implemented for '%s' (a floating input is needed)", m,
+                    wk__dtype_word(x->dtype));
+  bool interp = mi >= 2 && mi <= 5;
+  if (!MNONE(4) && !interp)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "interpolate(): align_corners option can only be set with the interpolating modes: linear | "
+                    "bilinear | bicubic | trilinear");
+  static const int need[7] = {0, 0, 1, 2, 2, 3, 0};
+  if (need[mi] && need[mi] != nsp)
+    return wk_error(WK_ERR_SHAPE, "interpolate(): Got %dD input, but %s mode needs %dD input", x->ndim, m, need[mi] + 2);
+  bool hs = !MNONE(1), hf = !MNONE(2);
+  if (hs && hf) return wk_error(WK_ERR_INVALID_ARG, "interpolate(): only one of size or scale_factor should be defined");
+  if (!hs && !hf) return wk_error(WK_ERR_INVALID_ARG, "interpolate(): either size or scale_factor should be defined");
+  if (hs && args[5].tag == WK_V_BOOL && args[5].u.b)
+    return wk_error(WK_ERR_INVALID_ARG, "interpolate(): recompute_scale_factor is not meaningful with an explicit size.");
+  const wk_value *v = hs ? &args[1] : &args[2];
+  if (v->len != 1 && v->len != nsp) {
+    if (hs)
+      return wk_error(WK_ERR_SHAPE,
+                      "interpolate(): Input and output must have the same number of spatial dimensions, but got input "
+                      "with spatial dimensions of %s and output size of %d values",
+                      wk__shape_str(x->sizes + 2, nsp, a, sizeof a), v->len);
+    return wk_error(WK_ERR_SHAPE,
+                    "interpolate(): Input and scale_factor must have the same number of spatial dimensions, but got "
+                    "input with spatial dimensions of %s and scale_factor of %d values",
+                    wk__shape_str(x->sizes + 2, nsp, a, sizeof a), v->len);
+  }
+  wk__meta_like(o, x, x->dtype);
+  for (int i = 0; i < nsp; i++) {
+    int64_t in = x->sizes[2 + i], out;
+    if (hs) {
+      out = v->u.ints[v->len == 1 ? 0 : i];
+    } else {
+      double s = v->u.floats[v->len == 1 ? 0 : i];
+      if (!(s > 0) || !isfinite(s))
+        return wk_error(WK_ERR_INVALID_ARG, "interpolate(): scale_factor must be positive and finite, got %g", s);
+      out = (int64_t)floor((double)in * s);
+    }
+    if (in <= 0 || out <= 0)
+      return wk_error(WK_ERR_SHAPE,
+                      "interpolate(): Input and output sizes should be greater than 0, but got input %s and output "
+                      "sizes %lld at spatial dim %d",
+                      wk__shape_str(x->sizes + 2, nsp, a, sizeof a), (long long)out, i);
+    o->sizes[2 + i] = out;
+  }
+  return WK_OK;
+}
+
+/* ---- pools in 1 and 3 dims ---------------------------------------------------------------------- */
+
+/* An int[N] argument (one value repeats; stride may be empty: the kernel) into v[nsp]. */
+static wk_status nd_arg(wk_op *op, const char *what, const wk_value *a, int nsp, const int64_t *dflt, int64_t *v) {
+  if (a->tag != WK_V_INTS || (a->len != 1 && a->len != nsp && !(dflt && a->len == 0)))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be a single int or %d ints, got %d values", MNAME, what, nsp,
+                    a->tag == WK_V_INTS ? a->len : 0);
+  for (int i = 0; i < nsp; i++) v[i] = a->len == 0 ? dflt[i] : a->u.ints[a->len == 1 ? 0 : i];
+  return WK_OK;
+}
+
+/* PyTorch's pooling_output_shape. */
+static int64_t pool_out_size(int64_t in, int64_t k, int64_t pad, int64_t s, int64_t d, bool ceil_mode) {
+  int64_t num = in + 2 * pad - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t q = num / s;
+  if (num % s != 0 && num < 0) q--;
+  int64_t o = q + 1;
+  if (ceil_mode && (o - 1) * s >= in + pad) o--;
+  return o;
+}
+
+/* Checks of a pool over the last nsp dims of x (batched: nsp + 2 dims, or nsp + 1): kernel k, stride s,
+ * padding p, dilation d (max) -> the result shape in o (dtype x's). */
+static wk_status pool_nd(wk_op *op, const wk_tensor *x, int nsp, const int64_t *k, const int64_t *s, const int64_t *p,
+                         const int64_t *d, bool ceil_mode, bool is_max, wk_meta_out *o) {
+  char a[WK_SHAPE_STR_MAX];
+  if (x->ndim != nsp + 1 && x->ndim != nsp + 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected %dD or %dD (batch mode) tensor for input, but got %s", MNAME, nsp + 1,
+                    nsp + 2, wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "%s(): \"%s\" not implemented for '%s'", MNAME, MNAME, wk__dtype_word(x->dtype));
+  for (int i = 1; i < x->ndim; i++)
+    if (x->sizes[i] == 0)
+      return wk_error(WK_ERR_SHAPE, "%s(): Expected input with non-zero sizes except an optional batch dim, but got %s",
+                      MNAME, wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  wk__meta_like(o, x, x->dtype);
+  for (int i = 0; i < nsp; i++) {
+    if (k[i] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel size should be greater than zero, but got %lld", MNAME, (long long)k[i]);
+    if (s[i] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should be greater than zero, but got %lld", MNAME, (long long)s[i]);
+    if (d[i] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation should be greater than zero, but got %lld", MNAME, (long long)d[i]);
+    if (p[i] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): pad must be non-negative, but got pad: %lld", MNAME, (long long)p[i]);
+    if (is_max ? p[i] > ((k[i] - 1) * d[i] + 1) / 2 : p[i] > k[i] / 2)
+      return wk_error(WK_ERR_INVALID_ARG,
+                      "%s(): pad should be at most half of %skernel size, but got pad=%lld, kernel_size=%lld%s", MNAME,
+                      is_max ? "effective " : "", (long long)p[i], (long long)k[i],
+                      is_max ? " (and its dilation)" : "");
+    int dim = x->ndim - nsp + i;
+    int64_t out = pool_out_size(x->sizes[dim], k[i], p[i], s[i], d[i], ceil_mode);
+    if (out < 1)
+      return wk_error(WK_ERR_SHAPE, "%s(): Given input size %s, the calculated output size is %lld at spatial dim %d: Output size is too small",
+                      MNAME, wk__shape_str(x->sizes, x->ndim, a, sizeof a), (long long)out, i);
+    o->sizes[dim] = out;
+  }
+  return WK_OK;
+}
+
+static int op_nsp(wk_op *op) {
+  const char *n = MNAME;
+  return strstr(n, "3d") ? 3 : strstr(n, "2d") ? 2 : 1;
+}
+
+/* avg_pool1d / avg_pool3d (self, kernel_size, stride, padding, ceil_mode, count_include_pad[, divisor_override]) */
+static wk_status meta_avg_pool_nd(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  int nsp = op_nsp(op);
+  int64_t k[3], s[3], p[3], d[3] = {1, 1, 1};
+  wk_status st = nd_arg(op, "kernel_size", &args[1], nsp, NULL, k);
+  if (!st) st = nd_arg(op, "stride", &args[2], nsp, k, s);
+  if (!st) st = nd_arg(op, "padding", &args[3], nsp, NULL, p);
+  if (st) return st;
+  if (nsp == 3 && !MNONE(6) && args[6].u.i == 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): divisor must be not zero", MNAME);
+  return pool_nd(op, MT(0), nsp, k, s, p, d, args[4].u.b, false, o);
+}
+
+/* max_pool1d_with_indices / max_pool3d_with_indices (self, kernel_size, stride, padding, dilation, ceil_mode) */
+static wk_status meta_max_pool_nd(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  int nsp = op_nsp(op);
+  int64_t k[3], s[3], p[3], d[3];
+  wk_status st = nd_arg(op, "kernel_size", &args[1], nsp, NULL, k);
+  if (!st) st = nd_arg(op, "stride", &args[2], nsp, k, s);
+  if (!st) st = nd_arg(op, "padding", &args[3], nsp, NULL, p);
+  if (!st) st = nd_arg(op, "dilation", &args[4], nsp, NULL, d);
+  if (!st) st = pool_nd(op, MT(0), nsp, k, s, p, d, args[5].u.b, true, o);
+  if (st) return st;
+  o[1] = o[0];
+  o[1].dtype = WK_I64;
+  return WK_OK;
+}
+
+/* adaptive_avg_pool1d/3d, adaptive_max_pool1d/2d/3d (self, output_size) */
+static wk_status meta_adaptive_nd(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  int nsp = op_nsp(op);
+  wk_tensor *x = MT(0);
+  char a[WK_SHAPE_STR_MAX];
+  int64_t os[3];
+  wk_status st = nd_arg(op, "output_size", &args[1], nsp, NULL, os);
+  if (st) return st;
+  if (x->ndim != nsp + 1 && x->ndim != nsp + 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected %dD or %dD tensor, but got %s", MNAME, nsp + 1, nsp + 2,
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "%s(): \"%s\" not implemented for '%s'", MNAME, MNAME, wk__dtype_word(x->dtype));
+  for (int i = 1; i < x->ndim; i++)
+    if (x->sizes[i] == 0)
+      return wk_error(WK_ERR_SHAPE,
+                      "%s(): Expected input to have non-zero size for non-batch dimensions, but input has sizes %s with "
+                      "dimension %d being empty",
+                      MNAME, wk__shape_str(x->sizes, x->ndim, a, sizeof a), i);
+  wk__meta_like(o, x, x->dtype);
+  for (int i = 0; i < nsp; i++) {
+    if (os[i] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): output_size must be non-negative, got %lld", MNAME, (long long)os[i]);
+    o->sizes[x->ndim - nsp + i] = os[i];
+  }
+  if (strncmp(MNAME, "adaptive_max", 12) == 0) {
+    o[1] = o[0];
+    o[1].dtype = WK_I64;
+  }
+  return WK_OK;
+}
+
+/* ---- convolutions -------------------------------------------------------------------------------- */
+
+/* conv1d/conv3d (input, weight, bias, stride, padding, dilation, groups) and conv_transpose1d/2d/3d
+ * (input, weight, bias, stride, padding, output_padding, groups, dilation): ATen's _convolution checks. */
+static wk_status meta_conv_nd(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const char *name = MNAME;
+  bool tr = !strncmp(name, "conv_transpose", 14);
+  int nsp = op_nsp(op);
+  wk_tensor *x = MT(0), *w = MT(1), *b = OPT(2);
+  char a[WK_SHAPE_STR_MAX], c[WK_SHAPE_STR_MAX];
+  int64_t st[3], pd[3], dl[3], op_[3] = {0, 0, 0}, g = args[tr ? 6 : 6].u.i;
+  wk_status s = nd_arg(op, "stride", &args[3], nsp, NULL, st);
+  if (!s) s = nd_arg(op, "padding", &args[4], nsp, NULL, pd);
+  if (!s) s = nd_arg(op, "dilation", &args[tr ? 7 : 5], nsp, NULL, dl);
+  if (!s && tr) s = nd_arg(op, "output_padding", &args[5], nsp, NULL, op_);
+  if (s) return s;
+  if (x->ndim != nsp + 1 && x->ndim != nsp + 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected %dD (unbatched) or %dD (batched) input to %s, but got input of size: %s",
+                    name, nsp + 1, nsp + 2, name, wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  if (w->ndim != nsp + 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected %dD weight, but got weight of size %s", name, nsp + 2,
+                    wk__shape_str(w->sizes, w->ndim, a, sizeof a));
+  if (!wk_dtype_is_floating(x->dtype) || w->dtype != x->dtype || (b && b->dtype != x->dtype))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected floating input, weight and bias of one dtype, got %s, %s and %s", name,
+                    wk_dtype_name(x->dtype), wk_dtype_name(w->dtype), b ? wk_dtype_name(b->dtype) : "None");
+  if (g <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive groups is not supported", name);
+  for (int i = 0; i < nsp; i++) {
+    if (st[i] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): non-positive stride is not supported", name);
+    if (pd[i] < 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): negative padding is not supported", name);
+    if (dl[i] <= 0) return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation should be greater than zero", name);
+    if (tr && (op_[i] < 0 || (op_[i] >= st[i] && op_[i] >= dl[i])))
+      return wk_error(WK_ERR_INVALID_ARG, "%s(): output padding must be smaller than either stride or dilation, but got output_padding=%lld, stride=%lld, dilation=%lld",
+                      name, (long long)op_[i], (long long)st[i], (long long)dl[i]);
+  }
+  bool unb = x->ndim == nsp + 1;
+  int64_t N = unb ? 1 : x->sizes[0], C = x->sizes[unb ? 0 : 1];
+  int64_t wantc = tr ? w->sizes[0] : w->sizes[1] * g, outc = tr ? w->sizes[1] * g : w->sizes[0];
+  if (!tr && w->sizes[0] % g)
+    return wk_error(WK_ERR_SHAPE, "%s(): Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got weight of size %s instead",
+                    name, (long long)g, (long long)g, wk__shape_str(w->sizes, w->ndim, a, sizeof a));
+  if (C != wantc || (tr && w->sizes[0] % g))
+    return wk_error(WK_ERR_SHAPE, "%s(): Given %sgroups=%lld, weight of size %s, expected input%s to have %lld channels, but got %lld channels instead",
+                    name, tr ? "transposed=1, " : "", (long long)g, wk__shape_str(w->sizes, w->ndim, a, sizeof a),
+                    wk__shape_str(x->sizes, x->ndim, c, sizeof c), (long long)wantc, (long long)C);
+  if (b && (b->ndim != 1 || b->sizes[0] != outc))
+    return wk_error(WK_ERR_SHAPE, "%s(): Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but got bias of size %s instead",
+                    name, wk__shape_str(w->sizes, w->ndim, a, sizeof a), (long long)outc,
+                    wk__shape_str(b->sizes, b->ndim, c, sizeof c));
+  int64_t shape[5];
+  int n = 0;
+  if (!unb) shape[n++] = N;
+  shape[n++] = outc;
+  for (int i = 0; i < nsp; i++) {
+    int64_t in = x->sizes[x->ndim - nsp + i], k = w->sizes[2 + i], out;
+    if (tr) {
+      out = (in - 1) * st[i] - 2 * pd[i] + dl[i] * (k - 1) + op_[i] + 1;
+    } else {
+      int64_t span = dl[i] * (k - 1) + 1;
+      if (in + 2 * pd[i] < span)
+        return wk_error(WK_ERR_SHAPE, "%s(): Calculated padded input size per channel: %lld. Kernel size: %lld. Kernel size can't be greater than actual input size",
+                        name, (long long)(in + 2 * pd[i]), (long long)span);
+      out = (in + 2 * pd[i] - span) / st[i] + 1;
+    }
+    if (out <= 0)
+      return wk_error(WK_ERR_SHAPE, "%s(): the output size %lld at spatial dim %d is too small", name, (long long)out, i);
+    shape[n++] = out;
+  }
+  wk__meta_shape(o, shape, n, x->dtype);
+  return WK_OK;
+}
+
+/* ---- pixel_shuffle, pixel_unshuffle, channel_shuffle ------------------------------------------- */
+
+static wk_status meta_pixel_shuffle(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  bool un = MNAME[6] == 'u';
+  int64_t r = args[1].u.i;
+  if (x->ndim < 3)
+    return wk_error(WK_ERR_SHAPE, "%s(): expects input to have at least 3 dimensions, but got input with %d dimension(s)", MNAME, x->ndim);
+  if (r <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): %s factor must be > 0, but got %lld", MNAME, un ? "downscale" : "upscale", (long long)r);
+  int b = x->ndim - 3;
+  int64_t C = x->sizes[b], H = x->sizes[b + 1], W = x->sizes[b + 2];
+  wk__meta_like(o, x, x->dtype);
+  if (!un) {
+    if (C % (r * r))
+      return wk_error(WK_ERR_SHAPE, "pixel_shuffle(): expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but input.size(-3)=%lld is not divisible by %lld",
+                      (long long)C, (long long)(r * r));
+    o->sizes[b] = C / (r * r), o->sizes[b + 1] = H * r, o->sizes[b + 2] = W * r;
+  } else {
+    if (H % r) return wk_error(WK_ERR_SHAPE, "pixel_unshuffle(): expects height to be divisible by downscale_factor, but input.size(-2)=%lld is not divisible by %lld", (long long)H, (long long)r);
+    if (W % r) return wk_error(WK_ERR_SHAPE, "pixel_unshuffle(): expects width to be divisible by downscale_factor, but input.size(-1)=%lld is not divisible by %lld", (long long)W, (long long)r);
+    o->sizes[b] = C * r * r, o->sizes[b + 1] = H / r, o->sizes[b + 2] = W / r;
+  }
+  return WK_OK;
+}
+
+static wk_status meta_channel_shuffle(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  int64_t g = args[1].u.i;
+  if (x->ndim < 3)
+    return wk_error(WK_ERR_SHAPE, "channel_shuffle(): expects input to have at least 3 dimensions, but got input with %d dimension(s)", x->ndim);
+  if (g <= 0) return wk_error(WK_ERR_INVALID_ARG, "channel_shuffle(): Number of groups to divide channels in must be positive. Value of groups:%lld", (long long)g);
+  if (x->sizes[1] % g)
+    return wk_error(WK_ERR_SHAPE, "channel_shuffle(): Number of channels must be divisible by groups. Got %lld channels and %lld groups.", (long long)x->sizes[1], (long long)g);
+  (void)op;
+  wk__meta_like(o, x, x->dtype);
+  return WK_OK;
+}
+
+/* ---- normalizations ---------------------------------------------------------------------------- */
+
+/* A per-channel vector (weight, bias, running statistics) of C elements. */
+static wk_status channel_vec(wk_op *op, const char *what, const wk_tensor *t, int64_t C, wk_dtype dt) {
+  char a[WK_SHAPE_STR_MAX];
+  if (t->ndim != 1 || t->sizes[0] != C)
+    return wk_error(WK_ERR_SHAPE, "%s(): Expected %s to be a vector of size equal to the number of channels in input, but got %s of shape %s and input of %lld channels",
+                    MNAME, what, what, wk__shape_str(t->sizes, t->ndim, a, sizeof a), (long long)C);
+  if (!wk_dtype_is_floating(t->dtype))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating %s, got %s (input %s)", MNAME, what, wk_dtype_name(t->dtype), wk_dtype_name(dt));
+  return WK_OK;
+}
+
+static wk_status meta_group_norm(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  int64_t G = args[1].u.i;
+  char a[WK_SHAPE_STR_MAX];
+  if (x->ndim < 2)
+    return wk_error(WK_ERR_SHAPE, "group_norm(): Expected at least 2 dimensions for input tensor but received %d", x->ndim);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "group_norm(): expected a floating point input, got %s", wk_dtype_name(x->dtype));
+  int64_t C = x->sizes[1];
+  if (G <= 0 || C % G)
+    return wk_error(WK_ERR_SHAPE, "group_norm(): Expected number of channels in input to be divisible by num_groups, but got input of shape %s and num_groups=%lld",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a), (long long)G);
+  wk_status s;
+  if (OPT(2) && (s = channel_vec(op, "weight", MT(2), C, x->dtype))) return s;
+  if (OPT(3) && (s = channel_vec(op, "bias", MT(3), C, x->dtype))) return s;
+  wk__meta_like(o, x, x->dtype);
+  return WK_OK;
+}
+
+static wk_status meta_instance_norm(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  if (x->ndim < 3)
+    return wk_error(WK_ERR_SHAPE, "instance_norm(): Expected 3D or higher input (N, C, ...), got %dD", x->ndim);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "instance_norm(): expected a floating point input, got %s", wk_dtype_name(x->dtype));
+  int64_t C = x->sizes[1];
+  static const char *const names[4] = {"weight", "bias", "running_mean", "running_var"};
+  wk_status s;
+  for (int i = 0; i < 4; i++)
+    if (OPT(1 + i) && (s = channel_vec(op, names[i], MT(1 + i), C, x->dtype))) return s;
+  if (!args[5].u.b && (!OPT(3) || !OPT(4)))
+    return wk_error(WK_ERR_INVALID_ARG, "instance_norm(): Expected running_mean and running_var to be defined when use_input_stats is false");
+  if (args[5].u.b) {
+    int64_t n = 1;
+    for (int i = 2; i < x->ndim; i++) n *= x->sizes[i];
+    if (n <= 1 && numel_of(x->sizes, x->ndim) > 0)
+      return wk_error(WK_ERR_SHAPE, "instance_norm(): Expected more than 1 spatial element when training, got input size %lld", (long long)n);
+  }
+  wk__meta_like(o, x, x->dtype);
+  return WK_OK;
+}
+
+static wk_status meta_local_response_norm(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  if (x->ndim < 3)
+    return wk_error(WK_ERR_SHAPE, "local_response_norm(): Expected 3D or higher dimensionality input (got %d dimensions)", x->ndim);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "local_response_norm(): expected a floating point input, got %s", wk_dtype_name(x->dtype));
+  if (args[1].u.i <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "local_response_norm(): size must be positive, got %lld", (long long)args[1].u.i);
+  (void)op;
+  wk__meta_like(o, x, x->dtype);
+  return WK_OK;
+}
+
+/* alpha_dropout, feature_dropout, feature_alpha_dropout (input, p, train) */
+static wk_status meta_dropout_variant(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  double p = args[1].u.f;
+  if (!(p >= 0 && p <= 1))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): dropout probability has to be between 0 and 1, but got %g", MNAME, p);
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "%s(): expected a floating point input, got %s", MNAME, wk_dtype_name(x->dtype));
+  if (MNAME[0] == 'f' && args[2].u.b && x->ndim < 2)
+    return wk_error(WK_ERR_SHAPE, "%s(): Feature dropout requires at least 2 dimensions in the input", MNAME);
+  wk__meta_like(o, x, x->dtype);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"l1_loss", meta_elem_loss},
     {"smooth_l1_loss", meta_elem_loss},
@@ -369,6 +752,30 @@ static const wk__meta_row g_rows[] = {
     {"cosine_similarity", meta_cosine_similarity},
     {"pairwise_distance", meta_pairwise_distance},
     {"cdist", meta_cdist},
+    {"interpolate", meta_interpolate},
+    {"avg_pool1d", meta_avg_pool_nd},
+    {"avg_pool3d", meta_avg_pool_nd},
+    {"adaptive_avg_pool1d", meta_adaptive_nd},
+    {"adaptive_avg_pool3d", meta_adaptive_nd},
+    {"max_pool1d_with_indices", meta_max_pool_nd},
+    {"max_pool3d_with_indices", meta_max_pool_nd},
+    {"adaptive_max_pool1d", meta_adaptive_nd},
+    {"adaptive_max_pool2d", meta_adaptive_nd},
+    {"adaptive_max_pool3d", meta_adaptive_nd},
+    {"conv1d", meta_conv_nd},
+    {"conv3d", meta_conv_nd},
+    {"conv_transpose1d", meta_conv_nd},
+    {"conv_transpose2d", meta_conv_nd},
+    {"conv_transpose3d", meta_conv_nd},
+    {"pixel_shuffle", meta_pixel_shuffle},
+    {"pixel_unshuffle", meta_pixel_shuffle},
+    {"channel_shuffle", meta_channel_shuffle},
+    {"group_norm", meta_group_norm},
+    {"instance_norm", meta_instance_norm},
+    {"local_response_norm", meta_local_response_norm},
+    {"alpha_dropout", meta_dropout_variant},
+    {"feature_dropout", meta_dropout_variant},
+    {"feature_alpha_dropout", meta_dropout_variant},
 };
 
 const wk__meta_family wk__metas_nn_surface = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -64,6 +64,27 @@ START_TEST(test_gaussian_negative_var) {
 }
 END_TEST
 
+/* instance_norm with input statistics moves the running statistics towards the batch averages of the
+ * per-instance mean and unbiased variance (PyTorch 1.13.1's values for this input). */
+START_TEST(test_instance_norm_running_stats) {
+  int64_t s[3] = {2, 3, 4}, c3[1] = {3};
+  double xv[24];
+  for (int i = 0; i < 24; i++) xv[i] = sin((double)i);
+  const double m0[3] = {0.1, -0.2, 0.3}, v0[3] = {1.0, 0.5, 2.0};
+  const double m1[3] = {0.16540944335929098, -0.23971416287761377, 0.25879986475557937};
+  const double v1[3] = {0.864920358765861, 0.47639794831841636, 1.749637171205312};
+  wk_tensor *x = tu_tensor(xv, WK_F64, s, 3), *rm = tu_tensor(m0, WK_F64, c3, 1), *rv = tu_tensor(v0, WK_F64, c3, 1);
+  wk_tensor *y = wkx_instance_norm(x, NULL, NULL, rm, rv, true, 0.2, 1e-5);
+  ck_assert_msg(y != NULL, "%s", wk_last_error_message());
+  tu_assert_close_(rm, m1, 3, 1e-12, 1e-14, "running_mean", __LINE__);
+  tu_assert_close_(rv, v1, 3, 1e-12, 1e-14, "running_var", __LINE__);
+  wk_release(y);
+  wk_release(x);
+  wk_release(rm);
+  wk_release(rv);
+}
+END_TEST
+
 /* Forward and backward of every loss in a loop: no tensor outlives its scope. */
 START_TEST(test_no_leak_in_training_use) {
   int64_t s[2] = {3, 4}, t1[1] = {3};
@@ -97,6 +118,42 @@ START_TEST(test_no_leak_in_training_use) {
 }
 END_TEST
 
+/* The nn composites in a forward/backward loop: no tensor outlives its scope. */
+START_TEST(test_no_leak_nn_ops) {
+  int64_t s4[4] = {2, 4, 5, 6}, s5[5] = {1, 2, 3, 4, 5}, w1[3] = {4, 4, 3}, w5[5] = {2, 3, 2, 2, 2};
+  int64_t one = 1, two = 2, zero = 0, sz[2] = {7, 9}, k3[3] = {2, 2, 2}, o3[3] = {2, 3, 2};
+  int64_t live0 = wk_live_tensors();
+  for (int it = 0; it < 2; it++) {
+    wk_scope_begin();
+    wk_tensor *x = wk_randn(s4, 4, (wk_options){.dtype = WK_F64}), *v = wk_randn(s5, 5, (wk_options){.dtype = WK_F64});
+    wk_tensor *w = wk_randn(w1, 3, (wk_options){.dtype = WK_F64}), *wt = wk_randn(w5, 5, (wk_options){.dtype = WK_F64});
+    TU_OK(wk_tensor_set_requires_grad(x, true));
+    TU_OK(wk_tensor_set_requires_grad(v, true));
+    wk_tensor *x3 = wk_flatten(x, 2, 3), *idx = NULL;
+    wk_tensor *parts[] = {
+        wkx_interpolate(x, sz, 2, NULL, 0, "bicubic", (const bool[]){true}, NULL),
+        wkx_interpolate(v, NULL, 0, (const double[]){1.5}, 1, "trilinear", NULL, NULL),
+        wkx_conv1d(x3, w, NULL, &two, 1, &one, 1, &one, 1, 1),
+        wkx_conv_transpose3d(v, wt, NULL, &two, 1, &one, 1, &one, 1, 1, &one, 1),
+        wkx_max_pool3d_with_indices(v, k3, 3, NULL, 0, &zero, 1, &one, 1, true, &idx),
+        wkx_adaptive_max_pool2d(x, o3, 2, NULL), wkx_avg_pool3d(v, k3, 3, &one, 1, &one, 1, false, false, NULL),
+        wkx_group_norm(x, 2, NULL, NULL, 1e-5), wkx_instance_norm(v, NULL, NULL, NULL, NULL, true, 0.1, 1e-5),
+        wkx_local_response_norm(x, 3, 1e-2, 0.75, 1), wkx_pixel_shuffle(x, 2), wkx_channel_shuffle(x, 2)};
+    wk_tensor *tot = NULL;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+      ck_assert_msg(parts[i] != NULL, "op %zu: %s", i, wk_last_error_message());
+      wk_tensor *si = wk_sum(parts[i]);
+      tot = tot ? wk_add(tot, si) : si;
+    }
+    TU_OK(wk_backward(tot));
+    ck_assert_ptr_nonnull(wk_tensor_grad(x));
+    ck_assert_ptr_nonnull(wk_tensor_grad(v));
+    wk_scope_end();
+  }
+  ck_assert_int_eq(wk_live_tensors(), live0);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("nn_surface");
   TCase *tc = tcase_create("values");
@@ -104,7 +161,9 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_bce_range);
   tcase_add_test(tc, test_multi_margin_target_range);
   tcase_add_test(tc, test_gaussian_negative_var);
+  tcase_add_test(tc, test_instance_norm_running_stats);
   tcase_add_test(tc, test_no_leak_in_training_use);
+  tcase_add_test(tc, test_no_leak_nn_ops);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -3,7 +3,7 @@
  * with Debian's python3-torch and committed, so the test needs no Python). */
 #include "testutil.h"
 
-enum { REF_NONE, REF_TENSOR, REF_TENSORS, REF_INTS, REF_INT, REF_FLOAT, REF_BOOL, REF_STR };
+enum { REF_NONE, REF_TENSOR, REF_TENSORS, REF_INTS, REF_INT, REF_FLOAT, REF_BOOL, REF_STR, REF_FLOATS /* float[]: data, nints */ };
 
 typedef struct ref_arg {
   int kind;
@@ -65,6 +65,7 @@ static void run_case(const ref_case *c) {
       case REF_FLOAT: args[k] = WK_VF(a->f); break;
       case REF_BOOL: args[k] = WK_VB(a->i != 0); break;
       case REF_STR: args[k] = WK_VS(a->s); break;
+      case REF_FLOATS: args[k] = WK_VFLOATS(a->data, a->nints); break;
       default: args[k] = WK_VNONE; break;
     }
   }
@@ -105,6 +106,7 @@ static void run_grad_case(const ref_grad_case *c) {
       case REF_FLOAT: args[k] = WK_VF(a->f); break;
       case REF_BOOL: args[k] = WK_VB(a->i != 0); break;
       case REF_STR: args[k] = WK_VS(a->s); break;
+      case REF_FLOATS: args[k] = WK_VFLOATS(a->data, a->nints); break;
       default: args[k] = WK_VNONE; break;
     }
   }

@@ -376,6 +376,398 @@ static bool e_cdist(sw_case *c, int k) { /* a 1-d x1; columns differ; integer in
   return true;
 }
 
+/* ---- issue 21's nn surface, second part: interpolate, pools, convolutions, shuffles, norms, dropouts ---- */
+
+/* A float[] argument (stored in the case's per-argument ints storage, which has room for it). */
+static void afloats(sw_case *c, const double *v, int n) {
+  double *f = (double *)(void *)c->ints[c->n];
+  memcpy(f, v, sizeof(double) * (size_t)n);
+  c->a[c->n] = WK_VFLOATS(f, n);
+  c->n++;
+}
+
+/* A pooled/convolved input: [N, C, spatial..] (N 0 in EMPTY) or unbatched [C, spatial..]. */
+static int nd_input(sw_case *c, int nsp, int64_t C, const int64_t *sp, int64_t *s, bool allow_unbatched) {
+  int n = 0;
+  if (!allow_unbatched || c->mode == SW_EMPTY || runif(c) < 0.7) s[n++] = c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2);
+  s[n++] = C;
+  for (int i = 0; i < nsp; i++) s[n++] = sp[i];
+  return n;
+}
+
+static int op_nsp(const sw_case *c) {
+  return strstr(c->row->op, "3d") ? 3 : strstr(c->row->op, "2d") ? 2 : 1;
+}
+
+/* interpolate: a mode the rank allows, size or scale_factor, align_corners for the interpolating modes. */
+static bool g_interpolate(sw_case *c) {
+  int nsp = (int)rpick(c, 1, 3);
+  static const char *const per[4] = {NULL, "linear", "bilinear", "trilinear"};
+  const char *modes[5] = {"nearest", "nearest-exact", "area", per[nsp], nsp == 2 ? "bicubic" : per[nsp]};
+  const char *m = modes[rpick(c, 0, 4)];
+  bool interp = !strcmp(m, per[nsp]) || !strcmp(m, "bicubic");
+  int64_t sp[3], s[5], os[3];
+  double sf[3];
+  for (int i = 0; i < nsp; i++) {
+    sp[i] = c->grad ? rpick(c, 2, 3) : rpick(c, 1, 4);
+    os[i] = rpick(c, 1, 6);
+    sf[i] = 0.5 + 0.25 * (double)rpick(c, 1, 8);
+    if ((int64_t)floor((double)sp[i] * sf[i]) < 1) sf[i] = 1.5;
+  }
+  int n = nd_input(c, nsp, rpick(c, 1, 2), sp, s, false);
+  at(c, rself(c, s, n));
+  bool by_size = runif(c) < 0.5;
+  if (by_size)
+    aints(c, os, nsp);
+  else
+    anone(c);
+  if (!by_size)
+    afloats(c, sf, nsp);
+  else
+    anone(c);
+  astr(c, m);
+  if (interp && runif(c) < 0.7)
+    ab(c, runif(c) < 0.5);
+  else
+    anone(c);
+  if (!by_size && runif(c) < 0.3)
+    ab(c, true);
+  else
+    anone(c);
+  return true;
+}
+/* A 2-d input; size and scale_factor both; align_corners with nearest; bilinear on a 3-d input; an integer
+ * input; a size of the wrong length; an unknown mode. */
+static bool e_interpolate(sw_case *c, int k) {
+  int64_t s3[3] = {1, 2, 4}, s4[4] = {1, 2, 3, 4}, s2[2] = {2, 4};
+  double sf[2] = {2, 2};
+  if (k > 6) return false;
+  at(c, k == 0 ? rt(c, WK_F32, s2, 2, -1, 1) : k == 3 ? rt(c, WK_F32, s3, 3, -1, 1) : rt(c, k == 4 ? WK_I64 : WK_F32, s4, 4, -1, 1));
+  if (k == 5)
+    AINTS(c, 2, 3, 4);
+  else if (k == 3)
+    AINTS(c, 5);
+  else
+    AINTS(c, 5, 6);
+  if (k == 1)
+    afloats(c, sf, 2);
+  else
+    anone(c);
+  astr(c, k == 3 ? "bilinear" : k == 6 ? "cubic" : "nearest");
+  if (k == 2)
+    ab(c, true);
+  else
+    anone(c);
+  anone(c);
+  return true;
+}
+
+/* Pool geometry of one dim: kernel, stride, padding <= half the (dilated) kernel, an input that fits. */
+static void pool1(sw_case *c, bool dil, int64_t *k, int64_t *st, int64_t *p, int64_t *d, int64_t *in) {
+  *k = rpick(c, 1, 3);
+  *st = rpick(c, 1, 2);
+  *d = dil ? rpick(c, 1, 2) : 1;
+  int64_t span = (*k - 1) * *d + 1;
+  *p = rpick(c, 0, dil ? span / 2 : *k / 2);
+  int64_t need = span - 2 * *p;
+  *in = (need < 1 ? 1 : need) + rpick(c, 0, c->grad ? 1 : 3);
+}
+
+/* avg_pool1d/3d, max_pool1d/3d_with_indices. */
+static bool g_pool_nd(sw_case *c) {
+  int nsp = op_nsp(c);
+  bool mx = is_op(c, "max_pool1d_with_indices") || is_op(c, "max_pool3d_with_indices");
+  int64_t k[3], st[3], p[3], d[3], sp[3], s[5];
+  for (int i = 0; i < nsp; i++) pool1(c, mx, &k[i], &st[i], &p[i], &d[i], &sp[i]);
+  int n = nd_input(c, nsp, rpick(c, 1, 2), sp, s, true);
+  at(c, rself(c, s, n));
+  aints(c, k, nsp);
+  if (runif(c) < 0.3)
+    aints(c, st, 0);
+  else
+    aints(c, st, nsp);
+  aints(c, p, nsp);
+  if (mx) aints(c, d, nsp);
+  ab(c, runif(c) < 0.5);
+  if (!mx) {
+    ab(c, runif(c) < 0.5);
+    if (nsp == 3) {
+      if (runif(c) < 0.3)
+        ai(c, rpick(c, 1, 3));
+      else
+        anone(c);
+    }
+  }
+  return true;
+}
+/* A too-large padding; a 2-d (1d) / 3-d (3d) input of the wrong rank; an integer input. */
+static bool e_pool_nd(sw_case *c, int k) {
+  int nsp = op_nsp(c);
+  bool mx = strstr(c->row->op, "max") != NULL;
+  int64_t s[5] = {1, 2, 4, 4, 4}, one = 1, two = 2, three = 3;
+  if (k > 2) return false;
+  at(c, rt(c, k == 2 ? WK_I64 : WK_F32, s, k == 1 ? nsp : nsp + 2, -1, 1));
+  aints(c, &three, 1);
+  aints(c, &one, 1);
+  aints(c, k == 0 ? &three : &one, 1);
+  if (mx) aints(c, &one, 1);
+  ab(c, false);
+  if (!mx) {
+    ab(c, true);
+    if (nsp == 3) anone(c);
+  }
+  (void)two;
+  return true;
+}
+
+/* adaptive_avg_pool1d/3d, adaptive_max_pool1d/2d/3d: output sizes below and above the input's. */
+static bool g_adaptive_nd(sw_case *c) {
+  int nsp = op_nsp(c);
+  int64_t sp[3], os[3], s[5];
+  for (int i = 0; i < nsp; i++) sp[i] = c->grad ? rpick(c, 2, 3) : rpick(c, 1, 5), os[i] = rpick(c, 1, 5);
+  int n = nd_input(c, nsp, rpick(c, 1, 2), sp, s, true);
+  at(c, rself(c, s, n));
+  aints(c, os, nsp);
+  return true;
+}
+static bool e_adaptive_nd(sw_case *c, int k) { /* a wrong rank; an empty non-batch dim; an integer input */
+  int nsp = op_nsp(c);
+  int64_t s[5] = {1, 2, 3, 3, 3}, z[5] = {1, 0, 3, 3, 3}, os[3] = {2, 2, 2};
+  if (k > 2) return false;
+  at(c, k == 1 ? rt(c, WK_F32, z, nsp + 2, -1, 1) : rt(c, k == 2 ? WK_I64 : WK_F32, s, k == 0 ? nsp : nsp + 2, -1, 1));
+  aints(c, os, nsp);
+  return true;
+}
+
+/* conv1d/conv3d and conv_transpose1d/2d/3d: groups 1 or 2, random stride, padding, dilation (and output_padding). */
+static bool g_conv_nd(sw_case *c) {
+  int nsp = op_nsp(c);
+  bool tr = strstr(c->row->op, "transpose") != NULL;
+  int64_t g = rpick(c, 1, 2), cpg = rpick(c, 1, 2), opg = rpick(c, 1, 2);
+  int64_t w[5], sp[3], st[3], p[3], d[3], op[3], s[5];
+  w[0] = tr ? g * cpg : g * opg;
+  w[1] = tr ? opg : cpg;
+  bool one_stride = runif(c) < 0.2; /* stride given as one value for every dim */
+  for (int i = 0; i < nsp; i++) {
+    w[2 + i] = rpick(c, 1, 3);
+    st[i] = one_stride && i ? st[0] : rpick(c, 1, 2);
+    d[i] = rpick(c, 1, 2);
+    p[i] = rpick(c, 0, 1);
+    op[i] = tr ? rpick(c, 0, (st[i] > d[i] ? st[i] : d[i]) - 1) : 0;
+    int64_t span = d[i] * (w[2 + i] - 1) + 1 - 2 * p[i];
+    sp[i] = tr ? rpick(c, 1, c->grad ? 2 : 3) : (span < 1 ? 1 : span) + rpick(c, 0, c->grad ? 1 : 2);
+  }
+  if (tr) /* the output must not be empty: (in - 1) s - 2 p + d (k - 1) + op + 1 >= 1 */
+    for (int i = 0; i < nsp; i++)
+      while ((sp[i] - 1) * st[i] - 2 * p[i] + d[i] * (w[2 + i] - 1) + op[i] + 1 < 1) sp[i]++;
+  int n = nd_input(c, nsp, g * cpg, sp, s, true);
+  at(c, rself(c, s, n));
+  at(c, rself(c, w, nsp + 2));
+  int64_t outc = tr ? g * opg : w[0];
+  if (runif(c) < 0.5)
+    at(c, rself(c, &outc, 1));
+  else
+    anone(c);
+  aints(c, st, one_stride ? 1 : nsp);
+  aints(c, p, nsp);
+  if (tr) {
+    aints(c, op, nsp);
+    ai(c, g);
+    aints(c, d, nsp);
+  } else {
+    aints(c, d, nsp);
+    ai(c, g);
+  }
+  return true;
+}
+/* Channels that do not match the weight; a weight of the wrong rank; mixed dtypes. */
+static bool e_conv_nd(sw_case *c, int k) {
+  int nsp = op_nsp(c);
+  bool tr = strstr(c->row->op, "transpose") != NULL;
+  int64_t s[5] = {1, 3, 4, 4, 4}, w[5] = {2, 2, 2, 2, 2}, one = 1, zero = 0;
+  if (k > 2) return false;
+  at(c, rt(c, WK_F32, s, nsp + 2, -1, 1));
+  at(c, rt(c, k == 2 ? WK_F64 : WK_F32, w, k == 1 ? nsp + 1 : nsp + 2, -1, 1));
+  anone(c);
+  aints(c, &one, 1);
+  aints(c, &zero, 1);
+  if (tr) {
+    aints(c, &zero, 1);
+    ai(c, 1);
+  }
+  aints(c, &one, 1);
+  if (!tr) ai(c, 1);
+  return true;
+}
+
+/* pixel_shuffle / pixel_unshuffle / channel_shuffle: shapes that divide. */
+static bool g_shuffle(sw_case *c) {
+  int64_t r = rpick(c, 1, 3), s[5];
+  int nb = (int)rpick(c, 0, 2), n = 0;
+  for (int i = 0; i < nb; i++) s[n++] = c->mode == SW_EMPTY && i == 0 ? 0 : rpick(c, 1, 2);
+  if (is_op(c, "channel_shuffle")) { /* [N, C, *] */
+    n = 0;
+    s[n++] = c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2);
+    s[n++] = r * rpick(c, 1, 2);
+    for (int i = 0; i <= nb; i++) s[n++] = rpick(c, 1, 3);
+  } else if (is_op(c, "pixel_shuffle")) {
+    s[n++] = r * r * rpick(c, 1, 2);
+    s[n++] = rpick(c, 1, 3);
+    s[n++] = rpick(c, 1, 3);
+  } else {
+    s[n++] = rpick(c, 1, 2);
+    s[n++] = r * rpick(c, 1, 2);
+    s[n++] = r * rpick(c, 1, 2);
+  }
+  at(c, rself(c, s, n));
+  ai(c, r);
+  return true;
+}
+static bool e_shuffle(sw_case *c, int k) { /* a factor that does not divide; a 2-d input; a factor 0 */
+  int64_t s[4] = {1, 3, 4, 4};
+  if (k > 2) return false;
+  at(c, rt(c, WK_F32, s, k == 1 ? 2 : 4, -1, 1));
+  ai(c, k == 2 ? 0 : is_op(c, "pixel_unshuffle") ? 3 : 2);
+  return true;
+}
+
+/* group_norm: G dividing C, optional affine. */
+static bool g_group_norm(sw_case *c) {
+  int64_t s[WK_MAX_DIMS], G = rpick(c, 1, 3);
+  int nd = rshape(c, s, 2, 4);
+  s[0] = c->mode == SW_EMPTY ? 0 : (s[0] ? s[0] : 1);
+  for (int i = 1; i < nd; i++) if (!s[i]) s[i] = 1;
+  s[1] = G * rpick(c, 1, 2);
+  at(c, rself(c, s, nd));
+  ai(c, G);
+  for (int i = 0; i < 2; i++)
+    if (runif(c) < 0.6)
+      at(c, rself(c, s + 1, 1));
+    else
+      anone(c);
+  af(c, 1e-5);
+  return true;
+}
+static bool e_group_norm(sw_case *c, int k) { /* groups not dividing the channels; a bad weight; a 1-d input */
+  int64_t s[3] = {2, 4, 3}, w[1] = {3};
+  if (k > 2) return false;
+  at(c, rt(c, WK_F32, s, k == 2 ? 1 : 3, -1, 1));
+  ai(c, k == 0 ? 3 : 2);
+  if (k == 1)
+    at(c, rt(c, WK_F32, w, 1, -1, 1));
+  else
+    anone(c);
+  anone(c);
+  af(c, 1e-5);
+  return true;
+}
+
+/* instance_norm: input statistics (with or without running statistics to update) or running statistics. */
+static bool g_instance_norm(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 3, 4);
+  for (int i = 1; i < nd; i++) s[i] = c->grad ? rpick(c, 2, 3) : rpick(c, 1, 3);
+  s[2] = rpick(c, 2, 3); /* more than one spatial element */
+  if (c->mode != SW_EMPTY && !s[0]) s[0] = 1;
+  bool stats = runif(c) < 0.7;
+  at(c, rself(c, s, nd));
+  for (int i = 0; i < 2; i++)
+    if (runif(c) < 0.6)
+      at(c, rself(c, s + 1, 1));
+    else
+      anone(c);
+  bool running = !stats || runif(c) < 0.5;
+  if (running) {
+    at_frozen(c, rt(c, c->dt, s + 1, 1, -1, 1));
+    at_frozen(c, rt(c, c->dt, s + 1, 1, 0.5, 2));
+  } else {
+    anone(c);
+    anone(c);
+  }
+  ab(c, stats);
+  af(c, 0.1);
+  af(c, 1e-5);
+  return true;
+}
+static bool e_instance_norm(sw_case *c, int k) { /* a 2-d input; no running statistics without input statistics */
+  int64_t s[3] = {2, 3, 4};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, k == 0 ? 2 : 3, -1, 1));
+  anone(c);
+  anone(c);
+  anone(c);
+  anone(c);
+  ab(c, k != 1);
+  af(c, 0.1);
+  af(c, 1e-5);
+  return true;
+}
+
+static bool g_local_response_norm(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 3, 4);
+  at(c, rself(c, s, nd));
+  ai(c, rpick(c, 1, 4));
+  af(c, 0.1);
+  af(c, 0.75);
+  af(c, 1.0);
+  return true;
+}
+static bool e_local_response_norm(sw_case *c, int k) { /* a 2-d input; size 0 */
+  int64_t s[3] = {2, 3, 4};
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, k == 0 ? 2 : 3, -1, 1));
+  ai(c, k == 1 ? 0 : 2);
+  af(c, 1e-4);
+  af(c, 0.75);
+  af(c, 1.0);
+  return true;
+}
+
+static bool g_dropout_variant(sw_case *c) {
+  int64_t s[WK_MAX_DIMS];
+  int nd = rshape(c, s, 2, 4);
+  static const double ps[4] = {0, 0.3, 0.5, 1};
+  at(c, rself(c, s, nd));
+  af(c, ps[rpick(c, 0, 3)]);
+  ab(c, runif(c) < 0.6);
+  return true;
+}
+static bool e_dropout_variant(sw_case *c, int k) { /* p outside [0, 1]; an integer input */
+  int64_t s[2] = {2, 3};
+  if (k > 1) return false;
+  at(c, rt(c, k == 1 ? WK_I64 : WK_F32, s, 2, -1, 1));
+  af(c, k == 0 ? 1.5 : 0.5);
+  ab(c, true);
+  return true;
+}
+
+#define SW_NN_SURFACE_ROWS2                                                                                       \
+  {.op = "interpolate", .gen = g_interpolate, .err = e_interpolate, .dtypes = D_FB, .modes = M_EMPTY},            \
+      {.op = "avg_pool1d", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},                \
+      {.op = "avg_pool3d", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},                \
+      {.op = "max_pool1d_with_indices", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},   \
+      {.op = "max_pool3d_with_indices", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},   \
+      {.op = "adaptive_avg_pool1d", .gen = g_adaptive_nd, .err = e_adaptive_nd, .dtypes = D_FB, .modes = M_EMPTY}, \
+      {.op = "adaptive_avg_pool3d", .gen = g_adaptive_nd, .err = e_adaptive_nd, .dtypes = D_FB, .modes = M_EMPTY}, \
+      {.op = "adaptive_max_pool1d", .gen = g_adaptive_nd, .err = e_adaptive_nd, .dtypes = D_FB, .modes = M_EMPTY}, \
+      {.op = "adaptive_max_pool2d", .gen = g_adaptive_nd, .err = e_adaptive_nd, .dtypes = D_FB, .modes = M_EMPTY}, \
+      {.op = "adaptive_max_pool3d", .gen = g_adaptive_nd, .err = e_adaptive_nd, .dtypes = D_FB, .modes = M_EMPTY}, \
+      {.op = "conv1d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10},       \
+      {.op = "conv3d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10},       \
+      {.op = "conv_transpose1d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
+      {.op = "conv_transpose2d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
+      {.op = "conv_transpose3d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
+      {.op = "pixel_shuffle", .gen = g_shuffle, .err = e_shuffle, .dtypes = D_FIB, .modes = M_EMPTY},           \
+      {.op = "pixel_unshuffle", .gen = g_shuffle, .err = e_shuffle, .dtypes = D_FIB, .modes = M_EMPTY},         \
+      {.op = "channel_shuffle", .gen = g_shuffle, .err = e_shuffle, .dtypes = D_FIB, .modes = M_EMPTY},         \
+      {.op = "group_norm", .gen = g_group_norm, .err = e_group_norm, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
+      {.op = "instance_norm", .gen = g_instance_norm, .err = e_instance_norm, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
+      {.op = "local_response_norm", .gen = g_local_response_norm, .err = e_local_response_norm, .dtypes = D_FB, .modes = M_EMPTY}, \
+      {.op = "alpha_dropout", .gen = g_dropout_variant, .err = e_dropout_variant, .dtypes = D_FB, .modes = M_EMPTY, .flags = SW_RANDOM}, \
+      {.op = "feature_dropout", .gen = g_dropout_variant, .err = e_dropout_variant, .dtypes = D_FB, .modes = M_EMPTY, .flags = SW_RANDOM}, \
+      {.op = "feature_alpha_dropout", .gen = g_dropout_variant, .err = e_dropout_variant, .dtypes = D_FB, .modes = M_EMPTY, .flags = SW_RANDOM},
+
 #define SW_NN_SURFACE_ROWS                                                                                         \
   {.op = "l1_loss", .gen = g_elem_loss, .err = e_elem_loss, .dtypes = D_FB, .modes = M_BES},                        \
       {.op = "smooth_l1_loss", .gen = g_elem_loss, .err = e_elem_loss, .dtypes = D_FB, .modes = M_BES},             \
@@ -393,6 +785,6 @@ static bool e_cdist(sw_case *c, int k) { /* a 1-d x1; columns differ; integer in
       {.op = "multi_margin_loss", .gen = g_multi_margin, .err = e_multi_margin, .dtypes = D_FB, .modes = M_EMPTY},  \
       {.op = "cosine_similarity", .gen = g_cosine_similarity, .err = e_cosine_similarity, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
       {.op = "pairwise_distance", .gen = g_pairwise_distance, .err = e_pairwise_distance, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
-      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY},
+      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2
 
 #endif

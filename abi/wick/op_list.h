@@ -240,6 +240,30 @@ enum {
   X("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor", WK_TAG_COMPOSITE) \
   X("pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor", WK_TAG_COMPOSITE) \
+  X("interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor", WK_TAG_COMPOSITE) \
+  X("avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor", WK_TAG_COMPOSITE) \
+  X("avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor", WK_TAG_COMPOSITE) \
+  X("adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", WK_TAG_COMPOSITE)          \
+  X("adaptive_avg_pool3d(Tensor self, int[3] output_size) -> Tensor", WK_TAG_COMPOSITE)          \
+  X("max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", WK_TAG_COMPOSITE) \
+  X("max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", WK_TAG_COMPOSITE) \
+  X("adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)", WK_TAG_COMPOSITE) \
+  X("adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)", WK_TAG_COMPOSITE) \
+  X("adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)", WK_TAG_COMPOSITE) \
+  X("conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] dilation=1, int groups=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("conv3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] dilation=1, int groups=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] output_padding=0, int groups=1, int[1] dilation=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] output_padding=0, int groups=1, int[3] dilation=1) -> Tensor", WK_TAG_COMPOSITE) \
+  X("pixel_shuffle(Tensor self, int upscale_factor) -> Tensor", WK_TAG_COMPOSITE)                \
+  X("pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor", WK_TAG_COMPOSITE)            \
+  X("channel_shuffle(Tensor self, int groups) -> Tensor", WK_TAG_COMPOSITE)                      \
+  X("group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor", WK_TAG_COMPOSITE) \
+  X("instance_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool use_input_stats=True, float momentum=0.1, float eps=1e-05) -> Tensor", WK_TAG_COMPOSITE) \
+  X("local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor", WK_TAG_COMPOSITE) \
+  X("alpha_dropout(Tensor input, float p, bool train) -> Tensor", WK_TAG_RANDOM | WK_TAG_COMPOSITE) \
+  X("feature_dropout(Tensor input, float p, bool train) -> Tensor", WK_TAG_RANDOM | WK_TAG_COMPOSITE) \
+  X("feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor", WK_TAG_RANDOM | WK_TAG_COMPOSITE) \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \

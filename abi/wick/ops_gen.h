@@ -3027,6 +3027,247 @@ static inline wk_tensor *wkx_cdist(wk_tensor *x1, wk_tensor *x2, double p, const
   return wk__gen_call(&wk__op, "cdist", wk__a, 4, (wk_tensor **const *)0, 0, 0);
 }
 
+/* interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode="nearest", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor */
+static inline wk_tensor *wkx_interpolate(wk_tensor *input, const int64_t *size, int64_t size_len,
+    const double *scale_factor, int64_t scale_factor_len, const char *mode, const bool *align_corners,
+    const bool *recompute_scale_factor) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(input), size ? WK_VINTS(size, wk__gen_len(size_len)) : WK_VNONE,
+                             scale_factor ? WK_VFLOATS(scale_factor, wk__gen_len(scale_factor_len)) : WK_VNONE,
+                             WK_VS(mode), align_corners ? WK_VB(*align_corners) : WK_VNONE,
+                             recompute_scale_factor ? WK_VB(*recompute_scale_factor) : WK_VNONE};
+  return wk__gen_call(&wk__op, "interpolate", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor */
+static inline wk_tensor *wkx_avg_pool1d(wk_tensor *self, const int64_t *kernel_size, int64_t kernel_size_len,
+    const int64_t *stride, int64_t stride_len, const int64_t *padding, int64_t padding_len, bool ceil_mode,
+    bool count_include_pad) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)), WK_VB(ceil_mode),
+                             WK_VB(count_include_pad)};
+  return wk__gen_call(&wk__op, "avg_pool1d", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor */
+static inline wk_tensor *wkx_avg_pool3d(wk_tensor *self, const int64_t *kernel_size, int64_t kernel_size_len,
+    const int64_t *stride, int64_t stride_len, const int64_t *padding, int64_t padding_len, bool ceil_mode,
+    bool count_include_pad, const int64_t *divisor_override) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(self), WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)), WK_VB(ceil_mode),
+                             WK_VB(count_include_pad),
+                             divisor_override ? WK_VI(*divisor_override) : WK_VNONE};
+  return wk__gen_call(&wk__op, "avg_pool3d", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
+/* adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor */
+static inline wk_tensor *wkx_adaptive_avg_pool1d(wk_tensor *self, const int64_t *output_size,
+    int64_t output_size_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VINTS(output_size, wk__gen_len(output_size_len))};
+  return wk__gen_call(&wk__op, "adaptive_avg_pool1d", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* adaptive_avg_pool3d(Tensor self, int[3] output_size) -> Tensor */
+static inline wk_tensor *wkx_adaptive_avg_pool3d(wk_tensor *self, const int64_t *output_size,
+    int64_t output_size_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VINTS(output_size, wk__gen_len(output_size_len))};
+  return wk__gen_call(&wk__op, "adaptive_avg_pool3d", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor) */
+static inline wk_tensor *wkx_max_pool1d_with_indices(wk_tensor *self, const int64_t *kernel_size,
+    int64_t kernel_size_len, const int64_t *stride, int64_t stride_len, const int64_t *padding,
+    int64_t padding_len, const int64_t *dilation, int64_t dilation_len, bool ceil_mode, wk_tensor **result1) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VB(ceil_mode)};
+  wk_tensor **const wk__r[1] = {result1};
+  return wk__gen_call(&wk__op, "max_pool1d_with_indices", wk__a, 6, wk__r, 1, 0x0);
+}
+
+/* max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor) */
+static inline wk_tensor *wkx_max_pool3d_with_indices(wk_tensor *self, const int64_t *kernel_size,
+    int64_t kernel_size_len, const int64_t *stride, int64_t stride_len, const int64_t *padding,
+    int64_t padding_len, const int64_t *dilation, int64_t dilation_len, bool ceil_mode, wk_tensor **result1) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VB(ceil_mode)};
+  wk_tensor **const wk__r[1] = {result1};
+  return wk__gen_call(&wk__op, "max_pool3d_with_indices", wk__a, 6, wk__r, 1, 0x0);
+}
+
+/* adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor) */
+static inline wk_tensor *wkx_adaptive_max_pool1d(wk_tensor *self, const int64_t *output_size,
+    int64_t output_size_len, wk_tensor **result1) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VINTS(output_size, wk__gen_len(output_size_len))};
+  wk_tensor **const wk__r[1] = {result1};
+  return wk__gen_call(&wk__op, "adaptive_max_pool1d", wk__a, 2, wk__r, 1, 0x0);
+}
+
+/* adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor) */
+static inline wk_tensor *wkx_adaptive_max_pool2d(wk_tensor *self, const int64_t *output_size,
+    int64_t output_size_len, wk_tensor **result1) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VINTS(output_size, wk__gen_len(output_size_len))};
+  wk_tensor **const wk__r[1] = {result1};
+  return wk__gen_call(&wk__op, "adaptive_max_pool2d", wk__a, 2, wk__r, 1, 0x0);
+}
+
+/* adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor) */
+static inline wk_tensor *wkx_adaptive_max_pool3d(wk_tensor *self, const int64_t *output_size,
+    int64_t output_size_len, wk_tensor **result1) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VINTS(output_size, wk__gen_len(output_size_len))};
+  wk_tensor **const wk__r[1] = {result1};
+  return wk__gen_call(&wk__op, "adaptive_max_pool3d", wk__a, 2, wk__r, 1, 0x0);
+}
+
+/* conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] dilation=1, int groups=1) -> Tensor */
+static inline wk_tensor *wkx_conv1d(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+                                    const int64_t *stride, int64_t stride_len, const int64_t *padding,
+                                    int64_t padding_len, const int64_t *dilation, int64_t dilation_len,
+                                    int64_t groups) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VI(groups)};
+  return wk__gen_call(&wk__op, "conv1d", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
+/* conv3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] dilation=1, int groups=1) -> Tensor */
+static inline wk_tensor *wkx_conv3d(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+                                    const int64_t *stride, int64_t stride_len, const int64_t *padding,
+                                    int64_t padding_len, const int64_t *dilation, int64_t dilation_len,
+                                    int64_t groups) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VI(groups)};
+  return wk__gen_call(&wk__op, "conv3d", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
+/* conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] output_padding=0, int groups=1, int[1] dilation=1) -> Tensor */
+static inline wk_tensor *wkx_conv_transpose1d(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    const int64_t *stride, int64_t stride_len, const int64_t *padding, int64_t padding_len,
+    const int64_t *output_padding, int64_t output_padding_len, int64_t groups, const int64_t *dilation,
+    int64_t dilation_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[8] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(output_padding, wk__gen_len(output_padding_len)), WK_VI(groups),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len))};
+  return wk__gen_call(&wk__op, "conv_transpose1d", wk__a, 8, (wk_tensor **const *)0, 0, 0);
+}
+
+/* conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor */
+static inline wk_tensor *wkx_conv_transpose2d(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    const int64_t *stride, int64_t stride_len, const int64_t *padding, int64_t padding_len,
+    const int64_t *output_padding, int64_t output_padding_len, int64_t groups, const int64_t *dilation,
+    int64_t dilation_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[8] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(output_padding, wk__gen_len(output_padding_len)), WK_VI(groups),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len))};
+  return wk__gen_call(&wk__op, "conv_transpose2d", wk__a, 8, (wk_tensor **const *)0, 0, 0);
+}
+
+/* conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] output_padding=0, int groups=1, int[3] dilation=1) -> Tensor */
+static inline wk_tensor *wkx_conv_transpose3d(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    const int64_t *stride, int64_t stride_len, const int64_t *padding, int64_t padding_len,
+    const int64_t *output_padding, int64_t output_padding_len, int64_t groups, const int64_t *dilation,
+    int64_t dilation_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[8] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(output_padding, wk__gen_len(output_padding_len)), WK_VI(groups),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len))};
+  return wk__gen_call(&wk__op, "conv_transpose3d", wk__a, 8, (wk_tensor **const *)0, 0, 0);
+}
+
+/* pixel_shuffle(Tensor self, int upscale_factor) -> Tensor */
+static inline wk_tensor *wkx_pixel_shuffle(wk_tensor *self, int64_t upscale_factor) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(upscale_factor)};
+  return wk__gen_call(&wk__op, "pixel_shuffle", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor */
+static inline wk_tensor *wkx_pixel_unshuffle(wk_tensor *self, int64_t downscale_factor) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(downscale_factor)};
+  return wk__gen_call(&wk__op, "pixel_unshuffle", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* channel_shuffle(Tensor self, int groups) -> Tensor */
+static inline wk_tensor *wkx_channel_shuffle(wk_tensor *self, int64_t groups) {
+  static wk_op *wk__op;
+  const wk_value wk__a[2] = {WK_VT(self), WK_VI(groups)};
+  return wk__gen_call(&wk__op, "channel_shuffle", wk__a, 2, (wk_tensor **const *)0, 0, 0);
+}
+
+/* group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor */
+static inline wk_tensor *wkx_group_norm(wk_tensor *input, int64_t num_groups, wk_tensor *weight,
+    wk_tensor *bias, double eps) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(input), WK_VI(num_groups), WK_VT(weight), WK_VT(bias), WK_VF(eps)};
+  return wk__gen_call(&wk__op, "group_norm", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* instance_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool use_input_stats=True, float momentum=0.1, float eps=1e-05) -> Tensor */
+static inline wk_tensor *wkx_instance_norm(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    wk_tensor *running_mean, wk_tensor *running_var, bool use_input_stats, double momentum, double eps) {
+  static wk_op *wk__op;
+  const wk_value wk__a[8] = {WK_VT(input), WK_VT(weight), WK_VT(bias), WK_VT(running_mean),
+                             WK_VT(running_var), WK_VB(use_input_stats), WK_VF(momentum), WK_VF(eps)};
+  return wk__gen_call(&wk__op, "instance_norm", wk__a, 8, (wk_tensor **const *)0, 0, 0);
+}
+
+/* local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor */
+static inline wk_tensor *wkx_local_response_norm(wk_tensor *input, int64_t size, double alpha, double beta,
+    double k) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(input), WK_VI(size), WK_VF(alpha), WK_VF(beta), WK_VF(k)};
+  return wk__gen_call(&wk__op, "local_response_norm", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* alpha_dropout(Tensor input, float p, bool train) -> Tensor */
+static inline wk_tensor *wkx_alpha_dropout(wk_tensor *input, double p, bool train) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(input), WK_VF(p), WK_VB(train)};
+  return wk__gen_call(&wk__op, "alpha_dropout", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* feature_dropout(Tensor input, float p, bool train) -> Tensor */
+static inline wk_tensor *wkx_feature_dropout(wk_tensor *input, double p, bool train) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(input), WK_VF(p), WK_VB(train)};
+  return wk__gen_call(&wk__op, "feature_dropout", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor */
+static inline wk_tensor *wkx_feature_alpha_dropout(wk_tensor *input, double p, bool train) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(input), WK_VF(p), WK_VB(train)};
+  return wk__gen_call(&wk__op, "feature_alpha_dropout", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -4185,6 +4426,30 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_cosine_similarity, "cosine_similarity", "cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor") \
   X(wkx_pairwise_distance, "pairwise_distance", "pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor") \
   X(wkx_cdist, "cdist", "cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor") \
+  X(wkx_interpolate, "interpolate", "interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor") \
+  X(wkx_avg_pool1d, "avg_pool1d", "avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor") \
+  X(wkx_avg_pool3d, "avg_pool3d", "avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor") \
+  X(wkx_adaptive_avg_pool1d, "adaptive_avg_pool1d", "adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor") \
+  X(wkx_adaptive_avg_pool3d, "adaptive_avg_pool3d", "adaptive_avg_pool3d(Tensor self, int[3] output_size) -> Tensor") \
+  X(wkx_max_pool1d_with_indices, "max_pool1d_with_indices", "max_pool1d_with_indices(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, int[1] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)") \
+  X(wkx_max_pool3d_with_indices, "max_pool3d_with_indices", "max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)") \
+  X(wkx_adaptive_max_pool1d, "adaptive_max_pool1d", "adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)") \
+  X(wkx_adaptive_max_pool2d, "adaptive_max_pool2d", "adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)") \
+  X(wkx_adaptive_max_pool3d, "adaptive_max_pool3d", "adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)") \
+  X(wkx_conv1d, "conv1d", "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] dilation=1, int groups=1) -> Tensor") \
+  X(wkx_conv3d, "conv3d", "conv3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] dilation=1, int groups=1) -> Tensor") \
+  X(wkx_conv_transpose1d, "conv_transpose1d", "conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] output_padding=0, int groups=1, int[1] dilation=1) -> Tensor") \
+  X(wkx_conv_transpose2d, "conv_transpose2d", "conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor") \
+  X(wkx_conv_transpose3d, "conv_transpose3d", "conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] output_padding=0, int groups=1, int[3] dilation=1) -> Tensor") \
+  X(wkx_pixel_shuffle, "pixel_shuffle", "pixel_shuffle(Tensor self, int upscale_factor) -> Tensor") \
+  X(wkx_pixel_unshuffle, "pixel_unshuffle", "pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor") \
+  X(wkx_channel_shuffle, "channel_shuffle", "channel_shuffle(Tensor self, int groups) -> Tensor") \
+  X(wkx_group_norm, "group_norm", "group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05) -> Tensor") \
+  X(wkx_instance_norm, "instance_norm", "instance_norm(Tensor input, Tensor? weight=None, Tensor? bias=None, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, bool use_input_stats=True, float momentum=0.1, float eps=1e-05) -> Tensor") \
+  X(wkx_local_response_norm, "local_response_norm", "local_response_norm(Tensor input, int size, float alpha=0.0001, float beta=0.75, float k=1.0) -> Tensor") \
+  X(wkx_alpha_dropout, "alpha_dropout", "alpha_dropout(Tensor input, float p, bool train) -> Tensor") \
+  X(wkx_feature_dropout, "feature_dropout", "feature_dropout(Tensor input, float p, bool train) -> Tensor") \
+  X(wkx_feature_alpha_dropout, "feature_alpha_dropout", "feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \

@@ -215,6 +215,158 @@ a, b = T(r(5, 3, dtype=torch.float64)), T(r(4, 3, dtype=torch.float64))
 gcase("cdist grad p=2", "cdist", [a, b, 2.0, None], lambda: torch.cdist(a.t, b.t), [0, 1])
 gcase("cdist grad p=1", "cdist", [a, b, 1.0, None], lambda: torch.cdist(a.t, b.t, 1.0), [0, 1])
 
+# ---- interpolate: every mode, size and scale_factor, align_corners, float32 and float64 ----
+class FL(list):
+    """A float[] argument (emitted as REF_FLOATS by the post-processing below)."""
+
+
+x1, x2, x3 = r(2, 3, 5), r(1, 2, 4, 5), r(1, 2, 3, 4, 3)
+x2d = r(1, 2, 4, 5, dtype=torch.float64)
+ICASES = [  # label, input, size, scale_factor, mode, align_corners
+    ("nearest 1-d size", x1, [8], None, "nearest", None), ("nearest 1-d size down", x1, [3], None, "nearest", None),
+    ("nearest 2-d x2", x2, None, [2.0, 2.0], "nearest", None), ("nearest 2-d 1.7 x 0.6", x2, None, [1.7, 0.6], "nearest", None),
+    ("nearest 2-d size 7x3", x2, [7, 3], None, "nearest", None), ("nearest 3-d", x3, [5, 6, 2], None, "nearest", None),
+    ("nearest-exact 2-d", x2, [7, 9], None, "nearest-exact", None), ("nearest-exact 1-d scale 1.5", x1, None, [1.5], "nearest-exact", None),
+    ("linear size", x1, [9], None, "linear", False), ("linear align_corners", x1, [9], None, "linear", True),
+    ("linear down", x1, [3], None, "linear", False), ("linear scale 2.5", x1, None, [2.5], "linear", False),
+    ("bilinear size", x2, [7, 9], None, "bilinear", False), ("bilinear align_corners", x2, [7, 9], None, "bilinear", True),
+    ("bilinear scale 1.5 x 0.7", x2, None, [1.5, 0.7], "bilinear", False), ("bilinear same size", x2, [4, 5], None, "bilinear", False),
+    ("bilinear f64 down", x2d, [3, 2], None, "bilinear", False),
+    ("bicubic size", x2, [7, 9], None, "bicubic", False), ("bicubic align_corners", x2, [6, 8], None, "bicubic", True),
+    ("bicubic scale 2", x2, None, [2.0, 2.0], "bicubic", False), ("bicubic f64 down", x2d, [3, 3], None, "bicubic", False),
+    ("trilinear size", x3, [5, 6, 4], None, "trilinear", False), ("trilinear align_corners", x3, [5, 6, 4], None, "trilinear", True),
+    ("area 2-d", x2, [3, 2], None, "area", None), ("area 1-d up", x1, [7], None, "area", None), ("area 3-d", x3, [2, 3, 2], None, "area", None),
+]
+for label, xin, size, sf, mode, al in ICASES:
+    out = F.interpolate(xin, size=size, scale_factor=sf, mode=mode, align_corners=al)
+    tol = (1e-12, 1e-13) if xin.dtype == torch.float64 else (1e-5, 1e-5)
+    case("interpolate " + label, "interpolate", [T(xin), size, FL(sf) if sf else None, mode, al, None], out, *tol)
+case("interpolate nearest recompute_scale_factor", "interpolate", [T(x2), None, FL([1.7, 0.6]), "nearest", None, True],
+     F.interpolate(x2, scale_factor=[1.7, 0.6], recompute_scale_factor=True))
+case("interpolate bilinear NaN", "interpolate", [T(torch.tensor([[[[1.0, NAN], [2.0, 3.0]]]])), [3, 3], None, "bilinear", False, None],
+     F.interpolate(torch.tensor([[[[1.0, NAN], [2.0, 3.0]]]]), size=[3, 3], mode="bilinear", align_corners=False))
+for label, size, mode, al in [("bilinear", [7, 3], "bilinear", False), ("bicubic align", [5, 7], "bicubic", True),
+                              ("nearest", [7, 9], "nearest", None), ("area", [3, 2], "area", None)]:
+    a = T(r(1, 2, 4, 5, dtype=torch.float64))
+    gcase("interpolate grad " + label, "interpolate", [a, size, None, mode, al, None],
+          lambda: F.interpolate(a.t, size=size, mode=mode, align_corners=al), [0])
+
+# ---- pools in 1 and 3 dims, adaptive max pools ----
+p1, p3 = r(2, 3, 9), r(1, 2, 5, 6, 7)
+for k, s_, pd, ceil, cip in [(3, 2, 1, False, True), (3, 2, 1, True, False), (2, [], 0, False, True), (4, 3, 2, True, True)]:
+    st = s_ if s_ != [] else None
+    case("avg_pool1d k%d s%s p%d ceil=%s cip=%s" % (k, s_, pd, ceil, cip), "avg_pool1d", [T(p1), [k], [s_] if s_ != [] else [], [pd], ceil, cip],
+         F.avg_pool1d(p1, k, st, pd, ceil, cip))
+for k, s_, pd, ceil, cip, dv in [([2, 3, 3], [2, 2, 1], [1, 1, 0], False, True, None), ([3, 2, 3], [1, 2, 2], [1, 0, 1], True, False, None),
+                                 ([2, 2, 2], [], [0, 0, 0], False, True, 3)]:
+    case("avg_pool3d k%s ceil=%s cip=%s div=%s" % (k, ceil, cip, dv), "avg_pool3d", [T(p3), k, s_, pd, ceil, cip, dv],
+         F.avg_pool3d(p3, k, s_ if s_ else None, pd, ceil, cip, dv))
+case("adaptive_avg_pool1d 4", "adaptive_avg_pool1d", [T(p1), [4]], F.adaptive_avg_pool1d(p1, 4))
+case("adaptive_avg_pool1d 12 (up)", "adaptive_avg_pool1d", [T(p1), [12]], F.adaptive_avg_pool1d(p1, 12))
+case("adaptive_avg_pool3d 3x4x5", "adaptive_avg_pool3d", [T(p3), [3, 4, 5]], F.adaptive_avg_pool3d(p3, [3, 4, 5]))
+for k, s_, pd, dl, ceil in [(3, 2, 1, 1, False), (3, 2, 1, 2, True), (2, [], 0, 1, False)]:
+    v, i = F.max_pool1d(p1, k, s_ if s_ != [] else None, pd, dl, ceil, return_indices=True)
+    case("max_pool1d k%d s%s p%d d%d ceil=%s" % (k, s_, pd, dl, ceil), "max_pool1d_with_indices",
+         [T(p1), [k], [s_] if s_ != [] else [], [pd], [dl], ceil], [v, i])
+for k, s_, pd, dl, ceil in [([2, 3, 3], [2, 2, 1], [1, 1, 0], [1, 1, 2], False), ([3, 2, 2], [2, 1, 2], [1, 1, 1], [1, 2, 1], True)]:
+    v, i = F.max_pool3d(p3, k, s_, pd, dl, ceil, return_indices=True)
+    case("max_pool3d k%s d%s ceil=%s" % (k, dl, ceil), "max_pool3d_with_indices", [T(p3), k, s_, pd, dl, ceil], [v, i])
+for fn, op, inp, os_ in [(F.adaptive_max_pool1d, "adaptive_max_pool1d", p1, [4]), (F.adaptive_max_pool1d, "adaptive_max_pool1d", p1, [13]),
+                         (F.adaptive_max_pool2d, "adaptive_max_pool2d", r(2, 3, 7, 5), [3, 2]),
+                         (F.adaptive_max_pool2d, "adaptive_max_pool2d", r(3, 7, 5), [4, 5]),
+                         (F.adaptive_max_pool3d, "adaptive_max_pool3d", p3, [2, 4, 3])]:
+    v, i = fn(inp, os_, return_indices=True)
+    case("%s %s" % (op, os_), op, [T(inp), os_], [v, i])
+a = T(r(2, 3, 9, dtype=torch.float64))
+gcase("avg_pool1d grad cip=False ceil", "avg_pool1d", [a, [3], [2], [1], True, False], lambda: F.avg_pool1d(a.t, 3, 2, 1, True, False), [0])
+gcase("max_pool1d grad", "max_pool1d_with_indices", [a, [3], [2], [1], [1], False], lambda: F.max_pool1d(a.t, 3, 2, 1), [0])
+gcase("adaptive_max_pool1d grad", "adaptive_max_pool1d", [a, [4]], lambda: F.adaptive_max_pool1d(a.t, 4), [0])
+b3 = T(r(1, 2, 4, 5, 4, dtype=torch.float64))
+gcase("avg_pool3d grad", "avg_pool3d", [b3, [2, 3, 2], [1, 2, 2], [1, 1, 0], False, True, None],
+      lambda: F.avg_pool3d(b3.t, [2, 3, 2], [1, 2, 2], [1, 1, 0]), [0])
+gcase("adaptive_avg_pool3d grad", "adaptive_avg_pool3d", [b3, [3, 2, 3]], lambda: F.adaptive_avg_pool3d(b3.t, [3, 2, 3]), [0])
+gcase("adaptive_max_pool3d grad", "adaptive_max_pool3d", [b3, [3, 2, 3]], lambda: F.adaptive_max_pool3d(b3.t, [3, 2, 3]), [0])
+
+# ---- convolutions ----
+cx1, cw1, cb1 = r(2, 4, 9), r(6, 2, 3), r(6)
+case("conv1d groups 2 stride 2 pad 1 dil 2", "conv1d", [T(cx1), T(cw1), T(cb1), [2], [1], [2], 2], F.conv1d(cx1, cw1, cb1, 2, 1, 2, 2))
+case("conv1d unbatched no bias", "conv1d", [T(cx1[0]), T(cw1[:, :, :]), None, [1], [0], [1], 2], F.conv1d(cx1[0], cw1, None, 1, 0, 1, 2))
+cx3, cw3, cb3 = r(2, 4, 5, 6, 5), r(6, 2, 3, 2, 3), r(6)
+case("conv3d groups 2 stride (2,1,2) pad (1,0,1) dil (1,2,1)", "conv3d", [T(cx3), T(cw3), T(cb3), [2, 1, 2], [1, 0, 1], [1, 2, 1], 2],
+     F.conv3d(cx3, cw3, cb3, [2, 1, 2], [1, 0, 1], [1, 2, 1], 2), 1e-4, 1e-5)
+case("conv3d unbatched", "conv3d", [T(cx3[1]), T(cw3[:3].repeat(1, 2, 1, 1, 1)), None, [1], [1], [1], 1],
+     F.conv3d(cx3[1], cw3[:3].repeat(1, 2, 1, 1, 1), None, 1, 1), 1e-4, 1e-5)
+tw1 = r(4, 3, 3)
+tb1 = r(6)
+case("conv_transpose1d stride 2 pad 1 out_pad 1 groups 2", "conv_transpose1d", [T(cx1), T(tw1), T(tb1), [2], [1], [1], 2, [1]],
+     F.conv_transpose1d(cx1, tw1, tb1, 2, 1, 1, 2, 1))
+tx2, tw2 = r(2, 4, 5, 6), r(4, 3, 3, 2)
+case("conv_transpose2d stride (2,3) pad (1,0) out_pad (1,2) dil (1,2)", "conv_transpose2d",
+     [T(tx2), T(tw2), None, [2, 3], [1, 0], [1, 2], 1, [1, 2]], F.conv_transpose2d(tx2, tw2, None, [2, 3], [1, 0], [1, 2], 1, [1, 2]), 1e-4, 1e-5)
+case("conv_transpose2d pad > dil (k - 1) (cropping)", "conv_transpose2d", [T(tx2), T(tw2), None, [1], [2], [0], 1, [1]],
+     F.conv_transpose2d(tx2, tw2, None, 1, 2), 1e-4, 1e-5)
+tx3, tw3 = r(1, 2, 3, 4, 3), r(2, 3, 2, 3, 2)
+tb3 = r(6)
+case("conv_transpose3d groups 2 stride 2", "conv_transpose3d", [T(tx3), T(tw3), T(tb3), [2], [1], [1], 2, [1]],
+     F.conv_transpose3d(tx3, tw3, tb3, 2, 1, 1, 2, 1), 1e-4, 1e-5)
+a, w_, b_ = T(r(2, 4, 7, dtype=torch.float64)), T(r(6, 2, 3, dtype=torch.float64)), T(r(6, dtype=torch.float64))
+gcase("conv1d grad", "conv1d", [a, w_, b_, [2], [1], [1], 2], lambda: F.conv1d(a.t, w_.t, b_.t, 2, 1, 1, 2), [0, 1, 2])
+a, w_ = T(r(1, 2, 4, 4, 3, dtype=torch.float64)), T(r(3, 2, 2, 3, 2, dtype=torch.float64))
+gcase("conv3d grad", "conv3d", [a, w_, None, [1, 2, 1], [1, 1, 0], [1], 1], lambda: F.conv3d(a.t, w_.t, None, [1, 2, 1], [1, 1, 0]), [0, 1])
+a, w_ = T(r(1, 4, 3, 4, dtype=torch.float64)), T(r(4, 2, 3, 3, dtype=torch.float64))
+gcase("conv_transpose2d grad", "conv_transpose2d", [a, w_, None, [2], [1], [1], 2, [1]],
+      lambda: F.conv_transpose2d(a.t, w_.t, None, 2, 1, 1, 2), [0, 1])
+
+# ---- shuffles and normalizations ----
+ps = r(2, 8, 2, 3)
+case("pixel_shuffle 2", "pixel_shuffle", [T(ps), 2], F.pixel_shuffle(ps, 2))
+pu = r(1, 3, 4, 6)
+case("pixel_unshuffle 2", "pixel_unshuffle", [T(pu), 2], F.pixel_unshuffle(pu, 2))
+case("channel_shuffle 4", "channel_shuffle", [T(ps), 4], torch.channel_shuffle(ps, 4))
+gx, gw, gb = r(3, 6, 4, 2), r(6), r(6)
+case("group_norm 3 groups affine", "group_norm", [T(gx), 3, T(gw), T(gb), 1e-5], F.group_norm(gx, 3, gw, gb))
+case("group_norm 1 group no affine 2-d", "group_norm", [T(gx[:, :, 0, 0]), 1, None, None, 1e-3], F.group_norm(gx[:, :, 0, 0], 1, eps=1e-3))
+rm, rv = r(6), r(6, lo=0.5, hi=2)
+case("instance_norm input stats affine", "instance_norm", [T(gx), T(gw), T(gb), T(rm.clone()), T(rv.clone()), True, 0.1, 1e-5],
+     F.instance_norm(gx, rm.clone(), rv.clone(), gw, gb, True, 0.1, 1e-5))
+case("instance_norm running stats", "instance_norm", [T(gx), None, None, T(rm), T(rv), False, 0.1, 1e-5],
+     F.instance_norm(gx, rm, rv, None, None, False, 0.1, 1e-5))
+lx = r(2, 7, 3, 2)
+case("local_response_norm size 3", "local_response_norm", [T(lx), 3, 1e-2, 0.75, 1.0], F.local_response_norm(lx, 3, 1e-2, 0.75, 1.0))
+case("local_response_norm size 4 3-d", "local_response_norm", [T(lx[:, :, :, 0]), 4, 0.5, 0.6, 2.0], F.local_response_norm(lx[:, :, :, 0], 4, 0.5, 0.6, 2.0))
+a, w_, b_ = T(r(2, 6, 3, dtype=torch.float64)), T(r(6, dtype=torch.float64)), T(r(6, dtype=torch.float64))
+gcase("group_norm grad", "group_norm", [a, 2, w_, b_, 1e-5], lambda: F.group_norm(a.t, 2, w_.t, b_.t), [0, 2, 3])
+gcase("instance_norm grad", "instance_norm", [a, w_, b_, None, None, True, 0.1, 1e-5],
+      lambda: F.instance_norm(a.t, None, None, w_.t, b_.t), [0, 1, 2])
+gcase("local_response_norm grad", "local_response_norm", [a, 3, 0.1, 0.75, 1.0], lambda: F.local_response_norm(a.t, 3, 0.1, 0.75, 1.0), [0])
+dx = r(2, 3, 4)
+for name in ("alpha_dropout", "feature_dropout", "feature_alpha_dropout"):
+    case(name + " eval is the identity", name, [T(dx), 0.5, False], dx)
+
 if __name__ == "__main__":
-    emit(sys.stdout, cases, grad_cases, pre="n", arr="nn_ref_cases", garr="nn_ref_grad_cases",
-         script="gen_nn_ref.py")
+    # float[] arguments travel as marker strings through emit, then become REF_FLOATS arrays
+    import io
+    import re
+    floats = []
+
+    def mark(args):
+        out = []
+        for a in args:
+            if isinstance(a, FL):
+                floats.append(list(a))
+                out.append("__FLOATS_%d__" % (len(floats) - 1))
+            else:
+                out.append(a)
+        return out
+    cases = [(c[0], c[1], mark(c[2])) + tuple(c[3:]) for c in cases]
+    grad_cases = [(c[0], c[1], mark(c[2])) + tuple(c[3:]) for c in grad_cases]
+    buf = io.StringIO()
+    emit(buf, cases, grad_cases, pre="n", arr="nn_ref_cases", garr="nn_ref_grad_cases", script="gen_nn_ref.py")
+    text = buf.getvalue()
+    decl = "".join("static const double nfl%d[] = {%s};\n" % (i, ", ".join(repr(float(v)) for v in f))
+                   for i, f in enumerate(floats))
+    text = re.sub(r'\{REF_STR, 0, 0, \{0\}, NULL, 0, 0, NULL, 0, "__FLOATS_(\d+)__", NULL\}',
+                  lambda m: "{REF_FLOATS, 0, 0, {0}, nfl%s, 0, 0, NULL, %d, NULL, NULL}" % (m.group(1), len(floats[int(m.group(1))])),
+                  text)
+    head, rest = text.split("\n\n", 1) if "\n\n" in text else (text, "")
+    sys.stdout.write(head + "\n\n" + decl + rest)
