@@ -5,7 +5,8 @@
 # buckets and with no_sync accumulation; against PyTorch's DDP (gloo) on 5
 # cases; DDP's features; and dead ranks: one
 # killed (mpirun stops the job, naming it) and one stopped (the survivor's
-# wait times out, naming it), each within the timeout; examples/train --ddp
+# wait times out, naming it), each within the timeout; several nodes on this
+# host (one launcher per node: --nnodes, --node-rank); examples/train --ddp
 # with 2 ranks, resumed in 1 process; wick launch's argument errors. Skips
 # (77) without mpirun or the dist-mpi plugin.
 set -u
@@ -22,7 +23,10 @@ if [ -x "$b/tools/wick" ]; then
   launch_err 2 "--nproc-per-node N is required" true
   launch_err 2 "bad value '0' for --nproc-per-node" --nproc-per-node 0 true
   launch_err 2 "no PROGRAM given" --nproc-per-node 2
-  launch_err 2 "one node only" --nnodes 2 --nproc-per-node 2 true
+  launch_err 2 "--nnodes 2 needs --node-rank K with 0 <= K < 2 (none given)" --nnodes 2 --nproc-per-node 2 true
+  launch_err 2 "--nnodes 2 needs --node-rank K with 0 <= K < 2" --nnodes 2 --node-rank 2 --nproc-per-node 2 true
+  launch_err 2 "bad value 'x' for --nnodes" --nnodes x --nproc-per-node 2 true
+  launch_err 2 "--node-rank 1 with one node" --node-rank 1 --nproc-per-node 2 true
   export WICK_MPIRUN=/nonexistent/mpirun
   launch_err 127 "mpirun not found" --nproc-per-node 2 true
   unset WICK_MPIRUN
@@ -84,6 +88,43 @@ elif [ -x "$b/examples/train" ]; then
       --resume "$out/run/last.safetensors"
     grep -q "resumed from .* after epoch 1" "$out/log" || { echo "FAIL: no resume line"; cat "$out/log"; fails=$((fails + 1)); }
   fi
+fi
+
+# Several nodes on this host, torchrun's way: one launcher per node (--nnodes, --node-rank, node 0's
+# --master-addr/--master-port); the other nodes start first and wait for node 0's rendezvous.
+port=$((20000 + $$ % 20000))
+nodes() { # NAME WANT(ok|fail) NNODES NPROC-OF-NODE-0 NPROC-OF-THE-OTHERS PROGRAM ARGS...
+  name=$1 want=$2 nn=$3 np0=$4 npk=$5; shift 5
+  port=$((port + 1)) pids="" k=$((nn - 1)) rcs=0 t0=$(date +%s)
+  while [ $k -ge 1 ]; do
+    timeout 300 "$b/tools/wick" launch --nnodes "$nn" --node-rank $k --master-addr 127.0.0.1 --master-port $port \
+      --nproc-per-node "$npk" --timeout 60 "$@" > "$out/node$k.log" 2>&1 &
+    pids="$pids $!" k=$((k - 1))
+  done
+  timeout 300 "$b/tools/wick" launch --nnodes "$nn" --node-rank 0 --master-addr 127.0.0.1 --master-port $port \
+    --nproc-per-node "$np0" --timeout 60 "$@" > "$out/node0.log" 2>&1 || rcs=1
+  for p in $pids; do wait "$p" || rcs=1; done
+  dt=$(( $(date +%s) - t0 ))
+  if { [ "$want" = ok ] && [ $rcs -eq 0 ]; } || { [ "$want" != ok ] && [ $rcs -ne 0 ] && cat "$out"/node*.log | grep -q "$want"; }; then
+    echo "PASS: $name (${dt} s)"
+    cat "$out"/node*.log | grep -E "relative parameter difference|Checks|$want" | sort -u | head -4 | sed 's/^/  /'
+  else
+    echo "FAIL: $name (want ${want}; ${dt} s)"; tail -n 30 "$out"/node*.log; fails=$((fails + 1))
+  fi
+  rm -f "$out"/node*.log
+}
+nodes "2 nodes x 1 rank (two launchers): DDP = 1 process" ok 2 1 1 "$b/tests/dist_ddp"
+nodes "2 nodes x 2 ranks: check_dist" ok 2 2 2 "$b/tests/check_dist"
+nodes "3 nodes x 1 rank: DDP = 1 process, no_sync x2" ok 3 1 1 "$b/tests/dist_ddp" --accum 2 --bucket-mb 0.004
+nodes "nodes with different --nproc-per-node fail, saying so" "different numbers of processes" 2 1 2 "$b/tests/dist_ddp"
+t0=$(date +%s)
+"$b/tools/wick" launch --nnodes 2 --node-rank 1 --master-port $((port + 1)) --nproc-per-node 1 --timeout 2 true \
+  > "$out/log" 2>&1
+rc=$? dt=$(( $(date +%s) - t0 ))
+if [ $rc -ne 0 ] && [ $dt -le 20 ] && grep -q "node 1: no rendezvous at 127.0.0.1:$((port + 1)) after 2 s" "$out/log"; then
+  echo "PASS: a node without node 0 gives up after --timeout, saying so"
+else
+  echo "FAIL: a node without node 0 (exit $rc after $dt s)"; cat "$out/log"; fails=$((fails + 1))
 fi
 
 # Dead ranks: the job must fail, name rank 1, and end within the timeout.

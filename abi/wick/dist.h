@@ -9,7 +9,10 @@
  * MASTER_ADDR, MASTER_PORT) or Open MPI's (OMPI_COMM_WORLD_RANK/_SIZE/
  * _LOCAL_RANK/_LOCAL_SIZE), so one program runs unchanged under
  * `wick launch --nproc-per-node N`, under `mpirun -np N`, and alone (a world
- * of one).
+ * of one). On several nodes, one `wick launch --nnodes M --node-rank K ...`
+ * per node: dist.mpi joins the nodes' mpirun jobs into one world with Open
+ * MPI's connect/accept (WICK_DIST_NNODES / _NODE_RANK / _RDZV, set by the
+ * launcher), RANK = K * N + LOCAL_RANK.
  *
  *   wk_dist_group *world = wk_dist_init(NULL);              // the world group (borrowed)
  *   wk_dist_all_reduce(world, t, WK_REDUCE_AVG);            // in place, every rank

@@ -72,6 +72,8 @@ void dmpi_work_release(dmpi_work *w);
  * and ends the thread. */
 void dmpi_stop(void);
 bool dmpi_started(void);
+/* The world's communicator after dmpi_start: MPI_COMM_WORLD, or the nodes' joined one (WICK_DIST_NNODES > 1). */
+MPI_Comm dmpi_world_comm(void);
 /* Short description of an operation ("all_reduce of 1024 float32 on the world group"). */
 void dmpi_describe(const dmpi_work *w, char *buf, size_t n);
 double dmpi_now(void);

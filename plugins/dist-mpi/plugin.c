@@ -95,12 +95,19 @@ static wk_dist_group *dm_init(const wk_dist_init_opts *o) {
              ws, ws, ws);
     return NULL;
   }
-  if (ws && ows && atoi(ws) != atoi(ows)) {
-    wk_error(WK_ERR_STATE, "dist.mpi init: WORLD_SIZE=%s disagrees with Open MPI's OMPI_COMM_WORLD_SIZE=%s", ws, ows);
+  /* Several nodes (wick launch --nnodes M --node-rank K): each node's mpirun has N processes;
+   * WORLD_SIZE = M N and RANK = K N + Open MPI's rank. */
+  const char *nn = getenv("WICK_DIST_NNODES"), *nr = getenv("WICK_DIST_NODE_RANK");
+  int nnodes = nn && atoi(nn) > 1 ? atoi(nn) : 1, node = nnodes > 1 && nr ? atoi(nr) : 0;
+  if (ws && ows && atoi(ws) != nnodes * atoi(ows)) {
+    wk_error(WK_ERR_STATE,
+             "dist.mpi init: WORLD_SIZE=%s disagrees with Open MPI's OMPI_COMM_WORLD_SIZE=%s on %d node(s)", ws, ows,
+             nnodes);
     return NULL;
   }
-  if (rk && ork && atoi(rk) != atoi(ork)) {
-    wk_error(WK_ERR_STATE, "dist.mpi init: RANK=%s disagrees with Open MPI's OMPI_COMM_WORLD_RANK=%s", rk, ork);
+  if (rk && ork && ows && atoi(rk) != node * atoi(ows) + atoi(ork)) {
+    wk_error(WK_ERR_STATE, "dist.mpi init: RANK=%s disagrees with Open MPI's OMPI_COMM_WORLD_RANK=%s on node %d of %d",
+             rk, ork, node, nnodes);
     return NULL;
   }
   int rank = 0, size = 0;
@@ -115,7 +122,7 @@ static wk_dist_group *dm_init(const wk_dist_init_opts *o) {
   }
   for (int i = 0; i < size; i++) wr[i] = i;
   w->base.api = &g_api;
-  w->comm = MPI_COMM_WORLD;
+  w->comm = dmpi_world_comm();
   w->rank = rank;
   w->size = size;
   w->world_ranks = wr;

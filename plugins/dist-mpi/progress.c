@@ -31,15 +31,21 @@ static bool g_running, g_stop, g_ready, g_broken, g_we_init;
 static wk_status g_start_status;
 static char g_start_err[320];
 static int g_rank, g_size;
-static int *g_pids;             /* per world rank */
-static uint64_t *g_hosts;       /* per world rank: hash of the host name */
-static MPI_Op g_half_ops[2][4]; /* [f16, bf16][sum, max, min, prod] */
-#define SPIN_S 50e-6            /* how long a waiter looks before it sleeps */
+static MPI_Comm g_comm = MPI_COMM_NULL; /* the world: MPI_COMM_WORLD, or the nodes' joined communicator */
+static double g_join_timeout_s;         /* how long a node waits for node 0's published port */
+static int *g_pids;                     /* per world rank */
+static uint64_t *g_hosts;               /* per world rank: hash of the host name */
+static MPI_Op g_half_ops[2][4];         /* [f16, bf16][sum, max, min, prod] */
+#define SPIN_S 50e-6                    /* how long a waiter looks before it sleeps */
 
 double dmpi_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+MPI_Comm dmpi_world_comm(void) {
+  return g_comm;
 }
 
 bool dmpi_started(void) {
@@ -223,6 +229,109 @@ static uint64_t host_hash(void) {
   return x;
 }
 
+/* Several nodes (`wick launch --nnodes M --node-rank K`): each node's mpirun
+ * started its own MPI_COMM_WORLD. They join with Open MPI's connect/accept:
+ * node 0's rank 0 opens a port and publishes it on the ompi-server that node
+ * 0's launcher runs (every mpirun was given its URI), node 0's ranks accept
+ * the other nodes one at a time (those joined accept with them), and the
+ * joined communicator is split into torchrun's order, RANK = K * N + local
+ * rank (every node runs the same N processes, as under torchrun). */
+static bool join_nodes(void) {
+  const char *nn = getenv("WICK_DIST_NNODES"), *nr = getenv("WICK_DIST_NODE_RANK"), *rdzv = getenv("WICK_DIST_RDZV");
+  int nnodes = nn ? atoi(nn) : 1, node = nr ? atoi(nr) : 0;
+  if (nnodes <= 1) {
+    g_comm = MPI_COMM_WORLD;
+    return true;
+  }
+  if (node < 0 || node >= nnodes || !rdzv || !*rdzv) {
+    snprintf(g_start_err, sizeof g_start_err,
+             "dist.mpi: WICK_DIST_NNODES=%d needs WICK_DIST_NODE_RANK in [0, %d) and WICK_DIST_RDZV (set by wick "
+             "launch --nnodes)",
+             nnodes, nnodes);
+    return false;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  /* Node k joins when the nodes before it have: node 0's rank 0 publishes the port as "<name>-k" only
+   * then (Open MPI's accept takes one connecting job at a time), so the merges go in node order. */
+  char name[200], port[MPI_MAX_PORT_NAME] = "";
+  int wr = 0, ws = 0, rc = MPI_SUCCESS, lo = 0, hi = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+  MPI_Comm_size(MPI_COMM_WORLD, &ws);
+  MPI_Comm cur = MPI_COMM_NULL, inter = MPI_COMM_NULL, merged = MPI_COMM_NULL;
+  const char *what = "";
+  if (node == 0) {
+    what = "opening the port";
+    if (wr == 0) rc = MPI_Open_port(MPI_INFO_NULL, port);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_dup(MPI_COMM_WORLD, &cur);
+  } else {
+    what = "looking up node 0's port (is node 0 running, with the same ompi-server?)";
+    snprintf(name, sizeof name, "wick-dist-%s-%d", rdzv, node);
+    if (wr == 0) /* node 0 publishes it when this node's turn comes */
+      for (double t0 = dmpi_now();;) {
+        rc = MPI_Lookup_name(name, MPI_INFO_NULL, port);
+        if (rc == MPI_SUCCESS || dmpi_now() - t0 > g_join_timeout_s) break;
+        struct timespec ts = {0, 50000000};
+        nanosleep(&ts, NULL);
+      }
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc == MPI_SUCCESS) {
+      what = "connecting to node 0";
+      rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
+      if (rc == MPI_SUCCESS) rc = MPI_Intercomm_merge(inter, 1, &cur);
+      if (inter != MPI_COMM_NULL) MPI_Comm_free(&inter);
+    }
+  }
+  if (rc != MPI_SUCCESS) goto fail;
+  MPI_Comm_set_errhandler(cur, MPI_ERRORS_RETURN);
+  int me = 0;
+  MPI_Comm_rank(cur, &me); /* 0: node 0's rank 0, which opened the port */
+  for (int k = node + 1; k < nnodes && rc == MPI_SUCCESS; k++) {
+    what = "publishing the port on ompi-server";
+    snprintf(name, sizeof name, "wick-dist-%s-%d", rdzv, k);
+    if (me == 0) rc = MPI_Publish_name(name, MPI_INFO_NULL, port);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, cur);
+    if (rc != MPI_SUCCESS) break;
+    what = "accepting a node";
+    rc = MPI_Comm_accept(port, MPI_INFO_NULL, 0, cur, &inter);
+    if (me == 0) MPI_Unpublish_name(name, MPI_INFO_NULL, port);
+    if (rc == MPI_SUCCESS) rc = MPI_Intercomm_merge(inter, 0, &merged);
+    if (inter != MPI_COMM_NULL) MPI_Comm_free(&inter);
+    if (rc == MPI_SUCCESS) {
+      MPI_Comm_free(&cur);
+      cur = merged;
+      MPI_Comm_set_errhandler(cur, MPI_ERRORS_RETURN);
+    }
+  }
+  if (node == 0 && wr == 0) MPI_Close_port(port);
+  if (rc != MPI_SUCCESS) goto fail;
+  what = "checking the nodes' process counts";
+  rc = MPI_Allreduce(&ws, &lo, 1, MPI_INT, MPI_MIN, cur);
+  if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&ws, &hi, 1, MPI_INT, MPI_MAX, cur);
+  if (rc == MPI_SUCCESS && lo != hi) {
+    snprintf(g_start_err, sizeof g_start_err,
+             "dist.mpi: the nodes run different numbers of processes (%d to %d): every node needs the same "
+             "--nproc-per-node",
+             lo, hi);
+    MPI_Comm_free(&cur);
+    return false;
+  }
+  what = "ordering the ranks";
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_split(cur, 0, node * ws + wr, &g_comm);
+  MPI_Comm_free(&cur);
+  if (rc != MPI_SUCCESS) goto fail;
+  MPI_Comm_set_errhandler(g_comm, MPI_ERRORS_RETURN);
+  return true;
+fail:;
+  char msg[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  snprintf(g_start_err, sizeof g_start_err, "dist.mpi: joining node %d of %d to the others failed (%s): %s", node,
+           nnodes, what, msg);
+  if (cur != MPI_COMM_NULL) MPI_Comm_free(&cur);
+  return false;
+}
+
 /* MPI start-up, on the progress thread. */
 static bool mpi_start(void) {
   int inited = 0, finalized = 0, provided = 0, rc;
@@ -256,8 +365,9 @@ static bool mpi_start(void) {
     }
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  if (!join_nodes()) return false;
+  MPI_Comm_rank(g_comm, &g_rank);
+  MPI_Comm_size(g_comm, &g_size);
   g_pids = wk_calloc((size_t)g_size, sizeof *g_pids);
   g_hosts = wk_calloc((size_t)g_size, sizeof *g_hosts);
   if (!g_pids || !g_hosts) {
@@ -266,8 +376,8 @@ static bool mpi_start(void) {
   }
   int pid = (int)getpid();
   uint64_t host = host_hash();
-  rc = MPI_Allgather(&pid, 1, MPI_INT, g_pids, 1, MPI_INT, MPI_COMM_WORLD);
-  if (rc == MPI_SUCCESS) rc = MPI_Allgather(&host, 1, MPI_UINT64_T, g_hosts, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  rc = MPI_Allgather(&pid, 1, MPI_INT, g_pids, 1, MPI_INT, g_comm);
+  if (rc == MPI_SUCCESS) rc = MPI_Allgather(&host, 1, MPI_UINT64_T, g_hosts, 1, MPI_UINT64_T, g_comm);
   if (rc != MPI_SUCCESS) {
     snprintf(g_start_err, sizeof g_start_err, "dist.mpi: exchanging process ids at start-up failed (code %d)", rc);
     return false;
@@ -359,6 +469,7 @@ static void *progress_main(void *arg) {
   if (g_we_init && !g_broken) {
     for (int i = 0; i < 2; i++)
       for (int k = 0; k < 4; k++) MPI_Op_free(&g_half_ops[i][k]);
+    if (g_comm != MPI_COMM_WORLD && g_comm != MPI_COMM_NULL) MPI_Comm_free(&g_comm);
     MPI_Finalize();
   }
   return NULL;
@@ -378,6 +489,7 @@ wk_status dmpi_start(double timeout_s, int *rank, int *size) {
   pthread_condattr_destroy(&ca);
   g_ready = false;
   g_stop = false;
+  g_join_timeout_s = timeout_s;
   if (pthread_create(&g_thread, NULL, progress_main, NULL) != 0)
     return wk_error(WK_ERR_PLUGIN, "dist.mpi: cannot start the progress thread: %s", strerror(errno));
   struct timespec dl;
