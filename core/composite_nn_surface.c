@@ -357,61 +357,68 @@ static wk_tensor *host_tensor(const void *data, wk_dtype dt, const int64_t *s, i
   return t;
 }
 
-/* x with dim `dim` (size in) split into taps: [.., out, K, ..]. */
-static wk_tensor *gather_taps(wk_tensor *x, int dim, const taps *tp, wk_device dev) {
+/* The taps of the last dim of x: [.., in] -> [.., out, K]. */
+static wk_tensor *gather_last(wk_tensor *x, const taps *tp, wk_device dev) {
   int64_t n = tp->out * tp->K, s[WK_MAX_DIMS + 1];
-  wk_tensor *y = x ? wk_index_select(x, dim, host_tensor(tp->idx, WK_I64, &n, 1, WK_I64, dev)) : NULL;
+  int nd = x ? x->ndim : 0;
+  wk_tensor *y = x ? wk_index_select(x, nd - 1, host_tensor(tp->idx, WK_I64, &n, 1, WK_I64, dev)) : NULL;
   if (!y) return NULL;
-  int nd = x->ndim;
-  for (int i = 0, j = 0; i < nd; i++) {
-    if (i == dim) {
-      s[j++] = tp->out;
-      s[j++] = tp->K;
-    } else {
-      s[j++] = x->sizes[i];
-    }
-  }
+  memcpy(s, x->sizes, sizeof(int64_t) * (size_t)(nd - 1));
+  s[nd - 1] = tp->out;
+  s[nd] = tp->K;
   return wk_reshape(y, s, nd + 1);
 }
 
-/* sum_k w[o, k] x[idx[o, k]] along dim (weights in x's dtype). */
+/* x with dim moved last (a transposed view), and back. */
+static wk_tensor *dim_last(wk_tensor *x, int dim) {
+  return !x || dim == x->ndim - 1 ? x : wk_transpose(x, dim, x->ndim - 1);
+}
+
+/* sum_k w[o, k] x[idx[o, k]] along dim (weights in x's dtype), computed along the last dim (the dim
+ * transposed there and back): an index_select, a trailing-broadcast multiply, a last-dim sum. */
 static wk_tensor *taps_sum(wk_tensor *x, int dim, const taps *tp, wk_device dev) {
   if (!x) return NULL;
+  wk_tensor *xt = dim_last(x, dim);
+  int nd = x->ndim;
+  wk_tensor *r;
   if (tp->K == 1) { /* nearest: the weights are all 1 */
     int64_t n = tp->out;
-    return wk_index_select(x, dim, host_tensor(tp->idx, WK_I64, &n, 1, WK_I64, dev));
+    r = xt ? wk_index_select(xt, nd - 1, host_tensor(tp->idx, WK_I64, &n, 1, WK_I64, dev)) : NULL;
+  } else {
+    int64_t ws[2] = {tp->out, tp->K}, last = -1;
+    wk_tensor *y = gather_last(xt, tp, dev), *w = host_tensor(tp->w, WK_F64, ws, 2, x->dtype, dev);
+    if (tp->K > 4) {
+      r = y && w ? wk_sum_dim(wk_mul(y, w), &last, 1, false) : NULL;
+    } else { /* a few taps: products of the tap slices summed directly (a reduction over 2-4 elements
+              * per output costs more than the adds) */
+      r = NULL;
+      for (int64_t k = 0; k < tp->K && y && w; k++) {
+        wk_tensor *term = wk_mul(wk_select(y, y->ndim - 1, k), wk_select(w, 1, k));
+        r = !term ? NULL : r ? wk_add(r, term) : term;
+        if (!r) break;
+      }
+    }
   }
-  wk_tensor *y = gather_taps(x, dim, tp, dev);
-  int64_t ws[WK_MAX_DIMS + 1];
-  int wn = 0;
-  ws[wn++] = tp->out;
-  ws[wn++] = tp->K;
-  for (int i = dim + 1; i < x->ndim; i++) ws[wn++] = 1;
-  wk_tensor *w = host_tensor(tp->w, WK_F64, ws, wn, x->dtype, dev);
-  int64_t kd = dim + 1;
-  return y && w ? wk_sum_dim(wk_mul(y, w), &kd, 1, false) : NULL;
+  return dim_last(r, dim);
 }
 
 /* The max over the taps along dim, and its input position: *ix (the flat position within the dims
- * from dim on, or NULL before the first dim) becomes pos * stride + the position chosen before. */
+ * from dim on, or NULL before the first dim) becomes pos * stride + the position chosen before.
+ * Computed along the last dim, as taps_sum. */
 static wk_tensor *taps_max(wk_tensor *v, wk_tensor **ix, int dim, const taps *tp, int64_t stride, wk_device dev) {
-  wk_tensor *y = gather_taps(v, dim, tp, dev), *am = NULL;
+  wk_tensor *y = gather_last(dim_last(v, dim), tp, dev), *am = NULL;
   if (!y) return NULL;
-  wk_tensor *mv = wkx_max__dim(y, dim + 1, true, &am);
-  int64_t ts[WK_MAX_DIMS + 1];
-  int tn = 0;
-  ts[tn++] = tp->out;
-  ts[tn++] = tp->K;
-  for (int i = dim + 1; i < v->ndim; i++) ts[tn++] = 1;
-  wk_tensor *pos = host_tensor(tp->idx, WK_I64, ts, tn, WK_I64, dev);
+  wk_tensor *mv = wkx_max__dim(y, y->ndim - 1, true, &am);
+  int64_t ts[2] = {tp->out, tp->K};
+  wk_tensor *pos = host_tensor(tp->idx, WK_I64, ts, 2, WK_I64, dev);
   pos = pos ? wk_expand(pos, y->sizes, y->ndim) : NULL;
-  wk_tensor *p = am && pos ? wkx_mul__Scalar(wk_gather(pos, dim + 1, am), WK_VI(stride)) : NULL;
+  wk_tensor *p = am && pos ? wkx_mul__Scalar(wk_gather(pos, y->ndim - 1, am), WK_VI(stride)) : NULL;
   if (*ix) {
-    wk_tensor *prev = gather_taps(*ix, dim, tp, dev);
-    p = prev && p ? wk_add(p, wk_gather(prev, dim + 1, am)) : NULL;
+    wk_tensor *prev = gather_last(dim_last(*ix, dim), tp, dev);
+    p = prev && p ? wk_add(p, wk_gather(prev, y->ndim - 1, am)) : NULL;
   }
-  *ix = p ? wk_squeeze_dim(p, dim + 1) : NULL;
-  return mv ? wk_squeeze_dim(mv, dim + 1) : NULL;
+  *ix = p ? dim_last(wk_squeeze_dim(p, y->ndim - 1), dim) : NULL;
+  return mv ? dim_last(wk_squeeze_dim(mv, y->ndim - 1), dim) : NULL;
 }
 
 /* PyTorch's area_pixel_compute_scale / area_pixel_compute_source_index, in T (float for float32 and
@@ -534,7 +541,7 @@ static wk_status k_interpolate(const wk_kernel_ctx *c, const wk_value *args, wk_
     y = taps_sum(y, d, &tp, c->device);
     taps_free(&tp);
   }
-  return FINISH1(y ? wk_to_dtype(y, dt) : NULL);
+  return FINISH1(y ? wk_contiguous(wk_to_dtype(y, dt)) : NULL);
 }
 
 /* The pooling geometry of one spatial dim. */
@@ -611,7 +618,7 @@ static wk_status k_avg_pool_nd(const wk_kernel_ctx *c, const wk_value *args, wk_
     taps_free(&tp);
   }
   if (y && ov) y = wk_div_scalar(y, (double)args[6].u.i);
-  return FINISH1(y);
+  return FINISH1(y ? wk_contiguous(y) : NULL);
 }
 
 /* adaptive_avg_pool1d / adaptive_avg_pool3d (self, output_size). */
@@ -626,7 +633,7 @@ static wk_status k_adaptive_avg_nd(const wk_kernel_ctx *c, const wk_value *args,
     y = taps_sum(y, d, &tp, c->device);
     taps_free(&tp);
   }
-  return FINISH1(y);
+  return FINISH1(y ? wk_contiguous(y) : NULL);
 }
 
 /* max pools with indices: max_pool1d_with_indices / max_pool3d_with_indices (self, kernel_size,
@@ -651,7 +658,7 @@ static wk_status k_max_pool_nd(const wk_kernel_ctx *c, const wk_value *args, wk_
     stride *= x->sizes[d];
     taps_free(&tp);
   }
-  wk_tensor *r[2] = {v, ix};
+  wk_tensor *r[2] = {v ? wk_contiguous(v) : NULL, ix ? wk_contiguous(ix) : NULL};
   return finish(outs, r, 2, depth__);
 }
 
