@@ -582,11 +582,24 @@ static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
   if (qarg && op->qmode == QM_REFUSE)
     return wk_error(WK_ERR_DTYPE, "%s(): not implemented for quantized tensors ('%s'); dequantize() first",
                     op->schema.name, wk__dtype_word(qarg->dtype));
+  wk_tensor *take_qparams = NULL; /* copy_ between quantized tensors: dst takes src's q-params */
   if (qarg && op->qmode == QM_RAW_COPY) {
-    const wk_tensor *dst = args[0].u.t, *src = args[1].u.t;
-    if (dst->quant || !src->quant || dst->dtype != src->dtype)
+    wk_tensor *dst = args[0].u.t;
+    const wk_tensor *src = args[1].u.t;
+    if (dst->quant && src->quant && dst->dtype == src->dtype) {
+      /* PyTorch's copy_ of a quantized tensor into one of the same dtype and
+       * scheme: the integers, and the destination takes the source's
+       * quantizer (set_quantizer_), as a quantized state dict loads */
+      if (wk_tensor_qscheme(dst) != wk_tensor_qscheme(src))
+        return wk_error(WK_ERR_DTYPE, "copy_(): quantized copy needs the same qscheme, got %s into %s",
+                        wk_qscheme_name(wk_tensor_qscheme(src)), wk_qscheme_name(wk_tensor_qscheme(dst)));
+      if (dst->ndim != src->ndim || memcmp(dst->sizes, src->sizes, sizeof(int64_t) * (size_t)dst->ndim))
+        return wk_error(WK_ERR_SHAPE, "copy_(): a quantized copy needs equal shapes");
+      take_qparams = dst;
+    } else if (dst->quant || !src->quant || dst->dtype != src->dtype) {
       return wk_error(WK_ERR_DTYPE, "copy_(): not implemented for quantized tensors ('%s'); dequantize() first",
                       wk__dtype_word(qarg->dtype));
+    }
     qarg = NULL; /* integers into a fresh buffer (clone gives it the q-params) */
   }
   if (qarg && op->qmode == QM_PER_TENSOR_VIEW) {
@@ -611,6 +624,11 @@ static wk_status call_kernel(wk_op *op, const wk_value *args, wk_value *outs) {
       wk_error(st, "%s(): kernel '%s' failed without a message", op->schema.name, k->name ? k->name : "?");
     if (!st && qarg && outs[0].tag == WK_V_TENSOR && outs[0].u.t && !outs[0].u.t->quant) /* clone */
       outs[0].u.t->quant = wk__qparams_retain(qarg->quant);
+    if (!st && take_qparams && take_qparams->quant != args[1].u.t->quant) {
+      void *old = take_qparams->quant;
+      take_qparams->quant = wk__qparams_retain(args[1].u.t->quant);
+      wk__qparams_release(old);
+    }
     return st;
   }
   /* The meta device runs ops without kernels of their own by their meta function. */

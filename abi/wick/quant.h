@@ -78,6 +78,8 @@ typedef struct wk_quant_api {
   wk_status (*default_qat_qconfig)(const char *backend, wk_qconfig *out, size_t osize);
   wk_status (*prepare_qat)(wk_module *model, const wk_qconfig *qc, size_t qsize);
   wk_status (*set_qat)(wk_module *model, int observer_enabled, int fake_quant_enabled);
+  /* appended (Wick 1.4): */
+  wk_module *(*float_functional)(const char *op, int64_t dim);
 } wk_quant_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -124,7 +126,8 @@ static inline wk_module *wk_quant_dequant_stub(void) { WK__QUANT_CALL(dequant_st
 /* fuse_modules for one group of dotted child names of an eval-mode model:
  * [Conv2d, BatchNorm2d] (BN folded into the conv), [Conv2d, BatchNorm2d, ReLU],
  * [Conv2d, ReLU] (ConvReLU2d), [Linear, ReLU] (LinearReLU). The first name
- * gets the fused module, the others become Identity. */
+ * gets the fused module, the others become Identity. With n = 1 the name is
+ * a BasicBlock or a ResNet, fused whole (see wk_quant_float_functional). */
 static inline wk_status wk_quant_fuse(wk_module *model, const char *const *names, int n) {
   WK__QUANT_CALL(fuse, wk_last_error() ? wk_last_error() : WK_ERR_NOT_FOUND, model, names, n);
 }
@@ -168,6 +171,21 @@ static inline wk_status wk_quant_prepare_qat(wk_module *model, const wk_qconfig 
 static inline wk_status wk_quant_set_qat(wk_module *model, int observer_enabled, int fake_quant_enabled) {
   WK__QUANT_CALL(set_qat, wk_last_error() ? wk_last_error() : WK_ERR_NOT_FOUND, model, observer_enabled,
                  fake_quant_enabled);
+}
+
+/* PyTorch's FloatFunctional: a module for the tensor arithmetic between
+ * layers, so it can be observed and quantized. op "add" and "add_relu" take
+ * two inputs (wk_module_forward_n), "cat" one or more, concatenated along
+ * dim (ignored otherwise). prepare observes its output; convert swaps in a
+ * QFunctional that adds or concatenates quantized quint8 inputs and
+ * quantizes the result with the observed q-params (its "scale" and
+ * "zero_point" buffers, state-dict keys as PyTorch's). Residual models:
+ * wk_quant_fuse with one name, a torchvision BasicBlock or a whole ResNet
+ * (18/34), folds each block into a QuantizableBasicBlock (conv1+bn1+relu,
+ * conv2+bn2, downsample conv+bn, and a FloatFunctional add_relu) and the
+ * stem conv1+bn1+relu. Returns a new module, or NULL with an error. */
+static inline wk_module *wk_quant_float_functional(const char *op, int64_t dim) {
+  WK__QUANT_CALL(float_functional, (wk_module *)0, op, dim);
 }
 
 /* A quantized state dict as plain tensors, for safetensors (which has no

@@ -24,10 +24,16 @@ typedef struct {
   wk_dtype dtype;
 } qparam_state;
 
+/* nnq.Quantize: the q-params of its "scale" / "zero_point" buffers (float32
+ * and int64 [1], as PyTorch keeps them), so a loaded state dict takes effect. */
 static wk_tensor *quantize_forward(wk_module *self, wk_tensor *const *in, int n) {
   const qparam_state *s = wk_module_state(self);
   if (!qt_one_input("Quantize", in, n)) return NULL;
-  return wk_quantize_per_tensor(in[0], s->scale, s->zp, s->dtype);
+  double scale;
+  int64_t zp;
+  if (wk_item(wk_module_buffer(self, "scale"), &scale) || wk_item_i64(wk_module_buffer(self, "zero_point"), &zp))
+    return NULL;
+  return wk_quantize_per_tensor(in[0], scale, zp, s->dtype);
 }
 static char *quantize_repr(const wk_module *self) {
   const qparam_state *s = wk_module_state(self);
@@ -100,18 +106,29 @@ typedef struct {
   int64_t in, out;
 } qlayer_state;
 
+/* The output q-params from the "scale" / "zero_point" buffers (so a loaded
+ * state dict takes effect, as PyTorch's _load_from_state_dict sets them). */
+static bool out_qparams(wk_module *self, double *scale, int64_t *zp) {
+  return !wk_item(wk_module_buffer(self, "scale"), scale) && !wk_item_i64(wk_module_buffer(self, "zero_point"), zp);
+}
 static wk_tensor *qconv_forward(wk_module *self, wk_tensor *const *in, int n) {
   const qlayer_state *s = wk_module_state(self);
   if (!qt_one_input(wk_module_class_name(self), in, n)) return NULL;
+  double scale;
+  int64_t zp;
+  if (!out_qparams(self, &scale, &zp)) return NULL;
   wk_tensor *w = wk_module_buffer(self, "weight"), *b = s->bias ? wk_module_buffer(self, "bias") : NULL;
-  return wkx_quantized_conv2d(in[0], w, b, s->g.stride, 2, s->g.padding, 2, s->g.dilation, 2, s->g.groups, s->scale,
-                              s->zp, s->relu);
+  return wkx_quantized_conv2d(in[0], w, b, s->g.stride, 2, s->g.padding, 2, s->g.dilation, 2, s->g.groups, scale, zp,
+                              s->relu);
 }
 static wk_tensor *qlinear_forward(wk_module *self, wk_tensor *const *in, int n) {
   const qlayer_state *s = wk_module_state(self);
   if (!qt_one_input(wk_module_class_name(self), in, n)) return NULL;
+  double scale;
+  int64_t zp;
+  if (!out_qparams(self, &scale, &zp)) return NULL;
   wk_tensor *w = wk_module_buffer(self, "weight"), *b = s->bias ? wk_module_buffer(self, "bias") : NULL;
-  return wkx_quantized_linear(in[0], w, b, s->scale, s->zp, s->relu);
+  return wkx_quantized_linear(in[0], w, b, scale, zp, s->relu);
 }
 static wk_tensor *dlinear_forward(wk_module *self, wk_tensor *const *in, int n) {
   const qlayer_state *s = wk_module_state(self);

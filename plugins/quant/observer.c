@@ -74,22 +74,34 @@ static float *input_floats(wk_tensor *x, int64_t *n) {
 }
 
 /* ---- histogram --------------------------------------------------------------------------- */
-/* torch.histc(x, bins, min, max): equal bins over [mn, mx] (widened by 1 each
- * way when mn == mx), values outside ignored, mx in the last bin. */
+/* torch.histc(x, bins, min, max) as PyTorch 2.x computes it (histogramdd's
+ * linear interpolation): bin (int64)((v - mn) * bins / (mx - mn)) in float32,
+ * v == mx in the last bin, values outside ignored; [mn, mx] widened by 1
+ * each way when mn == mx. */
 static void histc(const float *x, int64_t n, int64_t bins, float mn, float mx, float *h) {
   for (int64_t b = 0; b < bins; b++) h[b] = 0;
   if (mn == mx) mn -= 1, mx += 1;
   for (int64_t i = 0; i < n; i++) {
     float v = x[i];
     if (!(v >= mn && v <= mx)) continue;
-    int64_t pos = (int64_t)((v - mn) / (mx - mn) * (float)bins);
+    int64_t pos = (int64_t)((v - mn) * (float)bins / (mx - mn));
     if (pos >= bins) pos = bins - 1;
     h[pos] += 1;
   }
 }
 
-/* HistogramObserver.forward's merge of a batch into the running histogram
- * (_adjust_min_max and _combine_histograms: upsample by 128, realign, downsample). */
+/* torch.linspace(start, end, steps)[i] in float32 (ATen's two-sided form). */
+static float linspace_at(float start, float end, int64_t steps, int64_t i) {
+  float step = (end - start) / (float)(steps - 1);
+  return i < steps / 2 ? start + step * (float)i : end - step * (float)(steps - i - 1);
+}
+
+/* HistogramObserver.forward of PyTorch 2.x: a batch is binned over the
+ * union range [min(cur, x), max(cur, x)]; when that widened the range, the
+ * old histogram is re-binned (_combine_histograms / _upscale_histogram:
+ * each old bin split in 128 (upsample_rate) parts of count/128 placed at
+ * their mid-points, counted into the new bins by bucketize(right=True) - 1,
+ * clamped, summed in float32 in order) and added. */
 static wk_status hist_observe(wk_module *self, const obs_state *s, const float *x, int64_t n) {
   float *h = buf_f32(self, "histogram"), *mnp = buf_f32(self, "min_val"), *mxp = buf_f32(self, "max_val");
   if (!h || !mnp || !mxp) return wk_last_error();
@@ -97,41 +109,46 @@ static wk_status hist_observe(wk_module *self, const obs_state *s, const float *
   for (int64_t i = 1; i < n; i++) xmin = x[i] < xmin ? x[i] : xmin, xmax = x[i] > xmax ? x[i] : xmax;
   int64_t bins = s->bins;
   float mn = *mnp, mx = *mxp;
-  bool uninit = mn == INFINITY && mx == -INFINITY;
-  if (uninit || mn == mx) {
+  if (mn == INFINITY || mx == -INFINITY) { /* reset_histogram */
     *mnp = xmin, *mxp = xmax;
     histc(x, n, bins, xmin, xmax, h);
     return WK_OK;
   }
-  const int64_t up = 128; /* upsample_rate */
-  float cmin = xmin < mn ? xmin : mn, cmax = xmax > mx ? xmax : mx;
-  int64_t down = (int64_t)ceilf((cmax - cmin) * (float)up / (mx - mn));
-  float e = (float)down * (mx - mn) / (float)up - (cmax - cmin);
-  int64_t start = (int64_t)nearbyintf((mn - cmin) * (float)bins * (float)up / (mx - mn));
-  cmax = cmax + e;
-  float *comb = wk_malloc(sizeof(float) * (size_t)bins);
-  if (!comb) return wk_error(WK_ERR_NO_MEMORY, "HistogramObserver: out of memory");
-  histc(x, n, bins, cmin, cmax, comb);
-  if (cmin == mn && cmax == mx) {
-    for (int64_t b = 0; b < bins; b++) comb[b] += h[b];
+  float nmin = xmin < mn ? xmin : mn, nmax = xmax > mx ? xmax : mx;
+  float *upd = wk_malloc(sizeof(float) * (size_t)bins);
+  if (!upd) return wk_error(WK_ERR_NO_MEMORY, "HistogramObserver: out of memory");
+  histc(x, n, bins, nmin, nmax, upd);
+  if (nmin == mn && nmax == mx) {
+    for (int64_t b = 0; b < bins; b++) h[b] += upd[b];
+  } else if (mn == mx) { /* a one-value histogram lands in one bin of the new range */
+    float total = 0, one[1] = {mn};
+    for (int64_t b = 0; b < bins; b++) total += h[b];
+    histc(one, 1, bins, nmin, nmax, h);
+    for (int64_t b = 0; b < bins; b++) h[b] = h[b] * total + upd[b];
+    *mnp = nmin, *mxp = nmax;
   } else {
-    /* integral of the old histogram upsampled by `up` and placed at start, read every `down` */
-    int64_t total = bins * down;
-    double acc = 0, prev = 0;
-    int64_t j = 0;
-    for (int64_t i = 0; i < total && j < bins; i++) {
-      int64_t k = i - start;
-      if (k >= 0 && k < bins * up) acc += h[k / up];
-      if ((i + 1) % down == 0) {
-        comb[j] += (float)((acc - prev) / (double)up);
-        prev = acc;
-        j++;
-      }
+    const int64_t up = 128; /* upsample_rate */
+    int64_t fine = bins * up;
+    float bin_size = (mx - mn) / (float)fine;
+    float *tr = wk_malloc(sizeof(float) * (size_t)bins);
+    if (!tr) {
+      wk_free(upd);
+      return wk_error(WK_ERR_NO_MEMORY, "HistogramObserver: out of memory");
     }
+    for (int64_t b = 0; b < bins; b++) tr[b] = 0;
+    int64_t j = 0; /* boundaries[0..j) <= mid: the mid-points increase */
+    for (int64_t i = 0; i < fine; i++) {
+      float mid = linspace_at(mn, mx, fine + 1, i) + 0.5f * bin_size;
+      while (j <= bins && linspace_at(nmin, nmax, bins + 1, j) <= mid) j++;
+      int64_t k = j - 1;
+      k = k < 0 ? 0 : k >= bins ? bins - 1 : k;
+      tr[k] += h[i / up] / (float)up;
+    }
+    for (int64_t b = 0; b < bins; b++) h[b] = upd[b] + tr[b];
+    wk_free(tr);
+    *mnp = nmin, *mxp = nmax;
   }
-  memcpy(h, comb, sizeof(float) * (size_t)bins);
-  wk_free(comb);
-  *mnp = cmin, *mxp = cmax;
+  wk_free(upd);
   return WK_OK;
 }
 

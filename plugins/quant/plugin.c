@@ -131,6 +131,7 @@ static const wk_quant_api QUANT_API = {
     .default_qat_qconfig = qt_default_qat_qconfig,
     .prepare_qat = qt_prepare_qat,
     .set_qat = qt_set_qat,
+    .float_functional = qt_float_functional,
 };
 
 static wk_status init(void) { return wk_service_register(WK_QUANT_SERVICE, WK_QUANT_API_VERSION, &QUANT_API); }

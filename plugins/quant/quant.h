@@ -64,6 +64,16 @@ QT_HIDDEN wk_module *qt_dynamic_linear(wk_tensor *qw, wk_tensor *bias);
  * on quantized input they compute on the stored integers and keep the q-params. */
 QT_HIDDEN wk_module *qt_quantized_passthrough(wk_module *float_mod);
 
+/* ---- FloatFunctional / QFunctional / QuantizableBasicBlock (functional.c) ---- */
+/* op: "add", "add_relu" or "cat" (along dim). */
+QT_HIDDEN wk_module *qt_float_functional(const char *op, int64_t dim);
+QT_HIDDEN bool qt_is_float_functional(const wk_module *m);
+/* The quantized twin of a FloatFunctional with output q-params. */
+QT_HIDDEN wk_module *qt_qfunctional(const wk_module *float_functional, double scale, int64_t zp);
+/* relu(conv2(conv1(x)) + (downsample ? downsample(x) : x)) through a
+ * FloatFunctional add_relu; takes the three references (downsample may be NULL). */
+QT_HIDDEN wk_module *qt_quantizable_block(wk_module *conv1_relu, wk_module *conv2, wk_module *downsample);
+
 /* ---- workflow (workflow.c) ---- */
 QT_HIDDEN wk_status qt_default_qconfig(const char *backend, wk_qconfig *out, size_t osize);
 QT_HIDDEN wk_status qt_fuse(wk_module *model, const char *const *names, int n);

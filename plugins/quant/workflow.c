@@ -89,9 +89,82 @@ static wk_module *fold_conv_bn(wk_module *conv, wk_module *bn) {
   return nc;
 }
 
+/* conv+bn of a (conv, bn) Sequential (a ResNet downsample) folded into one Conv2d. */
+static wk_module *fold_pair(wk_module *seq) {
+  wk_module *c = wk_module_child(seq, "0"), *b = c ? wk_module_child(seq, "1") : NULL;
+  if (!b || strcmp(wk_module_class_name(c), "Conv2d") || strcmp(wk_module_class_name(b), "BatchNorm2d")) {
+    wk_error_replace(WK_ERR_UNSUPPORTED, "fuse_modules: a BasicBlock's downsample must be (Conv2d, BatchNorm2d)");
+    return NULL;
+  }
+  return fold_conv_bn(c, b);
+}
+
+/* torchvision's BasicBlock as a QuantizableBasicBlock (functional.c). */
+static wk_status fuse_block(wk_module *parent, const char *name, wk_module *blk) {
+  wk_module *c1 = wk_module_child(blk, "conv1"), *b1 = wk_module_child(blk, "bn1");
+  wk_module *c2 = wk_module_child(blk, "conv2"), *b2 = wk_module_child(blk, "bn2");
+  if (!c1 || !b1 || !c2 || !b2) return wk_last_error();
+  wk_module *ds = wk_module_child(blk, "downsample");
+  if (!ds) wk_clear_error();
+  wk_module *f1 = qt_fused_relu(fold_conv_bn(c1, b1)), *f2 = f1 ? fold_conv_bn(c2, b2) : NULL;
+  wk_module *fd = f2 && ds ? fold_pair(ds) : NULL;
+  if (!f1 || !f2 || (ds && !fd)) {
+    wk_module_release(f1);
+    wk_module_release(f2);
+    return wk_last_error();
+  }
+  wk_module *q = qt_quantizable_block(f1, f2, fd);
+  if (!q) return wk_last_error();
+  wk_status st = wk_module_set_child(parent, name, q);
+  wk_module_release(q);
+  return st;
+}
+
+/* One name: a BasicBlock, or a ResNet (its stem conv1+bn1+relu and every block). */
+static wk_status fuse_one(wk_module *model, const char *name) {
+  wk_module *m = wk_module_child(model, name);
+  if (!m) return wk_last_error();
+  const char *c = wk_module_class_name(m);
+  char parent_path[256], *dot = NULL;
+  snprintf(parent_path, sizeof parent_path, "%s", name);
+  dot = strrchr(parent_path, '.');
+  if (!strcmp(c, "BasicBlock")) {
+    if (!dot) return fuse_block(model, name, m);
+    *dot = 0;
+    wk_module *parent = wk_module_child(model, parent_path);
+    return parent ? fuse_block(parent, dot + 1, m) : wk_last_error();
+  }
+  if (strcmp(c, "ResNet"))
+    return wk_error(WK_ERR_UNSUPPORTED,
+                    "fuse_modules: one name must be a BasicBlock or a ResNet (whole-block fusion), '%s' is %s", name, c);
+  wk_status st = qt_fuse(m, (const char *const[]){"conv1", "bn1", "relu"}, 3);
+  static const char *const layers[] = {"layer1", "layer2", "layer3", "layer4"};
+  for (int l = 0; l < 4 && !st; l++) {
+    wk_module *layer = wk_module_child(m, layers[l]);
+    if (!layer) return wk_last_error();
+    const char *bn[64];
+    wk_module *blocks[64];
+    int nb = wk_module_named_children(layer, bn, blocks, 64);
+    for (int b = 0; b < nb && b < 64 && !st; b++) {
+      if (!strcmp(wk_module_class_name(blocks[b]), "QuantizableBasicBlock")) continue;
+      if (strcmp(wk_module_class_name(blocks[b]), "BasicBlock"))
+        return wk_error(WK_ERR_UNSUPPORTED, "fuse_modules: %s.%s is a %s; only BasicBlock ResNets (18, 34) fuse", layers[l],
+                        bn[b], wk_module_class_name(blocks[b]));
+      st = fuse_block(layer, bn[b], blocks[b]);
+    }
+  }
+  return st;
+}
+
 wk_status qt_fuse(wk_module *model, const char *const *names, int n) {
   if (!model || !names) return wk_error(WK_ERR_NULL, "fuse_modules: argument '%s' is NULL", model ? "names" : "model");
-  if (n < 2 || n > 3) return wk_error(WK_ERR_INVALID_ARG, "fuse_modules: expected 2 or 3 module names, got %d", n);
+  if (n < 1 || n > 3) return wk_error(WK_ERR_INVALID_ARG, "fuse_modules: expected 1 to 3 module names, got %d", n);
+  if (n == 1) {
+    if (!names[0]) return wk_error(WK_ERR_NULL, "fuse_modules: name 0 is NULL");
+    if (wk_module_is_training(model))
+      return wk_error(WK_ERR_STATE, "fuse_modules: the model is in training mode; call wk_module_train(model, false) first");
+    return fuse_one(model, names[0]);
+  }
   if (wk_module_is_training(model))
     return wk_error(WK_ERR_STATE, "fuse_modules: the model is in training mode (QAT fusion is not supported); call "
                                   "wk_module_train(model, false) first");
@@ -127,7 +200,7 @@ wk_status qt_fuse(wk_module *model, const char *const *names, int n) {
 
 /* ---- prepare ------------------------------------------------------------------------------------------ */
 static bool observed_class(const wk_module *m) {
-  return qt_is_qat(m) || is_class(m, "QuantStub") || is_class(m, "Conv2d") || is_class(m, "Linear") || is_class(m, "ConvReLU2d") ||
+  return qt_is_qat(m) || is_class(m, "QuantStub") || qt_is_float_functional(m) || is_class(m, "Conv2d") || is_class(m, "Linear") || is_class(m, "ConvReLU2d") ||
          is_class(m, "LinearReLU");
 }
 
@@ -260,6 +333,7 @@ static wk_module *convert_one(wk_module *m, bool *skip) {
   int64_t zp;
   if (out_qparams(m, &scale, &zp)) return NULL;
   if (!strcmp(c, "QuantStub")) return qt_quantize_module(scale, zp, qt_observer_dtype(obs));
+  if (qt_is_float_functional(m)) return qt_qfunctional(m, scale, zp);
   if (qt_is_qat(m)) { /* the weight with the q-params its FakeQuantize learned */
     wk_module *fl = qt_qat_float_module(m), *wfq = wk_module_child(m, "weight_fake_quant");
     wk_module *wobs = wfq ? wk_module_child(wfq, APP) : NULL;

@@ -86,3 +86,68 @@ for k in ("1", "5", "9", "11"):
     print(arr("x86ref_wint_" + k, "signed char", w.int_repr().flatten().tolist(), "%d"))
 for k, v in outs.items():
     print(arr("x86ref_out_" + k, "unsigned char", v, "%d"))
+
+# ---- a model with PyTorch's FloatFunctional (add_relu, cat, add): check_quant_torch's residual test ----
+torch.manual_seed(0)
+RP = {
+    "c1.weight": u((4, 1, 3, 3), -0.6, 0.6), "c1.bias": u((4,), -0.1, 0.1),
+    "c2.weight": u((4, 4, 3, 3), -0.3, 0.3), "c2.bias": u((4,), -0.1, 0.1),
+    "fc.weight": u((10, 32), -0.3, 0.3), "fc.bias": u((10,), -0.1, 0.1),
+}
+
+
+class Res(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.c1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.r1 = nn.ReLU()
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1)
+        self.add_relu = torch.ao.nn.quantized.FloatFunctional()
+        self.cat = torch.ao.nn.quantized.FloatFunctional()
+        self.add = torch.ao.nn.quantized.FloatFunctional()
+        self.pool = nn.AdaptiveAvgPool2d(2)
+        self.fc = nn.Linear(32, 10)
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x, record=None):
+        x = self.quant(x)
+        a = self.r1(self.c1(x))
+        b = self.c2(a)
+        s = self.add_relu.add_relu(b, a)
+        c = self.cat.cat([s, a], 1)
+        d = self.add.add(c, c)
+        e = torch.flatten(self.pool(d), 1)
+        y = self.fc(e)
+        if record is not None:
+            for k, v in (("quant", x), ("c1", a), ("c2", b), ("add_relu", s), ("cat", c), ("add", d), ("pool", e),
+                         ("fc", y)):
+                record[k] = v.int_repr().flatten().tolist()
+        return self.dequant(y)
+
+
+r = Res()
+rsd = r.state_dict()
+for k, v in RP.items():
+    rsd[k].copy_(torch.from_numpy(v))
+r.eval()
+tq.fuse_modules(r, [["c1", "r1"]], inplace=True)
+r.qconfig = tq.get_default_qconfig("x86")
+tq.prepare(r, inplace=True)
+with torch.no_grad():
+    for c in CALIB:
+        r(torch.from_numpy(c))
+robs = {}
+for k in ("quant", "c1", "c2", "add_relu", "cat", "add", "fc"):
+    robs[k] = getattr(r, k).activation_post_process.calculate_qparams()
+tq.convert(r, inplace=True)
+rec = {}
+with torch.no_grad():
+    r(torch.from_numpy(X), rec)
+for k, v in RP.items():
+    print(arr("resref_p_" + k.replace(".", "_"), "float", v.flatten().tolist(), "%.9g"))
+for k, (s, z) in robs.items():
+    print("static const double resref_scale_%s = %.17g;" % (k, float(s)))
+    print("static const long long resref_zp_%s = %d;" % (k, int(z)))
+for k, v in rec.items():
+    print(arr("resref_out_" + k, "unsigned char", v, "%d"))
