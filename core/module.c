@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "module_internal.h"
 
 typedef struct {
   char *name;
@@ -45,6 +46,8 @@ struct wk_module {
   int nnames, capnames;
   hook *hooks; /* forward pre hooks and hooks, in registration order */
   int nhooks;
+  wk__bw_hook *bhooks; /* full backward (pre) hooks, in registration order (module_hooks.c) */
+  int nbhooks;
 };
 
 wk_module *wk_module_new(const wk_module_class *cls, void *state) {
@@ -93,6 +96,7 @@ void wk_module_release(wk_module *m) {
   for (int i = 0; i < m->nnames; i++) free(m->names[i]);
   free(m->names);
   free(m->hooks);
+  free(m->bhooks);
   if (m->cls->struct_size >= offsetof(wk_module_class, extra_repr) && m->cls->destroy) m->cls->destroy(m->state);
   free(m);
 }
@@ -298,6 +302,40 @@ int64_t wk_module_register_forward_hook(wk_module *m, wk_forward_hook fn, void *
   return register_hook(m, true, (void *)fn, user);
 }
 
+/* Full backward hooks: per module only (PyTorch has no global full backward hook API in 1.13). */
+static int64_t register_bw_hook(wk_module *m, bool full, void *fn, void *user) {
+  const char *what = full ? "register_full_backward_hook" : "register_full_backward_pre_hook";
+  if (!m || !fn) {
+    wk__null_arg(what, m ? "fn" : "module");
+    return 0;
+  }
+  wk__bw_hook *p = wk_realloc(m->bhooks, sizeof *p * (size_t)(m->nbhooks + 1));
+  if (!p) {
+    wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", what);
+    return 0;
+  }
+  m->bhooks = p;
+  int64_t id = atomic_fetch_add(&g_hook_ids, 1) + 1;
+  p[m->nbhooks++] = (wk__bw_hook){id, full, fn, user};
+  return id;
+}
+int64_t wk_module_register_full_backward_hook(wk_module *m, wk_full_backward_hook fn, void *user) {
+  return register_bw_hook(m, true, (void *)fn, user);
+}
+int64_t wk_module_register_full_backward_pre_hook(wk_module *m, wk_full_backward_pre_hook fn, void *user) {
+  return register_bw_hook(m, false, (void *)fn, user);
+}
+
+static bool drop_bw_hook(wk_module *m, int64_t id) {
+  for (int i = 0; i < m->nbhooks; i++)
+    if (m->bhooks[i].id == id) {
+      memmove(m->bhooks + i, m->bhooks + i + 1, sizeof *m->bhooks * (size_t)(m->nbhooks - i - 1));
+      m->nbhooks--;
+      return true;
+    }
+  return false;
+}
+
 static bool drop_hook(hook *list, int *n, int64_t id) {
   for (int i = 0; i < *n; i++)
     if (list[i].id == id) {
@@ -311,7 +349,7 @@ static bool drop_hook(hook *list, int *n, int64_t id) {
 wk_status wk_module_remove_hook(wk_module *m, int64_t id) {
   bool found;
   if (m) {
-    found = drop_hook(m->hooks, &m->nhooks, id);
+    found = drop_hook(m->hooks, &m->nhooks, id) || drop_bw_hook(m, id);
   } else {
     pthread_mutex_lock(&g_hook_lock);
     hook_list *old = atomic_load(&g_hooks), *nl = NULL;
@@ -379,14 +417,26 @@ wk_tensor *wk_module_forward_n(wk_module *m, wk_tensor *const *inputs, int n) {
   if (tl_depth < STACK_MAX) tl_stack[tl_depth] = m;
   tl_depth++;
   wk_tensor *r = NULL;
+  wk__bw_call *bw = NULL;
+  wk_tensor *wrapped[64];
   if ((g && run_hooks(g->h, g->n, false, m, inputs, n, NULL)) || run_hooks(m->hooks, m->nhooks, false, m, inputs, n, NULL))
     goto done;
+  /* full backward hooks (PyTorch's order: after the forward pre hooks, the
+   * inputs pass through the hooks' node; forward and its hooks see them) */
+  if (m->nbhooks && wk_grad_enabled()) {
+    if (!(bw = wk__bw_begin(m, m->bhooks, m->nbhooks, inputs, n, wrapped))) goto done;
+    inputs = wrapped;
+  }
   r = m->cls->forward(m, inputs, n);
   if (!r && !wk__error_pending() && !wk__error_revive())
     wk_error(WK_ERR_INTERNAL, "%s.forward returned NULL without an error", m->cls->name);
   if (r && ((g && run_hooks(g->h, g->n, true, m, inputs, n, &r)) || run_hooks(m->hooks, m->nhooks, true, m, inputs, n, &r))) {
     wk_release(r);
     r = NULL;
+  }
+  if (bw) {
+    r = wk__bw_end(bw, r);
+    wk__bw_finish(bw, wrapped, n);
   }
 done:
   tl_depth--;

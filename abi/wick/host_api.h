@@ -105,8 +105,9 @@
   X(wk_q_per_channel_axis) X(wk_make_per_tensor_quantized) X(wk_make_per_channel_quantized) \
   X(wk_activation_checkpoint)
 
-/* ABI 1.4: a parallel runtime supplied by a plugin (runtime.h) */
-#define WK_HOST_API_1_4(X) X(wk_set_parallel_runtime) X(wk_parallel_runtime_name)
+/* ABI 1.4: a parallel runtime supplied by a plugin (runtime.h), full backward hooks on modules (module.h) */
+#define WK_HOST_API_1_4(X) X(wk_set_parallel_runtime) X(wk_parallel_runtime_name) \
+  X(wk_module_register_full_backward_hook) X(wk_module_register_full_backward_pre_hook)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -135,6 +135,41 @@ WK_API int64_t wk_module_register_forward_hook(wk_module *m, wk_forward_hook fn,
 /* Removes hook `id` from m (NULL: a global hook). WK_ERR_NOT_FOUND when absent. */
 WK_API wk_status wk_module_remove_hook(wk_module *m, int64_t id);
 
+/* ---- full backward hooks (ABI 1.4) ----
+ * PyTorch's register_full_backward_hook / register_full_backward_pre_hook,
+ * per module. While m has one, each forward with grad enabled passes the
+ * inputs that require grad through an identity node (after the forward pre
+ * hooks: forward and the forward hooks see those handles) and the output
+ * through another, so backward calls, once per forward call:
+ *  - the pre hooks when the gradient of the output is known; each may replace
+ *    it (what the module's own backward, its parameters' .grad and the full
+ *    hooks then see);
+ *  - the full hooks when the gradients of the inputs are known; each may
+ *    replace them (what flows on to the inputs). When no input requires grad
+ *    they run right after the pre hooks, with every grad_input NULL, and may
+ *    not replace any.
+ * Hooks run in registration order; the hooks registered when forward ran are
+ * the ones called (removing one later does not affect a graph already built).
+ * A hook that returns an error fails the backward with it. A replacement has
+ * the shape of the gradient it replaces (else WK_ERR_SHAPE naming the module). */
+
+/* grad_input[0..n_in): the gradient of each forward input (borrowed; NULL for
+ * one that does not require grad); grad_output[0..n_out): of the output
+ * (n_out is 1, or 0 when the output's gradient was not seen). To replace
+ * grad_input[i], store a new reference in new_grad_input[i] (the array is
+ * zeroed; NULL keeps it). */
+typedef wk_status (*wk_full_backward_hook)(void *user, wk_module *m, wk_tensor *const *grad_input, int n_in,
+                                           wk_tensor *const *grad_output, int n_out, wk_tensor **new_grad_input);
+/* grad_output[0..n_out) borrowed; to replace grad_output[i] store a new
+ * reference in new_grad_output[i] (zeroed; NULL keeps it). */
+typedef wk_status (*wk_full_backward_pre_hook)(void *user, wk_module *m, wk_tensor *const *grad_output, int n_out,
+                                               wk_tensor **new_grad_output);
+/* Register a hook on m (not NULL: there are no global ones). Return its id
+ * (> 0) for wk_module_remove_hook, or 0 with an error (NULL module or fn,
+ * out of memory). A module with full backward hooks takes at most 64 inputs. */
+WK_API int64_t wk_module_register_full_backward_hook(wk_module *m, wk_full_backward_hook fn, void *user);
+WK_API int64_t wk_module_register_full_backward_pre_hook(wk_module *m, wk_full_backward_pre_hook fn, void *user);
+
 /* The modules whose forward is running on this thread, outermost first:
  * fills up to cap entries (borrowed) and returns the depth (0 outside any
  * forward). out may be NULL to ask for the depth. */

@@ -17,7 +17,8 @@
                                quantized tensors (qint8/quint8/qint32, <wick/qtensor.h>),
                                activation checkpointing (wk_activation_checkpoint),
                                graphs, tracing and replay (<wick/graph.h>), autograd queue callbacks;
-                          1.4: a plugin-supplied parallel runtime (wk_set_parallel_runtime) */
+                          1.4: a plugin-supplied parallel runtime (wk_set_parallel_runtime),
+                               full backward (pre) hooks on modules */
 
 /* Returns the library's version string (static, never freed). Compare with
  * WK_VERSION_STRING to check that header and library match. */
