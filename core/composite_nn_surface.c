@@ -941,6 +941,117 @@ static wk_status k_dropout_variant(const wk_kernel_ctx *c, const wk_value *args,
   return FINISH1(b ? wk_add(wk_mul(x, wk_mul_scalar(noise, a)), b) : NULL);
 }
 
+/* ---- im2col (unfold), col2im (fold), lp_pool1d/2d, max_unpool2d ----------------------------------- */
+
+/* A pair argument's element i. */
+static int64_t pair_at(const wk_value *v, int i) {
+  return v->u.ints[v->len == 1 ? 0 : i];
+}
+
+/* im2col(self, kernel_size, dilation, padding, stride): [N, C, H, W] -> [N, C kh kw, OH OW], a strided
+ * slice of the padded input per kernel offset, stacked (kernel offsets inner, as ATen's columns). */
+static wk_status k_im2col(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  bool unb = x->ndim == 3;
+  if (unb) x = wk_unsqueeze(x, 0);
+  int64_t k[2], d[2], p[2], s[2], o[2];
+  for (int i = 0; i < 2; i++) {
+    k[i] = pair_at(&args[1], i), d[i] = pair_at(&args[2], i), p[i] = pair_at(&args[3], i), s[i] = pair_at(&args[4], i);
+    o[i] = (x->sizes[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i] + 1;
+  }
+  int64_t pads[4] = {p[1], p[1], p[0], p[0]};
+  wk_tensor *xp = p[0] || p[1] ? wk_pad(x, pads, 4, "constant", 0) : x;
+  int64_t nk = k[0] * k[1];
+  wk_tensor **parts = wk_malloc(sizeof(wk_tensor *) * (size_t)nk);
+  if (!parts) return FAIL_K();
+  bool ok = xp != NULL;
+  for (int64_t i = 0; i < k[0] && ok; i++)
+    for (int64_t j = 0; j < k[1] && ok; j++) {
+      wk_tensor *sl = wk_slice(xp, 2, i * d[0], i * d[0] + (o[0] - 1) * s[0] + 1, s[0]);
+      sl = sl ? wk_slice(sl, 3, j * d[1], j * d[1] + (o[1] - 1) * s[1] + 1, s[1]) : NULL;
+      parts[i * k[1] + j] = sl;
+      ok = sl != NULL;
+    }
+  wk_tensor *st = ok ? wk_stack(parts, (int)nk, 2) : NULL; /* [N, C, kh kw, OH, OW] */
+  wk_free(parts);
+  int64_t rs[3] = {x->sizes[0], x->sizes[1] * nk, o[0] * o[1]};
+  wk_tensor *r = st ? wk_reshape(st, rs, 3) : NULL;
+  return FINISH1(r && unb ? wk_squeeze_dim(r, 0) : r);
+}
+
+/* col2im(self, output_size, kernel_size, dilation, padding, stride): the adjoint of im2col, each kernel
+ * offset's block zero-stuffed by the stride, padded into place and summed; the padding cut off. */
+static wk_status k_col2im(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  bool unb = x->ndim == 2;
+  if (unb) x = wk_unsqueeze(x, 0);
+  int64_t os[2], k[2], d[2], p[2], s[2], o[2];
+  for (int i = 0; i < 2; i++) {
+    os[i] = pair_at(&args[1], i), k[i] = pair_at(&args[2], i), d[i] = pair_at(&args[3], i);
+    p[i] = pair_at(&args[4], i), s[i] = pair_at(&args[5], i);
+    o[i] = (os[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i] + 1;
+  }
+  int64_t N = x->sizes[0], C = x->sizes[1] / (k[0] * k[1]), Hp = os[0] + 2 * p[0], Wp = os[1] + 2 * p[1];
+  int64_t s5[5] = {N, C, k[0] * k[1], o[0], o[1]};
+  wk_tensor *b = wk_reshape(x, s5, 5), *acc = NULL;
+  for (int64_t i = 0; i < k[0] && b; i++)
+    for (int64_t j = 0; j < k[1]; j++) {
+      wk_tensor *blk = zero_stuff(zero_stuff(wk_select(b, 2, i * k[1] + j), 2, s[0], c->device), 3, s[1], c->device);
+      if (!blk) return FAIL_K();
+      int64_t top = i * d[0], left = j * d[1];
+      int64_t pads[4] = {left, Wp - left - blk->sizes[3], top, Hp - top - blk->sizes[2]};
+      wk_tensor *placed = wk_pad(blk, pads, 4, "constant", 0);
+      acc = !placed ? NULL : acc ? wk_add(acc, placed) : placed;
+      if (!acc) return FAIL_K();
+    }
+  if (!acc) return FAIL_K();
+  wk_tensor *r = wk_narrow(wk_narrow(acc, 2, p[0], os[0]), 3, p[1], os[1]);
+  r = r ? wk_contiguous(r) : NULL;
+  return FINISH1(r && unb ? wk_squeeze_dim(r, 0) : r);
+}
+
+/* lp_pool1d/lp_pool2d(self, norm_type, kernel_size, stride, ceil_mode), functional.py's:
+ * (sign(a) relu(|a|) * kw kh)^(1/p) with a = avg_pool(x^p). */
+static wk_status k_lp_pool(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  bool two = strstr(wk_op_name(c->op), "2d") != NULL;
+  BEGIN_K;
+  wk_tensor *x = T(0);
+  double p = args[1].u.f;
+  int64_t zero = 0, kk = pair_at(&args[2], 0) * (two ? pair_at(&args[2], 1) : 1);
+  wk_tensor *xp = wkx_pow__Scalar(x, WK_VF(p)), *a;
+  if (two)
+    a = wkx_avg_pool2d(xp, args[2].u.ints, args[2].len, args[3].u.ints, args[3].len, &zero, 1, args[4].u.b, true, NULL);
+  else
+    a = wkx_avg_pool1d(xp, args[2].u.ints, args[2].len, args[3].u.ints, args[3].len, &zero, 1, args[4].u.b, true);
+  wk_tensor *r = a ? wk_mul(wk_sign(a), wk_relu(wk_abs(a))) : NULL;
+  r = r ? wkx_pow__Scalar(wk_mul_scalar(r, (double)kk), WK_VF(1.0 / p)) : NULL;
+  return FINISH1(r);
+}
+
+/* max_unpool2d(self, indices, output_size): each value scattered to its index in a zero [oH oW] plane;
+ * an index outside the plane is an error naming it (read back). */
+static wk_status k_max_unpool2d(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0), *ix = T(1);
+  int nd = x->ndim;
+  int64_t plane = pair_at(&args[2], 0) * pair_at(&args[2], 1), in = x->sizes[nd - 1] * x->sizes[nd - 2];
+  int64_t s3[3] = {nd == 4 ? x->sizes[0] : 1, x->sizes[nd - 3], in}, z3[3] = {s3[0], s3[1], plane};
+  wk_tensor *i3 = wk_reshape(ix, s3, 3);
+  bool failed = false;
+  wk_tensor *bad = i3 ? wk_logical_or(wk_lt_scalar(i3, 0), wkx_ge__Scalar(i3, WK_VI(plane))) : NULL;
+  if (any_set(bad, c->device, &failed) && !failed) {
+    wk_error(WK_ERR_INDEX, "max_unpool2d(): Found an invalid max index (outside [0, %lld) of the %lldx%lld output plane)",
+             (long long)plane, (long long)pair_at(&args[2], 0), (long long)pair_at(&args[2], 1));
+    return FAIL_K();
+  }
+  if (failed) return FAIL_K();
+  wk_tensor *z = wk_zeros(z3, 3, (wk_options){.dtype = x->dtype, .device = c->device});
+  wk_tensor *r = z ? wkx_scatter__src(z, 2, i3, wk_reshape(x, s3, 3)) : NULL;
+  return FINISH1(r ? wk_reshape(r, c->meta[0].sizes, c->meta[0].ndim) : NULL);
+}
+
 void wk__composites_nn_surface_register(void);
 void wk__composites_nn_surface_register(void) {
   static const struct {
@@ -986,7 +1097,12 @@ void wk__composites_nn_surface_register(void) {
             {"local_response_norm", k_local_response_norm},
             {"alpha_dropout", k_dropout_variant},
             {"feature_dropout", k_dropout_variant},
-            {"feature_alpha_dropout", k_dropout_variant}};
+            {"feature_alpha_dropout", k_dropout_variant},
+            {"im2col", k_im2col},
+            {"col2im", k_col2im},
+            {"lp_pool1d", k_lp_pool},
+            {"lp_pool2d", k_lp_pool},
+            {"max_unpool2d", k_max_unpool2d}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite_nn"};

@@ -430,7 +430,9 @@ static wk_status nd_arg(wk_op *op, const char *what, const wk_value *a, int nsp,
   if (a->tag != WK_V_INTS || (a->len != 1 && a->len != nsp && !(dflt && a->len == 0)))
     return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be a single int or %d ints, got %d values", MNAME, what, nsp,
                     a->tag == WK_V_INTS ? a->len : 0);
-  for (int i = 0; i < nsp; i++) v[i] = a->len == 0 ? dflt[i] : a->u.ints[a->len == 1 ? 0 : i];
+  const int64_t *src = a->len == 0 ? dflt : a->u.ints;
+  if (!src) return wk_error(WK_ERR_INVALID_ARG, "%s(): %s must be given", MNAME, what);
+  for (int i = 0; i < nsp; i++) v[i] = src[a->len == 1 ? 0 : a->len == 0 ? i : i];
   return WK_OK;
 }
 
@@ -734,6 +736,135 @@ static wk_status meta_dropout_variant(wk_op *op, const wk_value *args, wk_meta_o
   return WK_OK;
 }
 
+/* ---- im2col, col2im, lp_pool1d/2d, max_unpool2d ------------------------------------------------- */
+
+/* kernel_size, dilation, padding, stride pairs at args[a..a+3] (ATen's col2im_shape_check order). */
+static wk_status fold_params(wk_op *op, const wk_value *args, int a, int64_t *k, int64_t *d, int64_t *p, int64_t *s) {
+  wk_status st = nd_arg(op, "kernel_size", &args[a], 2, NULL, k);
+  if (!st) st = nd_arg(op, "dilation", &args[a + 1], 2, NULL, d);
+  if (!st) st = nd_arg(op, "padding", &args[a + 2], 2, NULL, p);
+  if (!st) st = nd_arg(op, "stride", &args[a + 3], 2, NULL, s);
+  if (st) return st;
+  if (k[0] <= 0 || k[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): kernel size should be greater than zero, but got kernel_height: %lld kernel_width: %lld", MNAME, (long long)k[0], (long long)k[1]);
+  if (s[0] <= 0 || s[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): stride should be greater than zero, but got stride_height: %lld stride_width: %lld", MNAME, (long long)s[0], (long long)s[1]);
+  if (d[0] <= 0 || d[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): dilation should be greater than zero, but got dilation_height: %lld dilation_width: %lld", MNAME, (long long)d[0], (long long)d[1]);
+  if (p[0] < 0 || p[1] < 0)
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): padding should be non-negative, but got pad_height: %lld pad_width: %lld", MNAME, (long long)p[0], (long long)p[1]);
+  return WK_OK;
+}
+
+/* The sliding blocks over an (h, w) plane: both at least one. */
+static wk_status blocks_of(wk_op *op, const int64_t *hw, const int64_t *k, const int64_t *d, const int64_t *p,
+                           const int64_t *s, int64_t *o) {
+  for (int i = 0; i < 2; i++) o[i] = (hw[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i] + 1;
+  if (o[0] < 1 || o[1] < 1 || hw[0] + 2 * p[0] < d[0] * (k[0] - 1) + 1 || hw[1] + 2 * p[1] < d[1] * (k[1] - 1) + 1)
+    return wk_error(WK_ERR_SHAPE,
+                    "%s(): Given input with spatial size (%lld, %lld), kernel_size=(%lld, %lld), dilation=(%lld, %lld), "
+                    "padding=(%lld, %lld), calculated shape of the array of sliding blocks as (%lld, %lld), but its "
+                    "components must be at least one.",
+                    MNAME, (long long)hw[0], (long long)hw[1], (long long)k[0], (long long)k[1], (long long)d[0],
+                    (long long)d[1], (long long)p[0], (long long)p[1], (long long)o[0], (long long)o[1]);
+  return WK_OK;
+}
+
+static wk_status meta_im2col(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  char a[WK_SHAPE_STR_MAX];
+  int64_t k[2], d[2], p[2], s[2], ob[2];
+  wk_status st = fold_params(op, args, 1, k, d, p, s);
+  if (st) return st;
+  bool ok = (x->ndim == 3 || x->ndim == 4);
+  for (int i = x->ndim - 3; ok && i < x->ndim; i++) ok = x->sizes[i] != 0;
+  if (!ok)
+    return wk_error(WK_ERR_SHAPE, "im2col(): Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for input, but got: %s",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  if ((st = blocks_of(op, x->sizes + x->ndim - 2, k, d, p, s, ob))) return st;
+  int64_t shape[3];
+  int n = 0;
+  if (x->ndim == 4) shape[n++] = x->sizes[0];
+  shape[n++] = x->sizes[x->ndim - 3] * k[0] * k[1];
+  shape[n++] = ob[0] * ob[1];
+  wk__meta_shape(o, shape, n, x->dtype);
+  return WK_OK;
+}
+
+static wk_status meta_col2im(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0);
+  char a[WK_SHAPE_STR_MAX];
+  int64_t os[2], k[2], d[2], p[2], s[2], ob[2];
+  wk_status st = nd_arg(op, "output_size", &args[1], 2, NULL, os);
+  if (!st) st = fold_params(op, args, 2, k, d, p, s);
+  if (st) return st;
+  bool ok = (x->ndim == 2 || x->ndim == 3);
+  for (int i = x->ndim - 2; ok && i < x->ndim; i++) ok = x->sizes[i] != 0;
+  if (!ok)
+    return wk_error(WK_ERR_SHAPE, "col2im(): Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for input, but got: %s",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  int64_t cols = x->sizes[x->ndim - 2], L = x->sizes[x->ndim - 1];
+  if (cols % (k[0] * k[1]))
+    return wk_error(WK_ERR_SHAPE, "col2im(): Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got input.size(1)=%lld and kernel_size=(%lld, %lld)",
+                    (long long)cols, (long long)k[0], (long long)k[1]);
+  if ((st = blocks_of(op, os, k, d, p, s, ob))) return st;
+  if (ob[0] * ob[1] != L)
+    return wk_error(WK_ERR_SHAPE, "col2im(): Given output_size=(%lld, %lld), kernel_size=(%lld, %lld), dilation=(%lld, %lld), padding=(%lld, %lld), stride=(%lld, %lld), expected size of input's dimension 2 to match the calculated number of sliding blocks %lld * %lld = %lld, but got input.size(2)=%lld.",
+                    (long long)os[0], (long long)os[1], (long long)k[0], (long long)k[1], (long long)d[0], (long long)d[1],
+                    (long long)p[0], (long long)p[1], (long long)s[0], (long long)s[1], (long long)ob[0], (long long)ob[1],
+                    (long long)(ob[0] * ob[1]), (long long)L);
+  int64_t shape[4];
+  int n = 0;
+  if (x->ndim == 3) shape[n++] = x->sizes[0];
+  shape[n++] = cols / (k[0] * k[1]);
+  shape[n++] = os[0];
+  shape[n++] = os[1];
+  wk__meta_shape(o, shape, n, x->dtype);
+  return WK_OK;
+}
+
+/* lp_pool1d/2d(self, norm_type, kernel_size, stride, ceil_mode): avg_pool's checks, padding 0. */
+static wk_status meta_lp_pool(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  int nsp = op_nsp(op);
+  int64_t k[2], s[2], p[2] = {0, 0}, d[2] = {1, 1};
+  wk_status st = nd_arg(op, "kernel_size", &args[2], nsp, NULL, k);
+  if (!st) st = nd_arg(op, "stride", &args[3], nsp, k, s);
+  if (st) return st;
+  if (!(args[1].u.f != 0) || !isfinite(args[1].u.f))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): norm_type must be a finite non-zero number, got %g", MNAME, args[1].u.f);
+  return pool_nd(op, MT(0), nsp, k, s, p, d, args[4].u.b, false, o);
+}
+
+/* max_unpool2d(self, indices, output_size): indices int64 of self's shape, 3-d or 4-d. */
+static wk_status meta_max_unpool2d(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0), *ix = MT(1);
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+  int64_t os[2] = {0, 0};
+  wk_status st = nd_arg(op, "output_size", &args[2], 2, NULL, os);
+  if (st) return st;
+  if (args[2].len != 2)
+    return wk_error(WK_ERR_INVALID_ARG, "max_unpool2d(): There should be exactly two elements (height, width) in output_size, but got %d elements.", args[2].len);
+  if (ix->dtype != WK_I64)
+    return wk_error(WK_ERR_DTYPE, "max_unpool2d(): elements in indices should be type int64 but got: %s", wk_dtype_name(ix->dtype));
+  if (x->ndim != 3 && x->ndim != 4)
+    return wk_error(WK_ERR_SHAPE, "max_unpool2d(): Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with %d dimensions.", x->ndim);
+  if (x->ndim != ix->ndim || memcmp(x->sizes, ix->sizes, sizeof(int64_t) * (size_t)x->ndim))
+    return wk_error(WK_ERR_SHAPE, "max_unpool2d(): Expected shape of indices to be same as that of the input tensor (%s) but got indices tensor with shape: %s",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a), wk__shape_str(ix->sizes, ix->ndim, b, sizeof b));
+  if (!wk_dtype_is_floating(x->dtype))
+    return wk_error(WK_ERR_DTYPE, "max_unpool2d(): expected a floating point input, got %s", wk_dtype_name(x->dtype));
+  for (int i = 1; i < x->ndim; i++)
+    if (x->sizes[i] <= 0)
+      return wk_error(WK_ERR_SHAPE, "max_unpool2d(): Expected input to have non-zero size for non-batch dimensions, but got %s",
+                      wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  if (os[0] <= 0 || os[1] <= 0)
+    return wk_error(WK_ERR_INVALID_ARG, "max_unpool2d(): output_size must be positive, got (%lld, %lld)", (long long)os[0], (long long)os[1]);
+  wk__meta_like(o, x, x->dtype);
+  o->sizes[x->ndim - 2] = os[0];
+  o->sizes[x->ndim - 1] = os[1];
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"l1_loss", meta_elem_loss},
     {"smooth_l1_loss", meta_elem_loss},
@@ -776,6 +907,11 @@ static const wk__meta_row g_rows[] = {
     {"alpha_dropout", meta_dropout_variant},
     {"feature_dropout", meta_dropout_variant},
     {"feature_alpha_dropout", meta_dropout_variant},
+    {"im2col", meta_im2col},
+    {"col2im", meta_col2im},
+    {"lp_pool1d", meta_lp_pool},
+    {"lp_pool2d", meta_lp_pool},
+    {"max_unpool2d", meta_max_unpool2d},
 };
 
 const wk__meta_family wk__metas_nn_surface = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -64,6 +64,19 @@ START_TEST(test_gaussian_negative_var) {
 }
 END_TEST
 
+START_TEST(test_max_unpool2d_index_range) {
+  int64_t s[3] = {1, 1, 2}, o[2] = {2, 2};
+  const double xv[2] = {1, 2}, iv[2] = {0, 4}, ineg[2] = {-1, 0};
+  wk_tensor *x = tu_tensor(xv, WK_F32, s, 3), *i = tu_tensor(iv, WK_I64, s, 3), *in = tu_tensor(ineg, WK_I64, s, 3);
+  call_err("max_unpool2d", (const wk_value[]){WK_VT(x), WK_VT(i), WK_VINTS(o, 2)}, 3, WK_ERR_INDEX,
+           "invalid max index");
+  call_err("max_unpool2d", (const wk_value[]){WK_VT(x), WK_VT(in), WK_VINTS(o, 2)}, 3, WK_ERR_INDEX, "[0, 4)");
+  wk_release(x);
+  wk_release(i);
+  wk_release(in);
+}
+END_TEST
+
 /* instance_norm with input statistics moves the running statistics towards the batch averages of the
  * per-instance mean and unbiased variance (PyTorch 1.13.1's values for this input). */
 START_TEST(test_instance_norm_running_stats) {
@@ -162,6 +175,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_multi_margin_target_range);
   tcase_add_test(tc, test_gaussian_negative_var);
   tcase_add_test(tc, test_instance_norm_running_stats);
+  tcase_add_test(tc, test_max_unpool2d_index_range);
   tcase_add_test(tc, test_no_leak_in_training_use);
   tcase_add_test(tc, test_no_leak_nn_ops);
   suite_add_tcase(s, tc);

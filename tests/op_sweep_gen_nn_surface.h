@@ -742,6 +742,111 @@ static bool e_dropout_variant(sw_case *c, int k) { /* p outside [0, 1]; an integ
   return true;
 }
 
+/* im2col / col2im: random kernel, dilation, padding, stride over a plane that fits. */
+static bool g_fold(sw_case *c) {
+  bool col = is_op(c, "col2im");
+  int64_t k[2], d[2], p[2], st[2], hw[2], o[2];
+  for (int i = 0; i < 2; i++) {
+    k[i] = rpick(c, 1, 3), d[i] = rpick(c, 1, 2), p[i] = rpick(c, 0, 1), st[i] = rpick(c, 1, 2);
+    int64_t need = d[i] * (k[i] - 1) + 1 - 2 * p[i];
+    hw[i] = (need < 1 ? 1 : need) + rpick(c, 0, c->grad ? 1 : 3);
+    o[i] = (hw[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / st[i] + 1;
+  }
+  int64_t C = rpick(c, 1, 2), N = c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2), s[4];
+  bool batched = c->mode == SW_EMPTY || runif(c) < 0.7;
+  int n = 0;
+  if (batched) s[n++] = N;
+  if (col) {
+    s[n++] = C * k[0] * k[1];
+    s[n++] = o[0] * o[1];
+  } else {
+    s[n++] = C;
+    s[n++] = hw[0];
+    s[n++] = hw[1];
+  }
+  at(c, rself(c, s, n));
+  if (col) aints(c, hw, 2);
+  aints(c, k, 2);
+  aints(c, d, 2);
+  aints(c, p, 2);
+  aints(c, st, 2);
+  return true;
+}
+static bool e_fold(sw_case *c, int k) { /* blocks that do not fit; a zero stride; (col2im) columns not divisible by the kernel */
+  bool col = is_op(c, "col2im");
+  int64_t s3[3] = {1, 5, 4}, s4[4] = {1, 2, 3, 3}, hw[2] = {3, 3}, k4[2] = {4, 4}, k2[2] = {2, 2}, one[2] = {1, 1},
+          zero[2] = {0, 0}, st0[2] = {0, 1};
+  if (k > (col ? 2 : 1)) return false;
+  at(c, col ? rt(c, WK_F32, s3, 3, -1, 1) : rt(c, WK_F32, s4, 4, -1, 1));
+  if (col) aints(c, hw, 2);
+  aints(c, k == 0 ? k4 : k2, 2);
+  aints(c, one, 2);
+  aints(c, zero, 2);
+  aints(c, k == 1 ? st0 : one, 2);
+  return true;
+}
+
+/* lp_pool1d / lp_pool2d: positive inputs (x^p of negatives is NaN for fractional p), p 1, 2 or 3. */
+static bool g_lp_pool(sw_case *c) {
+  int nsp = op_nsp(c);
+  int64_t k[2], st[2], sp[2], s[4];
+  for (int i = 0; i < nsp; i++) k[i] = rpick(c, 1, 3), st[i] = rpick(c, 1, 2), sp[i] = k[i] + rpick(c, 0, c->grad ? 1 : 3);
+  int n = nd_input(c, nsp, rpick(c, 1, 2), sp, s, true);
+  at(c, rt(c, c->dt, s, n, 0.2, 2));
+  af(c, (double)rpick(c, 1, 3));
+  aints(c, k, nsp);
+  if (runif(c) < 0.3)
+    aints(c, st, 0);
+  else
+    aints(c, st, nsp);
+  ab(c, runif(c) < 0.5);
+  return true;
+}
+static bool e_lp_pool(sw_case *c, int k) { /* norm_type 0; a kernel larger than the input */
+  int nsp = op_nsp(c);
+  int64_t s[4] = {1, 2, 3, 3}, k2 = 2, k9 = 9;
+  if (k > 1) return false;
+  at(c, rt(c, WK_F32, s, nsp + 2, 0.1, 1));
+  af(c, k == 0 ? 0 : 2);
+  aints(c, k == 1 ? &k9 : &k2, 1);
+  aints(c, &k2, 0);
+  ab(c, false);
+  return true;
+}
+
+/* max_unpool2d: values and the indices of a max_pool2d (distinct positions), into the pooled-from plane. */
+static bool g_max_unpool2d(sw_case *c) {
+  int64_t s[4] = {c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2), rpick(c, 1, 2), 2 * rpick(c, 1, 3), 2 * rpick(c, 1, 3)};
+  bool batched = c->mode == SW_EMPTY || runif(c) < 0.7;
+  wk_tensor *x = rself(c, batched ? s : s + 1, batched ? 4 : 3);
+  int64_t two = 2, zero = 0, one = 1;
+  wk_tensor *idx = NULL;
+  wk_tensor *v = x ? wkx_max_pool2d_with_indices(x, &two, 1, NULL, 0, &zero, 1, &one, 1, false, &idx) : NULL;
+  if (!v || !idx) {
+    gen_fail(c, "max_pool2d for max_unpool2d");
+    return true;
+  }
+  at(c, v);
+  at_frozen(c, idx);
+  aints(c, s + 2, 2);
+  return true;
+}
+static bool e_max_unpool2d(sw_case *c, int k) { /* float indices; indices of another shape; a 2-d input */
+  int64_t s[3] = {2, 2, 2}, s2[3] = {2, 2, 3}, hw[2] = {4, 4};
+  if (k > 2) return false;
+  at(c, rt(c, WK_F32, s, k == 2 ? 2 : 3, -1, 1));
+  at(c, k == 0 ? rt(c, WK_F32, s, 3, 0, 4) : rt_index(c, k == 1 ? s2 : s, k == 2 ? 2 : 3, 16));
+  aints(c, hw, 2);
+  return true;
+}
+
+#define SW_NN_SURFACE_ROWS3                                                                                     \
+  {.op = "im2col", .gen = g_fold, .err = e_fold, .dtypes = D_FB, .modes = M_EMPTY},                             \
+      {.op = "col2im", .gen = g_fold, .err = e_fold, .dtypes = D_FB, .modes = M_EMPTY},                         \
+      {.op = "lp_pool1d", .gen = g_lp_pool, .err = e_lp_pool, .dtypes = D_FB, .modes = M_EMPTY},                \
+      {.op = "lp_pool2d", .gen = g_lp_pool, .err = e_lp_pool, .dtypes = D_FB, .modes = M_EMPTY},                \
+      {.op = "max_unpool2d", .gen = g_max_unpool2d, .err = e_max_unpool2d, .dtypes = D_FB, .modes = M_EMPTY},
+
 #define SW_NN_SURFACE_ROWS2                                                                                       \
   {.op = "interpolate", .gen = g_interpolate, .err = e_interpolate, .dtypes = D_FB, .modes = M_EMPTY},            \
       {.op = "avg_pool1d", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},                \
@@ -785,6 +890,6 @@ static bool e_dropout_variant(sw_case *c, int k) { /* p outside [0, 1]; an integ
       {.op = "multi_margin_loss", .gen = g_multi_margin, .err = e_multi_margin, .dtypes = D_FB, .modes = M_EMPTY},  \
       {.op = "cosine_similarity", .gen = g_cosine_similarity, .err = e_cosine_similarity, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
       {.op = "pairwise_distance", .gen = g_pairwise_distance, .err = e_pairwise_distance, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
-      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2
+      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2 SW_NN_SURFACE_ROWS3
 
 #endif

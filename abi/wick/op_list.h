@@ -264,6 +264,11 @@ enum {
   X("alpha_dropout(Tensor input, float p, bool train) -> Tensor", WK_TAG_RANDOM | WK_TAG_COMPOSITE) \
   X("feature_dropout(Tensor input, float p, bool train) -> Tensor", WK_TAG_RANDOM | WK_TAG_COMPOSITE) \
   X("feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor", WK_TAG_RANDOM | WK_TAG_COMPOSITE) \
+  X("im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor", WK_TAG_COMPOSITE) \
+  X("col2im(Tensor self, int[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor", WK_TAG_COMPOSITE) \
+  X("lp_pool1d(Tensor self, float norm_type, int[1] kernel_size, int[1] stride=[], bool ceil_mode=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("lp_pool2d(Tensor self, float norm_type, int[2] kernel_size, int[2] stride=[], bool ceil_mode=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor", WK_TAG_COMPOSITE) \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \

@@ -3268,6 +3268,63 @@ static inline wk_tensor *wkx_feature_alpha_dropout(wk_tensor *input, double p, b
   return wk__gen_call(&wk__op, "feature_alpha_dropout", wk__a, 3, (wk_tensor **const *)0, 0, 0);
 }
 
+/* im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor */
+static inline wk_tensor *wkx_im2col(wk_tensor *self, const int64_t *kernel_size, int64_t kernel_size_len,
+                                    const int64_t *dilation, int64_t dilation_len, const int64_t *padding,
+                                    int64_t padding_len, const int64_t *stride, int64_t stride_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len))};
+  return wk__gen_call(&wk__op, "im2col", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* col2im(Tensor self, int[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor */
+static inline wk_tensor *wkx_col2im(wk_tensor *self, const int64_t *output_size, int64_t output_size_len,
+                                    const int64_t *kernel_size, int64_t kernel_size_len,
+                                    const int64_t *dilation, int64_t dilation_len, const int64_t *padding,
+                                    int64_t padding_len, const int64_t *stride, int64_t stride_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[6] = {WK_VT(self), WK_VINTS(output_size, wk__gen_len(output_size_len)),
+                             WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)),
+                             WK_VINTS(padding, wk__gen_len(padding_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len))};
+  return wk__gen_call(&wk__op, "col2im", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+}
+
+/* lp_pool1d(Tensor self, float norm_type, int[1] kernel_size, int[1] stride=[], bool ceil_mode=False) -> Tensor */
+static inline wk_tensor *wkx_lp_pool1d(wk_tensor *self, double norm_type, const int64_t *kernel_size,
+                                       int64_t kernel_size_len, const int64_t *stride, int64_t stride_len,
+                                       bool ceil_mode) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VF(norm_type),
+                             WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len)), WK_VB(ceil_mode)};
+  return wk__gen_call(&wk__op, "lp_pool1d", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* lp_pool2d(Tensor self, float norm_type, int[2] kernel_size, int[2] stride=[], bool ceil_mode=False) -> Tensor */
+static inline wk_tensor *wkx_lp_pool2d(wk_tensor *self, double norm_type, const int64_t *kernel_size,
+                                       int64_t kernel_size_len, const int64_t *stride, int64_t stride_len,
+                                       bool ceil_mode) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(self), WK_VF(norm_type),
+                             WK_VINTS(kernel_size, wk__gen_len(kernel_size_len)),
+                             WK_VINTS(stride, wk__gen_len(stride_len)), WK_VB(ceil_mode)};
+  return wk__gen_call(&wk__op, "lp_pool2d", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
+/* max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor */
+static inline wk_tensor *wkx_max_unpool2d(wk_tensor *self, wk_tensor *indices, const int64_t *output_size,
+    int64_t output_size_len) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(self), WK_VT(indices),
+                             WK_VINTS(output_size, wk__gen_len(output_size_len))};
+  return wk__gen_call(&wk__op, "max_unpool2d", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -4450,6 +4507,11 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_alpha_dropout, "alpha_dropout", "alpha_dropout(Tensor input, float p, bool train) -> Tensor") \
   X(wkx_feature_dropout, "feature_dropout", "feature_dropout(Tensor input, float p, bool train) -> Tensor") \
   X(wkx_feature_alpha_dropout, "feature_alpha_dropout", "feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor") \
+  X(wkx_im2col, "im2col", "im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor") \
+  X(wkx_col2im, "col2im", "col2im(Tensor self, int[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor") \
+  X(wkx_lp_pool1d, "lp_pool1d", "lp_pool1d(Tensor self, float norm_type, int[1] kernel_size, int[1] stride=[], bool ceil_mode=False) -> Tensor") \
+  X(wkx_lp_pool2d, "lp_pool2d", "lp_pool2d(Tensor self, float norm_type, int[2] kernel_size, int[2] stride=[], bool ceil_mode=False) -> Tensor") \
+  X(wkx_max_unpool2d, "max_unpool2d", "max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \

@@ -343,6 +343,29 @@ dx = r(2, 3, 4)
 for name in ("alpha_dropout", "feature_dropout", "feature_alpha_dropout"):
     case(name + " eval is the identity", name, [T(dx), 0.5, False], dx)
 
+# ---- unfold/fold (im2col/col2im), lp pools, max_unpool2d ----
+ux = r(2, 3, 6, 7)
+for k, d, pd, st in [([2, 3], [1, 1], [0, 1], [1, 2]), ([3, 2], [2, 1], [1, 0], [2, 1]), ([1, 1], [1, 1], [0, 0], [1, 1])]:
+    case("im2col k%s d%s p%s s%s" % (k, d, pd, st), "im2col", [T(ux), k, d, pd, st], F.unfold(ux, k, d, pd, st))
+    cols = F.unfold(ux, k, d, pd, st)
+    case("col2im k%s d%s p%s s%s" % (k, d, pd, st), "col2im", [T(cols), [6, 7], k, d, pd, st], F.fold(cols, [6, 7], k, d, pd, st))
+case("im2col unbatched", "im2col", [T(ux[0]), [2, 2], [1, 1], [1, 1], [2, 2]], F.unfold(ux[0], 2, 1, 1, 2))
+a = T(r(1, 2, 5, 4, dtype=torch.float64))
+gcase("im2col grad", "im2col", [a, [2, 3], [1, 1], [1, 0], [2, 1]], lambda: F.unfold(a.t, [2, 3], 1, [1, 0], [2, 1]), [0])
+b = T(r(1, 12, 6, dtype=torch.float64))
+gcase("col2im grad", "col2im", [b, [4, 5], [2, 3], [1, 1], [0, 1], [2, 2]], lambda: F.fold(b.t, [4, 5], [2, 3], 1, [0, 1], [2, 2]), [0])
+lx = r(2, 3, 7, 8, lo=0.1, hi=2)
+case("lp_pool2d p=2 k3 s2", "lp_pool2d", [T(lx), 2.0, [3], [2], False], F.lp_pool2d(lx, 2.0, 3, 2))
+case("lp_pool2d p=3 k(2,3) ceil", "lp_pool2d", [T(lx), 3.0, [2, 3], [], True], F.lp_pool2d(lx, 3.0, (2, 3), ceil_mode=True))
+case("lp_pool1d p=1.5 k2", "lp_pool1d", [T(lx[0]), 1.5, [2], [], False], F.lp_pool1d(lx[0], 1.5, 2))
+a = T(r(1, 2, 5, 6, lo=0.2, hi=2, dtype=torch.float64))
+gcase("lp_pool2d grad", "lp_pool2d", [a, 2.0, [2], [2], False], lambda: F.lp_pool2d(a.t, 2.0, 2, 2), [0])
+mv, mi = F.max_pool2d(r(2, 3, 6, 6), 2, return_indices=True)
+case("max_unpool2d", "max_unpool2d", [T(mv), T(mi), [6, 6]], F.max_unpool2d(mv, mi, 2, output_size=[6, 6]))
+case("max_unpool2d 7x7 unbatched", "max_unpool2d", [T(mv[0]), T(mi[0]), [7, 7]], F.max_unpool2d(mv[0], mi[0], 2, output_size=[7, 7]))
+a = T(mv.double())
+gcase("max_unpool2d grad", "max_unpool2d", [a, T(mi), [6, 6]], lambda: F.max_unpool2d(a.t, mi, 2, output_size=[6, 6]), [0])
+
 if __name__ == "__main__":
     # float[] arguments travel as marker strings through emit, then become REF_FLOATS arrays
     import io
