@@ -1,5 +1,5 @@
-/* Derivative formulas of issue 21's linalg decompositions and solvers and of
- * scatter_reduce (engineer A), transcribed from PyTorch 1.13's
+/* Derivative formulas of issue 21's linalg decompositions and solvers, of
+ * scatter_reduce and of mode (engineer A), transcribed from PyTorch 1.13's
  * FunctionsManual.cpp (cholesky_backward, linalg_eig_backward for Hermitian
  * input, svd_backward, linalg_qr_backward, linalg_solve's and slogdet's
  * formulas in derivatives.yaml, scatter_reduce_backward). Real dtypes only.
@@ -288,7 +288,25 @@ static wk_status d_scatter_reduce(const wk__bctx *c, wk_tensor *const *gout, wk_
   END
 }
 
+/* ---- mode(self, dim, keepdim): the gradient to the selected element (value_selecting_reduction_backward) ---- */
+static wk_status d_mode(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int nd = N->in_ndim[0];
+  if (nd == 0) {
+    GIN(0, G(0));
+    goto done;
+  }
+  int64_t d = IARG(1) < 0 ? IARG(1) + nd : IARG(1);
+  wk_tensor *ix = Y(1);
+  CHECK(ix);
+  wk_tensor *g = BARG(2) ? G(0) : wk_unsqueeze(G(0), d);
+  if (!BARG(2)) ix = wk_unsqueeze(ix, d);
+  wk_tensor *z = g ? wk_zeros(IN_SHAPE(0), (wk_options){.dtype = wk_tensor_dtype(g), .device = wk_tensor_device(g)}) : NULL;
+  GIN(0, z && ix ? wk_scatter(z, d, ix, g) : NULL);
+  END
+}
+
 static const wk__formula rows[] = {
+    {"mode", "ModeBackward0", d_mode, 0, A(1)},
     {"linalg_cholesky", "LinalgCholeskyExBackward0", d_cholesky, 0, A(0)},
     {"linalg_eigh", "LinalgEighBackward0", d_eigh, 0, A(0) | A(1)},
     {"linalg_svd", "LinalgSvdBackward0", d_svd, 0, A(0) | A(1) | A(2)},

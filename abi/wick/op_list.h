@@ -313,7 +313,7 @@ enum {
   X("one_hot(Tensor self, int num_classes=-1) -> Tensor", WK_ND)                                \
   /* ---- issue 21, engineer A: reductions, indexing and linalg (meta: core/meta_linalg.c; composites: \
    * core/composite_linalg.c; cpu: plugins/cpu/lapack.c, plugins/cpu/index_reduce.c) ---- */ \
-  X("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", WK_TAG_REDUCTION | WK_TAG_COMPOSITE) \
+  X("mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)", WK_TAG_REDUCTION) \
   X("unique(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts)", WK_ND | WK_TAG_COMPOSITE) \
   X("unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts)", WK_ND | WK_TAG_COMPOSITE) \
   X("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor", 0) \

@@ -1,4 +1,6 @@
-/* cpu plugin: scatter_reduce.two (issue 21): self's copy with src's elements
+#define _GNU_SOURCE /* qsort_r */
+/* cpu plugin: scatter_reduce.two, mode, unique and unique_consecutive (issue 21).
+ * scatter_reduce.two: self's copy with src's elements
  * reduced into the positions index names along dim, by sum, prod, mean, amax
  * or amin, with or without self's own values (include_self). Floating dtypes
  * accumulate in double, integers in wrapping int64; elements are visited in
@@ -134,4 +136,299 @@ end:
   return WK_OK;
 }
 
-wk_status cpu_register_index_reduce(void) { return cpu_reg("scatter_reduce.two", k_scatter_reduce, NULL); }
+/* ---- unique, unique_consecutive (no dim), mode: one sort of (value, position) keys ---------------------------
+ * The same results as the core's composites (core/composite_linalg.c), which stay the kernels of other devices and
+ * of unique's dim form: a stable order (ties by position), NaN last and never equal to anything (each NaN is its
+ * own group), -0 equal to 0; values are copied bit for bit from the input. */
+typedef struct {
+  union {
+    double f;
+    int64_t i;
+  } v;
+  int64_t pos;
+} ukey;
+static bool ueq(const ukey *a, const ukey *b, bool fl) { return fl ? a->v.f == b->v.f : a->v.i == b->v.i; }
+/* a strictly before b (values only: the merge sort below is stable, so equal values keep their positions' order) */
+static inline bool ult_f(const ukey *a, const ukey *b) {
+  bool an = a->v.f != a->v.f, bn = b->v.f != b->v.f;
+  return an || bn ? !an && bn : a->v.f < b->v.f;
+}
+static inline bool ult_i(const ukey *a, const ukey *b) { return a->v.i < b->v.i; }
+/* Stable bottom-up merge sort of k[0..n) (tmp: n more keys): ascending, NaN last, equal values in position order
+ * (keys are loaded in position order), with the comparison inlined (qsort's calls through a pointer cost ~2x here). */
+#define USORT(NAME, LT)                                                                  \
+  static void NAME(ukey *k, ukey *tmp, int64_t n) {                                      \
+    for (int64_t i = 0; i + 1 < n; i += 2)                                               \
+      if (LT(&k[i + 1], &k[i])) {                                                        \
+        ukey t = k[i];                                                                   \
+        k[i] = k[i + 1], k[i + 1] = t;                                                   \
+      }                                                                                  \
+    ukey *a = k, *b = tmp;                                                               \
+    for (int64_t w = 2; w < n; w *= 2) {                                                 \
+      for (int64_t lo = 0; lo < n; lo += 2 * w) {                                        \
+        int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;     \
+        int64_t i = lo, j = mid, o = lo;                                                 \
+        while (i < mid && j < hi) b[o++] = LT(&a[j], &a[i]) ? a[j++] : a[i++];           \
+        while (i < mid) b[o++] = a[i++];                                                 \
+        while (j < hi) b[o++] = a[j++];                                                  \
+      }                                                                                  \
+      ukey *t = a;                                                                       \
+      a = b, b = t;                                                                      \
+    }                                                                                    \
+    if (a != k) memcpy(k, a, sizeof(ukey) * (size_t)n);                                  \
+  }
+USORT(usort_f, ult_f)
+USORT(usort_i, ult_i)
+/* Sorts n keys (loaded in position order) stably; false when out of memory. */
+static bool usort(ukey *k, int64_t n, bool fl) {
+  if (n < 2) return true;
+  ukey *tmp = malloc(sizeof(ukey) * (size_t)n);
+  if (!tmp) return false;
+  if (fl)
+    usort_f(k, tmp, n);
+  else
+    usort_i(k, tmp, n);
+  free(tmp);
+  return true;
+}
+/* n keys of the contiguous data p (element stride st elements) */
+static void load_keys(ukey *k, const char *p, int64_t n, int64_t st, wk_dtype dt, bool fl) {
+  size_t es = wk_dtype_size(dt);
+  for (int64_t j = 0; j < n; j++) {
+    const char *e = p + (size_t)(j * st) * es;
+    if (fl)
+      k[j].v.f = wk_load_f64(e, dt);
+    else
+      k[j].v.i = wk_load_i64(e, dt);
+    k[j].pos = j;
+  }
+}
+
+/* The rows (dim given: the slices along dim, as [n, w]; else the n elements, w = 1) of the contiguous copy, as keys. */
+typedef struct {
+  const ukey *k; /* [n, w] row-major */
+  int64_t w;
+  bool fl;
+} rows_ctx;
+static int key_cmp(const ukey *a, const ukey *b, bool fl) {
+  if (fl) {
+    bool an = a->v.f != a->v.f, bn = b->v.f != b->v.f;
+    if (an != bn) return an ? 1 : -1;
+    if (!an && a->v.f != b->v.f) return a->v.f < b->v.f ? -1 : 1;
+    return 0;
+  }
+  return a->v.i != b->v.i ? (a->v.i < b->v.i ? -1 : 1) : 0;
+}
+/* lexicographic, NaN last, ties by row position: what stable sorts column by column from the last give */
+static int row_cmp(const void *x, const void *y, void *cp) {
+  const rows_ctx *c = cp;
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  for (int64_t q = 0; q < c->w; q++) {
+    int r = key_cmp(&c->k[a * c->w + q], &c->k[b * c->w + q], c->fl);
+    if (r) return r;
+  }
+  return (a > b) - (a < b);
+}
+static bool row_eq(const rows_ctx *c, int64_t a, int64_t b) {
+  for (int64_t q = 0; q < c->w; q++)
+    if (!ueq(&c->k[a * c->w + q], &c->k[b * c->w + q], c->fl)) return false;
+  return true;
+}
+
+static wk_status k_unique(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  bool consec = !strcmp(wk_op_name(ctx->op), "unique_consecutive");
+  wk_tensor *self = T(0);
+  bool want_inv = args[consec ? 1 : 2].u.b, want_cnt = args[consec ? 2 : 3].u.b;
+  const wk_value *dimv = &args[consec ? 3 : 4];
+  bool by_dim = dimv->tag == WK_V_INT;
+  if (!consec && want_cnt) want_inv = true; /* _unique2 returns the inverse with the counts */
+  if (by_dim) want_inv = want_cnt = true;    /* unique_dim and unique_consecutive(dim) return all three */
+  wk_dtype dt = wk_tensor_dtype(self);
+  bool fl = wk_dtype_is_floating(dt);
+  size_t es = wk_dtype_size(dt);
+  int nd = wk_tensor_dim(self);
+  int dim = by_dim ? (int)(dimv->u.i < 0 ? dimv->u.i + nd : dimv->u.i) : 0;
+  int64_t total = wk_tensor_numel(self), z = 0, n = by_dim ? cpu_nsize(self, dim) : total, inner = 1;
+  for (int d = dim + 1; by_dim && d < nd; d++) inner *= cpu_nsize(self, d);
+  int64_t w = by_dim ? (n ? total / n : 0) : 1, outer = by_dim && inner * n != 0 ? total / (inner * n) : 1;
+  wk_tensor *sc = wk_contiguous(self), *vals = NULL, *inv = NULL, *cnt = NULL;
+  ukey *k = malloc(sizeof(ukey) * (size_t)(total > 0 ? total : 1));
+  int64_t *order = malloc(sizeof(int64_t) * (size_t)(n + 1)), *starts = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  wk_status s = WK_OK;
+  if (!sc || !k || !order || !starts) {
+    s = sc ? wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", wk_op_name(ctx->op)) : wk_last_error();
+    goto end;
+  }
+  const char *p = wk_tensor_data(sc);
+  if (consec && !by_dim) { /* one pass over the elements: no keys */
+    int64_t g0 = 0;
+    double pf = 0;
+    int64_t pi = 0;
+    for (int64_t j = 0; j < n; j++) {
+      const char *e = p + (size_t)j * es;
+      bool same;
+      if (fl) {
+        double v = wk_load_f64(e, dt);
+        same = j > 0 && v == pf;
+        pf = v;
+      } else {
+        int64_t v = wk_load_i64(e, dt);
+        same = j > 0 && v == pi;
+        pi = v;
+      }
+      if (!same) starts[g0++] = j;
+      order[j] = j;
+    }
+    starts[g0] = n;
+    goto groups;
+  }
+  /* key [r, c] of row r (position r along dim), column c = (o, i) in order */
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t i = 0; i < inner; i++) {
+        const char *e = p + (size_t)((o * n + r) * inner + i) * es;
+        ukey *kk = &k[r * w + o * inner + i];
+        if (fl)
+          kk->v.f = wk_load_f64(e, dt);
+        else
+          kk->v.i = wk_load_i64(e, dt);
+        kk->pos = r;
+      }
+  rows_ctx rc = {k, w, fl};
+  for (int64_t r = 0; r < n; r++) order[r] = r;
+  if (!consec && n > 1) {
+    if (w == 1) {
+      if (!usort(k, n, fl)) {
+        s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", wk_op_name(ctx->op));
+        goto end;
+      }
+    } else
+      qsort_r(order, (size_t)n, sizeof(int64_t), row_cmp, &rc);
+    if (w == 1)
+      for (int64_t r = 0; r < n; r++) order[r] = k[r].pos;
+  }
+  /* after a 1-column sort the keys are in sorted order: compare neighbours there (row_eq on positions r, r - 1) */
+  bool sorted_keys = !consec && n > 1 && w == 1;
+  int64_t g = 0;
+  for (int64_t r = 0; r < n; r++) {
+    bool same = r > 0 && (sorted_keys ? ueq(&k[r], &k[r - 1], fl) : row_eq(&rc, order[r], order[r - 1]));
+    if (!same) starts[g++] = r;
+  }
+  starts[g] = n;
+groups:
+  g = 0;
+  while (starts[g] != n) g++;
+  if (by_dim) {
+    int64_t vs[WK_MAX_DIMS];
+    for (int d = 0; d < nd; d++) vs[d] = d == dim ? g : cpu_nsize(self, d);
+    vals = wk_empty(vs, nd, (wk_options){.dtype = dt});
+    inv = wk_empty(&n, 1, (wk_options){.dtype = WK_I64});
+  } else {
+    vals = wk_empty(&g, 1, (wk_options){.dtype = dt});
+    inv = want_inv ? wk_empty(wk_tensor_sizes(self), nd, (wk_options){.dtype = WK_I64})
+                   : wk_empty(&z, 1, (wk_options){.dtype = WK_I64});
+  }
+  cnt = want_cnt ? wk_empty(&g, 1, (wk_options){.dtype = WK_I64}) : wk_empty(&z, 1, (wk_options){.dtype = WK_I64});
+  if (!vals || !inv || !cnt) {
+    s = wk_last_error();
+    goto end;
+  }
+  char *vp = wk_tensor_data(vals);
+  int64_t *ip = want_inv ? wk_tensor_data(inv) : NULL, *cp = want_cnt ? wk_tensor_data(cnt) : NULL;
+  for (int64_t q = 0; q < g; q++) {
+    int64_t r0 = order[starts[q]]; /* the group's first row (by position among equal rows) */
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t i = 0; i < inner; i++)
+        cpu_copy_elem(vp + (size_t)((o * g + q) * inner + i) * es, p + (size_t)((o * n + r0) * inner + i) * es, es);
+    if (cp) cp[q] = starts[q + 1] - starts[q];
+    if (ip)
+      for (int64_t r = starts[q]; r < starts[q + 1]; r++) ip[order[r]] = q;
+  }
+end:
+  free(k);
+  free(order);
+  free(starts);
+  wk_release(sc);
+  if (s) {
+    wk_release(vals);
+    wk_release(inv);
+    wk_release(cnt);
+    return s;
+  }
+  outs[0] = WK_VT(vals), outs[1] = WK_VT(inv), outs[2] = WK_VT(cnt);
+  return WK_OK;
+}
+
+/* mode(self, dim, keepdim): per line, the first longest run of equal sorted keys (the smallest most frequent
+ * value) and the position of its last element (the last occurrence, as PyTorch's cpu kernel). */
+typedef struct {
+  const char *src;
+  char *vals;
+  int64_t *inds;
+  wk_dtype dt;
+  size_t es;
+  int64_t n, inner; /* line length, the stride of dim (elements) */
+  bool fl;
+  int failed;
+} mode_job;
+static void mode_lines(void *jp, int64_t b, int64_t e) {
+  mode_job *j = jp;
+  ukey *k = malloc(sizeof(ukey) * (size_t)j->n);
+  if (!k) {
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  for (int64_t l = b; l < e; l++) {
+    int64_t o = l / j->inner, i = l % j->inner;
+    const char *base = j->src + (size_t)(o * j->n * j->inner + i) * j->es;
+    load_keys(k, base, j->n, j->inner, j->dt, j->fl);
+    if (!usort(k, j->n, j->fl)) {
+      __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+      break;
+    }
+    int64_t best = 0, best_len = 0, start = 0;
+    for (int64_t q = 1; q <= j->n; q++)
+      if (q == j->n || !ueq(&k[q], &k[q - 1], j->fl)) {
+        if (q - start > best_len) best_len = q - start, best = q - 1;
+        start = q;
+      }
+    int64_t pos = k[best].pos;
+    cpu_copy_elem(j->vals + (size_t)l * j->es, base + (size_t)(pos * j->inner) * j->es, j->es);
+    j->inds[l] = pos;
+  }
+  free(k);
+}
+static wk_status k_mode(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = T(0);
+  int nd = wk_tensor_dim(self);
+  int dim = (int)(args[1].u.i < 0 ? args[1].u.i + (nd > 0 ? nd : 1) : args[1].u.i);
+  wk_tensor *sc = wk_contiguous(self), *v = wk_meta_empty(ctx, 0), *ix = wk_meta_empty(ctx, 1);
+  if (!sc || !v || !ix) {
+    wk_release(sc);
+    wk_release(v);
+    wk_release(ix);
+    return wk_last_error();
+  }
+  mode_job j = {wk_tensor_data(sc), wk_tensor_data(v), wk_tensor_data(ix), wk_tensor_dtype(self),
+                wk_dtype_size(wk_tensor_dtype(self)), nd ? cpu_nsize(self, dim) : 1, 1,
+                wk_dtype_is_floating(wk_tensor_dtype(self)), 0};
+  for (int d = dim + 1; d < nd; d++) j.inner *= cpu_nsize(self, d);
+  int64_t lines = j.n ? wk_tensor_numel(self) / j.n : 0;
+  if (lines > 0) wk_parallel_for(0, lines, cpu_grain_for(j.n * 16), mode_lines, &j);
+  wk_release(sc);
+  if (j.failed) {
+    wk_release(v);
+    wk_release(ix);
+    return wk_error(WK_ERR_NO_MEMORY, "mode(): out of memory for a line of %lld elements", (long long)j.n);
+  }
+  outs[0] = WK_VT(v), outs[1] = WK_VT(ix);
+  return WK_OK;
+}
+
+wk_status cpu_register_index_reduce(void) {
+  wk_status s = cpu_reg("scatter_reduce.two", k_scatter_reduce, NULL);
+  if (!s) s = cpu_reg("mode", k_mode, NULL);
+  if (!s) s = cpu_reg("unique", k_unique, NULL);
+  if (!s) s = cpu_reg("unique_consecutive", k_unique, NULL);
+  return s;
+}
