@@ -1052,6 +1052,109 @@ static wk_status k_max_unpool2d(const wk_kernel_ctx *c, const wk_value *args, wk
   return FINISH1(r ? wk_reshape(r, c->meta[0].sizes, c->meta[0].ndim) : NULL);
 }
 
+/* ---- affine_grid, grid_sample ---------------------------------------------------------------------- */
+
+/* ATen's linspace_from_neg_one: n points over [-1, 1], scaled by (n - 1) / n without align_corners. */
+static wk_tensor *neg_one_ramp(int64_t n, bool align, wk_dtype dt, wk_device dev) {
+  if (n <= 1) return wk_zeros(&n, 1, (wk_options){.dtype = dt, .device = dev});
+  wk_tensor *r = wk_linspace(-1, 1, n, (wk_options){.dtype = dt, .device = dev});
+  return r && !align ? wk_mul_scalar(r, (double)(n - 1) / (double)n) : r;
+}
+
+/* affine_grid(theta [N, 2, 3] or [N, 3, 4], size [N, C, H, W] or [N, C, D, H, W], align_corners):
+ * the base grid (x, y[, z], 1) of every output position times theta^T: [N, H, W, 2] / [N, D, H, W, 3]. */
+static wk_status k_affine_grid(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *th = T(0);
+  const int64_t *sz = args[1].u.ints;
+  int nsp = args[1].len - 2;
+  bool al = args[2].u.b;
+  int64_t N = sz[0], P = 1;
+  for (int i = 0; i < nsp; i++) P *= sz[2 + i];
+  /* base [P, nsp + 1]: column 0 varies along the last spatial dim (x), column 1 along the one before (y), ... */
+  wk_tensor *cols[4] = {NULL, NULL, NULL, NULL};
+  int64_t full[3];
+  for (int i = 0; i < nsp; i++) full[i] = sz[2 + i];
+  for (int j = 0; j < nsp; j++) {
+    int d = nsp - 1 - j; /* the spatial dim that column j follows */
+    int64_t vs[3] = {1, 1, 1};
+    vs[d] = sz[2 + d];
+    wk_tensor *r = neg_one_ramp(sz[2 + d], al, th->dtype, c->device);
+    r = r ? wk_expand(wk_reshape(r, vs, nsp), full, nsp) : NULL;
+    cols[j] = r ? wk_reshape(r, &P, 1) : NULL;
+  }
+  cols[nsp] = wk_ones(&P, 1, (wk_options){.dtype = th->dtype, .device = c->device});
+  for (int j = 0; j <= nsp; j++)
+    if (!cols[j]) return FAIL_K();
+  wk_tensor *base = wk_stack(cols, nsp + 1, 1); /* [P, nsp + 1] */
+  wk_tensor *g = base ? wk_matmul(base, wk_transpose(th, 1, 2)) : NULL; /* [N, P, nsp] */
+  int64_t os[5];
+  os[0] = N;
+  for (int i = 0; i < nsp; i++) os[1 + i] = sz[2 + i];
+  os[1 + nsp] = nsp;
+  return FINISH1(g ? wk_reshape(g, os, nsp + 2) : NULL);
+}
+
+/* A grid coordinate in [-1, 1] to a pixel position (ATen's grid_sampler_compute_source_index), with
+ * the border (clip) or reflection padding applied. */
+static wk_tensor *grid_coord(wk_tensor *g, int64_t size, bool al, int pad) {
+  wk_tensor *p = al ? wk_mul_scalar(wk_add_scalar(g, 1), (double)(size - 1) / 2)
+                    : wk_div_scalar(wk_sub_scalar(wk_mul_scalar(wk_add_scalar(g, 1), (double)size), 1), 2);
+  if (p && pad == 2) { /* reflection: reflect over [lo, hi] = align ? [0, size - 1] : [-0.5, size - 0.5] */
+    double lo = al ? 0 : -0.5, span = al ? (double)(size - 1) : (double)size;
+    if (span <= 0) {
+      p = wk_zeros_like(p, (wk_options){0});
+    } else {
+      wk_tensor *in = wk_abs(wk_sub_scalar(p, lo));
+      wk_tensor *extra = wkx_fmod__Scalar(in, WK_VF(span)), *flips = wk_floor(wk_div_scalar(in, span));
+      wk_tensor *even = flips ? wk_eq_scalar(wkx_remainder__Scalar(flips, WK_VI(2)), 0) : NULL;
+      p = even ? wk_where(even, wk_add_scalar(extra, lo), wk_add_scalar(wk_neg(extra), span + lo)) : NULL;
+    }
+  }
+  if (p && pad >= 1) p = wk_clamp(p, 0, (double)(size - 1));
+  return p;
+}
+
+/* grid_sample(input [N, C, H, W], grid [N, Ho, Wo, 2], mode, padding_mode, align_corners): bilinear (four
+ * corners gathered from the flattened planes, weighted, out-of-range corners zero) or nearest (round half
+ * to even). Gradients reach input (gather's) and grid (through the weights), as ATen's. */
+static wk_status k_grid_sample(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0), *grid = T(1);
+  bool nearest = !strcmp(args[2].u.s, "nearest"), al = args[4].u.b;
+  int pad = !strcmp(args[3].u.s, "border") ? 1 : !strcmp(args[3].u.s, "reflection") ? 2 : 0;
+  int64_t N = x->sizes[0], C = x->sizes[1], H = x->sizes[2], W = x->sizes[3], Ho = grid->sizes[1], Wo = grid->sizes[2];
+  int64_t Q = Ho * Wo, xs[3] = {N, C, H * W}, os[3] = {N, 1, Q};
+  wk_tensor *xf = wk_reshape(x, xs, 3);
+  wk_tensor *px = grid_coord(wk_select(grid, 3, 0), W, al, pad), *py = grid_coord(wk_select(grid, 3, 1), H, al, pad);
+  if (!xf || !px || !py) return FAIL_K();
+  px = wk_reshape(px, os, 3), py = wk_reshape(py, os, 3);
+  int64_t es[3] = {N, C, Q};
+  /* one tap at integer position (tx, ty) with weight w (NULL: 1): in range, or zero */
+  wk_tensor *acc = NULL;
+  int ntap = nearest ? 1 : 4;
+  wk_tensor *x0 = nearest ? wk_round(px) : wk_floor(px), *y0 = nearest ? wk_round(py) : wk_floor(py);
+  for (int t = 0; t < ntap && x0 && y0; t++) {
+    int dx = t & 1, dy = t >> 1;
+    wk_tensor *tx = dx ? wk_add_scalar(x0, 1) : x0, *ty = dy ? wk_add_scalar(y0, 1) : y0, *w = NULL;
+    if (!nearest) {
+      wk_tensor *wx = dx ? wk_sub(px, x0) : wk_neg(wk_sub_scalar(wk_sub(px, x0), 1));
+      wk_tensor *wy = dy ? wk_sub(py, y0) : wk_neg(wk_sub_scalar(wk_sub(py, y0), 1));
+      w = wk_mul(wx, wy);
+    }
+    wk_tensor *ok = wk_logical_and(wk_logical_and(wkx_ge__Scalar(tx, WK_VI(0)), wkx_le__Scalar(tx, WK_VI(W - 1))),
+                                   wk_logical_and(wkx_ge__Scalar(ty, WK_VI(0)), wkx_le__Scalar(ty, WK_VI(H - 1))));
+    wk_tensor *lin = wk_add(wk_mul_scalar(wk_clamp(ty, 0, (double)(H - 1)), (double)W), wk_clamp(tx, 0, (double)(W - 1)));
+    wk_tensor *ix = lin ? wk_expand(wk_detach(wk_to_dtype(lin, WK_I64)), es, 3) : NULL;
+    wk_tensor *v = ix ? wk_gather(xf, 2, ix) : NULL;
+    wk_tensor *wm = w ? wk_where(ok, w, wk_zeros_like(w, (wk_options){0})) : ok ? wk_to_dtype(ok, x->dtype) : NULL;
+    wk_tensor *term = v && wm ? wk_mul(v, wm) : NULL;
+    acc = !term ? NULL : acc ? wk_add(acc, term) : term;
+    if (!acc) return FAIL_K();
+  }
+  return FINISH1(acc ? wk_reshape(acc, c->meta[0].sizes, c->meta[0].ndim) : NULL);
+}
+
 void wk__composites_nn_surface_register(void);
 void wk__composites_nn_surface_register(void) {
   static const struct {
@@ -1102,7 +1205,9 @@ void wk__composites_nn_surface_register(void) {
             {"col2im", k_col2im},
             {"lp_pool1d", k_lp_pool},
             {"lp_pool2d", k_lp_pool},
-            {"max_unpool2d", k_max_unpool2d}};
+            {"max_unpool2d", k_max_unpool2d},
+            {"affine_grid", k_affine_grid},
+            {"grid_sample", k_grid_sample}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite_nn"};

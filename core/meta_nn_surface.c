@@ -865,6 +865,61 @@ static wk_status meta_max_unpool2d(wk_op *op, const wk_value *args, wk_meta_out 
   return WK_OK;
 }
 
+/* ---- affine_grid, grid_sample ------------------------------------------------------------------- */
+
+static wk_status meta_affine_grid(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *th = MT(0);
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+  const wk_value *sz = &args[1];
+  if (!wk_dtype_is_floating(th->dtype))
+    return wk_error(WK_ERR_DTYPE, "affine_grid(): Expected theta to have floating point type, but got %s", wk_dtype_name(th->dtype));
+  if (sz->len != 4 && sz->len != 5)
+    return wk_error(WK_ERR_INVALID_ARG, "affine_grid(): only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. Got size of %d values.", sz->len);
+  int nsp = sz->len - 2;
+  if (th->ndim != 3 || th->sizes[0] != sz->u.ints[0] || th->sizes[1] != nsp || th->sizes[2] != nsp + 1)
+    return wk_error(WK_ERR_SHAPE, "affine_grid(): Expected a batch of %dD affine matrices of shape Nx%dx%d for size %s. Got %s.",
+                    nsp, nsp, nsp + 1, wk_sizes_str(sz->u.ints, sz->len, a, sizeof a), wk__shape_str(th->sizes, th->ndim, b, sizeof b));
+  for (int i = 0; i < sz->len; i++)
+    if (sz->u.ints[i] <= 0)
+      return wk_error(WK_ERR_INVALID_ARG, "affine_grid(): Expected non-zero, positive output size. Got %s.", wk_sizes_str(sz->u.ints, sz->len, a, sizeof a));
+  int64_t os[5];
+  os[0] = sz->u.ints[0];
+  for (int i = 0; i < nsp; i++) os[1 + i] = sz->u.ints[2 + i];
+  os[1 + nsp] = nsp;
+  wk__meta_shape(o, os, nsp + 2, th->dtype);
+  (void)op;
+  return WK_OK;
+}
+
+static wk_status meta_grid_sample(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *x = MT(0), *g = MT(1);
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+  const char *m = args[2].u.s, *pm = args[3].u.s;
+  if (strcmp(m, "bilinear") && strcmp(m, "nearest"))
+    return wk_error(WK_ERR_INVALID_ARG, "grid_sample(): mode must be 'bilinear' or 'nearest' here (bicubic is not supported), but got: '%s'", m);
+  if (strcmp(pm, "zeros") && strcmp(pm, "border") && strcmp(pm, "reflection"))
+    return wk_error(WK_ERR_INVALID_ARG, "grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '%s'", pm);
+  if (x->ndim != 4)
+    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected a 4-D input [N, C, H, W] (5-D volumes are not supported here), but got input with sizes %s",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  if (g->ndim != 4 || g->sizes[3] != 2)
+    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected grid to have size 2 in last dimension and 4 dims, but got grid with sizes %s",
+                    wk__shape_str(g->sizes, g->ndim, a, sizeof a));
+  if (g->sizes[0] != x->sizes[0])
+    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected grid and input to have same batch size, but got input with sizes %s and grid with sizes %s",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a), wk__shape_str(g->sizes, g->ndim, b, sizeof b));
+  if (!wk_dtype_is_floating(x->dtype) || g->dtype != x->dtype)
+    return wk_error(WK_ERR_DTYPE, "grid_sample(): expected input and grid to have the same floating dtype, but input has %s and grid has %s",
+                    wk_dtype_name(x->dtype), wk_dtype_name(g->dtype));
+  if (x->sizes[2] <= 0 || x->sizes[3] <= 0)
+    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected input to have non-empty spatial dimensions, but input has sizes %s",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  int64_t os[4] = {x->sizes[0], x->sizes[1], g->sizes[1], g->sizes[2]};
+  wk__meta_shape(o, os, 4, x->dtype);
+  (void)op;
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"l1_loss", meta_elem_loss},
     {"smooth_l1_loss", meta_elem_loss},
@@ -912,6 +967,8 @@ static const wk__meta_row g_rows[] = {
     {"lp_pool1d", meta_lp_pool},
     {"lp_pool2d", meta_lp_pool},
     {"max_unpool2d", meta_max_unpool2d},
+    {"affine_grid", meta_affine_grid},
+    {"grid_sample", meta_grid_sample},
 };
 
 const wk__meta_family wk__metas_nn_surface = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -840,6 +840,56 @@ static bool e_max_unpool2d(sw_case *c, int k) { /* float indices; indices of ano
   return true;
 }
 
+/* affine_grid: a batch of 2-d (or 3-d) affine matrices and an output size. */
+static bool g_affine_grid(sw_case *c) {
+  bool three = runif(c) < 0.3;
+  int nsp = three ? 3 : 2;
+  int64_t sz[5], ts[3];
+  sz[0] = rpick(c, 1, 2), sz[1] = rpick(c, 1, 3);
+  for (int i = 0; i < nsp; i++) sz[2 + i] = c->grad ? rpick(c, 2, 3) : rpick(c, 1, 4);
+  ts[0] = sz[0], ts[1] = nsp, ts[2] = nsp + 1;
+  at(c, rt(c, c->dt, ts, 3, -1, 1));
+  aints(c, sz, nsp + 2);
+  ab(c, runif(c) < 0.5);
+  return true;
+}
+static bool e_affine_grid(sw_case *c, int k) { /* theta of the wrong shape; a 3-value size; an integer theta */
+  int64_t ts[3] = {1, 2, 3}, bad[3] = {1, 3, 3}, sz[4] = {1, 1, 2, 2};
+  if (k > 2) return false;
+  at(c, rt(c, k == 2 ? WK_I64 : WK_F32, k == 0 ? bad : ts, 3, -1, 1));
+  aints(c, sz, k == 1 ? 3 : 4);
+  ab(c, false);
+  return true;
+}
+
+/* grid_sample: a grid a little beyond [-1, 1], every mode, padding mode and align_corners. */
+static bool g_grid_sample(sw_case *c) {
+  static const char *const modes[2] = {"bilinear", "nearest"}, *const pads[3] = {"zeros", "border", "reflection"};
+  int64_t x[4] = {c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2), rpick(c, 1, 2), 0, 0}, g[4];
+  for (int i = 2; i < 4; i++) x[i] = c->grad ? rpick(c, 2, 3) : rpick(c, 1, 4);
+  g[0] = x[0], g[1] = c->grad ? rpick(c, 1, 2) : rpick(c, 1, 3), g[2] = c->grad ? rpick(c, 1, 2) : rpick(c, 1, 3), g[3] = 2;
+  at(c, rself(c, x, 4));
+  at(c, rt(c, c->dt, g, 4, -1.2, 1.2));
+  astr(c, modes[rpick(c, 0, 1)]);
+  astr(c, pads[rpick(c, 0, 2)]);
+  ab(c, runif(c) < 0.5);
+  return true;
+}
+static bool e_grid_sample(sw_case *c, int k) { /* a grid whose last dim is 3; batch sizes differ; an unknown mode; a 3-d input */
+  int64_t x[4] = {1, 2, 3, 3}, g3[4] = {1, 2, 2, 3}, g2[4] = {2, 2, 2, 2}, g[4] = {1, 2, 2, 2};
+  if (k > 3) return false;
+  at(c, rt(c, WK_F32, x, k == 3 ? 3 : 4, -1, 1));
+  at(c, rt(c, WK_F32, k == 0 ? g3 : k == 1 ? g2 : g, 4, -1, 1));
+  astr(c, k == 2 ? "bicubic" : "bilinear");
+  astr(c, "zeros");
+  ab(c, false);
+  return true;
+}
+
+#define SW_NN_SURFACE_ROWS4                                                                                   \
+  {.op = "affine_grid", .gen = g_affine_grid, .err = e_affine_grid, .dtypes = D_FB},                          \
+      {.op = "grid_sample", .gen = g_grid_sample, .err = e_grid_sample, .dtypes = D_FB, .modes = M_EMPTY},
+
 #define SW_NN_SURFACE_ROWS3                                                                                     \
   {.op = "im2col", .gen = g_fold, .err = e_fold, .dtypes = D_FB, .modes = M_EMPTY},                             \
       {.op = "col2im", .gen = g_fold, .err = e_fold, .dtypes = D_FB, .modes = M_EMPTY},                         \
@@ -890,6 +940,6 @@ static bool e_max_unpool2d(sw_case *c, int k) { /* float indices; indices of ano
       {.op = "multi_margin_loss", .gen = g_multi_margin, .err = e_multi_margin, .dtypes = D_FB, .modes = M_EMPTY},  \
       {.op = "cosine_similarity", .gen = g_cosine_similarity, .err = e_cosine_similarity, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
       {.op = "pairwise_distance", .gen = g_pairwise_distance, .err = e_pairwise_distance, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
-      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2 SW_NN_SURFACE_ROWS3
+      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2 SW_NN_SURFACE_ROWS3 SW_NN_SURFACE_ROWS4
 
 #endif

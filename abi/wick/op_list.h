@@ -269,6 +269,8 @@ enum {
   X("lp_pool1d(Tensor self, float norm_type, int[1] kernel_size, int[1] stride=[], bool ceil_mode=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("lp_pool2d(Tensor self, float norm_type, int[2] kernel_size, int[2] stride=[], bool ceil_mode=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor", WK_TAG_COMPOSITE) \
+  X("affine_grid(Tensor theta, int[] size, bool align_corners=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", bool align_corners=False) -> Tensor", WK_TAG_COMPOSITE) \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \

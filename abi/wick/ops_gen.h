@@ -3325,6 +3325,23 @@ static inline wk_tensor *wkx_max_unpool2d(wk_tensor *self, wk_tensor *indices, c
   return wk__gen_call(&wk__op, "max_unpool2d", wk__a, 3, (wk_tensor **const *)0, 0, 0);
 }
 
+/* affine_grid(Tensor theta, int[] size, bool align_corners=False) -> Tensor */
+static inline wk_tensor *wkx_affine_grid(wk_tensor *theta, const int64_t *size, int64_t size_len,
+    bool align_corners) {
+  static wk_op *wk__op;
+  const wk_value wk__a[3] = {WK_VT(theta), WK_VINTS(size, wk__gen_len(size_len)), WK_VB(align_corners)};
+  return wk__gen_call(&wk__op, "affine_grid", wk__a, 3, (wk_tensor **const *)0, 0, 0);
+}
+
+/* grid_sample(Tensor input, Tensor grid, str mode="bilinear", str padding_mode="zeros", bool align_corners=False) -> Tensor */
+static inline wk_tensor *wkx_grid_sample(wk_tensor *input, wk_tensor *grid, const char *mode,
+    const char *padding_mode, bool align_corners) {
+  static wk_op *wk__op;
+  const wk_value wk__a[5] = {WK_VT(input), WK_VT(grid), WK_VS(mode), WK_VS(padding_mode),
+                             WK_VB(align_corners)};
+  return wk__gen_call(&wk__op, "grid_sample", wk__a, 5, (wk_tensor **const *)0, 0, 0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -4512,6 +4529,8 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_lp_pool1d, "lp_pool1d", "lp_pool1d(Tensor self, float norm_type, int[1] kernel_size, int[1] stride=[], bool ceil_mode=False) -> Tensor") \
   X(wkx_lp_pool2d, "lp_pool2d", "lp_pool2d(Tensor self, float norm_type, int[2] kernel_size, int[2] stride=[], bool ceil_mode=False) -> Tensor") \
   X(wkx_max_unpool2d, "max_unpool2d", "max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor") \
+  X(wkx_affine_grid, "affine_grid", "affine_grid(Tensor theta, int[] size, bool align_corners=False) -> Tensor") \
+  X(wkx_grid_sample, "grid_sample", "grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", bool align_corners=False) -> Tensor") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \

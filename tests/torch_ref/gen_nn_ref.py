@@ -366,6 +366,26 @@ case("max_unpool2d 7x7 unbatched", "max_unpool2d", [T(mv[0]), T(mi[0]), [7, 7]],
 a = T(mv.double())
 gcase("max_unpool2d grad", "max_unpool2d", [a, T(mi), [6, 6]], lambda: F.max_unpool2d(a.t, mi, 2, output_size=[6, 6]), [0])
 
+# ---- affine_grid, grid_sample ----
+th = r(2, 2, 3, lo=-1, hi=1)
+th3 = r(1, 3, 4, lo=-1, hi=1)
+for al in (False, True):
+    case("affine_grid 2-d align=%s" % al, "affine_grid", [T(th), [2, 3, 4, 5], al], F.affine_grid(th, [2, 3, 4, 5], al))
+    case("affine_grid 3-d align=%s" % al, "affine_grid", [T(th3), [1, 2, 3, 4, 2], al], F.affine_grid(th3, [1, 2, 3, 4, 2], al))
+gin = r(2, 3, 5, 6)
+gg = r(2, 4, 3, 2, lo=-1.3, hi=1.3)
+for mode in ("bilinear", "nearest"):
+    for pad in ("zeros", "border", "reflection"):
+        for al in (False, True):
+            case("grid_sample %s %s align=%s" % (mode, pad, al), "grid_sample", [T(gin), T(gg), mode, pad, al],
+                 F.grid_sample(gin, gg, mode, pad, al))
+a, gr = T(r(1, 2, 4, 5, dtype=torch.float64)), T(r(1, 3, 3, 2, lo=-1.2, hi=1.2, dtype=torch.float64))
+for pad in ("zeros", "border", "reflection"):
+    gcase("grid_sample grad bilinear %s" % pad, "grid_sample", [a, gr, "bilinear", pad, False],
+          lambda: F.grid_sample(a.t, gr.t, "bilinear", pad, False), [0, 1])
+tg = T(r(2, 2, 3, dtype=torch.float64))
+gcase("affine_grid grad", "affine_grid", [tg, [2, 1, 3, 4], False], lambda: F.affine_grid(tg.t, [2, 1, 3, 4], False), [0])
+
 if __name__ == "__main__":
     # float[] arguments travel as marker strings through emit, then become REF_FLOATS arrays
     import io
