@@ -52,7 +52,15 @@ static double run(const char *name, job *j) {
   return m;
 }
 
-static wk_tensor *randn(const int64_t *sz, int nd) { return wk_randn(sz, nd, (wk_options){0}); }
+static wk_tensor *randn(const int64_t *sz, int nd) {
+  return wk_randn(sz, nd, (wk_options){0});
+}
+
+/* Whether FILTER can match a case of the family whose names contain key
+ * (the inputs of the other families are not even made). */
+static bool family(const char *key) {
+  return !g_filter || strstr(g_filter, key) || strstr(key, g_filter);
+}
 
 int main(int argc, char **argv) {
   const char *d = getenv("WICK_DISABLE_PLUGINS");
@@ -63,45 +71,50 @@ int main(int argc, char **argv) {
   wk_manual_seed(0);
   wk_no_grad_begin();
 
-  int64_t n1m[1] = {1 << 20}, act[4] = {128, 64, 8, 8};
-  wk_tensor *a = randn(n1m, 1), *b = randn(n1m, 1), *c = wk_clone(a);
-  wk_tensor *xa = randn(act, 4), *ya = randn(act, 4), *za = wk_clone(xa);
-  struct {
-    const char *tag;
-    wk_tensor *a, *b, *c;
-  } sets[2] = {{"1m", a, b, c}, {"act", xa, ya, za}};
   char name[128];
-  for (int s = 0; s < 2; s++) {
-    job j;
-    snprintf(name, sizeof name, "add_%s", sets[s].tag);
-    j = (job){"add", {WK_VT(sets[s].a), WK_VT(sets[s].b), WK_VF(1)}, 3, 1};
-    run(name, &j);
-    snprintf(name, sizeof name, "add_inplace_alpha_%s", sets[s].tag);
-    j = (job){"add_", {WK_VT(sets[s].c), WK_VT(sets[s].b), WK_VF(1e-9)}, 3, 1};
-    run(name, &j);
-    snprintf(name, sizeof name, "mul_%s", sets[s].tag);
-    j = (job){"mul", {WK_VT(sets[s].a), WK_VT(sets[s].b)}, 2, 1};
-    run(name, &j);
-    snprintf(name, sizeof name, "relu_%s", sets[s].tag);
-    j = (job){"relu", {WK_VT(sets[s].a)}, 1, 1};
-    run(name, &j);
-    snprintf(name, sizeof name, "relu_inplace_%s", sets[s].tag);
-    j = (job){"relu_", {WK_VT(sets[s].c)}, 1, 1};
-    run(name, &j);
-    snprintf(name, sizeof name, "threshold_backward_%s", sets[s].tag);
-    j = (job){"threshold_backward", {WK_VT(sets[s].b), WK_VT(sets[s].a), WK_VF(0)}, 3, 1};
-    run(name, &j);
+  if (family("_1m") || family("_act")) {
+    int64_t n1m[1] = {1 << 20}, act[4] = {128, 64, 8, 8};
+    wk_tensor *a = randn(n1m, 1), *b = randn(n1m, 1), *c = wk_clone(a);
+    wk_tensor *xa = randn(act, 4), *ya = randn(act, 4), *za = wk_clone(xa);
+    struct {
+      const char *tag;
+      wk_tensor *a, *b, *c;
+    } sets[2] = {{"1m", a, b, c}, {"act", xa, ya, za}};
+    for (int s = 0; s < 2; s++) {
+      job j;
+      snprintf(name, sizeof name, "add_%s", sets[s].tag);
+      j = (job){"add", {WK_VT(sets[s].a), WK_VT(sets[s].b), WK_VF(1)}, 3, 1};
+      run(name, &j);
+      snprintf(name, sizeof name, "add_inplace_alpha_%s", sets[s].tag);
+      j = (job){"add_", {WK_VT(sets[s].c), WK_VT(sets[s].b), WK_VF(1e-9)}, 3, 1};
+      run(name, &j);
+      snprintf(name, sizeof name, "mul_%s", sets[s].tag);
+      j = (job){"mul", {WK_VT(sets[s].a), WK_VT(sets[s].b)}, 2, 1};
+      run(name, &j);
+      snprintf(name, sizeof name, "relu_%s", sets[s].tag);
+      j = (job){"relu", {WK_VT(sets[s].a)}, 1, 1};
+      run(name, &j);
+      snprintf(name, sizeof name, "relu_inplace_%s", sets[s].tag);
+      j = (job){"relu_", {WK_VT(sets[s].c)}, 1, 1};
+      run(name, &j);
+      snprintf(name, sizeof name, "threshold_backward_%s", sets[s].tag);
+      j = (job){"threshold_backward", {WK_VT(sets[s].b), WK_VT(sets[s].a), WK_VF(0)}, 3, 1};
+      run(name, &j);
+    }
+    release_n((wk_tensor *[]){a, b, c, xa, ya, za}, 6);
   }
 
   /* batch_norm at ResNet-18's shapes (32x32 images, batch 128) */
   const int64_t bn[][4] = {{128, 64, 16, 16}, {128, 64, 8, 8}, {128, 128, 4, 4}, {128, 256, 2, 2}, {128, 512, 1, 1}};
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < 5 && family("bn_"); i++) {
     int64_t C = bn[i][1], csz[1] = {C};
     wk_tensor *x = randn(bn[i], 4), *go = randn(bn[i], 4);
     wk_tensor *w = wk_ones(csz, 1, (wk_options){0}), *bb = wk_zeros(csz, 1, (wk_options){0});
     wk_tensor *rm = wk_zeros(csz, 1, (wk_options){0}), *rv = wk_ones(csz, 1, (wk_options){0});
-    job j = {"batch_norm", {WK_VT(x), WK_VT(w), WK_VT(bb), WK_VT(rm), WK_VT(rv), WK_VB(true), WK_VF(0.1), WK_VF(1e-5)},
-             8, 3};
+    job j = {"batch_norm",
+             {WK_VT(x), WK_VT(w), WK_VT(bb), WK_VT(rm), WK_VT(rv), WK_VB(true), WK_VF(0.1), WK_VF(1e-5)},
+             8,
+             3};
     snprintf(name, sizeof name, "bn_train_%lldx%lldx%lld", (long long)C, (long long)bn[i][2], (long long)bn[i][3]);
     run(name, &j);
     j.a[5] = WK_VB(false);
@@ -122,27 +135,32 @@ int main(int argc, char **argv) {
   }
 
   /* global average pool (ResNet-18 at 224x224) and its backward */
-  int64_t gp[4] = {128, 512, 7, 7}, one[2] = {1, 1}, gpo[4] = {128, 512, 1, 1};
-  wk_tensor *gx = randn(gp, 4), *gg = randn(gpo, 4);
-  job j = {"adaptive_avg_pool2d", {WK_VT(gx), WK_VINTS(one, 2)}, 2, 1};
-  run("adaptive_avg_pool_512x7x7", &j);
-  j = (job){"adaptive_avg_pool2d_backward", {WK_VT(gg), WK_VT(gx)}, 2, 1};
-  run("adaptive_avg_pool_backward_512x7x7", &j);
+  if (family("adaptive_avg_pool")) {
+    int64_t gp[4] = {128, 512, 7, 7}, one[2] = {1, 1}, gpo[4] = {128, 512, 1, 1};
+    wk_tensor *gx = randn(gp, 4), *gg = randn(gpo, 4);
+    job j = {"adaptive_avg_pool2d", {WK_VT(gx), WK_VINTS(one, 2)}, 2, 1};
+    run("adaptive_avg_pool_512x7x7", &j);
+    j = (job){"adaptive_avg_pool2d_backward", {WK_VT(gg), WK_VT(gx)}, 2, 1};
+    run("adaptive_avg_pool_backward_512x7x7", &j);
+    release_n((wk_tensor *[]){gx, gg}, 2);
+  }
 
   /* max_pool2d 3x3 stride 2 padding 1 backward from [128, 64, 16, 16] */
-  int64_t mp[4] = {128, 64, 16, 16}, k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1}, d1[2] = {1, 1};
-  wk_tensor *mx = randn(mp, 4);
-  wk_value mo[2], ma[6] = {WK_VT(mx), WK_VINTS(k3, 2), WK_VINTS(s2, 2), WK_VINTS(p1, 2), WK_VINTS(d1, 2), WK_VB(false)};
-  if (wk_call("max_pool2d_with_indices", ma, 6, mo) != WK_OK) return 1;
-  wk_tensor *mg = randn(wk_tensor_sizes(mo[0].u.t), 4);
-  j = (job){"max_pool2d_with_indices_backward",
-            {WK_VT(mg), WK_VT(mx), WK_VINTS(k3, 2), WK_VINTS(s2, 2), WK_VINTS(p1, 2), WK_VINTS(d1, 2), WK_VB(false),
-             WK_VT(mo[1].u.t)},
-            8,
-            1};
-  run("max_pool_backward_64x16x16", &j);
-
-  release_n((wk_tensor *[]){a, b, c, xa, ya, za, gx, gg, mx, mg, mo[0].u.t, mo[1].u.t}, 12);
+  if (family("max_pool_backward")) {
+    int64_t mp[4] = {128, 64, 16, 16}, k3[2] = {3, 3}, s2[2] = {2, 2}, p1[2] = {1, 1}, d1[2] = {1, 1};
+    wk_tensor *mx = randn(mp, 4);
+    wk_value mo[2],
+        ma[6] = {WK_VT(mx), WK_VINTS(k3, 2), WK_VINTS(s2, 2), WK_VINTS(p1, 2), WK_VINTS(d1, 2), WK_VB(false)};
+    if (wk_call("max_pool2d_with_indices", ma, 6, mo) != WK_OK) return 1;
+    wk_tensor *mg = randn(wk_tensor_sizes(mo[0].u.t), 4);
+    job j = {"max_pool2d_with_indices_backward",
+             {WK_VT(mg), WK_VT(mx), WK_VINTS(k3, 2), WK_VINTS(s2, 2), WK_VINTS(p1, 2), WK_VINTS(d1, 2), WK_VB(false),
+              WK_VT(mo[1].u.t)},
+             8,
+             1};
+    run("max_pool_backward_64x16x16", &j);
+    release_n((wk_tensor *[]){mx, mg, mo[0].u.t, mo[1].u.t}, 4);
+  }
   wk_no_grad_end();
   return 0;
 }

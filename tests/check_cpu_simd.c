@@ -5,7 +5,9 @@
  * adaptive_avg_pool2d to 1x1 and its backward, and max_pool2d's backward
  * (an index outside its plane included), each against the same call in
  * float64 (the plugin's f64 loops, which the table does not touch), at sizes
- * around the 16-lane block (1, 7, 16, 17, 33) and past the parallel grain.
+ * around the 16-lane block (1, 7, 16, 17, 33) and past the parallel grain;
+ * batch_norm also with fewer than 16 elements per channel plane (its
+ * row-wise path).
  *
  * The battery runs once per instruction set, each in a fresh process (Check
  * forks every test; WICK_CPU_ISA is set before wk_init): the baseline (sse2),
@@ -24,8 +26,8 @@ static void release_n(wk_tensor **t, int n) {
   for (int i = 0; i < n; i++) wk_release(t[i]);
 }
 
-static uint64_t g_hash;   /* FNV-1a of the f32 results' bits, this process */
-static int64_t g_hashed;  /* elements hashed */
+static uint64_t g_hash;  /* FNV-1a of the f32 results' bits, this process */
+static int64_t g_hashed; /* elements hashed */
 
 static void hash_t(wk_tensor *t) {
   wk_tensor *c = wk_contiguous(t);
@@ -143,8 +145,8 @@ static void check_batch_norm(const int64_t *sz, bool affine, bool train, uint64_
   wk_tensor *rm = tu_rand(csz, 1, WK_F32, -0.5, 0.5, seed + 3), *rv = tu_rand(csz, 1, WK_F32, 0.5, 2, seed + 4);
   wk_tensor *rm64 = f64(rm), *rv64 = f64(rv);
   wk_value a[8] = {WK_VT(x), WK_VT(w), WK_VT(bb), WK_VT(rm), WK_VT(rv), WK_VB(train), WK_VF(0.1), WK_VF(1e-5)};
-  wk_value a64[8] = {WK_VT(x64), WK_VT(w64), WK_VT(bb64), WK_VT(rm64), WK_VT(rv64), WK_VB(train), WK_VF(0.1),
-                     WK_VF(1e-5)};
+  wk_value a64[8] = {WK_VT(x64),  WK_VT(w64),   WK_VT(bb64), WK_VT(rm64),
+                     WK_VT(rv64), WK_VB(train), WK_VF(0.1),  WK_VF(1e-5)};
   wk_value o[3], o64[3];
   call("batch_norm", a, 8, o);
   call("batch_norm", a64, 8, o64);
@@ -159,14 +161,15 @@ static void check_batch_norm(const int64_t *sz, bool affine, bool train, uint64_
   /* backward from those statistics */
   wk_tensor *go = tu_rand(sz, 4, WK_F32, -1, 1, seed + 5), *go64 = f64(go);
   int64_t mask[3] = {1, affine, affine};
-  wk_value b[10] = {WK_VT(go),        WK_VT(x),         WK_VT(w),     WK_VT(rm),   WK_VT(rv),
-                    WK_VT(o[1].u.t),  WK_VT(o[2].u.t),  WK_VB(train), WK_VF(1e-5), WK_VINTS(mask, 3)};
+  wk_value b[10] = {WK_VT(go),       WK_VT(x),        WK_VT(w),     WK_VT(rm),   WK_VT(rv),
+                    WK_VT(o[1].u.t), WK_VT(o[2].u.t), WK_VB(train), WK_VF(1e-5), WK_VINTS(mask, 3)};
   wk_value b64[10] = {WK_VT(go64),       WK_VT(x64),        WK_VT(w64),   WK_VT(rm64), WK_VT(rv64),
                       WK_VT(o64[1].u.t), WK_VT(o64[2].u.t), WK_VB(train), WK_VF(1e-5), WK_VINTS(mask, 3)};
   wk_value g[3] = {WK_VNONE, WK_VNONE, WK_VNONE}, g64[3] = {WK_VNONE, WK_VNONE, WK_VNONE};
   call("batch_norm_backward", b, 10, g);
   call("batch_norm_backward", b64, 10, g64);
-  close_to(g[0].u.t, g64[0].u.t, 1e-4, 1e-5, train ? "batch_norm_backward input (training)" : "batch_norm_backward input (evaluation)", n);
+  close_to(g[0].u.t, g64[0].u.t, 1e-4, 1e-5,
+           train ? "batch_norm_backward input (training)" : "batch_norm_backward input (evaluation)", n);
   if (affine) {
     close_to(g[1].u.t, g64[1].u.t, 1e-4, 1e-4, "batch_norm_backward weight", n);
     close_to(g[2].u.t, g64[2].u.t, 1e-5, 1e-5, "batch_norm_backward bias", n);
@@ -199,10 +202,10 @@ static void check_pools(const int64_t *sz, bool noncontig, uint64_t seed) {
     wk_value o[2];
     call("max_pool2d_with_indices", p, 6, o);
     wk_tensor *gy = tu_rand(wk_tensor_sizes(o[0].u.t), 4, WK_F32, -1, 1, seed + 2), *gy64 = f64(gy);
-    wk_value q[8] = {WK_VT(gy),        WK_VT(x),         WK_VINTS(k, 2), WK_VINTS(st, 2),
-                     WK_VINTS(pd, 2),  WK_VINTS(dl, 2),  WK_VB(false),   WK_VT(o[1].u.t)};
-    wk_value q64[8] = {WK_VT(gy64),      WK_VT(x64),       WK_VINTS(k, 2), WK_VINTS(st, 2),
-                       WK_VINTS(pd, 2),  WK_VINTS(dl, 2),  WK_VB(false),   WK_VT(o[1].u.t)};
+    wk_value q[8] = {WK_VT(gy),       WK_VT(x),        WK_VINTS(k, 2), WK_VINTS(st, 2),
+                     WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VB(false),   WK_VT(o[1].u.t)};
+    wk_value q64[8] = {WK_VT(gy64),     WK_VT(x64),      WK_VINTS(k, 2), WK_VINTS(st, 2),
+                       WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VB(false),   WK_VT(o[1].u.t)};
     wk_tensor *mg = call1("max_pool2d_with_indices_backward", q, 8);
     wk_tensor *mg64 = call1("max_pool2d_with_indices_backward", q64, 8);
     close_to(mg, mg64, 1e-6, 1e-7, "max_pool2d_with_indices_backward", n);
@@ -228,7 +231,10 @@ static uint64_t battery(void) {
   int64_t live0 = wk_live_tensors();
   const int64_t ns[] = {1, 7, 16, 17, 33, 100003};
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) check_pointwise(ns[i], 11 + i);
-  const int64_t shapes[][4] = {{3, 5, 7, 9}, {2, 3, 4, 4}, {4, 2, 1, 1}, {1, 1, 1, 17}, {8, 16, 14, 14}, {2, 64, 33, 35}};
+  /* per-channel planes of 63, 16, 17, 196 and 1155 elements; and under 16 (the row-wise path), with column
+   * blocks that end inside the row: S = 1 (K = 520), 4 (K = 1200), 15 */
+  const int64_t shapes[][4] = {{3, 5, 7, 9}, {2, 3, 4, 4},    {1, 1, 1, 17},  {8, 16, 14, 14}, {2, 64, 33, 35},
+                               {4, 2, 1, 1}, {16, 520, 1, 1}, {5, 300, 2, 2}, {3, 7, 3, 5}};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int m = 0; m < 4; m++) check_batch_norm(shapes[i], m & 1, m & 2, 100 + 10 * i + m);
   const int64_t pools[][4] = {{4, 6, 7, 7}, {2, 3, 1, 1}, {1, 2, 5, 3}, {16, 64, 9, 9}};
@@ -304,13 +310,21 @@ static void run_isa(const char *isa) {
   fclose(f);
 }
 
-START_TEST(test_isa_default) { run_isa(""); }
+START_TEST(test_isa_default) {
+  run_isa("");
+}
 END_TEST
-START_TEST(test_isa_sse2) { run_isa("sse2"); }
+START_TEST(test_isa_sse2) {
+  run_isa("sse2");
+}
 END_TEST
-START_TEST(test_isa_avx2) { run_isa("avx2"); }
+START_TEST(test_isa_avx2) {
+  run_isa("avx2");
+}
 END_TEST
-START_TEST(test_isa_avx512) { run_isa("avx512"); }
+START_TEST(test_isa_avx512) {
+  run_isa("avx512");
+}
 END_TEST
 
 /* The runs above agree bit for bit (each that ran left its hash). */
@@ -330,8 +344,8 @@ START_TEST(test_same_bits) {
   for (int i = 0; i < 4; i++) {
     ck_assert_msg(have[i] || (i >= 2 && !cpu_runs(isas[i])), "no hash from the %s run", isas[i]);
     if (have[i])
-      ck_assert_msg(!strcmp(line[0], line[i]), "the %s run's f32 results differ from the default's: %s vs %s",
-                    isas[i], line[i], line[0]);
+      ck_assert_msg(!strcmp(line[0], line[i]), "the %s run's f32 results differ from the default's: %s vs %s", isas[i],
+                    line[i], line[0]);
   }
 }
 END_TEST

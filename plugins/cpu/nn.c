@@ -228,6 +228,49 @@ typedef struct {
 DEF_BN(float, f32)
 DEF_BN(double, f64)
 
+/* f32 with S < 16 elements per channel plane (ResNet's late layers on small
+ * images: [N, 256, 2, 2], [N, 512, 1, 1]): the per-channel loops would run
+ * S at a time. An image is one row of K = C * S contiguous values instead;
+ * the statistics sum columns (tasks own blocks of whole channels), the
+ * normalisation runs along rows with per-column parameters (simd.h). A
+ * channel's sum is its columns' sums, each over the images in order, added
+ * in column order. */
+typedef struct {
+  const float *x;
+  float *y;
+  int64_t N, S, K, KB; /* KB: columns per statistics task, a multiple of S */
+  double *mean, *var;  /* [C] */
+  double *acc, *mu;    /* [K] scratch: column sums, each column's channel mean */
+  const float *pm, *pa, *psh; /* [K] */
+} bns_job;
+
+static void bns_stats(void *p, int64_t b, int64_t e) {
+  const bns_job *j = p;
+  const int64_t S = j->S, cnt = j->N * S;
+  for (int64_t t = b; t < e; t++) {
+    int64_t k0 = t * j->KB, kn = j->K - k0 < j->KB ? j->K - k0 : j->KB;
+    cpu_simd->col_sum(j->x + k0, j->N, j->K, kn, j->acc + k0);
+    for (int64_t c = k0 / S; c < (k0 + kn) / S; c++) {
+      double sum = 0;
+      for (int64_t q = 0; q < S; q++) sum += j->acc[c * S + q];
+      double m = sum / (double)cnt;
+      j->mean[c] = m;
+      for (int64_t q = 0; q < S; q++) j->mu[c * S + q] = m;
+    }
+    cpu_simd->col_sqdev(j->x + k0, j->N, j->K, kn, j->mu + k0, j->acc + k0);
+    for (int64_t c = k0 / S; c < (k0 + kn) / S; c++) {
+      double v = 0;
+      for (int64_t q = 0; q < S; q++) v += j->acc[c * S + q];
+      j->var[c] = v / (double)cnt;
+    }
+  }
+}
+
+static void bns_apply(void *p, int64_t b, int64_t e) {
+  const bns_job *j = p;
+  for (int64_t n = b; n < e; n++) cpu_simd->row_affine(j->y + n * j->K, j->x + n * j->K, j->pm, j->pa, j->psh, j->K);
+}
+
 static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   wk_tensor *input = WK_ARG_T(0), *weight = WK_ARG_OPT_T(1), *bias = WK_ARG_OPT_T(2);
   wk_tensor *rmean = WK_ARG_OPT_T(3), *rvar = WK_ARG_OPT_T(4);
@@ -250,6 +293,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "batch_norm(): out of memory");
   double *mean = buf, *var = buf + C, *scale = buf + 2 * C, *shift = buf + 3 * C, *w = buf + 4 * C, *bb = buf + 5 * C;
   wk_tensor *x = NULL, *y = NULL, *sm = NULL, *si = NULL;
+  void *sbuf = NULL; /* the S < 16 path's scratch (bns_job) */
   s = WK_OK;
   for (int64_t c = 0; c < C; c++) {
     w[c] = 1;
@@ -260,7 +304,21 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (s) goto fail;
   if (!(x = cpu_prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
   bn_job j = {wk_tensor_data(x), wk_tensor_data(y), N, C, S, mean, var, scale, shift};
-  if (training) {
+  bns_job sj = {0};
+  if (cd == WK_F32 && S < 16) {
+    int64_t K = C * S;
+    sbuf = wk_malloc(sizeof(double) * (size_t)(2 * K) + sizeof(float) * (size_t)(3 * K));
+    if (!sbuf) {
+      s = wk_error(WK_ERR_NO_MEMORY, "batch_norm(): out of memory");
+      goto fail;
+    }
+    float *pf = (float *)((double *)sbuf + 2 * K);
+    sj = (bns_job){wk_tensor_data(x), wk_tensor_data(y), N, S, K, S * (256 / S), mean, var, (double *)sbuf,
+                   (double *)sbuf + K, pf, pf + K, pf + 2 * K};
+  }
+  if (training && sj.x) {
+    cpu_par((sj.K + sj.KB - 1) / sj.KB, N * sj.KB * 2, bns_stats, &sj);
+  } else if (training) {
     cpu_par(C, N * S, cd == WK_F64 ? bn_stats_f64 : bn_stats_f32, &j);
   } else {
     if ((s = wk_tensor_to_f64(rmean, mean, C)) || (s = wk_tensor_to_f64(rvar, var, C))) goto fail;
@@ -271,7 +329,17 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
     shift[c] = bb[c];
     w[c] = invstd; /* kept for save_invstd */
   }
-  cpu_par(N * C, S, cd == WK_F64 ? bn_apply_f64 : bn_apply_f32, &j);
+  if (sj.x) {
+    float *pm = (float *)sj.pm, *pa = (float *)sj.pa, *psh = (float *)sj.psh;
+    for (int64_t k = 0; k < sj.K; k++) { /* the values bn_apply_f32 uses */
+      pm[k] = (float)mean[k / S];
+      pa[k] = (float)scale[k / S];
+      psh[k] = (float)shift[k / S];
+    }
+    cpu_par(N, sj.K, bns_apply, &sj);
+  } else {
+    cpu_par(N * C, S, cd == WK_F64 ? bn_apply_f64 : bn_apply_f32, &j);
+  }
   if (training) {
     if (!(sm = cpu_from_doubles(mean, C, &C, 1, sdt)) || !(si = cpu_from_doubles(w, C, &C, 1, sdt))) goto fail_err;
     double cnt = (double)(N * S);
@@ -299,6 +367,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   y = wk_cast_own(y, dt);
 fail:
   wk_free(buf);
+  wk_free(sbuf);
   wk_release(x);
   return wk_kernel_done_n(s, (wk_tensor *[]){y, sm, si}, 3, outs);
 fail_err:

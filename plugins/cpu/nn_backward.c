@@ -161,6 +161,50 @@ typedef struct {
 DEF_BNB(float, f32)
 DEF_BNB(double, f64)
 
+/* f32 with S < 16 elements per channel plane: rows of K = C * S as in
+ * batch_norm's bns_job (nn.c); the sums add each column over the images in
+ * order, then a channel's columns in order. */
+typedef struct {
+  const float *x, *g;
+  float *gi;
+  int64_t N, S, K, KB;
+  const double *mean;   /* [C] */
+  double *sum_g, *dotp; /* [C] */
+  double *mu, *sg, *dp; /* [K] scratch */
+  const double *p[5];   /* [K] each: m, k, gm, is, w per column (simd.h row_bwd_input) */
+  bool train;
+} bnbs_job;
+
+static void bnbs_sums(void *p, int64_t b, int64_t e) {
+  const bnbs_job *j = p;
+  const int64_t S = j->S;
+  for (int64_t t = b; t < e; t++) {
+    int64_t k0 = t * j->KB, kn = j->K - k0 < j->KB ? j->K - k0 : j->KB;
+    for (int64_t k = k0; k < k0 + kn; k++) j->mu[k] = j->mean[k / S];
+    cpu_simd->col_bwd_sums(j->x + k0, j->g + k0, j->N, j->K, kn, j->mu + k0, j->sg + k0, j->dp + k0);
+    for (int64_t c = k0 / S; c < (k0 + kn) / S; c++) {
+      double a = 0, d = 0;
+      for (int64_t q = 0; q < S; q++) {
+        a += j->sg[c * S + q];
+        d += j->dp[c * S + q];
+      }
+      j->sum_g[c] = a;
+      j->dotp[c] = d;
+    }
+  }
+}
+
+static void bnbs_input(void *p, int64_t b, int64_t e) {
+  const bnbs_job *j = p;
+  const int64_t K = j->K;
+  for (int64_t n = b; n < e; n++) {
+    if (j->train)
+      cpu_simd->row_bwd_input(j->gi + n * K, j->g + n * K, j->x + n * K, j->p, K);
+    else
+      cpu_simd->row_bwd_input_eval(j->gi + n * K, j->g + n * K, j->p[3], j->p[4], K);
+  }
+}
+
 static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "batch_norm_backward";
   wk_tensor *go = WK_ARG_T(0), *input = WK_ARG_T(1), *weight = WK_ARG_OPT_T(2);
@@ -176,6 +220,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   wk_dtype dt = wk_tensor_dtype(input), cd = cpu_fcompute(dt);
   wk_dtype pdt = wk_kernel_meta(ctx, 1)->dtype;
   wk_tensor *gi = NULL, *gw = NULL, *gb = NULL, *x = NULL, *g = NULL;
+  void *sbuf = NULL; /* the S < 16 path's scratch (bnbs_job) */
   double *buf = wk_calloc((size_t)(5 * C + 1), sizeof(double));
   if (!buf) return wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
   double *mean = buf, *invstd = buf + C, *w = buf + 2 * C, *sum_g = buf + 3 * C, *dotp = buf + 4 * C;
@@ -202,8 +247,37 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                  w,
                  sum_g,
                  dotp};
-    if (mask[1] || mask[2] || train) cpu_par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);
-    if (gi) cpu_par(N * C, S, cd == WK_F64 ? bnb_input_f64 : bnb_input_f32, &j);
+    if (cd == WK_F32 && S < 16) { /* bnbs_job */
+      int64_t K = C * S;
+      if (!(sbuf = wk_malloc(sizeof(double) * (size_t)(8 * K)))) {
+        s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
+        goto fail;
+      }
+      double *d = sbuf;
+      bnbs_job sj = {wk_tensor_data(x), wk_tensor_data(g), gi ? wk_tensor_data(gi) : NULL, N, S, K, S * (256 / S),
+                     mean, sum_g, dotp, d, d + K, d + 2 * K, {d + 3 * K, d + 4 * K, d + 5 * K, d + 6 * K, d + 7 * K},
+                     train};
+      if (mask[1] || mask[2] || train) cpu_par((K + sj.KB - 1) / sj.KB, N * sj.KB * 2, bnbs_sums, &sj);
+      if (gi) {
+        const double cnt = (double)(N * S);
+        double *pm = d + 3 * K, *pk = d + 4 * K, *pgm = d + 5 * K, *pis = d + 6 * K, *pw = d + 7 * K;
+        for (int64_t k = 0; k < K; k++) { /* the values bnb_input_f32 uses */
+          int64_t c = k / S;
+          double is = invstd[c];
+          pis[k] = is;
+          pw[k] = w[c];
+          if (train) {
+            pm[k] = mean[c];
+            pk[k] = dotp[c] * is * is / cnt;
+            pgm[k] = sum_g[c] / cnt;
+          }
+        }
+        cpu_par(N, 2 * K, bnbs_input, &sj);
+      }
+    } else {
+      if (mask[1] || mask[2] || train) cpu_par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);
+      if (gi) cpu_par(N * C, S, cd == WK_F64 ? bnb_input_f64 : bnb_input_f32, &j);
+    }
   }
   if (mask[1]) {
     for (int64_t c = 0; c < C; c++) dotp[c] *= invstd[c];
@@ -213,6 +287,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   gi = wk_cast_own(gi, dt);
 fail:
   wk_free(buf);
+  wk_free(sbuf);
   wk_release(x);
   wk_release(g);
   return wk_kernel_done_opt(s, (wk_tensor *[]){gi, gw, gb}, mask, 3, outs);

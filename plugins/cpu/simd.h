@@ -50,6 +50,20 @@ typedef struct {
   double (*sum)(const float *x, int64_t n);
   /* o[i] = v */
   void (*fill)(float *o, float v, int64_t n);
+  /* batch_norm when a channel plane has few elements (S < 16): x holds N
+   * rows of K (= a block of C * S) columns, row stride ld; the callee zeroes
+   * the sums. acc[k] = sum_n x; acc[k] = sum_n (x - mu[k])^2; sg[k] = sum_n g
+   * and dp[k] = sum_n (x - mu[k]) * g; all in double, n ascending. */
+  void (*col_sum)(const float *x, int64_t N, int64_t ld, int64_t K, double *acc);
+  void (*col_sqdev)(const float *x, int64_t N, int64_t ld, int64_t K, const double *mu, double *acc);
+  void (*col_bwd_sums)(const float *x, const float *g, int64_t N, int64_t ld, int64_t K, const double *mu, double *sg,
+                       double *dp);
+  /* one row of K with per-column parameters: y = (x - pm) * pa + psh (as
+   * bn_apply); gi as bn_bwd_input with p = {m, k, gm, is, w} per column; gi
+   * as bn_bwd_input_eval */
+  void (*row_affine)(float *y, const float *x, const float *pm, const float *pa, const float *psh, int64_t K);
+  void (*row_bwd_input)(float *gi, const float *g, const float *x, const double *const *p, int64_t K);
+  void (*row_bwd_input_eval)(float *gi, const float *g, const double *pis, const double *pw, int64_t K);
 } cpu_simd_table;
 
 /* The table in use; set by cpu_simd_init (the baseline before it runs). */

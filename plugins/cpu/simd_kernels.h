@@ -146,8 +146,65 @@ static void SIMD_FN(fill)(float *o, float v, int64_t n) {
   for (int64_t i = 0; i < n; i++) o[i] = v;
 }
 
+/* ---- batch_norm with few elements per channel plane (S < 16): an image is
+ * one row of K = C * S contiguous values; loops run along the row, with the
+ * channels' parameters expanded to one per column. Column sums add the rows
+ * in order (n ascending), in double. */
+
+static void SIMD_FN(col_sum)(const float *x, int64_t N, int64_t ld, int64_t K, double *acc) {
+  for (int64_t k = 0; k < K; k++) acc[k] = 0;
+  for (int64_t n = 0; n < N; n++) {
+    const float *restrict r = x + n * ld;
+    for (int64_t k = 0; k < K; k++) acc[k] += (double)r[k];
+  }
+}
+
+static void SIMD_FN(col_sqdev)(const float *x, int64_t N, int64_t ld, int64_t K, const double *mu, double *acc) {
+  for (int64_t k = 0; k < K; k++) acc[k] = 0;
+  for (int64_t n = 0; n < N; n++) {
+    const float *restrict r = x + n * ld;
+    for (int64_t k = 0; k < K; k++) {
+      double d = (double)r[k] - mu[k];
+      acc[k] += d * d;
+    }
+  }
+}
+
+static void SIMD_FN(col_bwd_sums)(const float *x, const float *g, int64_t N, int64_t ld, int64_t K, const double *mu,
+                                  double *sg, double *dp) {
+  for (int64_t k = 0; k < K; k++) sg[k] = dp[k] = 0;
+  for (int64_t n = 0; n < N; n++) {
+    const float *restrict xr = x + n * ld, *restrict gr = g + n * ld;
+    for (int64_t k = 0; k < K; k++) {
+      double gv = (double)gr[k];
+      sg[k] += gv;
+      dp[k] += ((double)xr[k] - mu[k]) * gv;
+    }
+  }
+}
+
+static void SIMD_FN(row_affine)(float *y, const float *x, const float *pm, const float *pa, const float *psh,
+                                int64_t K) {
+  SIMD_IVDEP
+  for (int64_t k = 0; k < K; k++) y[k] = (x[k] - pm[k]) * pa[k] + psh[k];
+}
+
+static void SIMD_FN(row_bwd_input)(float *gi, const float *g, const float *x, const double *const *p, int64_t K) {
+  const double *restrict pm = p[0], *restrict pk = p[1], *restrict pgm = p[2], *restrict pis = p[3],
+                         *restrict pw = p[4];
+  SIMD_IVDEP
+  for (int64_t k = 0; k < K; k++)
+    gi[k] = (float)((((double)g[k] - ((double)x[k] - pm[k]) * pk[k]) - pgm[k]) * pis[k] * pw[k]);
+}
+
+static void SIMD_FN(row_bwd_input_eval)(float *gi, const float *g, const double *pis, const double *pw, int64_t K) {
+  SIMD_IVDEP
+  for (int64_t k = 0; k < K; k++) gi[k] = (float)((double)g[k] * pis[k] * pw[k]);
+}
+
 static const cpu_simd_table SIMD_FN(table) = {
-    SIMD_ISA_NAME,         SIMD_FN(add),          SIMD_FN(mul),         SIMD_FN(add_scalar),
-    SIMD_FN(mul_scalar),   SIMD_FN(relu),         SIMD_FN(threshold_bwd), SIMD_FN(bn_stats),
-    SIMD_FN(bn_apply),     SIMD_FN(bn_bwd_sums),  SIMD_FN(bn_bwd_input), SIMD_FN(bn_bwd_input_eval),
-    SIMD_FN(sum),          SIMD_FN(fill)};
+    SIMD_ISA_NAME,         SIMD_FN(add),         SIMD_FN(mul),           SIMD_FN(add_scalar),
+    SIMD_FN(mul_scalar),   SIMD_FN(relu),        SIMD_FN(threshold_bwd), SIMD_FN(bn_stats),
+    SIMD_FN(bn_apply),     SIMD_FN(bn_bwd_sums), SIMD_FN(bn_bwd_input),  SIMD_FN(bn_bwd_input_eval),
+    SIMD_FN(sum),          SIMD_FN(fill),        SIMD_FN(col_sum),       SIMD_FN(col_sqdev),
+    SIMD_FN(col_bwd_sums), SIMD_FN(row_affine),  SIMD_FN(row_bwd_input), SIMD_FN(row_bwd_input_eval)};
