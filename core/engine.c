@@ -65,11 +65,29 @@ static wk_tensor *sum_to(wk_tensor *g, const int64_t *sizes, int ndim, const cha
   return r;
 }
 
-/* Adds g (consumed) into *slot. */
-static wk_status accumulate_into(wk_tensor **slot, wk_tensor *g) {
+/* True when nothing but the engine's buffer can see t's memory: one handle
+ * reference, one tensor on its storage (no view, no other branch holding the
+ * same gradient, no hook or trace that kept it), plain memory, same layout as
+ * g. Then accumulation may write into it, as PyTorch's InputBuffer does. */
+static bool can_accumulate_in_place(const wk_tensor *t, const wk_tensor *g) {
+  if (atomic_load(&t->refcount) != 1 || !t->storage || atomic_load(&t->storage->refcount) != 1) return false;
+  if (t->storage->external || t->quant || t->dtype != g->dtype || t->ndim != g->ndim) return false;
+  for (int i = 0; i < t->ndim; i++)
+    if (t->sizes[i] != g->sizes[i]) return false;
+  return wk_tensor_is_contiguous(t) && !wk_tensor_requires_grad(t);
+}
+
+/* Adds g (consumed) into *slot: in place when the buffer's tensor is the
+ * engine's alone and no graph of the backward is being built. */
+static wk_status accumulate_into(wk_tensor **slot, wk_tensor *g, bool create_graph) {
   if (!*slot) {
     *slot = g;
     return WK_OK;
+  }
+  if (!create_graph && can_accumulate_in_place(*slot, g)) {
+    wk_tensor *r = wk_add_(*slot, g);
+    wk_release(g);
+    return r ? WK_OK : wk_last_error();
   }
   wk_tensor *sum = wk_add(*slot, g);
   wk_release(g);
@@ -239,7 +257,7 @@ static wk_status run_node(wk__node *n, const run_opts *o, nodevec *ready) {
                      n->name, k, n->forward_trace ? n->forward_trace : wk_op_name(n->op));
         wk_release(g);
       } else {
-        s = accumulate_into(&e.node->buffer[e.input_nr], g);
+        s = accumulate_into(&e.node->buffer[e.input_nr], g, o->create_graph);
       }
     }
     wk_release(gin[k]);
@@ -312,7 +330,7 @@ static wk_status run_backward(wk__edge *roots, wk_tensor **grads, int nroots, co
   /* 2. seed the roots */
   for (int r = 0; r < nroots; r++) {
     if (!s && roots[r].node) {
-      s = accumulate_into(&roots[r].node->buffer[roots[r].input_nr], grads[r]);
+      s = accumulate_into(&roots[r].node->buffer[roots[r].input_nr], grads[r], o->create_graph);
       grads[r] = NULL;
     }
     wk_release(grads[r]);

@@ -33,6 +33,31 @@ START_TEST(test_autograd_square) {
 }
 END_TEST
 
+/* Gradients meeting at one tensor are summed, in place when the engine owns
+ * the first one alone; never into a gradient that someone else still holds
+ * (both inputs of a + a get the same gradient handle). */
+START_TEST(test_autograd_fan_in_accumulation) {
+  wk_scope_begin();
+  wk_tensor *x = leaf(TU_T(WK_F32, (3), 1, 2, 3));
+  wk_tensor *a = wk_mul_scalar(x, 2);
+  wk_tensor *l = wk_sum(wk_add(wk_mul_scalar(a, 3), wk_mul_scalar(a, 4)));
+  TU_OK(wk_backward(l));
+  TU_EQ_VALS(wk_tensor_grad(x), 14, 14, 14);
+  TU_OK(wk_tensor_zero_grad(x, true));
+  wk_tensor *b = wk_mul_scalar(x, 2);
+  TU_OK(wk_backward(wk_sum(wk_add(wk_add(b, b), b))));
+  TU_EQ_VALS(wk_tensor_grad(x), 6, 6, 6);
+  /* a residual block's shape: y = relu(x*w) + x, summed twice over */
+  TU_OK(wk_tensor_zero_grad(x, true));
+  wk_tensor *y = wk_add(wk_relu(wk_mul_scalar(x, -1)), x);
+  wk_tensor *z = wk_add(wk_mul(y, y), y);
+  TU_OK(wk_backward(wk_sum(z)));
+  TU_EQ_VALS(wk_tensor_grad(x), 3, 5, 7); /* y = x: d/dx (x^2 + x) = 2x + 1 */
+  wk_scope_end();
+  ck_assert_int_eq(wk_live_tensors(), 0);
+}
+END_TEST
+
 START_TEST(test_autograd_nonscalar_backward) {
   wk_scope_begin();
   wk_tensor *x = leaf(TU_T(WK_F32, (3), 1, 2, 3));
@@ -783,6 +808,7 @@ static Suite *make_suite(void) {
   tcase_add_checked_fixture(tc, tu_setup, NULL);
   tcase_set_timeout(tc, 120); /* the 100k-node graph takes a while under sanitizers */
   tcase_add_test(tc, test_autograd_square);
+  tcase_add_test(tc, test_autograd_fan_in_accumulation);
   tcase_add_test(tc, test_autograd_nonscalar_backward);
   tcase_add_test(tc, test_autograd_retain_graph_and_freed_graph);
   tcase_add_test(tc, test_autograd_grad_function);
