@@ -340,7 +340,12 @@ START_TEST(test_mha_matches_torch) {
     bool self, weights, average;
   } cs[] = {{"mha_self", 8, 2, {0}, true, true, true},
             {"mha_cross_bf", 8, 2, {.batch_first = true}, false, true, false},
-            {"mha_mask3d_nobias", 8, 4, {.no_bias = true}, false, false, false}};
+            {"mha_mask3d_nobias", 8, 4, {.no_bias = true}, false, false, false},
+            {"mha_kvdim", 8, 2, {.kdim = 5, .vdim = 3}, false, true, true},
+            {"mha_bias_kv_zero_attn_bf", 8, 2, {.batch_first = true, .add_bias_kv = true, .add_zero_attn = true}, false,
+             true, false},
+            {"mha_kvdim_bias_kv_boolmask", 8, 2, {.kdim = 5, .vdim = 7, .add_bias_kv = true}, false, false, false},
+            {"mha_zero_attn_nobias", 8, 4, {.add_zero_attn = true, .no_bias = true}, false, true, true}};
   for (int dti = 0; dti < 2; dti++)
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
       wk_dtype dt = dti ? WK_F32 : WK_F64;
@@ -400,6 +405,23 @@ START_TEST(test_mha_module_forward_and_errors) {
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "divisible by num_heads");
   ck_assert_ptr_null(wk_nn_multihead_attention(0, 1, (wk_mha_opts){0}));
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "must be positive");
+  ck_assert_ptr_null(wk_nn_multihead_attention(8, 2, (wk_mha_opts){.kdim = -1}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "kdim and vdim must be positive");
+  {
+    /* kdim/vdim: separate projection weights (in_proj_weight is None), bias_k/bias_v [1, 1, E]; the key's features are checked */
+    wk_module *kv = wk_nn_multihead_attention(8, 2, (wk_mha_opts){.kdim = 5, .vdim = 3, .add_bias_kv = true});
+    TU_NOTNULL(kv);
+    ck_assert_ptr_null(wk_module_param(kv, "in_proj_weight"));
+    wk_clear_error();
+    ck_assert_int_eq(wk_tensor_size(wk_module_param(kv, "k_proj_weight"), 1), 5);
+    ck_assert_int_eq(wk_tensor_size(wk_module_param(kv, "v_proj_weight"), 1), 3);
+    ck_assert_int_eq(wk_tensor_dim(wk_module_param(kv, "bias_k")), 3);
+    wk_tensor *q8 = wk_zeros(WK_SHAPE(4, 2, 8), (wk_options){0}), *k8 = wk_zeros(WK_SHAPE(6, 2, 8), (wk_options){0});
+    wk_tensor *v3 = wk_zeros(WK_SHAPE(6, 2, 3), (wk_options){0});
+    ck_assert_ptr_null(wk_nn_mha_forward(kv, q8, k8, v3, NULL, NULL));
+    TU_FAILS_WITH(WK_ERR_SHAPE, "MultiheadAttention(embed_dim=8, kdim=5, vdim=3): expected query (N, L, 8), key (N, S, 5)");
+    wk_module_release(kv);
+  }
   ck_assert_ptr_null(wk_module_forward(m, wk_zeros(WK_SHAPE(5, 3, 7), (wk_options){.dtype = WK_F64})));
   TU_FAILS_WITH(WK_ERR_SHAPE, "MultiheadAttention(embed_dim=8)");
   ck_assert_ptr_null(wk_module_forward(m, wk_zeros(WK_SHAPE(8), (wk_options){.dtype = WK_F64})));

@@ -119,13 +119,19 @@ typedef struct wk_resnet_opts {
   bool cifar_stem;     /* 3x3 stride-1 conv1 and no maxpool (for 32x32 inputs) */
 } wk_resnet_opts;
 
-/* MultiheadAttention (torch.nn.MultiheadAttention; kdim = vdim = embed_dim,
- * no bias_k/bias_v). Parameters: in_proj_weight [3E, E], in_proj_bias [3E],
- * out_proj.weight [E, E], out_proj.bias [E]: PyTorch's state-dict keys. */
+/* MultiheadAttention (torch.nn.MultiheadAttention). Parameters, with
+ * PyTorch's state-dict keys: in_proj_weight [3E, E] when kdim = vdim = E,
+ * else q_proj_weight [E, E], k_proj_weight [E, kdim], v_proj_weight
+ * [E, vdim]; in_proj_bias [3E]; bias_k, bias_v [1, 1, E] with add_bias_kv;
+ * out_proj.weight [E, E], out_proj.bias [E]. */
 typedef struct wk_mha_opts {
   double dropout;   /* on the attention weights in training: 0 -> 0.0 */
   bool no_bias;     /* false -> bias=True */
   bool batch_first; /* false -> inputs (L, N, E); true -> (N, L, E) */
+  /* appended (issue 17): */
+  int64_t kdim, vdim; /* features of key / value: 0 -> embed_dim */
+  bool add_bias_kv;   /* learnt bias_k / bias_v appended to the projected keys / values (one more key) */
+  bool add_zero_attn; /* a zero key and value appended after the heads split (one more key) */
 } wk_mha_opts;
 
 /* TransformerEncoderLayer / TransformerDecoderLayer (PyTorch 1.13). */

@@ -50,6 +50,13 @@ wk_module *nn_multihead_attention(int64_t E, int64_t H, const wk_mha_opts *o, si
              op.dropout);
     return NULL;
   }
+  if (op.kdim < 0 || op.vdim < 0) {
+    wk_error(WK_ERR_INVALID_ARG, "MultiheadAttention: kdim and vdim must be positive (0: embed_dim), got %lld and %lld",
+             (long long)op.kdim, (long long)op.vdim);
+    return NULL;
+  }
+  if (op.kdim == 0) op.kdim = E;
+  if (op.vdim == 0) op.vdim = E;
   mha_state *s = wk_malloc(sizeof *s);
   oproj_state *ps = wk_malloc(sizeof *ps);
   if (!s || !ps) {
@@ -69,20 +76,41 @@ wk_module *nn_multihead_attention(int64_t E, int64_t H, const wk_mha_opts *o, si
     wk_module_release(proj);
     return NULL;
   }
-  bool b = !op.no_bias;
+  bool b = !op.no_bias, same = op.kdim == E && op.vdim == E;
   wk_scope_begin();
-  /* PyTorch's _reset_parameters: xavier_uniform_ in_proj_weight, zero biases,
+  /* PyTorch's _reset_parameters: xavier_uniform_ in_proj_weight (or each of
+   * q/k/v_proj_weight), zero biases, xavier_normal_ bias_k and bias_v;
    * out_proj.weight keeps Linear's default init */
-  wk_tensor *w = wk_empty(WK_SHAPE(3 * E, E), (wk_options){0});
+  wk_tensor *w = same ? wk_empty(WK_SHAPE(3 * E, E), (wk_options){0}) : NULL;
+  wk_tensor *qkv[3] = {NULL, NULL, NULL};
+  if (!same) {
+    qkv[0] = wk_empty(WK_SHAPE(E, E), (wk_options){0});
+    qkv[1] = wk_empty(WK_SHAPE(E, op.kdim), (wk_options){0});
+    qkv[2] = wk_empty(WK_SHAPE(E, op.vdim), (wk_options){0});
+  }
   wk_tensor *ib = b ? wk_zeros(WK_SHAPE(3 * E), (wk_options){0}) : NULL;
   wk_tensor *pw = wk_empty(WK_SHAPE(E, E), (wk_options){0});
   wk_tensor *pb = b ? wk_empty(WK_SHAPE(E), (wk_options){0}) : NULL;
-  wk_status st = w && pw && (!b || (ib && pb)) ? WK_OK : wk_last_error();
-  if (!st) st = nn_init(WK_NN_INIT_XAVIER_UNIFORM, w, &(wk_init_opts){0}, sizeof(wk_init_opts));
+  wk_tensor *bk = op.add_bias_kv ? wk_empty(WK_SHAPE(1, 1, E), (wk_options){0}) : NULL;
+  wk_tensor *bv = op.add_bias_kv ? wk_empty(WK_SHAPE(1, 1, E), (wk_options){0}) : NULL;
+  wk_status st = (same ? w != NULL : qkv[0] && qkv[1] && qkv[2]) && pw && (!b || (ib && pb)) &&
+                         (!op.add_bias_kv || (bk && bv))
+                     ? WK_OK
+                     : wk_last_error();
+  if (!st && same) st = nn_init(WK_NN_INIT_XAVIER_UNIFORM, w, &(wk_init_opts){0}, sizeof(wk_init_opts));
+  for (int i = 0; i < 3 && !st && !same; i++)
+    st = nn_init(WK_NN_INIT_XAVIER_UNIFORM, qkv[i], &(wk_init_opts){0}, sizeof(wk_init_opts));
   if (!st) st = nn_init_default_weight_bias(pw, pb);
   if (!st && pb) st = nn_init(WK_NN_INIT_ZEROS, pb, &(wk_init_opts){0}, sizeof(wk_init_opts));
-  if (!st) st = nn_param(m, "in_proj_weight", w);
+  if (!st && bk) st = nn_init(WK_NN_INIT_XAVIER_NORMAL, bk, &(wk_init_opts){0}, sizeof(wk_init_opts));
+  if (!st && bv) st = nn_init(WK_NN_INIT_XAVIER_NORMAL, bv, &(wk_init_opts){0}, sizeof(wk_init_opts));
+  if (!st && same) st = nn_param(m, "in_proj_weight", w);
+  if (!st && !same) st = nn_param(m, "q_proj_weight", qkv[0]);
+  if (!st && !same) st = nn_param(m, "k_proj_weight", qkv[1]);
+  if (!st && !same) st = nn_param(m, "v_proj_weight", qkv[2]);
   if (!st) st = nn_param(m, "in_proj_bias", ib);
+  if (!st && bk) st = nn_param(m, "bias_k", bk);
+  if (!st && bv) st = nn_param(m, "bias_v", bv);
   if (!st) st = nn_param(proj, "weight", pw);
   if (!st) st = nn_param(proj, "bias", pb);
   wk_scope_end();
@@ -109,6 +137,17 @@ static wk_tensor *additive(wk_tensor *m, wk_dtype dt) {
   return wk_masked_fill(z, m, -INFINITY);
 }
 
+/* An additive mask with `extra` zero (allowed) key columns appended (add_bias_kv, add_zero_attn). */
+static wk_tensor *pad_keys(wk_tensor *m, int64_t extra) {
+  if (!m || extra == 0) return m;
+  int nd = wk_tensor_dim(m);
+  int64_t sz[WK_MAX_DIMS];
+  memcpy(sz, wk_tensor_sizes(m), sizeof(int64_t) * (size_t)nd);
+  sz[nd - 1] = extra;
+  wk_tensor *z = wk_zeros(sz, nd, (wk_options){.dtype = wk_tensor_dtype(m), .device = wk_tensor_device(m)});
+  return wk_cat((wk_tensor *[]){m, z}, 2, nd - 1);
+}
+
 /* PyTorch's multi_head_attention_forward on batch-first 3-D inputs (N, L, E),
  * (N, S, E): the merged additive mask (N or 1, H or 1, L, S), then attention.
  * Runs in the caller's scope. */
@@ -117,23 +156,47 @@ static wk_tensor *mha_core(wk_module *self, wk_tensor *query, wk_tensor *key, wk
   const mha_state *s = wk_module_state(self);
   const int64_t E = s->E, H = s->H, hd = E / H;
   char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX], c[WK_SHAPE_STR_MAX];
+  const int64_t kd = s->o.kdim ? s->o.kdim : E, vd = s->o.vdim ? s->o.vdim : E;
   int64_t N = wk_tensor_size(query, 0), L = wk_tensor_size(query, 1), S = wk_tensor_size(key, 1);
-  if (wk_tensor_size(query, 2) != E || wk_tensor_size(key, 2) != E || wk_tensor_size(value, 2) != E ||
+  if (wk_tensor_size(query, 2) != E || wk_tensor_size(key, 2) != kd || wk_tensor_size(value, 2) != vd ||
       wk_tensor_size(key, 0) != N || wk_tensor_size(value, 0) != N || wk_tensor_size(value, 1) != S) {
-    wk_error(WK_ERR_SHAPE,
-             "MultiheadAttention(embed_dim=%lld): expected query (N, L, %lld), key and value (N, S, %lld) (batch "
-             "first), got %s, %s and %s",
-             (long long)E, (long long)E, (long long)E, wk_shape_str(query, a, sizeof a), wk_shape_str(key, b, sizeof b),
-             wk_shape_str(value, c, sizeof c));
+    if (kd == E && vd == E)
+      wk_error(WK_ERR_SHAPE,
+               "MultiheadAttention(embed_dim=%lld): expected query (N, L, %lld), key and value (N, S, %lld) (batch "
+               "first), got %s, %s and %s",
+               (long long)E, (long long)E, (long long)E, wk_shape_str(query, a, sizeof a),
+               wk_shape_str(key, b, sizeof b), wk_shape_str(value, c, sizeof c));
+    else
+      wk_error(WK_ERR_SHAPE,
+               "MultiheadAttention(embed_dim=%lld, kdim=%lld, vdim=%lld): expected query (N, L, %lld), key (N, S, "
+               "%lld) and value (N, S, %lld) (batch first), got %s, %s and %s",
+               (long long)E, (long long)kd, (long long)vd, (long long)E, (long long)kd, (long long)vd,
+               wk_shape_str(query, a, sizeof a), wk_shape_str(key, b, sizeof b), wk_shape_str(value, c, sizeof c));
     return NULL;
   }
   wk_dtype dt = wk_tensor_dtype(query);
-  wk_tensor *W = wk_module_param(self, "in_proj_weight"), *B = wk_module_param(self, "in_proj_bias");
+  bool same = kd == E && vd == E;
+  wk_tensor *W = same ? wk_module_param(self, "in_proj_weight") : NULL, *B = wk_module_param(self, "in_proj_bias");
+  static const char *const sep[3] = {"q_proj_weight", "k_proj_weight", "v_proj_weight"};
   wk_tensor *proj[3], *src[3] = {query, key, value};
+  /* PyTorch's add_bias_kv appends bias_k / bias_v as one more key and value,
+   * add_zero_attn a zero one after the heads split; the masks get a zero
+   * (allowed) column for each */
+  int64_t S2 = S + (s->o.add_bias_kv ? 1 : 0) + (s->o.add_zero_attn ? 1 : 0);
   for (int i = 0; i < 3; i++) {
     int64_t len = i == 0 ? L : S;
-    wk_tensor *y = wk_linear(src[i], wk_narrow(W, 0, i * E, E), B ? wk_narrow(B, 0, i * E, E) : NULL);
+    wk_tensor *w = same ? wk_narrow(W, 0, i * E, E) : wk_module_param(self, sep[i]);
+    wk_tensor *y = wk_linear(src[i], w, B ? wk_narrow(B, 0, i * E, E) : NULL);
+    if (i > 0 && s->o.add_bias_kv) {
+      wk_tensor *bias = wk_module_param(self, i == 1 ? "bias_k" : "bias_v"); /* (1, 1, E) */
+      y = wk_cat((wk_tensor *[]){y, wk_expand(bias, WK_SHAPE(N, 1, E))}, 2, 1);
+      len++;
+    }
     proj[i] = wk_permute(wk_reshape(y, WK_SHAPE(N, len, H, hd)), WK_SHAPE(0, 2, 1, 3)); /* (N, H, len, hd) */
+    if (i > 0 && s->o.add_zero_attn) {
+      wk_options zo = {.dtype = wk_tensor_dtype(query), .device = wk_tensor_device(query)};
+      proj[i] = wk_cat((wk_tensor *[]){proj[i], wk_zeros(WK_SHAPE(N, H, 1, hd), zo)}, 2, 2);
+    }
   }
   /* the merged mask */
   wk_tensor *mask = NULL;
@@ -143,9 +206,9 @@ static wk_tensor *mha_core(wk_module *self, wk_tensor *query, wk_tensor *key, wk
     int nd = wk_tensor_dim(am);
     const int64_t *sz = wk_tensor_sizes(am);
     if (nd == 2 && sz[0] == L && sz[1] == S) {
-      mask = additive(am, dt);
+      mask = pad_keys(additive(am, dt), S2 - S);
     } else if (nd == 3 && sz[0] == N * H && sz[1] == L && sz[2] == S) {
-      mask = wk_reshape(additive(am, dt), WK_SHAPE(N, H, L, S));
+      mask = wk_reshape(pad_keys(additive(am, dt), S2 - S), WK_SHAPE(N, H, L, S2));
     } else {
       int64_t want[3] = {N * H, L, S};
       wk_error(WK_ERR_SHAPE, "MultiheadAttention: The shape of the attn_mask is %s, but should be %s or %s",
@@ -161,7 +224,7 @@ static wk_tensor *mha_core(wk_module *self, wk_tensor *query, wk_tensor *key, wk
                wk_sizes_str(want, 2, a, sizeof a), wk_shape_str(kpm, b, sizeof b));
       return NULL;
     }
-    wk_tensor *k4 = wk_reshape(additive(kpm, dt), WK_SHAPE(N, 1, 1, S));
+    wk_tensor *k4 = wk_reshape(pad_keys(additive(kpm, dt), S2 - S), WK_SHAPE(N, 1, 1, S2));
     mask = mask ? wk_add(mask, k4) : k4;
   }
   double p = wk_module_is_training(self) ? s->o.dropout : 0.0;

@@ -245,6 +245,17 @@ pe_x = torch.randn(7, 2, 16)
 cases.append(("positional_encoding", [("x", pe_x), ("y", pe_m(pe_x)), ("pe", pe_m.pe)]))
 torch.set_default_dtype(torch.float64)
 
+# ---- MultiheadAttention kdim/vdim, add_bias_kv, add_zero_attn (appended after the earlier cases' draws) ----
+kpm2 = torch.tensor([[False, False, True, False, False, False], [False, False, False, False, True, True]])
+mha_case("mha_kvdim", 8, 2, r(4, 2, 8), r(6, 2, 5), r(6, 2, 3), kdim=5, vdim=3)
+mha_case("mha_bias_kv_zero_attn_bf", 8, 2, r(2, 4, 8), r(2, 6, 8), r(2, 6, 8), kpm=kpm2, am=r(4, 6), average=False,
+         batch_first=True, add_bias_kv=True, add_zero_attn=True)
+am3b = torch.rand(2 * 2, 4, 6) > 0.7
+mha_case("mha_kvdim_bias_kv_boolmask", 8, 2, r(4, 2, 8), r(6, 2, 5), r(6, 2, 7), am=am3b, weights=False, kdim=5,
+         vdim=7, add_bias_kv=True)
+mha_case("mha_zero_attn_nobias", 8, 4, r(5, 2, 8), r(3, 2, 8), r(3, 2, 8), kpm=kpm2[:, :3], weights=True,
+         add_zero_attn=True, bias=False)
+
 reprs = [("mha", repr(nn.MultiheadAttention(8, 2))),
          ("pe", repr(PositionalEncoding(16, 0.2, 50))),
          ("conv_modes", repr(nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect", bias=False),
