@@ -95,15 +95,50 @@ static void split_axis(wk_tensor *t, int axis, int64_t *outer, int64_t *ch, int6
 
 static int norm_axis(int64_t axis, int nd) { return (int)(axis < 0 ? axis + nd : axis); }
 
+/* True when t's elements fill its memory exactly once in some order of the
+ * dimensions (contiguous, channels-last, any permutation): elementwise
+ * kernels then run over the memory linearly and give their result the same
+ * strides. */
+static bool dense_any_order(const wk_tensor *t) {
+  int nd = wk_tensor_dim(t);
+  const int64_t *sz = wk_tensor_sizes(t), *st = wk_tensor_strides(t);
+  int idx[WK_MAX_DIMS], m = 0;
+  for (int d = 0; d < nd; d++)
+    if (sz[d] != 1) idx[m++] = d;
+  for (int i = 1; i < m; i++) /* by stride, descending */
+    for (int j = i; j > 0 && st[idx[j]] > st[idx[j - 1]]; j--) {
+      int k = idx[j];
+      idx[j] = idx[j - 1];
+      idx[j - 1] = k;
+    }
+  int64_t want = 1;
+  for (int i = m - 1; i >= 0; i--) {
+    if (st[idx[i]] != want) return false;
+    want *= sz[idx[i]];
+  }
+  return true;
+}
+
+/* A new cpu tensor of dtype dt with t's sizes and strides (t dense). */
+static wk_tensor *empty_like_strided(const wk_tensor *t, wk_dtype dt) {
+  wk_options o = {0};
+  o.dtype = dt;
+  return wk_empty_strided(wk_tensor_sizes(t), wk_tensor_strides(t), wk_tensor_dim(t), o);
+}
+
 /* ---- quantize / dequantize / int_repr ---------------------------------------------------- */
 static wk_status k_quantize_per_tensor(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   (void)ctx;
   double scale = args[1].u.f;
   int64_t zp = args[2].u.i;
   wk_dtype qdt = args[3].u.dtype, under = wk_dtype_quantized_underlying(qdt);
-  wk_tensor *x = f32_of(args[0].u.t);
+  wk_tensor *in = args[0].u.t;
+  /* a dense f32 input in any dimension order is read in place, and the
+   * result keeps its strides (channels-last stays channels-last) */
+  bool dense = wk_tensor_dtype(in) == WK_F32 && dense_any_order(in);
+  wk_tensor *x = dense ? wk_retain(in) : f32_of(in);
   if (!x) return wk_last_error();
-  wk_tensor *r = cpu_empty(wk_tensor_sizes(x), wk_tensor_dim(x), under);
+  wk_tensor *r = dense ? empty_like_strided(x, under) : cpu_empty(wk_tensor_sizes(x), wk_tensor_dim(x), under);
   if (!r) {
     wk_release(x);
     return wk_last_error();
@@ -166,6 +201,22 @@ static wk_status k_dequantize(const wk_kernel_ctx *ctx, const wk_value *args, wk
   (void)ctx;
   wk_tensor *q = args[0].u.t;
   if (!wk_dtype_is_quantized(wk_tensor_dtype(q))) return wk_kernel_done(WK_OK, f32_of(q), outs);
+  if (wk_tensor_qscheme(q) == WK_PER_TENSOR_AFFINE && wk_tensor_dtype(q) != WK_QINT32 && dense_any_order(q)) {
+    /* the memory in order, the result with q's strides */
+    wk_tensor *r = empty_like_strided(q, WK_F32);
+    if (!r) return wk_last_error();
+    float sc = (float)wk_q_scale(q), *rd = wk_tensor_data(r);
+    int32_t zp = (int32_t)wk_q_zero_point(q);
+    int64_t n = wk_tensor_numel(q);
+    if (wk_tensor_dtype(q) == WK_QUINT8) {
+      const uint8_t *v = wk_tensor_data(q);
+      for (int64_t i = 0; i < n; i++) rd[i] = sc * (float)((int32_t)v[i] - zp);
+    } else {
+      const int8_t *v = wk_tensor_data(q);
+      for (int64_t i = 0; i < n; i++) rd[i] = sc * (float)((int32_t)v[i] - zp);
+    }
+    return wk_kernel_done(WK_OK, r, outs);
+  }
   int64_t n;
   int32_t *v = load_ints(q, &n);
   if (!v) return wk_last_error();

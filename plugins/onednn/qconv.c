@@ -15,7 +15,9 @@
  *   y = clamp(nearbyint((acc + bias / (sx * sw)) * ((sx * sw) / sy)) + y_zp,
  *             relu ? y_zp : 0, 255)
  * while the s32 result is read out of oneDNN's channels-last layout into
- * Wick's NCHW u8 tensor. (Letting oneDNN scale and add the zero point in its
+ * the u8 result, which keeps that layout (sizes [N, C, H, W], strides
+ * channels-last, as PyTorch's quantized conv returns): a chain of int8
+ * convs then runs without layout reorders. (Letting oneDNN scale and add the zero point in its
  * own kernel would differ by one quantum in rare near-tie cases: it adds the
  * zero point in float before rounding.)
  *
@@ -111,10 +113,21 @@ static void requant_free(requant *rq) {
   free(rq->bias_scaled);
 }
 
+/* nearbyintf(v) for |v| < 2^22 without a libm call (vectorisable): adding
+ * and subtracting 1.5 * 2^23 rounds to an integer in the current (nearest,
+ * ties-to-even) mode. Larger magnitudes stay larger than the u8 range with
+ * their sign, so the clamp below gives the reference's result for them too. */
+static inline float round_even(float v) {
+  const float magic = 12582912.0f;
+  return (v + magic) - magic;
+}
+
 static inline uint8_t requant_one(const requant *rq, int64_t n, int32_t acc) {
   float xf = (float)acc + rq->bias_scaled[n];
-  int64_t r = (int64_t)nearbyintf(xf * rq->mult[n]) + rq->ozp;
-  return (uint8_t)(r < rq->lo ? rq->lo : r > 255 ? 255 : r);
+  float r = round_even(xf * rq->mult[n]);
+  float lo = (float)(rq->lo - rq->ozp), hi = (float)(255 - rq->ozp);
+  r = r < lo ? lo : r > hi ? hi : r;
+  return (uint8_t)((int32_t)r + rq->ozp);
 }
 
 /* acc [rows, C] (row-major: channels last) -> y: element (r, c) goes to
@@ -127,12 +140,42 @@ typedef struct {
   const requant *rq;
 } rq_job;
 
+/* One row of C channels into contiguous u8 (the channels-last and linear
+ * case): written to vectorise, compiled for AVX-512 / AVX2 / baseline with
+ * the best picked at load time. Same arithmetic as requant_one. */
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3"))) static void
+rq_row(const int32_t *restrict a, uint8_t *restrict y, const float *restrict bias, const float *restrict mult,
+       int64_t C, float lo, float hi, int32_t ozp) {
+  for (int64_t c = 0; c < C; c++) {
+    float v = ((float)a[c] + bias[c]) * mult[c];
+    v = (v + 12582912.0f) - 12582912.0f;
+    v = v < lo ? lo : v;
+    v = v > hi ? hi : v;
+    y[c] = (uint8_t)((int32_t)v + ozp);
+  }
+}
+
 static void rq_run(void *vj, int64_t b, int64_t e) {
   const rq_job *j = vj;
+  if (j->inner == 1) {
+    for (int64_t r = b; r < e; r++)
+      rq_row(j->acc + r * j->C, j->y + r * j->C, j->rq->bias_scaled, j->rq->mult, j->C, (float)(j->rq->lo - j->rq->ozp),
+             (float)(255 - j->rq->ozp), j->rq->ozp);
+    return;
+  }
+  /* locals (u8 stores may alias anything: the loop would reload every field) */
+  const float *restrict mult = j->rq->mult, *restrict bias = j->rq->bias_scaled;
+  const int32_t ozp = j->rq->ozp;
+  const float lo = (float)(j->rq->lo - ozp), hi = (float)(255 - ozp);
+  const int64_t C = j->C, inner = j->inner;
   for (int64_t r = b; r < e; r++) {
-    const int32_t *a = j->acc + r * j->C;
-    uint8_t *y = j->y + (r / j->inner) * j->C * j->inner + r % j->inner;
-    for (int64_t c = 0; c < j->C; c++) y[c * j->inner] = requant_one(j->rq, c, a[c]);
+    const int32_t *restrict a = j->acc + r * C;
+    uint8_t *restrict y = j->y + (r / inner) * C * inner + r % inner;
+    for (int64_t c = 0; c < C; c++) { /* requant_one, inlined by hand */
+      float v = round_even(((float)a[c] + bias[c]) * mult[c]);
+      v = v < lo ? lo : v > hi ? hi : v;
+      y[c * inner] = (uint8_t)((int32_t)v + ozp);
+    }
   }
 }
 
@@ -279,7 +322,15 @@ static wk_status k_qconv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
   int64_t nacc = k.N * k.O * k.oh * k.ow;
   if (!s && !(acc = odn_alloc(sizeof(int32_t) * (size_t)nacc)))
     s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for the int32 accumulators", op);
-  if (!s && !(y = u8_result(ctx))) s = wk_last_error(); /* u8 [N, O, oh, ow] */
+  if (!s) { /* u8 [N, O, oh, ow] channels-last, as PyTorch's quantized conv returns it: the
+             * accumulators' order (a plain copy), and the next conv's input without a reorder */
+    const wk_meta_out *m = wk_kernel_meta(ctx, 0);
+    int64_t st[4] = {k.oh * k.ow * k.O, 1, k.ow * k.O, k.O};
+    wk_options o = {0};
+    o.dtype = WK_U8;
+    o.device = ctx->device;
+    if (!(y = wk_empty_strided(m->sizes, st, 4, o))) s = wk_last_error();
+  }
   if (!s) {
     const odn_prim *p = odn_entry_val(e);
     dnnl_memory_desc_t hx, hw, hy;
@@ -293,7 +344,7 @@ static wk_status k_qconv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_va
     if (!s) s = odn_exec(op, p, a, 3);
   }
   if (!s) {
-    requant_out(acc, wk_tensor_data(y), k.N * k.oh * k.ow, k.O, k.oh * k.ow, &rq);
+    requant_out(acc, wk_tensor_data(y), k.N * k.oh * k.ow, k.O, 1, &rq);
     if (!(q = wk_make_per_tensor_quantized(y, osc, ozp))) s = wk_last_error();
   }
   odn_weight_unpin(we);

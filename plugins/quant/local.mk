@@ -22,3 +22,9 @@ tests_check_quant_torch_CFLAGS = $(TEST_CFLAGS)
 tests_check_quant_torch_LDADD = $(TEST_LDADD)
 endif
 EXTRA_DIST += tests/quant_ref/histogram_observer_ref.py tests/quant_ref/gen_x86_ref.py
+# int8 vs f32 ResNet-18 inference (bench/run --only quant; PyTorch 2.15 twin: bench/quant_resnet.py)
+EXTRA_PROGRAMS += bench/bench_quant
+bench_bench_quant_SOURCES = bench/bench_quant.c bench/bench_util.h
+bench_bench_quant_LDADD = libwick.la
+bench_binaries += bench/bench_quant$(EXEEXT)
+EXTRA_DIST += bench/quant_resnet.py
