@@ -22,6 +22,8 @@ static const rnn_ref CASES[] = {
     {"lstm_lengths_bi_bf", WK_NN_LSTM, 4, 5, {.bidirectional = true, .batch_first = true}},
     {"gru_lengths_2l_bi", WK_NN_GRU, 3, 4, {.num_layers = 2, .bidirectional = true}},
     {"lstm_unbatched", WK_NN_LSTM, 3, 4, {.num_layers = 2}},
+    {"lstm_proj_2l_bi", WK_NN_LSTM, 4, 6, {.num_layers = 2, .bidirectional = true, .proj_size = 3}},
+    {"lstm_proj_lengths_bf", WK_NN_LSTM, 3, 5, {.batch_first = true, .proj_size = 2, .no_bias = true}},
 };
 
 static wk_module *make(const rnn_ref *r) {
@@ -93,6 +95,22 @@ START_TEST(test_rnn_module_forward_names_repr) {
   lr_repr_eq(wk_nn_lstm(4, 5, (wk_rnn_opts){.num_layers = 2, .bidirectional = true, .batch_first = true, .dropout = 0.5}),
              "lstm");
   lr_repr_eq(wk_nn_gru(4, 5, (wk_rnn_opts){.no_bias = true}), "gru");
+  lr_repr_eq(wk_nn_lstm(4, 6, (wk_rnn_opts){.proj_size = 3, .num_layers = 2}), "lstm_proj");
+  /* proj_size: weight_hr [proj, H], h of proj features; refused for GRU and when not below hidden_size */
+  {
+    wk_module *pm = wk_nn_lstm(4, 6, (wk_rnn_opts){.proj_size = 3});
+    TU_NOTNULL(pm);
+    ck_assert_int_eq(wk_tensor_size(wk_module_param(pm, "weight_hr_l0"), 0), 3);
+    ck_assert_int_eq(wk_tensor_size(wk_module_param(pm, "weight_hh_l0"), 1), 3);
+    wk_tensor *xx = wk_zeros(WK_SHAPE(2, 1, 4), (wk_options){0});
+    ck_assert_ptr_null(wk_nn_rnn_forward(pm, xx, wk_zeros(WK_SHAPE(1, 1, 6), (wk_options){0}), NULL, NULL, NULL, NULL));
+    TU_FAILS_WITH(WK_ERR_SHAPE, "Expected hidden[0] size [1, 1, 3], got [1, 1, 6]");
+    wk_module_release(pm);
+    ck_assert_ptr_null(wk_nn_gru(4, 6, (wk_rnn_opts){.proj_size = 3}));
+    TU_FAILS_WITH(WK_ERR_INVALID_ARG, "only supported for LSTM");
+    ck_assert_ptr_null(wk_nn_lstm(4, 6, (wk_rnn_opts){.proj_size = 6}));
+    TU_FAILS_WITH(WK_ERR_INVALID_ARG, "smaller than hidden_size");
+  }
   /* default init: U(-1/sqrt(H), 1/sqrt(H)) */
   wk_module *big = wk_nn_lstm(8, 16, (wk_rnn_opts){0});
   double *w = tu_values(wk_module_param(big, "weight_hh_l0"));

@@ -155,16 +155,20 @@ typedef struct wk_attn_masks {
   bool no_average_attn_weights; /* MHA weights: false -> averaged over heads (average_attn_weights=True) */
 } wk_attn_masks;
 
-/* LSTM / GRU (torch.nn.LSTM / GRU; no proj_size). Parameters per layer k and
- * direction: weight_ih_l{k}[_reverse] [G*H, in], weight_hh_l{k}[_reverse]
- * [G*H, H], bias_ih_l{k}[_reverse], bias_hh_l{k}[_reverse] [G*H], with PyTorch's
- * gate order (LSTM G = 4: i, f, g, o; GRU G = 3: r, z, n). */
+/* LSTM / GRU (torch.nn.LSTM / GRU). Parameters per layer k and direction:
+ * weight_ih_l{k}[_reverse] [G*H, in], weight_hh_l{k}[_reverse] [G*H, Hr],
+ * bias_ih_l{k}[_reverse], bias_hh_l{k}[_reverse] [G*H], and with proj_size
+ * weight_hr_l{k}[_reverse] [proj_size, H], with PyTorch's gate order (LSTM
+ * G = 4: i, f, g, o; GRU G = 3: r, z, n). Hr is proj_size when set, else H:
+ * the size of h (outputs, h_0, h_n); c keeps H. */
 typedef struct wk_rnn_opts {
   int64_t num_layers; /* 0 -> 1 */
   bool no_bias;       /* false -> bias=True */
   bool batch_first;   /* false -> (T, N, in); true -> (N, T, in) */
   double dropout;     /* between layers, in training: 0 -> 0.0 */
   bool bidirectional; /* false */
+  /* appended (issue 17): */
+  int64_t proj_size;  /* LSTM only: 0 -> none; else h = (o * tanh(c)) W_hr^T, 0 < proj_size < hidden_size */
 } wk_rnn_opts;
 enum wk_nn_rnn_kind { WK_NN_LSTM = 1, WK_NN_GRU = 2 };
 

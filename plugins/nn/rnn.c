@@ -17,6 +17,7 @@ static char *rnn_repr(const wk_module *self) {
   const rnn_state *s = wk_module_state(self);
   char b[32], extra[256] = "";
   size_t n = 0;
+  if (s->o.proj_size) n += (size_t)snprintf(extra + n, sizeof extra - n, ", proj_size=%lld", (long long)s->o.proj_size);
   if (s->o.num_layers != 1) n += (size_t)snprintf(extra + n, sizeof extra - n, ", num_layers=%lld", (long long)s->o.num_layers);
   if (s->o.no_bias) n += (size_t)snprintf(extra + n, sizeof extra - n, ", bias=False");
   if (s->o.batch_first) n += (size_t)snprintf(extra + n, sizeof extra - n, ", batch_first=True");
@@ -54,6 +55,15 @@ wk_module *nn_rnn(int kind, int64_t in, int64_t H, const wk_rnn_opts *o, size_t 
              cls, op.dropout);
     return NULL;
   }
+  if (op.proj_size && kind != WK_NN_LSTM) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: proj_size argument is only supported for LSTM, not RNN or GRU", cls);
+    return NULL;
+  }
+  if (op.proj_size < 0 || op.proj_size >= H) {
+    wk_error(WK_ERR_INVALID_ARG, "%s: proj_size should be a positive integer smaller than hidden_size (%lld), got %lld",
+             cls, (long long)H, (long long)op.proj_size);
+    return NULL;
+  }
   rnn_state *s = wk_malloc(sizeof *s);
   if (!s) {
     wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
@@ -72,12 +82,15 @@ wk_module *nn_rnn(int kind, int64_t in, int64_t H, const wk_rnn_opts *o, size_t 
   wk_scope_begin();
   for (int64_t l = 0; l < op.num_layers && !st; l++)
     for (int d = 0; d < D && !st; d++) {
-      int64_t lin = l == 0 ? in : H * D;
-      wk_tensor *t[4] = {wk_empty(WK_SHAPE(G * H, lin), (wk_options){0}), wk_empty(WK_SHAPE(G * H, H), (wk_options){0}),
+      const int64_t Hr = op.proj_size ? op.proj_size : H, lin = l == 0 ? in : Hr * D;
+      /* PyTorch's order: weight_ih, weight_hh[, bias_ih, bias_hh][, weight_hr] */
+      wk_tensor *t[5] = {wk_empty(WK_SHAPE(G * H, lin), (wk_options){0}), wk_empty(WK_SHAPE(G * H, Hr), (wk_options){0}),
                          op.no_bias ? NULL : wk_empty(WK_SHAPE(G * H), (wk_options){0}),
-                         op.no_bias ? NULL : wk_empty(WK_SHAPE(G * H), (wk_options){0})};
-      static const char *const what[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
-      for (int i = 0; i < (op.no_bias ? 2 : 4) && !st; i++) {
+                         op.no_bias ? NULL : wk_empty(WK_SHAPE(G * H), (wk_options){0}),
+                         op.proj_size ? wk_empty(WK_SHAPE(op.proj_size, H), (wk_options){0}) : NULL};
+      static const char *const what[5] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"};
+      for (int i = 0; i < 5 && !st; i++) {
+        if ((op.no_bias && (i == 2 || i == 3)) || (!op.proj_size && i == 4)) continue;
         char nm[64];
         pname(nm, sizeof nm, what[i], l, d);
         st = t[i] ? nn_fill_uniform(t[i], -k, k) : wk_last_error();
@@ -103,7 +116,11 @@ static bool run_dir(const rnn_state *s, wk_module *m, int64_t l, int d, wk_tenso
   wk_tensor *wih = wk_module_param(m, nm);
   pname(nm, sizeof nm, "weight_hh", l, d);
   wk_tensor *whh = wk_module_param(m, nm);
-  wk_tensor *bih = NULL, *bhh = NULL;
+  wk_tensor *bih = NULL, *bhh = NULL, *whr = NULL;
+  if (s->o.proj_size) {
+    pname(nm, sizeof nm, "weight_hr", l, d);
+    whr = wk_module_param(m, nm);
+  }
   if (!s->o.no_bias) {
     pname(nm, sizeof nm, "bias_ih", l, d);
     bih = wk_module_param(m, nm);
@@ -121,6 +138,7 @@ static bool run_dir(const rnn_state *s, wk_module *m, int64_t l, int d, wk_tenso
       wk_tensor *cg = wk_tanh(wk_narrow(g, 1, 2 * H, H)), *og = wk_sigmoid(wk_narrow(g, 1, 3 * H, H));
       cn = wk_add(wk_mul(fg, *c), wk_mul(ig, cg));
       hn = wk_mul(og, wk_tanh(cn));
+      if (whr) hn = wk_linear(hn, whr, NULL); /* proj_size */
     } else {
       wk_tensor *r = wk_sigmoid(wk_add(wk_narrow(xt, 1, 0, H), wk_narrow(gh, 1, 0, H)));
       wk_tensor *z = wk_sigmoid(wk_add(wk_narrow(xt, 1, H, H), wk_narrow(gh, 1, H, H)));
@@ -147,7 +165,7 @@ static wk_tensor *rnn_run(wk_module *m, wk_tensor *input, wk_tensor *h0, wk_tens
                           wk_tensor **h_n, wk_tensor **c_n) {
   const rnn_state *s = wk_module_state(m);
   const char *cls = rnn_name(s->kind);
-  const int64_t H = s->H, NL = s->o.num_layers;
+  const int64_t H = s->H, NL = s->o.num_layers, Hr = s->o.proj_size ? s->o.proj_size : H;
   const int D = s->o.bidirectional ? 2 : 1;
   char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
   int nd = wk_tensor_dim(input);
@@ -166,10 +184,10 @@ static wk_tensor *rnn_run(wk_module *m, wk_tensor *input, wk_tensor *h0, wk_tens
   if (!x) return NULL;
   const int64_t T = wk_tensor_size(x, 0), N = wk_tensor_size(x, 1);
   wk_options fo = {.dtype = wk_tensor_dtype(x), .device = wk_tensor_device(x)};
-  int64_t hs[3] = {NL * D, N, H};
   wk_tensor *st0[2] = {h0, c0};
   for (int i = 0; i < 2; i++) {
     if (!st0[i]) continue;
+    int64_t hs[3] = {NL * D, N, i ? H : Hr}; /* h has proj_size features */
     if (ub) st0[i] = wk_unsqueeze(st0[i], 1);
     if (!st0[i]) return NULL;
     if (wk_tensor_dim(st0[i]) != 3 || memcmp(wk_tensor_sizes(st0[i]), hs, sizeof hs)) {
@@ -225,12 +243,13 @@ static wk_tensor *rnn_run(wk_module *m, wk_tensor *input, wk_tensor *h0, wk_tens
   bool ok = outs && hl;
   if (!ok) wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls);
   wk_tensor *zero = ok && (!st0[0] || (s->kind == WK_NN_LSTM && !st0[1])) ? wk_zeros(WK_SHAPE(N, H), fo) : NULL;
+  wk_tensor *zero_h = ok && !st0[0] && Hr != H ? wk_zeros(WK_SHAPE(N, Hr), fo) : zero;
   double p = wk_module_is_training(m) ? s->o.dropout : 0;
   for (int64_t l = 0; ok && l < NL; l++) {
     wk_tensor *dir_out[2] = {NULL, NULL};
     for (int d = 0; ok && d < D; d++) {
       int64_t k = l * D + d;
-      wk_tensor *h = st0[0] ? wk_select(st0[0], 0, k) : zero;
+      wk_tensor *h = st0[0] ? wk_select(st0[0], 0, k) : zero_h;
       wk_tensor *c = s->kind == WK_NN_LSTM ? (st0[1] ? wk_select(st0[1], 0, k) : zero) : NULL;
       ok = h && (s->kind != WK_NN_LSTM || c) && run_dir(s, m, l, d, x, keep, &h, &c, outs + d * T);
       if (ok) {

@@ -256,6 +256,12 @@ mha_case("mha_kvdim_bias_kv_boolmask", 8, 2, r(4, 2, 8), r(6, 2, 5), r(6, 2, 7),
 mha_case("mha_zero_attn_nobias", 8, 4, r(5, 2, 8), r(3, 2, 8), r(3, 2, 8), kpm=kpm2[:, :3], weights=True,
          add_zero_attn=True, bias=False)
 
+# ---- LSTM proj_size (appended after the earlier cases' draws) ----
+rnn_case("lstm_proj_2l_bi", nn.LSTM(4, 6, num_layers=2, bidirectional=True, proj_size=3), r(5, 2, 4), r(4, 2, 3),
+         r(4, 2, 6))
+rnn_case("lstm_proj_lengths_bf", nn.LSTM(3, 5, batch_first=True, proj_size=2, bias=False), r(3, 4, 3),
+         lengths=torch.tensor([4, 2, 3]))
+
 reprs = [("mha", repr(nn.MultiheadAttention(8, 2))),
          ("pe", repr(PositionalEncoding(16, 0.2, 50))),
          ("conv_modes", repr(nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect", bias=False),
@@ -265,7 +271,8 @@ reprs = [("mha", repr(nn.MultiheadAttention(8, 2))),
          ("enc", repr(nn.TransformerEncoderLayer(8, 2, 16))),
          ("dec", repr(nn.TransformerDecoderLayer(8, 2, 16, norm_first=True))),
          ("lstm", repr(nn.LSTM(4, 5, num_layers=2, bidirectional=True, batch_first=True, dropout=0.5))),
-         ("gru", repr(nn.GRU(4, 5, bias=False)))]
+         ("gru", repr(nn.GRU(4, 5, bias=False))),
+         ("lstm_proj", repr(nn.LSTM(4, 6, proj_size=3, num_layers=2)))]
 
 
 def cnum(v):
