@@ -20,32 +20,40 @@
 #endif
 
 #ifdef CPU_SIMD_X86
+#include <immintrin.h>
 #define SIMD_ISA_NAME "sse2"
+#define SIMD_LEVEL 1
 #else
 #define SIMD_ISA_NAME "generic"
+#define SIMD_LEVEL 0
 #endif
 #define SIMD_SUF base
 #include "simd_kernels.h"
 #undef SIMD_SUF
 #undef SIMD_ISA_NAME
+#undef SIMD_LEVEL
 
 #ifdef CPU_SIMD_X86
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #define SIMD_ISA_NAME "avx2"
+#define SIMD_LEVEL 2
 #define SIMD_SUF avx2
 #include "simd_kernels.h"
 #undef SIMD_SUF
 #undef SIMD_ISA_NAME
+#undef SIMD_LEVEL
 #pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")
 #define SIMD_ISA_NAME "avx512"
+#define SIMD_LEVEL 3
 #define SIMD_SUF avx512
 #include "simd_kernels.h"
 #undef SIMD_SUF
 #undef SIMD_ISA_NAME
+#undef SIMD_LEVEL
 #pragma GCC pop_options
 #endif
 
