@@ -1155,6 +1155,72 @@ static wk_status k_grid_sample(const wk_kernel_ctx *c, const wk_value *args, wk_
   return FINISH1(acc ? wk_reshape(acc, c->meta[0].sizes, c->meta[0].ndim) : NULL);
 }
 
+/* ---- embedding_bag ------------------------------------------------------------------------------- */
+
+/* embedding_bag(weight, indices, offsets?, mode, per_sample_weights?, include_last_offset, padding_idx?):
+ * the rows of each bag (a 2-d indices' row, or [offsets[b], offsets[b + 1]) of 1-d indices) summed
+ * (mode 0, times per_sample_weights) or averaged (mode 1; an empty bag gives zeros); padding_idx's
+ * rows count for nothing. The offsets are read on the host (checked as ATen checks them). */
+static wk_status k_embedding_bag(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *w = T(0), *ix = T(1), *psw = OPT(4);
+  int64_t mode = args[3].u.i, D = w->sizes[1], B = c->meta[0].sizes[0], all = -1;
+  bool last = args[5].u.b;
+  wk_tensor *flat = wk_reshape(wk_to_dtype(ix, WK_I64), &all, 1);
+  if (!flat) return FAIL_K();
+  int64_t n = flat->sizes[0];
+  int64_t *seg = wk_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!seg) return FAIL_K();
+  if (ix->ndim == 2) {
+    int64_t L = ix->sizes[1];
+    for (int64_t i = 0; i < n; i++) seg[i] = i / (L ? L : 1);
+  } else if (c->device.type == WK_DEVICE_META) { /* no values: the shapes only */
+    for (int64_t i = 0; i < n; i++) seg[i] = 0;
+  } else {
+    wk_tensor *oh = wk_contiguous(wk_to_device(wk_to_dtype(T(2), WK_I64), wk_cpu()));
+    const int64_t *off = oh ? wk_tensor_data(oh) : NULL;
+    int64_t no = oh ? wk_tensor_numel(oh) : 0;
+    const char *bad = NULL;
+    if (!off)
+      bad = "could not read the offsets";
+    else if (no > 0 && off[0] != 0)
+      bad = "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0";
+    for (int64_t b = 1; !bad && b < no; b++)
+      if (off[b] < off[b - 1]) bad = "offsets must be non-decreasing";
+    if (!bad && no > 0 && off[no - 1] > n) bad = "offsets[-1] can not be greater than input's length";
+    if (!bad && last && no > 0 && off[no - 1] != n) bad = "with include_last_offset, offsets[-1] must equal input's length";
+    if (bad) {
+      wk_free(seg);
+      if (off) wk_error(WK_ERR_INVALID_ARG, "embedding_bag(): %s", bad);
+      return FAIL_K();
+    }
+    for (int64_t i = 0, b = 0; i < n; i++) {
+      while (b + 1 < no && off[b + 1] <= i) b++;
+      seg[i] = b;
+    }
+  }
+  wk_tensor *sg = host_tensor(seg, WK_I64, &n, 1, WK_I64, c->device);
+  wk_free(seg);
+  wk_tensor *rows = sg ? wk_index_select(w, 0, flat) : NULL; /* [n, D] */
+  wk_tensor *keep = NULL;
+  if (rows && args[6].tag == WK_V_INT) {
+    int64_t pi = args[6].u.i < 0 ? args[6].u.i + w->sizes[0] : args[6].u.i;
+    keep = wkx_ne__Scalar(flat, WK_VI(pi));
+    rows = wk_mul(rows, wk_unsqueeze(wk_to_dtype(keep, w->dtype), 1));
+  }
+  if (rows && psw) rows = wk_mul(rows, wk_unsqueeze(wk_reshape(psw, &all, 1), 1));
+  int64_t os[2] = {B, D};
+  wk_tensor *z = wk_zeros(os, 2, (wk_options){.dtype = w->dtype, .device = c->device});
+  wk_tensor *se = sg && rows ? wk_expand(wk_unsqueeze(sg, 1), rows->sizes, 2) : NULL;
+  wk_tensor *r = se && z ? wk_scatter_add(z, 0, se, rows) : NULL;
+  if (r && mode == 1) {
+    wk_tensor *one = keep ? wk_to_dtype(keep, w->dtype) : wk_ones(&n, 1, (wk_options){.dtype = w->dtype, .device = c->device});
+    wk_tensor *cnt = one ? wk_scatter_add(wk_zeros(&B, 1, (wk_options){.dtype = w->dtype, .device = c->device}), 0, sg, one) : NULL;
+    r = cnt ? wk_div(r, wk_unsqueeze(wkx_clamp_min(cnt, WK_VI(1)), 1)) : NULL;
+  }
+  return FINISH1(r);
+}
+
 void wk__composites_nn_surface_register(void);
 void wk__composites_nn_surface_register(void) {
   static const struct {
@@ -1207,7 +1273,8 @@ void wk__composites_nn_surface_register(void) {
             {"lp_pool2d", k_lp_pool},
             {"max_unpool2d", k_max_unpool2d},
             {"affine_grid", k_affine_grid},
-            {"grid_sample", k_grid_sample}};
+            {"grid_sample", k_grid_sample},
+            {"embedding_bag", k_embedding_bag}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite_nn"};

@@ -920,6 +920,52 @@ static wk_status meta_grid_sample(wk_op *op, const wk_value *args, wk_meta_out *
   return WK_OK;
 }
 
+/* ---- embedding_bag ------------------------------------------------------------------------------ */
+
+static wk_status meta_embedding_bag(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *w = MT(0), *ix = MT(1), *off = OPT(2), *psw = OPT(4);
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+  int64_t mode = args[3].u.i;
+  static const char *const modes[3] = {"sum", "mean", "max"};
+  if (mode < 0 || mode > 2)
+    return wk_error(WK_ERR_INVALID_ARG, "embedding_bag(): mode must be 0 (sum), 1 (mean) or 2 (max), got %lld", (long long)mode);
+  if (mode == 2)
+    return wk_error(WK_ERR_UNSUPPORTED, "embedding_bag(): mode 'max' is not supported here (sum and mean are)");
+  if (w->ndim != 2 || !wk_dtype_is_floating(w->dtype))
+    return wk_error(WK_ERR_SHAPE, "embedding_bag(): expected a 2-D floating weight, got %s %s", wk_dtype_name(w->dtype),
+                    wk__shape_str(w->sizes, w->ndim, a, sizeof a));
+  if (ix->dtype != WK_I64 && ix->dtype != WK_I32)
+    return wk_error(WK_ERR_DTYPE, "embedding_bag(): Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got %s instead",
+                    wk_dtype_name(ix->dtype));
+  if (ix->ndim != 1 && ix->ndim != 2)
+    return wk_error(WK_ERR_SHAPE, "embedding_bag(): input has to be 1D or 2D Tensor, but got Tensor of dimension %d", ix->ndim);
+  int64_t B;
+  if (ix->ndim == 2) {
+    if (off) return wk_error(WK_ERR_INVALID_ARG, "embedding_bag(): if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length sequences.");
+    B = ix->sizes[0];
+  } else {
+    if (!off) return wk_error(WK_ERR_INVALID_ARG, "embedding_bag(): offsets has to be a 1D Tensor but got None");
+    if (off->ndim != 1 || (off->dtype != WK_I64 && off->dtype != WK_I32))
+      return wk_error(WK_ERR_SHAPE, "embedding_bag(): offsets has to be a 1D Tensor of int32 or int64, but got %s %s",
+                      wk_dtype_name(off->dtype), wk__shape_str(off->sizes, off->ndim, a, sizeof a));
+    B = off->sizes[0] - (args[5].u.b ? 1 : 0);
+    if (B < 0) return wk_error(WK_ERR_SHAPE, "embedding_bag(): include_last_offset needs at least one offset");
+  }
+  if (psw) {
+    if (mode != 0)
+      return wk_error(WK_ERR_INVALID_ARG, "embedding_bag(): per_sample_weights was not None. per_sample_weights is only supported for mode='sum' (got mode='%s'). Please open a feature request on GitHub.", modes[mode]);
+    if (psw->ndim != ix->ndim || memcmp(psw->sizes, ix->sizes, sizeof(int64_t) * (size_t)ix->ndim) || psw->dtype != w->dtype)
+      return wk_error(WK_ERR_SHAPE, "embedding_bag(): expected per_sample_weights of the indices' shape %s and the weight's dtype %s, got %s %s",
+                      wk__shape_str(ix->sizes, ix->ndim, a, sizeof a), wk_dtype_name(w->dtype), wk_dtype_name(psw->dtype),
+                      wk__shape_str(psw->sizes, psw->ndim, b, sizeof b));
+  }
+  if (!MNONE(6) && (args[6].u.i < -w->sizes[0] || args[6].u.i >= w->sizes[0]))
+    return wk_error(WK_ERR_INDEX, "embedding_bag(): padding_idx must be within the number of embeddings, got %lld", (long long)args[6].u.i);
+  int64_t os[2] = {B, w->sizes[1]};
+  wk__meta_shape(o, os, 2, w->dtype);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"l1_loss", meta_elem_loss},
     {"smooth_l1_loss", meta_elem_loss},
@@ -969,6 +1015,7 @@ static const wk__meta_row g_rows[] = {
     {"max_unpool2d", meta_max_unpool2d},
     {"affine_grid", meta_affine_grid},
     {"grid_sample", meta_grid_sample},
+    {"embedding_bag", meta_embedding_bag},
 };
 
 const wk__meta_family wk__metas_nn_surface = {g_rows, sizeof g_rows / sizeof g_rows[0]};

@@ -77,6 +77,25 @@ START_TEST(test_max_unpool2d_index_range) {
 }
 END_TEST
 
+START_TEST(test_embedding_bag_offsets) {
+  int64_t ws[2] = {4, 2}, n3 = 3, n2 = 2;
+  const double wv[8] = {0}, iv[3] = {0, 1, 2}, o1[2] = {1, 2}, o2[2] = {0, 5}, o3[3] = {0, 2, 1};
+  wk_tensor *w = tu_tensor(wv, WK_F32, ws, 2), *i = tu_tensor(iv, WK_I64, &n3, 1);
+  wk_tensor *a = tu_tensor(o1, WK_I64, &n2, 1), *b = tu_tensor(o2, WK_I64, &n2, 1), *d = tu_tensor(o3, WK_I64, &n3, 1);
+  call_err("embedding_bag", (const wk_value[]){WK_VT(w), WK_VT(i), WK_VT(a), WK_VI(0), WK_VNONE, WK_VB(false), WK_VNONE}, 7,
+           WK_ERR_INVALID_ARG, "offsets[0] has to be 0");
+  call_err("embedding_bag", (const wk_value[]){WK_VT(w), WK_VT(i), WK_VT(b), WK_VI(0), WK_VNONE, WK_VB(false), WK_VNONE}, 7,
+           WK_ERR_INVALID_ARG, "can not be greater than input's length");
+  call_err("embedding_bag", (const wk_value[]){WK_VT(w), WK_VT(i), WK_VT(d), WK_VI(1), WK_VNONE, WK_VB(false), WK_VNONE}, 7,
+           WK_ERR_INVALID_ARG, "non-decreasing");
+  wk_release(w);
+  wk_release(i);
+  wk_release(a);
+  wk_release(b);
+  wk_release(d);
+}
+END_TEST
+
 /* instance_norm with input statistics moves the running statistics towards the batch averages of the
  * per-instance mean and unbiased variance (PyTorch 1.13.1's values for this input). */
 START_TEST(test_instance_norm_running_stats) {
@@ -176,6 +195,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_gaussian_negative_var);
   tcase_add_test(tc, test_instance_norm_running_stats);
   tcase_add_test(tc, test_max_unpool2d_index_range);
+  tcase_add_test(tc, test_embedding_bag_offsets);
   tcase_add_test(tc, test_no_leak_in_training_use);
   tcase_add_test(tc, test_no_leak_nn_ops);
   suite_add_tcase(s, tc);

@@ -886,6 +886,55 @@ static bool e_grid_sample(sw_case *c, int k) { /* a grid whose last dim is 3; ba
   return true;
 }
 
+/* embedding_bag: 1-d indices with sorted offsets (empty bags too) or 2-d indices; sum or mean. */
+static bool g_embedding_bag(sw_case *c) {
+  int64_t ws[2] = {rpick(c, 2, 6), rpick(c, 1, 3)}, n = c->mode == SW_EMPTY ? 0 : rpick(c, 1, 6);
+  int mode = (int)rpick(c, 0, 1);
+  bool two = runif(c) < 0.3 && c->mode != SW_EMPTY, lastoff = !two && runif(c) < 0.3;
+  at(c, rself(c, ws, 2));
+  int64_t is[2] = {two ? 2 : n, n}, nb = rpick(c, 1, 3);
+  at_frozen(c, rt_index(c, is, two ? 2 : 1, ws[0]));
+  if (two) {
+    anone(c);
+  } else {
+    double off[8];
+    off[0] = 0;
+    for (int64_t b = 1; b < nb; b++) off[b] = (double)rpick(c, (int64_t)off[b - 1], n);
+    if (lastoff) off[nb++] = (double)n;
+    wk_tensor *o = wk_tensor_from_data(off, WK_F64, &nb, 1);
+    at_frozen(c, o ? CALL1("to.dtype", WK_VT(o), WK_VDT(WK_I64), WK_VB(false)) : NULL);
+  }
+  ai(c, mode);
+  if (mode == 0 && runif(c) < 0.4)
+    at(c, rself(c, is, two ? 2 : 1));
+  else
+    anone(c);
+  ab(c, lastoff);
+  if (runif(c) < 0.3)
+    ai(c, rpick(c, 0, ws[0] - 1));
+  else
+    anone(c);
+  return true;
+}
+static bool e_embedding_bag(sw_case *c, int k) { /* 2-d indices with offsets; mode 2 (max); float indices */
+  int64_t ws[2] = {5, 2}, is[2] = {2, 2}, os[1] = {2};
+  if (k > 2) return false;
+  at(c, rt(c, WK_F32, ws, 2, -1, 1));
+  at(c, k == 2 ? rt(c, WK_F32, is, 2, 0, 4) : rt_index(c, is, k == 0 ? 2 : 1, 5));
+  if (k == 2)
+    anone(c);
+  else
+    at(c, rt_index(c, os, 1, 1));
+  ai(c, k == 1 ? 2 : 0);
+  anone(c);
+  ab(c, false);
+  anone(c);
+  return true;
+}
+
+#define SW_NN_SURFACE_ROWS5 \
+  {.op = "embedding_bag", .gen = g_embedding_bag, .err = e_embedding_bag, .dtypes = D_FB, .modes = M_EMPTY},
+
 #define SW_NN_SURFACE_ROWS4                                                                                   \
   {.op = "affine_grid", .gen = g_affine_grid, .err = e_affine_grid, .dtypes = D_FB},                          \
       {.op = "grid_sample", .gen = g_grid_sample, .err = e_grid_sample, .dtypes = D_FB, .modes = M_EMPTY},
@@ -940,6 +989,6 @@ static bool e_grid_sample(sw_case *c, int k) { /* a grid whose last dim is 3; ba
       {.op = "multi_margin_loss", .gen = g_multi_margin, .err = e_multi_margin, .dtypes = D_FB, .modes = M_EMPTY},  \
       {.op = "cosine_similarity", .gen = g_cosine_similarity, .err = e_cosine_similarity, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
       {.op = "pairwise_distance", .gen = g_pairwise_distance, .err = e_pairwise_distance, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
-      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2 SW_NN_SURFACE_ROWS3 SW_NN_SURFACE_ROWS4
+      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2 SW_NN_SURFACE_ROWS3 SW_NN_SURFACE_ROWS4 SW_NN_SURFACE_ROWS5
 
 #endif

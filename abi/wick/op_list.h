@@ -271,6 +271,7 @@ enum {
   X("max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor", WK_TAG_COMPOSITE) \
   X("affine_grid(Tensor theta, int[] size, bool align_corners=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", bool align_corners=False) -> Tensor", WK_TAG_COMPOSITE) \
+  X("embedding_bag(Tensor weight, Tensor indices, Tensor? offsets=None, int mode=0, Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None) -> Tensor", WK_TAG_COMPOSITE) \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \

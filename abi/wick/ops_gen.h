@@ -3342,6 +3342,16 @@ static inline wk_tensor *wkx_grid_sample(wk_tensor *input, wk_tensor *grid, cons
   return wk__gen_call(&wk__op, "grid_sample", wk__a, 5, (wk_tensor **const *)0, 0, 0);
 }
 
+/* embedding_bag(Tensor weight, Tensor indices, Tensor? offsets=None, int mode=0, Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None) -> Tensor */
+static inline wk_tensor *wkx_embedding_bag(wk_tensor *weight, wk_tensor *indices, wk_tensor *offsets,
+    int64_t mode, wk_tensor *per_sample_weights, bool include_last_offset, const int64_t *padding_idx) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(weight), WK_VT(indices), WK_VT(offsets), WK_VI(mode),
+                             WK_VT(per_sample_weights), WK_VB(include_last_offset),
+                             padding_idx ? WK_VI(*padding_idx) : WK_VNONE};
+  return wk__gen_call(&wk__op, "embedding_bag", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -4531,6 +4541,7 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_max_unpool2d, "max_unpool2d", "max_unpool2d(Tensor self, Tensor indices, int[2] output_size) -> Tensor") \
   X(wkx_affine_grid, "affine_grid", "affine_grid(Tensor theta, int[] size, bool align_corners=False) -> Tensor") \
   X(wkx_grid_sample, "grid_sample", "grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", bool align_corners=False) -> Tensor") \
+  X(wkx_embedding_bag, "embedding_bag", "embedding_bag(Tensor weight, Tensor indices, Tensor? offsets=None, int mode=0, Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None) -> Tensor") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \

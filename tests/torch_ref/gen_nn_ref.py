@@ -386,6 +386,29 @@ for pad in ("zeros", "border", "reflection"):
 tg = T(r(2, 2, 3, dtype=torch.float64))
 gcase("affine_grid grad", "affine_grid", [tg, [2, 1, 3, 4], False], lambda: F.affine_grid(tg.t, [2, 1, 3, 4], False), [0])
 
+# ---- embedding_bag (sum, mean; offsets, include_last_offset, per_sample_weights, padding_idx, 2-d input) ----
+ew = r(10, 4)
+ei = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9, 0])
+eo = torch.tensor([0, 3, 3, 7])
+for mode, m in (("sum", 0), ("mean", 1)):
+    case("embedding_bag %s offsets (an empty bag)" % mode, "embedding_bag", [T(ew), T(ei), T(eo), m, None, False, None],
+         F.embedding_bag(ei, ew, eo, mode=mode))
+    case("embedding_bag %s padding_idx 4" % mode, "embedding_bag", [T(ew), T(ei), T(eo), m, None, False, 4],
+         F.embedding_bag(ei, ew, eo, mode=mode, padding_idx=4))
+    case("embedding_bag %s 2-d" % mode, "embedding_bag", [T(ew), T(ei[:8].reshape(2, 4)), None, m, None, False, None],
+         F.embedding_bag(ei[:8].reshape(2, 4), ew, mode=mode))
+case("embedding_bag sum include_last_offset int32", "embedding_bag",
+     [T(ew), T(ei.int()), T(torch.tensor([0, 3, 3, 9]).int()), 0, None, True, None],
+     F.embedding_bag(ei.int(), ew, torch.tensor([0, 3, 3, 9]).int(), mode="sum", include_last_offset=True))
+psw = r(9)
+case("embedding_bag per_sample_weights", "embedding_bag", [T(ew), T(ei), T(eo), 0, T(psw), False, None],
+     F.embedding_bag(ei, ew, eo, mode="sum", per_sample_weights=psw))
+a, pw = T(r(10, 4, dtype=torch.float64)), T(r(9, dtype=torch.float64))
+gcase("embedding_bag grad sum psw", "embedding_bag", [a, T(ei), T(eo), 0, pw, False, None],
+      lambda: F.embedding_bag(ei, a.t, eo, mode="sum", per_sample_weights=pw.t), [0, 4])
+gcase("embedding_bag grad mean", "embedding_bag", [a, T(ei), T(eo), 1, None, False, 2],
+      lambda: F.embedding_bag(ei, a.t, eo, mode="mean", padding_idx=2), [0])
+
 if __name__ == "__main__":
     # float[] arguments travel as marker strings through emit, then become REF_FLOATS arrays
     import io
