@@ -527,6 +527,76 @@ START_TEST(test_transformer_layers_match_torch) {
 }
 END_TEST
 
+/* nn.Transformer (encoder-decoder) against PyTorch 1.13.1: output and every gradient. */
+START_TEST(test_transformer_model_matches_torch) {
+  static const struct {
+    const char *name;
+    int64_t nhead, ne, nd;
+    wk_transformer_opts o;
+  } cs[] = {{"transformer_post", 2, 2, 1, {.dim_feedforward = 16, .dropout = WK_NN_ZERO}},
+            {"transformer_pre_gelu_bf", 4, 1, 2,
+             {.dim_feedforward = 12, .dropout = WK_NN_ZERO, .activation = "gelu", .norm_first = true,
+              .batch_first = true}}};
+  for (int dti = 0; dti < 2; dti++)
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+      wk_dtype dt = dti ? WK_F32 : WK_F64;
+      double tol = dti ? F32_TOL : F64_TOL;
+      wk_scope_begin();
+      const lr_case *c = lr_case_get(cs[i].name);
+      wk_module *m = wk_nn_transformer(8, cs[i].nhead, cs[i].ne, cs[i].nd, cs[i].o);
+      TU_NOTNULL(m);
+      lr_load(m, c, dt);
+      TU_OK(wk_module_train(m, true));
+      wk_tensor *src = lr_leaf(c, "src", dt), *tgt = lr_leaf(c, "tgt", dt);
+      wk_attn_masks mk = {.src_mask = mask_in(c, "src_mask", dt, false),
+                          .attn_mask = mask_in(c, "tgt_mask", dt, false),
+                          .memory_mask = mask_in(c, "memory_mask", dt, false),
+                          .src_key_padding_mask = mask_in(c, "src_key_padding_mask", dt, true),
+                          .memory_key_padding_mask = mask_in(c, "memory_key_padding_mask", dt, true)};
+      wk_tensor *y = wk_nn_transformer_model_forward(m, src, tgt, &mk);
+      LR_CLOSE(y, c, "y", tol);
+      TU_OK(wk_backward(lr_dot(c, "gy", y)));
+      LR_CLOSE(wk_tensor_grad(src), c, "g.src", tol);
+      LR_CLOSE(wk_tensor_grad(tgt), c, "g.tgt", tol);
+      if (mk.src_mask) LR_CLOSE(wk_tensor_grad(mk.src_mask), c, "g.src_mask", tol);
+      if (mk.memory_mask) LR_CLOSE(wk_tensor_grad(mk.memory_mask), c, "g.memory_mask", tol);
+      lr_param_grads(m, c, tol);
+      wk_module_release(m);
+      wk_scope_end();
+    }
+  /* construction, xavier_uniform_ init, module forward, bad arguments */
+  wk_scope_begin();
+  wk_module *m = wk_nn_transformer(8, 2, 1, 1, (wk_transformer_opts){.dim_feedforward = 16});
+  TU_NOTNULL(m);
+  TU_NOTNULL(wk_module_param(m, "encoder.norm.weight"));
+  TU_NOTNULL(wk_module_param(m, "decoder.layers.0.multihead_attn.in_proj_weight"));
+  double *w = tu_values(wk_module_param(m, "encoder.layers.0.linear1.weight")); /* [16, 8]: U(+-sqrt(6 / 24)) */
+  double lim = sqrt(6.0 / 24.0), mx = 0;
+  for (int i = 0; i < 128; i++) mx = fabs(w[i]) > mx ? fabs(w[i]) : mx;
+  free(w);
+  ck_assert(mx <= lim && mx > 0.8 * lim);
+  wk_tensor *a = wk_zeros(WK_SHAPE(5, 2, 8), (wk_options){0}), *b3 = wk_zeros(WK_SHAPE(4, 3, 8), (wk_options){0});
+  ck_assert_ptr_null(wk_nn_transformer_model_forward(m, a, b3, NULL));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "the batch number of src and tgt must be equal");
+  ck_assert_ptr_null(wk_nn_transformer_model_forward(m, a, wk_zeros(WK_SHAPE(4, 2, 6), (wk_options){0}), NULL));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "the feature number of src and tgt must be equal to d_model (8)");
+  ck_assert_ptr_null(wk_nn_transformer_model_forward(m, NULL, a, NULL));
+  TU_FAILS_WITH(WK_ERR_NULL, "src");
+  ck_assert_ptr_null(wk_module_forward(m, a));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "Transformer.forward() takes (src, tgt");
+  wk_tensor *t2 = tu_rand(WK_SHAPE(3, 2, 8), WK_F32, -1, 1, 5);
+  TU_OK(wk_module_train(m, false));
+  wk_tensor *y1 = wk_module_forward_n(m, (wk_tensor *[]){a, t2}, 2), *y2 = wk_nn_transformer_model_forward(m, a, t2, NULL);
+  double *v2 = tu_values(y2);
+  TU_CLOSE(y1, v2, 48, 0, 0); /* module forward (src, tgt) is the same call */
+  free(v2);
+  ck_assert_ptr_null(wk_nn_transformer(8, 2, 0, 1, (wk_transformer_opts){0}));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "num_encoder_layers");
+  wk_module_release(m);
+  wk_scope_end();
+}
+END_TEST
+
 START_TEST(test_transformer_module_forward_repr_errors) {
   wk_scope_begin();
   const lr_case *c = lr_case_get("enc_pre_gelu_bf");
@@ -659,6 +729,7 @@ static Suite *nn_attention_suite(void) {
   tcase_add_test(tm, test_mha_matches_torch);
   tcase_add_test(tm, test_mha_module_forward_and_errors);
   tcase_add_test(tm, test_transformer_layers_match_torch);
+  tcase_add_test(tm, test_transformer_model_matches_torch);
   tcase_add_test(tm, test_transformer_module_forward_repr_errors);
   tcase_add_test(tm, test_positional_encoding);
   suite_add_tcase(s, tm);

@@ -153,6 +153,9 @@ typedef struct wk_attn_masks {
   wk_tensor *memory_mask;      /* decoder layer: (L, S) mask over the memory */
   wk_tensor *memory_key_padding_mask; /* decoder layer: (N, S) */
   bool no_average_attn_weights; /* MHA weights: false -> averaged over heads (average_attn_weights=True) */
+  /* appended (issue 17): nn.Transformer's encoder masks (attn_mask and key_padding_mask are then tgt's) */
+  wk_tensor *src_mask;             /* (S, S) or (N * num_heads, S, S) */
+  wk_tensor *src_key_padding_mask; /* (N, S) */
 } wk_attn_masks;
 
 /* LSTM / GRU (torch.nn.LSTM / GRU). Parameters per layer k and direction:
@@ -221,6 +224,10 @@ typedef struct wk_nn_api {
                             wk_tensor **h_n, wk_tensor **c_n);
   wk_module *(*positional_encoding)(int64_t d_model, int64_t max_len, double dropout, bool batch_first);
   wk_module *(*transformer_decoder)(wk_module *decoder_layer, int64_t num_layers, wk_module *norm);
+  wk_module *(*transformer)(int64_t d_model, int64_t nhead, int64_t num_encoder_layers, int64_t num_decoder_layers,
+                            const wk_transformer_opts *o, size_t osize);
+  wk_tensor *(*transformer_model_forward)(wk_module *m, wk_tensor *src, wk_tensor *tgt, const wk_attn_masks *masks,
+                                          size_t msize);
 } wk_nn_api;
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
@@ -444,6 +451,27 @@ static inline wk_module *wk_nn_gru(int64_t input_size, int64_t hidden_size, wk_r
 static inline wk_tensor *wk_nn_rnn_forward(wk_module *rnn, wk_tensor *input, wk_tensor *h0, wk_tensor *c0,
                                            wk_tensor *lengths, wk_tensor **h_n, wk_tensor **c_n) {
   WK__NN_CALL_PTR(rnn_forward, rnn, input, h0, c0, lengths, h_n, c_n);
+}
+
+/* nn.Transformer(d_model, nhead, num_encoder_layers, num_decoder_layers, ...)
+ * (PyTorch 1.13; its defaults are 512, 8, 6, 6): children "encoder" (a
+ * TransformerEncoder with a final LayerNorm "norm") and "decoder" (a
+ * TransformerDecoder with one), every parameter of two or more dimensions
+ * xavier_uniform_ (PyTorch's _reset_parameters). Module forward (src, tgt[,
+ * src_mask[, tgt_mask[, memory_mask[, src_key_padding_mask[,
+ * tgt_key_padding_mask[, memory_key_padding_mask]]]]]]): the decoder's output,
+ * a new reference. */
+static inline wk_module *wk_nn_transformer(int64_t d_model, int64_t nhead, int64_t num_encoder_layers,
+                                           int64_t num_decoder_layers, wk_transformer_opts o) {
+  WK__NN_CALL_PTR(transformer, d_model, nhead, num_encoder_layers, num_decoder_layers, &o, sizeof o);
+}
+/* Transformer forward with optional masks (NULL: none): src_mask and
+ * src_key_padding_mask for the encoder, attn_mask (tgt_mask),
+ * key_padding_mask (tgt_key_padding_mask), memory_mask and
+ * memory_key_padding_mask for the decoder. Returns a new reference. */
+static inline wk_tensor *wk_nn_transformer_model_forward(wk_module *m, wk_tensor *src, wk_tensor *tgt,
+                                                         const wk_attn_masks *masks) {
+  WK__NN_CALL_PTR(transformer_model_forward, m, src, tgt, masks, sizeof(wk_attn_masks));
 }
 
 /* PositionalEncoding(d_model, dropout, max_len) of PyTorch's Transformer

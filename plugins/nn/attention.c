@@ -594,6 +594,122 @@ wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *mem, co
   return nn_ret(tl_run(m, x, mem, &k));
 }
 
+/* ---- Transformer (encoder-decoder) ---- */
+typedef struct {
+  int64_t d_model;
+  bool batch_first;
+} tf_state;
+
+static wk_tensor *tf_forward_fn(wk_module *self, wk_tensor *const *in, int n);
+static const wk_module_class TF = {sizeof(wk_module_class), "Transformer", tf_forward_fn, free, NULL};
+
+wk_module *nn_transformer(int64_t d, int64_t nhead, int64_t ne, int64_t nd, const wk_transformer_opts *o,
+                          size_t osize) {
+  wk_transformer_opts op;
+  nn_opts(&op, sizeof op, o, osize);
+  if (ne < 1 || nd < 1) {
+    wk_error(WK_ERR_INVALID_ARG, "Transformer: num_encoder_layers and num_decoder_layers must be at least 1, got %lld "
+             "and %lld", (long long)ne, (long long)nd);
+    return NULL;
+  }
+  wk_norm_opts no = {.eps = nn_opt_or(op.layer_norm_eps, 1e-5)};
+  wk_module *layer = nn_transformer_layer(false, d, nhead, &op, sizeof op), *enc = NULL, *dec = NULL;
+  wk_module *norm = layer ? nn_layer_norm(&d, 1, &no, sizeof no) : NULL;
+  if (norm) enc = nn_transformer_encoder(layer, ne, norm); /* (takes norm) */
+  wk_module_release(layer);
+  layer = enc ? nn_transformer_layer(true, d, nhead, &op, sizeof op) : NULL;
+  norm = layer ? nn_layer_norm(&d, 1, &no, sizeof no) : NULL;
+  if (norm) dec = nn_transformer_decoder(layer, nd, norm);
+  wk_module_release(layer);
+  tf_state *s = dec ? wk_malloc(sizeof *s) : NULL;
+  wk_module *m = NULL;
+  if (s) {
+    *s = (tf_state){d, op.batch_first};
+    if (!(m = wk_module_new(&TF, s))) wk_free(s);
+  } else if (dec) {
+    wk_error(WK_ERR_NO_MEMORY, "Transformer: out of memory");
+  }
+  wk_status st;
+  if (!m) {
+    st = wk_last_error() ? wk_last_error() : WK_ERR_NO_MEMORY;
+    wk_module_release(enc);
+    wk_module_release(dec);
+  } else if (!(st = nn_child(m, "encoder", enc))) { /* (takes enc) */
+    st = nn_child(m, "decoder", dec);
+  } else {
+    wk_module_release(dec);
+  }
+  /* PyTorch's _reset_parameters: xavier_uniform_ every parameter with more than one dimension */
+  int np = st ? 0 : wk_module_named_parameters(m, NULL, NULL, 0);
+  wk_tensor **ps = np > 0 ? wk_malloc(sizeof *ps * (size_t)np) : NULL;
+  if (np > 0 && !ps) st = wk_error(WK_ERR_NO_MEMORY, "Transformer: out of memory");
+  if (ps) wk_module_named_parameters(m, NULL, ps, np);
+  for (int i = 0; i < np && !st; i++)
+    if (wk_tensor_dim(ps[i]) > 1) st = nn_init(WK_NN_INIT_XAVIER_UNIFORM, ps[i], &(wk_init_opts){0}, sizeof(wk_init_opts));
+  wk_free(ps);
+  if (st) {
+    wk_module_release(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* The encoder on src, then the decoder on tgt and that memory; caller's scope. */
+static wk_tensor *tf_run(wk_module *self, wk_tensor *src, wk_tensor *tgt, const wk_attn_masks *mk) {
+  const tf_state *s = wk_module_state(self);
+  char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
+  int bd = s->batch_first ? 0 : 1;
+  if (wk_tensor_dim(src) != wk_tensor_dim(tgt) || (wk_tensor_dim(src) == 3 && wk_tensor_size(src, bd) != wk_tensor_size(tgt, bd))) {
+    wk_error(WK_ERR_SHAPE, "Transformer: the batch number of src and tgt must be equal, got %s and %s%s",
+             wk_shape_str(src, a, sizeof a), wk_shape_str(tgt, b, sizeof b), s->batch_first ? " (batch_first)" : "");
+    return NULL;
+  }
+  if (wk_tensor_size(src, -1) != s->d_model || wk_tensor_size(tgt, -1) != s->d_model) {
+    wk_error(WK_ERR_SHAPE, "Transformer: the feature number of src and tgt must be equal to d_model (%lld), got %s and %s",
+             (long long)s->d_model, wk_shape_str(src, a, sizeof a), wk_shape_str(tgt, b, sizeof b));
+    return NULL;
+  }
+  wk_attn_masks em = {.attn_mask = mk->src_mask, .key_padding_mask = mk->src_key_padding_mask};
+  wk_attn_masks dm = {.attn_mask = mk->attn_mask, .key_padding_mask = mk->key_padding_mask,
+                      .memory_mask = mk->memory_mask, .memory_key_padding_mask = mk->memory_key_padding_mask};
+  wk_tensor *memory = te_run(wk_module_child(self, "encoder"), src, NULL, &em);
+  return memory ? te_run(wk_module_child(self, "decoder"), tgt, memory, &dm) : NULL;
+}
+
+static wk_tensor *tf_forward_fn(wk_module *self, wk_tensor *const *in, int n) {
+  if (n < 2 || n > 8) {
+    wk_error(WK_ERR_INVALID_ARG,
+             "Transformer.forward() takes (src, tgt[, src_mask[, tgt_mask[, memory_mask[, src_key_padding_mask[, "
+             "tgt_key_padding_mask[, memory_key_padding_mask]]]]]]), got %d inputs",
+             n);
+    return NULL;
+  }
+  wk_attn_masks mk = {.src_mask = n > 2 ? in[2] : NULL,
+                      .attn_mask = n > 3 ? in[3] : NULL,
+                      .memory_mask = n > 4 ? in[4] : NULL,
+                      .src_key_padding_mask = n > 5 ? in[5] : NULL,
+                      .key_padding_mask = n > 6 ? in[6] : NULL,
+                      .memory_key_padding_mask = n > 7 ? in[7] : NULL};
+  wk_scope_begin();
+  return nn_ret(tf_run(self, in[0], in[1], &mk));
+}
+
+wk_tensor *nn_transformer_model_forward(wk_module *m, wk_tensor *src, wk_tensor *tgt, const wk_attn_masks *mk,
+                                        size_t msize) {
+  if (!m || !src || !tgt) {
+    wk_error(WK_ERR_NULL, "transformer_model_forward: %s is NULL", !m ? "module" : !src ? "src" : "tgt");
+    return NULL;
+  }
+  if (wk_module_class_name(m) != TF.name) {
+    wk_error(WK_ERR_INVALID_ARG, "transformer_model_forward: expected a Transformer, got %s", wk_module_class_name(m));
+    return NULL;
+  }
+  wk_attn_masks k;
+  nn_opts(&k, sizeof k, mk, mk ? msize : 0);
+  wk_scope_begin();
+  return nn_ret(tf_run(m, src, tgt, &k));
+}
+
 /* ---- PositionalEncoding (PyTorch's Transformer tutorial) ---- */
 typedef struct {
   int64_t d, max_len;

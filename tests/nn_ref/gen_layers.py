@@ -262,6 +262,17 @@ rnn_case("lstm_proj_2l_bi", nn.LSTM(4, 6, num_layers=2, bidirectional=True, proj
 rnn_case("lstm_proj_lengths_bf", nn.LSTM(3, 5, batch_first=True, proj_size=2, bias=False), r(3, 4, 3),
          lengths=torch.tensor([4, 2, 3]))
 
+# ---- nn.Transformer (encoder-decoder; appended after the earlier cases' draws) ----
+kpm5 = torch.tensor([[False] * 5, [False, False, False, True, True]])
+layer_case("transformer_post", nn.Transformer(8, 2, 2, 1, dim_feedforward=16, dropout=0.0), ["src", "tgt"],
+           dict(src=r(5, 2, 8), tgt=r(4, 2, 8), tgt_mask=torch.triu(torch.full((4, 4), float("-inf")), 1),
+                src_key_padding_mask=kpm5, memory_key_padding_mask=kpm5),
+           ["tgt_mask", "src_key_padding_mask", "memory_key_padding_mask"])
+layer_case("transformer_pre_gelu_bf", nn.Transformer(8, 4, 1, 2, dim_feedforward=12, dropout=0.0, activation="gelu",
+                                                     norm_first=True, batch_first=True),
+           ["src", "tgt"], dict(src=r(2, 6, 8), tgt=r(2, 3, 8), src_mask=r(6, 6), memory_mask=r(3, 6)),
+           ["src_mask", "memory_mask"])
+
 reprs = [("mha", repr(nn.MultiheadAttention(8, 2))),
          ("pe", repr(PositionalEncoding(16, 0.2, 50))),
          ("conv_modes", repr(nn.Sequential(nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect", bias=False),
