@@ -187,8 +187,17 @@ static inline __attribute__((always_inline)) void sgd_run(const sgd_ctx *c, char
  * run after the first step), the same arithmetic as sgd_run's, as a loop the
  * compiler vectorises (-fopenmp-simd): scalar, the update was ~18% of a small
  * MLP's training step. Returns false for the cases it does not cover. */
-static bool sgd_f32_momentum(const sgd_ctx *c, float *restrict pp, const float *restrict pg, float *restrict pb,
-                             int64_t n) {
+/* The step of every f32 parameter with momentum: AVX-512, AVX2 and baseline
+ * copies picked at load by the CPU (GCC target_clones: one source, no -m flag
+ * on the build). fp-contract=off keeps the FMA the wider copies would form
+ * out, so every copy rounds as the baseline does and as PyTorch does. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define SGD_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#else
+#define SGD_CLONES
+#endif
+SGD_CLONES static bool sgd_f32_momentum(const sgd_ctx *c, float *restrict pp, const float *restrict pg,
+                                        float *restrict pb, int64_t n) {
   if (!pb || c->momentum == 0 || c->is_new || c->nesterov) return false;
   const double wd = (float)c->wd, mom = (float)c->momentum, damp1 = (float)(1 - c->dampening),
                neglr = (float)-c->lr, sign = c->maximize ? -1.0 : 1.0;
