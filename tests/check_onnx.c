@@ -562,6 +562,96 @@ START_TEST(test_onnx_convtranspose) {
 }
 END_TEST
 
+/* ---- BatchNormalization folded into Conv (wk_onnx_load_opts.fold_batch_norm) ---- */
+static int count_op(const wk_graph *g, const char *op) {
+  int n = 0;
+  for (int p = 0; p < wk_graph_num_nodes(g); p++)
+    n += !strcmp(wk_op_name(wk_graph_node_op(g, wk_graph_node_at(g, p))), op);
+  return n;
+}
+
+static wk_tensor *g_fw[2], *g_fb[2], *g_bn[4];
+/* bn(conv_a(x)) + conv_a(x): not folded (the conv's result has a second reader); bn(conv_b(x)): folded
+ * (into conv_b's own bias; with no bias it would need BN's beta, which both BNs read, and stay) */
+static wk_status fold_prog(void *user, wk_tensor *const *in, int n, wk_tensor **out, int max, int *nout) {
+  (void)user, (void)n, (void)max;
+  wk_scope_begin();
+  const int64_t one[] = {1, 1}, zero[] = {0, 0};
+  wk_tensor *a = wkx_conv2d(in[0], g_fw[0], g_fb[0], one, 2, one, 2, one, 2, 1);
+  wk_tensor *b = wkx_conv2d(in[0], g_fw[1], g_fb[1], one, 2, zero, 2, one, 2, 1); /* BN's tensors are shared */
+  wk_tensor *ya = wk_add(wk_batch_norm(a, g_bn[0], g_bn[1], g_bn[2], g_bn[3], false, 0.1, 1e-3, NULL), a);
+  wk_tensor *yb = wk_batch_norm(b, g_bn[0], g_bn[1], g_bn[2], g_bn[3], false, 0.1, 1e-3, NULL);
+  wk_tensor *y = wk_add(wk_narrow(wk_narrow(ya, 2, 0, 4), 3, 0, 4), yb);
+  wk_scope_keep(y);
+  wk_scope_end();
+  out[0] = y;
+  *nout = 1;
+  return y ? WK_OK : wk_last_error();
+}
+
+START_TEST(test_onnx_fold_batch_norm) {
+  /* resnet18: all 20 batch norms fold; the result stays within rounding of eager */
+  wk_module *m = wk_nn_resnet18((wk_resnet_opts){0});
+  TU_NOTNULL(m);
+  int64_t shape[] = {2, 3, 32, 32};
+  warm_up(m, shape, 4);
+  wk_tensor *x = tu_rand(shape, 4, WK_F32, -1, 1, 3);
+  wk_trace_options o = {sizeof o, k_batch, 1, NULL, NULL};
+  wk_graph *g = wk_trace_module(m, &x, 1, &o);
+  TU_NOTNULL(g);
+  void *buf = NULL;
+  size_t n = 0;
+  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
+  wk_graph_release(g);
+  wk_graph *plain = wk_onnx_load_buffer(buf, n, NULL);
+  wk_graph *fold = wk_onnx_load_buffer(buf, n, WK_ONNX_LOAD_OPTS(.fold_batch_norm = true));
+  wk_onnx_load_opts v1 = {.struct_size = WK_ONNX_LOAD_OPTS_V1_SIZE, .fold_batch_norm = true};
+  wk_graph *old = wk_onnx_load_buffer(buf, n, &v1); /* a version-1 caller: no folding */
+  wk_free(buf);
+  TU_NOTNULL(plain), TU_NOTNULL(fold), TU_NOTNULL(old);
+  ck_assert_int_eq(count_op(plain, "batch_norm"), 20);
+  ck_assert_int_eq(count_op(old, "batch_norm"), 20);
+  ck_assert_int_eq(count_op(fold, "batch_norm"), 0);
+  ck_assert_int_eq(count_op(fold, "conv2d"), count_op(plain, "conv2d"));
+  wk_tensor *ye = wk_module_forward(m, x), *yp = NULL, *yf = NULL;
+  TU_NOTNULL(ye);
+  TU_OK(wk_graph_run(plain, &x, 1, (wk_device){0}, &yp, 1));
+  TU_OK(wk_graph_run(fold, &x, 1, (wk_device){0}, &yf, 1));
+  ck_assert(bit_equal(ye, yp));
+  double d = max_diff(ye, yf);
+  ck_assert_msg(d > 0 && d < 1e-5, "folded resnet18: max abs diff to eager %g", d);
+  ck_assert(allclose(yf, ye, 1e-3, 1e-5));
+  wk_release(x), wk_release(ye), wk_release(yp), wk_release(yf);
+  wk_graph_release(plain), wk_graph_release(fold), wk_graph_release(old);
+  wk_module_release(m);
+  /* a conv whose result has another reader keeps its batch norm */
+  g_fw[0] = tu_rand((const int64_t[]){4, 3, 3, 3}, 4, WK_F32, -1, 1, 7);
+  g_fw[1] = tu_rand((const int64_t[]){4, 3, 3, 3}, 4, WK_F32, -1, 1, 8);
+  g_fb[0] = tu_rand((const int64_t[]){4}, 1, WK_F32, -1, 1, 9);
+  g_fb[1] = tu_rand((const int64_t[]){4}, 1, WK_F32, -1, 1, 19);
+  for (int i = 0; i < 4; i++)
+    g_bn[i] = tu_rand((const int64_t[]){4}, 1, WK_F32, i == 3 ? 0.5 : -1, 2, 10 + (uint64_t)i);
+  x = tu_rand((const int64_t[]){2, 3, 6, 6}, 4, WK_F32, -1, 1, 4);
+  g = wk_trace(fold_prog, NULL, &x, 1, NULL);
+  TU_NOTNULL(g);
+  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
+  wk_graph_release(g);
+  fold = wk_onnx_load_buffer(buf, n, WK_ONNX_LOAD_OPTS(.fold_batch_norm = true));
+  wk_free(buf);
+  TU_NOTNULL(fold);
+  ck_assert_int_eq(count_op(fold, "batch_norm"), 1);
+  wk_tensor *y = NULL, *want = NULL;
+  int nout = 0;
+  TU_OK(fold_prog(NULL, &x, 1, &want, 1, &nout));
+  TU_OK(wk_graph_run(fold, &x, 1, (wk_device){0}, &y, 1));
+  ck_assert(allclose(y, want, 1e-4, 1e-5));
+  wk_release(y), wk_release(want), wk_release(x);
+  wk_graph_release(fold);
+  wk_release(g_fw[0]), wk_release(g_fw[1]), wk_release(g_fb[0]), wk_release(g_fb[1]);
+  for (int i = 0; i < 4; i++) wk_release(g_bn[i]);
+}
+END_TEST
+
 /* ---- external data ---- */
 /* Writes b's model to path. */
 static void write_model(mb *b, const char *path) {
@@ -919,6 +1009,7 @@ int main(void) {
   tcase_add_test(tc, test_onnx_load_deep_nesting);
   tcase_add_test(tc, test_onnx_convtranspose);
   tcase_add_test(tc, test_onnx_external_data);
+  tcase_add_test(tc, test_onnx_fold_batch_norm);
   tcase_add_test(tc, test_onnx_node_tests);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

@@ -15,7 +15,7 @@
 
 static const char g_help[] =
     "usage: wick run MODEL.onnx [--input NAME=FILE]... [--shape NAME=1x3x224x224]... [--output FILE]\n"
-    "                 [--device cpu|cuda[:N]] [--bench N] [--seed N]\n"
+    "                 [--device cpu|cuda[:N]] [--bench N] [--seed N] [--no-fold]\n"
     "       wick run MODEL.onnx --info\n"
     "\n"
     "Imports MODEL.onnx (the onnx plugin) and runs it once on the device.\n"
@@ -25,7 +25,9 @@ static const char g_help[] =
     "                     inputs without --input get random data of their declared shape)\n"
     "  --output FILE      every output to a .safetensors file (by output name), or the first to a .npy\n"
     "  --bench N          N timed runs after one warm-up: latency (mean, median, min) and throughput\n"
-    "  --info             the inputs, outputs, opset, producer and op counts of the file\n";
+    "  --info             the inputs, outputs, opset, producer and op counts of the file\n"
+    "  --no-fold          keep each BatchNormalization after a Conv as it is (by default it is folded\n"
+    "                     into the Conv's weight and bias: faster, results differ by rounding)\n";
 
 static double now_ms(void) {
   struct timespec ts;
@@ -183,7 +185,7 @@ int wick_run_cmd(int argc, char **argv) {
   const char *model = NULL, *output = NULL, *device = "cpu";
   const char *in_spec[64], *shape_spec[64];
   int nin_spec = 0, nshape = 0, bench = 0;
-  bool info = false;
+  bool info = false, fold = true;
   unsigned long long seed = 0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -193,6 +195,10 @@ int wick_run_cmd(int argc, char **argv) {
     }
     if (!strcmp(a, "--info")) {
       info = true;
+      continue;
+    }
+    if (!strcmp(a, "--no-fold")) {
+      fold = false;
       continue;
     }
     if (a[0] == '-' && a[1] == '-') {
@@ -249,7 +255,7 @@ int wick_run_cmd(int argc, char **argv) {
     wk_shutdown();
     return 2;
   }
-  wk_graph *g = wk_onnx_load(model, WK_ONNX_LOAD_OPTS(.device = dev));
+  wk_graph *g = wk_onnx_load(model, WK_ONNX_LOAD_OPTS(.device = dev, .fold_batch_norm = fold));
   if (!g) {
     fprintf(stderr, "wick run: %s\n", wk_last_error_message());
     wk_shutdown();

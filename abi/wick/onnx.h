@@ -93,7 +93,17 @@ enum { WK_ONNX_EXTERNAL_AUTO = 0, WK_ONNX_EXTERNAL_ALWAYS = 1, WK_ONNX_EXTERNAL_
 typedef struct wk_onnx_load_opts {
   size_t struct_size; /* sizeof(wk_onnx_load_opts) */
   wk_device device;   /* where weights and inputs live; {0} -> cpu */
+  /* ---- version 2 (appended; a version-1 caller's struct_size of 16 leaves it false) ---- */
+  /* Inference rewrite: a BatchNormalization (inference mode) whose input is
+   * a Conv's result read by nothing else is folded into that Conv's weight
+   * and bias, when all of them are float32 initializers used only there (the
+   * folded tensors keep the weight's name, and the bias's, or BN's bias name
+   * when the Conv had none). Results change by rounding (about 1e-6
+   * relative), so it is off by default; `wick run` turns it on. */
+  bool fold_batch_norm;
 } wk_onnx_load_opts;
+/* The size of a version-1 wk_onnx_load_opts (before fold_batch_norm), which is still accepted. */
+#define WK_ONNX_LOAD_OPTS_V1_SIZE 16
 #define WK_ONNX_LOAD_OPTS(...) (&(const wk_onnx_load_opts){.struct_size = sizeof(wk_onnx_load_opts), __VA_ARGS__})
 
 /* A summary of a file, for `wick run --info`: filled by wk_onnx_info and
@@ -125,7 +135,9 @@ WK_STATIC_ASSERT(sizeof(wk_onnx_iface) == 64, "wk_onnx_iface version 1 is frozen
 WK_STATIC_ASSERT(offsetof(wk_onnx_export_opts, external_data) == WK_ONNX_EXPORT_OPTS_V1_SIZE,
                  "wk_onnx_export_opts version 1 (64 bytes) is frozen; later fields are appended");
 WK_STATIC_ASSERT(sizeof(wk_onnx_export_opts) == 80, "wk_onnx_export_opts is frozen at version 2");
-WK_STATIC_ASSERT(sizeof(wk_onnx_load_opts) == 16, "wk_onnx_load_opts is frozen at version 1");
+WK_STATIC_ASSERT(offsetof(wk_onnx_load_opts, fold_batch_norm) == WK_ONNX_LOAD_OPTS_V1_SIZE,
+                 "wk_onnx_load_opts version 1 (16 bytes) is frozen; later fields are appended");
+WK_STATIC_ASSERT(sizeof(wk_onnx_load_opts) == 24, "wk_onnx_load_opts is frozen at version 2");
 
 /* The onnx service, fetched once per translation unit; NULL with the error of
  * wk_service_get (naming the service and the plugin search path). */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -491,6 +492,117 @@ static wk_status check_opsets(ox_im *im, const Onnx__ModelProto *m) {
   return WK_OK;
 }
 
+/* ---- inference rewrite: BatchNormalization folded into the Conv before it ---- */
+/* Node inputs and graph outputs that read `name`. */
+static int uses_of(const Onnx__GraphProto *gp, const char *name) {
+  int n = 0;
+  for (size_t i = 0; i < gp->n_node; i++)
+    for (size_t k = 0; k < gp->node[i]->n_input; k++)
+      n += gp->node[i]->input[k] && !strcmp(gp->node[i]->input[k], name);
+  for (size_t i = 0; i < gp->n_output; i++) n += gp->output[i]->name && !strcmp(gp->output[i]->name, name);
+  return n;
+}
+
+/* A cpu float32 initializer not yet in the graph, used once (when once), of
+ * numel elements (when numel >= 0); else NULL. */
+static oxv *fold_init(ox_im *im, const Onnx__GraphProto *gp, const char *name, int64_t numel, bool once) {
+  oxv *e = name && *name ? im_find(im, name) : NULL;
+  if (!e || !e->t || e->v >= 0 || wk_tensor_dtype(e->t) != WK_F32 || !wk_tensor_is_contiguous(e->t) ||
+      wk_tensor_device(e->t).type != WK_DEVICE_CPU || (numel >= 0 && wk_tensor_numel(e->t) != numel))
+    return NULL;
+  if (once && uses_of(gp, name) != 1) return NULL;
+  return e;
+}
+
+typedef struct fold_plan {
+  Onnx__NodeProto **repl; /* per node: the Conv rewritten to write BN's output, or NULL */
+  bool *skip;             /* per node: a BN folded away */
+  char **names;           /* the rewritten Convs' input and output arrays (4 names each) */
+} fold_plan;
+
+static void fold_free(fold_plan *f, size_t n) {
+  for (size_t i = 0; f->repl && i < n; i++) wk_free(f->repl[i]);
+  wk_free(f->repl), wk_free(f->skip), wk_free(f->names);
+}
+
+/* Rewrites Conv -> BatchNormalization pairs (see wk_onnx_load_opts.fold_batch_norm):
+ * W' = W * s, b' = (b - mean) * s + beta per output channel, s = scale / sqrt(var + eps),
+ * computed in double. Pairs that do not qualify are left for the ordinary import. */
+static wk_status fold_bn(ox_im *im, const Onnx__GraphProto *gp, fold_plan *f) {
+  size_t nn = gp->n_node;
+  f->repl = wk_calloc(nn ? nn : 1, sizeof *f->repl);
+  f->skip = wk_calloc(nn ? nn : 1, sizeof *f->skip);
+  f->names = wk_calloc(nn ? nn * 4 : 1, sizeof *f->names);
+  if (!f->repl || !f->skip || !f->names) return im_fail(im, WK_ERR_NO_MEMORY, "out of memory");
+  for (size_t j = 0; j < nn; j++) {
+    const Onnx__NodeProto *bn = gp->node[j];
+    if (!bn->op_type || strcmp(bn->op_type, "BatchNormalization") || (bn->domain && *bn->domain) || bn->n_input != 5)
+      continue;
+    bool extra = false;
+    for (size_t k = 1; k < bn->n_output; k++) extra |= bn->output[k] && *bn->output[k];
+    double eps = 1e-5;
+    for (size_t a = 0; a < bn->n_attribute && !extra; a++) {
+      const Onnx__AttributeProto *at = bn->attribute[a];
+      const char *an = at->name ? at->name : "";
+      if (!strcmp(an, "epsilon") && at->has_f)
+        eps = at->f;
+      else if (!strcmp(an, "training_mode") || !strcmp(an, "spatial") || !strcmp(an, "is_test"))
+        extra |= !at->has_i || at->i != (strcmp(an, "training_mode") ? 1 : 0);
+      else
+        extra |= strcmp(an, "momentum") != 0;
+    }
+    if (extra || bn->n_output < 1 || !bn->output[0] || !*bn->output[0] || !bn->input[0]) continue;
+    /* the Conv that writes BN's input, read by nothing else */
+    size_t i = nn;
+    for (size_t k = 0; k < j && i == nn; k++)
+      if (gp->node[k]->n_output >= 1 && gp->node[k]->output[0] && !strcmp(gp->node[k]->output[0], bn->input[0])) i = k;
+    if (i == nn || f->repl[i]) continue;
+    const Onnx__NodeProto *cv = gp->node[i];
+    if (!cv->op_type || strcmp(cv->op_type, "Conv") || (cv->domain && *cv->domain) || cv->n_input < 2 ||
+        cv->n_input > 3 || cv->n_output != 1 || uses_of(gp, bn->input[0]) != 1)
+      continue;
+    oxv *w = fold_init(im, gp, cv->input[1], -1, true);
+    if (!w || wk_tensor_dim(w->t) < 3) continue;
+    int64_t C = wk_tensor_size(w->t, 0), inner = C ? wk_tensor_numel(w->t) / C : 0;
+    bool has_b = cv->n_input == 3 && cv->input[2] && *cv->input[2];
+    oxv *b = has_b ? fold_init(im, gp, cv->input[2], C, true) : NULL;
+    oxv *sc = fold_init(im, gp, bn->input[1], C, false), *be = fold_init(im, gp, bn->input[2], C, !has_b),
+        *mu = fold_init(im, gp, bn->input[3], C, false), *var = fold_init(im, gp, bn->input[4], C, false);
+    if ((has_b && !b) || !sc || !be || !mu || !var) continue;
+    wk_tensor *nw = wk_empty(wk_tensor_sizes(w->t), wk_tensor_dim(w->t), (wk_options){.dtype = WK_F32});
+    wk_tensor *nb = nw ? wk_empty(&C, 1, (wk_options){.dtype = WK_F32}) : NULL;
+    if (!nb) {
+      wk_release(nw);
+      return wk_last_error();
+    }
+    const float *W = wk_tensor_data(w->t), *B = b ? wk_tensor_data(b->t) : NULL, *S = wk_tensor_data(sc->t),
+                *BE = wk_tensor_data(be->t), *MU = wk_tensor_data(mu->t), *V = wk_tensor_data(var->t);
+    float *NW = wk_tensor_data(nw), *NB = wk_tensor_data(nb);
+    for (int64_t c = 0; c < C; c++) {
+      double s = (double)S[c] / sqrt((double)V[c] + eps);
+      for (int64_t k = 0; k < inner; k++) NW[c * inner + k] = (float)((double)W[c * inner + k] * s);
+      NB[c] = (float)(((B ? (double)B[c] : 0.0) - (double)MU[c]) * s + (double)BE[c]);
+    }
+    Onnx__NodeProto *r = wk_malloc(sizeof *r);
+    if (!r) {
+      wk_release(nw), wk_release(nb);
+      return im_fail(im, WK_ERR_NO_MEMORY, "out of memory");
+    }
+    *r = *cv;
+    char **nm = &f->names[4 * i];
+    nm[0] = cv->input[0], nm[1] = cv->input[1], nm[2] = has_b ? cv->input[2] : bn->input[2], nm[3] = bn->output[0];
+    r->n_input = 3, r->input = nm, r->n_output = 1, r->output = &nm[3];
+    f->repl[i] = r;
+    f->skip[j] = true;
+    wk_release(w->t);
+    w->t = nw;
+    oxv *bt = has_b ? b : be;
+    wk_release(bt->t);
+    bt->t = nb;
+  }
+  return WK_OK;
+}
+
 static wk_status build(ox_im *im, const Onnx__ModelProto *m) {
   wk_status st = check_opsets(im, m);
   if (st) return st;
@@ -536,16 +648,25 @@ static wk_status build(ox_im *im, const Onnx__ModelProto *m) {
     if (e->v < 0) return wk_last_error();
     nin++;
   }
-  for (size_t i = 0; i < gp->n_node; i++) {
-    im->node = gp->node[i];
-    const Onnx__NodeProto *n = im->node;
-    if (!n->op_type || !*n->op_type) return im_fail(im, WK_ERR_INVALID_ARG, "the node has no op_type");
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
-      return im_fail(im, WK_ERR_UNSUPPORTED, "domain '%.60s' is not supported", n->domain);
-    st = ox_import_node(im, n);
-    if (st) return st;
+  fold_plan fp = {0};
+  if (im->fold_bn && im->opset >= 7 && (st = fold_bn(im, gp, &fp))) {
+    fold_free(&fp, gp->n_node);
+    return st;
   }
+  for (size_t i = 0; i < gp->n_node && !st; i++) {
+    if (fp.skip && fp.skip[i]) continue;
+    im->node = fp.repl && fp.repl[i] ? fp.repl[i] : gp->node[i];
+    const Onnx__NodeProto *n = im->node;
+    if (!n->op_type || !*n->op_type)
+      st = im_fail(im, WK_ERR_INVALID_ARG, "the node has no op_type");
+    else if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+      st = im_fail(im, WK_ERR_UNSUPPORTED, "domain '%.60s' is not supported", n->domain);
+    else
+      st = ox_import_node(im, n);
+  }
+  fold_free(&fp, gp->n_node);
   im->node = NULL;
+  if (st) return st;
   /* outputs, checked against their declared types */
   int *outs = wk_calloc(gp->n_output ? gp->n_output : 1, sizeof *outs);
   if (!outs) return im_fail(im, WK_ERR_NO_MEMORY, "out of memory");
@@ -619,6 +740,7 @@ wk_graph *ox_import(const uint8_t *data, size_t n, const wk_onnx_load_opts *o, c
       return NULL;
     }
     if (o->struct_size >= offsetof(wk_onnx_load_opts, device) + sizeof(wk_device)) im.dev = o->device;
+    if (o->struct_size >= offsetof(wk_onnx_load_opts, fold_batch_norm) + sizeof(bool)) im.fold_bn = o->fold_batch_norm;
   }
   Onnx__ModelProto *m = unpack(&im, data, n);
   if (!m) return NULL;

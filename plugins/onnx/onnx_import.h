@@ -28,6 +28,7 @@ struct ox_im {
   size_t n, cap;
   const Onnx__NodeProto *node; /* the node being imported, for errors */
   const char *dir;             /* the model file's directory (external data), or NULL from memory */
+  bool fold_bn;                /* opts->fold_batch_norm */
 };
 
 wk_status im_fail(ox_im *im, wk_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
