@@ -1221,6 +1221,117 @@ static wk_status k_embedding_bag(const wk_kernel_ctx *c, const wk_value *args, w
   return FINISH1(r);
 }
 
+/* ---- ctc_loss ---------------------------------------------------------------------------------------- */
+
+/* ctc_loss(log_probs [T, N, C], targets [N, S] or concatenated 1-d, input_lengths [N], target_lengths [N],
+ * blank, reduction, zero_infinity): the CTC forward (alpha) recursion over the blank-extended targets,
+ * in log space, one step of [N, 2 Smax + 1] ops per time step; a sequence's alphas stop moving after
+ * its input length. Unreachable states hold -1e30 instead of -inf (so the parts' gradients stay finite:
+ * logsumexp's backward of all -inf is NaN); a loss of 1e29 or more is an impossible alignment: inf (or 0
+ * with zero_infinity), as PyTorch. Lengths and targets are read on the host and checked as ATen's. */
+static wk_status k_ctc_loss(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *lp = T(0), *tg = T(1);
+  int64_t T_ = lp->sizes[0], N = lp->sizes[1], C = lp->sizes[2], blank = args[4].u.i, red = args[5].u.i;
+  bool zinf = args[6].u.b, meta = c->device.type == WK_DEVICE_META;
+  const double NEG = -1e30;
+  wk_tensor *ilh = meta ? NULL : wk_contiguous(wk_to_device(wk_to_dtype(T(2), WK_I64), wk_cpu()));
+  wk_tensor *tlh = meta ? NULL : wk_contiguous(wk_to_device(wk_to_dtype(T(3), WK_I64), wk_cpu()));
+  wk_tensor *tgh = meta ? NULL : wk_contiguous(wk_to_device(wk_to_dtype(tg, WK_I64), wk_cpu()));
+  if (!meta && (!ilh || !tlh || !tgh)) return FAIL_K();
+  const int64_t *il = meta ? NULL : wk_tensor_data(ilh), *tl = meta ? NULL : wk_tensor_data(tlh);
+  const int64_t *tv = meta ? NULL : wk_tensor_data(tgh);
+  int64_t Smax = 0, tot = 0;
+  for (int64_t n = 0; !meta && n < N; n++) {
+    if (il[n] < 0 || il[n] > T_) {
+      wk_error(WK_ERR_INVALID_ARG, "ctc_loss(): Expected input_lengths to have value at most %lld, but got value %lld", (long long)T_, (long long)il[n]);
+      return FAIL_K();
+    }
+    if (tl[n] < 0 || (tg->ndim == 2 && tl[n] > tg->sizes[1])) {
+      wk_error(WK_ERR_INVALID_ARG, "ctc_loss(): Expected target_lengths[%lld] = %lld to lie in [0, %lld]", (long long)n, (long long)tl[n],
+               (long long)(tg->ndim == 2 ? tg->sizes[1] : wk_tensor_numel(tg)));
+      return FAIL_K();
+    }
+    if (tl[n] > Smax) Smax = tl[n];
+    tot += tl[n];
+  }
+  if (!meta && tg->ndim == 1 && tot > wk_tensor_numel(tg)) {
+    wk_error(WK_ERR_INVALID_ARG, "ctc_loss(): the target lengths sum to %lld but targets holds %lld values", (long long)tot, (long long)wk_tensor_numel(tg));
+    return FAIL_K();
+  }
+  int64_t L = 2 * Smax + 1, nl = N * L;
+  int64_t *lab = wk_malloc(sizeof(int64_t) * (size_t)(nl ? nl : 1));
+  double *skip = wk_malloc(sizeof(double) * (size_t)(nl ? nl : 1)), *valid = wk_malloc(sizeof(double) * (size_t)(nl ? nl : 1));
+  int64_t *fin = wk_malloc(sizeof(int64_t) * (size_t)(2 * N + 1));
+  double *run = wk_malloc(sizeof(double) * (size_t)(T_ * N + 1));
+  bool bad = !lab || !skip || !valid || !fin || !run;
+  for (int64_t n = 0, off = 0; !bad && n < N; n++) {
+    int64_t S = meta ? 0 : tl[n];
+    for (int64_t s = 0; s < L; s++) {
+      int64_t k = s / 2, v = blank;
+      if (s % 2 && k < S) v = tv[tg->ndim == 2 ? n * tg->sizes[1] + k : off + k];
+      if (v < 0 || v >= C) {
+        wk_error(WK_ERR_INDEX, "ctc_loss(): target value %lld of sequence %lld is outside [0, %lld)", (long long)v, (long long)n, (long long)C);
+        bad = true;
+        break;
+      }
+      lab[n * L + s] = v;
+      valid[n * L + s] = s < 2 * S + 1;
+      skip[n * L + s] = s >= 2 && s % 2 && s < 2 * S + 1 && v != lab[n * L + s - 2];
+    }
+    fin[2 * n] = 2 * S, fin[2 * n + 1] = S > 0 ? 2 * S - 1 : 2 * S;
+    for (int64_t t = 0; t < T_; t++) run[t * N + n] = meta || t < il[n];
+    off += S;
+  }
+  int64_t s2[2] = {N, L}, f2[2] = {N, 2}, r2[2] = {T_, N};
+  wk_tensor *labt = bad ? NULL : host_tensor(lab, WK_I64, s2, 2, WK_I64, c->device);
+  wk_tensor *skipt = bad ? NULL : host_tensor(skip, WK_F64, s2, 2, WK_BOOL, c->device);
+  wk_tensor *validt = bad ? NULL : host_tensor(valid, WK_F64, s2, 2, WK_BOOL, c->device);
+  wk_tensor *fint = bad ? NULL : host_tensor(fin, WK_I64, f2, 2, WK_I64, c->device);
+  wk_tensor *runt = bad ? NULL : host_tensor(run, WK_F64, r2, 2, WK_BOOL, c->device);
+  wk_free(lab), wk_free(skip), wk_free(valid), wk_free(fin), wk_free(run);
+  if (!labt || !skipt || !validt || !fint || !runt) return FAIL_K();
+  int64_t e3[3] = {T_, N, L};
+  wk_tensor *E = wk_gather(lp, 2, wk_expand(wk_unsqueeze(labt, 0), e3, 3)); /* [T, N, L] */
+  wk_tensor *negs = wk_full(s2, 2, NEG, (wk_options){.dtype = lp->dtype, .device = c->device});
+  wk_tensor *pos = wk_arange_int(0, L, 1, (wk_options){.dtype = WK_I64, .device = c->device});
+  wk_tensor *first = pos ? wk_logical_and(validt, wk_lt_scalar(wk_unsqueeze(pos, 0), 2)) : NULL;
+  wk_tensor *alpha = E && first ? wk_where(first, wk_select(E, 0, 0), negs) : NULL;
+  int64_t pad1[2] = {1, 0}, pad2[2] = {2, 0}, last = -1;
+  for (int64_t t = 1; t < T_ && alpha; t++) {
+    wk_tensor *a1 = wk_narrow(wkx_pad(alpha, pad1, 2, "constant", (const double[]){NEG}), 1, 0, L);
+    wk_tensor *a2 = wk_narrow(wkx_pad(alpha, pad2, 2, "constant", (const double[]){NEG}), 1, 0, L);
+    a2 = a2 ? wk_where(skipt, a2, negs) : NULL;
+    wk_tensor *parts3[3] = {alpha, a1, a2};
+    wk_tensor *st = a1 && a2 ? wk_stack(parts3, 3, 2) : NULL;
+    wk_tensor *nw = st ? wk_add(wk_logsumexp(st, &last, 1, false), wk_select(E, 0, t)) : NULL;
+    nw = nw ? wk_where(validt, nw, negs) : NULL;
+    alpha = nw ? wk_where(wk_unsqueeze(wk_select(runt, 0, t), 1), nw, alpha) : NULL;
+  }
+  wk_tensor *ends = alpha ? wk_gather(alpha, 1, fint) : NULL; /* [N, 2] */
+  if (ends) { /* an empty target has one final state, not two */
+    wk_tensor *two = wk_ne(wk_select(fint, 1, 0), wk_select(fint, 1, 1));
+    wk_tensor *second = wk_where(two, wk_select(ends, 1, 1), wk_select(negs, 1, 0));
+    wk_tensor *pair[2] = {wk_select(ends, 1, 0), second};
+    ends = second ? wk_stack(pair, 2, 1) : NULL;
+  }
+  wk_tensor *loss = ends ? wk_neg(wk_logsumexp(ends, &last, 1, false)) : NULL; /* [N] */
+  if (loss) {
+    wk_tensor *imp = wk_ge_scalar(wk_detach(loss), 1e29);
+    wk_tensor *fill = wk_full_like(loss, zinf ? 0.0 : INFINITY, (wk_options){0});
+    loss = wk_where(imp, fill, loss);
+  }
+  if (loss && red != 0) {
+    if (red == 1) {
+      wk_tensor *tlen = wk_to_dtype(wk_to_device(T(3), c->device), lp->dtype);
+      loss = tlen ? wk_mean(wk_div(loss, wkx_clamp_min(tlen, WK_VI(1)))) : NULL;
+    } else {
+      loss = wk_sum(loss);
+    }
+  }
+  return FINISH1(loss);
+}
+
 void wk__composites_nn_surface_register(void);
 void wk__composites_nn_surface_register(void) {
   static const struct {
@@ -1274,7 +1385,8 @@ void wk__composites_nn_surface_register(void) {
             {"max_unpool2d", k_max_unpool2d},
             {"affine_grid", k_affine_grid},
             {"grid_sample", k_grid_sample},
-            {"embedding_bag", k_embedding_bag}};
+            {"embedding_bag", k_embedding_bag},
+            {"ctc_loss", k_ctc_loss}};
   for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, WK_PRIORITY_FALLBACK, ks[i].fn, NULL, NULL,
                         "core.composite_nn"};

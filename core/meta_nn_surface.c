@@ -966,6 +966,31 @@ static wk_status meta_embedding_bag(wk_op *op, const wk_value *args, wk_meta_out
   return WK_OK;
 }
 
+/* ---- ctc_loss ---------------------------------------------------------------------------------- */
+
+static wk_status meta_ctc_loss(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  wk_tensor *lp = MT(0), *tg = MT(1), *il = MT(2), *tl = MT(3);
+  char a[WK_SHAPE_STR_MAX];
+  wk_status s = check_reduction(MNAME, args[5].u.i);
+  if (s) return s;
+  if (lp->ndim != 3 || !wk_dtype_is_floating(lp->dtype))
+    return wk_error(WK_ERR_SHAPE, "ctc_loss(): expected floating log_probs of shape [T, N, C], got %s %s", wk_dtype_name(lp->dtype),
+                    wk__shape_str(lp->sizes, lp->ndim, a, sizeof a));
+  int64_t N = lp->sizes[1], C = lp->sizes[2];
+  if (args[4].u.i < 0 || args[4].u.i >= C) return wk_error(WK_ERR_INDEX, "ctc_loss(): blank must be in label range");
+  if ((tg->dtype != WK_I64 && tg->dtype != WK_I32) || (tg->ndim != 1 && tg->ndim != 2) || (tg->ndim == 2 && tg->sizes[0] != N))
+    return wk_error(WK_ERR_SHAPE, "ctc_loss(): expected integer targets of shape [N, S] with N = %lld, or concatenated 1-d, got %s %s",
+                    (long long)N, wk_dtype_name(tg->dtype), wk__shape_str(tg->sizes, tg->ndim, a, sizeof a));
+  const wk_tensor *ls[2] = {il, tl};
+  static const char *const names[2] = {"input_lengths", "target_lengths"};
+  for (int i = 0; i < 2; i++)
+    if ((ls[i]->dtype != WK_I64 && ls[i]->dtype != WK_I32) || ls[i]->ndim != 1 || ls[i]->sizes[0] != N)
+      return wk_error(WK_ERR_SHAPE, "ctc_loss(): %s must be of size batch_size (%lld) and of an integer dtype, got %s %s", names[i],
+                      (long long)N, wk_dtype_name(ls[i]->dtype), wk__shape_str(ls[i]->sizes, ls[i]->ndim, a, sizeof a));
+  wk__meta_shape(o, &N, args[5].u.i == 0 ? 1 : 0, lp->dtype);
+  return WK_OK;
+}
+
 static const wk__meta_row g_rows[] = {
     {"l1_loss", meta_elem_loss},
     {"smooth_l1_loss", meta_elem_loss},
@@ -1016,6 +1041,7 @@ static const wk__meta_row g_rows[] = {
     {"affine_grid", meta_affine_grid},
     {"grid_sample", meta_grid_sample},
     {"embedding_bag", meta_embedding_bag},
+    {"ctc_loss", meta_ctc_loss},
 };
 
 const wk__meta_family wk__metas_nn_surface = {g_rows, sizeof g_rows / sizeof g_rows[0]};

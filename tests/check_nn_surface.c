@@ -96,6 +96,29 @@ START_TEST(test_embedding_bag_offsets) {
 }
 END_TEST
 
+/* ctc_loss through log_softmax: the logits' gradient equals PyTorch 1.13.1's (whose ctc backward returns the
+ * logits' gradient directly; the gradient with respect to log_probs itself is checked by check_torch_ref). */
+START_TEST(test_ctc_loss_logits_grad) {
+  int64_t s[3] = {6, 2, 4}, n2 = 2, t2[2] = {2, 2};
+  double zv[48];
+  for (int i = 0; i < 48; i++) zv[i] = sin(-1.0 + 2.0 * i / 47.0);
+  const double tgv[4] = {1, 2, 3, 3}, ilv[2] = {6, 5}, tlv[2] = {2, 2};
+  const double want[48] = {-0.25053814261199292, -0.26207150722286665, 0.252888266097681, 0.25972138373717851, -0.083223146993849972, 0.24589698234396773, 0.25355461795738082, -0.41622845330749858, -0.10896421560041662, -0.33284739782302336, 0.17832777409115988, 0.26348383933228015, -0.21809205600672796, 0.24488085157693382, 0.25455759462101596, -0.28134639019122187, -0.093254346784941392, -0.18550859149353371, 0.013067692581373566, 0.26569524569710151, -0.3539558421992674, 0.24446301844531385, 0.25505010621681451, -0.14555728246286093, -0.089470540451240588, 0.017546723778255419, -0.19416170229368476, 0.26608551896666993, -0.21890882144087676, 0.24470327666713998, 0.2549881282492632, -0.28078258347552637, -0.10353941052402989, 0.17505128131365455, -0.33611946059764164, 0.26460758980801702, -0.082564854673222304, 0.24557064891764827, 0.25437374288163817, -0.41737953712606407, -0.25304004878581943, 0.24620587371221322, -0.25460944581384087, 0.2614436208874471, 0, 0, 0, 0};
+  wk_scope_begin();
+  wk_tensor *z = tu_tensor(zv, WK_F64, s, 3), *tg = tu_tensor(tgv, WK_I64, t2, 2);
+  wk_tensor *il = tu_tensor(ilv, WK_I64, &n2, 1), *tl = tu_tensor(tlv, WK_I64, &n2, 1);
+  TU_OK(wk_tensor_set_requires_grad(z, true));
+  wk_tensor *loss = wkx_ctc_loss(wk_log_softmax(z, 2), tg, il, tl, 0, 2, false);
+  ck_assert_msg(loss != NULL, "%s", wk_last_error_message());
+  double v = 0;
+  TU_OK(wk_item(loss, &v));
+  ck_assert_msg(fabs(v - 8.389378105186623) < 1e-10, "ctc loss %.17g, PyTorch 8.389378105186623", v);
+  TU_OK(wk_backward(loss));
+  tu_assert_close_(wk_tensor_grad(z), want, 48, 1e-9, 1e-12, "logits grad", __LINE__);
+  wk_scope_end();
+}
+END_TEST
+
 /* instance_norm with input statistics moves the running statistics towards the batch averages of the
  * per-instance mean and unbiased variance (PyTorch 1.13.1's values for this input). */
 START_TEST(test_instance_norm_running_stats) {
@@ -196,6 +219,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_instance_norm_running_stats);
   tcase_add_test(tc, test_max_unpool2d_index_range);
   tcase_add_test(tc, test_embedding_bag_offsets);
+  tcase_add_test(tc, test_ctc_loss_logits_grad);
   tcase_add_test(tc, test_no_leak_in_training_use);
   tcase_add_test(tc, test_no_leak_nn_ops);
   suite_add_tcase(s, tc);

@@ -932,6 +932,40 @@ static bool e_embedding_bag(sw_case *c, int k) { /* 2-d indices with offsets; mo
   return true;
 }
 
+/* ctc_loss: [T, N, C] log-probabilities (log_softmax of random logits), padded targets without blanks,
+ * input lengths long enough (or not: an impossible alignment gives inf, or 0 with zero_infinity). */
+static bool g_ctc_loss(sw_case *c) {
+  int64_t T = rpick(c, 2, 6), N = c->mode == SW_EMPTY ? 0 : rpick(c, 1, 3), C = rpick(c, 2, 4), S = rpick(c, 1, 3);
+  int64_t ls[3] = {T, N, C}, ts[2] = {N, S};
+  wk_tensor *x = rself(c, ls, 3);
+  at(c, x ? CALL1("log_softmax", WK_VT(x), WK_VI(2), WK_VNONE) : NULL);
+  wk_tensor *tg = rt(c, WK_I64, ts, 2, 1, (double)C); /* labels 1..C-1: blank is 0 */
+  at_frozen(c, tg);
+  double il[3], tl[3];
+  for (int64_t n = 0; n < N; n++) tl[n] = (double)rpick(c, 0, S), il[n] = (double)rpick(c, c->grad ? T : 1, T);
+  at_frozen(c, from_vals(WK_I64, &N, 1, il));
+  at_frozen(c, from_vals(WK_I64, &N, 1, tl));
+  ai(c, 0);
+  ai(c, rpick(c, 0, 2));
+  ab(c, c->grad || runif(c) < 0.5);
+  return true;
+}
+static bool e_ctc_loss(sw_case *c, int k) { /* 2-d log_probs; lengths of the wrong size; blank out of range */
+  int64_t ls[3] = {4, 2, 3}, ts[2] = {2, 2}, n2 = 2, n3 = 3;
+  if (k > 2) return false;
+  at(c, rt(c, WK_F32, ls, k == 0 ? 2 : 3, -1, 0));
+  at(c, rt_index(c, ts, 2, 3));
+  at(c, rt_index(c, k == 1 ? &n3 : &n2, 1, 4));
+  at(c, rt_index(c, &n2, 1, 2));
+  ai(c, k == 2 ? 3 : 0);
+  ai(c, 1);
+  ab(c, false);
+  return true;
+}
+
+#define SW_NN_SURFACE_ROWS6 \
+  {.op = "ctc_loss", .gen = g_ctc_loss, .err = e_ctc_loss, .dtypes = D_F, .modes = M_EMPTY},
+
 #define SW_NN_SURFACE_ROWS5 \
   {.op = "embedding_bag", .gen = g_embedding_bag, .err = e_embedding_bag, .dtypes = D_FB, .modes = M_EMPTY},
 
@@ -989,6 +1023,6 @@ static bool e_embedding_bag(sw_case *c, int k) { /* 2-d indices with offsets; mo
       {.op = "multi_margin_loss", .gen = g_multi_margin, .err = e_multi_margin, .dtypes = D_FB, .modes = M_EMPTY},  \
       {.op = "cosine_similarity", .gen = g_cosine_similarity, .err = e_cosine_similarity, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
       {.op = "pairwise_distance", .gen = g_pairwise_distance, .err = e_pairwise_distance, .dtypes = D_FB, .modes = M_BCAST | M_EMPTY}, \
-      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2 SW_NN_SURFACE_ROWS3 SW_NN_SURFACE_ROWS4 SW_NN_SURFACE_ROWS5
+      {.op = "cdist", .gen = g_cdist, .err = e_cdist, .dtypes = D_FB, .modes = M_EMPTY}, SW_NN_SURFACE_ROWS2 SW_NN_SURFACE_ROWS3 SW_NN_SURFACE_ROWS4 SW_NN_SURFACE_ROWS5 SW_NN_SURFACE_ROWS6
 
 #endif

@@ -272,6 +272,7 @@ enum {
   X("affine_grid(Tensor theta, int[] size, bool align_corners=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", bool align_corners=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("embedding_bag(Tensor weight, Tensor indices, Tensor? offsets=None, int mode=0, Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None) -> Tensor", WK_TAG_COMPOSITE) \
+  X("ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=1, bool zero_infinity=False) -> Tensor", WK_TAG_COMPOSITE) \
   /* ---- indexing and shape ---- */                                                            \
   X("cat(Tensor[] tensors, int dim=0) -> Tensor", 0)                                             \
   X("stack(Tensor[] tensors, int dim=0) -> Tensor", WK_TAG_COMPOSITE)                            \

@@ -3352,6 +3352,16 @@ static inline wk_tensor *wkx_embedding_bag(wk_tensor *weight, wk_tensor *indices
   return wk__gen_call(&wk__op, "embedding_bag", wk__a, 7, (wk_tensor **const *)0, 0, 0);
 }
 
+/* ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=1, bool zero_infinity=False) -> Tensor */
+static inline wk_tensor *wkx_ctc_loss(wk_tensor *log_probs, wk_tensor *targets, wk_tensor *input_lengths,
+                                      wk_tensor *target_lengths, int64_t blank, int64_t reduction,
+                                      bool zero_infinity) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(log_probs), WK_VT(targets), WK_VT(input_lengths), WK_VT(target_lengths),
+                             WK_VI(blank), WK_VI(reduction), WK_VB(zero_infinity)};
+  return wk__gen_call(&wk__op, "ctc_loss", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
 /* cat(Tensor[] tensors, int dim=0) -> Tensor */
 static inline wk_tensor *wkx_cat(wk_tensor *const *tensors, int64_t tensors_len, int64_t dim) {
   static wk_op *wk__op;
@@ -4542,6 +4552,7 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_affine_grid, "affine_grid", "affine_grid(Tensor theta, int[] size, bool align_corners=False) -> Tensor") \
   X(wkx_grid_sample, "grid_sample", "grid_sample(Tensor input, Tensor grid, str mode=\"bilinear\", str padding_mode=\"zeros\", bool align_corners=False) -> Tensor") \
   X(wkx_embedding_bag, "embedding_bag", "embedding_bag(Tensor weight, Tensor indices, Tensor? offsets=None, int mode=0, Tensor? per_sample_weights=None, bool include_last_offset=False, int? padding_idx=None) -> Tensor") \
+  X(wkx_ctc_loss, "ctc_loss", "ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=1, bool zero_infinity=False) -> Tensor") \
   X(wkx_cat, "cat", "cat(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_stack, "stack", "stack(Tensor[] tensors, int dim=0) -> Tensor") \
   X(wkx_split, "split", "split(Tensor(a -> *) self, int split_size, int dim=0) -> Tensor[]") \

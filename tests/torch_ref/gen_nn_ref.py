@@ -409,6 +409,37 @@ gcase("embedding_bag grad sum psw", "embedding_bag", [a, T(ei), T(eo), 0, pw, Fa
 gcase("embedding_bag grad mean", "embedding_bag", [a, T(ei), T(eo), 1, None, False, 2],
       lambda: F.embedding_bag(ei, a.t, eo, mode="mean", padding_idx=2), [0])
 
+# ---- ctc_loss: padded and concatenated targets, an empty target, an impossible alignment, reductions ----
+Tn, Nn, Cn = 8, 3, 5
+clp = torch.log_softmax(r(Tn, Nn, Cn), 2)
+ctg = torch.tensor([[1, 2, 2, 0], [3, 1, 4, 4], [2, 0, 0, 0]])
+cil, ctl = torch.tensor([8, 6, 5]), torch.tensor([3, 4, 0])
+for red in (0, 1, 2):
+    case("ctc_loss padded red=%d" % red, "ctc_loss", [T(clp), T(ctg), T(cil), T(ctl), 0, red, False],
+         F.ctc_loss(clp, ctg, cil, ctl, 0, RED[red]), 1e-5, 1e-5)
+cflat = torch.cat([ctg[0, :3], ctg[1, :4]])
+case("ctc_loss concatenated targets", "ctc_loss", [T(clp), T(cflat), T(cil), T(ctl), 0, 0, False],
+     F.ctc_loss(clp, cflat, cil, ctl, 0, "none"), 1e-5, 1e-5)
+imp_il = torch.tensor([8, 2, 5])  # sequence 1 needs at least 5 steps for 4 labels with a repeat: impossible
+for zi in (False, True):
+    case("ctc_loss impossible zero_infinity=%s" % zi, "ctc_loss", [T(clp), T(ctg), T(imp_il), T(ctl), 0, 0, zi],
+         F.ctc_loss(clp, ctg, imp_il, ctl, 0, "none", zi), 1e-5, 1e-5)
+case("ctc_loss blank 4", "ctc_loss", [T(clp), T(ctg.clamp(max=3)), T(cil), T(ctl), 4, 1, False],
+     F.ctc_loss(clp, ctg.clamp(max=3), cil, ctl, 4), 1e-5, 1e-5)
+# PyTorch's ctc_loss backward returns exp(log_probs) - gamma: the gradient with respect to the logits of a
+# log_softmax, not the derivative with respect to log_probs (-gamma) that Wick's composite gives. The two
+# agree once through log_softmax (check_nn_surface checks that); here the reference is PyTorch's gradient
+# minus its exp(log_probs) term, i.e. the true derivative.
+lpd = torch.log_softmax(r(Tn, Nn, Cn, dtype=torch.float64), 2).requires_grad_(True)
+lossd = F.ctc_loss(lpd, ctg, cil, ctl, 0, "mean")
+god = torch.randn_like(lossd.detach())
+lossd.backward(god)
+scale = god / Nn / ctl.clamp(min=1).double()  # d(mean loss)/d(loss_n)
+mask = (torch.arange(Tn)[:, None] < cil[None, :]).double()
+true_grad = lpd.grad - torch.exp(lpd.detach()) * (scale[None, :] * mask)[:, :, None]
+grad_cases.append(("ctc_loss grad mean (the derivative w.r.t. log_probs)", "ctc_loss",
+                   [T(lpd.detach()), T(ctg), T(cil), T(ctl), 0, 1, False], god, [0], [true_grad], 1e-6, 1e-9))
+
 if __name__ == "__main__":
     # float[] arguments travel as marker strings through emit, then become REF_FLOATS arrays
     import io
