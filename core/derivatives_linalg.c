@@ -305,7 +305,26 @@ static wk_status d_mode(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **g
   END
 }
 
+/* ---- masked_scatter(self, mask, source): self's gradient where the mask is false; source's the masked gradient
+ * in order, zero-padded to its size (masked_scatter_backward) ---- */
+static wk_status d_masked_scatter(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_tensor *mask = X(1), *g = G(0);
+  CHECK(mask);
+  if (NEEDS(0)) GIN(0, sum_to(wk_masked_fill(g, mask, 0), IN_SHAPE(0)));
+  if (NEEDS(2)) {
+    int64_t ns = 1, all = -1;
+    for (int d = 0; d < N->in_ndim[N->k_of_arg[2]]; d++) ns *= N->in_sizes[N->k_of_arg[2]][d];
+    wk_tensor *sel = wk_masked_select(g, mask);
+    int64_t k = sel ? wk_tensor_numel(sel) : 0;
+    wk_tensor *flat = sel && k < ns ? C1("pad", WK_VT(sel), WK_VINTS(((int64_t[]){0, ns - k}), 2), WK_VS("constant"), WK_VF(0))
+                                    : sel;
+    GIN(2, flat ? wk_reshape(wk_reshape(flat, &all, 1), IN_SHAPE(2)) : NULL);
+  }
+  END
+}
+
 static const wk__formula rows[] = {
+    {"masked_scatter", "MaskedScatterBackward0", d_masked_scatter, A(1), 0},
     {"mode", "ModeBackward0", d_mode, 0, A(1)},
     {"linalg_cholesky", "LinalgCholeskyExBackward0", d_cholesky, 0, A(0)},
     {"linalg_eigh", "LinalgEighBackward0", d_eigh, 0, A(0) | A(1)},

@@ -322,7 +322,7 @@ enum {
   X("unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor values, Tensor inverse, Tensor counts)", WK_ND | WK_TAG_COMPOSITE) \
   X("scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor", 0) \
   X("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor", WK_TAG_COMPOSITE) \
-  X("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", WK_TAG_COMPOSITE) \
+  X("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", 0) \
   X("einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor", WK_TAG_COMPOSITE) \
   X("baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", WK_TAG_COMPOSITE) \
   X("addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor", WK_TAG_COMPOSITE) \

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* qsort_r */
-/* cpu plugin: scatter_reduce.two, mode, unique and unique_consecutive (issue 21).
+/* cpu plugin: scatter_reduce.two, mode, unique, unique_consecutive and masked_scatter (issue 21).
  * scatter_reduce.two: self's copy with src's elements
  * reduced into the positions index names along dim, by sum, prod, mean, amax
  * or amin, with or without self's own values (include_self). Floating dtypes
@@ -425,9 +425,61 @@ static wk_status k_mode(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   return WK_OK;
 }
 
+/* ---- masked_scatter(self, mask, source): self and mask broadcast to the result; the k-th true element (row-major)
+ * takes source's k-th element. Too short a source fails after counting the mask's trues (the composite's message). */
+static wk_status k_masked_scatter(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
+  wk_tensor *self = T(0), *mask = T(1), *src = T(2);
+  const wk_meta_out *mo = &ctx->meta[0];
+  wk_tensor *out = wk_meta_empty(ctx, 0), *srcc = wk_contiguous(src);
+  wk_tensor *xe = wk_expand(self, mo->sizes, mo->ndim), *me = wk_expand(mask, mo->sizes, mo->ndim);
+  wk_status s = WK_OK;
+  if (!out || !srcc || !xe || !me) {
+    s = wk_last_error();
+    goto end;
+  }
+  {
+    int nd = mo->ndim;
+    wk_dtype dt = wk_tensor_dtype(self);
+    size_t es = wk_dtype_size(dt);
+    int64_t n = wk_tensor_numel(out), ns = wk_tensor_numel(src), k = 0, co[WK_MAX_DIMS] = {0};
+    const char *xp = (const char *)wk_tensor_data(xe), *mp = (const char *)wk_tensor_data(me);
+    const char *sp = wk_tensor_data(srcc);
+    char *op = wk_tensor_data(out);
+    int64_t xo = 0, mo_ = 0;
+    for (int64_t e = 0; e < n; e++) {
+      if (mp[mo_]) {
+        if (k < ns) cpu_copy_elem(op + (size_t)e * es, sp + (size_t)k * es, es);
+        k++;
+      } else {
+        cpu_copy_elem(op + (size_t)e * es, xp + (size_t)xo * es, es);
+      }
+      for (int d = nd - 1; d >= 0; d--) { /* next element: strided offsets of the broadcast views */
+        xo += cpu_nstride(xe, d), mo_ += cpu_nstride(me, d);
+        if (++co[d] < mo->sizes[d]) break;
+        xo -= co[d] * cpu_nstride(xe, d), mo_ -= co[d] * cpu_nstride(me, d);
+        co[d] = 0;
+      }
+    }
+    if (k > ns)
+      s = wk_error(WK_ERR_SHAPE, "masked_scatter(): expected source to have at least %lld elements (the mask's true "
+                   "count), got %lld", (long long)k, (long long)ns);
+  }
+end:
+  wk_release(srcc);
+  wk_release(xe);
+  wk_release(me);
+  if (s) {
+    wk_release(out);
+    return s;
+  }
+  outs[0] = WK_VT(out);
+  return WK_OK;
+}
+
 wk_status cpu_register_index_reduce(void) {
   wk_status s = cpu_reg("scatter_reduce.two", k_scatter_reduce, NULL);
   if (!s) s = cpu_reg("mode", k_mode, NULL);
+  if (!s) s = cpu_reg("masked_scatter", k_masked_scatter, NULL);
   if (!s) s = cpu_reg("unique", k_unique, NULL);
   if (!s) s = cpu_reg("unique_consecutive", k_unique, NULL);
   return s;
