@@ -310,6 +310,27 @@ START_TEST(test_x86_float_functional_matches_pytorch) {
     ck_assert_msg(d == 0, "Res %s: %lld of %lld integers differ from PyTorch's, by up to %lld", names[i], (long long)d,
                   (long long)ns[i], (long long)worst);
   }
+  /* quantized.add (one pass over the integers, inputs in one dense layout)
+   * equals the composite (dequantize, add, quantize) that other layouts take */
+  wk_tensor *qa = wk_quantize_per_tensor(tu_rand(WK_SHAPE(2, 3, 5, 7), WK_F32, -1, 1, 71), 0.01, 100, WK_QUINT8);
+  wk_tensor *qb = wk_quantize_per_tensor(tu_rand(WK_SHAPE(2, 3, 5, 7), WK_F32, -1, 1, 72), 0.013, 120, WK_QUINT8);
+  wk_tensor *qb_cl = wk_permute(wk_contiguous(wk_permute(qb, WK_SHAPE(0, 2, 3, 1))), WK_SHAPE(0, 3, 1, 2));
+  wk_module *addr = wk_module_child(m, "add_relu");
+  wk_tensor *ab[2] = {qa, qb}, *ab_cl[2] = {qa, qb_cl};
+  wk_tensor *fast = wk_module_forward_n(addr, ab, 2), *slow = wk_module_forward_n(addr, ab_cl, 2);
+  TU_NOTNULL(fast);
+  TU_NOTNULL(slow);
+  double *vf = tu_values(wk_int_repr(fast)), *vs = tu_values(wk_int_repr(slow));
+  for (int i = 0; i < 210; i++) ck_assert_msg(vf[i] == vs[i], "quantized.add element %d: %g, composite %g", i, vf[i], vs[i]);
+  free(vf);
+  free(vs);
+  wk_value bad[5] = {WK_VT(qa), WK_VT(wk_slice(qb, 3, 0, 6, 1)), WK_VF(0.02), WK_VI(0), WK_VB(false)}, out[1];
+  ck_assert_int_eq(wk_call("quantized.add", bad, 5, out), WK_ERR_SHAPE);
+  TU_FAILS_WITH(WK_ERR_SHAPE, "quantized.add(): qa and qb must have the same shape");
+  bad[1] = WK_VT(qb);
+  bad[2] = WK_VF(-1);
+  ck_assert_int_eq(wk_call("quantized.add", bad, 5, out), WK_ERR_INVALID_ARG);
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "scale -1 must be positive");
   /* a quantized input with per-channel q-params is refused with its reason */
   wk_tensor *pc = wk_quantize_per_channel(batch(x86ref_x), TU_T(WK_F32, (4), 0.1, 0.1, 0.1, 0.1),
                                           TU_T(WK_I64, (4), 0, 0, 0, 0), 0, WK_QUINT8);

@@ -143,7 +143,7 @@ typedef struct {
 /* One row of C channels into contiguous u8 (the channels-last and linear
  * case): written to vectorise, compiled for AVX-512 / AVX2 / baseline with
  * the best picked at load time. Same arithmetic as requant_one. */
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3"))) static void
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3", "fp-contract=off"))) static void
 rq_row(const int32_t *restrict a, uint8_t *restrict y, const float *restrict bias, const float *restrict mult,
        int64_t C, float lo, float hi, int32_t ozp) {
   for (int64_t c = 0; c < C; c++) {

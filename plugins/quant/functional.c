@@ -111,6 +111,8 @@ static wk_tensor *qf_forward(wk_module *self, wk_tensor *const *in, int n) {
       return NULL;
     }
   }
+  if (s->op != FF_CAT && n == 2 && qt_qadd_applies(in[0], in[1])) /* one pass over the integers */
+    return qt_qadd(in[0], in[1], scale, zp, s->op == FF_ADD_RELU);
   wk_scope_begin();
   wk_tensor *f[64];
   if (n > 64) {

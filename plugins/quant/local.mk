@@ -3,7 +3,7 @@
 plugins_LTLIBRARIES += plugins/quant/quant.la
 plugins_quant_quant_la_SOURCES = plugins/quant/quant.h plugins/quant/plugin.c plugins/quant/observer.c \
 	plugins/quant/modules.c plugins/quant/workflow.c plugins/quant/state.c plugins/quant/qat.c \
-	plugins/quant/functional.c
+	plugins/quant/functional.c plugins/quant/qops.c
 plugins_quant_quant_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_quant_quant_la_LIBADD = -lm
 plugins_quant_quant_la_LDFLAGS = $(PLUGIN_LDFLAGS)

@@ -134,7 +134,10 @@ static const wk_quant_api QUANT_API = {
     .float_functional = qt_float_functional,
 };
 
-static wk_status init(void) { return wk_service_register(WK_QUANT_SERVICE, WK_QUANT_API_VERSION, &QUANT_API); }
+static wk_status init(void) {
+  wk_status s = qt_register_ops(); /* quantized.add (qops.c) */
+  return s ? s : wk_service_register(WK_QUANT_SERVICE, WK_QUANT_API_VERSION, &QUANT_API);
+}
 
 WK_PLUGIN_DEFINE("quant", "0.1.0", "eager-mode int8: observers, qconfigs, fuse/prepare/convert (the quant service)", init,
                  NULL)

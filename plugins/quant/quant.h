@@ -74,6 +74,13 @@ QT_HIDDEN wk_module *qt_qfunctional(const wk_module *float_functional, double sc
  * FloatFunctional add_relu; takes the three references (downsample may be NULL). */
 QT_HIDDEN wk_module *qt_quantizable_block(wk_module *conv1_relu, wk_module *conv2, wk_module *downsample);
 
+/* ---- the op quantized.add and its cpu kernel (qops.c) ---- */
+QT_HIDDEN wk_status qt_register_ops(void);
+/* True when qa and qb are per-tensor quint8 cpu tensors in one dense layout. */
+QT_HIDDEN bool qt_qadd_applies(const wk_tensor *qa, const wk_tensor *qb);
+/* quantized.add(qa, qb, scale, zero_point, relu): a new tensor of the scope. */
+QT_HIDDEN wk_tensor *qt_qadd(wk_tensor *qa, wk_tensor *qb, double scale, int64_t zp, bool relu);
+
 /* ---- workflow (workflow.c) ---- */
 QT_HIDDEN wk_status qt_default_qconfig(const char *backend, wk_qconfig *out, size_t osize);
 QT_HIDDEN wk_status qt_fuse(wk_module *model, const char *const *names, int n);
