@@ -122,14 +122,6 @@ static inline float round_even(float v) {
   return (v + magic) - magic;
 }
 
-static inline uint8_t requant_one(const requant *rq, int64_t n, int32_t acc) {
-  float xf = (float)acc + rq->bias_scaled[n];
-  float r = round_even(xf * rq->mult[n]);
-  float lo = (float)(rq->lo - rq->ozp), hi = (float)(255 - rq->ozp);
-  r = r < lo ? lo : r > hi ? hi : r;
-  return (uint8_t)((int32_t)r + rq->ozp);
-}
-
 /* acc [rows, C] (row-major: channels last) -> y: element (r, c) goes to
  * y[(r / inner) * C * inner + c * inner + r % inner]; inner = 1 is a plain
  * [rows, C] matrix (linear), inner = H * W an NCHW tensor (conv). */
@@ -140,12 +132,28 @@ typedef struct {
   const requant *rq;
 } rq_job;
 
+/* A loop built for AVX-512, AVX2 and the baseline, picked at load time (GCC's
+ * function multiversioning), vectorised, and with fp-contract off: no
+ * product is fused into an add (the reference rounds each). Elsewhere a
+ * plain function (clang contracts only with FP_CONTRACT on: turned off in
+ * the body). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define ODN_VEC __attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3", "fp-contract=off")))
+#elif defined(__GNUC__) && !defined(__clang__)
+#define ODN_VEC __attribute__((optimize("O3", "fp-contract=off")))
+#else
+#define ODN_VEC
+#endif
+
 /* One row of C channels into contiguous u8 (the channels-last and linear
  * case): written to vectorise, compiled for AVX-512 / AVX2 / baseline with
- * the best picked at load time. Same arithmetic as requant_one. */
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3", "fp-contract=off"))) static void
+ * the best picked at load time. The same arithmetic as rq_run's loop. */
+ODN_VEC static void
 rq_row(const int32_t *restrict a, uint8_t *restrict y, const float *restrict bias, const float *restrict mult,
        int64_t C, float lo, float hi, int32_t ozp) {
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
   for (int64_t c = 0; c < C; c++) {
     float v = ((float)a[c] + bias[c]) * mult[c];
     v = (v + 12582912.0f) - 12582912.0f;
@@ -171,7 +179,7 @@ static void rq_run(void *vj, int64_t b, int64_t e) {
   for (int64_t r = b; r < e; r++) {
     const int32_t *restrict a = j->acc + r * C;
     uint8_t *restrict y = j->y + (r / inner) * C * inner + r % inner;
-    for (int64_t c = 0; c < C; c++) { /* requant_one, inlined by hand */
+    for (int64_t c = 0; c < C; c++) { /* requantise one accumulator */
       float v = round_even(((float)a[c] + bias[c]) * mult[c]);
       v = v < lo ? lo : v > hi ? hi : v;
       y[c * inner] = (uint8_t)((int32_t)v + ozp);

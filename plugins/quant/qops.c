@@ -79,11 +79,27 @@ typedef struct {
   int32_t za, zb, zp;
 } qadd_job;
 
+/* A loop built for AVX-512, AVX2 and the baseline, picked at load time (GCC's
+ * function multiversioning), vectorised, and with fp-contract off: no
+ * product is fused into an add (the reference rounds each). Elsewhere a
+ * plain function (clang contracts only with FP_CONTRACT on: turned off in
+ * the body). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define QT_VEC __attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3", "fp-contract=off")))
+#elif defined(__GNUC__) && !defined(__clang__)
+#define QT_VEC __attribute__((optimize("O3", "fp-contract=off")))
+#else
+#define QT_VEC
+#endif
+
 /* fp-contract=off: sa * x + sb * y must not become a fused multiply-add (the
  * composite rounds both products) */
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("O3", "fp-contract=off"))) static void
+QT_VEC static void
 qadd_range(const uint8_t *restrict a, const uint8_t *restrict b, uint8_t *restrict y, int64_t n, float sa, float sb,
            int32_t za, int32_t zb, float inv, float lo, float hi, int32_t zp) {
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
   for (int64_t i = 0; i < n; i++) {
     float f = sa * (float)((int32_t)a[i] - za) + sb * (float)((int32_t)b[i] - zb);
     float v = f * inv;
