@@ -204,8 +204,8 @@ static wk_module *make_conv(int dims, bool transposed, int64_t in, int64_t out, 
     return NULL;
   }
   conv_state *ps = wk_malloc(sizeof *ps);
-  *ps = s;
-  wk_module *m = wk_module_new(cls, ps);
+  if (ps) *ps = s;
+  wk_module *m = nn_module_new(cls, ps);
   if (!m) return NULL;
   wk_scope_begin();
   int64_t wsz[4] = {transposed ? in : out, transposed ? out / s.groups : in / s.groups, s.k[0], s.k[1]};
@@ -296,8 +296,8 @@ static wk_module *make_pool(bool max, int64_t k, const wk_pool2d_opts *o, size_t
     return NULL;
   }
   pool_state *ps = wk_malloc(sizeof *ps);
-  *ps = s;
-  return wk_module_new(max ? &MAXPOOL : &AVGPOOL, ps);
+  if (ps) *ps = s;
+  return nn_module_new(max ? &MAXPOOL : &AVGPOOL, ps);
 }
 wk_module *nn_max_pool2d(int64_t k, const wk_pool2d_opts *o, size_t osize) { return make_pool(true, k, o, osize); }
 wk_module *nn_avg_pool2d(int64_t k, const wk_pool2d_opts *o, size_t osize) { return make_pool(false, k, o, osize); }
@@ -308,8 +308,6 @@ wk_module *nn_adaptive_avg_pool2d(int64_t oh, int64_t ow) {
     return NULL;
   }
   pool_state *ps = wk_calloc(1, sizeof *ps);
-  ps->adaptive = true;
-  ps->oh = oh;
-  ps->ow = ow;
-  return wk_module_new(&ADAPTIVE, ps);
+  if (ps) *ps = (pool_state){.adaptive = true, .oh = oh, .ow = ow};
+  return nn_module_new(&ADAPTIVE, ps);
 }

@@ -33,8 +33,8 @@ wk_module *nn_linear(int64_t in, int64_t out, bool bias) {
     return NULL;
   }
   linear_state *s = wk_malloc(sizeof *s);
-  *s = (linear_state){in, out, bias};
-  wk_module *m = wk_module_new(&LINEAR, s);
+  if (s) *s = (linear_state){in, out, bias};
+  wk_module *m = nn_module_new(&LINEAR, s);
   if (!m) return NULL;
   wk_scope_begin();
   wk_tensor *w = wk_empty(WK_SHAPE(out, in), (wk_options){0});
@@ -155,8 +155,8 @@ wk_module *nn_activation(int kind, double arg) {
   default: wk_error(WK_ERR_INVALID_ARG, "nn activation: unknown kind %d", kind); return NULL;
   }
   act_state *s = wk_malloc(sizeof *s);
-  *s = (act_state){kind, arg, false};
-  return wk_module_new(cls, s);
+  if (s) *s = (act_state){kind, arg, false};
+  return nn_module_new(cls, s);
 }
 
 wk_module *nn_relu_inplace(void) {
@@ -181,8 +181,8 @@ static char *flatten_repr(const wk_module *self) {
 static const wk_module_class FLATTEN = {sizeof(wk_module_class), "Flatten", flatten_forward, free, flatten_repr};
 wk_module *nn_flatten(int64_t start_dim, int64_t end_dim) {
   flatten_state *s = wk_malloc(sizeof *s);
-  *s = (flatten_state){start_dim, end_dim};
-  return wk_module_new(&FLATTEN, s);
+  if (s) *s = (flatten_state){start_dim, end_dim};
+  return nn_module_new(&FLATTEN, s);
 }
 
 /* ---- Embedding ---- */
@@ -262,8 +262,8 @@ wk_module *nn_embedding(int64_t num, int64_t dim, const wk_embedding_opts *o, si
     return NULL;
   }
   emb_state *s = wk_malloc(sizeof *s);
-  *s = (emb_state){num, dim, op.has_padding_idx, pad, op.max_norm, norm_type};
-  wk_module *m = wk_module_new(&EMBEDDING, s);
+  if (s) *s = (emb_state){num, dim, op.has_padding_idx, pad, op.max_norm, norm_type};
+  wk_module *m = nn_module_new(&EMBEDDING, s);
   if (!m) return NULL;
   wk_scope_begin();
   wk_tensor *w = wk_empty(WK_SHAPE(num, dim), (wk_options){0});
@@ -340,17 +340,29 @@ wk_status nn_append(wk_module *container, const char *name, wk_module *mod) {
     wk_module_release(mod);
     return wk_error(WK_ERR_INVALID_ARG, "ModuleDict: a module needs a name");
   }
+  /* room first: out of memory leaves the container as it was */
+  if (s->n == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 8;
+    wk_module **mods = wk_realloc(s->mods, (size_t)cap * sizeof *s->mods);
+    if (mods) s->mods = mods;
+    char **names = mods ? wk_realloc(s->names, (size_t)cap * sizeof *s->names) : NULL;
+    if (names) s->names = names;
+    if (!names) {
+      wk_module_release(mod);
+      return wk_error(WK_ERR_NO_MEMORY, "append: out of memory growing the %s", cls);
+    }
+    s->cap = cap;
+  }
   char *nm = name ? nn_strf("%s", name) : nn_strf("%d", s->n);
+  if (!nm) {
+    wk_module_release(mod);
+    return wk_error(WK_ERR_NO_MEMORY, "append: out of memory naming a child of the %s", cls);
+  }
   wk_status st = wk_module_register_child(container, nm, mod);
   wk_module_release(mod);
   if (st != WK_OK) {
     wk_free(nm);
     return st;
-  }
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 8;
-    s->mods = wk_realloc(s->mods, (size_t)s->cap * sizeof *s->mods);
-    s->names = wk_realloc(s->names, (size_t)s->cap * sizeof *s->names);
   }
   s->mods[s->n] = mod; /* still alive: the container holds it */
   s->names[s->n++] = nm;
@@ -359,13 +371,13 @@ wk_status nn_append(wk_module *container, const char *name, wk_module *mod) {
 
 static cont_state *new_cont_state(void) {
   cont_state *s = wk_calloc(1, sizeof *s);
-  s->magic = CONT_MAGIC;
+  if (s) s->magic = CONT_MAGIC;
   return s;
 }
 static wk_module *make_container(const wk_module_class *cls, const char *const *names, wk_module *const *mods, int n) {
   bool bad = n < 0 || (n > 0 && !mods);
   for (int i = 0; !bad && i < n; i++) bad = !mods[i];
-  wk_module *c = bad ? NULL : wk_module_new(cls, new_cont_state());
+  wk_module *c = bad ? NULL : nn_module_new(cls, new_cont_state());
   for (int i = 0; i < n && mods; i++) {
     if (!c) {
       wk_module_release(mods[i]);

@@ -154,11 +154,13 @@ wk_module *nn_loss_module(int kind, const wk_loss_opts *o, size_t osize) {
   if (parse_reduction(op.reduction, kind) < 0) return NULL;
   const wk_module_class *cls = &LOSS_CLASSES[kind];
   loss_state *s = wk_calloc(1, sizeof *s);
-  s->kind = kind;
-  s->o = op;
-  snprintf(s->reduction, sizeof s->reduction, "%s", op.reduction ? op.reduction : "mean");
-  s->o.weight = s->o.pos_weight = NULL;
-  wk_module *m = wk_module_new(cls, s);
+  if (s) {
+    s->kind = kind;
+    s->o = op;
+    snprintf(s->reduction, sizeof s->reduction, "%s", op.reduction ? op.reduction : "mean");
+    s->o.weight = s->o.pos_weight = NULL;
+  }
+  wk_module *m = nn_module_new(cls, s);
   if (!m) return NULL;
   wk_status st = WK_OK;
   if (op.weight) st = wk_module_register_buffer(m, "weight", op.weight, true);

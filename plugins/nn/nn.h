@@ -31,6 +31,10 @@ wk_status nn_child(wk_module *m, const char *name, wk_module *child);
 wk_status nn_fill_uniform(wk_tensor *t, double lo, double hi);
 wk_status nn_fill_normal(wk_tensor *t, double mean, double std);
 double nn_opt_or(double v, double dflt); /* 0 -> dflt, -0.0 -> 0 */
+/* wk_module_new(cls, state) for a state from wk_malloc (freed with wk_free):
+ * NULL state (out of memory) or a failed wk_module_new give NULL with the
+ * error recorded, and the state is freed (wk_module_new leaves it to us). */
+wk_module *nn_module_new(const wk_module_class *cls, void *state);
 
 /* ---- layers.c ---- */
 wk_module *nn_linear(int64_t in, int64_t out, bool bias);
@@ -74,10 +78,6 @@ wk_module *nn_transformer_layer(bool decoder, int64_t d_model, int64_t nhead, co
                                 size_t osize);
 wk_module *nn_transformer_encoder(wk_module *encoder_layer, int64_t num_layers, wk_module *norm);
 wk_module *nn_transformer_decoder(wk_module *decoder_layer, int64_t num_layers, wk_module *norm);
-wk_module *nn_transformer(int64_t d_model, int64_t nhead, int64_t num_encoder_layers, int64_t num_decoder_layers,
-                          const wk_transformer_opts *o, size_t osize);
-wk_tensor *nn_transformer_model_forward(wk_module *m, wk_tensor *src, wk_tensor *tgt, const wk_attn_masks *masks,
-                                        size_t msize);
 wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *memory, const wk_attn_masks *masks,
                                   size_t msize);
 wk_module *nn_positional_encoding(int64_t d_model, int64_t max_len, double dropout, bool batch_first);

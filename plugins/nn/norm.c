@@ -77,9 +77,10 @@ wk_module *nn_batch_norm(int dims, int64_t c, const wk_norm_opts *o, size_t osiz
     return NULL;
   }
   bn_state *s = wk_malloc(sizeof *s);
-  *s = (bn_state){dims, c, nn_opt_or(op.eps, 1e-5), nn_opt_or(op.momentum, 0.1), op.cumulative_average, !op.no_affine,
-                  !op.no_track_running_stats};
-  wk_module *m = wk_module_new(cls, s);
+  if (s)
+    *s = (bn_state){dims, c, nn_opt_or(op.eps, 1e-5), nn_opt_or(op.momentum, 0.1), op.cumulative_average, !op.no_affine,
+                    !op.no_track_running_stats};
+  wk_module *m = nn_module_new(cls, s);
   if (!m) return NULL;
   wk_scope_begin();
   wk_status st = affine_params(m, WK_SHAPE(c), s->affine);
@@ -136,11 +137,13 @@ wk_module *nn_layer_norm(const int64_t *shape, int nd, const wk_norm_opts *o, si
     return NULL;
   }
   ln_state *s = wk_calloc(1, sizeof *s);
-  s->nd = nd;
-  memcpy(s->shape, shape, (size_t)nd * sizeof *shape);
-  s->eps = nn_opt_or(op.eps, 1e-5);
-  s->affine = !op.no_affine;
-  wk_module *m = wk_module_new(&LN, s);
+  if (s) {
+    s->nd = nd;
+    memcpy(s->shape, shape, (size_t)nd * sizeof *shape);
+    s->eps = nn_opt_or(op.eps, 1e-5);
+    s->affine = !op.no_affine;
+  }
+  wk_module *m = nn_module_new(&LN, s);
   if (!m) return NULL;
   wk_scope_begin();
   wk_status st = affine_params(m, shape, nd, s->affine);
@@ -198,8 +201,8 @@ wk_module *nn_group_norm(int64_t groups, int64_t channels, const wk_norm_opts *o
     return NULL;
   }
   gn_state *s = wk_malloc(sizeof *s);
-  *s = (gn_state){groups, channels, nn_opt_or(op.eps, 1e-5), !op.no_affine};
-  wk_module *m = wk_module_new(&GN, s);
+  if (s) *s = (gn_state){groups, channels, nn_opt_or(op.eps, 1e-5), !op.no_affine};
+  wk_module *m = nn_module_new(&GN, s);
   if (!m) return NULL;
   wk_scope_begin();
   wk_status st = affine_params(m, WK_SHAPE(channels), s->affine);

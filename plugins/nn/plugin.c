@@ -109,6 +109,16 @@ wk_status nn_fill_normal(wk_tensor *t, double mean, double std) {
   wk_status st = wk_no_grad_end();
   return r ? st : wk_last_error();
 }
+wk_module *nn_module_new(const wk_module_class *cls, void *state) {
+  if (!state) {
+    wk_error(WK_ERR_NO_MEMORY, "%s: out of memory", cls->name);
+    return NULL;
+  }
+  wk_module *m = wk_module_new(cls, state);
+  if (!m) wk_free(state);
+  return m;
+}
+
 double nn_opt_or(double v, double dflt) { return v == 0 ? (signbit(v) ? 0.0 : dflt) : v; }
 
 static const wk_nn_api NN_API = {
@@ -146,8 +156,6 @@ static const wk_nn_api NN_API = {
     .rnn_forward = nn_rnn_forward,
     .positional_encoding = nn_positional_encoding,
     .transformer_decoder = nn_transformer_decoder,
-    .transformer = nn_transformer,
-    .transformer_model_forward = nn_transformer_model_forward,
 };
 
 static wk_status init(void) { return wk_service_register(WK_NN_SERVICE, WK_NN_API_VERSION, &NN_API); }

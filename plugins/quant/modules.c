@@ -63,9 +63,10 @@ static wk_status qparam_buffers(wk_module *m, double scale, int64_t zp, bool one
 
 wk_module *qt_quantize_module(double scale, int64_t zp, wk_dtype dt) {
   qparam_state *s = wk_malloc(sizeof *s);
-  if (!s) return NULL;
+  if (!s) return wk_error(WK_ERR_NO_MEMORY, "Quantize: out of memory"), NULL;
   *s = (qparam_state){scale, zp, dt};
   wk_module *m = wk_module_new(&C_QUANTIZE, s);
+  if (!m) wk_free(s);
   if (m && qparam_buffers(m, scale, zp, true)) {
     wk_module_release(m);
     return NULL;
@@ -193,14 +194,14 @@ static wk_module *make_qlayer(const wk_module_class *cls, qlayer_state *s, wk_te
 
 wk_module *qt_quantized_conv(wk_tensor *qw, wk_tensor *bias, const qt_conv_geom *g, double scale, int64_t zp, bool relu) {
   qlayer_state *s = wk_calloc(1, sizeof *s);
-  if (!s) return NULL;
+  if (!s) return wk_error(WK_ERR_NO_MEMORY, "QuantizedConv2d: out of memory"), NULL;
   *s = (qlayer_state){.g = *g, .scale = scale, .zp = zp, .relu = relu, .bias = bias != NULL, .conv = true};
   return make_qlayer(relu ? &C_QCONVRELU : &C_QCONV, s, qw, bias, true);
 }
 
 wk_module *qt_quantized_linear(wk_tensor *qw, wk_tensor *bias, double scale, int64_t zp, bool relu) {
   qlayer_state *s = wk_calloc(1, sizeof *s);
-  if (!s) return NULL;
+  if (!s) return wk_error(WK_ERR_NO_MEMORY, "QuantizedLinear: out of memory"), NULL;
   *s = (qlayer_state){.scale = scale, .zp = zp, .relu = relu, .bias = bias != NULL, .in = wk_tensor_size(qw, 1),
                       .out = wk_tensor_size(qw, 0)};
   return make_qlayer(relu ? &C_QLINRELU : &C_QLIN, s, qw, bias, true);
@@ -208,7 +209,7 @@ wk_module *qt_quantized_linear(wk_tensor *qw, wk_tensor *bias, double scale, int
 
 wk_module *qt_dynamic_linear(wk_tensor *qw, wk_tensor *bias) {
   qlayer_state *s = wk_calloc(1, sizeof *s);
-  if (!s) return NULL;
+  if (!s) return wk_error(WK_ERR_NO_MEMORY, "DynamicQuantizedLinear: out of memory"), NULL;
   *s = (qlayer_state){.bias = bias != NULL, .in = wk_tensor_size(qw, 1), .out = wk_tensor_size(qw, 0)};
   return make_qlayer(&C_DLIN, s, qw, bias, false);
 }

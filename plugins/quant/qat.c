@@ -73,10 +73,11 @@ wk_module *qt_fake_quant(int kind, const wk_observer_opts *o) {
   fq_state *s = wk_malloc(sizeof *s);
   if (!s) {
     wk_module_release(obs);
-    return NULL;
+    return wk_error(WK_ERR_NO_MEMORY, "FakeQuantize: out of memory"), NULL;
   }
   *s = (fq_state){true, true};
   wk_module *m = wk_module_new(&C_FQ, s);
+  if (!m) wk_free(s);
   if (qt_child(m, APP, obs)) {
     wk_module_release(m);
     return NULL;
@@ -130,6 +131,7 @@ static wk_module *qat_module(wk_module *m, const wk_qconfig *qc) {
   qat_state *s = wk_calloc(1, sizeof *s);
   if (!s || !inner) {
     wk_free(s);
+    if (!s) wk_error(WK_ERR_NO_MEMORY, "prepare_qat: out of memory");
     return NULL;
   }
   s->relu = relu;
@@ -140,6 +142,7 @@ static wk_module *qat_module(wk_module *m, const wk_qconfig *qc) {
   }
   const wk_module_class *cls = s->conv ? (relu ? &C_QATCONVRELU : &C_QATCONV) : (relu ? &C_QATLINRELU : &C_QATLIN);
   wk_module *q = wk_module_new(cls, s);
+  if (!q) wk_free(s);
   wk_status st = qt_child(q, "module", wk_module_retain(m));
   if (!st) st = qt_child(q, "weight_fake_quant", qt_fake_quant(qc->weight, &qc->weight_opts));
   if (!st) st = qt_child(q, APP, qt_fake_quant(qc->activation, &qc->activation_opts));
