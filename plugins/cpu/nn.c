@@ -177,8 +177,7 @@ typedef struct {
     const T *x = j->x;                                                           \
     const int64_t N = j->N, C = j->C, S = j->S;                                  \
     if (sizeof(T) == sizeof(float)) { /* simd.h: 16 lanes, this CPU's width */   \
-      for (int64_t c = b; c < e; c++)                                            \
-        cpu_simd->bn_stats((const float *)x + c * S, N, C * S, S, &j->mean[c], &j->var[c]); \
+      cpu_simd->bn_stats((const float *)x, N, C, S, b, e, j->mean, j->var);      \
       return;                                                                    \
     }                                                                            \
     for (int64_t c = b; c < e; c++) {                                            \

@@ -109,9 +109,8 @@ typedef struct {
     const bnb_job *j = p;                                                                                    \
     const int64_t N = j->N, C = j->C, S = j->S;                                                              \
     if (sizeof(T) == sizeof(float)) { /* simd.h: 16 lanes, this CPU's width */                               \
-      for (int64_t c = b; c < e; c++)                                                                        \
-        cpu_simd->bn_bwd_sums((const float *)j->x + c * S, (const float *)j->g + c * S, N, C * S, S,        \
-                              j->mean[c], &j->sum_g[c], &j->dotp[c]);                                        \
+      cpu_simd->bn_bwd_sums((const float *)j->x, (const float *)j->g, N, C, S, b, e, j->mean, j->sum_g,      \
+                            j->dotp);                                                                        \
       return;                                                                                                \
     }                                                                                                        \
     for (int64_t c = b; c < e; c++) {                                                                        \

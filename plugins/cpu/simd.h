@@ -31,16 +31,16 @@ typedef struct {
   void (*relu)(float *o, const float *x, int64_t n);
   /* o = x > t ? g : 0 */
   void (*threshold_bwd)(float *o, const float *g, const float *x, float t, int64_t n);
-  /* One channel c of a contiguous [N, C, S] batch: x points at (0, c, 0),
-   * rows of S elements step by stride (= C * S). Mean and biased variance,
-   * accumulated in double (two passes). */
-  void (*bn_stats)(const float *x, int64_t N, int64_t stride, int64_t S, double *mean, double *var);
+  /* Channels [c0, c1) of a contiguous [N, C, S] batch: mean and biased
+   * variance, accumulated in double (two passes, each walking the images in
+   * memory order). */
+  void (*bn_stats)(const float *x, int64_t N, int64_t C, int64_t S, int64_t c0, int64_t c1, double *mean, double *var);
   /* y = (x - m) * a + sh over S elements */
   void (*bn_apply)(float *y, const float *x, float m, float a, float sh, int64_t S);
-  /* batch_norm_backward's per-channel sums over a channel laid out as in
-   * bn_stats: sum(g) and sum((x - m) * g), in double */
-  void (*bn_bwd_sums)(const float *x, const float *g, int64_t N, int64_t stride, int64_t S, double m, double *sum_g,
-                      double *dotp);
+  /* batch_norm_backward's per-channel sums over channels [c0, c1), walked
+   * as bn_stats: sum(g) and sum((x - mean[c]) * g), in double */
+  void (*bn_bwd_sums)(const float *x, const float *g, int64_t N, int64_t C, int64_t S, int64_t c0, int64_t c1,
+                      const double *mean, double *sum_g, double *dotp);
   /* gi = (g - (x - m) * k - gm) * is * w, in double (training) */
   void (*bn_bwd_input)(float *gi, const float *g, const float *x, double m, double k, double gm, double is, double w,
                        int64_t S);

@@ -20,6 +20,8 @@
 #define SIMD_IVDEP
 #define SIMD_UNROLL
 #endif
+/* 4 all-ones then 4 zero int32: 8 - c.. picks a mask of c lanes (AVX2 maskload) */
+static const int32_t simd_ones4[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
 /* acc[0] = sum of the 16 lanes, pairwise: (0+8, 1+9, ...) then halves */
 static inline double simd_fold16(double *acc) {
   for (int w = SIMD_LANES / 2; w >= 1; w /= 2)
@@ -41,6 +43,10 @@ static inline double simd_fold16(double *acc) {
 #undef VD_SUB
 #undef VD_MUL
 #undef VD_STORE
+#undef VD_LOADD
+#undef VD_FOLD
+#undef VD_WIDEN_N
+#undef VD_KEEP_N
 #if SIMD_LEVEL == 3
 #define SIMD_W 8
 #define VD __m512d
@@ -51,6 +57,20 @@ static inline double simd_fold16(double *acc) {
 #define VD_SUB _mm512_sub_pd
 #define VD_MUL _mm512_mul_pd
 #define VD_STORE _mm512_storeu_pd
+#define VD_LOADD _mm512_loadu_pd
+/* the first c (any int; <= 0: none) of the 8 floats at p widened, zeros after
+ * (masked: nothing past them is read); v with lanes from c on zeroed */
+#define SIMD_MASK8(c) ((__mmask8)((c) >= 8 ? 0xff : (c) <= 0 ? 0 : (1u << (c)) - 1))
+#define VD_WIDEN_N(p, c) _mm512_cvtps_pd(_mm256_maskz_loadu_ps(SIMD_MASK8(c), (p)))
+#define VD_KEEP_N(v, c) _mm512_maskz_mov_pd(SIMD_MASK8(c), (v))
+/* simd_fold16's order in registers: (k, k+8) is r[0] + r[1], then the halves */
+#define VD_FOLD(r)                                                                         \
+  __extension__({                                                                          \
+    __m512d v_ = _mm512_add_pd((r)[0], (r)[1]);                                            \
+    __m256d y_ = _mm256_add_pd(_mm512_castpd512_pd256(v_), _mm512_extractf64x4_pd(v_, 1)); \
+    __m128d x_ = _mm_add_pd(_mm256_castpd256_pd128(y_), _mm256_extractf128_pd(y_, 1));     \
+    _mm_cvtsd_f64(_mm_add_sd(x_, _mm_unpackhi_pd(x_, x_)));                                \
+  })
 #elif SIMD_LEVEL == 2
 #define SIMD_W 4
 #define VD __m256d
@@ -61,6 +81,16 @@ static inline double simd_fold16(double *acc) {
 #define VD_SUB _mm256_sub_pd
 #define VD_MUL _mm256_mul_pd
 #define VD_STORE _mm256_storeu_pd
+#define VD_LOADD _mm256_loadu_pd
+#define SIMD_MASK4(c) _mm_loadu_si128((const __m128i *)(simd_ones4 + 4 - ((c) >= 4 ? 4 : (c) <= 0 ? 0 : (c))))
+#define VD_WIDEN_N(p, c) _mm256_cvtps_pd(_mm_maskload_ps((p), SIMD_MASK4(c)))
+#define VD_KEEP_N(v, c) _mm256_and_pd((v), _mm256_castsi256_pd(_mm256_cvtepi32_epi64(SIMD_MASK4(c))))
+#define VD_FOLD(r)                                                                            \
+  __extension__({                                                                             \
+    __m256d y_ = _mm256_add_pd(_mm256_add_pd((r)[0], (r)[2]), _mm256_add_pd((r)[1], (r)[3])); \
+    __m128d x_ = _mm_add_pd(_mm256_castpd256_pd128(y_), _mm256_extractf128_pd(y_, 1));        \
+    _mm_cvtsd_f64(_mm_add_sd(x_, _mm_unpackhi_pd(x_, x_)));                                   \
+  })
 #elif SIMD_LEVEL == 1
 #define SIMD_W 2
 #define VD __m128d
@@ -71,6 +101,16 @@ static inline double simd_fold16(double *acc) {
 #define VD_SUB _mm_sub_pd
 #define VD_MUL _mm_mul_pd
 #define VD_STORE _mm_storeu_pd
+#define VD_LOADD _mm_loadu_pd
+#define VD_WIDEN_N(p, c) ((c) >= 2 ? VD_WIDEN(p) : (c) == 1 ? _mm_set_sd((double)*(p)) : _mm_setzero_pd())
+#define VD_KEEP_N(v, c) ((c) >= 2 ? (v) : (c) == 1 ? _mm_move_sd(_mm_setzero_pd(), (v)) : _mm_setzero_pd())
+#define VD_FOLD(r)                                                                   \
+  __extension__({                                                                    \
+    __m128d a_ = _mm_add_pd(_mm_add_pd((r)[0], (r)[4]), _mm_add_pd((r)[2], (r)[6])); \
+    __m128d b_ = _mm_add_pd(_mm_add_pd((r)[1], (r)[5]), _mm_add_pd((r)[3], (r)[7])); \
+    __m128d x_ = _mm_add_pd(a_, b_);                                                 \
+    _mm_cvtsd_f64(_mm_add_sd(x_, _mm_unpackhi_pd(x_, x_)));                          \
+  })
 #else
 #define SIMD_W 1
 #define VD double
@@ -81,7 +121,12 @@ static inline double simd_fold16(double *acc) {
 #define VD_SUB(a, b) ((a) - (b))
 #define VD_MUL(a, b) ((a) * (b))
 #define VD_STORE(p, v) (*(p) = (v))
+#define VD_LOADD(p) (*(p))
+#define VD_WIDEN_N(p, c) ((c) > 0 ? (double)*(p) : 0.0)
+#define VD_KEEP_N(v, c) ((c) > 0 ? (v) : 0.0)
+#define VD_FOLD(r) simd_fold16(r)
 #endif
+
 #define SIMD_R (SIMD_LANES / SIMD_W) /* registers a block */
 
 static void SIMD_FN(add)(float *o, const float *a, const float *b, float al, int64_t n) {
@@ -125,41 +170,66 @@ static void SIMD_FN(threshold_bwd)(float *o, const float *g, const float *x, flo
   }
 }
 
-static void SIMD_FN(bn_stats)(const float *x, int64_t N, int64_t stride, int64_t S, double *mean, double *var) {
-  VD va[SIMD_R], vv[SIMD_R];
-  double acc[SIMD_LANES] = {0}, sq[SIMD_LANES] = {0}, tmp[SIMD_LANES];
-  SIMD_UNROLL
-  for (int q = 0; q < SIMD_R; q++) va[q] = vv[q] = VD_ZERO();
-  for (int64_t n = 0; n < N; n++) {
-    const float *r = x + n * stride;
-    int64_t i = 0;
-    for (; i + SIMD_LANES <= S; i += SIMD_LANES) SIMD_UNROLL
-    for (int q = 0; q < SIMD_R; q++) va[q] = VD_ADD(va[q], VD_WIDEN(r + i + q * SIMD_W));
-    for (int k = 0; i < S; i++, k++) acc[k] += (double)r[i];
-  }
-  SIMD_UNROLL
-  for (int q = 0; q < SIMD_R; q++) VD_STORE(tmp + q * SIMD_W, va[q]);
-  for (int k = 0; k < SIMD_LANES; k++) acc[k] += tmp[k];
-  const double m = simd_fold16(acc) / (double)(N * S);
-  const VD vm = VD_SET1(m);
-  for (int64_t n = 0; n < N; n++) {
-    const float *r = x + n * stride;
-    int64_t i = 0;
-    for (; i + SIMD_LANES <= S; i += SIMD_LANES) SIMD_UNROLL
-    for (int q = 0; q < SIMD_R; q++) {
-      VD d = VD_SUB(VD_WIDEN(r + i + q * SIMD_W), vm);
-      vv[q] = VD_ADD(vv[q], VD_MUL(d, d));
+/* The sums: a row's blocks of 16 go lane by lane into the accumulators; its
+ * tail (under 16) is a block whose lanes past the end add 0 (masked loads:
+ * nothing past the row is read); the 16 lanes fold pairwise (simd_fold16's
+ * order) in registers. */
+/* Channels [c0, c1) of a contiguous [N, C, S] batch: walked image by image
+ * (x[n, c0:c1, :] is one contiguous stretch), each channel's 16 lanes kept
+ * in acc (16 doubles a channel) between images. Lane k of a channel adds
+ * its elements in the order a channel-at-a-time loop would (images in
+ * order, a row's blocks in order, its tail last). */
+#define SIMD_CHUNK 64 /* channels a pass keeps in acc */
+static void SIMD_FN(bn_stats)(const float *x, int64_t N, int64_t C, int64_t S, int64_t c0, int64_t c1, double *mean,
+                              double *var) {
+  double acc[SIMD_CHUNK * SIMD_LANES];
+  const int tail = (int)(S % SIMD_LANES);
+  const int64_t S16 = S - tail;
+  for (int64_t cb = c0; cb < c1; cb += SIMD_CHUNK) {
+    const int64_t ce = c1 - cb < SIMD_CHUNK ? c1 : cb + SIMD_CHUNK;
+    for (int pass = 0; pass < 2; pass++) {
+      memset(acc, 0, sizeof(double) * (size_t)((ce - cb) * SIMD_LANES));
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t c = cb; c < ce; c++) {
+          const float *r = x + (n * C + c) * S;
+          double *a = acc + (c - cb) * SIMD_LANES;
+          const VD vm = VD_SET1(pass ? mean[c] : 0.0);
+          VD v[SIMD_R];
+          SIMD_UNROLL
+          for (int q = 0; q < SIMD_R; q++) v[q] = VD_LOADD(a + q * SIMD_W);
+          if (pass == 0) {
+            for (int64_t i = 0; i < S16; i += SIMD_LANES) SIMD_UNROLL
+            for (int q = 0; q < SIMD_R; q++) v[q] = VD_ADD(v[q], VD_WIDEN(r + i + q * SIMD_W));
+            if (tail) SIMD_UNROLL
+            for (int q = 0; q < SIMD_R; q++) v[q] = VD_ADD(v[q], VD_WIDEN_N(r + S16 + q * SIMD_W, tail - q * SIMD_W));
+          } else {
+            for (int64_t i = 0; i < S16; i += SIMD_LANES) SIMD_UNROLL
+            for (int q = 0; q < SIMD_R; q++) {
+              VD d = VD_SUB(VD_WIDEN(r + i + q * SIMD_W), vm);
+              v[q] = VD_ADD(v[q], VD_MUL(d, d));
+            }
+            if (tail) SIMD_UNROLL
+            for (int q = 0; q < SIMD_R; q++) {
+              const int cq = tail - q * SIMD_W;
+              VD d = VD_KEEP_N(VD_SUB(VD_WIDEN_N(r + S16 + q * SIMD_W, cq), vm), cq);
+              v[q] = VD_ADD(v[q], VD_MUL(d, d));
+            }
+          }
+          SIMD_UNROLL
+          for (int q = 0; q < SIMD_R; q++) VD_STORE(a + q * SIMD_W, v[q]);
+        }
+      for (int64_t c = cb; c < ce; c++) {
+        VD v[SIMD_R];
+        SIMD_UNROLL
+        for (int q = 0; q < SIMD_R; q++) v[q] = VD_LOADD(acc + (c - cb) * SIMD_LANES + q * SIMD_W);
+        double t = VD_FOLD(v) / (double)(N * S);
+        if (pass == 0)
+          mean[c] = t;
+        else
+          var[c] = t;
+      }
     }
-    for (int k = 0; i < S; i++, k++) {
-      double d = (double)r[i] - m;
-      sq[k] += d * d;
-    }
   }
-  SIMD_UNROLL
-  for (int q = 0; q < SIMD_R; q++) VD_STORE(tmp + q * SIMD_W, vv[q]);
-  for (int k = 0; k < SIMD_LANES; k++) sq[k] += tmp[k];
-  *mean = m;
-  *var = simd_fold16(sq) / (double)(N * S);
 }
 
 static void SIMD_FN(bn_apply)(float *y, const float *x, float m, float a, float sh, int64_t S) {
@@ -167,36 +237,56 @@ static void SIMD_FN(bn_apply)(float *y, const float *x, float m, float a, float 
   for (int64_t i = 0; i < S; i++) y[i] = (x[i] - m) * a + sh;
 }
 
-static void SIMD_FN(bn_bwd_sums)(const float *x, const float *g, int64_t N, int64_t stride, int64_t S, double m,
-                                 double *sum_g, double *dotp) {
-  VD vs[SIMD_R], vd[SIMD_R];
-  const VD vm = VD_SET1(m);
-  double sg[SIMD_LANES] = {0}, dp[SIMD_LANES] = {0}, tmp[SIMD_LANES];
-  SIMD_UNROLL
-  for (int q = 0; q < SIMD_R; q++) vs[q] = vd[q] = VD_ZERO();
-  for (int64_t n = 0; n < N; n++) {
-    const float *xr = x + n * stride, *gr = g + n * stride;
-    int64_t i = 0;
-    for (; i + SIMD_LANES <= S; i += SIMD_LANES) SIMD_UNROLL
-    for (int q = 0; q < SIMD_R; q++) {
-      VD gv = VD_WIDEN(gr + i + q * SIMD_W);
-      vs[q] = VD_ADD(vs[q], gv);
-      vd[q] = VD_ADD(vd[q], VD_MUL(VD_SUB(VD_WIDEN(xr + i + q * SIMD_W), vm), gv));
-    }
-    for (int k = 0; i < S; i++, k++) {
-      double gv = (double)gr[i];
-      sg[k] += gv;
-      dp[k] += ((double)xr[i] - m) * gv;
+/* batch_norm_backward's sums over channels [c0, c1), walked as bn_stats. */
+static void SIMD_FN(bn_bwd_sums)(const float *x, const float *g, int64_t N, int64_t C, int64_t S, int64_t c0,
+                                 int64_t c1, const double *mean, double *sum_g, double *dotp) {
+  double acc[2 * SIMD_CHUNK * SIMD_LANES];
+  const int tail = (int)(S % SIMD_LANES);
+  const int64_t S16 = S - tail;
+  for (int64_t cb = c0; cb < c1; cb += SIMD_CHUNK) {
+    const int64_t ce = c1 - cb < SIMD_CHUNK ? c1 : cb + SIMD_CHUNK;
+    memset(acc, 0, sizeof(double) * (size_t)(2 * (ce - cb) * SIMD_LANES));
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t c = cb; c < ce; c++) {
+        const float *xr = x + (n * C + c) * S, *gr = g + (n * C + c) * S;
+        double *as = acc + 2 * (c - cb) * SIMD_LANES, *ad = as + SIMD_LANES;
+        const VD vm = VD_SET1(mean[c]);
+        VD vs[SIMD_R], vd[SIMD_R];
+        SIMD_UNROLL
+        for (int q = 0; q < SIMD_R; q++) {
+          vs[q] = VD_LOADD(as + q * SIMD_W);
+          vd[q] = VD_LOADD(ad + q * SIMD_W);
+        }
+        for (int64_t i = 0; i < S16; i += SIMD_LANES) SIMD_UNROLL
+        for (int q = 0; q < SIMD_R; q++) {
+          VD gv = VD_WIDEN(gr + i + q * SIMD_W);
+          vs[q] = VD_ADD(vs[q], gv);
+          vd[q] = VD_ADD(vd[q], VD_MUL(VD_SUB(VD_WIDEN(xr + i + q * SIMD_W), vm), gv));
+        }
+        if (tail) SIMD_UNROLL
+        for (int q = 0; q < SIMD_R; q++) {
+          const int cq = tail - q * SIMD_W;
+          VD gv = VD_WIDEN_N(gr + S16 + q * SIMD_W, cq);
+          vs[q] = VD_ADD(vs[q], gv);
+          vd[q] = VD_ADD(vd[q], VD_MUL(VD_KEEP_N(VD_SUB(VD_WIDEN_N(xr + S16 + q * SIMD_W, cq), vm), cq), gv));
+        }
+        SIMD_UNROLL
+        for (int q = 0; q < SIMD_R; q++) {
+          VD_STORE(as + q * SIMD_W, vs[q]);
+          VD_STORE(ad + q * SIMD_W, vd[q]);
+        }
+      }
+    for (int64_t c = cb; c < ce; c++) {
+      VD v[SIMD_R];
+      const double *as = acc + 2 * (c - cb) * SIMD_LANES;
+      SIMD_UNROLL
+      for (int q = 0; q < SIMD_R; q++) v[q] = VD_LOADD(as + q * SIMD_W);
+      sum_g[c] = VD_FOLD(v);
+      SIMD_UNROLL
+      for (int q = 0; q < SIMD_R; q++) v[q] = VD_LOADD(as + SIMD_LANES + q * SIMD_W);
+      dotp[c] = VD_FOLD(v);
     }
   }
-  SIMD_UNROLL
-  for (int q = 0; q < SIMD_R; q++) VD_STORE(tmp + q * SIMD_W, vs[q]);
-  for (int k = 0; k < SIMD_LANES; k++) sg[k] += tmp[k];
-  SIMD_UNROLL
-  for (int q = 0; q < SIMD_R; q++) VD_STORE(tmp + q * SIMD_W, vd[q]);
-  for (int k = 0; k < SIMD_LANES; k++) dp[k] += tmp[k];
-  *sum_g = simd_fold16(sg);
-  *dotp = simd_fold16(dp);
 }
 
 static void SIMD_FN(bn_bwd_input)(float *gi, const float *g, const float *x, double m, double k, double gm, double is,
@@ -212,17 +302,17 @@ static void SIMD_FN(bn_bwd_input_eval)(float *gi, const float *g, double is, dou
 
 static double SIMD_FN(sum)(const float *x, int64_t n) {
   VD va[SIMD_R];
-  double acc[SIMD_LANES] = {0}, tmp[SIMD_LANES];
   SIMD_UNROLL
   for (int q = 0; q < SIMD_R; q++) va[q] = VD_ZERO();
   int64_t i = 0;
   for (; i + SIMD_LANES <= n; i += SIMD_LANES) SIMD_UNROLL
   for (int q = 0; q < SIMD_R; q++) va[q] = VD_ADD(va[q], VD_WIDEN(x + i + q * SIMD_W));
-  for (int k = 0; i < n; i++, k++) acc[k] += (double)x[i];
-  SIMD_UNROLL
-  for (int q = 0; q < SIMD_R; q++) VD_STORE(tmp + q * SIMD_W, va[q]);
-  for (int k = 0; k < SIMD_LANES; k++) acc[k] += tmp[k];
-  return simd_fold16(acc);
+  if (i < n) {
+    const int c = (int)(n - i);
+    SIMD_UNROLL
+    for (int q = 0; q < SIMD_R; q++) va[q] = VD_ADD(va[q], VD_WIDEN_N(x + i + q * SIMD_W, c - q * SIMD_W));
+  }
+  return VD_FOLD(va);
 }
 
 static void SIMD_FN(fill)(float *o, float v, int64_t n) {
