@@ -1,6 +1,8 @@
 """PyTorch side of bench/bench_eltwise: the same ops, shapes and repetitions,
 median microseconds per call printed as `torch_NAME_us value`. Usage:
-eltwise.py [REPS] [FILTER]; 2 threads like Wick's pool on the bench box."""
+eltwise.py [REPS] [FILTER]; BENCH_THREADS threads (default 2, like Wick's
+pool on the bench box; run bench_eltwise with WICK_NUM_THREADS to match)."""
+import os
 import sys
 import time
 
@@ -9,7 +11,7 @@ import torch.nn.functional as F
 
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 filt = sys.argv[2] if len(sys.argv) > 2 else None
-torch.set_num_threads(2)
+torch.set_num_threads(int(os.environ.get("BENCH_THREADS", "2")))
 torch.manual_seed(0)
 aten = torch.ops.aten
 
