@@ -1,4 +1,6 @@
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* qsort_r */
+#endif
 /* cpu plugin: scatter_reduce.two, mode, unique, unique_consecutive and masked_scatter (issue 21).
  * scatter_reduce.two: self's copy with src's elements
  * reduced into the positions index names along dim, by sum, prod, mean, amax
