@@ -616,12 +616,7 @@ static wk_status build(ox_im *im, const Onnx__ModelProto *m) {
     if (!e) return wk_last_error();
     wk_tensor *tt = im_tensor(im, t, "initializer");
     if (!tt) return wk_last_error();
-    if (im->dev.type && im->dev.type != WK_DEVICE_CPU) {
-      wk_tensor *d = wk_to_device(tt, im->dev);
-      wk_release(tt);
-      if (!(tt = d)) return wk_last_error();
-    }
-    im_set_tensor(im, e, tt, true);
+    im_set_tensor(im, e, tt, true); /* on cpu until the fold below */
   }
   int nin = 0;
   for (size_t i = 0; i < gp->n_input; i++) {
@@ -652,6 +647,17 @@ static wk_status build(ox_im *im, const Onnx__ModelProto *m) {
   if (im->fold_bn && im->opset >= 7 && (st = fold_bn(im, gp, &fp))) {
     fold_free(&fp, gp->n_node);
     return st;
+  }
+  for (size_t i = 0; i < im->cap && im->dev.type && im->dev.type != WK_DEVICE_CPU; i++) { /* weights to the device */
+    oxv *e = &im->tab[i];
+    if (!e->name || !e->t || !e->param) continue;
+    wk_tensor *d = wk_to_device(e->t, im->dev);
+    if (!d) {
+      fold_free(&fp, gp->n_node);
+      return wk_last_error();
+    }
+    wk_release(e->t);
+    e->t = d;
   }
   for (size_t i = 0; i < gp->n_node && !st; i++) {
     if (fp.skip && fp.skip[i]) continue;
