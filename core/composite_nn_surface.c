@@ -85,7 +85,8 @@ static wk_status k_elem_loss(const wk_kernel_ctx *c, const wk_value *args, wk_va
     L = t ? wk_log1p(wk_exp(wk_neg(wk_mul(wk_detach(t), x)))) : NULL;
   } else {
     wk_tensor *z = wk_abs(wk_sub(x, t));
-    double b = args[3].tag == WK_V_FLOAT ? args[3].u.f : 0;
+    bool param = name[0] == 'h' || name[1] == 'm'; /* huber_loss, smooth_l1_loss: beta / delta at args[3] */
+    double b = param ? args[3].u.f : 0;
     if (name[0] == 'l' || (name[0] == 's' && b == 0)) {
       L = z; /* l1, and smooth_l1 with beta 0 (PyTorch's l1 path) */
     } else if (name[0] == 's') { /* z < beta ? 0.5 z^2 / beta : z - 0.5 beta */
