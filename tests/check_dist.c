@@ -190,6 +190,7 @@ START_TEST(test_dist_async_overlaps) {
   ck_assert(wk_dist_test(w));
   ck_assert(w->api->work_seconds(w) > 0);
   ck_assert_double_eq(get(big, 12345), (double)S);
+  ck_assert_double_eq(get(big, (4 << 20) - 1), (double)S); /* 16 MB: reduced in 4 MB pieces, the last one too */
   wk_dist_work_free(w);
   /* many in flight at once, completed in any order of waiting */
   wk_tensor *ts[8];

@@ -51,6 +51,8 @@ run() { # NAME COMMAND...: must succeed
 MPIRUN="mpirun --oversubscribe --bind-to none"
 run "check_dist, 2 ranks" $MPIRUN -np 2 "$b/tests/check_dist"
 run "check_dist, 3 ranks" $MPIRUN -np 3 "$b/tests/check_dist"
+run "check_dist, 2 ranks, all_reduce in 104-byte pieces" env WICK_DIST_MPI_CHUNK_MB=0.0001 $MPIRUN \
+  -x WICK_DIST_MPI_CHUNK_MB -np 2 "$b/tests/check_dist"
 run "DDP = 1 process, 1 process" "$b/tests/dist_ddp"
 run "DDP = 1 process, mpirun 2 ranks, 25 MB buckets" $MPIRUN -np 2 "$b/tests/dist_ddp"
 run "DDP = 1 process, mpirun 2 ranks, 2 KB buckets" $MPIRUN -np 2 "$b/tests/dist_ddp" --bucket-mb 0.002

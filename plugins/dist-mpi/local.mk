@@ -16,7 +16,9 @@ tests_check_dist_SOURCES = tests/check_dist.c tests/testutil.h
 tests_check_dist_CFLAGS = $(TEST_CFLAGS)
 tests_check_dist_LDADD = $(TEST_LDADD)
 endif
-# all_reduce latency/bandwidth (Wick and Open MPI directly) and DDP steps: mpirun -np 2 bench/bench_dist [--raw|--ddp]
+# all_reduce latency/bandwidth (Wick and Open MPI directly) and DDP steps: mpirun -np 2 bench/bench_dist [--raw|--ddp];
+# bench/dist_vs_torch.py runs it next to bench/dist_torch.py (PyTorch's gloo)
+EXTRA_DIST += bench/dist_torch.py bench/dist_vs_torch.py
 if BUILD_DIST_MPI
 EXTRA_PROGRAMS += bench/bench_dist
 bench_bench_dist_SOURCES = bench/bench_dist.c bench/bench_util.h

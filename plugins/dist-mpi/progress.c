@@ -32,11 +32,14 @@ static wk_status g_start_status;
 static char g_start_err[320];
 static int g_rank, g_size;
 static MPI_Comm g_comm = MPI_COMM_NULL; /* the world: MPI_COMM_WORLD, or the nodes' joined communicator */
-static double g_join_timeout_s;         /* how long a node waits for node 0's published port */
-static int *g_pids;                     /* per world rank */
-static uint64_t *g_hosts;               /* per world rank: hash of the host name */
-static MPI_Op g_half_ops[2][4];         /* [f16, bf16][sum, max, min, prod] */
-#define SPIN_S 50e-6                    /* how long a waiter looks before it sleeps */
+static double g_join_timeout_s;
+/* all_reduce runs in pieces of this many bytes ($WICK_DIST_MPI_CHUNK_MB; 0: whole): on the shared 2-vCPU
+ * VM one 64 MB MPI_Allreduce took 260-306 ms, sixteen 4 MB ones 172 ms (bench/RESULTS.md). */
+static double g_chunk = 4 << 20; /* how long a node waits for node 0's published port */
+static int *g_pids;              /* per world rank */
+static uint64_t *g_hosts;        /* per world rank: hash of the host name */
+static MPI_Op g_half_ops[2][4];  /* [f16, bf16][sum, max, min, prod] */
+#define SPIN_S 50e-6             /* how long a waiter looks before it sleeps */
 
 double dmpi_now(void) {
   struct timespec ts;
@@ -116,10 +119,19 @@ static bool start(dmpi_work *w) {
   if (w->t_start == 0) w->t_start = dmpi_now();
   w->req = MPI_REQUEST_NULL;
   switch (w->kind) {
-    case DMPI_ALL_REDUCE:
+    case DMPI_ALL_REDUCE: { /* in pieces of g_chunk bytes, cut the same on every rank (same count and dtype) */
       call = "MPI_Allreduce";
-      rc = MPI_Allreduce(MPI_IN_PLACE, w->buf0, w->count, w->mdt, w->mop, c);
+      int esz = 1, off = 0;
+      MPI_Type_size(w->mdt, &esz);
+      double per_d = g_chunk > 0 ? g_chunk / (esz > 0 ? esz : 1) : (double)w->count;
+      int per = per_d < 1 ? 1 : per_d > w->count ? w->count : (int)per_d;
+      do {
+        int n = w->count - off < per ? w->count - off : per;
+        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)w->buf0 + (size_t)off * (size_t)esz, n, w->mdt, w->mop, c);
+        off += n;
+      } while (rc == MPI_SUCCESS && off < w->count);
       break;
+    }
     case DMPI_BROADCAST:
       call = "MPI_Bcast";
       rc = MPI_Bcast(w->buf0, w->count, w->mdt, w->peer, c);
@@ -353,6 +365,11 @@ static bool mpi_start(void) {
       return false;
     }
   } else {
+    /* This thread waits for peers while the caller's intra-op threads compute on the same cores
+     * (DDP overlaps backward with the all-reduces): let Open MPI yield the core while it polls, as it
+     * does itself on oversubscribed nodes. Busy polling at full priority cost 2x at 16-64 MB on the
+     * shared 2-vCPU VM (bench/RESULTS.md). OMPI_MCA_mpi_yield_when_idle=0 keeps the old behaviour. */
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
     if (rc != MPI_SUCCESS) {
       snprintf(g_start_err, sizeof g_start_err, "dist.mpi: MPI_Init_thread failed (code %d)", rc);
@@ -490,6 +507,8 @@ wk_status dmpi_start(double timeout_s, int *rank, int *size) {
   g_ready = false;
   g_stop = false;
   g_join_timeout_s = timeout_s;
+  const char *chunk = getenv("WICK_DIST_MPI_CHUNK_MB");
+  if (chunk && *chunk) g_chunk = atof(chunk) * 1048576.0;
   if (pthread_create(&g_thread, NULL, progress_main, NULL) != 0)
     return wk_error(WK_ERR_PLUGIN, "dist.mpi: cannot start the progress thread: %s", strerror(errno));
   struct timespec dl;
