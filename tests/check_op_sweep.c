@@ -936,6 +936,7 @@ static const struct {
     {"quantized_linear", "quantized operands (check_quant)"},
     {"quantized_conv2d", "quantized operands (check_quant)"},
     {"quantized_linear_dynamic", "a quantized weight (check_quant)"},
+    {"quantized.add", "quint8 operands, declared by the quant plugin (check_quant_torch: PyTorch's integers)"},
     {"fake_quantize_per_tensor_affine", "STE values and gradients in check_quant"},
     {"fake_quantize_per_channel_affine", "STE values and gradients in check_quant"},
     {"fake_quantize_per_tensor_affine_backward", "through fake_quantize's backward in check_quant"},
