@@ -15,5 +15,5 @@ tests_dist_ddp_LDADD = libwick.la -lm
 # DDP against PyTorch's DDP (gloo, 2 processes): tests/torch_ref/gen_ddp_ref.py made the header.
 tests_dist_ddp_torch_SOURCES = tests/dist_ddp_torch.c tests/torch_ref/ddp_ref.h
 tests_dist_ddp_torch_LDADD = libwick.la -lm
-EXTRA_DIST += tests/torch_ref/gen_ddp_ref.py
 endif
+EXTRA_DIST += tests/torch_ref/gen_ddp_ref.py
