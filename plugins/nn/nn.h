@@ -78,6 +78,10 @@ wk_module *nn_transformer_layer(bool decoder, int64_t d_model, int64_t nhead, co
                                 size_t osize);
 wk_module *nn_transformer_encoder(wk_module *encoder_layer, int64_t num_layers, wk_module *norm);
 wk_module *nn_transformer_decoder(wk_module *decoder_layer, int64_t num_layers, wk_module *norm);
+wk_module *nn_transformer(int64_t d_model, int64_t nhead, int64_t num_encoder_layers, int64_t num_decoder_layers,
+                          const wk_transformer_opts *o, size_t osize);
+wk_tensor *nn_transformer_model_forward(wk_module *m, wk_tensor *src, wk_tensor *tgt, const wk_attn_masks *masks,
+                                        size_t msize);
 wk_tensor *nn_transformer_forward(wk_module *m, wk_tensor *x, wk_tensor *memory, const wk_attn_masks *masks,
                                   size_t msize);
 wk_module *nn_positional_encoding(int64_t d_model, int64_t max_len, double dropout, bool batch_first);

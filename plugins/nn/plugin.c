@@ -156,6 +156,8 @@ static const wk_nn_api NN_API = {
     .rnn_forward = nn_rnn_forward,
     .positional_encoding = nn_positional_encoding,
     .transformer_decoder = nn_transformer_decoder,
+    .transformer = nn_transformer,
+    .transformer_model_forward = nn_transformer_model_forward,
 };
 
 static wk_status init(void) { return wk_service_register(WK_NN_SERVICE, WK_NN_API_VERSION, &NN_API); }
