@@ -12,6 +12,7 @@
 
 _Thread_local wk_status wk__err_code = WK_OK;
 _Thread_local bool wk__err_stale;
+_Thread_local unsigned wk__err_reports;
 static _Thread_local char g_msg[1024];
 
 wk_status wk_last_error(void) { return wk__err_stale ? WK_OK : wk__err_code; }
@@ -44,6 +45,7 @@ const char *wk_status_name(wk_status s) {
 }
 
 static wk_status record(bool replace, wk_status code, const char *fmt, va_list ap) {
+  wk__err_reports++;
   if (code == WK_OK) code = WK_ERR_INTERNAL;
   if (wk__err_stale && wk__err_code != WK_OK) {
     wk__err_stale = false;

@@ -80,6 +80,10 @@ WK__HIDDEN bool wk__error_pending(void);
  * revived by a WK_ERR_NULL). */
 WK__HIDDEN extern _Thread_local wk_status wk__err_code;
 WK__HIDDEN extern _Thread_local bool wk__err_stale;
+/* Counts wk_error/wk_error_replace calls on this thread, recorded or not (one
+ * is already kept): a caller compares it around a callback whose NULL may mean
+ * either "nothing" or "failed" (extra_repr) to tell which. */
+WK__HIDDEN extern _Thread_local unsigned wk__err_reports;
 /* A top-level call whose arguments are valid starts here: an earlier call's
  * error stops being reported (one store; callers check wk__call_depth == 0). */
 static inline void wk__error_new_call(void) { wk__err_stale = true; }

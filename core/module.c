@@ -814,8 +814,11 @@ static void put_indented(buf *b, const char *s) {
 }
 
 static char *repr(const wk_module *m) {
+  unsigned reports = wk__err_reports;
   char *extra = m->cls->struct_size >= sizeof(wk_module_class) && m->cls->extra_repr ? m->cls->extra_repr(m) : NULL;
   buf b = {0};
+  /* NULL after reporting an error: the text is missing (out of memory), not empty: no shortened printout */
+  if (!extra && wk__err_reports != reports) b.failed = true;
   put(&b, m->cls->name);
   put(&b, "(");
   bool has_extra = extra && *extra;

@@ -22,7 +22,10 @@ typedef struct wk_module_class {
   /* (optional) frees the user state when the module dies. */
   void (*destroy)(void *state);
   /* (optional) the text inside the parentheses when printed
-   * ("in_features=784, out_features=256, bias=True"); malloc'd, freed by the core. */
+   * ("in_features=784, out_features=256, bias=True"); malloc'd, freed by the core.
+   * NULL: no text. One that fails (out of memory) records an error with
+   * wk_error and returns NULL: the printout (wk_module_to_string) then fails
+   * instead of coming back without that text. */
   char *(*extra_repr)(const wk_module *self);
 } wk_module_class;
 

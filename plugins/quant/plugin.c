@@ -7,8 +7,11 @@ char *qt_strf(const char *fmt, ...) {
   va_copy(ap2, ap);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
-  char *s = wk_malloc((size_t)n + 1);
-  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap2);
+  char *s = n < 0 ? NULL : wk_malloc((size_t)n + 1);
+  if (s)
+    vsnprintf(s, (size_t)n + 1, fmt, ap2);
+  else /* reported: a printout (extra_repr) must not come back without this text */
+    wk_error(WK_ERR_NO_MEMORY, "quant: out of memory for a %d-byte text", n + 1);
   va_end(ap2);
   return s;
 }
