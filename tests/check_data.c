@@ -916,8 +916,11 @@ END_TEST
 
 /* ---- Samplers --------------------------------------------------------------------------------------------- */
 static int64_t *indices_of(wk_sampler *s, int64_t *n) {
+  TU_NOTNULL(s);
   *n = wk_sampler_len(s);
+  ck_assert_int_ge(*n, 0);
   int64_t *b = malloc(sizeof *b * (size_t)(*n + 1));
+  ck_assert_ptr_nonnull(b);
   ck_assert_int_eq(wk_sampler_indices(s, b, *n), *n);
   return b;
 }
