@@ -19,6 +19,14 @@
 #define T(n) (args[n].u.t)
 #define OPT(n) (args[n].tag == WK_V_TENSOR ? args[n].u.t : NULL)
 
+/* The first result of op(a...), owned by the current scope; NULL on error. */
+static wk_tensor *call1(const char *op, const wk_value *a, int n) {
+  wk_value o[WK_MAX_OUTS];
+  return wk_call(op, a, n, o) == WK_OK ? o[0].u.t : NULL;
+}
+#define NARGS(...) ((int)(sizeof((const wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
+#define C1(op, ...) call1(op, (const wk_value[]){__VA_ARGS__}, NARGS(__VA_ARGS__))
+
 /* A kernel runs its parts at call depth 0 inside a scope of its own (as derivative formulas do),
  * so the parts' temporaries belong to that scope. BEGIN_K opens it, finish closes it. */
 #define BEGIN_K                 \
@@ -1160,7 +1168,8 @@ static wk_status k_grid_sample(const wk_kernel_ctx *c, const wk_value *args, wk_
 
 /* embedding_bag(weight, indices, offsets?, mode, per_sample_weights?, include_last_offset, padding_idx?):
  * the rows of each bag (a 2-d indices' row, or [offsets[b], offsets[b + 1]) of 1-d indices) summed
- * (mode 0, times per_sample_weights) or averaged (mode 1; an empty bag gives zeros); padding_idx's
+ * (mode 0, times per_sample_weights), averaged (mode 1) or maxed (mode 2, scatter_reduce's amax); an
+ * empty bag gives zeros; padding_idx's
  * rows count for nothing. The offsets are read on the host (checked as ATen checks them). */
 static wk_status k_embedding_bag(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   BEGIN_K;
@@ -1207,7 +1216,18 @@ static wk_status k_embedding_bag(const wk_kernel_ctx *c, const wk_value *args, w
   if (rows && args[6].tag == WK_V_INT) {
     int64_t pi = args[6].u.i < 0 ? args[6].u.i + w->sizes[0] : args[6].u.i;
     keep = wkx_ne__Scalar(flat, WK_VI(pi));
-    rows = wk_mul(rows, wk_unsqueeze(wk_to_dtype(keep, w->dtype), 1));
+    if (mode == 2) /* max: padding rows go to a bag of their own, dropped below */
+      sg = wk_where(keep, sg, wk_full_like(sg, (double)B, (wk_options){0}));
+    else
+      rows = wk_mul(rows, wk_unsqueeze(wk_to_dtype(keep, w->dtype), 1));
+  }
+  if (rows && sg && mode == 2) { /* max: amax over each bag's rows; an empty bag keeps its zeros */
+    int64_t os3[2] = {B + 1, D};
+    wk_tensor *z3 = wk_zeros(os3, 2, (wk_options){.dtype = w->dtype, .device = c->device});
+    wk_tensor *se3 = wk_expand(wk_unsqueeze(sg, 1), rows->sizes, 2);
+    wk_tensor *m = z3 && se3 ? C1("scatter_reduce.two", WK_VT(z3), WK_VI(0), WK_VT(se3), WK_VT(rows), WK_VS("amax"), WK_VB(false))
+                             : NULL;
+    return FINISH1(m ? wk_narrow(m, 0, 0, B) : NULL);
   }
   if (rows && psw) rows = wk_mul(rows, wk_unsqueeze(wk_reshape(psw, &all, 1), 1));
   int64_t os[2] = {B, D};

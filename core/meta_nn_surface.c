@@ -929,8 +929,6 @@ static wk_status meta_embedding_bag(wk_op *op, const wk_value *args, wk_meta_out
   static const char *const modes[3] = {"sum", "mean", "max"};
   if (mode < 0 || mode > 2)
     return wk_error(WK_ERR_INVALID_ARG, "embedding_bag(): mode must be 0 (sum), 1 (mean) or 2 (max), got %lld", (long long)mode);
-  if (mode == 2)
-    return wk_error(WK_ERR_UNSUPPORTED, "embedding_bag(): mode 'max' is not supported here (sum and mean are)");
   if (w->ndim != 2 || !wk_dtype_is_floating(w->dtype))
     return wk_error(WK_ERR_SHAPE, "embedding_bag(): expected a 2-D floating weight, got %s %s", wk_dtype_name(w->dtype),
                     wk__shape_str(w->sizes, w->ndim, a, sizeof a));

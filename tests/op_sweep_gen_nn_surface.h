@@ -886,10 +886,10 @@ static bool e_grid_sample(sw_case *c, int k) { /* a grid whose last dim is 3; ba
   return true;
 }
 
-/* embedding_bag: 1-d indices with sorted offsets (empty bags too) or 2-d indices; sum or mean. */
+/* embedding_bag: 1-d indices with sorted offsets (empty bags too) or 2-d indices; sum, mean or max. */
 static bool g_embedding_bag(sw_case *c) {
   int64_t ws[2] = {rpick(c, 2, 6), rpick(c, 1, 3)}, n = c->mode == SW_EMPTY ? 0 : rpick(c, 1, 6);
-  int mode = (int)rpick(c, 0, 1);
+  int mode = (int)rpick(c, 0, 2);
   bool two = runif(c) < 0.3 && c->mode != SW_EMPTY, lastoff = !two && runif(c) < 0.3;
   at(c, rself(c, ws, 2));
   int64_t is[2] = {two ? 2 : n, n}, nb = rpick(c, 1, 3);
@@ -916,7 +916,7 @@ static bool g_embedding_bag(sw_case *c) {
     anone(c);
   return true;
 }
-static bool e_embedding_bag(sw_case *c, int k) { /* 2-d indices with offsets; mode 2 (max); float indices */
+static bool e_embedding_bag(sw_case *c, int k) { /* 2-d indices with offsets; mode 3; float indices */
   int64_t ws[2] = {5, 2}, is[2] = {2, 2}, os[1] = {2};
   if (k > 2) return false;
   at(c, rt(c, WK_F32, ws, 2, -1, 1));
@@ -925,7 +925,7 @@ static bool e_embedding_bag(sw_case *c, int k) { /* 2-d indices with offsets; mo
     anone(c);
   else
     at(c, rt_index(c, os, 1, 1));
-  ai(c, k == 1 ? 2 : 0);
+  ai(c, k == 1 ? 3 : 0);
   anone(c);
   ab(c, false);
   anone(c);

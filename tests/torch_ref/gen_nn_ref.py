@@ -397,6 +397,12 @@ for mode, m in (("sum", 0), ("mean", 1)):
          F.embedding_bag(ei, ew, eo, mode=mode, padding_idx=4))
     case("embedding_bag %s 2-d" % mode, "embedding_bag", [T(ew), T(ei[:8].reshape(2, 4)), None, m, None, False, None],
          F.embedding_bag(ei[:8].reshape(2, 4), ew, mode=mode))
+case("embedding_bag max offsets (an empty bag)", "embedding_bag", [T(ew), T(ei), T(eo), 2, None, False, None],
+     F.embedding_bag(ei, ew, eo, mode="max"))
+case("embedding_bag max padding_idx 4", "embedding_bag", [T(ew), T(ei), T(eo), 2, None, False, 4],
+     F.embedding_bag(ei, ew, eo, mode="max", padding_idx=4))
+case("embedding_bag max 2-d", "embedding_bag", [T(ew), T(ei[:8].reshape(2, 4)), None, 2, None, False, None],
+     F.embedding_bag(ei[:8].reshape(2, 4), ew, mode="max"))
 case("embedding_bag sum include_last_offset int32", "embedding_bag",
      [T(ew), T(ei.int()), T(torch.tensor([0, 3, 3, 9]).int()), 0, None, True, None],
      F.embedding_bag(ei.int(), ew, torch.tensor([0, 3, 3, 9]).int(), mode="sum", include_last_offset=True))
@@ -406,6 +412,8 @@ case("embedding_bag per_sample_weights", "embedding_bag", [T(ew), T(ei), T(eo), 
 a, pw = T(r(10, 4, dtype=torch.float64)), T(r(9, dtype=torch.float64))
 gcase("embedding_bag grad sum psw", "embedding_bag", [a, T(ei), T(eo), 0, pw, False, None],
       lambda: F.embedding_bag(ei, a.t, eo, mode="sum", per_sample_weights=pw.t), [0, 4])
+gcase("embedding_bag grad max", "embedding_bag", [a, T(ei), T(eo), 2, None, False, None],
+      lambda: F.embedding_bag(ei, a.t, eo, mode="max"), [0])
 gcase("embedding_bag grad mean", "embedding_bag", [a, T(ei), T(eo), 1, None, False, 2],
       lambda: F.embedding_bag(ei, a.t, eo, mode="mean", padding_idx=2), [0])
 
