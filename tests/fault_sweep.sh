@@ -1,6 +1,8 @@
 #!/bin/sh
 # Fault-injection sweep: runs Check suites with WICK_FAIL_ALLOC=N (the Nth
-# allocation through the core's hook fails, core/alloc.c) for N = 1, 2, ...
+# allocation through Wick's hook fails, core/alloc.c: the core's allocations
+# and the plugins', which call wk_malloc & co. through the host table) for
+# N = 1, 2, ...
 # and asserts that every injected failure ends as a clean error: no crash or
 # signal, no AddressSanitizer/UBSan report, no leak (LeakSanitizer), no
 # internal error ("failed without a message", "returned NULL without an
