@@ -38,7 +38,12 @@ static wk_tensor *call1(const char *op, const wk_value *a, int n) {
 static wk_status finish(wk_value *outs, wk_tensor *const *r, int n, int depth) {
   wk_status s = WK_OK;
   for (int i = 0; i < n && !s; i++)
-    if (!r[i]) s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
+    if (!r[i]) {
+      /* a part that failed early may have been followed by successful calls, which mark its error
+       * stale: bring it back (a part without a kernel on this device reports WK_ERR_NO_KERNEL) */
+      if (!wk__error_pending()) wk__error_revive();
+      s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
+    }
   for (int i = 0; i < n && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
   wk_scope_end();
   wk__call_depth = depth;
