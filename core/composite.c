@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "composite_kernel.h"
 
 #define T(n) (args[n].u.t)
 #define I(n) (args[n].u.i)
@@ -353,4 +354,17 @@ void wk__composites_register(void) {
     wk_kernel_desc d = {sizeof d, ks[i].op, WK_DEVICE_DEFAULT, ks[i].prio, ks[i].fn, NULL, NULL, "core.composite"};
     wk_kernel_register(&d);
   }
+}
+
+wk_status wk__composite_finish(wk_value *outs, wk_tensor *const *r, int n, int depth) {
+  wk_status s = WK_OK;
+  for (int i = 0; i < n && !s; i++)
+    if (!r[i]) {
+      if (!wk__error_pending()) wk__error_revive();
+      s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
+    }
+  for (int i = 0; i < n && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
+  wk_scope_end();
+  wk__call_depth = depth;
+  return s;
 }

@@ -12,34 +12,13 @@
 #include <wick/sdk/check.h>
 
 #include "linalg_internal.h"
+#include "composite_kernel.h"
 
-#define T(n) (args[n].u.t)
 
-static wk_tensor *call1(const char *op, const wk_value *a, int n) {
-  wk_value o[WK_MAX_OUTS];
-  return wk_call(op, a, n, o) == WK_OK ? o[0].u.t : NULL;
-}
-#define NARGS(...) ((int)(sizeof((const wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
-#define C1(op, ...) call1(op, (const wk_value[]){__VA_ARGS__}, NARGS(__VA_ARGS__))
 /* All results of op(a...) into o (owned by the current scope); false on error. */
 static bool calln(const char *op, const wk_value *a, int n, wk_value *o) { return wk_call(op, a, n, o) == WK_OK; }
 #define CN(o, op, ...) calln(op, (const wk_value[]){__VA_ARGS__}, NARGS(__VA_ARGS__), o)
 
-#define BEGIN_K                 \
-  int depth__ = wk__call_depth; \
-  wk__call_depth = 0;           \
-  wk_scope_begin()
-
-static wk_status finish(wk_value *outs, wk_tensor *const *r, int n, int depth) {
-  wk_status s = WK_OK;
-  for (int i = 0; i < n && !s; i++)
-    if (!r[i]) s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
-  for (int i = 0; i < n && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
-  wk_scope_end();
-  wk__call_depth = depth;
-  return s;
-}
-#define FINISH1(t) finish(outs, (wk_tensor *const[]){(t)}, 1, depth__)
 /* Fails the kernel with a message (inside BEGIN_K). */
 #define FAILK(...)             \
   do {                         \
@@ -116,7 +95,7 @@ static wk_status k_mode(const wk_kernel_ctx *c, const wk_value *args, wk_value *
       r[1] = e ? to_meta_shape(C1("gather", WK_VT(ix), WK_VI(d), WK_VT(e)), &c->meta[1]) : NULL;
     }
   }
-  return finish(outs, r, 2, depth__);
+  return wk__composite_finish(outs, r, 2, depth__);
 }
 
 /* ---- unique, unique_consecutive ----------------------------------------------------------------------------------
@@ -147,7 +126,7 @@ static wk_status k_unique(const wk_kernel_ctx *c, const wk_value *args, wk_value
     n = numel(x);
     rows = wk_reshape(x, (const int64_t[]){n, 1}, 2);
   }
-  if (!rows) return finish(outs, r, 3, depth__);
+  if (!rows) return wk__composite_finish(outs, r, 3, depth__);
   if (on_meta(x)) FAILK(WK_ERR_UNSUPPORTED, "%s(): the result's size is data; it has no meta form", wk_op_name(c->op));
   wk_tensor *order = NULL; /* the sorted position -> input row; NULL: the identity */
   if (!consec && n > 0) {
@@ -157,7 +136,7 @@ static wk_status k_unique(const wk_kernel_ctx *c, const wk_value *args, wk_value
       wk_value so[WK_MAX_OUTS];
       order = key && CN(so, "sort", WK_VT(key), WK_VI(0), WK_VB(false)) ? wk_index_select(order, 0, so[1].u.t) : NULL;
     }
-    if (!order) return finish(outs, r, 3, depth__);
+    if (!order) return wk__composite_finish(outs, r, 3, depth__);
   }
   wk_tensor *srt = order ? wk_index_select(rows, 0, order) : rows;
   wk_tensor *is_new;
@@ -173,7 +152,7 @@ static wk_status k_unique(const wk_kernel_ctx *c, const wk_value *args, wk_value
   }
   wk_tensor *ramp = wk_arange_int(0, n, 1, oi);
   wk_tensor *starts = is_new && ramp ? wk_masked_select(ramp, is_new) : NULL; /* group start positions */
-  if (!starts) return finish(outs, r, 3, depth__);
+  if (!starts) return wk__composite_finish(outs, r, 3, depth__);
   int64_t k = numel(starts);
   wk_tensor *vals = wk_index_select(srt, 0, starts); /* [k, w] */
   if (by_dim) {
@@ -209,7 +188,7 @@ static wk_status k_unique(const wk_kernel_ctx *c, const wk_value *args, wk_value
   } else {
     r[2] = wk_empty(&z, 1, oi);
   }
-  return finish(outs, r, 3, depth__);
+  return wk__composite_finish(outs, r, 3, depth__);
 }
 
 /* ---- index_put ---------------------------------------------------------------------------------------------------
@@ -721,7 +700,7 @@ static wk_status k_lstsq(const wk_kernel_ctx *c, const wk_value *args, wk_value 
                      wk_empty(&z, 1, opts_of(a, a->dtype)),
                      rank ? wk_contiguous(wk_expand(rank, c->meta[2].sizes, c->meta[2].ndim)) : NULL,
                      wk_empty(&z, 1, opts_of(a, a->dtype))};
-  return finish(outs, r, 4, depth__);
+  return wk__composite_finish(outs, r, 4, depth__);
 }
 
 /* ---- the decompositions, solvers and scatter_reduce on devices without their own kernel -------------------------

@@ -15,43 +15,12 @@
 #include <string.h>
 
 #include "internal.h"
+#include "composite_kernel.h"
 
-#define T(n) (args[n].u.t)
 #define OPT(n) (args[n].tag == WK_V_TENSOR ? args[n].u.t : NULL)
 
-/* The first result of op(a...), owned by the current scope; NULL on error. */
-static wk_tensor *call1(const char *op, const wk_value *a, int n) {
-  wk_value o[WK_MAX_OUTS];
-  return wk_call(op, a, n, o) == WK_OK ? o[0].u.t : NULL;
-}
-#define NARGS(...) ((int)(sizeof((const wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
-#define C1(op, ...) call1(op, (const wk_value[]){__VA_ARGS__}, NARGS(__VA_ARGS__))
-
-/* A kernel runs its parts at call depth 0 inside a scope of its own (as derivative formulas do),
- * so the parts' temporaries belong to that scope. BEGIN_K opens it, finish closes it. */
-#define BEGIN_K                 \
-  int depth__ = wk__call_depth; \
-  wk__call_depth = 0;           \
-  wk_scope_begin()
-
-/* Ends a kernel: the results r[0..n) leave the kernel's scope (new references in outs). */
-static wk_status finish(wk_value *outs, wk_tensor *const *r, int n, int depth) {
-  wk_status s = WK_OK;
-  for (int i = 0; i < n && !s; i++)
-    if (!r[i]) {
-      /* a part that failed early may have been followed by successful calls, which mark its error
-       * stale: bring it back (a part without a kernel on this device reports WK_ERR_NO_KERNEL) */
-      if (!wk__error_pending()) wk__error_revive();
-      s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
-    }
-  for (int i = 0; i < n && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
-  wk_scope_end();
-  wk__call_depth = depth;
-  return s;
-}
-#define FINISH1(t) finish(outs, (wk_tensor *const[]){(t)}, 1, depth__)
 /* Ends a kernel with an error already recorded. */
-#define FAIL_K() finish(outs, (wk_tensor *const[]){NULL}, 1, depth__)
+#define FAIL_K() wk__composite_finish(outs, (wk_tensor *const[]){NULL}, 1, depth__)
 
 /* Losses compute in float32 (float64 for float64 results), as the existing loss composites. */
 static wk_dtype compute_dtype(wk_dtype dt) {
@@ -673,7 +642,7 @@ static wk_status k_max_pool_nd(const wk_kernel_ctx *c, const wk_value *args, wk_
     taps_free(&tp);
   }
   wk_tensor *r[2] = {v ? wk_contiguous(v) : NULL, ix ? wk_contiguous(ix) : NULL};
-  return finish(outs, r, 2, depth__);
+  return wk__composite_finish(outs, r, 2, depth__);
 }
 
 /* ---- convolutions in 1 and 3 dims, transposed convolutions, as conv2d calls ------------------------- */

@@ -10,38 +10,13 @@
 #include <string.h>
 
 #include "internal.h"
+#include "composite_kernel.h"
 
-#define T(n) (args[n].u.t)
 
 /* The first result of op(a...), owned by the current scope; NULL on error. */
-static wk_tensor *call1(const char *op, const wk_value *a, int n) {
-  wk_value o[WK_MAX_OUTS];
-  return wk_call(op, a, n, o) == WK_OK ? o[0].u.t : NULL;
-}
-#define NARGS(...) ((int)(sizeof((const wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
-#define C1(op, ...) call1(op, (const wk_value[]){__VA_ARGS__}, NARGS(__VA_ARGS__))
 
 WK__HIDDEN wk_status wk__movedim_perm(const wk_tensor *x, const wk_value *src, const wk_value *dst, int64_t *perm);
 
-/* A kernel runs its parts as a derivative formula does: at call depth 0 inside
- * a scope of its own, so the parts' results (temporaries included) belong to
- * that scope. BEGIN_K opens it; finish/finish_inplace close it. */
-#define BEGIN_K                       \
-  int depth__ = wk__call_depth;       \
-  wk__call_depth = 0;                 \
-  wk_scope_begin()
-
-/* Ends a kernel: the results r[0..n) leave the kernel's scope (new references in outs). */
-static wk_status finish(wk_value *outs, wk_tensor *const *r, int n, int depth) {
-  wk_status s = WK_OK;
-  for (int i = 0; i < n && !s; i++)
-    if (!r[i]) s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
-  for (int i = 0; i < n && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
-  wk_scope_end();
-  wk__call_depth = depth;
-  return s;
-}
-#define FINISH1(t) finish(outs, (wk_tensor *const[]){(t)}, 1, depth__)
 
 /* x reduced by max.dim/min.dim over each dim of dims (all when n == 0) into the meta's shape. */
 static wk_tensor *extreme(wk_tensor *x, const int64_t *dims, int n, bool is_max, const wk_meta_out *mo) {
@@ -67,7 +42,7 @@ static wk_status k_aminmax(const wk_kernel_ctx *c, const wk_value *args, wk_valu
   int64_t dim = args[1].tag == WK_V_NONE ? 0 : args[1].u.i;
   int n = args[1].tag == WK_V_NONE ? 0 : 1;
   wk_tensor *r[2] = {extreme(T(0), &dim, n, false, &c->meta[0]), extreme(T(0), &dim, n, true, &c->meta[1])};
-  return finish(outs, r, 2, depth__);
+  return wk__composite_finish(outs, r, 2, depth__);
 }
 
 /* self with its NaNs as 0. */
@@ -99,7 +74,7 @@ static wk_status k_var_std_mean(const wk_kernel_ctx *c, const wk_value *args, wk
   wk_tensor *r[2];
   r[0] = C1(is_std ? "std.correction" : "var.correction", WK_VT(T(0)), args[1], args[2], args[3]);
   r[1] = C1("mean.dim", WK_VT(T(0)), args[1], args[3], WK_VNONE);
-  return finish(outs, r, 2, depth__);
+  return wk__composite_finish(outs, r, 2, depth__);
 }
 
 static wk_status k_count_nonzero(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
@@ -213,6 +188,7 @@ static wk_status k_repeat_interleave(const wk_kernel_ctx *c, const wk_value *arg
 
 /* Ends an in-place kernel: the result is self (borrowed), after the call r that wrote it. */
 static wk_status finish_inplace(wk_value *outs, wk_tensor *self, wk_tensor *r, int depth) {
+  if (!r && !wk__error_pending()) wk__error_revive(); /* as wk__composite_finish */
   wk_status s = r ? WK_OK : wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
   wk_scope_end();
   wk__call_depth = depth;
@@ -386,7 +362,7 @@ static wk_status select_sorted(const wk_kernel_ctx *c, wk_tensor *x, int64_t dim
     for (int i = 0; i < nout; i++)
       if (r[i]) r[i] = wk_reshape(r[i], c->meta[i].sizes, c->meta[i].ndim);
   }
-  return finish(outs, r, nout, depth);
+  return wk__composite_finish(outs, r, nout, depth);
 }
 static wk_status k_kthvalue(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   BEGIN_K;
