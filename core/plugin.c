@@ -291,7 +291,9 @@ static void scan_dir(const char *dir, bool nested) {
       if (!p) break;
       *list = p;
     }
-    (*list)[(*cnt)++] = wk__strdup(path);
+    char *dup = wk__strdup(path);
+    if (!dup) continue; /* out of memory: not listed (a NULL here reached strcmp and load_one) */
+    (*list)[(*cnt)++] = dup;
   }
   closedir(d);
   if (n) qsort(names, n, sizeof *names, cmp_str);
