@@ -11,12 +11,13 @@
  * Since ABI 1.4 the plugin also hands that OpenMP team to the core as its
  * parallel runtime (wk_set_parallel_runtime), so Wick's kernels and oneDNN's
  * primitives run on the same threads, and those threads spin briefly
- * between ops instead of sleeping (see ODN_SHARED_SPIN_NS).
+ * between ops before sleeping, as PyTorch's do (see set_omp_env).
  *
  * Environment: WICK_ONEDNN_SHARED_POOL=0 (keep Wick's own pool next to a
  * passive OpenMP team, the behaviour before 1.4),
  * WICK_ONEDNN_SPINCOUNT (OpenMP spin iterations before sleeping; default
- * about ODN_SHARED_SPIN_NS worth with the shared pool, else 0),
+ * libgomp's own with the shared pool, else 0; 0 is faster when other busy
+ * processes share the cores),
  * WICK_ONEDNN_CACHE (primitive cache entries, default 1024),
  * WICK_ONEDNN_WEIGHT_CACHE_MB (reordered weights, default 256; 0: off),
  * WICK_ONEDNN_ALL_KERNELS=1 (also the kernels measured slower than the cpu
@@ -29,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "onednn.h"
 
@@ -54,51 +54,22 @@ static void stream_free(void *s) {
  * machine). A short spin (20000) sped ResNet-18 batch 32 up 1.1-1.4x but made
  * the MLP step bimodal (38-52k img/s in 2 of 5 runs instead of 120-136k: the
  * OpenMP worker and Wick's pool worker, which spins too, both spinning on two
- * cores): passive stays the default.
+ * cores): with two pools (WICK_ONEDNN_SHARED_POOL=0) passive stays the default.
  * WICK_ONEDNN_SPINCOUNT overrides; a user's own OMP_WAIT_POLICY or
  * GOMP_SPINCOUNT is left alone. */
 #define ODN_DEFAULT_SPINCOUNT "0"
-/* With one shared team nothing else spins next to it, so its threads spin
- * between ops for about as long as Wick's own pool does (WK_POOL_SPIN_NS in
- * core/parallel.c) before sleeping. libgomp counts spin iterations, each one
- * `pause`, whose cost differs by CPU (about 10 ns on older cores, 40+ ns on
- * recent Xeons): the count is calibrated at load. A fixed count is not
- * enough: libgomp's 300000 is 10+ ms of spinning here, and when the host is
- * busy a thread spinning at a barrier for a descheduled partner made a
- * ResNet-18 step 6x slower (measured). */
-#define ODN_SHARED_SPIN_NS 50000
+/* With one shared team nothing else spins next to it, so the team keeps
+ * libgomp's default wait policy (GOMP_SPINCOUNT left unset: 300,000 pause
+ * iterations, about 3 ms here, throttled when OpenMP threads outnumber
+ * cores), which is what PyTorch runs with. Measured on 2 vCPUs (Intel Xeon
+ * family 6 model 167), same binary, spin count 0 / ~50 us / default:
+ * quiet machine, sgemm 256 192 / 321 / 315 GFLOP/s, ResNet-18 b32 training
+ * 325 / 420 / 439 img/s, inference 1236 / 1563 / 1662; next to a nice-19
+ * busy loop, inference 1401 / 891 / 1618; next to a busy loop at the same
+ * priority, training 286 / 217 / 232 and inference 1175 / 859 / 730, which
+ * is where WICK_ONEDNN_SPINCOUNT=0 pays. */
 /* Below this many bytes of arguments a primitive runs single-threaded. */
 #define ODN_SERIAL_BYTES (256u << 10)
-
-static inline void relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* libgomp spin iterations that last about `ns` on this CPU: the fastest of
- * a few timed runs of pause loops (a preempted run only reads slower). */
-static long spin_count_for(uint64_t ns) {
-  enum { N = 4096 };
-  uint64_t best = UINT64_MAX;
-  for (int r = 0; r < 5; r++) {
-    uint64_t t0 = now_ns();
-    for (int i = 0; i < N; i++) relax();
-    uint64_t dt = now_ns() - t0;
-    if (dt < best) best = dt;
-  }
-  if (best == 0) best = 1;
-  long n = (long)((double)ns * N / (double)best);
-  return n < 1 ? 1 : n > 1000000 ? 1000000 : n;
-}
 
 static void set_omp_env(void) {
   char buf[32];
@@ -108,11 +79,10 @@ static void set_omp_env(void) {
   }
   if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
     const char *sc = getenv("WICK_ONEDNN_SPINCOUNT");
-    if (!(sc && *sc) && g_shared_pool) {
-      snprintf(buf, sizeof buf, "%ld", spin_count_for(ODN_SHARED_SPIN_NS));
-      sc = buf;
-    }
-    setenv("GOMP_SPINCOUNT", sc && *sc ? sc : ODN_DEFAULT_SPINCOUNT, 0);
+    if (sc && *sc)
+      setenv("GOMP_SPINCOUNT", sc, 0);
+    else if (!g_shared_pool)
+      setenv("GOMP_SPINCOUNT", ODN_DEFAULT_SPINCOUNT, 0);
   }
 }
 
