@@ -3,41 +3,7 @@
  * with Debian's python3-torch and committed, so the test needs no Python). */
 #include "testutil.h"
 
-enum { REF_NONE, REF_TENSOR, REF_TENSORS, REF_INTS, REF_INT, REF_FLOAT, REF_BOOL, REF_STR, REF_FLOATS /* float[]: data, nints */ };
-
-typedef struct ref_arg {
-  int kind;
-  wk_dtype dtype;
-  int ndim; /* for REF_TENSORS: the list length */
-  int64_t shape[6];
-  const double *data;
-  double f;
-  int64_t i;
-  const int64_t *ints;
-  int nints;
-  const char *s;
-  const struct ref_arg *list;
-} ref_arg;
-
-typedef struct {
-  const char *label, *op;
-  int nargs;
-  ref_arg args[8];
-  int nouts;
-  ref_arg outs[3];
-  double rtol, atol;
-} ref_case;
-
-typedef struct {
-  const char *label, *op;
-  int nargs;
-  ref_arg args[8];
-  ref_arg grad_output;
-  int ngrad;
-  int grad_args[4];
-  ref_arg grads[4];
-  double rtol, atol;
-} ref_grad_case;
+#include "torch_ref/ref_case.h"
 
 #include "torch_ref/ref_data.h"
 #include "torch_ref/ops_ref_data.h" /* issue 21's ops (gen_ops_ref.py): ops_ref_cases, ops_ref_grad_cases */
