@@ -6,8 +6,7 @@
  * on a condition variable: a training step runs hundreds of parallel ops
  * back to back, and a sleeping worker takes tens of microseconds to wake on
  * these machines (measured: a 512k-element relu_ was slower on 2 threads
- * than on 1). The spin is short, so oneDNN's OpenMP threads, which start
- * passive (plugins/onednn), never compete with it for long.
+ * than on 1).
  *
  * A plugin may install a parallel runtime (wk_set_parallel_runtime): jobs
  * then run on its threads (oneDNN's OpenMP team) and Wick's workers are not
@@ -178,8 +177,11 @@ bool wk_in_parallel(void) { return g_in_parallel; }
 
 wk_status wk_set_parallel_runtime(const wk_parallel_runtime *rt) {
   wk_error_new_call();
-  if (rt && (rt->struct_size < sizeof *rt || !rt->run))
-    return wk_error(WK_ERR_INVALID_ARG, "set_parallel_runtime: runtime %s has no run function or a short struct_size",
+  if (rt && rt->struct_size < sizeof *rt)
+    return wk_error(WK_ERR_INVALID_ARG, "set_parallel_runtime: struct_size %zu is shorter than wk_parallel_runtime (%zu)",
+                    rt->struct_size, sizeof *rt);
+  if (rt && !rt->run)
+    return wk_error(WK_ERR_INVALID_ARG, "set_parallel_runtime: runtime %s has no run function",
                     rt->name ? rt->name : "(unnamed)");
   if (g_in_parallel) return wk_error(WK_ERR_STATE, "set_parallel_runtime: cannot switch from inside parallel_for");
   pthread_mutex_lock(&g_submit);

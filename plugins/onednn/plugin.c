@@ -3,15 +3,14 @@
  *
  * Threads: Debian's libdnnl runs on OpenMP (libgomp). libgomp reads its
  * environment once, when it is loaded, so the plugin does not link libdnnl:
- * it sets OMP_NUM_THREADS to the pool size and a short spin count first and
- * dlopens libdnnl afterwards. oneDNN then runs on the calling thread plus
- * (pool size - 1) OpenMP workers that sleep when idle instead of spinning
- * next to Wick's pool (whose workers block on a condition variable).
+ * it sets OMP_NUM_THREADS to the pool size (and, with two pools, a zero
+ * spin count) first and dlopens libdnnl afterwards. oneDNN then runs on the
+ * calling thread plus (pool size - 1) OpenMP workers.
  *
- * Since ABI 1.4 the plugin also hands that OpenMP team to the core as its
+ * Since ABI 1.4 the plugin hands that OpenMP team to the core as its
  * parallel runtime (wk_set_parallel_runtime), so Wick's kernels and oneDNN's
- * primitives run on the same threads, and those threads spin briefly
- * between ops before sleeping, as PyTorch's do (see set_omp_env).
+ * primitives run on the same threads, which spin between ops before
+ * sleeping with libgomp's default policy, as PyTorch's do (see set_omp_env).
  *
  * Environment: WICK_ONEDNN_SHARED_POOL=0 (keep Wick's own pool next to a
  * passive OpenMP team, the behaviour before 1.4),
