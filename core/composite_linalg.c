@@ -194,17 +194,25 @@ static wk_status k_unique(const wk_kernel_ctx *c, const wk_value *args, wk_value
 /* ---- index_put ---------------------------------------------------------------------------------------------------
  * Boolean masks become their nonzero() columns; the index tensors broadcast to one shape B and address the indexed
  * dims (moved to the front) as one flattened dim; index_copy (index_add when accumulating) writes values, broadcast
- * to PyTorch's indexing-result shape, into self viewed as [prod(indexed sizes), other dims...]. */
-static wk_status k_index_put(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
-  BEGIN_K;
-  wk_tensor *x = T(0), *v = T(2);
-  bool acc = args[3].u.b;
+ * to PyTorch's indexing-result shape, into self viewed as [prod(indexed sizes), other dims...]. The plan is shared
+ * with the values' gradient (wk__index_put_values_grad: the same positions read back with index_select). */
+typedef struct {
+  wk_tensor *lin;                                         /* [nb] flat positions over the indexed dims */
+  int64_t perm[WK_MAX_DIMS], inv[WK_MAX_DIMS];            /* self's dims indexed first, and back */
+  int64_t psz[WK_MAX_DIMS], xf[WK_MAX_DIMS + 1];          /* the permuted sizes; [prod(indexed), rest...] */
+  int64_t rs[WK_MAX_DIMS], bs[WK_MAX_DIMS], vp[WK_MAX_DIMS]; /* the indexing result's shape; B; rs -> [B, pre, post] */
+  int nd, nr, ni, rn, bnd, pre;
+  int64_t nb;
+} ip_plan;
+
+static wk_status ip_plan_make(wk_tensor *x, wk_tensor *const *list, int len, ip_plan *p) {
   int nd = x->ndim;
-  if (on_meta(x)) return FINISH1(wk_zeros(c->meta[0].sizes, c->meta[0].ndim, opts_of(x, x->dtype)));
+  memset(p, 0, sizeof *p);
+  p->nd = nd;
   wk_tensor *idx[WK_MAX_DIMS] = {NULL}; /* per dim of self, its long index or NULL */
   int dim = 0;
-  for (int i = 0; i < args[1].len; i++) {
-    wk_tensor *t = args[1].u.tensors[i];
+  for (int i = 0; i < len; i++) {
+    wk_tensor *t = list[i];
     if (!t) {
       dim++;
       continue;
@@ -212,109 +220,144 @@ static wk_status k_index_put(const wk_kernel_ctx *c, const wk_value *args, wk_va
     if (t->dtype == WK_BOOL || t->dtype == WK_U8) {
       wk_tensor *m = t->dtype == WK_BOOL ? t : wk_ne_scalar(t, 0);
       int k = t->ndim;
-      if (k == 0) FAILK(WK_ERR_UNSUPPORTED, "index_put(): a 0-d boolean index is not supported");
+      if (k == 0) return wk_error(WK_ERR_UNSUPPORTED, "index_put(): a 0-d boolean index is not supported");
       wk_tensor *nz = m ? C1("nonzero", WK_VT(m)) : NULL;
-      if (!nz) return FINISH1(NULL);
+      if (!nz) return wk_last_error();
       for (int j = 0; j < k; j++) idx[dim + j] = wk_select(nz, 1, j);
       dim += k;
     } else {
       idx[dim++] = t->dtype == WK_I64 ? t : wk_to_dtype(t, WK_I64);
     }
   }
-  int first = -1, last = -1, ni = 0;
-  int64_t bs[WK_MAX_DIMS];
-  int bnd = 0;
+  int first = -1, last = -1;
   for (int d = 0; d < nd; d++) {
     if (!idx[d]) continue;
     if (first < 0) first = d;
-    last = d, ni++;
+    last = d, p->ni++;
     /* broadcast shapes */
     wk_tensor *t = idx[d];
-    int tn = t->ndim, m = bnd > tn ? bnd : tn;
+    int tn = t->ndim, m = p->bnd > tn ? p->bnd : tn;
     int64_t nb[WK_MAX_DIMS];
     for (int i = 0; i < m; i++) {
-      int ib = i - (m - bnd), it = i - (m - tn);
-      int64_t a = ib >= 0 ? bs[ib] : 1, b = it >= 0 ? t->sizes[it] : 1;
+      int ib = i - (m - p->bnd), it = i - (m - tn);
+      int64_t a = ib >= 0 ? p->bs[ib] : 1, b = it >= 0 ? t->sizes[it] : 1;
       if (a != b && a != 1 && b != 1)
-        FAILK(WK_ERR_SHAPE, "index_put(): shape mismatch: indexing tensors could not be broadcast together");
+        return wk_error(WK_ERR_SHAPE, "index_put(): shape mismatch: indexing tensors could not be broadcast together");
       nb[i] = a == 1 ? b : a;
     }
-    memcpy(bs, nb, sizeof(int64_t) * (size_t)m);
-    bnd = m;
+    memcpy(p->bs, nb, sizeof(int64_t) * (size_t)m);
+    p->bnd = m;
   }
-  if (ni == 0) { /* only slices: the whole of self */
-    wk_tensor *ve = wk_expand(v, x->sizes, nd);
-    return FINISH1(ve ? (acc ? wk_add(x, ve) : wk_add(wk_zeros_like(x, (wk_options){0}), ve)) : NULL);
-  }
-  bool adjacent = last - first + 1 == ni;
+  if (p->ni == 0) return WK_OK;
+  bool adjacent = last - first + 1 == p->ni;
   /* self's dims: indexed first, then the others */
-  int64_t perm[WK_MAX_DIMS], inv[WK_MAX_DIMS], rest[WK_MAX_DIMS], psz[WK_MAX_DIMS];
-  int np = 0, nr = 0;
+  int np = 0;
+  int64_t rest[WK_MAX_DIMS];
   for (int d = 0; d < nd; d++)
-    if (idx[d]) perm[np++] = d;
+    if (idx[d]) p->perm[np++] = d;
   for (int d = 0; d < nd; d++)
-    if (!idx[d]) rest[nr] = x->sizes[d], perm[np + nr++] = d;
-  for (int i = 0; i < nd; i++) inv[perm[i]] = i, psz[i] = x->sizes[perm[i]];
+    if (!idx[d]) rest[p->nr] = x->sizes[d], p->perm[np + p->nr++] = d;
+  for (int i = 0; i < nd; i++) p->inv[p->perm[i]] = i, p->psz[i] = x->sizes[p->perm[i]];
   /* the flat index over the indexed dims; negative indices wrap, out-of-range ones fail */
   wk_tensor *lin = NULL;
   int64_t prod = 1;
   for (int d = nd - 1; d >= 0; d--) {
     if (!idx[d]) continue;
-    wk_tensor *t = wk_expand(idx[d], bs, bnd);
+    wk_tensor *t = wk_expand(idx[d], p->bs, p->bnd);
     int64_t sz = x->sizes[d];
     if (t && numel(t) > 0) {
       int64_t lo = 0, hi = 0;
-      if (wk_item_i64(wk_min(t), &lo) || wk_item_i64(wk_max(t), &hi)) return FINISH1(NULL);
+      if (wk_item_i64(wk_min(t), &lo) || wk_item_i64(wk_max(t), &hi)) return wk_last_error();
       if (lo < -sz || hi >= sz)
-        FAILK(WK_ERR_INDEX, "index_put(): index %lld is out of bounds for dimension %d with size %lld",
-              (long long)(hi >= sz ? hi : lo), d, (long long)sz);
+        return wk_error(WK_ERR_INDEX, "index_put(): index %lld is out of bounds for dimension %d with size %lld",
+                        (long long)(hi >= sz ? hi : lo), d, (long long)sz);
       t = wk_where(wk_lt_scalar(t, 0), addi(t, sz), t);
     }
     wk_tensor *term = t ? (prod == 1 ? t : muli(t, prod)) : NULL;
     lin = !term ? NULL : lin ? wk_add(lin, term) : term;
-    if (!lin) return FINISH1(NULL);
+    if (!lin) return wk_last_error();
     prod *= sz;
   }
-  /* values broadcast to the indexing result's shape, then B first */
+  /* the indexing result's shape: [pre..., B..., post...] (adjacent indexed dims) or [B..., rest...] */
+  int rn = 0;
+  p->pre = adjacent ? first : 0;
   int64_t rs[WK_MAX_DIMS * 2];
-  int rn = 0, pre = adjacent ? first : 0;
-  for (int d = 0; d < pre; d++) rs[rn++] = x->sizes[d];
-  for (int i = 0; i < bnd; i++) rs[rn++] = bs[i];
+  for (int d = 0; d < p->pre; d++) rs[rn++] = x->sizes[d];
+  for (int i = 0; i < p->bnd; i++) rs[rn++] = p->bs[i];
   for (int d = 0; d < nd; d++)
     if (!idx[d] && (!adjacent || d > last)) rs[rn++] = x->sizes[d];
-  if (rn > WK_MAX_DIMS) FAILK(WK_ERR_SHAPE, "index_put(): the indexing result has more than %d dims", WK_MAX_DIMS);
-  bool ok = v->ndim <= rn;
+  if (rn > WK_MAX_DIMS) return wk_error(WK_ERR_SHAPE, "index_put(): the indexing result has more than %d dims", WK_MAX_DIMS);
+  memcpy(p->rs, rs, sizeof(int64_t) * (size_t)rn);
+  p->rn = rn;
+  int k = 0; /* [pre..., B..., post...] -> [B..., pre..., post...] */
+  for (int i = 0; i < p->bnd; i++) p->vp[k++] = p->pre + i;
+  for (int i = 0; i < p->pre; i++) p->vp[k++] = i;
+  for (int i = p->pre + p->bnd; i < rn; i++) p->vp[k++] = i;
+  p->nb = 1;
+  for (int i = 0; i < p->bnd; i++) p->nb *= p->bs[i];
+  p->xf[0] = prod;
+  for (int i = 0; i < p->nr; i++) p->xf[i + 1] = rest[i];
+  p->lin = wk_reshape(lin, &p->nb, 1);
+  return p->lin ? WK_OK : wk_last_error();
+}
+
+static wk_status k_index_put(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  BEGIN_K;
+  wk_tensor *x = T(0), *v = T(2);
+  bool acc = args[3].u.b;
+  int nd = x->ndim;
+  if (on_meta(x)) return FINISH1(wk_zeros(c->meta[0].sizes, c->meta[0].ndim, opts_of(x, x->dtype)));
+  ip_plan p;
+  if (ip_plan_make(x, args[1].u.tensors, args[1].len, &p)) return FINISH1(NULL);
+  if (p.ni == 0) { /* only slices: the whole of self */
+    wk_tensor *ve = wk_expand(v, x->sizes, nd);
+    return FINISH1(ve ? (acc ? wk_add(x, ve) : wk_add(wk_zeros_like(x, (wk_options){0}), ve)) : NULL);
+  }
+  /* values broadcast to the indexing result's shape, then B first */
+  bool ok = v->ndim <= p.rn;
   for (int i = 0; ok && i < v->ndim; i++) {
-    int64_t a = v->sizes[v->ndim - 1 - i], b = rs[rn - 1 - i];
+    int64_t a = v->sizes[v->ndim - 1 - i], b = p.rs[p.rn - 1 - i];
     ok = a == b || a == 1;
   }
   if (!ok) {
     char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
     FAILK(WK_ERR_SHAPE, "index_put(): shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
-          wk_sizes_str(v->sizes, v->ndim, a, sizeof a), wk_sizes_str(rs, rn, b, sizeof b));
+          wk_sizes_str(v->sizes, v->ndim, a, sizeof a), wk_sizes_str(p.rs, p.rn, b, sizeof b));
   }
-  wk_tensor *ve = wk_expand(v, rs, rn);
-  if (ve && pre > 0) { /* [pre..., B..., post...] -> [B..., pre..., post...] */
-    int64_t vp[WK_MAX_DIMS];
-    int k = 0;
-    for (int i = 0; i < bnd; i++) vp[k++] = pre + i;
-    for (int i = 0; i < pre; i++) vp[k++] = i;
-    for (int i = pre + bnd; i < rn; i++) vp[k++] = i;
-    ve = wk_permute(ve, vp, rn);
-  }
-  int64_t nb = 1;
-  for (int i = 0; i < bnd; i++) nb *= bs[i];
-  int64_t vf[WK_MAX_DIMS + 1], xf[WK_MAX_DIMS + 1];
-  vf[0] = nb, xf[0] = prod;
-  for (int i = 0; i < nr; i++) vf[i + 1] = xf[i + 1] = rest[i];
-  wk_tensor *xp = wk_permute(x, perm, nd);
-  wk_tensor *xs = xp ? wk_reshape(xp, xf, nr + 1) : NULL;
-  wk_tensor *vs = ve ? wk_reshape(ve, vf, nr + 1) : NULL;
-  wk_tensor *li = wk_reshape(lin, &nb, 1);
-  wk_tensor *o = xs && vs && li ? C1(acc ? "index_add" : "index_copy", WK_VT(xs), WK_VI(0), WK_VT(li), WK_VT(vs)) : NULL;
-  o = o ? wk_reshape(o, psz, nd) : NULL;
-  o = o ? wk_permute(o, inv, nd) : NULL;
+  wk_tensor *ve = wk_expand(v, p.rs, p.rn);
+  if (ve && p.pre > 0) ve = wk_permute(ve, p.vp, p.rn);
+  int64_t vf[WK_MAX_DIMS + 1];
+  vf[0] = p.nb;
+  for (int i = 0; i < p.nr; i++) vf[i + 1] = p.xf[i + 1];
+  wk_tensor *xp = wk_permute(x, p.perm, nd);
+  wk_tensor *xs = xp ? wk_reshape(xp, p.xf, p.nr + 1) : NULL;
+  wk_tensor *vs = ve ? wk_reshape(ve, vf, p.nr + 1) : NULL;
+  wk_tensor *o = xs && vs ? C1(acc ? "index_add" : "index_copy", WK_VT(xs), WK_VI(0), WK_VT(p.lin), WK_VT(vs)) : NULL;
+  o = o ? wk_reshape(o, p.psz, nd) : NULL;
+  o = o ? wk_permute(o, p.inv, nd) : NULL;
   return FINISH1(o ? wk_contiguous(o) : NULL);
+}
+
+/* index_put's values gradient before the broadcast is undone: g (self's shape) read at the indexed positions, in
+ * the indexing result's shape (PyTorch's grad.index(indices)); the engine sums it to values' shape. Runs in the
+ * caller's scope (a derivative formula). */
+wk_tensor *wk__index_put_values_grad(wk_tensor *g, wk_tensor *const *list, int len) {
+  ip_plan p;
+  if (!g || ip_plan_make(g, list, len, &p)) return NULL;
+  if (p.ni == 0) return g;
+  wk_tensor *gp = wk_reshape(wk_permute(g, p.perm, p.nd), p.xf, p.nr + 1);
+  wk_tensor *sel = gp ? wk_index_select(gp, 0, p.lin) : NULL; /* [nb, rest...] */
+  int64_t bs[WK_MAX_DIMS * 2];
+  int n = 0;
+  for (int i = 0; i < p.bnd; i++) bs[n++] = p.bs[i];
+  for (int i = 0; i < p.nr; i++) bs[n++] = p.xf[i + 1];
+  sel = sel ? wk_reshape(sel, bs, n) : NULL; /* [B..., pre..., post...] */
+  if (sel && p.pre > 0) {
+    int64_t iv[WK_MAX_DIMS];
+    for (int i = 0; i < p.rn; i++) iv[p.vp[i]] = i;
+    sel = wk_permute(sel, iv, p.rn);
+  }
+  return sel;
 }
 
 /* ---- masked_scatter: the k-th true element of the (broadcast) mask takes source's k-th element ------------- */

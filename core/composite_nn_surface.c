@@ -527,6 +527,62 @@ static wk_status k_interpolate(const wk_kernel_ctx *c, const wk_value *args, wk_
   return FINISH1(y ? wk_contiguous(wk_to_dtype(y, dt)) : NULL);
 }
 
+/* The transpose of taps_sum along dim: sum_o w[o, k] g[o] added into position idx[o, k] (index_add per tap), a
+ * tensor with in positions along dim. */
+static wk_tensor *taps_sum_t(wk_tensor *g, int dim, int64_t in, const taps *tp, wk_device dev) {
+  if (!g) return NULL;
+  wk_tensor *gt = dim_last(g, dim);
+  int nd = g->ndim;
+  int64_t zs[WK_MAX_DIMS], n = tp->out;
+  memcpy(zs, gt->sizes, sizeof(int64_t) * (size_t)nd);
+  zs[nd - 1] = in;
+  wk_tensor *acc = wk_zeros(zs, nd, (wk_options){.dtype = g->dtype, .device = dev});
+  int64_t *col = wk_malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  double *wc = wk_malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  if (!col || !wc) {
+    wk_free(col);
+    wk_free(wc);
+    wk_error(WK_ERR_NO_MEMORY, "interpolate_backward(): out of memory for %lld taps", (long long)n);
+    return NULL;
+  }
+  for (int64_t k = 0; k < tp->K && acc; k++) {
+    for (int64_t o = 0; o < n; o++) col[o] = tp->idx[o * tp->K + k], wc[o] = tp->w[o * tp->K + k];
+    wk_tensor *ix = host_tensor(col, WK_I64, &n, 1, WK_I64, dev), *w = host_tensor(wc, WK_F64, &n, 1, g->dtype, dev);
+    wk_tensor *src = ix && w ? wk_mul(gt, w) : NULL;
+    acc = src ? C1("index_add", WK_VT(acc), WK_VI(nd - 1), WK_VT(ix), WK_VT(src)) : NULL;
+  }
+  wk_free(col);
+  wk_free(wc);
+  return dim_last(acc, dim);
+}
+
+/* interpolate_backward(grad_output, input_size, scale_factor?, mode, align_corners?, recompute_scale_factor?): the
+ * forward's taps transposed, one spatial dim at a time in the reverse order of k_interpolate's. */
+static wk_status k_interpolate_backward(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *m = args[3].u.s;
+  int mode = !strcmp(m, "nearest")         ? IM_NEAREST
+             : !strcmp(m, "nearest-exact") ? IM_NEAREST_EXACT
+             : !strcmp(m, "bicubic")       ? IM_CUBIC
+             : !strcmp(m, "area")          ? IM_AREA
+                                           : IM_LINEAR;
+  bool align = args[4].tag == WK_V_BOOL && args[4].u.b;
+  bool use_scale = args[2].tag == WK_V_FLOATS && !(args[5].tag == WK_V_BOOL && args[5].u.b);
+  wk_dtype dt = c->meta[0].dtype, cd = dt == WK_F64 ? WK_F64 : WK_F32;
+  BEGIN_K;
+  wk_tensor *g = wk_to_dtype(T(0), cd);
+  const int64_t *is = args[1].u.ints;
+  int nsp = args[1].len - 2;
+  for (int i = 0; i < nsp && g; i++) {
+    int d = 2 + i;
+    double s = use_scale ? args[2].u.floats[args[2].len == 1 ? 0 : i] : 0;
+    taps tp = {0};
+    if (!interp_taps(&tp, mode, is[d], T(0)->sizes[d], align, use_scale, s, dt == WK_F64)) return FAIL_K();
+    g = taps_sum_t(g, d, is[d], &tp, c->device);
+    taps_free(&tp);
+  }
+  return FINISH1(g ? wk_contiguous(wk_to_dtype(g, dt)) : NULL);
+}
+
 /* The pooling geometry of one spatial dim. */
 typedef struct {
   int64_t k, s, p, d;
@@ -1350,6 +1406,7 @@ void wk__composites_nn_surface_register(void) {
             {"pairwise_distance", k_pairwise_distance},
             {"cdist", k_cdist},
             {"interpolate", k_interpolate},
+            {"interpolate_backward", k_interpolate_backward},
             {"avg_pool1d", k_avg_pool_nd},
             {"avg_pool3d", k_avg_pool_nd},
             {"adaptive_avg_pool1d", k_adaptive_avg_nd},

@@ -8,6 +8,7 @@
  * and gVh, eigh's gV), an all-zero gradient skips the term, as PyTorch skips
  * an undefined one. */
 #include "derivatives.h"
+#include "linalg_internal.h"
 
 static wk_tensor *c1(const char *op, const wk_value *a, int n) { return wk__call1(op, a, n); }
 #define NARGS(...) ((int)(sizeof((const wk_value[]){__VA_ARGS__}) / sizeof(wk_value)))
@@ -323,8 +324,34 @@ static wk_status d_masked_scatter(const wk__bctx *c, wk_tensor *const *gout, wk_
   END
 }
 
+/* ---- index_put(self, indices, values, accumulate): self's gradient with the written positions zeroed (all of it
+ * when accumulating); values' the gradient read at the indexed positions (grad.index(indices)), summed to values'
+ * shape by the engine (PyTorch's IndexPutBackward0) ---- */
+static wk_status d_index_put(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN int len = N->args[1].len;
+  wk_tensor *ix[WK_MAX_DIMS] = {NULL};
+  if (len > WK_MAX_DIMS) {
+    st__ = wk_error(WK_ERR_INTERNAL, "IndexPutBackward0: %d indices for at most %d dims", len, WK_MAX_DIMS);
+    goto done;
+  }
+  for (int k = 0; k < len; k++)
+    if (N->saved_lists[1] && N->saved_lists[1][k].t) CHECK(ix[k] = wk__saved_list(c, 1, k));
+  wk_tensor *g = G(0);
+  if (NEEDS(0)) {
+    if (BARG(3)) {
+      GIN(0, g);
+    } else {
+      wk_tensor *z = wk_zeros(IN_SHAPE(2), (wk_options){.dtype = wk_tensor_dtype(g), .device = wk_tensor_device(g)});
+      GIN(0, z ? C1("index_put", WK_VT(g), WK_VTS(ix, len), WK_VT(z), WK_VB(false)) : NULL);
+    }
+  }
+  GIN(2, wk__index_put_values_grad(g, ix, len));
+  END
+}
+
 static const wk__formula rows[] = {
     {"masked_scatter", "MaskedScatterBackward0", d_masked_scatter, A(1), 0},
+    {"index_put", "IndexPutBackward0", d_index_put, A(1), 0},
     {"mode", "ModeBackward0", d_mode, 0, A(1)},
     {"linalg_cholesky", "LinalgCholeskyExBackward0", d_cholesky, 0, A(0)},
     {"linalg_eigh", "LinalgEighBackward0", d_eigh, 0, A(0) | A(1)},

@@ -527,6 +527,24 @@ static wk_status d_bce_logits(const wk__bctx *c, wk_tensor *const *gout, wk_tens
   END
 }
 
+/* interpolate(input, size?, scale_factor?, mode, align_corners?, recompute_scale_factor?): the input's gradient is
+ * interpolate_backward (the taps transposed: ATen's upsample_*_backward); its own gradient (double backward) is
+ * interpolate of the incoming gradient to the same output sizes. */
+static wk_status d_interpolate(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN wk_value a[6] = {WK_VT(G(0)), WK_VINTS(N->in_sizes[N->k_of_arg[0]], N->in_ndim[N->k_of_arg[0]]), N->args[2], N->args[3], N->args[4], N->args[5]};
+  GIN(0, wk__call1("interpolate_backward", a, 6));
+  END
+}
+static wk_status d_interpolate_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
+  BEGIN bool use_scale = N->args[2].tag == WK_V_FLOATS && !(N->args[5].tag == WK_V_BOOL && N->args[5].u.b);
+  int nd = N->in_ndim[N->k_of_arg[0]];
+  const int64_t *gs = N->in_sizes[N->k_of_arg[0]];
+  wk_value a[6] = {WK_VT(G(0)), use_scale ? WK_VNONE : WK_VINTS(gs + 2, nd - 2), use_scale ? N->args[2] : WK_VNONE,
+                   N->args[3], N->args[4], use_scale ? N->args[5] : WK_VNONE};
+  GIN(0, wk__call1("interpolate", a, 6));
+  END
+}
+
 static const wk__formula rows[] = {
     {"softmax", "SoftmaxBackward0", d_softmax, 0, A(0)}, {"log_softmax", "LogSoftmaxBackward0", d_log_softmax, 0, A(0)},
     {"softmax_backward_data", "SoftmaxBackwardDataBackward0", d_softmax_bd, A(0) | A(1), 0},
@@ -535,6 +553,8 @@ static const wk__formula rows[] = {
     {"max_pool2d_with_indices", "MaxPool2DWithIndicesBackward0", d_max_pool, A(0), A(1)},
     {"avg_pool2d", "AvgPool2DBackward0", d_avg_pool, A(0), 0},
     {"adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0", d_adaptive_avg_pool, A(0), 0},
+    {"interpolate", "UpsampleBackward0", d_interpolate, 0, 0},
+    {"interpolate_backward", "UpsampleBackwardBackward0", d_interpolate_backward, 0, 0},
     {"batch_norm", "NativeBatchNormBackward0", d_batch_norm, A(0) | A(1) | A(3) | A(4), A(1) | A(2)},
     {"layer_norm", "NativeLayerNormBackward0", d_layer_norm, A(0) | A(2) | A(3), A(1) | A(2)},
     {"dropout", "NativeDropoutBackward0", d_dropout, 0, A(1)},

@@ -25,4 +25,9 @@ typedef struct {
  * Records PyTorch's message and returns the error on a malformed equation or mismatched operands. */
 WK__HIDDEN wk_status wk__einsum_parse(const char *equation, wk_tensor *const *ts, int n, wk__einsum_eq *e);
 
+/* index_put's values gradient (core/composite_linalg.c): g, shaped like self, read at the positions the indices
+ * (index_put's list: NULL, integer or boolean tensors) name, in PyTorch's indexing-result shape (the caller sums
+ * it to values' shape). NULL with the error recorded. Tensors belong to the caller's scope. */
+WK__HIDDEN wk_tensor *wk__index_put_values_grad(wk_tensor *g, wk_tensor *const *list, int len);
+
 #endif

@@ -423,6 +423,69 @@ static wk_status meta_interpolate(wk_op *op, const wk_value *args, wk_meta_out *
   return WK_OK;
 }
 
+/* interpolate_backward(grad_output, input_size, scale_factor?, mode, align_corners?, recompute_scale_factor?):
+ * interpolate's input gradient, shaped input_size (upsample_*_backward in ATen). grad_output is the forward
+ * result's shape: N and C of input_size and, where scale_factor drives the index math, floor(in * scale). */
+static wk_status meta_interpolate_backward(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  (void)op;
+  wk_tensor *g = MT(0);
+  const char *m = args[3].u.s;
+  static const char *const modes[] = {"nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"};
+  int mi = -1;
+  for (int i = 0; i < 7; i++)
+    if (!strcmp(m, modes[i])) mi = i;
+  if (mi < 0)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "interpolate_backward(): mode '%s' is not one of nearest | nearest-exact | linear | bilinear | "
+                    "bicubic | trilinear | area",
+                    m);
+  const wk_value *is = &args[1];
+  int nsp = is->len - 2;
+  if (nsp < 1 || nsp > 3)
+    return wk_error(WK_ERR_SHAPE, "interpolate_backward(): input_size must have 3, 4 or 5 values, got %d", is->len);
+  if (g->ndim != is->len)
+    return wk_error(WK_ERR_SHAPE, "interpolate_backward(): Expected grad_output to be a tensor of dimension %d but got: dimension %d",
+                    is->len, g->ndim);
+  if (!wk_dtype_is_floating(g->dtype))
+    return wk_error(WK_ERR_DTYPE, "interpolate_backward(): \"upsample_%s_backward\" not implemented for '%s'", m,
+                    wk__dtype_word(g->dtype));
+  static const int need[7] = {0, 0, 1, 2, 2, 3, 0};
+  if (need[mi] && need[mi] != nsp)
+    return wk_error(WK_ERR_SHAPE, "interpolate_backward(): Got %dD input, but %s mode needs %dD input", is->len, m,
+                    need[mi] + 2);
+  bool interp = mi >= 2 && mi <= 5;
+  if (!MNONE(4) && !interp)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "interpolate_backward(): align_corners option can only be set with the interpolating modes: linear "
+                    "| bilinear | bicubic | trilinear");
+  bool use_scale = args[2].tag == WK_V_FLOATS && !(args[5].tag == WK_V_BOOL && args[5].u.b);
+  if (args[2].tag == WK_V_FLOATS && args[2].len != 1 && args[2].len != nsp)
+    return wk_error(WK_ERR_SHAPE, "interpolate_backward(): scale_factor must have 1 or %d values, got %d", nsp,
+                    args[2].len);
+  for (int d = 0; d < is->len; d++) {
+    int64_t in = is->u.ints[d], want = in;
+    if (in < 0 || (d >= 2 && in == 0))
+      return wk_error(WK_ERR_SHAPE, "interpolate_backward(): input_size[%d] must be %s, got %lld", d,
+                      d >= 2 ? "positive" : "non-negative", (long long)in);
+    if (d >= 2 && use_scale) {
+      double s = args[2].u.floats[args[2].len == 1 ? 0 : d - 2];
+      if (!(s > 0) || !isfinite(s))
+        return wk_error(WK_ERR_INVALID_ARG, "interpolate_backward(): scale_factor must be positive and finite, got %g", s);
+      want = (int64_t)floor((double)in * s);
+    } else if (d >= 2) {
+      want = g->sizes[d] > 0 ? g->sizes[d] : 1;
+    }
+    if (g->sizes[d] != want)
+      return wk_error(WK_ERR_SHAPE,
+                      "interpolate_backward(): Expected grad_output to have the same shape as output; output.size(%d) = "
+                      "%lld but got grad_output.size(%d) = %lld",
+                      d, (long long)want, d, (long long)g->sizes[d]);
+  }
+  wk__meta_like(o, g, g->dtype);
+  for (int d = 0; d < is->len; d++) o->sizes[d] = is->u.ints[d];
+  return WK_OK;
+}
+
 /* ---- pools in 1 and 3 dims ---------------------------------------------------------------------- */
 
 /* An int[N] argument (one value repeats; stride may be empty: the kernel) into v[nsp]. */
@@ -1008,6 +1071,7 @@ static const wk__meta_row g_rows[] = {
     {"pairwise_distance", meta_pairwise_distance},
     {"cdist", meta_cdist},
     {"interpolate", meta_interpolate},
+    {"interpolate_backward", meta_interpolate_backward},
     {"avg_pool1d", meta_avg_pool_nd},
     {"avg_pool3d", meta_avg_pool_nd},
     {"adaptive_avg_pool1d", meta_adaptive_nd},

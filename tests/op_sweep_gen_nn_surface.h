@@ -462,6 +462,54 @@ static bool e_interpolate(sw_case *c, int k) {
   return true;
 }
 
+/* interpolate_backward: a forward interpolate case (g_interpolate), its result's shape for grad_output, the input's
+ * sizes, and the forward's scale_factor, mode, align_corners and recompute_scale_factor. */
+static bool g_interpolate_backward(sw_case *c) {
+  sw_case f = *c;
+  f.n = 0;
+  if (!g_interpolate(&f)) return false;
+  wk_tensor *x = f.a[0].u.t;
+  wk_value o[WK_MAX_OUTS];
+  wk_tensor *y = x && wk_call("interpolate", f.a, f.n, o) == WK_OK ? o[0].u.t : NULL; /* the scope owns it */
+  if (!y) {
+    gen_fail(c, "forward interpolate");
+    return false;
+  }
+  at(c, rself(c, wk_tensor_sizes(y), wk_tensor_dim(y)));
+  aints(c, wk_tensor_sizes(x), wk_tensor_dim(x));
+  if (f.a[2].tag == WK_V_FLOATS)
+    afloats(c, f.a[2].u.floats, f.a[2].len);
+  else
+    anone(c);
+  astr(c, f.a[3].u.s);
+  c->a[c->n++] = f.a[4];
+  c->a[c->n++] = f.a[5];
+  return true;
+}
+/* grad_output of the wrong rank, of the wrong spatial size for the scale, an integer grad_output, an input_size of
+ * 2 values, an unknown mode, bicubic on a 3-d input. */
+static bool e_interpolate_backward(sw_case *c, int k) {
+  int64_t s4[4] = {1, 2, 6, 8}, s3[3] = {1, 2, 8};
+  double sf[1] = {2};
+  if (k > 5) return false;
+  at(c, k == 0 ? rt(c, WK_F32, s3, 3, -1, 1) : k == 5 ? rt(c, WK_F32, s3, 3, -1, 1)
+                                                      : rt(c, k == 2 ? WK_I64 : WK_F32, s4, 4, -1, 1));
+  if (k == 3)
+    AINTS(c, 1, 2);
+  else if (k == 5)
+    AINTS(c, 1, 2, 4);
+  else
+    AINTS(c, 1, 2, 3, 4);
+  if (k == 1)
+    afloats(c, (const double[]){3}, 1);
+  else
+    afloats(c, sf, 1);
+  astr(c, k == 4 ? "cubic" : k == 5 ? "bicubic" : "bilinear");
+  anone(c);
+  anone(c);
+  return true;
+}
+
 /* Pool geometry of one dim: kernel, stride, padding <= half the (dilated) kernel, an input that fits. */
 static void pool1(sw_case *c, bool dil, int64_t *k, int64_t *st, int64_t *p, int64_t *d, int64_t *in) {
   *k = rpick(c, 1, 3);
@@ -982,6 +1030,8 @@ static bool e_ctc_loss(sw_case *c, int k) { /* 2-d log_probs; lengths of the wro
 
 #define SW_NN_SURFACE_ROWS2                                                                                       \
   {.op = "interpolate", .gen = g_interpolate, .err = e_interpolate, .dtypes = D_FB, .modes = M_EMPTY},            \
+      {.op = "interpolate_backward", .gen = g_interpolate_backward, .err = e_interpolate_backward, .dtypes = D_FB, \
+       .modes = M_EMPTY},                                                                                         \
       {.op = "avg_pool1d", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},                \
       {.op = "avg_pool3d", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},                \
       {.op = "max_pool1d_with_indices", .gen = g_pool_nd, .err = e_pool_nd, .dtypes = D_FB, .modes = M_EMPTY},   \

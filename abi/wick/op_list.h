@@ -371,6 +371,7 @@ enum {
   X("scaled_dot_product_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor? attn_mask, Tensor out, Tensor logsumexp, Tensor rng_state, float dropout_p, bool is_causal, float? scale, int[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)", WK_TAG_BACKWARD) \
   X("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD) \
   X("fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD) \
-  X("fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD)
+  X("fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD) \
+  X("interpolate_backward(Tensor grad_output, int[] input_size, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor", WK_TAG_BACKWARD)
 
 #endif

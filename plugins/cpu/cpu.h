@@ -34,6 +34,8 @@ CPU_HIDDEN wk_status cpu_register_quantized(void);
 CPU_HIDDEN wk_status cpu_register_amp(void);
 CPU_HIDDEN wk_status cpu_register_lapack(void);       /* lapack.c (issue 21, engineer A) */
 CPU_HIDDEN wk_status cpu_register_index_reduce(void); /* index_reduce.c (issue 21, engineer A) */
+CPU_HIDDEN wk_status cpu_register_index_put(void);    /* index_put.c (issue 21's speed leftovers) */
+CPU_HIDDEN wk_status cpu_register_interpolate(void);  /* interpolate.c (issue 21's speed leftovers) */
 
 /* Registers a boxed kernel for `op` on the cpu at reference priority; `user`
  * comes back as ctx->user. Fails (with the core's message) on an unknown op. */

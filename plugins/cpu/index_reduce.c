@@ -237,12 +237,79 @@ static bool row_eq(const rows_ctx *c, int64_t a, int64_t b) {
   return true;
 }
 
+/* unique_consecutive without dim: one typed pass marks where each run of equal elements starts (NaN never equals
+ * anything, -0 equals 0), a second writes the runs' first elements, the inverse and the counts. */
+#define UC_SCAN(T)                                                                \
+  do {                                                                            \
+    const T *v_ = (const T *)p;                                                   \
+    for (int64_t j = 0; j < n; j++)                                               \
+      if (j == 0 || !(v_[j] == v_[j - 1])) starts[g++] = j;                       \
+  } while (0)
+static wk_status unique_consec_flat(const wk_kernel_ctx *ctx, wk_tensor *self, bool want_inv, bool want_cnt,
+                                    wk_value *outs) {
+  wk_dtype dt = wk_tensor_dtype(self);
+  size_t es = wk_dtype_size(dt);
+  int64_t n = wk_tensor_numel(self), z = 0, g = 0;
+  wk_tensor *sc = wk_contiguous(self), *vals = NULL, *inv = NULL, *cnt = NULL;
+  int64_t *starts = malloc(sizeof(int64_t) * (size_t)(n + 1));
+  wk_status s = WK_OK;
+  if (!sc || !starts) {
+    s = sc ? wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for %lld elements", wk_op_name(ctx->op), (long long)n)
+           : wk_last_error();
+    goto end;
+  }
+  const char *p = wk_tensor_data(sc);
+  switch (dt) {
+    case WK_F32: UC_SCAN(float); break;
+    case WK_F64: UC_SCAN(double); break;
+    case WK_I64: UC_SCAN(int64_t); break;
+    case WK_I32: UC_SCAN(int32_t); break;
+    case WK_I16: UC_SCAN(int16_t); break;
+    case WK_I8: UC_SCAN(int8_t); break;
+    case WK_U8: UC_SCAN(uint8_t); break;
+    case WK_BOOL: UC_SCAN(bool); break;
+    default: /* f16, bf16: compared as their float values */
+      for (int64_t j = 0; j < n; j++)
+        if (j == 0 || !(wk_load_f64(p + (size_t)j * es, dt) == wk_load_f64(p + (size_t)(j - 1) * es, dt)))
+          starts[g++] = j;
+  }
+  starts[g] = n;
+  vals = wk_empty(&g, 1, (wk_options){.dtype = dt});
+  inv = want_inv ? wk_empty(wk_tensor_sizes(self), wk_tensor_dim(self), (wk_options){.dtype = WK_I64})
+                 : wk_empty(&z, 1, (wk_options){.dtype = WK_I64});
+  cnt = wk_empty(want_cnt ? &g : &z, 1, (wk_options){.dtype = WK_I64});
+  if (!vals || !inv || !cnt) {
+    s = wk_last_error();
+    goto end;
+  }
+  char *vp = wk_tensor_data(vals);
+  int64_t *ip = want_inv ? wk_tensor_data(inv) : NULL, *cp = want_cnt ? wk_tensor_data(cnt) : NULL;
+  for (int64_t q = 0; q < g; q++) {
+    cpu_copy_elem(vp + (size_t)q * es, p + (size_t)starts[q] * es, es);
+    if (cp) cp[q] = starts[q + 1] - starts[q];
+    if (ip)
+      for (int64_t r = starts[q]; r < starts[q + 1]; r++) ip[r] = q;
+  }
+end:
+  free(starts);
+  wk_release(sc);
+  if (s) {
+    wk_release(vals);
+    wk_release(inv);
+    wk_release(cnt);
+    return s;
+  }
+  outs[0] = WK_VT(vals), outs[1] = WK_VT(inv), outs[2] = WK_VT(cnt);
+  return WK_OK;
+}
+
 static wk_status k_unique(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   bool consec = !strcmp(wk_op_name(ctx->op), "unique_consecutive");
   wk_tensor *self = T(0);
   bool want_inv = args[consec ? 1 : 2].u.b, want_cnt = args[consec ? 2 : 3].u.b;
   const wk_value *dimv = &args[consec ? 3 : 4];
   bool by_dim = dimv->tag == WK_V_INT;
+  if (consec && !by_dim) return unique_consec_flat(ctx, self, want_inv, want_cnt, outs);
   if (!consec && want_cnt) want_inv = true; /* _unique2 returns the inverse with the counts */
   if (by_dim) want_inv = want_cnt = true;    /* unique_dim and unique_consecutive(dim) return all three */
   wk_dtype dt = wk_tensor_dtype(self);
@@ -262,28 +329,6 @@ static wk_status k_unique(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     goto end;
   }
   const char *p = wk_tensor_data(sc);
-  if (consec && !by_dim) { /* one pass over the elements: no keys */
-    int64_t g0 = 0;
-    double pf = 0;
-    int64_t pi = 0;
-    for (int64_t j = 0; j < n; j++) {
-      const char *e = p + (size_t)j * es;
-      bool same;
-      if (fl) {
-        double v = wk_load_f64(e, dt);
-        same = j > 0 && v == pf;
-        pf = v;
-      } else {
-        int64_t v = wk_load_i64(e, dt);
-        same = j > 0 && v == pi;
-        pi = v;
-      }
-      if (!same) starts[g0++] = j;
-      order[j] = j;
-    }
-    starts[g0] = n;
-    goto groups;
-  }
   /* key [r, c] of row r (position r along dim), column c = (o, i) in order */
   for (int64_t r = 0; r < n; r++)
     for (int64_t o = 0; o < outer; o++)
@@ -317,7 +362,6 @@ static wk_status k_unique(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
     if (!same) starts[g++] = r;
   }
   starts[g] = n;
-groups:
   g = 0;
   while (starts[g] != n) g++;
   if (by_dim) {

@@ -25,6 +25,7 @@ static wk_status cpu_init(void) {
                                    cpu_register_sort,          cpu_register_conv_backward, cpu_register_nn_backward,
                                    cpu_register_pointwise_backward, cpu_register_amp,
                                    cpu_register_lapack, cpu_register_index_reduce,
+                                   cpu_register_index_put, cpu_register_interpolate,
                                    cpu_register_attention};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
     wk_status s = families[i]();
