@@ -755,10 +755,14 @@ static bool via_cpu_supports(const wk_kernel_ctx *c, const wk_value *args) {
   return c->device.type != WK_DEVICE_CPU && c->device.type != WK_DEVICE_META;
 }
 static wk_status k_via_cpu(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  /* at call depth 0 in a scope of its own (the copies and the cpu results are temporaries of that scope, released
+   * when it ends; below the dispatcher they would belong to no scope and leak), under no_grad: the op's own node
+   * is the autograd record */
+  BEGIN_K;
+  wk_no_grad_begin();
   int n = wk_op_num_args(c->op), nout = wk_op_num_outs(c->op);
   wk_value a[WK_MAX_ARGS], o[WK_MAX_OUTS];
   wk_tensor *r[WK_MAX_OUTS] = {NULL};
-  wk_scope_begin();
   bool ok = true;
   for (int i = 0; i < n; i++) {
     a[i] = args[i];
@@ -769,12 +773,8 @@ static wk_status k_via_cpu(const wk_kernel_ctx *c, const wk_value *args, wk_valu
   }
   if (ok && wk_call(wk_op_name(c->op), a, n, o) == WK_OK)
     for (int i = 0; i < nout; i++) r[i] = wk_to_device(o[i].u.t, c->device);
-  wk_status s = WK_OK;
-  for (int i = 0; i < nout && !s; i++)
-    if (!r[i]) s = wk_last_error() ? wk_last_error() : WK_ERR_INTERNAL;
-  for (int i = 0; i < nout && !s; i++) outs[i] = WK_VT(wk_scope_keep(r[i]));
-  wk_scope_end();
-  return s;
+  wk_no_grad_end();
+  return wk__composite_finish(outs, r, nout, depth__);
 }
 
 void wk__composites_linalg_register(void);
