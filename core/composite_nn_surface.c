@@ -769,6 +769,29 @@ static wk_status k_conv3d(const wk_kernel_ctx *c, const wk_value *args, wk_value
   return FINISH1(y && unb ? wk_squeeze_dim(y, 0) : y);
 }
 
+/* conv1d/conv2d/conv3d.padding (input, weight, bias, stride, "same" | "valid", dilation, groups): the int-padding
+ * convolution with the left padding, after a zero pad of the odd extra on the right when "same" needs an
+ * asymmetric padding (ATen's _convolution_mode; the meta function checked the string and the strides). */
+static wk_status k_conv_padding(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
+  const char *name = wk_op_name(c->op);
+  int nsp = name[4] - '0'; /* conv1d / conv2d / conv3d */
+  bool same = !strcmp(args[4].u.s, "same");
+  wk_tensor *x = T(0), *w = T(1);
+  int64_t pl[3] = {0, 0, 0}, pads[6] = {0, 0, 0, 0, 0, 0};
+  bool asym = false;
+  for (int i = 0; same && i < nsp; i++) {
+    int64_t total = arg_at(&args[5], i) * (w->sizes[2 + i] - 1);
+    pl[i] = total / 2;
+    pads[2 * (nsp - 1 - i) + 1] = total - 2 * pl[i]; /* pad lists the last dim first */
+    asym = asym || total % 2;
+  }
+  BEGIN_K;
+  wk_tensor *xp = asym ? wk_pad(x, pads, 2 * nsp, "constant", 0) : x;
+  const char *base = nsp == 1 ? "conv1d" : nsp == 2 ? "conv2d" : "conv3d";
+  wk_tensor *y = xp ? C1(base, WK_VT(xp), WK_VT(w), args[2], args[3], WK_VINTS(pl, nsp), args[5], args[6]) : NULL;
+  return FINISH1(y);
+}
+
 /* Inserts s - 1 zeros between the elements along dim. */
 static wk_tensor *zero_stuff(wk_tensor *x, int dim, int64_t s, wk_device dev) {
   if (s == 1 || !x) return x;
@@ -1418,6 +1441,9 @@ void wk__composites_nn_surface_register(void) {
             {"adaptive_max_pool3d", k_max_pool_nd},
             {"conv1d", k_conv1d},
             {"conv3d", k_conv3d},
+            {"conv1d.padding", k_conv_padding},
+            {"conv2d.padding", k_conv_padding},
+            {"conv3d.padding", k_conv_padding},
             {"conv_transpose1d", k_conv_transpose},
             {"conv_transpose2d", k_conv_transpose},
             {"conv_transpose3d", k_conv_transpose},

@@ -678,6 +678,42 @@ static wk_status meta_conv_nd(wk_op *op, const wk_value *args, wk_meta_out *o) {
   return WK_OK;
 }
 
+/* conv1d/conv2d/conv3d.padding (input, weight, bias, stride, padding "same" | "valid", dilation, groups):
+ * ATen's _convolution_mode. "valid" is padding 0; "same" (stride 1 only) pads dilation * (kernel - 1) in
+ * total per dim, half on the left and the odd one on the right, so the output keeps the input's sizes. The
+ * other checks are the int-padding convolution's (meta_conv_nd with the left padding). */
+static wk_status meta_conv_padding(wk_op *op, const wk_value *args, wk_meta_out *o) {
+  const char *pad = args[4].u.s;
+  bool same = !strcmp(pad, "same");
+  if (!same && strcmp(pad, "valid"))
+    return wk_error(WK_ERR_INVALID_ARG, "%s(): Invalid padding string: '%s'", MNAME, pad);
+  int nsp = op_nsp(op);
+  int64_t st[3], dl[3], pl[3] = {0, 0, 0};
+  wk_status s = nd_arg(op, "stride", &args[3], nsp, NULL, st);
+  if (!s) s = nd_arg(op, "dilation", &args[5], nsp, NULL, dl);
+  if (s) return s;
+  const wk_tensor *w = MT(1);
+  wk_tensor xp; /* the input as the convolution sees it: with the odd extra of "same" on the right */
+  memcpy(&xp, MT(0), sizeof xp);
+  if (same) {
+    for (int i = 0; i < nsp; i++)
+      if (st[i] != 1) return wk_error(WK_ERR_INVALID_ARG, "%s(): padding='same' is not supported for strided convolutions", MNAME);
+    for (int i = 0; w->ndim == nsp + 2 && i < nsp; i++) {
+      int64_t total = dl[i] * (w->sizes[2 + i] - 1);
+      pl[i] = total / 2;
+      if (xp.ndim >= nsp) xp.sizes[xp.ndim - nsp + i] += total - 2 * pl[i];
+    }
+  }
+  wk_value a[7];
+  memcpy(a, args, sizeof a);
+  a[0] = WK_VT(&xp);
+  a[4] = WK_VINTS(pl, nsp);
+  if ((s = meta_conv_nd(op, a, o))) return s;
+  if (same) /* the asymmetric extra on the right restores the input's sizes */
+    for (int i = 0; i < nsp; i++) o->sizes[o->ndim - nsp + i] = MT(0)->sizes[MT(0)->ndim - nsp + i];
+  return WK_OK;
+}
+
 /* ---- pixel_shuffle, pixel_unshuffle, channel_shuffle ------------------------------------------- */
 
 static wk_status meta_pixel_shuffle(wk_op *op, const wk_value *args, wk_meta_out *o) {
@@ -1083,6 +1119,9 @@ static const wk__meta_row g_rows[] = {
     {"adaptive_max_pool3d", meta_adaptive_nd},
     {"conv1d", meta_conv_nd},
     {"conv3d", meta_conv_nd},
+    {"conv1d.padding", meta_conv_padding},
+    {"conv2d.padding", meta_conv_padding},
+    {"conv3d.padding", meta_conv_padding},
     {"conv_transpose1d", meta_conv_nd},
     {"conv_transpose2d", meta_conv_nd},
     {"conv_transpose3d", meta_conv_nd},

@@ -295,6 +295,17 @@ START_TEST(test_errors) {
   ck_assert_ptr_null(C1("interpolate_backward", WK_VT(g), WK_VINTS(is, 4), WK_VNONE, WK_VS("nearest"), WK_VB(true),
                         WK_VNONE));
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "align_corners option can only be set with the interpolating modes");
+  wk_tensor *xc = wk_scope_adopt(wk_zeros(WK_SHAPE(1, 2, 5, 5), f32)), *wc = wk_scope_adopt(wk_zeros(WK_SHAPE(3, 2, 2, 2), f32));
+  int64_t one[2] = {1, 1}, st2[2] = {2, 1};
+  ck_assert_ptr_null(C1("conv2d.padding", WK_VT(xc), WK_VT(wc), WK_VNONE, WK_VINTS(one, 2), WK_VS("full"), WK_VINTS(one, 2), WK_VI(1)));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "conv2d.padding(): Invalid padding string: 'full'");
+  ck_assert_ptr_null(C1("conv2d.padding", WK_VT(xc), WK_VT(wc), WK_VNONE, WK_VINTS(st2, 2), WK_VS("same"), WK_VINTS(one, 2), WK_VI(1)));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "padding='same' is not supported for strided convolutions");
+  ck_assert_ptr_null(C1("conv2d.padding", WK_VT(xc), WK_VT(wc), WK_VNONE, WK_VINTS(one, 2), WK_VS("same"), WK_VINTS(one, 2), WK_VI(2)));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "expected weight to be divisible by 2 at dimension 0");
+  wk_tensor *x3 = wk_scope_adopt(wk_zeros(WK_SHAPE(1, 2, 1), f32)), *w3 = wk_scope_adopt(wk_zeros(WK_SHAPE(3, 2, 4), f32));
+  ck_assert_ptr_null(C1("conv1d.padding", WK_VT(x3), WK_VT(w3), WK_VNONE, WK_VINTS(one, 1), WK_VS("valid"), WK_VINTS(one, 1), WK_VI(1)));
+  TU_FAILS_WITH(WK_ERR_SHAPE, "Kernel size can't be greater than actual input size");
   wk_scope_end();
 }
 END_TEST

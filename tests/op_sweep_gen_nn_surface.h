@@ -648,6 +648,50 @@ static bool e_conv_nd(sw_case *c, int k) {
   return true;
 }
 
+/* conv1d/2d/3d.padding: "same" (stride 1; even and odd kernels, dilation) or "valid" (any stride). */
+static bool g_conv_padding(sw_case *c) {
+  int nsp = c->row->op[4] - '0';
+  bool same = runif(c) < 0.6;
+  int64_t g = rpick(c, 1, 2), cpg = rpick(c, 1, 2), opg = rpick(c, 1, 2);
+  int64_t w[5], sp[3], st[3], d[3], s[5];
+  w[0] = g * opg;
+  w[1] = cpg;
+  for (int i = 0; i < nsp; i++) {
+    w[2 + i] = rpick(c, 1, 4);
+    st[i] = same ? 1 : rpick(c, 1, 2);
+    d[i] = rpick(c, 1, 2);
+    int64_t span = d[i] * (w[2 + i] - 1) + 1;
+    sp[i] = (same ? 1 : span) + rpick(c, 0, c->grad ? 1 : 3);
+  }
+  int n = nd_input(c, nsp, g * cpg, sp, s, true);
+  at(c, rself(c, s, n));
+  at(c, rself(c, w, nsp + 2));
+  int64_t outc = w[0];
+  if (runif(c) < 0.5)
+    at(c, rself(c, &outc, 1));
+  else
+    anone(c);
+  aints(c, st, nsp);
+  astr(c, same ? "same" : "valid");
+  aints(c, d, nsp);
+  ai(c, g);
+  return true;
+}
+/* An unknown padding string; "same" with a stride; channels that do not match the weight. */
+static bool e_conv_padding(sw_case *c, int k) {
+  int nsp = c->row->op[4] - '0';
+  int64_t s[5] = {1, 3, 4, 4, 4}, w[5] = {2, k == 2 ? 2 : 3, 2, 2, 2}, one = 1, two = 2;
+  if (k > 2) return false;
+  at(c, rt(c, WK_F32, s, nsp + 2, -1, 1));
+  at(c, rt(c, WK_F32, w, nsp + 2, -1, 1));
+  anone(c);
+  aints(c, k == 1 ? &two : &one, 1);
+  astr(c, k == 0 ? "full" : "same");
+  aints(c, &one, 1);
+  ai(c, 1);
+  return true;
+}
+
 /* pixel_shuffle / pixel_unshuffle / channel_shuffle: shapes that divide. */
 static bool g_shuffle(sw_case *c) {
   int64_t r = rpick(c, 1, 3), s[5];
@@ -1043,6 +1087,9 @@ static bool e_ctc_loss(sw_case *c, int k) { /* 2-d log_probs; lengths of the wro
       {.op = "adaptive_max_pool3d", .gen = g_adaptive_nd, .err = e_adaptive_nd, .dtypes = D_FB, .modes = M_EMPTY}, \
       {.op = "conv1d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10},       \
       {.op = "conv3d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10},       \
+      {.op = "conv1d.padding", .gen = g_conv_padding, .err = e_conv_padding, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
+      {.op = "conv2d.padding", .gen = g_conv_padding, .err = e_conv_padding, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
+      {.op = "conv3d.padding", .gen = g_conv_padding, .err = e_conv_padding, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
       {.op = "conv_transpose1d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
       {.op = "conv_transpose2d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \
       {.op = "conv_transpose3d", .gen = g_conv_nd, .err = e_conv_nd, .dtypes = D_FB, .modes = M_EMPTY, .tolx = 10}, \

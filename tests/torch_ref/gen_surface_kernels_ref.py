@@ -158,6 +158,30 @@ ue = torch.zeros(0, 3)
 case("unique_consecutive empty", "unique_consecutive", [T(ue), True, True, None],
      list(torch.ops.aten.unique_consecutive(ue, True, True, None)))
 
+# ---- conv1d/2d/3d with padding='same' / 'valid' (even kernels: the odd extra on the right), grads ----
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+CCASES = [  # label, nsp, input shape, weight shape, bias, stride, padding, dilation, groups
+    ("conv1d same even kernel", 1, (2, 3, 9), (4, 3, 4), True, [1], "same", [1], 1),
+    ("conv1d same dilation 2", 1, (2, 3, 9), (4, 3, 3), False, [1], "same", [2], 1),
+    ("conv1d valid stride 2", 1, (2, 4, 11), (6, 2, 3), True, [2], "valid", [1], 2),
+    ("conv1d same unbatched", 1, (3, 7), (2, 3, 2), True, [1], "same", [1], 1),
+    ("conv2d same 2x3 dilation 3x1", 2, (2, 2, 7, 6), (3, 2, 2, 3), True, [1, 1], "same", [3, 1], 1),
+    ("conv2d same grouped", 2, (1, 4, 5, 5), (4, 2, 4, 4), False, [1, 1], "same", [1, 1], 2),
+    ("conv2d valid stride 2x1", 2, (2, 3, 8, 7), (2, 3, 3, 2), True, [2, 1], "valid", [1, 2], 1),
+    ("conv3d same 2x3x4", 3, (1, 2, 5, 6, 7), (2, 2, 2, 3, 4), True, [1, 1, 1], "same", [1, 1, 1], 1),
+    ("conv3d valid", 3, (2, 2, 4, 5, 6), (3, 2, 2, 2, 3), False, [1, 2, 1], "valid", [1, 1, 1], 1),
+]
+for label, nsp, xs, ws, hb, st, pd, dl, g in CCASES:
+    xc, wc = r(*xs, lo=-1, hi=1), r(*ws, lo=-0.5, hi=0.5)
+    bc = r(ws[0], lo=-0.5, hi=0.5) if hb else None
+    out = CONV[nsp](xc, wc, bc, st, pd, dl, g)
+    op = "conv%dd.padding" % nsp
+    case(label, op, [T(xc), T(wc), T(bc) if hb else None, st, pd, dl, g], out, 1e-5, 1e-5)
+    xd, wd = xc.to(F64), wc.to(F64)
+    bd = bc.to(F64) if hb else None
+    gcase(label, op, [T(xd), T(wd), T(bd) if hb else None, st, pd, dl, g],
+          lambda a, b, c_, s_, p_, d_, g_, n=nsp: CONV[n](a, b, c_, s_, p_, d_, g_))
+
 if __name__ == "__main__":
     # float[] arguments travel as marker strings through emit, then become REF_FLOATS arrays
     floats = []
