@@ -1157,11 +1157,8 @@ static wk_status k_affine_grid(const wk_kernel_ctx *c, const wk_value *args, wk_
   return FINISH1(g ? wk_reshape(g, os, nsp + 2) : NULL);
 }
 
-/* A grid coordinate in [-1, 1] to a pixel position (ATen's grid_sampler_compute_source_index), with
- * the border (clip) or reflection padding applied. */
-static wk_tensor *grid_coord(wk_tensor *g, int64_t size, bool al, int pad) {
-  wk_tensor *p = al ? wk_mul_scalar(wk_add_scalar(g, 1), (double)(size - 1) / 2)
-                    : wk_div_scalar(wk_sub_scalar(wk_mul_scalar(wk_add_scalar(g, 1), (double)size), 1), 2);
+/* A pixel position with the border (clip) or reflection padding applied (ATen's compute_coordinates). */
+static wk_tensor *grid_pad(wk_tensor *p, int64_t size, bool al, int pad) {
   if (p && pad == 2) { /* reflection: reflect over [lo, hi] = align ? [0, size - 1] : [-0.5, size - 0.5] */
     double lo = al ? 0 : -0.5, span = al ? (double)(size - 1) : (double)size;
     if (span <= 0) {
@@ -1177,44 +1174,94 @@ static wk_tensor *grid_coord(wk_tensor *g, int64_t size, bool al, int pad) {
   return p;
 }
 
-/* grid_sample(input [N, C, H, W], grid [N, Ho, Wo, 2], mode, padding_mode, align_corners): bilinear (four
- * corners gathered from the flattened planes, weighted, out-of-range corners zero) or nearest (round half
- * to even). Gradients reach input (gather's) and grid (through the weights), as ATen's. */
+/* A grid coordinate in [-1, 1] to a pixel position (ATen's grid_sampler_unnormalize). */
+static wk_tensor *grid_unnormalize(wk_tensor *g, int64_t size, bool al) {
+  return al ? wk_mul_scalar(wk_add_scalar(g, 1), (double)(size - 1) / 2)
+            : wk_div_scalar(wk_sub_scalar(wk_mul_scalar(wk_add_scalar(g, 1), (double)size), 1), 2);
+}
+
+/* The cubic convolution weights (A = -0.75, ATen's get_cubic_upsample_coefficients) of the taps at -1, 0, 1, 2
+ * for the fraction t. */
+static void cubic_weights(wk_tensor *t, wk_tensor **w) {
+  const double A = -0.75;
+  wk_tensor *x1 = wk_add_scalar(t, 1), *x2 = wk_neg(wk_sub_scalar(t, 1)), *x3 = wk_neg(wk_sub_scalar(t, 2));
+  /* far taps: ((A x - 5A) x + 8A) x - 4A; near taps: ((A + 2) x - (A + 3)) x x + 1 */
+#define FAR(x) wk_sub_scalar(wk_mul(wk_add_scalar(wk_mul(wk_sub_scalar(wk_mul_scalar(x, A), 5 * A), x), 8 * A), x), 4 * A)
+#define NEAR(x) wk_add_scalar(wk_mul(wk_mul(wk_sub_scalar(wk_mul_scalar(x, A + 2), A + 3), x), x), 1)
+  w[0] = FAR(x1), w[1] = NEAR(t), w[2] = NEAR(x2), w[3] = FAR(x3);
+#undef FAR
+#undef NEAR
+}
+
+/* grid_sample(input [N, C, H, W] or [N, C, D, H, W], grid [N, Ho, Wo, 2] or [N, Do, Ho, Wo, 3], mode,
+ * padding_mode, align_corners): each output point is a weighted sum of taps gathered from the flattened
+ * planes: bilinear (2 or 3 dims: the 4 or 8 corners, out-of-range corners zero), nearest (round half to even)
+ * or bicubic (4-D: 16 taps, the padding applied to each tap's position, as ATen's get_value_bounded). Gradients
+ * reach input (gather's) and grid (through the weights), as ATen's. */
 static wk_status k_grid_sample(const wk_kernel_ctx *c, const wk_value *args, wk_value *outs) {
   BEGIN_K;
   wk_tensor *x = T(0), *grid = T(1);
-  bool nearest = !strcmp(args[2].u.s, "nearest"), al = args[4].u.b;
+  bool nearest = !strcmp(args[2].u.s, "nearest"), cubic = !strcmp(args[2].u.s, "bicubic"), al = args[4].u.b;
   int pad = !strcmp(args[3].u.s, "border") ? 1 : !strcmp(args[3].u.s, "reflection") ? 2 : 0;
-  int64_t N = x->sizes[0], C = x->sizes[1], H = x->sizes[2], W = x->sizes[3], Ho = grid->sizes[1], Wo = grid->sizes[2];
-  int64_t Q = Ho * Wo, xs[3] = {N, C, H * W}, os[3] = {N, 1, Q};
-  wk_tensor *xf = wk_reshape(x, xs, 3);
-  wk_tensor *px = grid_coord(wk_select(grid, 3, 0), W, al, pad), *py = grid_coord(wk_select(grid, 3, 1), H, al, pad);
-  if (!xf || !px || !py) return FAIL_K();
-  px = wk_reshape(px, os, 3), py = wk_reshape(py, os, 3);
-  int64_t es[3] = {N, C, Q};
-  /* one tap at integer position (tx, ty) with weight w (NULL: 1): in range, or zero */
-  wk_tensor *acc = NULL;
-  int ntap = nearest ? 1 : 4;
-  wk_tensor *x0 = nearest ? wk_round(px) : wk_floor(px), *y0 = nearest ? wk_round(py) : wk_floor(py);
-  for (int t = 0; t < ntap && x0 && y0; t++) {
-    int dx = t & 1, dy = t >> 1;
-    wk_tensor *tx = dx ? wk_add_scalar(x0, 1) : x0, *ty = dy ? wk_add_scalar(y0, 1) : y0, *w = NULL;
-    if (!nearest) {
-      wk_tensor *wx = dx ? wk_sub(px, x0) : wk_neg(wk_sub_scalar(wk_sub(px, x0), 1));
-      wk_tensor *wy = dy ? wk_sub(py, y0) : wk_neg(wk_sub_scalar(wk_sub(py, y0), 1));
-      w = wk_mul(wx, wy);
+  int nsp = x->ndim - 2;
+  int64_t N = x->sizes[0], C = x->sizes[1], P = 1, Q = 1, sz[3], stride[3];
+  for (int k = 0; k < nsp; k++) { /* component k of the grid (x, y, z) addresses spatial dim nsp - 1 - k */
+    sz[k] = x->sizes[2 + nsp - 1 - k];
+    stride[k] = P;
+    P *= sz[k];
+    Q *= grid->sizes[1 + k];
+  }
+  int64_t xs[3] = {N, C, P}, os[3] = {N, 1, Q}, es[3] = {N, C, Q};
+  wk_tensor *xf = wk_reshape(x, xs, 3), *p[3] = {NULL, NULL, NULL};
+  for (int k = 0; k < nsp; k++) {
+    wk_tensor *u = grid_unnormalize(wk_select(grid, nsp + 1, k), sz[k], al);
+    p[k] = cubic ? u : grid_pad(u, sz[k], al, pad); /* bicubic pads each tap instead */
+    p[k] = p[k] ? wk_reshape(p[k], os, 3) : NULL;
+    if (!p[k]) return FAIL_K();
+  }
+  if (!xf) return FAIL_K();
+  /* per component: the first tap's position, and each tap's weight (NULL: 1) */
+  int per = nearest ? 1 : cubic ? 4 : 2, ntap = 1;
+  wk_tensor *base[3], *wt[3][4] = {{NULL}};
+  for (int k = 0; k < nsp; k++) {
+    ntap *= per;
+    base[k] = nearest ? wk_round(p[k]) : wk_floor(p[k]);
+    if (!base[k]) return FAIL_K();
+    wk_tensor *t = nearest ? NULL : wk_sub(p[k], base[k]);
+    if (cubic) {
+      if (t) cubic_weights(t, wt[k]);
+      base[k] = wk_sub_scalar(base[k], 1);
+    } else if (t) {
+      wt[k][0] = wk_neg(wk_sub_scalar(t, 1)), wt[k][1] = t;
     }
-    wk_tensor *ok = wk_logical_and(wk_logical_and(wkx_ge__Scalar(tx, WK_VI(0)), wkx_le__Scalar(tx, WK_VI(W - 1))),
-                                   wk_logical_and(wkx_ge__Scalar(ty, WK_VI(0)), wkx_le__Scalar(ty, WK_VI(H - 1))));
-    wk_tensor *lin = wk_add(wk_mul_scalar(wk_clamp(ty, 0, (double)(H - 1)), (double)W), wk_clamp(tx, 0, (double)(W - 1)));
-    wk_tensor *ix = lin ? wk_expand(wk_detach(wk_to_dtype(lin, WK_I64)), es, 3) : NULL;
+    for (int j = 0; j < per && !nearest; j++)
+      if (!wt[k][j]) return FAIL_K();
+  }
+  wk_tensor *acc = NULL;
+  for (int tap = 0; tap < ntap; tap++) {
+    wk_tensor *w = NULL, *ok = NULL, *lin = NULL;
+    for (int k = 0, rest = tap; k < nsp; k++, rest /= per) {
+      int j = rest % per;
+      wk_tensor *tk = j ? wk_add_scalar(base[k], j) : base[k];
+      if (cubic && pad) tk = grid_pad(tk, sz[k], al, pad); /* the tap's position padded: always in range */
+      if (!cubic || !pad) {
+        wk_tensor *in = tk ? wk_logical_and(wkx_ge__Scalar(tk, WK_VI(0)), wkx_le__Scalar(tk, WK_VI(sz[k] - 1))) : NULL;
+        ok = !in ? NULL : ok ? wk_logical_and(ok, in) : in;
+      }
+      wk_tensor *term = tk ? wk_mul_scalar(wk_clamp(tk, 0, (double)(sz[k] - 1)), (double)stride[k]) : NULL;
+      lin = !term ? NULL : lin ? wk_add(lin, term) : term;
+      if (!nearest) w = w ? wk_mul(w, wt[k][j]) : wt[k][j];
+      if (!lin || (!nearest && !w)) return FAIL_K();
+    }
+    wk_tensor *ix = wk_expand(wk_detach(wk_to_dtype(lin, WK_I64)), es, 3);
     wk_tensor *v = ix ? wk_gather(xf, 2, ix) : NULL;
-    wk_tensor *wm = w ? wk_where(ok, w, wk_zeros_like(w, (wk_options){0})) : ok ? wk_to_dtype(ok, x->dtype) : NULL;
-    wk_tensor *term = v && wm ? wk_mul(v, wm) : NULL;
+    wk_tensor *wm = w;
+    if (ok) wm = w ? wk_where(ok, w, wk_zeros_like(w, (wk_options){0})) : wk_to_dtype(ok, x->dtype);
+    wk_tensor *term = v ? (wm ? wk_mul(v, wm) : v) : NULL;
     acc = !term ? NULL : acc ? wk_add(acc, term) : term;
     if (!acc) return FAIL_K();
   }
-  return FINISH1(acc ? wk_reshape(acc, c->meta[0].sizes, c->meta[0].ndim) : NULL);
+  return FINISH1(wk_reshape(acc, c->meta[0].sizes, c->meta[0].ndim));
 }
 
 /* ---- embedding_bag ------------------------------------------------------------------------------- */

@@ -994,15 +994,16 @@ static wk_status meta_grid_sample(wk_op *op, const wk_value *args, wk_meta_out *
   wk_tensor *x = MT(0), *g = MT(1);
   char a[WK_SHAPE_STR_MAX], b[WK_SHAPE_STR_MAX];
   const char *m = args[2].u.s, *pm = args[3].u.s;
-  if (strcmp(m, "bilinear") && strcmp(m, "nearest"))
-    return wk_error(WK_ERR_INVALID_ARG, "grid_sample(): mode must be 'bilinear' or 'nearest' here (bicubic is not supported), but got: '%s'", m);
+  if (strcmp(m, "bilinear") && strcmp(m, "nearest") && strcmp(m, "bicubic"))
+    return wk_error(WK_ERR_INVALID_ARG, "grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '%s'", m);
   if (strcmp(pm, "zeros") && strcmp(pm, "border") && strcmp(pm, "reflection"))
     return wk_error(WK_ERR_INVALID_ARG, "grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '%s'", pm);
-  if (x->ndim != 4)
-    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected a 4-D input [N, C, H, W] (5-D volumes are not supported here), but got input with sizes %s",
-                    wk__shape_str(x->sizes, x->ndim, a, sizeof a));
-  if (g->ndim != 4 || g->sizes[3] != 2)
-    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected grid to have size 2 in last dimension and 4 dims, but got grid with sizes %s",
+  if ((x->ndim != 4 && x->ndim != 5) || g->ndim != x->ndim)
+    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected 4D or 5D input and grid with same number of dimensions, but got input with sizes %s and grid with sizes %s",
+                    wk__shape_str(x->sizes, x->ndim, a, sizeof a), wk__shape_str(g->sizes, g->ndim, b, sizeof b));
+  int nsp = x->ndim - 2;
+  if (g->sizes[g->ndim - 1] != nsp)
+    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected grid to have size %d in last dimension, but got grid with sizes %s", nsp,
                     wk__shape_str(g->sizes, g->ndim, a, sizeof a));
   if (g->sizes[0] != x->sizes[0])
     return wk_error(WK_ERR_SHAPE, "grid_sample(): expected grid and input to have same batch size, but got input with sizes %s and grid with sizes %s",
@@ -1010,11 +1011,14 @@ static wk_status meta_grid_sample(wk_op *op, const wk_value *args, wk_meta_out *
   if (!wk_dtype_is_floating(x->dtype) || g->dtype != x->dtype)
     return wk_error(WK_ERR_DTYPE, "grid_sample(): expected input and grid to have the same floating dtype, but input has %s and grid has %s",
                     wk_dtype_name(x->dtype), wk_dtype_name(g->dtype));
-  if (x->sizes[2] <= 0 || x->sizes[3] <= 0)
-    return wk_error(WK_ERR_SHAPE, "grid_sample(): expected input to have non-empty spatial dimensions, but input has sizes %s",
-                    wk__shape_str(x->sizes, x->ndim, a, sizeof a));
-  int64_t os[4] = {x->sizes[0], x->sizes[1], g->sizes[1], g->sizes[2]};
-  wk__meta_shape(o, os, 4, x->dtype);
+  if (nsp == 3 && !strcmp(m, "bicubic"))
+    return wk_error(WK_ERR_INVALID_ARG, "grid_sample(): bicubic interpolation only supports 4D input");
+  for (int i = 0; i < nsp; i++)
+    if (x->sizes[2 + i] <= 0)
+      return wk_error(WK_ERR_SHAPE, "grid_sample(): expected input to have non-empty spatial dimensions, but input has sizes %s",
+                      wk__shape_str(x->sizes, x->ndim, a, sizeof a));
+  int64_t os[5] = {x->sizes[0], x->sizes[1], g->sizes[1], g->sizes[2], nsp == 3 ? g->sizes[3] : 0};
+  wk__meta_shape(o, os, nsp + 2, x->dtype);
   (void)op;
   return WK_OK;
 }

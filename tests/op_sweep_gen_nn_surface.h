@@ -955,24 +955,28 @@ static bool e_affine_grid(sw_case *c, int k) { /* theta of the wrong shape; a 3-
 }
 
 /* grid_sample: a grid a little beyond [-1, 1], every mode, padding mode and align_corners. */
-static bool g_grid_sample(sw_case *c) {
-  static const char *const modes[2] = {"bilinear", "nearest"}, *const pads[3] = {"zeros", "border", "reflection"};
-  int64_t x[4] = {c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2), rpick(c, 1, 2), 0, 0}, g[4];
-  for (int i = 2; i < 4; i++) x[i] = c->grad ? rpick(c, 2, 3) : rpick(c, 1, 4);
-  g[0] = x[0], g[1] = c->grad ? rpick(c, 1, 2) : rpick(c, 1, 3), g[2] = c->grad ? rpick(c, 1, 2) : rpick(c, 1, 3), g[3] = 2;
-  at(c, rself(c, x, 4));
-  at(c, rt(c, c->dt, g, 4, -1.2, 1.2));
-  astr(c, modes[rpick(c, 0, 1)]);
+static bool g_grid_sample(sw_case *c) { /* 4-D (every mode) or 5-D (bilinear, nearest) */
+  static const char *const modes[3] = {"bilinear", "nearest", "bicubic"}, *const pads[3] = {"zeros", "border", "reflection"};
+  int nsp = runif(c) < 0.3 ? 3 : 2;
+  int64_t x[5] = {c->mode == SW_EMPTY ? 0 : rpick(c, 1, 2), rpick(c, 1, 2)}, g[5];
+  for (int i = 2; i < nsp + 2; i++) x[i] = c->grad ? rpick(c, 2, 3) : rpick(c, 1, 4);
+  g[0] = x[0];
+  for (int i = 1; i <= nsp; i++) g[i] = c->grad ? rpick(c, 1, 2) : rpick(c, 1, 3);
+  g[nsp + 1] = nsp;
+  at(c, rself(c, x, nsp + 2));
+  at(c, rt(c, c->dt, g, nsp + 2, -1.2, 1.2));
+  astr(c, modes[rpick(c, 0, nsp == 3 ? 1 : 2)]);
   astr(c, pads[rpick(c, 0, 2)]);
   ab(c, runif(c) < 0.5);
   return true;
 }
-static bool e_grid_sample(sw_case *c, int k) { /* a grid whose last dim is 3; batch sizes differ; an unknown mode; a 3-d input */
-  int64_t x[4] = {1, 2, 3, 3}, g3[4] = {1, 2, 2, 3}, g2[4] = {2, 2, 2, 2}, g[4] = {1, 2, 2, 2};
-  if (k > 3) return false;
-  at(c, rt(c, WK_F32, x, k == 3 ? 3 : 4, -1, 1));
-  at(c, rt(c, WK_F32, k == 0 ? g3 : k == 1 ? g2 : g, 4, -1, 1));
-  astr(c, k == 2 ? "bicubic" : "bilinear");
+/* a grid whose last dim is 3 for a 4-D input; batch sizes differ; an unknown mode; a 3-d input; bicubic in 5-D */
+static bool e_grid_sample(sw_case *c, int k) {
+  int64_t x[5] = {1, 2, 3, 3, 3}, g3[4] = {1, 2, 2, 3}, g2[4] = {2, 2, 2, 2}, g[5] = {1, 2, 2, 2, 3};
+  if (k > 4) return false;
+  at(c, rt(c, WK_F32, x, k == 3 ? 3 : k == 4 ? 5 : 4, -1, 1));
+  at(c, k == 4 ? rt(c, WK_F32, g, 5, -1, 1) : rt(c, WK_F32, k == 0 ? g3 : k == 1 ? g2 : g, 4, -1, 1));
+  astr(c, k == 2 ? "linear" : k == 4 ? "bicubic" : "bilinear");
   astr(c, "zeros");
   ab(c, false);
   return true;

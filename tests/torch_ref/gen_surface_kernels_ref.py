@@ -182,6 +182,21 @@ for label, nsp, xs, ws, hb, st, pd, dl, g in CCASES:
     gcase(label, op, [T(xd), T(wd), T(bd) if hb else None, st, pd, dl, g],
           lambda a, b, c_, s_, p_, d_, g_, n=nsp: CONV[n](a, b, c_, s_, p_, d_, g_))
 
+# ---- grid_sample: bicubic (4-D) and 5-D (bilinear, nearest), every padding mode, align_corners; grads ----
+xg4, gg4 = r(2, 3, 5, 6), r(2, 4, 3, 2, lo=-1.2, hi=1.2)
+xg5, gg5 = r(1, 2, 3, 4, 5), r(1, 2, 3, 4, 3, lo=-1.2, hi=1.2)
+for xin, gin, mode in [(xg4, gg4, "bicubic"), (xg5, gg5, "bilinear"), (xg5, gg5, "nearest")]:
+    for pm in ["zeros", "border", "reflection"]:
+        for al in [False, True]:
+            label = "grid_sample %d-D %s %s align=%s" % (xin.dim(), mode, pm, al)
+            out = F.grid_sample(xin, gin, mode=mode, padding_mode=pm, align_corners=al)
+            case(label, "grid_sample", [T(xin), T(gin), mode, pm, al], out, 1e-5, 1e-5)
+            if mode != "nearest" or pm == "zeros":
+                xd, gd = xin.to(F64)[:1, :2], gin.to(F64)[:1]
+                gcase(label, "grid_sample", [T(xd), T(gd), mode, pm, al],
+                      lambda a, b, m_, p_, al_: F.grid_sample(a, b, mode=m_, padding_mode=p_, align_corners=al_),
+                      1e-9, 1e-11)
+
 if __name__ == "__main__":
     # float[] arguments travel as marker strings through emit, then become REF_FLOATS arrays
     floats = []
