@@ -7,7 +7,8 @@
  * float64 (the plugin's f64 loops, which the table does not touch), at sizes
  * around the 16-lane block (1, 7, 16, 17, 33) and past the parallel grain;
  * batch_norm also with fewer than 16 elements per channel plane (its
- * row-wise path).
+ * row-wise path); and the f32 <-> bf16 casts (copy_), bit for bit against
+ * the rounding rule.
  *
  * The battery runs once per instruction set, each in a fresh process (Check
  * forks every test; WICK_CPU_ISA is set before wk_init): the baseline (sse2),
@@ -224,6 +225,48 @@ static void check_pools(const int64_t *sz, bool noncontig, uint64_t seed) {
   release_n((wk_tensor *[]){x0, x, x64}, 3);
 }
 
+/* float32 -> bfloat16 by the definition (round to nearest even; a NaN keeps
+ * its sign and top payload bits, quieted; subnormals rounded like any value),
+ * written independently of the SDK's helper the kernels use. */
+static uint16_t ref_bf16(uint32_t u) {
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  uint32_t hi = u >> 16, lo = u & 0xffffu;
+  if (lo > 0x8000u || (lo == 0x8000u && (hi & 1u))) hi++;
+  return (uint16_t)hi;
+}
+
+/* wk_to_dtype between f32 and bf16 (the cpu copy kernel's simd entries
+ * f32_to_bf16 / bf16_to_f32) on n elements: random normals, and for n >= 16
+ * the edge values (ties to even both ways, subnormals, the largest finite
+ * value rounding to inf, infinities, NaNs, -0), each elsewhere in a 16-lane
+ * block, against the definition bit for bit; the round trip goes into the
+ * hash. */
+static void check_bf16_casts(int64_t n, uint64_t seed) {
+  static const uint32_t edge[] = {0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x3f808001u, 0x00000001u, 0x80008000u,
+                                  0x00018000u, 0x007fffffu, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u,
+                                  0x7fc00001u, 0xff812345u, 0x80000000u, 0x00000000u, 0x7f7f8000u};
+  wk_tensor *x = tu_rand(WK_SHAPE(n), WK_F32, -3, 3, seed);
+  TU_NOTNULL(x);
+  uint32_t *xb = wk_tensor_data(x);
+  int64_t ne = (int64_t)(sizeof edge / sizeof edge[0]);
+  for (int64_t i = 0; n >= 16 && i < ne; i++) xb[(i * 7 + (int64_t)seed) % n] = edge[i];
+  wk_tensor_bump_version(x);
+  wk_tensor *b = wk_to_dtype(x, WK_BF16);
+  TU_NOTNULL(b);
+  const uint16_t *bb = wk_tensor_data(b);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(bb[i] == ref_bf16(xb[i]), "f32 -> bf16 (n=%lld): [%lld] 0x%08x gave 0x%04x, not 0x%04x",
+                  (long long)n, (long long)i, xb[i], bb[i], ref_bf16(xb[i]));
+  wk_tensor *r = wk_to_dtype(b, WK_F32);
+  TU_NOTNULL(r);
+  const uint32_t *rb = wk_tensor_data(r);
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg(rb[i] == (uint32_t)bb[i] << 16, "bf16 -> f32 (n=%lld): [%lld] 0x%04x gave 0x%08x", (long long)n,
+                  (long long)i, bb[i], rb[i]);
+  hash_t(r);
+  release_n((wk_tensor *[]){x, b, r}, 3);
+}
+
 /* The whole battery; returns its hash. */
 static uint64_t battery(void) {
   g_hash = 14695981039346656037ull;
@@ -231,6 +274,7 @@ static uint64_t battery(void) {
   int64_t live0 = wk_live_tensors();
   const int64_t ns[] = {1, 7, 16, 17, 33, 100003};
   for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) check_pointwise(ns[i], 11 + i);
+  for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) check_bf16_casts(ns[i], 21 + i);
   /* per-channel planes of 63, 16, 17, 196 and 1155 elements; and under 16 (the row-wise path), with column
    * blocks that end inside the row: S = 1 (K = 520), 4 (K = 1200), 15 */
   const int64_t shapes[][4] = {{3, 5, 7, 9}, {2, 3, 4, 4},    {1, 1, 1, 17},  {8, 16, 14, 14}, {2, 64, 33, 35},

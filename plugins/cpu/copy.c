@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "simd.h"
 
 typedef struct {
   wk_dtype dst, src;
@@ -46,13 +47,13 @@ static void loop_f32_from(void *c, char **d, const int64_t *s, int64_t n) {
 }
 
 /* float32 <-> bfloat16: what autocast and every bf16 kernel computing in f32
- * do all the time. Contiguous runs are plain loops the compiler vectorises
- * (the SDK's conversions are branch-free). */
+ * do all the time. Contiguous runs take the per-ISA loops (simd.h; the same
+ * bits as the SDK's conversions). */
 static void loop_f32_to_bf16(void *c, char **d, const int64_t *s, int64_t n) {
   if (s[0] == 2 && s[1] == 4) {
     uint16_t *restrict o = (uint16_t *)d[0];
     const float *restrict in = (const float *)d[1];
-    for (int64_t i = 0; i < n; i++) o[i] = wk_f32_to_bf16(in[i]);
+    cpu_simd->f32_to_bf16(o, in, n); /* cpu_copy copies overlapping tensors through a temporary */
     return;
   }
   for (int64_t i = 0; i < n; i++) *(uint16_t *)(d[0] + i * s[0]) = wk_f32_to_bf16(*(const float *)(d[1] + i * s[1]));
@@ -61,7 +62,7 @@ static void loop_bf16_to_f32(void *c, char **d, const int64_t *s, int64_t n) {
   if (s[0] == 4 && s[1] == 2) {
     float *restrict o = (float *)d[0];
     const uint16_t *restrict in = (const uint16_t *)d[1];
-    for (int64_t i = 0; i < n; i++) o[i] = wk_bf16_to_f32(in[i]);
+    cpu_simd->bf16_to_f32(o, in, n);
     return;
   }
   for (int64_t i = 0; i < n; i++) *(float *)(d[0] + i * s[0]) = wk_bf16_to_f32(*(const uint16_t *)(d[1] + i * s[1]));

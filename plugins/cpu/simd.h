@@ -64,6 +64,12 @@ typedef struct {
   void (*row_affine)(float *y, const float *x, const float *pm, const float *pa, const float *psh, int64_t K);
   void (*row_bwd_input)(float *gi, const float *g, const float *x, const double *const *p, int64_t K);
   void (*row_bwd_input_eval)(float *gi, const float *g, const double *pis, const double *pw, int64_t K);
+  /* float32 <-> bfloat16 over n contiguous elements, the SDK's conversions
+   * (<wick/sdk/half.h>: round to nearest even, NaN quieted, subnormals kept)
+   * bit for bit; o and x do not overlap. What autocast's casts and every
+   * bf16 kernel computing in f32 run. */
+  void (*f32_to_bf16)(uint16_t *o, const float *x, int64_t n);
+  void (*bf16_to_f32)(float *o, const uint16_t *x, int64_t n);
 } cpu_simd_table;
 
 /* The table in use; set by cpu_simd_init (the baseline before it runs). */

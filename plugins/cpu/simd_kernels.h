@@ -375,9 +375,44 @@ static void SIMD_FN(row_bwd_input_eval)(float *gi, const float *g, const double 
   for (int64_t k = 0; k < K; k++) gi[k] = (float)((double)g[k] * pis[k] * pw[k]);
 }
 
+/* f32 -> bf16 as wk_f32_to_bf16: (u + 0x7fff + ((u >> 16) & 1)) >> 16, a NaN
+ * quieted instead. AVX-512 written out (vpmovdw packs the 16 halves); the
+ * other widths are the SDK's branch-free scalar form, which GCC vectorises.
+ * Not vcvtneps2bf16 (AVX-512 BF16): it flushes subnormals to zero, so its
+ * bits would differ from every other variant's. */
+static void SIMD_FN(f32_to_bf16)(uint16_t *o, const float *x, int64_t n) {
+  int64_t i = 0;
+#if SIMD_LEVEL == 3
+  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), absm = _mm512_set1_epi32(0x7fffffff),
+                inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x40);
+  for (; i + 16 <= n; i += 16) {
+    __m512i u = _mm512_loadu_si512((const void *)(x + i)), hi = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(hi, one)), 16);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, absm), inf);
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(hi, quiet));
+    _mm256_storeu_si256((__m256i *)(void *)(o + i), _mm512_cvtepi32_epi16(r));
+  }
+#endif
+  SIMD_IVDEP
+  for (; i < n; i++) o[i] = wk_f32_to_bf16(x[i]);
+}
+
+static void SIMD_FN(bf16_to_f32)(float *o, const uint16_t *x, int64_t n) {
+  int64_t i = 0;
+#if SIMD_LEVEL == 3
+  for (; i + 16 <= n; i += 16) {
+    __m512i u = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(x + i)));
+    _mm512_storeu_si512((void *)(o + i), _mm512_slli_epi32(u, 16));
+  }
+#endif
+  SIMD_IVDEP
+  for (; i < n; i++) o[i] = wk_bf16_to_f32(x[i]);
+}
+
 static const cpu_simd_table SIMD_FN(table) = {
     SIMD_ISA_NAME,         SIMD_FN(add),         SIMD_FN(mul),           SIMD_FN(add_scalar),
     SIMD_FN(mul_scalar),   SIMD_FN(relu),        SIMD_FN(threshold_bwd), SIMD_FN(bn_stats),
     SIMD_FN(bn_apply),     SIMD_FN(bn_bwd_sums), SIMD_FN(bn_bwd_input),  SIMD_FN(bn_bwd_input_eval),
     SIMD_FN(sum),          SIMD_FN(fill),        SIMD_FN(col_sum),       SIMD_FN(col_sqdev),
-    SIMD_FN(col_bwd_sums), SIMD_FN(row_affine),  SIMD_FN(row_bwd_input), SIMD_FN(row_bwd_input_eval)};
+    SIMD_FN(col_bwd_sums), SIMD_FN(row_affine),  SIMD_FN(row_bwd_input), SIMD_FN(row_bwd_input_eval),
+    SIMD_FN(f32_to_bf16),  SIMD_FN(bf16_to_f32)};
