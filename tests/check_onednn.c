@@ -157,6 +157,50 @@ START_TEST(test_onednn_conv_bf16) {
 END_TEST
 
 /* Strided input and unbatched (3D) input take the onednn kernel too. */
+/* The bf16 weight gradient as a matmul (plugins/onednn/conv_wgrad.c, the
+ * first onednn conv2d_backward kernel): ResNet-18's small-image shapes
+ * (stride 2, 2x2 and 4x4 images, the 7x7 RGB stem, 1x1 downsampling), plus
+ * dilation and an odd size, against the cpu kernel (which computes in f32
+ * from the same bf16 inputs), with and without the data gradient; the
+ * dispatched call (no kernel forced) agrees too, and the shapes it leaves to
+ * oneDNN's direct kernel (8x8 stride 1, groups, a bias gradient) still come
+ * back right through it. */
+START_TEST(test_onednn_conv_bf16_wgrad) {
+  if (!onednn_bf16()) return;
+  static const conv_case cases[] = {
+      {4, 64, 4, 4, 128, 3, 2, 1, 1, 1, false}, {4, 32, 2, 2, 32, 3, 1, 1, 1, 1, false},
+      {3, 3, 16, 16, 16, 7, 2, 3, 1, 1, false}, {4, 16, 4, 4, 32, 1, 2, 0, 1, 1, false},
+      {2, 24, 5, 5, 24, 3, 1, 2, 2, 1, false},  {2, 20, 7, 9, 12, 3, 2, 1, 1, 1, false},
+      {2, 32, 8, 8, 32, 3, 1, 1, 1, 1, false},  {2, 16, 6, 6, 16, 3, 1, 1, 1, 4, false}};
+  static const int64_t masks[3][3] = {{0, 1, 0}, {1, 1, 0}, {1, 1, 1}};
+  for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+    const conv_case *c = &cases[i];
+    wk_scope_begin();
+    int64_t oh = (c->h + 2 * c->pad - c->dil * (c->k - 1) - 1) / c->stride + 1;
+    int64_t ow = (c->w + 2 * c->pad - c->dil * (c->k - 1) - 1) / c->stride + 1;
+    wk_tensor *x = rnd(WK_SHAPE(c->n, c->c, c->h, c->w), WK_BF16, 51 + i);
+    wk_tensor *w = rnd(WK_SHAPE(c->o, c->c / c->groups, c->k, c->k), WK_BF16, 52 + i);
+    wk_tensor *go = rnd(WK_SHAPE(c->n, c->o, oh, ow), WK_BF16, 53 + i);
+    int64_t st[2] = {c->stride, c->stride}, pd[2] = {c->pad, c->pad}, dl[2] = {c->dil, c->dil};
+    for (int m = 0; m < 3; m++) {
+      char what[64];
+      snprintf(what, sizeof what, "bf16 wgrad case %d mask %d", i, m);
+      wk_value ba[8] = {WK_VT(go),       WK_VT(x),        WK_VT(w),         WK_VINTS(st, 2),
+                        WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VI(c->groups), WK_VINTS(masks[m], 3)};
+      compare("conv2d_backward", ba, 8, TOL_BF16 * 4, what);
+      wk_value d[3], r[3];
+      TU_OK(wk_op_call(wk_op_find("conv2d_backward"), ba, 8, d));
+      TU_OK(call_with("conv2d_backward", "cpu", ba, 8, r));
+      for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(d[k].tag, masks[m][k] ? WK_V_TENSOR : WK_V_NONE);
+        if (d[k].tag == WK_V_TENSOR) assert_close_t(d[k].u.t, r[k].u.t, TOL_BF16 * 4, what);
+      }
+    }
+    wk_scope_end();
+  }
+}
+END_TEST
+
 START_TEST(test_onednn_conv_layouts) {
   wk_scope_begin();
   wk_tensor *x = tu_noncontig(rnd(WK_SHAPE(2, 4, 6, 6), WK_F32, 3));
@@ -694,6 +738,7 @@ static Suite *onednn_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_onednn_conv_f32);
   tcase_add_test(tc, test_onednn_conv_bf16);
+  tcase_add_test(tc, test_onednn_conv_bf16_wgrad);
   tcase_add_test(tc, test_onednn_conv_layouts);
   tcase_add_test(tc, test_onednn_conv_fallback);
   suite_add_tcase(s, tc);

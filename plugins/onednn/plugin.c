@@ -132,6 +132,9 @@ bool odn_bf16(void) {
   return g_bf16;
 }
 
+/* conv_wgrad.c: the bf16 conv2d weight gradient as a matmul, registered above conv.c's kernel */
+wk_status odn_register_conv_wgrad(void);
+
 static void omp_run(int nthreads, void (*body)(void *), void *ctx) {
   g_gomp_parallel(body, ctx, (unsigned)nthreads, 0);
 }
@@ -146,7 +149,8 @@ static wk_status odn_init(void) {
   if (pthread_key_create(&g_stream_key, stream_free) != 0)
     return wk_error(WK_ERR_INTERNAL, "onednn: cannot create the per-thread stream key");
   wk_status (*families[])(void) = {odn_register_conv, odn_register_norm, odn_register_pool, odn_register_eltwise,
-                                   odn_register_matmul, odn_register_quantized};
+                                   odn_register_matmul, odn_register_quantized,
+                                   odn_register_conv_wgrad};
   for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
     if ((s = families[i]()) != WK_OK) return s;
   if (g_shared_pool && g_gomp_parallel) {
