@@ -74,7 +74,7 @@ static bool can_accumulate_in_place(const wk_tensor *t, const wk_tensor *g) {
   if (t->storage->external || t->quant || t->dtype != g->dtype || t->ndim != g->ndim) return false;
   for (int i = 0; i < t->ndim; i++)
     if (t->sizes[i] != g->sizes[i]) return false;
-  return wk_tensor_is_contiguous(t) && !wk_tensor_requires_grad(t);
+  return (wk_tensor_is_contiguous(t) || wk_suggest_memory_format(t) == WK_CHANNELS_LAST) && !wk_tensor_requires_grad(t);
 }
 
 /* Adds g (consumed) into *slot: in place when the buffer's tensor is the
@@ -142,16 +142,30 @@ static wk_status accumulate_leaf(wk__node *n, wk_tensor *g, const run_opts *o) {
   }
   wk_status s = WK_OK;
   if (!m->grad) {
-    /* Steal an exclusive contiguous gradient, else keep a private copy:
-     * later in-place accumulation must not write into someone else's tensor. */
+    /* Steal an exclusive dense gradient laid out as the leaf (row-major, or
+     * channels_last for a channels-last leaf), else keep a private copy in
+     * the leaf's layout (PyTorch's layout contract): later in-place
+     * accumulation must not write into someone else's tensor. */
+    bool var_cl = wk_suggest_memory_format(var) == WK_CHANNELS_LAST;
     bool exclusive = atomic_load(&g->refcount) == 1 && atomic_load(&g->storage->refcount) == 1 &&
-                     wk_tensor_is_contiguous(g) && !(g->autograd && ((wk__ameta *)g->autograd)->grad_fn);
+                     (var_cl ? wk_suggest_memory_format(g) == WK_CHANNELS_LAST : wk_tensor_is_contiguous(g)) &&
+                     !(g->autograd && ((wk__ameta *)g->autograd)->grad_fn);
     if (o->create_graph) {
       m->grad = g;
       g = NULL;
     } else if (exclusive) {
       m->grad = g;
       g = NULL;
+    } else if (var_cl && g->ndim == 4) {
+      bool prev = wk_set_grad_enabled(false);
+      m->grad = wk_empty_format(g->sizes, 4, (wk_options){.dtype = g->dtype, .device = g->storage->device},
+                                WK_CHANNELS_LAST);
+      if (m->grad && !wk_copy_(m->grad, g)) {
+        wk_release(m->grad);
+        m->grad = NULL;
+      }
+      wk_set_grad_enabled(prev);
+      if (!m->grad) s = wk_last_error();
     } else {
       m->grad = wk_clone(g);
       if (!m->grad) s = wk_last_error();

@@ -15,7 +15,7 @@ export CK_DEFAULT_TIMEOUT
 status=0
 ran=0
 for exe in "$builddir"/tests/check_ops_* "$builddir"/tests/check_autograd "$builddir"/tests/check_torch_ref \
-  "$builddir"/tests/check_nn; do
+  "$builddir"/tests/check_nn "$builddir"/tests/check_memory_format; do
   case $exe in *.o | *.log | *.trs) continue ;; esac
   [ -x "$exe" ] || continue
   s=$(basename "$exe")

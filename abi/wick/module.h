@@ -8,6 +8,7 @@
 #define WICK_MODULE_H
 
 #include <wick/state_dict.h>
+#include <wick/tensor.h> /* wk_memory_format */
 #include <wick/types.h>
 
 typedef struct wk_module wk_module;
@@ -85,6 +86,13 @@ WK_API wk_status wk_module_zero_grad(wk_module *m, bool set_to_none);
  * Parameter handles keep their identity, so optimizers holding them see the
  * moved values. */
 WK_API wk_status wk_module_to(wk_module *m, wk_device dev, wk_dtype dtype);
+/* (ABI 1.4) model.to(memory_format=f): every 4-D parameter and buffer of m
+ * and its children (convolution weights) and the gradients they hold are
+ * rewritten in format f (see wk_memory_format in tensor.h); other tensors are
+ * left as they are. Handles keep their identity, as with wk_module_to. With
+ * WK_CHANNELS_LAST and a channels-last input (wk_contiguous_format), a CNN
+ * then runs NHWC from end to end. WK_ERR_INVALID_ARG for an unknown format. */
+WK_API wk_status wk_module_to_memory_format(wk_module *m, wk_memory_format f);
 
 /* Returns a new state dict with every parameter and persistent buffer under
  * its dotted name (the tensors are shared, not copied). Free with

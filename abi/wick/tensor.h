@@ -136,6 +136,46 @@ WK_API wk_status wk_tensor_set(wk_tensor *t, const int64_t *index, double v);
  * (capacity n elements). */
 WK_API wk_status wk_tensor_to_f64(wk_tensor *t, double *out, int64_t n);
 
+/* ---- Memory formats (ABI 1.4) ------------------------------------------------ */
+/* How a tensor's elements are ordered in memory, PyTorch's torch.memory_format.
+ * WK_CHANNELS_LAST is torch.channels_last: a 4-D tensor keeps its logical
+ * [N, C, H, W] sizes (every op sees the same shape and gives the same values)
+ * but its strides are NHWC's, (H*W*C, 1, W*C, C). Kernels that run NHWC
+ * natively keep a channels-last input's format in their results (conv2d,
+ * batch_norm, relu, add and the other elementwise ops, pooling, and their
+ * gradients), so a conv -> batch_norm -> relu chain never reorders. */
+typedef enum wk_memory_format {
+  WK_CONTIGUOUS_FORMAT = 0, /* row-major (torch.contiguous_format) */
+  WK_CHANNELS_LAST = 1      /* NHWC strides on an NCHW tensor, 4-D only (torch.channels_last) */
+} wk_memory_format;
+/* "contiguous_format", "channels_last", or "unknown" (static). */
+WK_API const char *wk_memory_format_name(wk_memory_format f);
+/* True when t's elements are dense in format f (t.is_contiguous(memory_format=f)).
+ * Dimensions of size 1 may have any stride, so a tensor can be both (C == 1,
+ * or H == W == 1). False for NULL, an unknown format, or channels_last on a
+ * tensor that is not 4-D. */
+WK_API bool wk_is_contiguous_format(const wk_tensor *t, wk_memory_format f);
+/* The format results computed from t should have (PyTorch's
+ * suggest_memory_format): WK_CHANNELS_LAST when t is a 4-D tensor dense in
+ * channels-last order and not also row-major contiguous, else
+ * WK_CONTIGUOUS_FORMAT (NULL included). */
+WK_API wk_memory_format wk_suggest_memory_format(const wk_tensor *t);
+/* The strides (in elements) of a dense tensor of `sizes` in format f; a
+ * format that does not apply to ndim (channels_last unless 4-D) gives
+ * row-major strides. strides has room for ndim values. */
+WK_API void wk_format_strides(const int64_t *sizes, int ndim, wk_memory_format f, int64_t *strides);
+/* wk_empty in format f (torch.empty(..., memory_format=f)). NULL with
+ * WK_ERR_SHAPE for channels_last unless ndim is 4, WK_ERR_INVALID_ARG for an
+ * unknown format. */
+WK_API wk_tensor *wk_empty_format(const int64_t *sizes, int ndim, wk_options opt, wk_memory_format f);
+/* t.contiguous(memory_format=f): t itself (a new reference to an alias) when
+ * it is already dense in f, else a copy in f. Differentiable: recorded as ops,
+ * so gradients flow back to t. WK_CONTIGUOUS_FORMAT is wk_contiguous(t).
+ * NULL with WK_ERR_SHAPE ("required rank 4 tensor to use channels_last
+ * format") when f is channels_last and t is not 4-D, WK_ERR_INVALID_ARG for
+ * an unknown format, WK_ERR_NULL for NULL. */
+WK_API wk_tensor *wk_contiguous_format(wk_tensor *t, wk_memory_format f);
+
 /* ---- Printing ---------------------------------------------------------------- */
 /* Returns PyTorch-style text ("tensor([[1., 2.]], dtype=torch.float64)"), a
  * new string the caller frees with wk_free. NULL on error. */

@@ -198,7 +198,7 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
     int64_t shape[WK_MAX_DIMS];
     int nd = 0;
     if (wk_broadcast_shapes(opname, ops + 1, 2, shape, &nd)) return NULL;
-    wk_tensor *res = cpu_empty(shape, nd, WK_BF16);
+    wk_tensor *res = cpu_empty_like_format(shape, nd, WK_BF16, ops + 1, 2);
     if (!res) return NULL;
     ops[0] = res;
     wk_iter it;
@@ -224,7 +224,7 @@ static wk_tensor *compute(const char *opname, bctx *c, wk_tensor *self, const wk
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
   if (!a || !b || wk_broadcast_shapes(opname, ops + 1, 2, shape, &nd)) goto done;
-  res = cpu_empty(shape, nd, is_compare(op) || is_logical(op) ? WK_BOOL : cd);
+  res = cpu_empty_like_format(shape, nd, is_compare(op) || is_logical(op) ? WK_BOOL : cd, ops + 1, 2);
   if (!res) goto done;
   ops[0] = res;
   wk_iter it;
@@ -274,13 +274,19 @@ done:
       default: for (int64_t i = 0; i < n; i++) o[i] = x[i] / y[i * sy]; break;           \
     }                                                                                    \
   }
+/* Row-major or channels_last: its elements fill [data, data + numel). */
+static bool dense_any(const wk_tensor *a) {
+  return wk_tensor_is_contiguous(a) || wk_suggest_memory_format(a) == WK_CHANNELS_LAST;
+}
+
 static wk_tensor *fast_binary(int op, wk_tensor *a, wk_tensor *b, double alpha) {
   wk_dtype dt = wk_tensor_dtype(a);
   if ((dt != WK_F32 && dt != WK_F64) || wk_tensor_dtype(b) != dt) return NULL;
   int64_t n = wk_tensor_numel(a), nb = wk_tensor_numel(b);
-  if (n >= WK_ITER_GRAIN || n == 0 || !wk_tensor_is_contiguous(a) || !wk_tensor_is_contiguous(b)) return NULL;
-  if (nb == 1 ? wk_tensor_dim(b) > wk_tensor_dim(a) : !cpu_same_shape(a, b)) return NULL;
-  wk_tensor *r = cpu_empty(wk_tensor_sizes(a), wk_tensor_dim(a), dt);
+  if (n >= WK_ITER_GRAIN || n == 0) return NULL;
+  /* a flat loop: both row-major, or both channels_last alike (r takes a's format) */
+  if (nb == 1 ? wk_tensor_dim(b) > wk_tensor_dim(a) || !dense_any(a) : !cpu_same_dense_layout(a, b)) return NULL;
+  wk_tensor *r = cpu_empty_like_format(wk_tensor_sizes(a), wk_tensor_dim(a), dt, &a, 1);
   if (!r) return NULL;
   if (dt == WK_F32 && (op == WK_BOP_add || op == WK_BOP_mul)) { /* simd.h; r is fresh */
     float *o = wk_tensor_data(r), al = (float)alpha;
@@ -332,7 +338,7 @@ static void fast_mask_range(void *p, int64_t b, int64_t e) {
 
 /* 0: does not apply; 1: *out holds the result; -1: error recorded. */
 static int fast_f32(int op, wk_tensor *a, const wk_value *other, wk_tensor **out) {
-  if (wk_tensor_dtype(a) != WK_F32 || !wk_tensor_is_contiguous(a)) return 0;
+  if (wk_tensor_dtype(a) != WK_F32 || !dense_any(a)) return 0;
   int64_t n = wk_tensor_numel(a);
   fastf_job j = {op, wk_tensor_data(a), NULL, 0, NULL};
   void (*fn)(void *, int64_t, int64_t);
@@ -344,14 +350,13 @@ static int fast_f32(int op, wk_tensor *a, const wk_value *other, wk_tensor **out
     rt = WK_BOOL;
   } else {
     wk_tensor *b = other->u.t;
-    if (op != WK_BOP_mul || other->tag != WK_V_TENSOR || wk_tensor_dtype(b) != WK_BOOL || !wk_tensor_is_contiguous(b) ||
-        !cpu_same_shape(a, b))
+    if (op != WK_BOP_mul || other->tag != WK_V_TENSOR || wk_tensor_dtype(b) != WK_BOOL || !cpu_same_dense_layout(a, b))
       return 0;
     j.m = wk_tensor_data(b);
     fn = fast_mask_range;
     rt = WK_F32;
   }
-  wk_tensor *r = cpu_empty(wk_tensor_sizes(a), wk_tensor_dim(a), rt);
+  wk_tensor *r = cpu_empty_like_format(wk_tensor_sizes(a), wk_tensor_dim(a), rt, &a, 1);
   if (!r) return -1;
   j.o = wk_tensor_data(r);
   if (n < WK_ITER_GRAIN)
@@ -390,11 +395,10 @@ static int inplace_f32(const wk_binary_variant *info, const wk_value *args, wk_v
   if (info->mode != CPU_INPLACE || info->scalar || (op != WK_BOP_add && op != WK_BOP_mul)) return 0;
   if (args[1].tag != WK_V_TENSOR) return 0;
   wk_tensor *a = args[0].u.t, *b = args[1].u.t;
-  if (wk_tensor_dtype(a) != WK_F32 || wk_tensor_dtype(b) != WK_F32 || !wk_tensor_is_contiguous(a) ||
-      !wk_tensor_is_contiguous(b))
-    return 0;
+  if (wk_tensor_dtype(a) != WK_F32 || wk_tensor_dtype(b) != WK_F32) return 0;
   int64_t n = wk_tensor_numel(a), nb = wk_tensor_numel(b);
-  if (nb == 1 ? wk_tensor_dim(b) > wk_tensor_dim(a) : !cpu_same_shape(a, b)) return 0;
+  /* a flat loop: both row-major, or both channels_last alike */
+  if (nb == 1 ? wk_tensor_dim(b) > wk_tensor_dim(a) || !dense_any(a) : !cpu_same_dense_layout(a, b)) return 0;
   float *o = wk_tensor_data(a);
   const float *y = wk_tensor_data(b);
   if (n > 0 && !(nb == 1 ? (y < o || y >= o + n) : cpu_simd_disjoint(o, y, n))) return 0;

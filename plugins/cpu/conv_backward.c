@@ -602,6 +602,8 @@ static void grad_hw(wk_tensor *go, int64_t o[2]) {
 static wk_status k_max_pool2d_backward(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
   const char *op = "max_pool2d_with_indices_backward";
   wk_tensor *go = WK_ARG_T(0), *self = WK_ARG_T(1), *indices = WK_ARG_T(7);
+  int nhwc = cpu_maxpool_nhwc_backward(go, self, indices, outs); /* channels_last f32: pool_nhwc.c */
+  if (nhwc) return nhwc < 0 ? wk_last_error() : WK_OK;
   int64_t o[2];
   grad_hw(go, o);
   wk_tensor *ind = cpu_prep(indices, WK_I64);

@@ -112,4 +112,20 @@ static inline void cpu_copy_elem(char *d, const char *s, size_t es) {
  * the op's meta function has already checked. */
 CPU_HIDDEN void cpu_pool_params(const wk_value *kv, int64_t k[2], int64_t s[2], int64_t p[2]);
 
+/* cpu_empty in the memory format elementwise results take (PyTorch's rule):
+ * channels_last when the first of ts[0..n) (NULLs skipped) that has the
+ * result's sizes is channels-last, else row-major (common.c). */
+CPU_HIDDEN wk_tensor *cpu_empty_like_format(const int64_t *sizes, int ndim, wk_dtype dt, wk_tensor *const *ts, int n);
+/* True when a and b have one shape and one dense layout (both row-major, or
+ * both channels_last with the same strides): their elements pair up in memory
+ * order, so a flat loop over wk_tensor_numel elements computes them. */
+CPU_HIDDEN bool cpu_same_dense_layout(const wk_tensor *a, const wk_tensor *b);
+/* max_pool2d_with_indices (kernel k, stride s, padding p, dilation d, output
+ * [oh, ow] = o) and its backward on channels_last f32 input, with
+ * channels-last results (pool_nhwc.c): 0 when the call is not that case, 1
+ * with outs set, -1 with an error recorded. */
+CPU_HIDDEN int cpu_maxpool_nhwc(wk_tensor *x, const int64_t k[2], const int64_t s[2], const int64_t p[2],
+                                const int64_t d[2], const int64_t o[2], wk_value *outs);
+CPU_HIDDEN int cpu_maxpool_nhwc_backward(wk_tensor *go, wk_tensor *self, wk_tensor *indices, wk_value *outs);
+
 #endif

@@ -301,22 +301,28 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (weight) s = wk_tensor_to_f64(weight, w, C);
   if (!s && bias) s = wk_tensor_to_f64(bias, bb, C);
   if (s) goto fail;
-  if (!(x = cpu_prep(input, cd)) || !(y = cpu_empty(sz, nd, cd))) goto fail_err;
+  /* channels_last f32 (NHWC rows of C values): the S < 16 path's rows, one
+   * per pixel (S = 1, K = C), in place; the result is channels-last too */
+  bool nhwc = dt == WK_F32 && nd == 4 && wk_suggest_memory_format(input) == WK_CHANNELS_LAST;
+  if (nhwc ? !(x = wk_retain(input)) || !(y = wk_empty_format(sz, nd, (wk_options){.dtype = cd}, WK_CHANNELS_LAST))
+           : !(x = cpu_prep(input, cd)) || !(y = cpu_empty(sz, nd, cd)))
+    goto fail_err;
   bn_job j = {wk_tensor_data(x), wk_tensor_data(y), N, C, S, mean, var, scale, shift};
   bns_job sj = {0};
-  if (cd == WK_F32 && S < 16) {
-    int64_t K = C * S;
+  if (cd == WK_F32 && (S < 16 || nhwc)) {
+    int64_t rows = nhwc ? N * S : N, cs = nhwc ? 1 : S; /* rows of K = C * cs values */
+    int64_t K = C * cs;
     sbuf = wk_malloc(sizeof(double) * (size_t)(2 * K) + sizeof(float) * (size_t)(3 * K));
     if (!sbuf) {
       s = wk_error(WK_ERR_NO_MEMORY, "batch_norm(): out of memory");
       goto fail;
     }
     float *pf = (float *)((double *)sbuf + 2 * K);
-    sj = (bns_job){wk_tensor_data(x), wk_tensor_data(y), N, S, K, S * (256 / S), mean, var, (double *)sbuf,
+    sj = (bns_job){wk_tensor_data(x), wk_tensor_data(y), rows, cs, K, cs * (256 / cs), mean, var, (double *)sbuf,
                    (double *)sbuf + K, pf, pf + K, pf + 2 * K};
   }
   if (training && sj.x) {
-    cpu_par((sj.K + sj.KB - 1) / sj.KB, N * sj.KB * 2, bns_stats, &sj);
+    cpu_par((sj.K + sj.KB - 1) / sj.KB, sj.N * sj.KB * 2, bns_stats, &sj);
   } else if (training) {
     cpu_par(C, N * S, cd == WK_F64 ? bn_stats_f64 : bn_stats_f32, &j);
   } else {
@@ -331,11 +337,11 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (sj.x) {
     float *pm = (float *)sj.pm, *pa = (float *)sj.pa, *psh = (float *)sj.psh;
     for (int64_t k = 0; k < sj.K; k++) { /* the values bn_apply_f32 uses */
-      pm[k] = (float)mean[k / S];
-      pa[k] = (float)scale[k / S];
-      psh[k] = (float)shift[k / S];
+      pm[k] = (float)mean[k / sj.S];
+      pa[k] = (float)scale[k / sj.S];
+      psh[k] = (float)shift[k / sj.S];
     }
-    cpu_par(N, sj.K, bns_apply, &sj);
+    cpu_par(sj.N, sj.K, bns_apply, &sj);
   } else {
     cpu_par(N * C, S, cd == WK_F64 ? bn_apply_f64 : bn_apply_f32, &j);
   }

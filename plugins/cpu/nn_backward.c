@@ -231,9 +231,18 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   if (s) goto fail;
   if (!train)
     for (int64_t c = 0; c < C; c++) invstd[c] = 1.0 / sqrt(invstd[c] + eps);
-  if (mask[0] && !(gi = cpu_empty(sz, nd, cd))) goto fail_err;
+  /* channels_last f32 (NHWC rows of C values): the S < 16 path's rows, one
+   * per pixel (S = 1, K = C); grad_output is brought to x's layout, and the
+   * input's gradient is channels-last too */
+  bool nhwc = dt == WK_F32 && wk_tensor_dtype(go) == WK_F32 && nd == 4 &&
+              wk_suggest_memory_format(input) == WK_CHANNELS_LAST;
+  if (mask[0] && !(gi = nhwc ? wk_empty_format(sz, nd, (wk_options){.dtype = cd}, WK_CHANNELS_LAST)
+                             : cpu_empty(sz, nd, cd)))
+    goto fail_err;
   if (wk_tensor_numel(input) > 0 && (mask[0] || mask[1] || mask[2])) {
-    if (!(x = cpu_prep(input, cd)) || !(g = cpu_prep(go, cd))) goto fail_err;
+    if (nhwc ? !(x = wk_retain(input)) || !(g = wk_contiguous_format(go, WK_CHANNELS_LAST))
+             : !(x = cpu_prep(input, cd)) || !(g = cpu_prep(go, cd)))
+      goto fail_err;
     bnb_job j = {wk_tensor_data(x),
                  wk_tensor_data(g),
                  gi ? wk_tensor_data(gi) : NULL,
@@ -246,22 +255,23 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
                  w,
                  sum_g,
                  dotp};
-    if (cd == WK_F32 && S < 16) { /* bnbs_job */
-      int64_t K = C * S;
+    if (cd == WK_F32 && (S < 16 || nhwc)) { /* bnbs_job */
+      int64_t rows = nhwc ? N * S : N, cs = nhwc ? 1 : S; /* rows of K = C * cs values */
+      int64_t K = C * cs;
       if (!(sbuf = wk_malloc(sizeof(double) * (size_t)(8 * K)))) {
         s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory", op);
         goto fail;
       }
       double *d = sbuf;
-      bnbs_job sj = {wk_tensor_data(x), wk_tensor_data(g), gi ? wk_tensor_data(gi) : NULL, N, S, K, S * (256 / S),
+      bnbs_job sj = {wk_tensor_data(x), wk_tensor_data(g), gi ? wk_tensor_data(gi) : NULL, rows, cs, K, cs * (256 / cs),
                      mean, sum_g, dotp, d, d + K, d + 2 * K, {d + 3 * K, d + 4 * K, d + 5 * K, d + 6 * K, d + 7 * K},
                      train};
-      if (mask[1] || mask[2] || train) cpu_par((K + sj.KB - 1) / sj.KB, N * sj.KB * 2, bnbs_sums, &sj);
+      if (mask[1] || mask[2] || train) cpu_par((K + sj.KB - 1) / sj.KB, rows * sj.KB * 2, bnbs_sums, &sj);
       if (gi) {
         const double cnt = (double)(N * S);
         double *pm = d + 3 * K, *pk = d + 4 * K, *pgm = d + 5 * K, *pis = d + 6 * K, *pw = d + 7 * K;
         for (int64_t k = 0; k < K; k++) { /* the values bnb_input_f32 uses */
-          int64_t c = k / S;
+          int64_t c = k / cs;
           double is = invstd[c];
           pis[k] = is;
           pw[k] = w[c];
@@ -271,7 +281,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
             pgm[k] = sum_g[c] / cnt;
           }
         }
-        cpu_par(N, 2 * K, bnbs_input, &sj);
+        cpu_par(rows, 2 * K, bnbs_input, &sj);
       }
     } else {
       if (mask[1] || mask[2] || train) cpu_par(C, N * S, cd == WK_F64 ? bnb_sums_f64 : bnb_sums_f32, &j);

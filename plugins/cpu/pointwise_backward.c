@@ -48,7 +48,7 @@ static wk_status k_gelu_backward(const wk_kernel_ctx *ctx, const wk_value *args,
   int64_t shape[WK_MAX_DIMS];
   int nd = 0;
   wk_status s = gc && xc ? wk_broadcast_shapes("gelu_backward()", pair, 2, shape, &nd) : wk_last_error();
-  if (!s && !(res = cpu_empty(shape, nd, cd))) s = wk_last_error();
+  if (!s && !(res = cpu_empty_like_format(shape, nd, cd, pair, 2))) s = wk_last_error(); /* channels_last stays */
   if (!s) {
     wk_tensor *ops[3] = {res, gc, xc};
     wk_iter it;
@@ -159,7 +159,7 @@ static wk_status k_pointwise_backward(const wk_kernel_ctx *ctx, const wk_value *
   char what[64];
   snprintf(what, sizeof what, "%s()", op);
   wk_status s = gc && xc ? wk_broadcast_shapes(what, pair, 2, shape, &nd) : wk_last_error();
-  if (!s && !(res = cpu_empty(shape, nd, cd))) s = wk_last_error();
+  if (!s && !(res = cpu_empty_like_format(shape, nd, cd, pair, 2))) s = wk_last_error(); /* channels_last stays */
   if (!s) {
     wk_tensor *ops[3] = {res, gc, xc};
     wk_iter it;

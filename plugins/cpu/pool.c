@@ -369,6 +369,8 @@ static wk_status k_max_pool2d(const wk_kernel_ctx *ctx, const wk_value *args, wk
   cpu_pool_params(&args[1], k, s, p);
   d[0] = args[4].u.ints[0];
   d[1] = args[4].u.ints[1];
+  int nhwc = cpu_maxpool_nhwc(input, k, s, p, d, o, outs); /* channels_last f32: pool_nhwc.c */
+  if (nhwc) return nhwc < 0 ? wk_last_error() : WK_OK;
   wk_dtype dt = wk_tensor_dtype(input);
   wk_dtype cd = wk_compute_dtype(dt);
   wk_tensor *x = wk_kernel_cast(input, cd);

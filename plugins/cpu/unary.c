@@ -255,7 +255,7 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   bool fresh = x != self; /* x is a private converted copy */
   bool direct = false;
   if (info->mode != CPU_FUNCTIONAL && wk_tensor_dtype(target) == od && od == rt && cpu_same_shape(target, x) &&
-      wk_tensor_is_contiguous(target) &&
+      (wk_tensor_is_contiguous(target) || wk_suggest_memory_format(target) == WK_CHANNELS_LAST) &&
       (!wk_tensor_same_storage(target, x) ||
        (wk_tensor_data(target) == wk_tensor_data(x) && same_strides(target, x)))) {
     dst = wk_retain(target); /* write the result in place: no temporary, no copy */
@@ -263,7 +263,7 @@ static wk_status k_unary(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
   } else if (fresh && !pred && wk_tensor_is_contiguous(x)) {
     dst = wk_retain(x);
   } else {
-    dst = cpu_empty(wk_tensor_sizes(self), wk_tensor_dim(self), od);
+    dst = cpu_empty_like_format(wk_tensor_sizes(self), wk_tensor_dim(self), od, &self, 1); /* self's format */
   }
   if (!dst) {
     wk_release(x);

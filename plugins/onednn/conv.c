@@ -12,6 +12,7 @@ typedef struct {
   int64_t N, C, H, W, O, G, kh, kw, oh, ow;
   int64_t st[2], pl[2], pr[2], dl[2];
   int32_t dt, bias;
+  int32_t nhwc, pad_; /* channels_last: activations in NHWC (acdb), no reorder (nhwc.c) */
 } conv_geo;
 
 /* Fills g from input x, weight w, (stride, padding, dilation, groups) at pv[0..3]
@@ -65,8 +66,13 @@ static void conv_descs_init(const conv_geo *g, conv_descs *d) {
   dnnl_data_type_t dt = (dnnl_data_type_t)g->dt;
   int64_t xs[4] = {g->N, g->C, g->H, g->W}, ys[4] = {g->N, g->O, g->oh, g->ow};
   int64_t w4[4] = {g->O, g->C / g->G, g->kh, g->kw}, w5[5] = {g->G, g->O / g->G, g->C / g->G, g->kh, g->kw};
-  md_any(&d->src, 4, xs, dt);
-  md_any(&d->dst, 4, ys, dt);
+  if (g->nhwc) {
+    odn_md_nhwc(&d->src, xs, dt);
+    odn_md_nhwc(&d->dst, ys, dt);
+  } else {
+    md_any(&d->src, 4, xs, dt);
+    md_any(&d->dst, 4, ys, dt);
+  }
   if (g->G > 1)
     md_any(&d->wei, 5, w5, dt);
   else
@@ -170,6 +176,11 @@ static odn_entry *get_prim(int kind, const conv_geo *g) {
 static void plain_act(dnnl_memory_desc_t *md, const wk_tensor *t, int64_t N, int64_t C, int64_t H, int64_t W,
                       dnnl_data_type_t dt) {
   int nd = wk_tensor_dim(t);
+  if (nd == 4 && wk_is_contiguous_format(t, WK_CHANNELS_LAST)) { /* by tag: size-1 dims' strides do not matter */
+    int64_t dims[4] = {N, C, H, W};
+    odn_md_nhwc(md, dims, dt);
+    return;
+  }
   const int64_t *s = wk_tensor_strides(t);
   int64_t dims[4] = {N, C, H, W};
   int64_t st[4] = {nd == 4 ? s[0] : C * H * W, s[nd - 3], s[nd - 2], s[nd - 1]};
@@ -208,11 +219,12 @@ static wk_status k_conv2d(const wk_kernel_ctx *ctx, const wk_value *args, wk_val
                     op);
   g.bias = b != NULL;
   int xd = wk_tensor_dim(x);
-  wk_tensor *y = wk_meta_empty(ctx, 0);
+  g.nhwc = odn_conv_nhwc(x, w);
+  wk_tensor *y = g.nhwc ? odn_meta_empty_nhwc(ctx, 0) : wk_meta_empty(ctx, 0);
   if (!y) return wk_last_error();
   int64_t ty, tx;
   if (xd == 4 && odn_conv_point(g.H, g.W, g.oh, g.ow, g.G, g.pl, g.dl, g.kh, g.kw, &ty, &tx) &&
-      odn_conv_point_supported(x, NULL)) {
+      odn_conv_point_supported(x, NULL) && wk_tensor_is_contiguous(y)) {
     wk_status s = odn_conv_point_fwd(op, x, w, b, ty, tx, (dnnl_data_type_t)g.dt, y);
     if (s) {
       wk_release(y);
@@ -285,9 +297,10 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   wk_status s = WK_OK;
   dnnl_memory_desc_t hx, hw, hgo, hgi, hgw, hgb;
   int64_t ty, tx;
+  g.nhwc = odn_conv_nhwc(x, w);
   if (wk_tensor_dim(x) == 4 && odn_conv_point(g.H, g.W, g.oh, g.ow, g.G, g.pl, g.dl, g.kh, g.kw, &ty, &tx) &&
       odn_conv_point_supported(x, go)) {
-    if ((mask[0] && !(gi = wk_meta_empty(ctx, 0))) || (mask[1] && !(gw = wk_meta_empty(ctx, 1))) ||
+    if ((mask[0] && !(gi = wk_meta_empty(ctx, 0))) || (mask[1] && !(gw = odn_meta_empty_like_format(ctx, 1, w))) ||
         (mask[2] && !(gb = wk_meta_empty(ctx, 2))))
       goto fail;
     if ((s = odn_conv_point_bwd(op, go, x, w, ty, tx, dt, gi, gw, gb))) goto fail;
@@ -316,7 +329,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
     go_data = go_tmp;
   }
   if (mask[0]) {
-    if (!(gi = wk_meta_empty(ctx, 0))) goto fail;
+    if (!(gi = g.nhwc ? odn_meta_empty_nhwc(ctx, 0) : wk_meta_empty(ctx, 0))) goto fail;
     const odn_prim *p = odn_entry_val(ed);
     plain_act(&hgi, gi, g.N, g.C, g.H, g.W, dt);
     plain_wei(&hw, w, &g);
@@ -332,7 +345,7 @@ static wk_status k_conv2d_backward(const wk_kernel_ctx *ctx, const wk_value *arg
   }
   if (ew) {
     /* weights' gradient is computed even when only the bias' is asked for */
-    wk_tensor *gwt = wk_meta_empty(ctx, 1);
+    wk_tensor *gwt = odn_meta_empty_like_format(ctx, 1, w); /* the weight's format (channels_last weights) */
     if (!gwt || (mask[2] && !(gb = wk_meta_empty(ctx, 2)))) {
       wk_release(gwt);
       goto fail;

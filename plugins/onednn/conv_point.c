@@ -166,13 +166,15 @@ wk_status odn_conv_point_bwd(const char *op, const wk_tensor *go, const wk_tenso
     s = pmm(op, dt, O, N, K, wk_tensor_data(go), sgot, wk_tensor_data(x), sx, NULL, t);
     if (!s) {
       const int64_t kh = wk_tensor_size(w, 2), kw = wk_tensor_size(w, 3);
-      char *g = wk_tensor_data(gw); /* contiguous [O, C, kh, kw], fresh */
+      char *g = wk_tensor_data(gw); /* fresh and dense [O, C, kh, kw]: row-major or channels_last */
+      const int64_t *gs = wk_tensor_strides(gw);
       memset(g, 0, (size_t)(O * C * kh * kw) * es);
       const char *src = t;
-      for (int64_t oc = 0; oc < O * C; oc++)
-        for (int64_t y = 0; y < H; y++)
-          for (int64_t xx = 0; xx < W; xx++, src += es)
-            memcpy(g + (oc * kh * kw + (ty + y) * kw + tx + xx) * (int64_t)es, src, es);
+      for (int64_t o = 0; o < O; o++)
+        for (int64_t c = 0; c < C; c++)
+          for (int64_t y = 0; y < H; y++)
+            for (int64_t xx = 0; xx < W; xx++, src += es)
+              memcpy(g + (o * gs[0] + c * gs[1] + (ty + y) * gs[2] + (tx + xx) * gs[3]) * (int64_t)es, src, es);
     }
     odn_free(t);
     if (s) return s;

@@ -6,7 +6,7 @@ plugins_LTLIBRARIES += plugins/onednn/onednn.la
 plugins_onednn_onednn_la_SOURCES = plugins/onednn/onednn.h plugins/onednn/plugin.c plugins/onednn/cache.c \
 	plugins/onednn/mem.c plugins/onednn/conv.c plugins/onednn/conv_point.h plugins/onednn/conv_point.c plugins/onednn/norm.c plugins/onednn/pool.c \
 	plugins/onednn/eltwise.c plugins/onednn/softmax.c plugins/onednn/matmul.c \
-	plugins/onednn/wcache.c plugins/onednn/qconv.c plugins/onednn/conv_wgrad.c
+	plugins/onednn/wcache.c plugins/onednn/qconv.c plugins/onednn/conv_wgrad.c plugins/onednn/nhwc.c
 plugins_onednn_onednn_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 plugins_onednn_onednn_la_LIBADD = -ldl -lpthread -lm
 plugins_onednn_onednn_la_LDFLAGS = $(PLUGIN_LDFLAGS)

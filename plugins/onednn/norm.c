@@ -94,13 +94,30 @@ typedef struct {
   int32_t kind, global; /* kind: 1 forward, 2 backward */
   int64_t N, C, S;
   float eps;
-  int32_t pad;
+  int32_t nhwc; /* channels_last x: [N, S, C] in memory (nhwc.c) */
 } bn_key;
 
 static void bn_mds(const bn_key *k, dnnl_memory_desc_t *data, dnnl_memory_desc_t *stat) {
   int64_t d[4] = {k->N, k->C, k->S, 1};
-  md_plain(data, 4, d);
+  if (k->nhwc)
+    odn_md_nhwc(data, d, dnnl_f32);
+  else
+    md_plain(data, 4, d);
   md_plain(stat, 1, &k->C);
+}
+
+/* A batch_norm operand's own layout, as bn_mds would describe it. */
+static void bn_md_of(const bn_key *k, const wk_tensor *t, dnnl_memory_desc_t *md) {
+  bn_key o = *k;
+  o.nhwc = odn_is_nhwc(t);
+  dnnl_memory_desc_t stat;
+  bn_mds(&o, md, &stat);
+}
+
+/* f32 cpu data batch_norm runs in place: row-major, or channels_last (4-D). */
+static bool bn_dense(const wk_tensor *t) {
+  return odn_dense(t, false) || (odn_is_nhwc(t) && wk_tensor_dtype(t) == WK_F32 &&
+                                 wk_tensor_device(t).type == WK_DEVICE_CPU && wk_tensor_numel(t) > 0);
 }
 
 static unsigned bn_flags(const bn_key *k) {
@@ -134,7 +151,7 @@ static odn_prim *bn_make(void *v) {
 
 static bool bn_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   wk_tensor *x = WK_ARG_T(0);
-  if (!odn_usable() || !odn_dense(x, false) || wk_tensor_dim(x) < 2) return false;
+  if (!odn_usable() || !bn_dense(x) || wk_tensor_dim(x) < 2) return false;
   int64_t C = wk_tensor_size(x, 1); /* user errors are the meta function's */
   for (int i = 1; i <= 4; i++)
     if (!param_ok(WK_ARG_OPT_T(i), C)) return false;
@@ -150,6 +167,7 @@ static void bn_key_of(bn_key *k, int kind, bool global, wk_tensor *x, double eps
   k->C = wk_tensor_size(x, 1);
   k->S = wk_tensor_numel(x) / (k->N * k->C);
   k->eps = (float)eps;
+  k->nhwc = odn_is_nhwc(x);
 }
 
 static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs) {
@@ -164,7 +182,7 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   /* training too normalises with given statistics: the kernel computes them (in double) */
   bn_key_of(&k, 1, true, x, eps);
   int64_t C = k.C;
-  wk_tensor *y = wk_meta_empty(ctx, 0), *sm = wk_meta_empty(ctx, 1), *si = wk_meta_empty(ctx, 2);
+  wk_tensor *y = odn_meta_empty_like_format(ctx, 0, x), *sm = wk_meta_empty(ctx, 1), *si = wk_meta_empty(ctx, 2);
   void *t1 = NULL, *t2 = NULL, *t3 = NULL, *t4 = NULL, *var = NULL;
   odn_entry *e = NULL;
   wk_status s = WK_OK;
@@ -177,8 +195,12 @@ static wk_status k_batch_norm(const wk_kernel_ctx *ctx, const wk_value *args, wk
   if (train) {
     if (!(var = odn_alloc(sizeof(float) * (size_t)C)) || !(dstat = odn_alloc(sizeof(double) * (size_t)(2 * C))))
       goto fail;
-    stats_job sj = {wk_tensor_data(x), k.N, C, k.S, dstat, dstat + C};
-    wk_parallel_for(0, C, 1, stats_range, &sj);
+    if (k.nhwc) {
+      odn_nhwc_stats(wk_tensor_data(x), k.N * k.S, C, dstat, dstat + C);
+    } else {
+      stats_job sj = {wk_tensor_data(x), k.N, C, k.S, dstat, dstat + C};
+      wk_parallel_for(0, C, 1, stats_range, &sj);
+    }
     float *mf = wk_tensor_data(sm), *vf = var;
     for (int64_t c = 0; c < C; c++) {
       mf[c] = (float)dstat[c];
@@ -232,7 +254,7 @@ fail:
 
 static bool bnb_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   wk_tensor *go = WK_ARG_T(0), *x = WK_ARG_T(1);
-  if (!odn_usable() || !odn_dense(x, false) || !odn_dense(go, false) || wk_tensor_dim(x) < 2) return false;
+  if (!odn_usable() || !bn_dense(x) || !bn_dense(go) || wk_tensor_dim(x) < 2) return false;
   if (wk_tensor_dim(go) != wk_tensor_dim(x) || args[9].tag != WK_V_INTS || args[9].len != 3) return false;
   for (int d = 0; d < wk_tensor_dim(x); d++)
     if (wk_tensor_size(go, d) != wk_tensor_size(x, d)) return false;
@@ -257,7 +279,7 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   bn_key_of(&k, 2, !train, x, 0);
   int64_t C = k.C;
   wk_options o = {.dtype = WK_F32};
-  wk_tensor *gi = wk_empty(wk_tensor_sizes(x), wk_tensor_dim(x), o);
+  wk_tensor *gi = wk_empty_format(wk_tensor_sizes(x), wk_tensor_dim(x), o, k.nhwc ? WK_CHANNELS_LAST : WK_CONTIGUOUS_FORMAT);
   wk_tensor *gw = wk_empty(&C, 1, o), *gb = wk_empty(&C, 1, o);
   void *t1 = NULL, *t2 = NULL, *t3 = NULL, *var = NULL;
   odn_entry *e = NULL;
@@ -271,8 +293,10 @@ static wk_status k_batch_norm_backward(const wk_kernel_ctx *ctx, const wk_value 
   const odn_prim *p = odn_entry_val(e);
   dnnl_memory_desc_t data, stat;
   bn_mds(&k, &data, &stat);
+  dnnl_memory_desc_t go_md; /* grad_output in its own layout, reordered to x's when they differ */
+  bn_md_of(&k, go, &go_md);
   odn_arg a[7] = {{DNNL_ARG_SRC, NULL, &data, wk_tensor_data(x), false},
-                  {DNNL_ARG_DIFF_DST, NULL, &data, wk_tensor_data(go), false},
+                  {DNNL_ARG_DIFF_DST, &data, &go_md, wk_tensor_data(go), false},
                   {DNNL_ARG_MEAN, NULL, &stat, md, false},
                   {DNNL_ARG_VARIANCE, NULL, &stat, var, false},
                   {DNNL_ARG_SCALE, NULL, &stat, scale, false},

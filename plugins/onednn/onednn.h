@@ -152,4 +152,18 @@ wk_status odn_register_softmax(void);
 wk_status odn_register_matmul(void);
 wk_status odn_register_quantized(void); /* qconv.c: int8 quantized_conv2d / quantized_linear */
 
+/* ---- nhwc.c: channels_last (WK_CHANNELS_LAST) activations -------------------------------- */
+/* The nhwc-tagged (acdb) descriptor of a logical [N, C, H, W] tensor. */
+void odn_md_nhwc(dnnl_memory_desc_t *md, const int64_t dims[4], dnnl_data_type_t dt);
+/* True when t is 4-D and channels-last (and not also row-major: wk_suggest_memory_format). */
+bool odn_is_nhwc(const wk_tensor *t);
+/* True when a convolution of x with w runs NHWC: x or w channels-last (PyTorch's rule). */
+bool odn_conv_nhwc(const wk_tensor *x, const wk_tensor *w);
+/* Result i as the meta function decided, but channels-last when it is 4-D. */
+wk_tensor *odn_meta_empty_nhwc(const wk_kernel_ctx *ctx, int i);
+/* Result i in like's format (channels-last when like is). */
+wk_tensor *odn_meta_empty_like_format(const wk_kernel_ctx *ctx, int i, const wk_tensor *like);
+/* Per-channel mean and biased variance (double) of rows x C values stored row after row. */
+void odn_nhwc_stats(const float *x, int64_t rows, int64_t C, double *mean, double *var);
+
 #endif

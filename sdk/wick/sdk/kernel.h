@@ -222,11 +222,25 @@ static inline wk_status wk_iter_init(wk_iter *it, const char *op, wk_tensor *con
     }
     it->data[k] = (char *)wk_tensor_data(ts[k]);
   }
+  /* Walk the dims in the output's memory order, outermost first (as
+   * PyTorch's TensorIterator does): a channels_last output (NHWC strides on
+   * NCHW sizes) with operands of its own layout then runs as one dense
+   * loop. A row-major output keeps the plain order. */
+  int perm[WK_MAX_DIMS];
+  for (int d = 0; d < nd; d++) {
+    int j = d;
+    while (j > 0 && st[0][perm[j - 1]] < st[0][d]) { /* stable: equal strides keep their order */
+      perm[j] = perm[j - 1];
+      j--;
+    }
+    perm[j] = d;
+  }
   /* Drop size-1 dims and merge neighbours that are contiguous for every operand. */
   int64_t cs[WK_MAX_DIMS];
   int cn = 0;
   it->numel = 1;
-  for (int d = 0; d < nd; d++) {
+  for (int pd = 0; pd < nd; pd++) {
+    int d = perm[pd];
     it->numel *= shape[d];
     if (shape[d] == 1) continue;
     if (cn > 0) {
