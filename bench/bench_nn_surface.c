@@ -69,9 +69,9 @@ int main(int argc, char **argv) {
   BENCH("pairwise_distance", wkx_pairwise_distance(x, y, 2, 1e-6, false));
   BENCH("cdist_500x500x64", wkx_cdist(c1, c2, 2, NULL));
   /* nn: [8, 32, 64, 64] images, [16, 64, 1024] sequences, [4, 8, 16, 32, 32] volumes (1M elements each) */
-  BENCH("interpolate_nearest_x2", wkx_interpolate(im, sz, 2, NULL, 0, "nearest", NULL, NULL));
-  BENCH("interpolate_bilinear_x2", wkx_interpolate(im, sz, 2, NULL, 0, "bilinear", (const bool[]){false}, NULL));
-  BENCH("interpolate_bicubic_x2", wkx_interpolate(im, sz, 2, NULL, 0, "bicubic", (const bool[]){false}, NULL));
+  BENCH("interpolate_nearest_x2", wkx_interpolate(im, sz, 2, NULL, 0, "nearest", NULL, NULL, false));
+  BENCH("interpolate_bilinear_x2", wkx_interpolate(im, sz, 2, NULL, 0, "bilinear", (const bool[]){false}, NULL, false));
+  BENCH("interpolate_bicubic_x2", wkx_interpolate(im, sz, 2, NULL, 0, "bicubic", (const bool[]){false}, NULL, false));
   BENCH("conv1d_64to64_k3", wkx_conv1d(sq, k1, NULL, &one, 1, &one, 1, &one, 1, 1));
   BENCH("conv3d_8to8_k3", wkx_conv3d(vo, k3, NULL, &one, 1, &one, 1, &one, 1, 1));
   BENCH("conv_transpose2d_32to16_s2", wkx_conv_transpose2d(im, kt, NULL, &two, 1, &one, 1, &one, 1, 1, &one, 1));

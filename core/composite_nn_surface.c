@@ -445,11 +445,63 @@ static wk_tensor *taps_max(wk_tensor *v, wk_tensor **ix, int dim, const taps *tp
 WK__DEF_SRC(float, f)
 WK__DEF_SRC(double, d)
 
+/* Antialiased bilinear / bicubic taps (ATen's _compute_indices_weights_aa, in T): a filter (triangle, or cubic
+ * with a = -0.5) stretched by the scale when downsampling, over the input positions within its support around
+ * the output's centre, normalised to sum 1; K = 2 ceil(support) + 1 slots, the unused ones weight 0. */
+#define WK__DEF_AA(T, SUF)                                                                       \
+  static T aa_filter_##SUF(T x, bool cubic) {                                                   \
+    x = x < 0 ? -x : x;                                                                          \
+    if (!cubic) return x < 1 ? 1 - x : 0;                                                        \
+    const T a = (T)-0.5;                                                                         \
+    if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;                                       \
+    if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;                                           \
+    return 0;                                                                                    \
+  }                                                                                              \
+  static int64_t aa_size_##SUF(int64_t in, int64_t out, bool align, bool has, double s, bool cubic) { \
+    T scale = area_scale_##SUF(in, out, align, has, s), half = cubic ? 2 : 1;                   \
+    T support = scale >= 1 ? half * scale : half;                                                \
+    return (int64_t)ceilf((float)support) * 2 + 1;                                               \
+  }                                                                                              \
+  static void aa_tap_##SUF(int64_t in, int64_t out, int64_t o, bool align, bool has, double s, bool cubic, \
+                           int64_t K, int64_t *idx, double *w) {                                 \
+    T scale = area_scale_##SUF(in, out, align, has, s), half = cubic ? 2 : 1;                   \
+    T support = scale >= 1 ? half * scale : half, center = scale * ((T)o + (T)0.5);             \
+    T invscale = scale >= 1 ? (T)1 / scale : (T)1, total = 0;                                    \
+    int64_t xmin = (int64_t)(center - support + (T)0.5), xmax = (int64_t)(center + support + (T)0.5); \
+    if (xmin < 0) xmin = 0;                                                                      \
+    int64_t xsize = (xmax < in ? xmax : in) - xmin;                                              \
+    if (xsize > K) xsize = K;                                                                    \
+    for (int64_t j = 0; j < xsize; j++)                                                          \
+      total += aa_filter_##SUF(((T)(j + xmin) - center + (T)0.5) * invscale, cubic);            \
+    for (int64_t j = 0; j < K; j++) {                                                            \
+      bool on = j < xsize;                                                                       \
+      T v = on ? aa_filter_##SUF(((T)(j + xmin) - center + (T)0.5) * invscale, cubic) : 0;      \
+      idx[j] = on ? xmin + j : (xmin < in ? xmin : in - 1);                                      \
+      w[j] = (double)(on && total != 0 ? v / total : on ? v : 0);                                \
+    }                                                                                            \
+  }
+WK__DEF_AA(float, f)
+WK__DEF_AA(double, d)
+
 enum { IM_NEAREST, IM_NEAREST_EXACT, IM_LINEAR, IM_CUBIC, IM_AREA };
 
-/* One spatial dim's taps of interpolate (in -> out; scale s when has; align_corners). */
-static bool interp_taps(taps *tp, int mode, int64_t in, int64_t out, bool align, bool has, double s, bool dbl) {
+/* One spatial dim's taps of interpolate (in -> out; scale s when has; align_corners; antialias for the linear and
+ * cubic modes). */
+static bool interp_taps(taps *tp, int mode, int64_t in, int64_t out, bool align, bool has, double s, bool dbl,
+                        bool aa) {
   int64_t K = mode == IM_LINEAR ? 2 : mode == IM_CUBIC ? 4 : 1;
+  if (aa && (mode == IM_LINEAR || mode == IM_CUBIC)) {
+    bool cubic = mode == IM_CUBIC;
+    K = dbl ? aa_size_d(in, out, align, has, s, cubic) : aa_size_f(in, out, align, has, s, cubic);
+    if (!taps_alloc(tp, out, K)) return false;
+    for (int64_t o = 0; o < out; o++) {
+      if (dbl)
+        aa_tap_d(in, out, o, align, has, s, cubic, K, tp->idx + o * K, tp->w + o * K);
+      else
+        aa_tap_f(in, out, o, align, has, s, cubic, K, tp->idx + o * K, tp->w + o * K);
+    }
+    return true;
+  }
   if (mode == IM_AREA)
     for (int64_t o = 0; o < out; o++) {
       int64_t st = (o * in) / out, en = ((o + 1) * in - 1) / out + 1;
@@ -511,6 +563,7 @@ static wk_status k_interpolate(const wk_kernel_ctx *c, const wk_value *args, wk_
                                            : IM_LINEAR;
   bool align = args[4].tag == WK_V_BOOL && args[4].u.b;
   bool use_scale = args[2].tag == WK_V_FLOATS && !(args[5].tag == WK_V_BOOL && args[5].u.b);
+  bool aa = args[6].tag == WK_V_BOOL && args[6].u.b;
   wk_dtype dt = c->meta[0].dtype, cd = dt == WK_F64 ? WK_F64 : WK_F32;
   BEGIN_K;
   wk_tensor *x = T(0);
@@ -520,7 +573,7 @@ static wk_status k_interpolate(const wk_kernel_ctx *c, const wk_value *args, wk_
     int d = 2 + i;
     double s = use_scale ? args[2].u.floats[args[2].len == 1 ? 0 : i] : 0;
     taps tp = {0};
-    if (!interp_taps(&tp, mode, x->sizes[d], c->meta[0].sizes[d], align, use_scale, s, dt == WK_F64)) return FAIL_K();
+    if (!interp_taps(&tp, mode, x->sizes[d], c->meta[0].sizes[d], align, use_scale, s, dt == WK_F64, aa)) return FAIL_K();
     y = taps_sum(y, d, &tp, c->device);
     taps_free(&tp);
   }
@@ -567,6 +620,7 @@ static wk_status k_interpolate_backward(const wk_kernel_ctx *c, const wk_value *
                                            : IM_LINEAR;
   bool align = args[4].tag == WK_V_BOOL && args[4].u.b;
   bool use_scale = args[2].tag == WK_V_FLOATS && !(args[5].tag == WK_V_BOOL && args[5].u.b);
+  bool aa = args[6].tag == WK_V_BOOL && args[6].u.b;
   wk_dtype dt = c->meta[0].dtype, cd = dt == WK_F64 ? WK_F64 : WK_F32;
   BEGIN_K;
   wk_tensor *g = wk_to_dtype(T(0), cd);
@@ -576,7 +630,7 @@ static wk_status k_interpolate_backward(const wk_kernel_ctx *c, const wk_value *
     int d = 2 + i;
     double s = use_scale ? args[2].u.floats[args[2].len == 1 ? 0 : i] : 0;
     taps tp = {0};
-    if (!interp_taps(&tp, mode, is[d], T(0)->sizes[d], align, use_scale, s, dt == WK_F64)) return FAIL_K();
+    if (!interp_taps(&tp, mode, is[d], T(0)->sizes[d], align, use_scale, s, dt == WK_F64, aa)) return FAIL_K();
     g = taps_sum_t(g, d, is[d], &tp, c->device);
     taps_free(&tp);
   }
@@ -623,7 +677,7 @@ static bool max_taps(taps *tp, int64_t in, int64_t out, const pool_dim *g) {
 
 /* adaptive max taps: [start, end) of each output, padded with its start. */
 static bool adaptive_taps(taps *tp, int64_t in, int64_t out) {
-  return interp_taps(tp, IM_AREA, in, out, false, false, 0, true);
+  return interp_taps(tp, IM_AREA, in, out, false, false, 0, true, false);
 }
 
 /* The pool parameters at args[ka..]: kernel_size, stride ([] = kernel), padding, then dilation at
@@ -668,7 +722,7 @@ static wk_status k_adaptive_avg_nd(const wk_kernel_ctx *c, const wk_value *args,
   for (int i = nsp - 1; i >= 0 && y; i--) {
     int d = x->ndim - nsp + i;
     taps tp = {0};
-    if (!interp_taps(&tp, IM_AREA, x->sizes[d], c->meta[0].sizes[d], false, false, 0, true)) return FAIL_K();
+    if (!interp_taps(&tp, IM_AREA, x->sizes[d], c->meta[0].sizes[d], false, false, 0, true, false)) return FAIL_K();
     y = taps_sum(y, d, &tp, c->device);
     taps_free(&tp);
   }

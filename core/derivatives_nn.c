@@ -531,17 +531,18 @@ static wk_status d_bce_logits(const wk__bctx *c, wk_tensor *const *gout, wk_tens
  * interpolate_backward (the taps transposed: ATen's upsample_*_backward); its own gradient (double backward) is
  * interpolate of the incoming gradient to the same output sizes. */
 static wk_status d_interpolate(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
-  BEGIN wk_value a[6] = {WK_VT(G(0)), WK_VINTS(N->in_sizes[N->k_of_arg[0]], N->in_ndim[N->k_of_arg[0]]), N->args[2], N->args[3], N->args[4], N->args[5]};
-  GIN(0, wk__call1("interpolate_backward", a, 6));
+  BEGIN wk_value a[7] = {WK_VT(G(0)), WK_VINTS(N->in_sizes[N->k_of_arg[0]], N->in_ndim[N->k_of_arg[0]]),
+                         N->args[2], N->args[3], N->args[4], N->args[5], N->args[6]};
+  GIN(0, wk__call1("interpolate_backward", a, 7));
   END
 }
 static wk_status d_interpolate_backward(const wk__bctx *c, wk_tensor *const *gout, wk_tensor **gin) {
   BEGIN bool use_scale = N->args[2].tag == WK_V_FLOATS && !(N->args[5].tag == WK_V_BOOL && N->args[5].u.b);
   int nd = N->in_ndim[N->k_of_arg[0]];
   const int64_t *gs = N->in_sizes[N->k_of_arg[0]];
-  wk_value a[6] = {WK_VT(G(0)), use_scale ? WK_VNONE : WK_VINTS(gs + 2, nd - 2), use_scale ? N->args[2] : WK_VNONE,
-                   N->args[3], N->args[4], use_scale ? N->args[5] : WK_VNONE};
-  GIN(0, wk__call1("interpolate", a, 6));
+  wk_value a[7] = {WK_VT(G(0)), use_scale ? WK_VNONE : WK_VINTS(gs + 2, nd - 2), use_scale ? N->args[2] : WK_VNONE,
+                   N->args[3], N->args[4], use_scale ? N->args[5] : WK_VNONE, N->args[6]};
+  GIN(0, wk__call1("interpolate", a, 7));
   END
 }
 

@@ -353,7 +353,7 @@ static wk_status meta_cdist(wk_op *op, const wk_value *args, wk_meta_out *o) {
 
 /* ---- interpolate -------------------------------------------------------------------------------- */
 
-/* interpolate(input, size?, scale_factor?, mode, align_corners?, recompute_scale_factor?):
+/* interpolate(input, size?, scale_factor?, mode, align_corners?, recompute_scale_factor?, antialias):
  * functional.py's checks; output sizes = size, or floor(in * scale) (in double, as Python). */
 static wk_status meta_interpolate(wk_op *op, const wk_value *args, wk_meta_out *o) {
   wk_tensor *x = MT(0);
@@ -385,6 +385,8 @@ static wk_status meta_interpolate(wk_op *op, const wk_value *args, wk_meta_out *
   static const int need[7] = {0, 0, 1, 2, 2, 3, 0};
   if (need[mi] && need[mi] != nsp)
     return wk_error(WK_ERR_SHAPE, "interpolate(): Got %dD input, but %s mode needs %dD input", x->ndim, m, need[mi] + 2);
+  if (args[6].tag == WK_V_BOOL && args[6].u.b && mi != 3 && mi != 4)
+    return wk_error(WK_ERR_INVALID_ARG, "interpolate(): Anti-alias option is only supported for bilinear and bicubic modes");
   bool hs = !MNONE(1), hf = !MNONE(2);
   if (hs && hf) return wk_error(WK_ERR_INVALID_ARG, "interpolate(): only one of size or scale_factor should be defined");
   if (!hs && !hf) return wk_error(WK_ERR_INVALID_ARG, "interpolate(): either size or scale_factor should be defined");
@@ -423,7 +425,8 @@ static wk_status meta_interpolate(wk_op *op, const wk_value *args, wk_meta_out *
   return WK_OK;
 }
 
-/* interpolate_backward(grad_output, input_size, scale_factor?, mode, align_corners?, recompute_scale_factor?):
+/* interpolate_backward(grad_output, input_size, scale_factor?, mode, align_corners?, recompute_scale_factor?,
+ * antialias):
  * interpolate's input gradient, shaped input_size (upsample_*_backward in ATen). grad_output is the forward
  * result's shape: N and C of input_size and, where scale_factor drives the index math, floor(in * scale). */
 static wk_status meta_interpolate_backward(wk_op *op, const wk_value *args, wk_meta_out *o) {
@@ -458,6 +461,9 @@ static wk_status meta_interpolate_backward(wk_op *op, const wk_value *args, wk_m
     return wk_error(WK_ERR_INVALID_ARG,
                     "interpolate_backward(): align_corners option can only be set with the interpolating modes: linear "
                     "| bilinear | bicubic | trilinear");
+  if (args[6].tag == WK_V_BOOL && args[6].u.b && mi != 3 && mi != 4)
+    return wk_error(WK_ERR_INVALID_ARG,
+                    "interpolate_backward(): Anti-alias option is only supported for bilinear and bicubic modes");
   bool use_scale = args[2].tag == WK_V_FLOATS && !(args[5].tag == WK_V_BOOL && args[5].u.b);
   if (args[2].tag == WK_V_FLOATS && args[2].len != 1 && args[2].len != nsp)
     return wk_error(WK_ERR_SHAPE, "interpolate_backward(): scale_factor must have 1 or %d values, got %d", nsp,

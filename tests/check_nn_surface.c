@@ -186,8 +186,8 @@ START_TEST(test_no_leak_nn_ops) {
     TU_OK(wk_tensor_set_requires_grad(v, true));
     wk_tensor *x3 = wk_flatten(x, 2, 3), *idx = NULL;
     wk_tensor *parts[] = {
-        wkx_interpolate(x, sz, 2, NULL, 0, "bicubic", (const bool[]){true}, NULL),
-        wkx_interpolate(v, NULL, 0, (const double[]){1.5}, 1, "trilinear", NULL, NULL),
+        wkx_interpolate(x, sz, 2, NULL, 0, "bicubic", (const bool[]){true}, NULL, false),
+        wkx_interpolate(v, NULL, 0, (const double[]){1.5}, 1, "trilinear", NULL, NULL, false),
         wkx_conv1d(x3, w, NULL, &two, 1, &one, 1, &one, 1, 1),
         wkx_conv_transpose3d(v, wt, NULL, &two, 1, &one, 1, &one, 1, 1, &one, 1),
         wkx_max_pool3d_with_indices(v, k3, 3, NULL, 0, &zero, 1, &one, 1, true, &idx),

@@ -178,26 +178,30 @@ START_TEST(test_interpolate_kernel_vs_composite) {
     const char *mode;
     int nsp;
     int64_t in[3], out[3];
-    bool align;
+    bool align, aa;
   } cs[] = {{"bilinear", 2, {33, 17}, {64, 40}, false}, {"bilinear", 2, {33, 17}, {10, 9}, true},
             {"bicubic", 2, {20, 31}, {57, 13}, false},  {"bicubic", 2, {20, 31}, {7, 64}, true},
-            {"linear", 1, {50}, {121}, false},         {"trilinear", 3, {5, 9, 7}, {11, 4, 13}, true}};
+            {"linear", 1, {50}, {121}, false},         {"trilinear", 3, {5, 9, 7}, {11, 4, 13}, true},
+            {"nearest", 2, {13, 17}, {26, 11}, false}, {"nearest-exact", 3, {5, 9, 7}, {11, 4, 13}, false},
+            {"bilinear", 2, {40, 23}, {9, 30}, false, true}, {"bicubic", 2, {31, 40}, {12, 7}, true, true}};
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
     for (int dt = 0; dt < 2; dt++) {
       int64_t s[5] = {2, 3};
       for (int d = 0; d < cs[i].nsp; d++) s[2 + d] = cs[i].in[d];
       wk_tensor *x = wk_scope_adopt(tu_rand(s, 2 + cs[i].nsp, dt ? WK_F64 : WK_F32, -1, 1, 10 + i));
-      wk_value a[6] = {WK_VT(x), WK_VINTS(cs[i].out, cs[i].nsp), WK_VNONE, WK_VS(cs[i].mode), WK_VB(cs[i].align),
-                       WK_VNONE};
-      wk_tensor *yk = by_kernel("interpolate", "cpu", a, 6), *yc = by_kernel("interpolate", "core", a, 6);
+      bool interp = strncmp(cs[i].mode, "nearest", 7) != 0;
+      wk_value al = interp ? WK_VB(cs[i].align) : WK_VNONE;
+      wk_value a[7] = {WK_VT(x), WK_VINTS(cs[i].out, cs[i].nsp), WK_VNONE, WK_VS(cs[i].mode), al, WK_VNONE,
+                       WK_VB(cs[i].aa)};
+      wk_tensor *yk = by_kernel("interpolate", "cpu", a, 7), *yc = by_kernel("interpolate", "core", a, 7);
       TU_NOTNULL(yk);
       TU_NOTNULL(yc);
       double tol = dt ? 1e-13 : 2e-6;
       ck_assert_msg(maxrel(yk, yc) <= tol, "interpolate %s #%zu: kernel and composite differ by %g", cs[i].mode, i,
                     maxrel(yk, yc));
       wk_tensor *g = wk_scope_adopt(tu_rand(wk_tensor_sizes(yk), wk_tensor_dim(yk), wk_tensor_dtype(x), -1, 1, 50 + i));
-      wk_value b[6] = {WK_VT(g), WK_VINTS(s, 2 + cs[i].nsp), WK_VNONE, WK_VS(cs[i].mode), WK_VB(cs[i].align), WK_VNONE};
-      wk_tensor *gk = by_kernel("interpolate_backward", "cpu", b, 6), *gc = by_kernel("interpolate_backward", "core", b, 6);
+      wk_value b[7] = {WK_VT(g), WK_VINTS(s, 2 + cs[i].nsp), WK_VNONE, WK_VS(cs[i].mode), al, WK_VNONE, WK_VB(cs[i].aa)};
+      wk_tensor *gk = by_kernel("interpolate_backward", "cpu", b, 7), *gc = by_kernel("interpolate_backward", "core", b, 7);
       TU_NOTNULL(gk);
       TU_NOTNULL(gc);
       ck_assert_msg(maxrel(gk, gc) <= (dt ? 1e-12 : 1e-5), "interpolate_backward %s #%zu: kernel and composite differ by %g",
@@ -302,6 +306,10 @@ START_TEST(test_errors) {
   ck_assert_ptr_null(C1("interpolate_backward", WK_VT(g), WK_VINTS(is, 4), WK_VNONE, WK_VS("nearest"), WK_VB(true),
                         WK_VNONE));
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "align_corners option can only be set with the interpolating modes");
+  wk_tensor *x4 = wk_scope_adopt(wk_zeros(WK_SHAPE(1, 2, 6, 8), f32));
+  int64_t o2[2] = {3, 4};
+  ck_assert_ptr_null(C1("interpolate", WK_VT(x4), WK_VINTS(o2, 2), WK_VNONE, WK_VS("nearest"), WK_VNONE, WK_VNONE, WK_VB(true)));
+  TU_FAILS_WITH(WK_ERR_INVALID_ARG, "Anti-alias option is only supported for bilinear and bicubic modes");
   wk_tensor *xc = wk_scope_adopt(wk_zeros(WK_SHAPE(1, 2, 5, 5), f32)), *wc = wk_scope_adopt(wk_zeros(WK_SHAPE(3, 2, 2, 2), f32));
   int64_t one[2] = {1, 1}, st2[2] = {2, 1};
   ck_assert_ptr_null(C1("conv2d.padding", WK_VT(xc), WK_VT(wc), WK_VNONE, WK_VINTS(one, 2), WK_VS("full"), WK_VINTS(one, 2), WK_VI(1)));

@@ -434,14 +434,15 @@ static bool g_interpolate(sw_case *c) {
     ab(c, true);
   else
     anone(c);
+  ab(c, (!strcmp(m, "bilinear") || !strcmp(m, "bicubic")) && runif(c) < 0.4); /* antialias */
   return true;
 }
 /* A 2-d input; size and scale_factor both; align_corners with nearest; bilinear on a 3-d input; an integer
- * input; a size of the wrong length; an unknown mode. */
+ * input; a size of the wrong length; an unknown mode; antialias with nearest. */
 static bool e_interpolate(sw_case *c, int k) {
   int64_t s3[3] = {1, 2, 4}, s4[4] = {1, 2, 3, 4}, s2[2] = {2, 4};
   double sf[2] = {2, 2};
-  if (k > 6) return false;
+  if (k > 7) return false; /* 7: antialias with nearest */
   at(c, k == 0 ? rt(c, WK_F32, s2, 2, -1, 1) : k == 3 ? rt(c, WK_F32, s3, 3, -1, 1) : rt(c, k == 4 ? WK_I64 : WK_F32, s4, 4, -1, 1));
   if (k == 5)
     AINTS(c, 2, 3, 4);
@@ -459,6 +460,7 @@ static bool e_interpolate(sw_case *c, int k) {
   else
     anone(c);
   anone(c);
+  ab(c, k == 7);
   return true;
 }
 
@@ -484,6 +486,7 @@ static bool g_interpolate_backward(sw_case *c) {
   astr(c, f.a[3].u.s);
   c->a[c->n++] = f.a[4];
   c->a[c->n++] = f.a[5];
+  c->a[c->n++] = f.a[6];
   return true;
 }
 /* grad_output of the wrong rank, of the wrong spatial size for the scale, an integer grad_output, an input_size of

@@ -240,7 +240,7 @@ enum {
   X("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor", WK_TAG_COMPOSITE) \
   X("pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor", WK_TAG_COMPOSITE) \
-  X("interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor", WK_TAG_COMPOSITE) \
+  X("interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None, bool antialias=False) -> Tensor", WK_TAG_COMPOSITE) \
   X("avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor", WK_TAG_COMPOSITE) \
   X("avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor", WK_TAG_COMPOSITE) \
   X("adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor", WK_TAG_COMPOSITE)          \
@@ -375,6 +375,6 @@ enum {
   X("tanh_backward(Tensor grad_output, Tensor output) -> Tensor", WK_TAG_BACKWARD) \
   X("fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD) \
   X("fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor", WK_TAG_BACKWARD) \
-  X("interpolate_backward(Tensor grad_output, int[] input_size, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor", WK_TAG_BACKWARD)
+  X("interpolate_backward(Tensor grad_output, int[] input_size, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None, bool antialias=False) -> Tensor", WK_TAG_BACKWARD)
 
 #endif

@@ -3027,16 +3027,17 @@ static inline wk_tensor *wkx_cdist(wk_tensor *x1, wk_tensor *x2, double p, const
   return wk__gen_call(&wk__op, "cdist", wk__a, 4, (wk_tensor **const *)0, 0, 0);
 }
 
-/* interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode="nearest", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor */
+/* interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode="nearest", bool? align_corners=None, bool? recompute_scale_factor=None, bool antialias=False) -> Tensor */
 static inline wk_tensor *wkx_interpolate(wk_tensor *input, const int64_t *size, int64_t size_len,
     const double *scale_factor, int64_t scale_factor_len, const char *mode, const bool *align_corners,
-    const bool *recompute_scale_factor) {
+    const bool *recompute_scale_factor, bool antialias) {
   static wk_op *wk__op;
-  const wk_value wk__a[6] = {WK_VT(input), size ? WK_VINTS(size, wk__gen_len(size_len)) : WK_VNONE,
+  const wk_value wk__a[7] = {WK_VT(input), size ? WK_VINTS(size, wk__gen_len(size_len)) : WK_VNONE,
                              scale_factor ? WK_VFLOATS(scale_factor, wk__gen_len(scale_factor_len)) : WK_VNONE,
                              WK_VS(mode), align_corners ? WK_VB(*align_corners) : WK_VNONE,
-                             recompute_scale_factor ? WK_VB(*recompute_scale_factor) : WK_VNONE};
-  return wk__gen_call(&wk__op, "interpolate", wk__a, 6, (wk_tensor **const *)0, 0, 0);
+                             recompute_scale_factor ? WK_VB(*recompute_scale_factor) : WK_VNONE,
+                             WK_VB(antialias)};
+  return wk__gen_call(&wk__op, "interpolate", wk__a, 7, (wk_tensor **const *)0, 0, 0);
 }
 
 /* avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor */
@@ -3157,6 +3158,39 @@ static inline wk_tensor *wkx_conv3d(wk_tensor *input, wk_tensor *weight, wk_tens
                              WK_VINTS(padding, wk__gen_len(padding_len)),
                              WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VI(groups)};
   return wk__gen_call(&wk__op, "conv3d", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
+/* conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, str padding="valid", int[1] dilation=1, int groups=1) -> Tensor */
+static inline wk_tensor *wkx_conv1d__padding(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    const int64_t *stride, int64_t stride_len, const char *padding, const int64_t *dilation,
+    int64_t dilation_len, int64_t groups) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)), WK_VS(padding),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VI(groups)};
+  return wk__gen_call(&wk__op, "conv1d.padding", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
+/* conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding="valid", int[2] dilation=1, int groups=1) -> Tensor */
+static inline wk_tensor *wkx_conv2d__padding(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    const int64_t *stride, int64_t stride_len, const char *padding, const int64_t *dilation,
+    int64_t dilation_len, int64_t groups) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)), WK_VS(padding),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VI(groups)};
+  return wk__gen_call(&wk__op, "conv2d.padding", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
+/* conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, str padding="valid", int[3] dilation=1, int groups=1) -> Tensor */
+static inline wk_tensor *wkx_conv3d__padding(wk_tensor *input, wk_tensor *weight, wk_tensor *bias,
+    const int64_t *stride, int64_t stride_len, const char *padding, const int64_t *dilation,
+    int64_t dilation_len, int64_t groups) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(input), WK_VT(weight), WK_VT(bias),
+                             WK_VINTS(stride, wk__gen_len(stride_len)), WK_VS(padding),
+                             WK_VINTS(dilation, wk__gen_len(dilation_len)), WK_VI(groups)};
+  return wk__gen_call(&wk__op, "conv3d.padding", wk__a, 7, (wk_tensor **const *)0, 0, 0);
 }
 
 /* conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] output_padding=0, int groups=1, int[1] dilation=1) -> Tensor */
@@ -4115,6 +4149,19 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   return wk__gen_call(&wk__op, "fake_quantize_per_channel_affine_backward", wk__a, 7, (wk_tensor **const *)0, 0, 0);
 }
 
+/* interpolate_backward(Tensor grad_output, int[] input_size, float[]? scale_factor=None, str mode="nearest", bool? align_corners=None, bool? recompute_scale_factor=None, bool antialias=False) -> Tensor */
+static inline wk_tensor *wkx_interpolate_backward(wk_tensor *grad_output, const int64_t *input_size,
+    int64_t input_size_len, const double *scale_factor, int64_t scale_factor_len, const char *mode,
+    const bool *align_corners, const bool *recompute_scale_factor, bool antialias) {
+  static wk_op *wk__op;
+  const wk_value wk__a[7] = {WK_VT(grad_output), WK_VINTS(input_size, wk__gen_len(input_size_len)),
+                             scale_factor ? WK_VFLOATS(scale_factor, wk__gen_len(scale_factor_len)) : WK_VNONE,
+                             WK_VS(mode), align_corners ? WK_VB(*align_corners) : WK_VNONE,
+                             recompute_scale_factor ? WK_VB(*recompute_scale_factor) : WK_VNONE,
+                             WK_VB(antialias)};
+  return wk__gen_call(&wk__op, "interpolate_backward", wk__a, 7, (wk_tensor **const *)0, 0, 0);
+}
+
 /* Every wrapper above: X(c_name, "op.name", "schema"). */
 #define WKX_OPS(X) \
   X(wkx_neg, "neg", "neg(Tensor self) -> Tensor") \
@@ -4520,7 +4567,7 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_cosine_similarity, "cosine_similarity", "cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor") \
   X(wkx_pairwise_distance, "pairwise_distance", "pairwise_distance(Tensor x1, Tensor x2, float p=2, float eps=1e-06, bool keepdim=False) -> Tensor") \
   X(wkx_cdist, "cdist", "cdist(Tensor x1, Tensor x2, float p=2, int? compute_mode=None) -> Tensor") \
-  X(wkx_interpolate, "interpolate", "interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None) -> Tensor") \
+  X(wkx_interpolate, "interpolate", "interpolate(Tensor input, int[]? size=None, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None, bool antialias=False) -> Tensor") \
   X(wkx_avg_pool1d, "avg_pool1d", "avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=0, bool ceil_mode=False, bool count_include_pad=True) -> Tensor") \
   X(wkx_avg_pool3d, "avg_pool3d", "avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor") \
   X(wkx_adaptive_avg_pool1d, "adaptive_avg_pool1d", "adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor") \
@@ -4532,6 +4579,9 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_adaptive_max_pool3d, "adaptive_max_pool3d", "adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)") \
   X(wkx_conv1d, "conv1d", "conv1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] dilation=1, int groups=1) -> Tensor") \
   X(wkx_conv3d, "conv3d", "conv3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] dilation=1, int groups=1) -> Tensor") \
+  X(wkx_conv1d__padding, "conv1d.padding", "conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, str padding=\"valid\", int[1] dilation=1, int groups=1) -> Tensor") \
+  X(wkx_conv2d__padding, "conv2d.padding", "conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, str padding=\"valid\", int[2] dilation=1, int groups=1) -> Tensor") \
+  X(wkx_conv3d__padding, "conv3d.padding", "conv3d.padding(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, str padding=\"valid\", int[3] dilation=1, int groups=1) -> Tensor") \
   X(wkx_conv_transpose1d, "conv_transpose1d", "conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, int[1] stride=1, int[1] padding=0, int[1] output_padding=0, int groups=1, int[1] dilation=1) -> Tensor") \
   X(wkx_conv_transpose2d, "conv_transpose2d", "conv_transpose2d(Tensor input, Tensor weight, Tensor? bias=None, int[2] stride=1, int[2] padding=0, int[2] output_padding=0, int groups=1, int[2] dilation=1) -> Tensor") \
   X(wkx_conv_transpose3d, "conv_transpose3d", "conv_transpose3d(Tensor input, Tensor weight, Tensor? bias=None, int[3] stride=1, int[3] padding=0, int[3] output_padding=0, int groups=1, int[3] dilation=1) -> Tensor") \
@@ -4643,6 +4693,7 @@ static inline wk_tensor *wkx_fake_quantize_per_channel_affine_backward(wk_tensor
   X(wkx_scaled_dot_product_attention_backward, "scaled_dot_product_attention_backward", "scaled_dot_product_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, Tensor? attn_mask, Tensor out, Tensor logsumexp, Tensor rng_state, float dropout_p, bool is_causal, float? scale, int[4] output_mask) -> (Tensor, Tensor, Tensor, Tensor)") \
   X(wkx_tanh_backward, "tanh_backward", "tanh_backward(Tensor grad_output, Tensor output) -> Tensor") \
   X(wkx_fake_quantize_per_tensor_affine_backward, "fake_quantize_per_tensor_affine_backward", "fake_quantize_per_tensor_affine_backward(Tensor grad, Tensor self, float scale, int zero_point, int quant_min, int quant_max) -> Tensor") \
-  X(wkx_fake_quantize_per_channel_affine_backward, "fake_quantize_per_channel_affine_backward", "fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor")
+  X(wkx_fake_quantize_per_channel_affine_backward, "fake_quantize_per_channel_affine_backward", "fake_quantize_per_channel_affine_backward(Tensor grad, Tensor self, Tensor scale, Tensor zero_point, int axis, int quant_min, int quant_max) -> Tensor") \
+  X(wkx_interpolate_backward, "interpolate_backward", "interpolate_backward(Tensor grad_output, int[] input_size, float[]? scale_factor=None, str mode=\"nearest\", bool? align_corners=None, bool? recompute_scale_factor=None, bool antialias=False) -> Tensor")
 
 #endif

@@ -1,6 +1,7 @@
-/* cpu plugin: interpolate and interpolate_backward for the interpolating modes (linear, bilinear, bicubic,
- * trilinear; issue 21's speed leftovers). Both are separable: per spatial dim, output position o reads K input
- * positions (2 linear, 4 cubic, clamped at the border as ATen's upsample_get_value_bounded) with weights from
+/* cpu plugin: interpolate and interpolate_backward for nearest, nearest-exact and the interpolating modes
+ * (linear, bilinear, bicubic, trilinear; issue 21's speed leftovers). Both are separable: per spatial dim, output
+ * position o reads K input positions (1 nearest, as ATen's nearest_idx in float; 2 linear; 4 cubic, clamped at
+ * the border as ATen's upsample_get_value_bounded) with weights from
  * ATen's area_pixel_compute_source_index in the compute type (float for float32/half/bfloat16, double for
  * float64). One plane (N * C of them, in parallel) runs one dim at a time, the last first: the innermost dim
  * gathers, the outer ones combine whole rows (vectorised). The backward kernel runs the transposed passes in
@@ -13,7 +14,8 @@
 
 #include "cpu.h"
 
-enum { IP_LINEAR = 2, IP_CUBIC = 4 }; /* the taps per output position */
+/* The kinds of taps; K, the taps per output position, is the kind's value except for nearest-exact (1). */
+enum { IP_NEAREST = 1, IP_LINEAR = 2, IP_CUBIC = 4, IP_NEAREST_EXACT = 5 };
 
 /* One dim's taps in T: output o reads idx[o * K + k] with weight w[o * K + k]. */
 #define IP_DEF_TAPS(T, SUF)                                                                              \
@@ -26,12 +28,22 @@ enum { IP_LINEAR = 2, IP_CUBIC = 4 }; /* the taps per output position */
     T v = scale * ((T)o + (T)0.5) - (T)0.5;                                                             \
     return (!cubic && v < 0) ? (T)0 : v;                                                                \
   }                                                                                                     \
-  static void ip_taps_##SUF(int K, int64_t in, int64_t out, bool align, bool has, double s, int64_t *idx, \
+  static void ip_taps_##SUF(int kind, int64_t in, int64_t out, bool align, bool has, double s, int64_t *idx, \
                             T *w) {                                                                     \
+    int K = kind == IP_NEAREST_EXACT ? 1 : kind;                                                        \
     T scale = ip_scale_##SUF(in, out, align, has, s);                                                   \
+    float nsc = has && s > 0 ? (float)(1.0 / s) : (float)in / (float)out; /* ATen's nearest, in float */ \
     for (int64_t o = 0; o < out; o++) {                                                                 \
       int64_t *ix = idx + o * K;                                                                        \
       T *wo = w + o * K;                                                                                \
+      if (K == 1) {                                                                                     \
+        int64_t src = kind == IP_NEAREST_EXACT ? (int64_t)floorf((float)(((double)o + 0.5) * nsc))      \
+                      : out == in                ? o                                                    \
+                      : out == 2 * in            ? o >> 1                                               \
+                                                 : (int64_t)floorf((float)o * nsc);                     \
+        ix[0] = src < in - 1 ? src : in - 1, wo[0] = 1;                                                 \
+        continue;                                                                                       \
+      }                                                                                                 \
       if (K == IP_LINEAR) {                                                                             \
         if (out == in) {                                                                                \
           ix[0] = ix[1] = o, wo[0] = 1, wo[1] = 0;                                                      \
@@ -60,8 +72,51 @@ enum { IP_LINEAR = 2, IP_CUBIC = 4 }; /* the taps per output position */
 IP_DEF_TAPS(float, f)
 IP_DEF_TAPS(double, d)
 
+/* Antialiased bilinear / bicubic taps (ATen's _compute_indices_weights_aa, in T; the core's composite computes
+ * the same): the filter (triangle, or cubic with a = -0.5) stretched by the scale when downsampling, over the
+ * input positions within its support around the output's centre, normalised to sum 1; K = 2 ceil(support) + 1
+ * slots (always odd: never one of the fixed tap counts above), the unused ones weight 0. */
+#define IP_DEF_AA(T, SUF)                                                                                \
+  static T ip_aa_filter_##SUF(T x, bool cubic) {                                                        \
+    x = x < 0 ? -x : x;                                                                                  \
+    if (!cubic) return x < 1 ? 1 - x : 0;                                                                \
+    const T a = (T)-0.5;                                                                                 \
+    if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;                                               \
+    if (x < 2) return (((x - 5) * x + 8) * x - 4) * a;                                                   \
+    return 0;                                                                                            \
+  }                                                                                                      \
+  static int ip_aa_size_##SUF(int64_t in, int64_t out, bool align, bool has, double s, bool cubic) {    \
+    T scale = ip_scale_##SUF(in, out, align, has, s), half = cubic ? 2 : 1;                             \
+    T support = scale >= 1 ? half * scale : half;                                                        \
+    return (int)ceilf((float)support) * 2 + 1;                                                           \
+  }                                                                                                      \
+  static void ip_aa_taps_##SUF(bool cubic, int K, int64_t in, int64_t out, bool align, bool has, double s, \
+                               int64_t *idx, T *w) {                                                     \
+    T scale = ip_scale_##SUF(in, out, align, has, s), half = cubic ? 2 : 1;                             \
+    T support = scale >= 1 ? half * scale : half, invscale = scale >= 1 ? (T)1 / scale : (T)1;          \
+    for (int64_t o = 0; o < out; o++) {                                                                  \
+      T center = scale * ((T)o + (T)0.5), total = 0;                                                     \
+      int64_t xmin = (int64_t)(center - support + (T)0.5), xmax = (int64_t)(center + support + (T)0.5); \
+      if (xmin < 0) xmin = 0;                                                                            \
+      int64_t xsize = (xmax < in ? xmax : in) - xmin;                                                    \
+      if (xsize > K) xsize = K;                                                                          \
+      int64_t *ix = idx + o * K;                                                                         \
+      T *wo = w + o * K;                                                                                 \
+      for (int64_t q = 0; q < K; q++) {                                                                  \
+        bool on = q < xsize;                                                                             \
+        wo[q] = on ? ip_aa_filter_##SUF(((T)(q + xmin) - center + (T)0.5) * invscale, cubic) : 0;       \
+        ix[q] = on ? xmin + q : (xmin < in ? xmin : in - 1);                                             \
+        total += wo[q];                                                                                  \
+      }                                                                                                  \
+      if (total != 0)                                                                                    \
+        for (int64_t q = 0; q < xsize; q++) wo[q] /= total;                                              \
+    }                                                                                                    \
+  }
+IP_DEF_AA(float, f)
+IP_DEF_AA(double, d)
+
 typedef struct {
-  int nsp, K;
+  int nsp, K[3]; /* taps per output position, per spatial dim */
   int64_t in[3], out[3];  /* spatial sizes */
   const int64_t *idx[3];  /* per spatial dim: [out * K] */
   const void *w[3];       /* per spatial dim: [out * K] of the compute type */
@@ -81,9 +136,17 @@ typedef struct {
       const T *sa = s + a * in * inner;                                                                     \
       T *da = d + a * out * inner;                                                                          \
       if (inner == 1) {                                                                                     \
-        if (K == IP_LINEAR)                                                                                 \
+        if (K == 1)                                                                                         \
+          for (int64_t o = 0; o < out; o++) da[o] = sa[idx[o]];                                             \
+        else if (K == IP_LINEAR)                                                                            \
           for (int64_t o = 0; o < out; o++)                                                                 \
             da[o] = w[2 * o] * sa[idx[2 * o]] + w[2 * o + 1] * sa[idx[2 * o + 1]];                          \
+        else if (K != IP_CUBIC) /* antialias: any number of taps */                                         \
+          for (int64_t o = 0; o < out; o++) {                                                               \
+            T acc = 0;                                                                                      \
+            for (int k = 0; k < K; k++) acc += w[K * o + k] * sa[idx[K * o + k]];                           \
+            da[o] = acc;                                                                                    \
+          }                                                                                                 \
         else                                                                                                \
           for (int64_t o = 0; o < out; o++) {                                                               \
             const int64_t *ix = idx + 4 * o;                                                                \
@@ -96,10 +159,19 @@ typedef struct {
         T *dr = da + o * inner;                                                                             \
         const int64_t *ix = idx + K * o;                                                                    \
         const T *wo = w + K * o;                                                                            \
-        if (K == IP_LINEAR) {                                                                               \
+        if (K == 1) {                                                                                       \
+          memcpy(dr, sa + ix[0] * inner, sizeof(T) * (size_t)inner);                                        \
+        } else if (K == IP_LINEAR) {                                                                        \
           const T *r0 = sa + ix[0] * inner, *r1 = sa + ix[1] * inner;                                       \
           T w0 = wo[0], w1 = wo[1];                                                                         \
           for (int64_t q = 0; q < inner; q++) dr[q] = w0 * r0[q] + w1 * r1[q];                              \
+        } else if (K != IP_CUBIC) { /* antialias: any number of taps */                                   \
+          for (int64_t q = 0; q < inner; q++) dr[q] = 0;                                                    \
+          for (int k = 0; k < K; k++) {                                                                     \
+            const T *rk = sa + ix[k] * inner;                                                               \
+            T wk = wo[k];                                                                                   \
+            for (int64_t q = 0; q < inner; q++) dr[q] += wk * rk[q];                                        \
+          }                                                                                                 \
         } else {                                                                                            \
           const T *r0 = sa + ix[0] * inner, *r1 = sa + ix[1] * inner, *r2 = sa + ix[2] * inner,             \
                   *r3 = sa + ix[3] * inner;                                                                 \
@@ -145,9 +217,9 @@ typedef struct {
         for (int q = i + 1; q < j->nsp; q++) inner *= cur[q];                                              \
         T *to = step == j->nsp - 1 ? d : tmp + (step % 2) * j->tmp_elems;                                   \
         if (j->backward)                                                                                    \
-          ip_bwd_##SUF(from, to, outer, j->in[i], j->out[i], inner, j->K, j->idx[i], (const T *)j->w[i]);  \
+          ip_bwd_##SUF(from, to, outer, j->in[i], j->out[i], inner, j->K[i], j->idx[i], (const T *)j->w[i]);  \
         else                                                                                                \
-          ip_fwd_##SUF(from, to, outer, j->in[i], j->out[i], inner, j->K, j->idx[i], (const T *)j->w[i]);  \
+          ip_fwd_##SUF(from, to, outer, j->in[i], j->out[i], inner, j->K[i], j->idx[i], (const T *)j->w[i]);  \
         cur[i] = j->backward ? j->in[i] : j->out[i];                                                        \
         from = to;                                                                                          \
       }                                                                                                     \
@@ -157,9 +229,11 @@ typedef struct {
 IP_DEF_PASS(float, f)
 IP_DEF_PASS(double, d)
 
-/* Modes this file runs: the interpolating ones (the others go to the composite). */
+/* Modes this file runs: nearest, nearest-exact and the interpolating ones (area goes to the composite). */
 static int ip_taps_of(const char *m) {
-  return !strcmp(m, "bicubic") ? IP_CUBIC
+  return !strcmp(m, "bicubic")         ? IP_CUBIC
+         : !strcmp(m, "nearest")       ? IP_NEAREST
+         : !strcmp(m, "nearest-exact") ? IP_NEAREST_EXACT
          : (!strcmp(m, "linear") || !strcmp(m, "bilinear") || !strcmp(m, "trilinear")) ? IP_LINEAR
                                                                                           : 0;
 }
@@ -172,20 +246,27 @@ static bool ip_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
 static wk_status ip_run(const wk_kernel_ctx *ctx, const wk_value *args, wk_value *outs, bool backward) {
   wk_tensor *x = WK_ARG_T(0);
   if (!ip_supports(ctx, args))
-    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the cpu kernel runs the interpolating modes only, not '%s'", WK_OPNAME,
+    return wk_error(WK_ERR_UNSUPPORTED, "%s(): the cpu kernel does not run mode '%s' (the composite does)", WK_OPNAME,
                     args[3].u.s);
   const wk_meta_out *mo = wk_kernel_meta(ctx, 0);
-  int nd = mo->ndim, nsp = nd - 2, K = ip_taps_of(args[3].u.s);
+  int nd = mo->ndim, nsp = nd - 2, kind = ip_taps_of(args[3].u.s);
   bool align = args[4].tag == WK_V_BOOL && args[4].u.b;
   bool use_scale = args[2].tag == WK_V_FLOATS && !(args[5].tag == WK_V_BOOL && args[5].u.b);
+  bool aa = args[6].tag == WK_V_BOOL && args[6].u.b; /* the meta allows it for bilinear and bicubic only */
   wk_dtype dt = mo->dtype, cd = cpu_fcompute(dt);
   const int64_t *xs = wk_tensor_sizes(x);
-  ip_job j = {.nsp = nsp, .K = K, .backward = backward};
+  ip_job j = {.nsp = nsp, .backward = backward};
   int64_t planes = mo->sizes[0] * mo->sizes[1], tmp = 1;
   j.src_plane = j.dst_plane = 1;
+  int Kmax = 1;
   for (int i = 0; i < nsp; i++) {
     j.in[i] = backward ? mo->sizes[2 + i] : xs[2 + i];
     j.out[i] = backward ? xs[2 + i] : mo->sizes[2 + i];
+    double sc = use_scale ? args[2].u.floats[args[2].len == 1 ? 0 : i] : 0;
+    j.K[i] = !aa ? (kind == IP_NEAREST_EXACT ? 1 : kind)
+             : cd == WK_F64 ? ip_aa_size_d(j.in[i], j.out[i], align, use_scale, sc, kind == IP_CUBIC)
+                            : ip_aa_size_f(j.in[i], j.out[i], align, use_scale, sc, kind == IP_CUBIC);
+    if (j.K[i] > Kmax) Kmax = j.K[i];
     j.src_plane *= xs[2 + i];
     j.dst_plane *= mo->sizes[2 + i];
   }
@@ -208,14 +289,18 @@ static wk_status ip_run(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
   wk_tensor *src = NULL, *dst = NULL, *res = NULL;
   wk_status s = WK_OK;
   for (int i = 0; i < nsp; i++) {
-    idx[i] = malloc(sizeof(int64_t) * (size_t)(j.out[i] * K));
-    w[i] = malloc(ws * (size_t)(j.out[i] * K));
+    idx[i] = malloc(sizeof(int64_t) * (size_t)(j.out[i] * j.K[i]));
+    w[i] = malloc(ws * (size_t)(j.out[i] * j.K[i]));
     if (!idx[i] || !w[i]) goto oom;
     double sc = use_scale ? args[2].u.floats[args[2].len == 1 ? 0 : i] : 0;
-    if (cd == WK_F64)
-      ip_taps_d(K, j.in[i], j.out[i], align, use_scale, sc, idx[i], w[i]);
+    if (aa && cd == WK_F64)
+      ip_aa_taps_d(kind == IP_CUBIC, j.K[i], j.in[i], j.out[i], align, use_scale, sc, idx[i], w[i]);
+    else if (aa)
+      ip_aa_taps_f(kind == IP_CUBIC, j.K[i], j.in[i], j.out[i], align, use_scale, sc, idx[i], w[i]);
+    else if (cd == WK_F64)
+      ip_taps_d(kind, j.in[i], j.out[i], align, use_scale, sc, idx[i], w[i]);
     else
-      ip_taps_f(K, j.in[i], j.out[i], align, use_scale, sc, idx[i], w[i]);
+      ip_taps_f(kind, j.in[i], j.out[i], align, use_scale, sc, idx[i], w[i]);
     j.idx[i] = idx[i], j.w[i] = w[i];
   }
   if (!(src = cpu_prep(x, cd)) || !(dst = cpu_empty(mo->sizes, nd, cd))) {
@@ -223,7 +308,7 @@ static wk_status ip_run(const wk_kernel_ctx *ctx, const wk_value *args, wk_value
     goto end;
   }
   j.src = wk_tensor_data(src), j.dst = wk_tensor_data(dst);
-  int64_t work = (j.src_plane > j.dst_plane ? j.src_plane : j.dst_plane) * K;
+  int64_t work = (j.src_plane > j.dst_plane ? j.src_plane : j.dst_plane) * Kmax;
   cpu_par(planes, work, cd == WK_F64 ? ip_planes_d : ip_planes_f, &j);
   if (__atomic_load_n(&j.failed, __ATOMIC_RELAXED)) goto oom;
   if (cd == dt) {

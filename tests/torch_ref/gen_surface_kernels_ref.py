@@ -143,6 +143,23 @@ for label, xin, size, sf, mode, al, rc in ICASES:
 case("interpolate bilinear empty batch", "interpolate", [T(r(0, 2, 3, 4)), [5, 6], None, "bilinear", False, None],
      F.interpolate(r(0, 2, 3, 4), size=[5, 6], mode="bilinear", align_corners=False))
 
+# ---- interpolate antialias=True (bilinear, bicubic): downsampling by sizes and scales, upsampling, align_corners ----
+xa = r(2, 3, 17, 12)
+ACASES = [  # label, size, scale_factor, mode, align_corners
+    ("bilinear down 5x4", [5, 4], None, "bilinear", False), ("bilinear down 5x4 align", [5, 4], None, "bilinear", True),
+    ("bilinear scale 0.3 x 0.55", None, [0.3, 0.55], "bilinear", False), ("bilinear up 21x7", [21, 7], None, "bilinear", False),
+    ("bicubic down 6x3", [6, 3], None, "bicubic", False), ("bicubic down 6x3 align", [6, 3], None, "bicubic", True),
+    ("bicubic scale 0.45", None, [0.45, 0.45], "bicubic", False), ("bicubic up 20x25", [20, 25], None, "bicubic", False),
+]
+for label, size, sf, mode, al in ACASES:
+    out = F.interpolate(xa, size=size, scale_factor=sf, mode=mode, align_corners=al, antialias=True)
+    case("interpolate antialias " + label, "interpolate", [T(xa), size, FL(sf) if sf else None, mode, al, None, True],
+         out, 1e-5, 1e-5)
+    xg = xa.to(F64)[:1, :2]
+    gcase("interpolate antialias " + label, "interpolate", [T(xg), size, FL(sf) if sf else None, mode, al, None, True],
+          lambda a, s_, f_, m_, al_, rc_, aa_: F.interpolate(a, size=s_, scale_factor=(list(f_) if f_ else None),
+                                                            mode=m_, align_corners=al_, antialias=aa_))
+
 # ---- unique_consecutive (no dim): NaN runs, -0 and 0, inf, integers, bool, empty ----
 uf = torch.tensor([1.0, 1.0, NAN, NAN, -0.0, 0.0, INF, INF, 2.0, 1.0, 1.0])
 for inv, cnt in [(True, True), (False, True), (True, False)]:
