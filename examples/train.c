@@ -8,7 +8,7 @@
  *         [--lr 0.05] [--momentum 0.9] [--weight-decay 0] [--scheduler cosine|step|onecycle|none]
  *         [--seed 0] [--workers 0] [--limit N] [--image-size 64] [--device cpu|cuda:N]
  *         [--amp [bf16|f16]]
- *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp]
+ *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp] [--phases]
  *
  * Into --out (default ./runs/fmnist) it writes last.safetensors every epoch and
  * best.safetensors when the validation accuracy improves (model, optimizer,
@@ -22,7 +22,11 @@
  * reads its share of every epoch through a DistributedSampler (set_epoch each
  * epoch), --batch-size is per rank (the global batch is N times it), and rank
  * 0 alone logs, evaluates and writes the checkpoints (of the wrapped model, so
- * --resume works on any world size). */
+ * --resume works on any world size).
+ *
+ * --phases adds, after each epoch's line, where its time went per batch
+ * (loading, forward, backward, optimizer step, metrics, release and logging)
+ * and the time of the evaluation and checkpoint writes after it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +67,7 @@ static int usage(void) {
           "             [--data DIR] [--epochs N] [--batch-size N] [--optimizer sgd|adam|adamw] [--lr X]\n"
           "             [--momentum X] [--weight-decay X] [--scheduler cosine|step|onecycle|none] [--seed N]\n"
           "             [--workers N] [--limit N] [--image-size N] [--device cpu|cuda:N] [--amp [bf16|f16]] [--out DIR]\n"
-          "             [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp] [--export-onnx PATH]\n"
+          "             [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp] [--export-onnx PATH] [--phases]\n"
           "defaults: cnn on fashion-mnist (%s), 3 epochs, batch 64, SGD lr 0.05 momentum 0.9,\n"
           "          cosine schedule, out runs/fmnist\n",
           TRAIN_FMNIST_DIR);
@@ -88,6 +92,10 @@ static bool parse(int argc, char **argv, config *c) {
     }
     if (!strcmp(a, "--ddp")) {
       c->ddp = true;
+      continue;
+    }
+    if (!strcmp(a, "--phases")) {
+      c->phases = true;
       continue;
     }
     if (!v) {
@@ -465,21 +473,28 @@ int main(int argc, char **argv) {
     if (wk_dataloader_set_epoch(train_dl, epoch - 1) != WK_OK) return die("set_epoch");
     int64_t nbatches = wk_dataloader_len(train_dl), seen = 0, correct = 0, step = 0;
     double loss_sum = 0, t0 = now(), lr = wk_optim_get_lr(opt, 0);
+    /* --phases: seconds spent in each part of the loop (a clock read between parts, ~20 ns each) */
+    enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_STEP, PH_METRICS, PH_REST, PH_N };
+    double ph[PH_N] = {0}, tp = t0, tq;
+#define PHASE(i) (tq = now(), ph[i] += tq - tp, tp = tq)
     wk_sample b = {0};
     wk_status s;
     while ((s = wk_dataloader_next(train_dl, &b)) == WK_OK && b.n) {
       wk_scope_begin();
       wk_tensor *x = wk_to_device(b.t[0], dev), *y = wk_to_device(b.t[1], dev);
+      PHASE(PH_DATA);
       if (amp_begin(c.amp, dev)) return die("--amp");
       wk_tensor *out = wk_module_forward(net, x);
       wk_tensor *loss = wk_cross_entropy(out, y);
       if (amp_end(c.amp, dev)) return die("--amp");
+      PHASE(PH_FORWARD);
       if (!loss || wk_optim_zero_grad(opt, true)) return die("training step");
-      if (g_scaler ? wk_backward(wk_grad_scaler_scale(g_scaler, loss)) || wk_grad_scaler_step(g_scaler, opt, NULL) ||
-                         wk_grad_scaler_update(g_scaler)
-                   : wk_backward(loss) || wk_optim_step(opt))
+      if (g_scaler ? wk_backward(wk_grad_scaler_scale(g_scaler, loss)) : wk_backward(loss)) return die("training step");
+      PHASE(PH_BACKWARD);
+      if (g_scaler ? wk_grad_scaler_step(g_scaler, opt, NULL) || wk_grad_scaler_update(g_scaler) : wk_optim_step(opt))
         return die("training step");
       if (sched_per_batch && wk_lr_scheduler_step(sched)) return die("scheduler step");
+      PHASE(PH_STEP);
       double lv;
       int64_t hv;
       wk_no_grad_begin();
@@ -492,6 +507,7 @@ int main(int argc, char **argv) {
       seen += n;
       step++;
       gstep++;
+      PHASE(PH_METRICS);
       wk_scope_end();
       wk_sample_clear(&b);
       if (gstep % 20 == 0) tb_scalar(&tb, "batch/loss", gstep, lv);
@@ -504,7 +520,9 @@ int main(int argc, char **argv) {
                ips, eta);
         fflush(stdout);
       }
+      PHASE(PH_REST);
     }
+#undef PHASE
     if (s) return die("reading a training batch");
     if (tty) printf("\n");
     double epoch_s = now() - t0, val_loss = 0, val_acc = 0;
@@ -516,7 +534,9 @@ int main(int argc, char **argv) {
       loss_sum = v[0], correct = (int64_t)v[1], seen = (int64_t)v[2];
       wk_release(t);
     }
+    double t_eval = now();
     if (lead && evaluate(model, test_dl, dev, c.amp, &val_loss, &val_acc) != WK_OK) return die("evaluating");
+    t_eval = now() - t_eval;
     test_acc = val_acc;
     double train_loss = loss_sum / (double)seen, train_acc = (double)correct / (double)seen;
     double ips = epoch_s > 0 ? (double)seen / epoch_s : 0;
@@ -530,6 +550,7 @@ int main(int argc, char **argv) {
       best_acc = val_acc;
       best_epoch = epoch;
     }
+    double t_save = now();
     snprintf(path, sizeof path, "%s/last.safetensors", c.out);
     if (lead && save_checkpoint(path, &c, model, opt, sched, epoch, gstep, best_acc, best_epoch) != WK_OK) return die(path);
     if (improved && lead) {
@@ -547,6 +568,15 @@ int main(int argc, char **argv) {
     tb_scalar(&tb, "lr", epoch, lr);
     tb_scalar(&tb, "throughput/img_per_s", epoch, ips);
     tb_flush(&tb);
+    if (c.phases && step > 0) {
+      double ms = 1e3 / (double)step;
+      printf("  phases, ms per batch: data %.3f, forward+loss %.3f, backward %.3f, optimizer step %.3f, metrics "
+             "%.3f, release+logging %.3f (sum %.3f); evaluation %.1f ms, checkpoints+logs %.1f ms\n",
+             ph[PH_DATA] * ms, ph[PH_FORWARD] * ms, ph[PH_BACKWARD] * ms, ph[PH_STEP] * ms, ph[PH_METRICS] * ms,
+             ph[PH_REST] * ms, (ph[PH_DATA] + ph[PH_FORWARD] + ph[PH_BACKWARD] + ph[PH_STEP] + ph[PH_METRICS] + ph[PH_REST]) * ms,
+             t_eval * 1e3, (now() - t_save) * 1e3);
+      fflush(stdout);
+    }
     last_epoch = epoch;
     if (epoch == c.stop_after) {
       printf("stopping after epoch %d of %d (--stop-after): continue with --resume %s/last.safetensors\n", epoch,

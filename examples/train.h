@@ -19,6 +19,7 @@ typedef struct train_config {
   bool amp_f16; /* --amp f16: float16 autocast with a GradScaler (bfloat16 otherwise) */
   bool ddp; /* --ddp: DistributedDataParallel over the launcher's world (wick launch, mpirun) */
   const char *export_onnx; /* --export-onnx PATH: the trained model as ONNX (needs the onnx plugin) */
+  bool phases; /* --phases: where each epoch's time went (data, forward, backward, step, metrics, logging) */
 } train_config;
 
 #endif

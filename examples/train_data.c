@@ -65,6 +65,48 @@ static wk_dataset *with_transforms(wk_dataset *raw, const train_config *c, const
   return limit_to(ds, c->limit);
 }
 
+/* ds decoded once into memory (its transforms must not be random): a
+ * TensorDataset of its fields, which the loader batches in one gather per
+ * field instead of a transform chain per sample and a stack, as the PyTorch
+ * peer (bench/fmnist_epoch.py) normalises its tensors before its epoch.
+ * Read in chunks into the stacked tensors, so the decoding never holds more
+ * than the result and one chunk. Takes ds. */
+static wk_dataset *in_memory(wk_dataset *ds) {
+  int64_t n = ds ? wk_dataset_len(ds) : -1;
+  wk_dataloader *dl = n > 0 ? wk_dataloader_new(ds, WK_LOADER_OPTS(.batch_size = 4096)) : NULL;
+  wk_tensor *all[WK_SAMPLE_MAX] = {0};
+  int nf = 0;
+  int64_t at = 0;
+  bool ok = dl != NULL;
+  wk_sample b = {0};
+  while (ok && (ok = wk_dataloader_next(dl, &b) == WK_OK) && b.n) {
+    if (!nf) { /* the first chunk gives the fields' shapes and dtypes */
+      for (nf = 0; ok && nf < b.n; nf++) {
+        int64_t sizes[WK_MAX_DIMS];
+        int nd = wk_tensor_dim(b.t[nf]);
+        memcpy(sizes, wk_tensor_sizes(b.t[nf]), sizeof(int64_t) * (size_t)nd);
+        sizes[0] = n;
+        ok = (all[nf] = wk_empty(sizes, nd, (wk_options){.dtype = wk_tensor_dtype(b.t[nf])})) != NULL;
+      }
+    }
+    int64_t m = wk_tensor_size(b.t[0], 0);
+    for (int f = 0; ok && f < nf; f++) {
+      wk_tensor *dst = wk_narrow(all[f], 0, at, m);
+      ok = dst && wk_copy_(dst, b.t[f]) != NULL; /* in place: returns dst, borrowed */
+      wk_release(dst);
+    }
+    at += m;
+    wk_sample_clear(&b);
+  }
+  wk_sample_clear(&b);
+  wk_dataloader_free(dl);
+  wk_dataset *mem = ok && at == n ? wk_tensor_dataset(all, nf) : NULL;
+  for (int f = 0; f < nf; f++) wk_release(all[f]);
+  if (!mem && n == 0) return ds; /* nothing to decode */
+  wk_dataset_free(ds);
+  return mem;
+}
+
 static bool load_idx(const train_config *c, train_data *d, const char *dir, const double *mean, const double *std) {
   const char *names[4] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
                           "t10k-labels-idx1-ubyte.gz"};
@@ -88,6 +130,10 @@ static bool load_idx(const train_config *c, train_data *d, const char *dir, cons
   d->std[0] = std[0];
   d->train = with_transforms(wk_dataset_mnist(d->files[0], d->files[1]), c, d, true, false, 0);
   d->test = d->train ? with_transforms(wk_dataset_mnist(d->files[2], d->files[3]), c, d, false, false, 0) : NULL;
+  if (!d->rgb_from_grey) { /* 28x28 grey: decoded once (3-channel copies would triple the memory) */
+    d->train = in_memory(d->train);
+    d->test = d->train ? in_memory(d->test) : d->test;
+  }
   return d->train && d->test;
 }
 

@@ -3,7 +3,9 @@
  * per worker, errors, early close), persistent workers and worker_init_fn,
  * timeout, prefetch_factor and pin_memory (pageable without a device plugin
  * offering pinned memory, pinned with a fake one), an old (version 1) options struct,
- * and pad_sequence / the default collate as collate building blocks. */
+ * pad_sequence / the default collate as collate building blocks, and
+ * get_batch (version 3): TensorDataset and Subset batches gathered whole,
+ * equal to the per-sample path; a user's get_batch and its errors. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -617,6 +619,156 @@ START_TEST(test_loader_pad_collate) {
 }
 END_TEST
 
+/* ---- get_batch (data service 3): whole batches gathered by the dataset -------------------------------- */
+typedef struct {
+  wk_tensor *x, *y;
+  atomic_int batches, gets;
+  int mode; /* 0 gather, 1 fail, 2 return no tensors */
+} gb_ds;
+static int64_t gb_len(void *self) { return wk_tensor_size(((gb_ds *)self)->x, 0); }
+static wk_status gb_get(void *self, int64_t i, const wk_sample_ctx *ctx, wk_sample *out) {
+  gb_ds *d = self;
+  (void)ctx;
+  atomic_fetch_add(&d->gets, 1);
+  wk_tensor *a = wk_select(d->x, 0, i), *b = wk_select(d->y, 0, i);
+  out->t[out->n++] = wk_contiguous(a);
+  out->t[out->n++] = wk_contiguous(b);
+  wk_release(a);
+  wk_release(b);
+  return WK_OK;
+}
+static wk_status gb_get_batch(void *self, const int64_t *idx, int64_t n, wk_sample *out) {
+  gb_ds *d = self;
+  atomic_fetch_add(&d->batches, 1);
+  if (d->mode == 1) return wk_error(WK_ERR_IO, "shard of sample %lld is gone", (long long)idx[0]);
+  if (d->mode == 2) return WK_OK;
+  wk_tensor *it = wk_tensor_from_data(idx, WK_I64, WK_SHAPE(n));
+  out->t[out->n++] = wk_index_select(d->x, 0, it);
+  out->t[out->n++] = wk_index_select(d->y, 0, it);
+  wk_release(it);
+  return WK_OK;
+}
+/* Every batch of one epoch of dl, both fields' values concatenated. */
+static int epoch_pairs(wk_dataloader *dl, double *xs, double *ys, int cap) {
+  int nx = 0, ny = 0;
+  for (;;) {
+    wk_sample b;
+    TU_OK(wk_dataloader_next(dl, &b));
+    if (b.n == 0) break;
+    ck_assert_int_eq(b.n, 2);
+    double *vx = tu_values(b.t[0]), *vy = tu_values(b.t[1]);
+    for (int64_t i = 0; i < wk_tensor_numel(b.t[0]) && nx < cap; i++) xs[nx++] = vx[i];
+    for (int64_t i = 0; i < wk_tensor_numel(b.t[1]) && ny < cap; i++) ys[ny++] = vy[i];
+    free(vx);
+    free(vy);
+    wk_sample_clear(&b);
+  }
+  ck_assert_int_eq(nx, ny * 4);
+  return ny;
+}
+static wk_status stack_collate(void *user, const wk_sample *samples, int64_t n, wk_sample *out) {
+  (void)user;
+  return wk_collate_default(samples, n, out);
+}
+START_TEST(test_loader_get_batch) {
+  int64_t live = wk_live_tensors();
+  wk_tensor *base = wk_arange(0, 40, 1, (wk_options){.dtype = WK_F32});
+  wk_tensor *x = wk_reshape(base, WK_SHAPE(10, 2, 2));
+  wk_tensor *y = wk_arange(100, 110, 1, (wk_options){.dtype = WK_I64});
+  /* the same samples one by one: a version-1 impl (no get_batch member) */
+  gb_ds ref = {.x = x, .y = y};
+  wk_dataset *per = wk_dataset_new(
+      &(wk_dataset_impl){.struct_size = offsetof(wk_dataset_impl, get_batch), .len = gb_len, .get = gb_get,
+                         .get_batch = gb_get_batch},
+      &ref);
+  wk_dataset *tds = wk_tensor_dataset((wk_tensor *[]){x, y}, 2);
+  /* a transposed view: TensorDataset gathers it with index_select */
+  wk_tensor *xt_base = wk_reshape(base, WK_SHAPE(4, 10));
+  wk_tensor *xt = wk_permute(xt_base, WK_SHAPE(1, 0));
+  wk_dataset *tds_t = wk_tensor_dataset((wk_tensor *[]){xt, y}, 2);
+  ck_assert(per && tds && tds_t);
+  double rx[64], ry[16], gx[64], gy[16];
+  for (int w = 0; w < 3; w += 2) {
+    wk_dataloader *a = wk_dataloader_new(per, WK_LOADER_OPTS(.batch_size = 3, .shuffle = true, .seed = 7, .num_workers = w));
+    wk_dataloader *b = wk_dataloader_new(tds, WK_LOADER_OPTS(.batch_size = 3, .shuffle = true, .seed = 7, .num_workers = w));
+    ck_assert_int_eq(epoch_pairs(a, rx, ry, 64), 10);
+    ck_assert_int_eq(epoch_pairs(b, gx, gy, 64), 10);
+    ck_assert_mem_eq(rx, gx, sizeof(double) * 40);
+    ck_assert_mem_eq(ry, gy, sizeof(double) * 10);
+    wk_dataloader_free(a);
+    wk_dataloader_free(b);
+  }
+  ck_assert_int_eq(atomic_load(&ref.batches), 0); /* the old struct_size hid get_batch */
+  ck_assert_int_eq(atomic_load(&ref.gets), 20);
+  /* transposed: sample i is column i of the [4, 10] view */
+  wk_dataloader *dl = wk_dataloader_new(tds_t, WK_LOADER_OPTS(.batch_size = 4));
+  wk_sample bt;
+  TU_OK(wk_dataloader_next(dl, &bt));
+  ck_assert_int_eq(wk_tensor_dim(bt.t[0]), 2);
+  TU_EQ_VALS(bt.t[0], 0, 10, 20, 30, 1, 11, 21, 31, 2, 12, 22, 32, 3, 13, 23, 33);
+  TU_EQ_VALS(bt.t[1], 100, 101, 102, 103);
+  wk_sample_clear(&bt);
+  wk_dataloader_free(dl);
+  /* a Subset of a TensorDataset gathers through its parent; of a Subset too */
+  wk_dataset *sub = wk_subset(tds, (int64_t[]){9, 0, -5, 3}, 4);
+  wk_dataset *sub2 = wk_subset(sub, (int64_t[]){3, 0}, 2);
+  dl = wk_dataloader_new(sub, WK_LOADER_OPTS(.batch_size = 3));
+  TU_OK(wk_dataloader_next(dl, &bt));
+  TU_EQ_VALS(bt.t[1], 109, 100, 105);
+  TU_EQ_VALS(bt.t[0], 36, 37, 38, 39, 0, 1, 2, 3, 20, 21, 22, 23);
+  wk_sample_clear(&bt);
+  TU_OK(wk_dataloader_next(dl, &bt));
+  TU_EQ_VALS(bt.t[1], 103);
+  wk_sample_clear(&bt);
+  wk_dataloader_free(dl);
+  dl = wk_dataloader_new(sub2, WK_LOADER_OPTS(.batch_size = 2));
+  TU_OK(wk_dataloader_next(dl, &bt));
+  TU_EQ_VALS(bt.t[1], 103, 109);
+  wk_sample_clear(&bt);
+  wk_dataloader_free(dl);
+  /* a user get_batch: used without a collate function, not with one; its failures name the batch */
+  gb_ds u = {.x = x, .y = y};
+  wk_dataset *uds = wk_dataset_new(
+      &(wk_dataset_impl){sizeof(wk_dataset_impl), gb_len, gb_get, NULL, gb_get_batch}, &u);
+  dl = wk_dataloader_new(uds, WK_LOADER_OPTS(.batch_size = 4));
+  ck_assert_int_eq(epoch_pairs(dl, gx, gy, 64), 10);
+  ck_assert_int_eq(atomic_load(&u.batches), 3);
+  ck_assert_int_eq(atomic_load(&u.gets), 0);
+  wk_dataloader_free(dl);
+  dl = wk_dataloader_new(uds, WK_LOADER_OPTS(.batch_size = 4, .collate = stack_collate));
+  TU_OK(wk_dataloader_next(dl, &bt));
+  ck_assert_int_eq(atomic_load(&u.gets), 4);
+  ck_assert_int_eq(atomic_load(&u.batches), 3);
+  wk_sample_clear(&bt);
+  wk_dataloader_free(dl);
+  for (int w = 0; w < 3; w += 2) {
+    u.mode = 1;
+    dl = wk_dataloader_new(uds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = w));
+    ck_assert_int_eq(wk_dataloader_next(dl, &bt), WK_ERR_IO);
+    ck_assert_int_eq(bt.n, 0);
+    TU_FAILS_WITH(WK_ERR_IO, "batch 0 of epoch 0 (samples 0..3) failed: shard of sample 0 is gone");
+    wk_dataloader_free(dl);
+    u.mode = 2;
+    dl = wk_dataloader_new(uds, WK_LOADER_OPTS(.batch_size = 4, .num_workers = w));
+    ck_assert_int_eq(wk_dataloader_next(dl, &bt), WK_ERR_STATE);
+    TU_FAILS_WITH(WK_ERR_STATE, "get_batch returned 0 tensors");
+    wk_dataloader_free(dl);
+  }
+  wk_dataset_free(uds);
+  wk_dataset_free(sub2);
+  wk_dataset_free(sub);
+  wk_dataset_free(tds_t);
+  wk_dataset_free(tds);
+  wk_dataset_free(per);
+  wk_release(xt);
+  wk_release(xt_base);
+  wk_release(x);
+  wk_release(y);
+  wk_release(base);
+  ck_assert_int_eq(wk_live_tensors(), live);
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("loader");
   struct {
@@ -625,7 +777,7 @@ static Suite *make_suite(void) {
   } tests[] = {{"iterable", test_loader_iterable},    {"options", test_loader_persistent},
                {"options", test_loader_timeout},      {"options", test_loader_prefetch_pin},
                {"collate", test_loader_pad_sequence}, {"collate", test_loader_pad_collate},
-               {"pinned", test_loader_pinned_device}};
+               {"pinned", test_loader_pinned_device}, {"get_batch", test_loader_get_batch}};
   TCase *tc = NULL;
   const char *cur = "";
   for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {

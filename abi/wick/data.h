@@ -26,8 +26,10 @@
 /* Version 2 appended ImageFolder and image decoding, Resize,
  * RandomResizedCrop, ColorJitter, iterable datasets, pad_sequence and the
  * loader options persistent_workers, pin_memory, timeout and worker_init_fn.
+ * Version 3 appended wk_dataset_impl.get_batch (whole batches gathered by the
+ * dataset; TensorDataset and Subset have it).
  * The wrappers below accept any version and check struct_size per call. */
-#define WK_DATA_SERVICE_VERSION 2u
+#define WK_DATA_SERVICE_VERSION 3u
 
 typedef struct wk_dataset wk_dataset;       /* map-style dataset */
 typedef struct wk_transform wk_transform;   /* per-sample tensor transform */
@@ -74,12 +76,21 @@ static inline uint64_t wk_data_sample_seed(uint64_t base, int64_t epoch, int64_t
  * fills out->t[0..n) with new references (n <= WK_SAMPLE_MAX) and returns
  * WK_OK, or records an error with wk_error() and returns its status (out is
  * then cleared by the caller). free (optional) is called with `self` when the
- * last reference to the dataset goes. */
+ * last reference to the dataset goes.
+ * get_batch (optional; version 3, a data plugin of version 2 calls get per
+ * sample): the whole batch of the n >= 1
+ * samples indices[0..n) (each in [0, len)) at once, each field stacked along
+ * a new dim 0, exactly what the default collate of n get() calls would give
+ * (PyTorch's __getitems__). For datasets whose samples do not draw from their
+ * random stream, such as in-memory tensors: one gather per field instead of n
+ * samples and a stack. A DataLoader without a collate function calls it; the
+ * same thread-safety and error rules as get. */
 typedef struct wk_dataset_impl {
   size_t struct_size; /* sizeof(wk_dataset_impl) */
   int64_t (*len)(void *self);
   wk_status (*get)(void *self, int64_t index, const wk_sample_ctx *ctx, wk_sample *out);
   void (*free)(void *self);
+  wk_status (*get_batch)(void *self, const int64_t *indices, int64_t n, wk_sample *out);
 } wk_dataset_impl;
 
 /* ---- Iterable-style datasets ----------------------------------------------------------------- */
@@ -217,7 +228,8 @@ WK_STATIC_ASSERT(sizeof(wk_loader_opts) == 96, "wk_loader_opts is frozen at vers
 WK_STATIC_ASSERT(sizeof(wk_worker_info) == 32, "wk_worker_info is frozen at version 2");
 WK_STATIC_ASSERT(sizeof(wk_iterable_impl) == 40, "wk_iterable_impl is frozen at version 2");
 WK_STATIC_ASSERT(sizeof(wk_sample_ctx) == 40, "wk_sample_ctx is frozen at version 1");
-WK_STATIC_ASSERT(sizeof(wk_dataset_impl) == 32, "wk_dataset_impl is frozen at version 1");
+WK_STATIC_ASSERT(offsetof(wk_dataset_impl, get_batch) == 32, "wk_dataset_impl version 1 is frozen");
+WK_STATIC_ASSERT(sizeof(wk_dataset_impl) == 40, "wk_dataset_impl is frozen at version 3");
 
 /* The data service, fetched once per translation unit; NULL with the error of
  * wk_service_get (naming the service and the plugin search path). */
@@ -259,7 +271,9 @@ static inline wk_status wk_dataset_get(wk_dataset *ds, int64_t index, const wk_s
   WK__DATA_CALL(dataset_get, wk_last_error(), ds, index, ctx, out);
 }
 /* PyTorch's TensorDataset: sample i is (tensors[0][i], ..., tensors[n-1][i]).
- * All tensors share dim 0. Retains the tensors. New handle. */
+ * All tensors share dim 0. Retains the tensors. New handle. A DataLoader
+ * gathers each batch of it in one copy per field (get_batch), as it does for
+ * a Subset of it. */
 static inline wk_dataset *wk_tensor_dataset(wk_tensor *const *tensors, int n) { WK__DATA_CALL(tensor_dataset, NULL, tensors, n); }
 /* Samples ds[indices[0..n)] (indices copied, checked against len(ds)). New handle. */
 static inline wk_dataset *wk_subset(wk_dataset *ds, const int64_t *indices, int64_t n) { WK__DATA_CALL(subset, NULL, ds, indices, n); }

@@ -109,6 +109,37 @@ static wk_status tds_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample
   }
   return WK_OK;
 }
+/* The batch in one gather per field: rows copied straight from a contiguous
+ * cpu tensor, index_select for any other. */
+static wk_status tds_get_batch(void *p, const int64_t *idx, int64_t n, wk_sample *out) {
+  tds *d = p;
+  for (int k = 0; k < d->n; k++) {
+    wk_tensor *t = d->t[k], *o;
+    if (wk_tensor_device(t).type == WK_DEVICE_CPU && wk_tensor_is_contiguous(t)) {
+      int nd = wk_tensor_dim(t);
+      int64_t sizes[WK_MAX_DIMS];
+      memcpy(sizes, wk_tensor_sizes(t), sizeof(int64_t) * (size_t)nd);
+      sizes[0] = n;
+      o = wk_empty(sizes, nd, (wk_options){.dtype = wk_tensor_dtype(t)});
+      if (!o) return wk_last_error();
+      size_t row = (size_t)(d->len ? wk_tensor_numel(t) / d->len : 0) * wk_dtype_size(wk_tensor_dtype(t));
+      const char *src = wk_tensor_data(t);
+      char *dst = wk_tensor_data(o);
+      for (int64_t i = 0; i < n && row; i++) memcpy(dst + (size_t)i * row, src + (size_t)idx[i] * row, row);
+    } else {
+      wk_tensor *it = wk_tensor_from_data(idx, WK_I64, WK_SHAPE(n));
+      wk_tensor *dev = it ? wk_to_device(it, wk_tensor_device(t)) : NULL;
+      wk_tensor *sel = dev ? wk_index_select(t, 0, dev) : NULL;
+      o = sel ? wk_detach(sel) : NULL;
+      wk_release(sel);
+      wk_release(dev);
+      wk_release(it);
+      if (!o) return wk_last_error();
+    }
+    out->t[out->n++] = o;
+  }
+  return WK_OK;
+}
 static void tds_free(void *p) {
   tds *d = p;
   for (int k = 0; k < d->n; k++) wk_unref(d->t[k]); /* balances the retain of creation */
@@ -144,7 +175,11 @@ wk_dataset *dt_tensor_dataset(wk_tensor *const *tensors, int n) {
   d->n = n;
   d->len = wk_tensor_size(tensors[0], 0);
   for (int k = 0; k < n; k++) d->t[k] = wk_retain(tensors[k]);
-  return dt_dataset_wrap(tds_len, tds_get, tds_free, d);
+  wk_dataset_impl impl = {.struct_size = sizeof impl, .len = tds_len, .get = tds_get, .free = tds_free,
+                          .get_batch = tds_get_batch};
+  wk_dataset *ds = dt_dataset_new(&impl, d);
+  if (!ds) tds_free(d);
+  return ds;
 }
 
 /* ---- Subset ---------------------------------------------------------------------------------- */
@@ -157,6 +192,16 @@ static int64_t subset_len(void *p) { return ((subset *)p)->n; }
 static wk_status subset_get(void *p, int64_t i, const wk_sample_ctx *ctx, wk_sample *out) {
   subset *s = p;
   return dt_dataset_get(s->parent, s->idx[i], ctx, out);
+}
+/* Only when the parent gathers batches: the batch's parent indices, then the parent's gather. */
+static wk_status subset_get_batch(void *p, const int64_t *idx, int64_t n, wk_sample *out) {
+  subset *s = p;
+  int64_t *pi = wk_malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  if (!pi) return wk_error(WK_ERR_NO_MEMORY, "subset: out of memory for a batch of %lld indices", (long long)n);
+  for (int64_t i = 0; i < n; i++) pi[i] = s->idx[idx[i]];
+  wk_status st = s->parent->impl.get_batch(s->parent->self, pi, n, out);
+  wk_free(pi);
+  return st;
 }
 static void subset_free(void *p) {
   subset *s = p;
@@ -188,7 +233,11 @@ wk_dataset *dt_subset(wk_dataset *ds, const int64_t *indices, int64_t n) {
   s->parent = dt_dataset_retain(ds);
   s->n = n;
   for (int64_t i = 0; i < n; i++) s->idx[i] = indices[i] < 0 ? indices[i] + len : indices[i];
-  return dt_dataset_wrap(subset_len, subset_get, subset_free, s);
+  wk_dataset_impl impl = {.struct_size = sizeof impl, .len = subset_len, .get = subset_get, .free = subset_free,
+                          .get_batch = ds->impl.get_batch ? subset_get_batch : NULL};
+  wk_dataset *out = dt_dataset_new(&impl, s);
+  if (!out) subset_free(s);
+  return out;
 }
 
 wk_status dt_random_split(wk_dataset *ds, const int64_t *lengths, int n, uint64_t seed, wk_dataset **out) {

@@ -62,6 +62,28 @@ void dt_build_batch(wk_dataloader *dl, int64_t b, int worker, dt_slot *r) {
   r->ready = true;
   if (worker >= 0) wk_clear_error();
   int64_t lo = b * dl->bs, hi = lo + dl->bs < dl->norder ? lo + dl->bs : dl->norder, n = hi - lo;
+  if (!dl->collate && dl->ds->impl.get_batch) { /* the dataset gathers the whole batch itself */
+    r->st = dl->ds->impl.get_batch(dl->ds->self, dl->order + lo, n, &r->batch);
+    if (r->st == WK_OK && (r->batch.n < 1 || r->batch.n > WK_SAMPLE_MAX))
+      r->st = wk_error(WK_ERR_STATE, "dataset: get_batch returned %d tensors (1..%d allowed)", r->batch.n, WK_SAMPLE_MAX);
+    for (int i = 0; r->st == WK_OK && i < r->batch.n; i++)
+      if (!r->batch.t[i]) r->st = wk_error(WK_ERR_STATE, "dataset: get_batch returned a NULL tensor in field %d", i);
+    if (r->st != WK_OK) {
+      if (wk_last_error() == WK_OK) wk_error(r->st, "get_batch failed without a message");
+      if (r->batch.n < 0 || r->batch.n > WK_SAMPLE_MAX) r->batch.n = WK_SAMPLE_MAX;
+      wk_sample_clear(&r->batch);
+      char prefix[160];
+      snprintf(prefix, sizeof prefix, "dataloader: batch %lld of epoch %lld (samples %lld..%lld) failed: ", (long long)b,
+               (long long)dl->epoch, (long long)lo, (long long)hi - 1);
+      r->msg = dt_msg(prefix, wk_last_error_message());
+    } else if (dl->pin_memory) {
+      char what[96];
+      snprintf(what, sizeof what, "batch %lld (samples %lld..%lld)", (long long)b, (long long)lo, (long long)hi - 1);
+      pin_batch(dl, what, r);
+    }
+    if (r->st != WK_OK) wk_clear_error();
+    return;
+  }
   wk_sample *s = wk_calloc((size_t)n, sizeof *s);
   r->st = s ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "dataloader: out of memory");
   for (int64_t k = 0; r->st == WK_OK && k < n; k++) {
