@@ -692,10 +692,16 @@ static int log_softmax_accuracy(void) {
   if (wk_init() != WK_OK) return 2;
   wk_manual_seed(1);
   enum { R = 256, C = 10 };
+  wk_scope_begin(); /* the scope owns the tensors (LeakSanitizer runs this process too) */
   wk_tensor *x = wk_mul_scalar(wk_randn(WK_SHAPE(R, C), (wk_options){0}), 3);
   wk_tensor *y = x ? wk_log_softmax(x, 1) : NULL;
   static double xv[R * C], yv[R * C];
-  if (!y || wk_tensor_to_f64(x, xv, R * C) || wk_tensor_to_f64(y, yv, R * C)) return 2;
+  bool bad = !y || wk_tensor_to_f64(x, xv, R * C) || wk_tensor_to_f64(y, yv, R * C);
+  wk_scope_end();
+  if (bad) {
+    wk_shutdown();
+    return 2;
+  }
   double worst = 0;
   for (int r = 0; r < R; r++) {
     double m = -INFINITY, sum = 0;
@@ -708,6 +714,7 @@ static int log_softmax_accuracy(void) {
   }
   printf("log_softmax max relative error %.3g (kernel: %s)\n", worst,
          kernel_index("log_softmax", "onednn") == 0 ? "onednn" : "cpu");
+  wk_shutdown();
   return worst < 1e-5 ? 0 : 1;
 }
 
