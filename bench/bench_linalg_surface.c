@@ -29,6 +29,7 @@ static wk_tensor *values(const int64_t *s, int nd, double lo, double hi, wk_dtyp
 static double g_t[1000];
 /* Times op(a) reps times (one warm-up call) and prints the median. */
 static int timed(const char *label, const char *name, wk_value *a, int n, int reps) {
+  if (!bench_selected(label)) return 0;
   wk_op *op = wk_op_find(name);
   if (!op) return 1;
   int nargs = wk_op_num_args(op), nouts = wk_op_num_outs(op);
@@ -88,6 +89,9 @@ int main(int argc, char **argv) {
   wk_tensor *ip[1] = {perm};
   RUN("index_put", "index_put", WK_VT(x), WK_VTS(ip, 1), WK_VT(y), WK_VB(false));
   RUN("index_put_accumulate", "index_put", WK_VT(x), WK_VTS(ip, 1), WK_VT(y), WK_VB(true));
+  wk_tensor *dup[1] = {wk_randint(0, 1000, &n1k, 1, (wk_options){.dtype = WK_I64})}; /* repeated rows */
+  if (!dup[0]) return 1;
+  RUN("index_put_accumulate_duplicates", "index_put", WK_VT(x), WK_VTS(dup, 1), WK_VT(y), WK_VB(true));
   RUN("masked_scatter", "masked_scatter", WK_VT(x), WK_VT(mask), WK_VT(src));
   /* linalg: products and norms */
   RUN("einsum_ij_jk", "einsum", WK_VS("ij,jk->ik"), WK_VTS(ts2, 2), WK_VNONE);

@@ -18,6 +18,7 @@ static double tm[1000];
 /* Times the call `expr` (a wk_tensor *) reps times after one warm-up. */
 #define BENCH(label, expr)                                                    \
   do {                                                                        \
+    if (!bench_selected(label)) break;                                        \
     for (int r_ = -1; r_ < reps; r_++) {                                      \
       wk_scope_begin();                                                       \
       double t0_ = bench_now();                                               \
@@ -72,6 +73,13 @@ int main(int argc, char **argv) {
   BENCH("interpolate_nearest_x2", wkx_interpolate(im, sz, 2, NULL, 0, "nearest", NULL, NULL, false));
   BENCH("interpolate_bilinear_x2", wkx_interpolate(im, sz, 2, NULL, 0, "bilinear", (const bool[]){false}, NULL, false));
   BENCH("interpolate_bicubic_x2", wkx_interpolate(im, sz, 2, NULL, 0, "bicubic", (const bool[]){false}, NULL, false));
+  /* the backward ops ([8, 32, 128, 128] gradients to the [8, 32, 64, 64] input) and antialiased downsampling */
+  wk_tensor *g128 = wk_rand((const int64_t[]){8, 32, 128, 128}, 4, (wk_options){.dtype = WK_F32});
+  int64_t half[2] = {32, 32};
+  BENCH("interpolate_bilinear_x2_backward", wkx_interpolate_backward(g128, img, 4, NULL, 0, "bilinear", (const bool[]){false}, NULL, false));
+  BENCH("interpolate_bicubic_x2_backward", wkx_interpolate_backward(g128, img, 4, NULL, 0, "bicubic", (const bool[]){false}, NULL, false));
+  BENCH("interpolate_bilinear_antialias_half", wkx_interpolate(im, half, 2, NULL, 0, "bilinear", (const bool[]){false}, NULL, true));
+  BENCH("interpolate_bicubic_antialias_half", wkx_interpolate(im, half, 2, NULL, 0, "bicubic", (const bool[]){false}, NULL, true));
   BENCH("conv1d_64to64_k3", wkx_conv1d(sq, k1, NULL, &one, 1, &one, 1, &one, 1, 1));
   BENCH("conv3d_8to8_k3", wkx_conv3d(vo, k3, NULL, &one, 1, &one, 1, &one, 1, 1));
   BENCH("conv_transpose2d_32to16_s2", wkx_conv_transpose2d(im, kt, NULL, &two, 1, &one, 1, &one, 1, 1, &one, 1));

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <wick/amp.h>
@@ -31,6 +32,22 @@ static inline double bench_median(double *t, int n) {
 }
 
 /* This process's peak resident set so far, MiB. */
+/* True when the row `label` is to be timed: every row, or those BENCH_ONLY (a comma-separated list of row
+ * names, as the PyTorch twins read it) names. */
+static inline bool bench_selected(const char *label) {
+  const char *only = getenv("BENCH_ONLY");
+  if (!only || !*only) return true;
+  size_t n = strlen(label);
+  for (const char *p = only; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && !strncmp(p, label, n)) return true;
+    if (!e) break;
+    p = e + 1;
+  }
+  return false;
+}
+
 static inline double bench_peak_rss_mb(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);

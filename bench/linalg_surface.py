@@ -4,8 +4,11 @@ Run with PyTorch 2.15 (/work/venv-torch/bin/python) by bench/linalg_surface.sh."
 import sys
 import time
 
+import os
+
 import torch
 
+ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))  # rows to time (default all)
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 11
 lreps = min(reps, 3)
 torch.set_num_threads(2)
@@ -21,6 +24,7 @@ smallf = u((1000, 1000), 0, 1000, torch.int64).to(torch.float32)
 flat_small = smallf.reshape(-1)
 idx = u((1000, 1000), 0, 1000, torch.int64)
 perm = torch.randperm(1000)
+dup = torch.randint(0, 1000, (1000,))
 mask, src = x > 0, y.reshape(-1)
 ba, bb, bs = u((100, 100, 100), -1, 1), u((100, 100, 100), -1, 1), u((100, 100, 100), -1, 1)
 v1, v2 = u((1000,), -1, 1), u((1000,), -1, 1)
@@ -34,6 +38,7 @@ OPS = [
     ("scatter_reduce_sum", lambda: x.scatter_reduce(1, idx, y, "sum")),
     ("index_put", lambda: x.index_put((perm,), y)),
     ("index_put_accumulate", lambda: x.index_put((perm,), y, True)),
+    ("index_put_accumulate_duplicates", lambda: x.index_put((dup,), y, True)),
     ("masked_scatter", lambda: x.masked_scatter(mask, src)),
     ("einsum_ij_jk", lambda: torch.einsum("ij,jk->ik", x, y)),
     ("einsum_ij_ij_i", lambda: torch.einsum("ij,ij->i", x, y)),
@@ -56,6 +61,8 @@ OPS = [
 ]
 LINALG = {"cholesky", "qr", "eigh", "svd", "solve", "slogdet", "inv", "det", "pinv", "lstsq", "matrix_norm_fro"}
 for name, fn in OPS:
+    if ONLY and name not in ONLY:
+        continue
     n = lreps if name in LINALG else reps
     ts = []
     for r in range(n + 1):

@@ -4,9 +4,12 @@ venv's PyTorch 2.15 (/work/venv-torch/bin/python) or Debian's 1.13.1 (/usr/bin/p
 import sys
 import time
 
+import os
+
 import torch
 import torch.nn.functional as F
 
+ONLY = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))  # rows to time (default all)
 reps = int(sys.argv[1]) if len(sys.argv) > 1 else 7
 torch.set_num_threads(2)
 torch.manual_seed(1)
@@ -21,6 +24,7 @@ pos, cls = randt(1000, 1000, lo=0.5, hi=3), torch.randint(0, 1000, (1000,))
 pm, pm1k = torch.randint(0, 2, (1000, 1000)).float() * 2 - 1, torch.randint(0, 2, (1000,)).float() * 2 - 1
 im, sq, vo = randt(8, 32, 64, 64), randt(16, 64, 1024), randt(4, 8, 16, 32, 32)
 k1, k3, kt = randt(64, 64, 3, lo=-0.1, hi=0.1), randt(8, 8, 3, 3, 3, lo=-0.1, hi=0.1), randt(32, 16, 3, 3, lo=-0.1, hi=0.1)
+g128 = torch.rand(8, 32, 128, 128)
 pso, c1, c2 = randt(8, 128, 32, 32), randt(500, 64), randt(500, 64)
 OPS = [
     ("l1_loss", lambda: F.l1_loss(x, y)), ("smooth_l1_loss", lambda: F.smooth_l1_loss(x, y)),
@@ -38,6 +42,14 @@ OPS = [
     ("interpolate_nearest_x2", lambda: F.interpolate(im, size=[128, 128], mode="nearest")),
     ("interpolate_bilinear_x2", lambda: F.interpolate(im, size=[128, 128], mode="bilinear", align_corners=False)),
     ("interpolate_bicubic_x2", lambda: F.interpolate(im, size=[128, 128], mode="bicubic", align_corners=False)),
+    ("interpolate_bilinear_x2_backward",
+     lambda: torch.ops.aten.upsample_bilinear2d_backward(g128, [128, 128], [8, 32, 64, 64], False)),
+    ("interpolate_bicubic_x2_backward",
+     lambda: torch.ops.aten.upsample_bicubic2d_backward(g128, [128, 128], [8, 32, 64, 64], False)),
+    ("interpolate_bilinear_antialias_half",
+     lambda: F.interpolate(im, size=[32, 32], mode="bilinear", align_corners=False, antialias=True)),
+    ("interpolate_bicubic_antialias_half",
+     lambda: F.interpolate(im, size=[32, 32], mode="bicubic", align_corners=False, antialias=True)),
     ("conv1d_64to64_k3", lambda: F.conv1d(sq, k1, None, 1, 1)), ("conv3d_8to8_k3", lambda: F.conv3d(vo, k3, None, 1, 1)),
     ("conv_transpose2d_32to16_s2", lambda: F.conv_transpose2d(im, kt, None, 2, 1, 1)),
     ("max_pool1d_k3s2", lambda: F.max_pool1d(sq, 3, 2, 1, return_indices=True)),
@@ -51,6 +63,8 @@ OPS = [
 ]
 with torch.no_grad():
     for name, fn in OPS:
+        if ONLY and name not in ONLY:
+            continue
         t = []
         for r in range(-1, reps):
             t0 = time.perf_counter()
