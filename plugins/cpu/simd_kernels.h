@@ -96,7 +96,7 @@ static inline double simd_fold16(double *acc) {
 #define VD __m128d
 #define VD_ZERO() _mm_setzero_pd()
 #define VD_SET1(x) _mm_set1_pd(x)
-#define VD_WIDEN(p) _mm_cvtps_pd(_mm_castpd_ps(_mm_load_sd((const double *)(const void *)(p))))
+#define VD_WIDEN(p) _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(p))))
 #define VD_ADD _mm_add_pd
 #define VD_SUB _mm_sub_pd
 #define VD_MUL _mm_mul_pd
