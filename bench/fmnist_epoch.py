@@ -2,8 +2,10 @@
 `examples/train --epochs 1 --scheduler none`: same normalisation, same model
 (cnn or mlp), batch 64, SGD lr 0.05 momentum 0.9, shuffled DataLoader over
 tensors in memory (num_workers 0). Prints the epoch's images/s, its test
-accuracy and peak RSS. Usage: fmnist_epoch.py cnn|mlp [DIR]"""
+accuracy and peak RSS. Usage: fmnist_epoch.py cnn|mlp [DIR]
+Intra-op threads: 2, or WICK_NUM_THREADS when set (the Wick side's variable)."""
 import gzip
+import os
 import resource
 import sys
 import time
@@ -15,7 +17,7 @@ import torch.nn.functional as F
 
 which = sys.argv[1] if len(sys.argv) > 1 else "cnn"
 root = sys.argv[2] if len(sys.argv) > 2 else "/usr/share/datasets/fashion-mnist"
-torch.set_num_threads(2)
+torch.set_num_threads(int(os.environ.get("WICK_NUM_THREADS", "2")))
 torch.manual_seed(0)
 
 

@@ -20,6 +20,7 @@ typedef struct train_config {
   bool ddp; /* --ddp: DistributedDataParallel over the launcher's world (wick launch, mpirun) */
   const char *export_onnx; /* --export-onnx PATH: the trained model as ONNX (needs the onnx plugin) */
   bool phases; /* --phases: where each epoch's time went (data, forward, backward, step, metrics, logging) */
+  bool channels_last; /* --channels-last: 4-D weights and images in NHWC order (torch.channels_last) */
 } train_config;
 
 #endif

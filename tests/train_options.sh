@@ -6,7 +6,7 @@
 # run.json), and the clean errors for bad choices (unknown optimizer/scheduler/
 # dataset, a model that does not fit the data, --amp without the amp plugin,
 # a short --amp run (bf16 autocast), a short --amp f16 run (GradScaler) stopped and resumed,
-# train/ and val/ folders whose classes differ).
+# train/ and val/ folders whose classes differ), --phases and --channels-last.
 train="${top_builddir:-.}/examples/train"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/wick-trainopt.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -97,6 +97,18 @@ keys = json.loads(f.read(n)); sys.exit(not any(k.startswith("scaler") and k.ends
   cat "$tmp/amp16r.log"
   acc=$(sed -n 's/^final test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/amp16r.log")
   awk -v a="$acc" 'BEGIN { exit !(a >= 50) }' || fail "cnn with --amp f16 reached only $acc%"
+  # --phases: where the epoch's time went; --channels-last: the same cnn in NHWC order learns the same
+  for f in "" --channels-last; do
+    "$train" --epochs 1 --limit 1280 --scheduler none --phases $f --out "$tmp/ph$f" >"$tmp/ph$f.log" 2>&1 ||
+      { cat "$tmp/ph$f.log"; fail "--phases $f run"; }
+    cat "$tmp/ph$f.log"
+    grep -q "^  phases, ms per batch: data [0-9.]*, forward+loss [0-9.]*, backward [0-9.]*, optimizer step [0-9.]*, metrics [0-9.]*, release+logging [0-9.]* (sum [0-9.]*); evaluation [0-9.]* ms, checkpoints+logs [0-9.]* ms$" \
+      "$tmp/ph$f.log" || fail "--phases $f: no phases line"
+  done
+  l1=$(sed -n 's/^Epoch 1: train loss=\([0-9.]*\) .*/\1/p' "$tmp/ph.log")
+  l2=$(sed -n 's/^Epoch 1: train loss=\([0-9.]*\) .*/\1/p' "$tmp/ph--channels-last.log")
+  awk -v a="$l1" -v b="$l2" 'BEGIN { d = a - b; exit !(a > 0 && d < 0.01 && d > -0.01) }' ||
+    fail "--channels-last: train loss $l2, without it $l1"
 fi
 
 # Bad choices: exit status 1 or 2 and a message naming what was wrong.
