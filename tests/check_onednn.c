@@ -162,7 +162,8 @@ END_TEST
  * (stride 2, 2x2 and 4x4 images, the 7x7 RGB stem, 1x1 downsampling), plus
  * dilation and an odd size, against the cpu kernel (which computes in f32
  * from the same bf16 inputs), with and without the data gradient; the
- * dispatched call (no kernel forced) agrees too, and the shapes it leaves to
+ * dispatched call (no kernel forced) agrees too, channels_last tensors
+ * (NHWC unfolding) too, and the shapes it leaves to
  * oneDNN's direct kernel (8x8 stride 1, groups, a bias gradient) still come
  * back right through it. */
 START_TEST(test_onednn_conv_bf16_wgrad) {
@@ -188,6 +189,24 @@ START_TEST(test_onednn_conv_bf16_wgrad) {
       wk_value ba[8] = {WK_VT(go),       WK_VT(x),        WK_VT(w),         WK_VINTS(st, 2),
                         WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VI(c->groups), WK_VINTS(masks[m], 3)};
       compare("conv2d_backward", ba, 8, TOL_BF16 * 4, what);
+      /* channels_last input and grad_output (and weight): the NHWC path, a
+       * channels_last weight gradient like the weight */
+      wk_tensor *xc = wk_contiguous_format(x, WK_CHANNELS_LAST), *goc = wk_contiguous_format(go, WK_CHANNELS_LAST),
+                *wc = wk_contiguous_format(w, WK_CHANNELS_LAST);
+      TU_NOTNULL(xc);
+      TU_NOTNULL(goc);
+      TU_NOTNULL(wc);
+      for (int v = 0; v < 2; v++) { /* weight row-major, then channels_last */
+        wk_value ca[8] = {WK_VT(goc),      WK_VT(xc),       WK_VT(v ? wc : w), WK_VINTS(st, 2),
+                          WK_VINTS(pd, 2), WK_VINTS(dl, 2), WK_VI(c->groups),  WK_VINTS(masks[m], 3)};
+        wk_value co[3], cr[3];
+        TU_OK(call_with("conv2d_backward", "onednn", ca, 8, co));
+        TU_OK(call_with("conv2d_backward", "cpu", ba, 8, cr));
+        for (int k = 0; k < 3; k++)
+          if (co[k].tag == WK_V_TENSOR) assert_close_t(co[k].u.t, cr[k].u.t, TOL_BF16 * 4, what);
+        ck_assert(co[1].tag == WK_V_TENSOR &&
+                  wk_is_contiguous_format(co[1].u.t, v ? WK_CHANNELS_LAST : WK_CONTIGUOUS_FORMAT));
+      }
       wk_value d[3], r[3];
       TU_OK(wk_op_call(wk_op_find("conv2d_backward"), ba, 8, d));
       TU_OK(call_with("conv2d_backward", "cpu", ba, 8, r));

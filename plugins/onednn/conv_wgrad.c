@@ -86,14 +86,14 @@ static void go_transpose(void *v, int64_t b, int64_t e) {
 
 typedef struct {
   char tag[8];
-  int64_t M, K, N; /* c[M, N] = a[M, K] @ b[K, N]; a row-major, b = col^T (strides {1, K}) */
+  int64_t M, K, N;         /* c[M, N] (dense) = a[M, K] @ b[K, N] */
+  int64_t sa[2], sb[2];    /* a's and b's strides */
 } wg_key;
 
 static void wg_descs(const wg_key *k, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b, dnnl_memory_desc_t *c) {
-  int64_t da[2] = {k->M, k->K}, sa[2] = {k->K, 1}, db[2] = {k->K, k->N}, sb[2] = {1, k->K}, dc[2] = {k->M, k->N},
-          sc[2] = {k->N, 1};
-  odn_md_strided(a, 2, da, sa, dnnl_bf16);
-  odn_md_strided(b, 2, db, sb, dnnl_bf16);
+  int64_t da[2] = {k->M, k->K}, db[2] = {k->K, k->N}, dc[2] = {k->M, k->N}, sc[2] = {k->N, 1};
+  odn_md_strided(a, 2, da, k->sa, dnnl_bf16);
+  odn_md_strided(b, 2, db, k->sb, dnnl_bf16);
   odn_md_strided(c, 2, dc, sc, dnnl_bf16);
 }
 
@@ -105,6 +105,33 @@ static odn_prim *wg_make(void *v) {
   if (odn_check(odn.matmul_desc_init(&md, &a, &b, NULL, &c), "conv2d_backward", "matmul description")) return NULL;
   dnnl_query_t q[1] = {dnnl_query_undef};
   return odn_prim_create("conv2d_backward", &md, NULL, NULL, q, 1);
+}
+
+/* channels_last (NHWC) input and grad_output: col is [N*oh*ow, kh*kw*C],
+ * a row per output position holding, tap by tap, the C channels of the input
+ * pixel under it (one C-long copy), 0 in the padding. */
+typedef struct {
+  const uint16_t *x;
+  uint16_t *col;
+  const int32_t *at; /* as im2col_job's */
+  int64_t C, HW, kk, P;
+} im2row_job;
+
+static void im2row_rows(void *v, int64_t b, int64_t e) {
+  const im2row_job *j = v;
+  const int64_t C = j->C, Kp = j->kk * C;
+  for (int64_t m = b; m < e; m++) {
+    const int64_t n = m / j->P, q = m % j->P;
+    const uint16_t *img = j->x + n * j->HW * C;
+    uint16_t *out = j->col + m * Kp;
+    for (int64_t t = 0; t < j->kk; t++, out += C) {
+      int32_t i = j->at[t * j->P + q];
+      if (i < 0)
+        memset(out, 0, (size_t)C * 2);
+      else
+        memcpy(out, img + (int64_t)i * C, (size_t)C * 2);
+    }
+  }
 }
 
 static bool wgrad_off(void) {
@@ -125,7 +152,12 @@ static bool wgrad_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   if (wk_tensor_dim(x) != 4 || wk_tensor_dtype(x) != WK_BF16 || wk_tensor_dtype(go) != WK_BF16 ||
       wk_tensor_dtype(w) != WK_BF16)
     return false;
-  if (!odn_dense(x, true) || !odn_dense(go, true) || !wk_tensor_is_contiguous(w)) return false;
+  /* both row-major, or both channels_last (the weight is only read for its sizes) */
+  bool rows = wk_tensor_is_contiguous(x) && wk_tensor_is_contiguous(go);
+  bool cl = wk_is_contiguous_format(x, WK_CHANNELS_LAST) && wk_is_contiguous_format(go, WK_CHANNELS_LAST);
+  if ((!rows && !cl) || wk_tensor_device(x).type != WK_DEVICE_CPU || wk_tensor_numel(x) == 0 ||
+      wk_tensor_numel(go) == 0)
+    return false;
   const int64_t *xs = wk_tensor_sizes(x), *ws = wk_tensor_sizes(w), *ys = wk_tensor_sizes(go);
   int64_t ty, tx, pl[2] = {args[4].u.ints[0], args[4].u.ints[1]}, dl[2] = {args[5].u.ints[0], args[5].u.ints[1]};
   /* ResNet's one-position convolutions are conv_point.c's (a smaller product) */
@@ -140,6 +172,19 @@ static bool wgrad_supports(const wk_kernel_ctx *ctx, const wk_value *args) {
   return col <= (double)(256 << 20);
 }
 
+/* out (gw, any strides) from a dense [O, C, kh, kw] (ohwi false) or
+ * [O, kh, kw, C] (ohwi true) buffer. */
+static void store_weights(wk_tensor *gw, const uint16_t *src, bool ohwi) {
+  const int64_t *z = wk_tensor_sizes(gw), *st = wk_tensor_strides(gw);
+  uint16_t *d = wk_tensor_data(gw);
+  for (int64_t o = 0; o < z[0]; o++)
+    for (int64_t c = 0; c < z[1]; c++)
+      for (int64_t y = 0; y < z[2]; y++)
+        for (int64_t x = 0; x < z[3]; x++)
+          d[o * st[0] + c * st[1] + y * st[2] + x * st[3]] =
+              src[ohwi ? ((o * z[2] + y) * z[3] + x) * z[1] + c : ((o * z[1] + c) * z[2] + y) * z[3] + x];
+}
+
 static wk_status wgrad(const char *op, wk_tensor *go, wk_tensor *x, wk_tensor *gw, const wk_value *args) {
   const int64_t *xs = wk_tensor_sizes(x), *ws = wk_tensor_sizes(gw), *ys = wk_tensor_sizes(go);
   int64_t st[2], pl[2], dl[2];
@@ -148,30 +193,51 @@ static wk_status wgrad(const char *op, wk_tensor *go, wk_tensor *x, wk_tensor *g
     pl[i] = args[4].u.ints[i];
     dl[i] = args[5].u.ints[i];
   }
-  const int64_t O = ws[0], kk = ws[2] * ws[3], K = xs[1] * kk, P = ys[2] * ys[3], M = xs[0] * P;
+  const int64_t O = ws[0], C = xs[1], kk = ws[2] * ws[3], K = C * kk, P = ys[2] * ys[3], M = xs[0] * P;
+  /* channels_last: x and go are NHWC, no transposes; the product comes out
+   * as [O, kh, kw, C], a channels_last weight's own order */
+  const bool cl = !(wk_tensor_is_contiguous(x) && wk_tensor_is_contiguous(go)); /* as wgrad_supports decided */
+  const bool direct_out = cl ? wk_is_contiguous_format(gw, WK_CHANNELS_LAST) : wk_tensor_is_contiguous(gw);
   /* tensors, not odn_alloc: the core's storage cache hands the same memory
    * back every step (fresh pages fault in at ~1 ns a byte) */
-  wk_tensor *tcol = wk_empty((int64_t[]){K * M}, 1, (wk_options){.dtype = WK_BF16}),
-            *tgot = wk_empty((int64_t[]){O * M}, 1, (wk_options){.dtype = WK_BF16});
-  uint16_t *col = tcol ? wk_tensor_data(tcol) : NULL, *got = tgot ? wk_tensor_data(tgot) : NULL;
+  wk_tensor *tcol = wk_empty((int64_t[]){K * M}, 1, (wk_options){.dtype = WK_BF16});
+  wk_tensor *tgot = cl ? NULL : wk_empty((int64_t[]){O * M}, 1, (wk_options){.dtype = WK_BF16});
+  wk_tensor *tout = direct_out ? NULL : wk_empty((int64_t[]){O * K}, 1, (wk_options){.dtype = WK_BF16});
   int32_t *at = wk_malloc(sizeof(int32_t) * (size_t)(kk * P));
   wk_status s = WK_OK;
-  if (!col || !got || !at) {
+  if (!tcol || (!cl && !tgot) || (!direct_out && !tout) || !at) {
     s = wk_error(WK_ERR_NO_MEMORY, "%s(): out of memory for the unfolded input (%lld x %lld bf16)", op, (long long)K,
                  (long long)M);
     goto done;
   }
+  uint16_t *col = wk_tensor_data(tcol);
   tap_offsets(at, xs[2], xs[3], ws[2], ws[3], ys[2], ys[3], st, pl, dl);
-  im2col_job j = {wk_tensor_data(x), col, at, xs[0], xs[1], xs[2] * xs[3], kk, P};
-  wk_parallel_for(0, K, 1 + 16384 / (M ? M : 1), im2col_rows, &j);
-  trans_job t = {wk_tensor_data(go), got, xs[0], O, ys[2] * ys[3]};
-  wk_parallel_for(0, O, 1 + 16384 / (M ? M : 1), go_transpose, &t);
   wg_key k;
   memset(&k, 0, sizeof k); /* hashed as bytes */
   memcpy(k.tag, "wgradmm", 8);
   k.M = O;
   k.K = M;
   k.N = K;
+  const void *a;
+  if (cl) {
+    im2row_job j = {wk_tensor_data(x), col, at, C, xs[2] * xs[3], kk, P};
+    wk_parallel_for(0, M, 1 + 16384 / (K ? K : 1), im2row_rows, &j);
+    a = wk_tensor_data(go); /* [M, O]: a = go^T */
+    k.sa[0] = 1;
+    k.sa[1] = O;
+    k.sb[0] = K;
+    k.sb[1] = 1;
+  } else {
+    im2col_job j = {wk_tensor_data(x), col, at, xs[0], C, xs[2] * xs[3], kk, P};
+    wk_parallel_for(0, K, 1 + 16384 / (M ? M : 1), im2col_rows, &j);
+    trans_job t = {wk_tensor_data(go), wk_tensor_data(tgot), xs[0], O, P};
+    wk_parallel_for(0, O, 1 + 16384 / (M ? M : 1), go_transpose, &t);
+    a = wk_tensor_data(tgot); /* [O, M] */
+    k.sa[0] = M;
+    k.sa[1] = 1;
+    k.sb[0] = 1; /* b = col^T */
+    k.sb[1] = M;
+  }
   odn_entry *e = odn_prim_get(&k, sizeof k, wg_make, &k);
   if (!e) {
     s = wk_last_error();
@@ -179,15 +245,18 @@ static wk_status wgrad(const char *op, wk_tensor *go, wk_tensor *x, wk_tensor *g
   }
   dnnl_memory_desc_t ma, mb, mc;
   wg_descs(&k, &ma, &mb, &mc);
-  odn_arg ar[3] = {{DNNL_ARG_SRC, NULL, &ma, got, false},
+  void *out = direct_out ? wk_tensor_data(gw) : wk_tensor_data(tout);
+  odn_arg ar[3] = {{DNNL_ARG_SRC, NULL, &ma, (void *)a, false},
                    {DNNL_ARG_WEIGHTS, NULL, &mb, col, false},
-                   {DNNL_ARG_DST, NULL, &mc, wk_tensor_data(gw), true}};
+                   {DNNL_ARG_DST, NULL, &mc, out, true}};
   s = odn_exec(op, odn_entry_val(e), ar, 3);
   odn_cache_unpin(e);
+  if (!s && !direct_out) store_weights(gw, out, cl);
 done:
   wk_free(at);
   wk_release(tcol);
   wk_release(tgot);
+  wk_release(tout);
   return s;
 }
 
@@ -220,7 +289,7 @@ static wk_status k_wgrad(const wk_kernel_ctx *ctx, const wk_value *args, wk_valu
       if (r[i].tag == WK_V_TENSOR) wk_release(r[i].u.t);
     if (!gi) return wk_error(WK_ERR_INTERNAL, "%s(): the data gradient came back empty", op);
   }
-  if (!(gw = wk_meta_empty(ctx, 1)) || (s = wgrad(op, WK_ARG_T(0), WK_ARG_T(1), gw, args))) {
+  if (!(gw = odn_meta_empty_like_format(ctx, 1, WK_ARG_T(2))) || (s = wgrad(op, WK_ARG_T(0), WK_ARG_T(1), gw, args))) {
     if (!s) s = wk_last_error();
     wk_release(gi);
     wk_release(gw);
