@@ -237,17 +237,25 @@ typedef struct {
   int64_t N, O, P;
 } bias_job;
 
-#define BIAS_SUM(NAME, T)                                     \
-  static void NAME(void *p, int64_t b, int64_t e) {           \
-    const bias_job *j = p;                                    \
-    for (int64_t o = b; o < e; o++) {                         \
-      double s = 0;                                           \
-      for (int64_t n = 0; n < j->N; n++) {                    \
-        const T *r = (const T *)j->g + (n * j->O + o) * j->P; \
-        for (int64_t i = 0; i < j->P; i++) s += r[i];         \
-      }                                                       \
-      ((T *)j->gb)[o] = (T)s;                                 \
-    }                                                         \
+/* Eight double partial sums per channel, added up in a fixed order at the
+ * end: one accumulator made every element wait for the previous add (4
+ * cycles each: 2 ms a CNN step for the LeNet's first conv, [64, 32, 28, 28]);
+ * independent lanes vectorise. The order depends on the shapes only. */
+#define BIAS_SUM(NAME, T)                                                   \
+  static void NAME(void *p, int64_t b, int64_t e) {                         \
+    const bias_job *j = p;                                                  \
+    for (int64_t o = b; o < e; o++) {                                       \
+      double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s = 0;                      \
+      for (int64_t n = 0; n < j->N; n++) {                                  \
+        const T *r = (const T *)j->g + (n * j->O + o) * j->P;               \
+        int64_t i = 0;                                                      \
+        for (; i + 8 <= j->P; i += 8)                                       \
+          for (int k = 0; k < 8; k++) acc[k] += (double)r[i + k];           \
+        for (; i < j->P; i++) s += r[i];                                    \
+      }                                                                     \
+      ((T *)j->gb)[o] = (T)(s + (((acc[0] + acc[1]) + (acc[2] + acc[3])) +  \
+                                 ((acc[4] + acc[5]) + (acc[6] + acc[7])))); \
+    }                                                                       \
   }
 BIAS_SUM(bias_sum_f32, float)
 BIAS_SUM(bias_sum_f64, double)
