@@ -427,7 +427,7 @@ START_TEST(test_onnx_load_validation) {
     b.g.n_initializer = 1, b.g.initializer = tp;
     b.nodes[0].op_type = "Conv", b.nodes[0].name = "conv1";
     b.nodes[0].n_input = 2, b.ins[0][1] = "w";
-    expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'conv1' (Conv)", "only 1-d and 2-d (NCL, NCHW) inputs");
+    expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'conv1' (Conv)", "only 1-d, 2-d and 3-d (NCL, NCHW, NCDHW) inputs");
     b.g.n_initializer = 0;
   }
   /* not protobuf at all, truncated, empty */
@@ -649,6 +649,126 @@ START_TEST(test_onnx_fold_batch_norm) {
   wk_graph_release(fold);
   wk_release(g_fw[0]), wk_release(g_fw[1]), wk_release(g_fb[0]), wk_release(g_fb[1]);
   for (int i = 0; i < 4; i++) wk_release(g_bn[i]);
+}
+END_TEST
+
+/* ---- 3-d convolution and pooling ---- */
+static wk_tensor *g_w3, *g_b3;
+/* conv3d (groups, bias, per-dim stride / padding / dilation) -> max_pool3d (dilation, ceil_mode) and
+ * avg_pool3d (count_include_pad off) and avg_pool3d (on, the default stride) */
+static wk_status prog3d(void *user, wk_tensor *const *in, int n, wk_tensor **out, int max, int *nout) {
+  (void)user, (void)n, (void)max;
+  wk_scope_begin();
+  const int64_t s[] = {1, 2, 1}, p[] = {1, 0, 1}, d[] = {1, 1, 2};
+  wk_tensor *y = wkx_conv3d(in[0], g_w3, g_b3, s, 3, p, 3, d, 3, 2);
+  const int64_t mk[] = {2, 2, 2}, ms[] = {1, 1, 2}, mp[] = {1, 0, 1}, md[] = {2, 1, 1};
+  wk_tensor *m = wkx_max_pool3d_with_indices(y, mk, 3, ms, 3, mp, 3, md, 3, true, NULL);
+  const int64_t ak[] = {3, 2, 2}, as[] = {2, 1, 2}, ap[] = {1, 1, 0};
+  wk_tensor *a = wkx_avg_pool3d(y, ak, 3, as, 3, ap, 3, false, false, NULL);
+  const int64_t k2 = 2, one = 1;
+  wk_tensor *b = wkx_avg_pool3d(y, &k2, 1, NULL, 0, &one, 1, false, true, NULL);
+  out[0] = m, out[1] = a, out[2] = b;
+  for (int i = 0; i < 3; i++) wk_scope_keep(out[i]);
+  wk_scope_end();
+  *nout = 3;
+  return m && a && b ? WK_OK : wk_last_error();
+}
+/* Sets node 0's attribute i to an int list. */
+static void set_ints(mb *b, int i, const char *name, int64_t *v, size_t n) {
+  onnx__attribute_proto__init(&b->attrs[i]);
+  b->attrs[i].name = (char *)name, b->attrs[i].has_type = 1;
+  b->attrs[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  b->attrs[i].n_ints = n, b->attrs[i].ints = v;
+  b->ap[i] = &b->attrs[i];
+  b->nodes[0].n_attribute = (size_t)i + 1, b->nodes[0].attribute = b->ap;
+}
+
+START_TEST(test_onnx_conv_pool_3d) {
+  /* export (Conv / MaxPool / AveragePool with 3-element attributes) -> import -> replay equals eager bit for bit,
+   * at the traced batch and another */
+  g_w3 = tu_rand((const int64_t[]){6, 2, 3, 2, 3}, 5, WK_F32, -1, 1, 31);
+  g_b3 = tu_rand((const int64_t[]){6}, 1, WK_F32, -1, 1, 32);
+  int64_t shape[] = {2, 4, 6, 7, 8};
+  wk_tensor *x = tu_rand(shape, 5, WK_F32, -1, 1, 33);
+  wk_trace_options o = {sizeof o, k_batch, 1, NULL, NULL};
+  wk_graph *g = wk_trace(prog3d, NULL, &x, 1, &o);
+  TU_NOTNULL(g);
+  wk_release(x);
+  void *buf = NULL;
+  size_t n = 0;
+  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
+  wk_graph_release(g);
+  wk_graph *h = wk_onnx_load_buffer(buf, n, NULL);
+  wk_free(buf);
+  TU_NOTNULL(h);
+  ck_assert_int_eq(count_op(h, "conv3d"), 1);
+  ck_assert_int_eq(count_op(h, "max_pool3d_with_indices"), 1);
+  ck_assert_int_eq(count_op(h, "avg_pool3d"), 2);
+  for (int bs = 2; bs <= 3; bs++) {
+    shape[0] = bs;
+    wk_tensor *xb = tu_rand(shape, 5, WK_F32, -1, 1, 40 + (uint64_t)bs), *want[3] = {0}, *got[3] = {0};
+    int nout = 0;
+    TU_OK(prog3d(NULL, &xb, 1, want, 3, &nout));
+    TU_OK(wk_graph_run(h, &xb, 1, (wk_device){0}, got, 3));
+    for (int i = 0; i < 3; i++) {
+      ck_assert_msg(bit_equal(want[i], got[i]), "3-d output %d at batch %d differs from eager", i, bs);
+      wk_release(want[i]), wk_release(got[i]);
+    }
+    wk_release(xb);
+  }
+  wk_graph_release(h);
+  wk_release(g_w3), wk_release(g_b3);
+  /* the importer's faults: x[1, 2, 4, 4, 4], w[2, 2, 3, 3, 3] */
+  mb b;
+  mb_init(&b);
+  Onnx__TensorShapeProto__Dimension d5[5], *d5p[5];
+  for (int k = 0; k < 5; k++) {
+    onnx__tensor_shape_proto__dimension__init(&d5[k]);
+    d5[k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    d5[k].dim_value = k == 0 ? 1 : k == 1 ? 2 : 4;
+    d5p[k] = &d5[k];
+  }
+  b.sin.n_dim = 5, b.sin.dim = d5p;
+  Onnx__TensorProto t, *tp[1] = {&t};
+  onnx__tensor_proto__init(&t);
+  int64_t dims[] = {2, 2, 3, 3, 3};
+  float raw[108] = {0};
+  t.name = "w", t.n_dims = 5, t.dims = dims, t.has_data_type = 1, t.data_type = 1;
+  t.has_raw_data = 1, t.raw_data.data = (uint8_t *)raw, t.raw_data.len = sizeof raw;
+  b.g.n_initializer = 1, b.g.initializer = tp;
+  b.nodes[0].op_type = "Conv", b.nodes[0].name = "conv3";
+  b.nodes[0].n_input = 2, b.ins[0][1] = "w";
+  int64_t pads[] = {1, 1, 1, 1, 1, 0}, k2[] = {3, 3}, k3[] = {3, 3, 2}, dil[] = {1, 2, 1};
+  set_ints(&b, 0, "pads", pads, 6);
+  expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'conv3' (Conv)",
+                    "asymmetric pads [1, 1, 1, 1, 1, 0] are not supported");
+  set_ints(&b, 0, "pads", pads, 4);
+  expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'conv3' (Conv)", "pads has 4 elements, 6 expected");
+  set_ints(&b, 0, "kernel_shape", k2, 2);
+  expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'conv3' (Conv)", "kernel_shape has 2 elements for 3 spatial dims");
+  set_ints(&b, 0, "kernel_shape", k3, 3);
+  expect_load_error(&b, WK_ERR_SHAPE, "node 'conv3' (Conv)",
+                    "kernel_shape [3, 3, 2] differs from the weight's [3, 3, 3]");
+  b.nodes[0].n_attribute = 0;
+  t.n_dims = 4, t.raw_data.len = 2 * 2 * 3 * 3 * 4; /* a 2-d weight for a 3-d input */
+  expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'conv3' (Conv)", "the weight has 4 dims for an input of 5");
+  b.g.n_initializer = 0;
+  b.nodes[0].n_input = 1;
+  b.nodes[0].op_type = "AveragePool", b.nodes[0].name = "pool3";
+  expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'pool3' (AveragePool)", "kernel_shape is required");
+  set_ints(&b, 0, "kernel_shape", k3, 3);
+  set_ints(&b, 1, "dilations", dil, 3);
+  expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'pool3' (AveragePool)", "dilations are not supported");
+  b.nodes[0].op_type = "MaxPool";
+  set_ints(&b, 1, "strides", dil, 2);
+  expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'pool3' (MaxPool)", "strides has 2 elements");
+  set_ints(&b, 1, "pads", pads, 6);
+  expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'pool3' (MaxPool)",
+                    "asymmetric pads [1, 1, 1, 1, 1, 0] are not supported");
+  Onnx__TensorShapeProto__Dimension *d6p[6] = {&d5[0], &d5[1], &d5[2], &d5[3], &d5[4], &d5[4]};
+  b.sin.n_dim = 6, b.sin.dim = d6p; /* no 4-d pooling */
+  expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'pool3' (MaxPool)",
+                    "only 1-d, 2-d and 3-d (NCL, NCHW, NCDHW) inputs are supported, this one has 6 dims");
 }
 END_TEST
 
@@ -1010,6 +1130,7 @@ int main(void) {
   tcase_add_test(tc, test_onnx_convtranspose);
   tcase_add_test(tc, test_onnx_external_data);
   tcase_add_test(tc, test_onnx_fold_batch_norm);
+  tcase_add_test(tc, test_onnx_conv_pool_3d);
   tcase_add_test(tc, test_onnx_node_tests);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

@@ -85,20 +85,14 @@ static wk_status cints(xctx *c, int i, int64_t *v, int *n) {
   }
   return WK_OK;
 }
-/* int[2] arguments: one value repeats; an empty list takes dflt (max_pool's stride = kernel). */
-static wk_status pair(xctx *c, int i, int64_t v[2], const int64_t *dflt) {
+/* int[ns] arguments (ns <= 3): one value repeats; an empty list takes dflt (max_pool's stride = kernel). */
+static wk_status tuple(xctx *c, int i, int64_t *v, int ns, const int64_t *dflt) {
   int64_t t[8];
   int n;
   wk_status st = cints(c, i, t, &n);
   if (st) return st;
-  if (n == 0 && dflt)
-    v[0] = dflt[0], v[1] = dflt[1];
-  else if (n == 1)
-    v[0] = v[1] = t[0];
-  else if (n == 2)
-    v[0] = t[0], v[1] = t[1];
-  else
-    return FAIL("argument %d has %d elements, 2 expected", i, n);
+  if (!(n == 0 && dflt) && n != 1 && n != ns) return FAIL("argument %d has %d elements, %d expected", i, n, ns);
+  for (int k = 0; k < ns; k++) v[k] = n == 0 ? dflt[k] : n == 1 ? t[0] : t[k];
   return WK_OK;
 }
 static double num(const xctx *c, int i, double dflt) {
@@ -618,69 +612,88 @@ static wk_status x_addmm(xctx *c) { /* beta * self + alpha * mat1 @ mat2 */
 }
 
 /* ---- nn ---- */
-static wk_status x_conv2d(xctx *c) {
-  int64_t s[2], p[2], d[2], groups;
-  wk_status st = pair(c, 3, s, NULL);
-  if (!st) st = pair(c, 4, p, NULL);
-  if (!st) st = pair(c, 5, d, NULL);
+/* conv2d / conv3d and the pools: the table's constant is the number of spatial dims (2 or 3). */
+static int spatial(const xctx *c) {
+  return (int)c->k;
+}
+/* ONNX's pads [b1, .., bn, e1, .., en] from PyTorch's symmetric padding. */
+static void onnx_pads(int64_t *pads, const int64_t *p, int ns) {
+  for (int i = 0; i < ns; i++) pads[i] = pads[ns + i] = p[i];
+}
+static bool all_one(const int64_t *v, int ns) {
+  for (int i = 0; i < ns; i++)
+    if (v[i] != 1) return false;
+  return true;
+}
+static wk_status x_conv(xctx *c) {
+  int ns = spatial(c);
+  int64_t s[3], p[3], d[3], groups, k[3], pads[6];
+  wk_status st = tuple(c, 3, s, ns, NULL);
+  if (!st) st = tuple(c, 4, p, ns, NULL);
+  if (!st) st = tuple(c, 5, d, ns, NULL);
   if (!st) st = cint(c, 6, &groups);
   if (st) return st;
   int w = tv(c, 1);
   const wk_symdim *wd = vdims(c, w);
-  if (vnd(c, w) != 4 || !is_const(wd[2]) || !is_const(wd[3])) return FAIL("the weight is not a static 4-d tensor");
-  int64_t k[2] = {wk_symdim_eval(wd[2], NULL), wk_symdim_eval(wd[3], NULL)};
-  int64_t pads[4] = {p[0], p[1], p[0], p[1]};
+  bool ok = vnd(c, w) == ns + 2;
+  for (int i = 0; i < ns && ok; i++) ok = is_const(wd[2 + i]);
+  if (!ok) return FAIL("the weight is not a static %d-d tensor", ns + 2);
+  for (int i = 0; i < ns; i++) k[i] = wk_symdim_eval(wd[2 + i], NULL);
+  onnx_pads(pads, p, ns);
   const char *in[] = {tin(c, 0), tin(c, 1), is_none(c, 2) ? NULL : tin(c, 2)};
   NEED(node1(c, "Conv", in, in[2] ? 3 : 2, out(c, 0)));
   Onnx__NodeProto *n = last(c);
-  ox_attr_ints(EX, n, "dilations", d, 2);
+  ox_attr_ints(EX, n, "dilations", d, ns);
   ox_attr_i(EX, n, "group", groups);
-  ox_attr_ints(EX, n, "kernel_shape", k, 2);
-  ox_attr_ints(EX, n, "pads", pads, 4);
-  ox_attr_ints(EX, n, "strides", s, 2);
+  ox_attr_ints(EX, n, "kernel_shape", k, ns);
+  ox_attr_ints(EX, n, "pads", pads, 2 * ns);
+  ox_attr_ints(EX, n, "strides", s, ns);
   return WK_OK;
 }
-static wk_status x_max_pool2d(xctx *c) {
-  int64_t k[2], s[2], p[2], d[2];
-  wk_status st = pair(c, 1, k, NULL);
-  if (!st) st = pair(c, 2, s, k);
-  if (!st) st = pair(c, 3, p, NULL);
-  if (!st) st = pair(c, 4, d, NULL);
+static wk_status x_max_pool(xctx *c) {
+  int ns = spatial(c);
+  int64_t k[3], s[3], p[3], d[3], pads[6];
+  wk_status st = tuple(c, 1, k, ns, NULL);
+  if (!st) st = tuple(c, 2, s, ns, k);
+  if (!st) st = tuple(c, 3, p, ns, NULL);
+  if (!st) st = tuple(c, 4, d, ns, NULL);
   if (!st) st = no_extra_outputs(c, 1, "the indices");
   if (st) return st;
-  int64_t pads[4] = {p[0], p[1], p[0], p[1]};
+  onnx_pads(pads, p, ns);
   NEED(un(c, "MaxPool", tin(c, 0), out(c, 0)));
   Onnx__NodeProto *n = last(c);
   ox_attr_i(EX, n, "ceil_mode", flag(c, 5));
-  if (d[0] != 1 || d[1] != 1) ox_attr_ints(EX, n, "dilations", d, 2);
-  ox_attr_ints(EX, n, "kernel_shape", k, 2);
-  ox_attr_ints(EX, n, "pads", pads, 4);
-  ox_attr_ints(EX, n, "strides", s, 2);
+  if (!all_one(d, ns)) ox_attr_ints(EX, n, "dilations", d, ns);
+  ox_attr_ints(EX, n, "kernel_shape", k, ns);
+  ox_attr_ints(EX, n, "pads", pads, 2 * ns);
+  ox_attr_ints(EX, n, "strides", s, ns);
   return WK_OK;
 }
-static wk_status x_avg_pool2d(xctx *c) {
-  int64_t k[2], s[2], p[2];
-  wk_status st = pair(c, 1, k, NULL);
-  if (!st) st = pair(c, 2, s, k);
-  if (!st) st = pair(c, 3, p, NULL);
+static wk_status x_avg_pool(xctx *c) {
+  int ns = spatial(c);
+  int64_t k[3], s[3], p[3], pads[6];
+  wk_status st = tuple(c, 1, k, ns, NULL);
+  if (!st) st = tuple(c, 2, s, ns, k);
+  if (!st) st = tuple(c, 3, p, ns, NULL);
   if (st) return st;
   if (!is_none(c, 6)) return FAIL("divisor_override has no ONNX AveragePool equivalent");
-  bool ceil_mode = flag(c, 4), cip = c->na > 5 && c->a[5].tag == WK_V_BOOL ? c->a[5].u.b : true;
-  if (ceil_mode && cip && (p[0] || p[1]))
+  bool ceil_mode = flag(c, 4), cip = c->na > 5 && c->a[5].tag == WK_V_BOOL ? c->a[5].u.b : true, padded = false;
+  for (int i = 0; i < ns; i++) padded = padded || p[i];
+  if (ceil_mode && cip && padded)
     return FAIL("ceil_mode with count_include_pad and padding counts windows differently in ONNX");
-  int64_t pads[4] = {p[0], p[1], p[0], p[1]};
+  onnx_pads(pads, p, ns);
   NEED(un(c, "AveragePool", tin(c, 0), out(c, 0)));
   Onnx__NodeProto *n = last(c);
   ox_attr_i(EX, n, "ceil_mode", ceil_mode);
   ox_attr_i(EX, n, "count_include_pad", cip);
-  ox_attr_ints(EX, n, "kernel_shape", k, 2);
-  ox_attr_ints(EX, n, "pads", pads, 4);
-  ox_attr_ints(EX, n, "strides", s, 2);
+  ox_attr_ints(EX, n, "kernel_shape", k, ns);
+  ox_attr_ints(EX, n, "pads", pads, 2 * ns);
+  ox_attr_ints(EX, n, "strides", s, ns);
   return WK_OK;
 }
 static wk_status x_adaptive_avg_pool2d(xctx *c) {
   int64_t o[2];
-  wk_status st = pair(c, 1, o, NULL);
+  wk_status st = tuple(c, 1, o, 2, NULL);
   if (st) return st;
   if (o[0] == 1 && o[1] == 1) {
     NEED(un(c, "GlobalAveragePool", tin(c, 0), out(c, 0)));
@@ -1016,9 +1029,12 @@ static const xrow k_rows[] = {
     {"matmul", x_matmul, NULL, 0},
     {"linear", x_linear, NULL, 0},
     {"addmm", x_addmm, NULL, 0},
-    {"conv2d", x_conv2d, NULL, 0},
-    {"max_pool2d_with_indices", x_max_pool2d, NULL, 0},
-    {"avg_pool2d", x_avg_pool2d, NULL, 0},
+    {"conv2d", x_conv, NULL, 2},
+    {"conv3d", x_conv, NULL, 3},
+    {"max_pool2d_with_indices", x_max_pool, NULL, 2},
+    {"max_pool3d_with_indices", x_max_pool, NULL, 3},
+    {"avg_pool2d", x_avg_pool, NULL, 2},
+    {"avg_pool3d", x_avg_pool, NULL, 3},
     {"adaptive_avg_pool2d", x_adaptive_avg_pool2d, NULL, 0},
     {"batch_norm", x_batch_norm, NULL, 0},
     {"layer_norm", x_layer_norm, NULL, 0},

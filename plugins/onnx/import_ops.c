@@ -545,10 +545,11 @@ static wk_status i_gemm(ictx *c) {
   return set_out(c, 0, y);
 }
 
-/* ---- convolution and pooling (2-d) ---- */
-typedef struct pool2 {
-  int64_t k[2], s[2], p[2], d[2];
-} pool2;
+/* ---- convolution and pooling (1-d to 3-d) ---- */
+typedef struct poolnd {
+  int ns; /* spatial dims of the Wick op: 2 (1-d runs as 2-d on (N, C, 1, L)) or 3 */
+  int64_t k[3], s[3], p[3], d[3];
+} poolnd;
 /* kernel_shape, strides, pads (symmetric), dilations, auto_pad NOTSET/VALID/SAME_* (static sizes) */
 /* A 1-d attribute [a] (or [a, b] for pads) as the 2-d one over (1, L): [1, a] / [0, a, 0, b]. */
 static void widen(int64_t *v, int *n, int64_t fill) {
@@ -557,49 +558,59 @@ static void widen(int64_t *v, int *n, int64_t fill) {
   else if (*n == 2 && fill == 0)
     v[3] = v[1], v[1] = v[0], v[0] = v[2] = 0, *n = 4;
 }
-static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, pool2 *o, bool need_kernel) {
+/* "[a, b, ...]" into buf, for messages. */
+static const char *ints_str(char *buf, size_t cap, const int64_t *v, int n) {
+  size_t at = (size_t)snprintf(buf, cap, "[");
+  for (int i = 0; i < n && at < cap; i++)
+    at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? ", " : "", (long long)v[i]);
+  if (at < cap) snprintf(buf + at, cap - at, "]");
+  return buf;
+}
+/* wk: the weight's kernel (ns sizes) or NULL. 1-d files (c->one_d, 3-d input) are widened to 2-d. */
+static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, poolnd *o, bool need_kernel) {
   int64_t v[8];
-  int n;
-  bool one_d = vnd(c, x) == 3 && c->one_d; /* 1-d ops run as 2-d ones on (N, C, 1, L) */
-  if (!one_d && vnd(c, x) != 4)
-    return FAIL("only 1-d and 2-d (NCL, NCHW) inputs are supported, this one has %d dims", vnd(c, x));
+  int n, nd = vnd(c, x);
+  bool one_d = nd == 3 && c->one_d;
+  if (!one_d && nd != 4 && nd != 5)
+    return FAIL("only 1-d, 2-d and 3-d (NCL, NCHW, NCDHW) inputs are supported, this one has %d dims", nd);
+  int ns = o->ns = nd == 5 ? 3 : 2, nf = one_d ? 1 : ns; /* nf: spatial dims in the file */
+  char b1[64], b2[64];
   TRY(att_ints(c, "kernel_shape", v, &n, 8));
-  if (one_d && n == 1) widen(v, &n, 1);
   if (n < 0 && need_kernel) return BAD("kernel_shape is required");
-  if (n >= 0 && n != 2) return FAIL("kernel_shape of %d dims (2-d only)", n);
-  o->k[0] = n == 2 ? v[0] : wk ? wk[0] : 1, o->k[1] = n == 2 ? v[1] : wk ? wk[1] : 1;
-  if (wk && (o->k[0] != wk[0] || o->k[1] != wk[1]))
-    return im_fail(c->im, WK_ERR_SHAPE, "kernel_shape [%lld, %lld] differs from the weight's [%lld, %lld]",
-                   (long long)o->k[0], (long long)o->k[1], (long long)wk[0], (long long)wk[1]);
+  if (n >= 0 && n != nf && !(one_d && n == 2)) return BAD("kernel_shape has %d elements for %d spatial dims", n, nf);
+  if (one_d && n == 1) widen(v, &n, 1);
+  for (int i = 0; i < ns; i++) o->k[i] = n == ns ? v[i] : wk ? wk[i] : 1;
+  if (wk && memcmp(o->k, wk, sizeof *wk * (size_t)ns))
+    return im_fail(c->im, WK_ERR_SHAPE, "kernel_shape %s differs from the weight's %s",
+                   ints_str(b1, sizeof b1, o->k, ns), ints_str(b2, sizeof b2, wk, ns));
   TRY(att_ints(c, "strides", v, &n, 8));
   if (one_d && n == 1) widen(v, &n, 1);
-  if (n >= 0 && n != 2) return BAD("strides has %d elements", n);
-  o->s[0] = n == 2 ? v[0] : 1, o->s[1] = n == 2 ? v[1] : 1;
+  if (n >= 0 && n != ns) return BAD("strides has %d elements", n);
+  for (int i = 0; i < ns; i++) o->s[i] = n == ns ? v[i] : 1;
   TRY(att_ints(c, "dilations", v, &n, 8));
   if (one_d && n == 1) widen(v, &n, 1);
-  if (n >= 0 && n != 2) return BAD("dilations has %d elements", n);
-  o->d[0] = n == 2 ? v[0] : 1, o->d[1] = n == 2 ? v[1] : 1;
-  for (int i = 0; i < 2; i++)
+  if (n >= 0 && n != ns) return BAD("dilations has %d elements", n);
+  for (int i = 0; i < ns; i++) o->d[i] = n == ns ? v[i] : 1;
+  for (int i = 0; i < ns; i++)
     if (o->k[i] < 1 || o->s[i] < 1 || o->d[i] < 1) return BAD("kernel, strides and dilations must be positive");
   char ap[16];
   TRY(att_s(c, "auto_pad", "NOTSET", ap, sizeof ap));
   TRY(att_ints(c, "pads", v, &n, 8));
   if (one_d && n == 2) widen(v, &n, 0);
-  o->p[0] = o->p[1] = 0;
+  for (int i = 0; i < ns; i++) o->p[i] = 0;
   if (!strcmp(ap, "NOTSET")) {
-    if (n >= 0 && n != 4) return BAD("pads has %d elements, 4 expected", n);
-    if (n == 4) {
-      if (v[0] != v[2] || v[1] != v[3])
-        return FAIL("asymmetric pads [%lld, %lld, %lld, %lld] are not supported", (long long)v[0], (long long)v[1],
-                    (long long)v[2], (long long)v[3]);
-      if (v[0] < 0 || v[1] < 0) return BAD("negative pads");
-      o->p[0] = v[0], o->p[1] = v[1];
+    if (n >= 0 && n != 2 * ns) return BAD("pads has %d elements, %d expected", n, 2 * ns);
+    for (int i = 0; i < ns && n > 0; i++)
+      if (v[i] != v[ns + i]) return FAIL("asymmetric pads %s are not supported", ints_str(b1, sizeof b1, v, n));
+    for (int i = 0; i < ns && n > 0; i++) {
+      if (v[i] < 0) return BAD("negative pads");
+      o->p[i] = v[i];
     }
   } else if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-    wk_symdim d[4];
-    memcpy(d, vdims(c, x), sizeof *d * (size_t)vnd(c, x));
+    wk_symdim d[5];
+    memcpy(d, vdims(c, x), sizeof *d * (size_t)nd);
     if (one_d) d[3] = d[2], d[2] = WK_SYM_CONST(1);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < ns; i++) {
       if (!kis_const(d[2 + i])) return FAIL("auto_pad=%s needs static spatial sizes", ap);
       int64_t in = wk_symdim_eval(d[2 + i], NULL), out = (in + o->s[i] - 1) / o->s[i];
       int64_t total = (out - 1) * o->s[i] + (o->k[i] - 1) * o->d[i] + 1 - in;
@@ -612,16 +623,26 @@ static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, pool2 *o, bool ne
   }
   return WK_OK;
 }
+/* A poolnd field as an int[ns] argument's storage. */
+static void syms(wk_symdim *dst, const int64_t *v, int ns) {
+  for (int i = 0; i < ns; i++) dst[i] = WK_SYM_CONST(v[i]);
+}
 static wk_status i_conv(ictx *c) {
   TRY(need_in(c, 2, 3));
   int x = in_v(c, 0), w = x < 0 ? -1 : in_v(c, 1), b = has_in(c, 2) && w >= 0 ? in_v(c, 2) : -2;
   if (w < 0 || b == -1) return wk_last_error();
-  bool one_d = vnd(c, w) == 3 && vnd(c, x) == 3;
-  if (vnd(c, w) != 4 && !one_d)
-    return FAIL("only 1-d and 2-d convolutions are supported (weight of %d dims)", vnd(c, w));
+  int wn = vnd(c, w), xn = vnd(c, x);
+  bool one_d = wn == 3 && xn == 3;
+  if ((xn == 4 || xn == 5) && wn != xn) return BAD("the weight has %d dims for an input of %d", wn, xn);
+  if (wn != 4 && wn != 5 && !one_d)
+    return FAIL("only 1-d, 2-d and 3-d convolutions are supported (weight of %d dims)", wn);
   const wk_symdim *wd = vdims(c, w);
-  int64_t wk[2] = {one_d ? 1 : wk_symdim_eval(wd[2], NULL), wk_symdim_eval(wd[one_d ? 2 : 3], NULL)};
-  pool2 p;
+  int64_t wk[3] = {1, 1, 1};
+  for (int i = 2; i < wn; i++) {
+    if (!kis_const(wd[i])) return FAIL("the weight's shape must be static");
+    wk[i - 2 + one_d] = wk_symdim_eval(wd[i], NULL);
+  }
+  poolnd p;
   int64_t group;
   c->one_d = one_d;
   TRY(pool_attrs(c, x, wk, &p, false));
@@ -632,10 +653,11 @@ static wk_status i_conv(ictx *c) {
   }
   TRY(att_i(c, "group", 1, &group));
   if (group < 1) return BAD("group=%lld", (long long)group);
-  wk_symdim s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])}, pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])},
-            dl[2] = {WK_SYM_CONST(p.d[0]), WK_SYM_CONST(p.d[1])};
-  int y = add1(c, "conv2d",
-               (wk_garg[]){GT(x), GT(w), b >= 0 ? GT(b) : GN(), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GI(group)}, 7);
+  wk_symdim s[3], pd[3], dl[3];
+  syms(s, p.s, p.ns), syms(pd, p.p, p.ns), syms(dl, p.d, p.ns);
+  int y =
+      add1(c, p.ns == 3 ? "conv3d" : "conv2d",
+           (wk_garg[]){GT(x), GT(w), b >= 0 ? GT(b) : GN(), GIS(s, p.ns), GIS(pd, p.ns), GIS(dl, p.ns), GI(group)}, 7);
   if (y >= 0 && one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
   return set_out(c, 0, y);
 }
@@ -781,7 +803,7 @@ static wk_status i_maxpool(ictx *c) {
   TRY(unused_outputs(c, 1, "Indices"));
   int x = in_v(c, 0);
   if (x < 0) return wk_last_error();
-  pool2 p;
+  poolnd p;
   int64_t ceil_mode, so;
   c->one_d = vnd(c, x) == 3;
   TRY(pool_attrs(c, x, NULL, &p, true));
@@ -789,10 +811,10 @@ static wk_status i_maxpool(ictx *c) {
   TRY(att_i(c, "ceil_mode", 0, &ceil_mode));
   TRY(att_i(c, "storage_order", 0, &so));
   if (so) return FAIL("storage_order=1 is not supported");
-  wk_symdim k[2] = {WK_SYM_CONST(p.k[0]), WK_SYM_CONST(p.k[1])}, s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])},
-            pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])}, dl[2] = {WK_SYM_CONST(p.d[0]), WK_SYM_CONST(p.d[1])};
-  int y = add1(c, "max_pool2d_with_indices",
-               (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GIS(dl, 2), GB(ceil_mode)}, 6);
+  wk_symdim k[3], s[3], pd[3], dl[3];
+  syms(k, p.k, p.ns), syms(s, p.s, p.ns), syms(pd, p.p, p.ns), syms(dl, p.d, p.ns);
+  int y = add1(c, p.ns == 3 ? "max_pool3d_with_indices" : "max_pool2d_with_indices",
+               (wk_garg[]){GT(x), GIS(k, p.ns), GIS(s, p.ns), GIS(pd, p.ns), GIS(dl, p.ns), GB(ceil_mode)}, 6);
   if (y >= 0 && c->one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
   return set_out(c, 0, y);
 }
@@ -800,17 +822,19 @@ static wk_status i_avgpool(ictx *c) {
   TRY(need_in(c, 1, 1));
   int x = in_v(c, 0);
   if (x < 0) return wk_last_error();
-  pool2 p;
+  poolnd p;
   int64_t ceil_mode, cip;
   c->one_d = vnd(c, x) == 3;
   TRY(pool_attrs(c, x, NULL, &p, true));
   if (c->one_d && (x = add1(c, "unsqueeze", (wk_garg[]){GT(x), GI(2)}, 2)) < 0) return wk_last_error();
-  if (p.d[0] != 1 || p.d[1] != 1) return FAIL("dilations are not supported for AveragePool");
+  for (int i = 0; i < p.ns; i++)
+    if (p.d[i] != 1) return FAIL("dilations are not supported for AveragePool");
   TRY(att_i(c, "ceil_mode", 0, &ceil_mode));
   TRY(att_i(c, "count_include_pad", 0, &cip));
-  wk_symdim k[2] = {WK_SYM_CONST(p.k[0]), WK_SYM_CONST(p.k[1])}, s[2] = {WK_SYM_CONST(p.s[0]), WK_SYM_CONST(p.s[1])},
-            pd[2] = {WK_SYM_CONST(p.p[0]), WK_SYM_CONST(p.p[1])};
-  int y = add1(c, "avg_pool2d", (wk_garg[]){GT(x), GIS(k, 2), GIS(s, 2), GIS(pd, 2), GB(ceil_mode), GB(cip), GN()}, 7);
+  wk_symdim k[3], s[3], pd[3];
+  syms(k, p.k, p.ns), syms(s, p.s, p.ns), syms(pd, p.p, p.ns);
+  int y = add1(c, p.ns == 3 ? "avg_pool3d" : "avg_pool2d",
+               (wk_garg[]){GT(x), GIS(k, p.ns), GIS(s, p.ns), GIS(pd, p.ns), GB(ceil_mode), GB(cip), GN()}, 7);
   if (y >= 0 && c->one_d) y = add1(c, "squeeze.dim", (wk_garg[]){GT(y), GI(2)}, 2);
   return set_out(c, 0, y);
 }
