@@ -94,7 +94,8 @@ START_TEST(test_api) {
   TU_NOTNULL(e);
   ck_assert(is_cl(e));
   /* ambiguous layouts are row-major: C == 1, or H == W == 1 */
-  wk_tensor *c1 = cl(tu_rand(WK_SHAPE(2, 1, 4, 5), WK_F32, -1, 1, 2)), *hw1 = cl(tu_rand(WK_SHAPE(2, 8, 1, 1), WK_F32, -1, 1, 3));
+  wk_tensor *c1in = tu_rand(WK_SHAPE(2, 1, 4, 5), WK_F32, -1, 1, 2), *hw1in = tu_rand(WK_SHAPE(2, 8, 1, 1), WK_F32, -1, 1, 3);
+  wk_tensor *c1 = cl(c1in), *hw1 = cl(hw1in);
   ck_assert(wk_is_contiguous_format(c1, WK_CHANNELS_LAST) && wk_tensor_is_contiguous(c1));
   ck_assert_int_eq(wk_suggest_memory_format(c1), WK_CONTIGUOUS_FORMAT);
   ck_assert_int_eq(wk_suggest_memory_format(hw1), WK_CONTIGUOUS_FORMAT);
@@ -119,12 +120,14 @@ START_TEST(test_api) {
   wk_clear_error();
   ck_assert(!wk_is_contiguous_format(NULL, WK_CONTIGUOUS_FORMAT));
   wk_release(x), wk_release(y), wk_release(z), wk_release(r), wk_release(e), wk_release(c1), wk_release(hw1);
+  wk_release(c1in), wk_release(hw1in);
   wk_release(tr), wk_release(trc), wk_release(v3);
 }
 END_TEST
 
 /* The copy is recorded: the gradient reaches the row-major leaf. */
 START_TEST(test_contiguous_format_grad) {
+  wk_scope_begin();
   wk_tensor *x = tu_rand(WK_SHAPE(2, 3, 4, 5), WK_F32, -1, 1, 5), *w = tu_rand(WK_SHAPE(2, 3, 4, 5), WK_F32, -1, 1, 6);
   TU_OK(wk_tensor_set_requires_grad(x, true));
   wk_tensor *y = cl(x), *l = wk_sum(wk_mul(y, w));
@@ -132,8 +135,7 @@ START_TEST(test_contiguous_format_grad) {
   wk_tensor *g = wk_tensor_grad(x);
   same_values(g, w, 0, 0, "d sum(cl(x) * w) / dx");
   wk_release(g);
-  wk_release(x);
-  wk_release(w);
+  TU_OK(wk_scope_end());
 }
 END_TEST
 
@@ -270,6 +272,7 @@ END_TEST
  * conv's data gradient directly). */
 START_TEST(test_grad_format) {
   if (!onednn_on()) return; /* the cpu conv kernels compute row-major results */
+  wk_scope_begin();
   wk_tensor *x = cl(tu_rand(WK_SHAPE(2, 16, 8, 8), WK_F32, -1, 1, 31));
   wk_tensor *w = cl(tu_rand(WK_SHAPE(16, 16, 3, 3), WK_F32, -0.2, 0.2, 32));
   TU_OK(wk_tensor_set_requires_grad(x, true));
@@ -280,7 +283,8 @@ START_TEST(test_grad_format) {
   wk_tensor *gx = wk_tensor_grad(x), *gw = wk_tensor_grad(w);
   ck_assert_msg(is_cl(gx), "conv2d_backward's data gradient of a channels-last input is channels-last");
   ck_assert_msg(is_cl(gw), "the weight gradient of a channels-last weight is channels-last");
-  wk_release(gx), wk_release(gw), wk_release(y), wk_release(x), wk_release(w);
+  wk_release(gx), wk_release(gw);
+  TU_OK(wk_scope_end());
 }
 END_TEST
 

@@ -248,22 +248,29 @@ static wk_tensor *res_forward(wk_module *self, wk_tensor *const *in, int n) {
 
 static const wk_module_class C_RES = {sizeof(wk_module_class), "Res", res_forward, res_free, NULL};
 
+/* register_child takes its own reference: the test's is dropped here. */
+static void add_child(wk_module *m, const char *name, wk_module *child) {
+  TU_NOTNULL(child);
+  TU_OK(wk_module_register_child(m, name, child));
+  wk_module_release(child);
+}
+
 START_TEST(test_x86_float_functional_matches_pytorch) {
   if (!have_quant()) return;
   wk_scope_begin();
   res_state *st = calloc(1, sizeof *st);
   wk_module *m = wk_module_new(&C_RES, st);
   TU_NOTNULL(m);
-  TU_OK(wk_module_register_child(m, "quant", wk_quant_stub()));
-  TU_OK(wk_module_register_child(m, "c1", wk_nn_conv2d(1, 4, 3, (wk_conv2d_opts){.padding = 1})));
-  TU_OK(wk_module_register_child(m, "r1", wk_nn_relu()));
-  TU_OK(wk_module_register_child(m, "c2", wk_nn_conv2d(4, 4, 3, (wk_conv2d_opts){.padding = 1})));
-  TU_OK(wk_module_register_child(m, "add_relu", wk_quant_float_functional("add_relu", 0)));
-  TU_OK(wk_module_register_child(m, "cat", wk_quant_float_functional("cat", 1)));
-  TU_OK(wk_module_register_child(m, "add", wk_quant_float_functional("add", 0)));
-  TU_OK(wk_module_register_child(m, "pool", wk_nn_adaptive_avg_pool2d(2, 2)));
-  TU_OK(wk_module_register_child(m, "fc", wk_nn_linear(32, 10, true)));
-  TU_OK(wk_module_register_child(m, "dequant", wk_quant_dequant_stub()));
+  add_child(m, "quant", wk_quant_stub());
+  add_child(m, "c1", wk_nn_conv2d(1, 4, 3, (wk_conv2d_opts){.padding = 1}));
+  add_child(m, "r1", wk_nn_relu());
+  add_child(m, "c2", wk_nn_conv2d(4, 4, 3, (wk_conv2d_opts){.padding = 1}));
+  add_child(m, "add_relu", wk_quant_float_functional("add_relu", 0));
+  add_child(m, "cat", wk_quant_float_functional("cat", 1));
+  add_child(m, "add", wk_quant_float_functional("add", 0));
+  add_child(m, "pool", wk_nn_adaptive_avg_pool2d(2, 2));
+  add_child(m, "fc", wk_nn_linear(32, 10, true));
+  add_child(m, "dequant", wk_quant_dequant_stub());
   /* bad arguments */
   ck_assert_ptr_null(wk_quant_float_functional("mul", 0));
   TU_FAILS_WITH(WK_ERR_INVALID_ARG, "unknown op 'mul'");
