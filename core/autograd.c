@@ -527,22 +527,37 @@ bool wk_set_grad_enabled(bool on) {
   wk__grad_mode_off = !on;
   return prev;
 }
-void wk_no_grad_begin(void) {
-  g_no_grad_depth++;
+/* Each no_grad / inference_mode scope restores at its end the grad mode its
+ * begin found (torch.no_grad()'s __exit__): a pair inside a region where
+ * wk_set_grad_enabled(false) turned grad off leaves it off. (Ending by
+ * turning grad on turned it on in the middle of activation checkpointing's
+ * no-grad forward, at the first batch norm, whose running statistics are
+ * updated in a no_grad scope.) Bit d of the mask: grad was off when the
+ * scope at depth d began; scopes nested deeper than 64 began with grad off
+ * (their enclosing scope turned it off) unless wk_set_grad_enabled(true)
+ * was called in between. */
+static _Thread_local uint64_t g_no_grad_prev_off, g_inference_prev_off;
+
+static void scope_begin(int *depth, uint64_t *prev_off) {
+  if (*depth < 64) *prev_off = (*prev_off & ~(1ull << *depth)) | ((uint64_t)wk__grad_mode_off << *depth);
+  ++*depth;
   wk__grad_mode_off = true;
 }
+static void scope_end(int *depth, uint64_t prev_off, int other_depth) {
+  --*depth;
+  bool off = *depth >= 64 || (prev_off >> *depth & 1);
+  wk__grad_mode_off = off || other_depth > 0;
+}
+void wk_no_grad_begin(void) { scope_begin(&g_no_grad_depth, &g_no_grad_prev_off); }
 wk_status wk_no_grad_end(void) {
   if (g_no_grad_depth == 0) return wk_error(WK_ERR_STATE, "no_grad_end: no no_grad scope is open");
-  if (--g_no_grad_depth == 0 && g_inference_depth == 0) wk__grad_mode_off = false;
+  scope_end(&g_no_grad_depth, g_no_grad_prev_off, g_inference_depth);
   return WK_OK;
 }
-void wk_inference_mode_begin(void) {
-  g_inference_depth++;
-  wk__grad_mode_off = true;
-}
+void wk_inference_mode_begin(void) { scope_begin(&g_inference_depth, &g_inference_prev_off); }
 wk_status wk_inference_mode_end(void) {
   if (g_inference_depth == 0) return wk_error(WK_ERR_STATE, "inference_mode_end: no inference_mode scope is open");
-  if (--g_inference_depth == 0 && g_no_grad_depth == 0) wk__grad_mode_off = false;
+  scope_end(&g_inference_depth, g_inference_prev_off, g_no_grad_depth);
   return WK_OK;
 }
 bool wk_is_inference_tensor(const wk_tensor *t) {

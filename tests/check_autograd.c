@@ -142,6 +142,25 @@ START_TEST(test_autograd_no_grad_and_detach) {
   ck_assert(wk_grad_enabled());
   ck_assert_int_eq(wk_no_grad_end(), WK_ERR_STATE);
   wk_clear_error();
+  /* a scope's end restores the mode its begin found (torch.no_grad's
+   * __exit__): inside set_grad_enabled(false) a no_grad pair leaves grad
+   * off, and set_grad_enabled(true) inside a scope lasts until its end */
+  wk_set_grad_enabled(false);
+  wk_no_grad_begin();
+  TU_OK(wk_no_grad_end());
+  ck_assert(!wk_grad_enabled());
+  wk_inference_mode_begin();
+  TU_OK(wk_inference_mode_end());
+  ck_assert(!wk_grad_enabled());
+  wk_set_grad_enabled(true);
+  wk_no_grad_begin();
+  wk_set_grad_enabled(true);
+  ck_assert(wk_grad_enabled());
+  wk_no_grad_begin();
+  TU_OK(wk_no_grad_end());
+  ck_assert(wk_grad_enabled());
+  TU_OK(wk_no_grad_end());
+  ck_assert(wk_grad_enabled());
   wk_tensor *d = wk_detach(x);
   ck_assert(wk_tensor_same_storage(d, x));
   ck_assert(!wk_tensor_requires_grad(d));
