@@ -1,5 +1,6 @@
 /* Tensor handles and their storage: creation, reference counting, metadata
  * accessors and element access. Views and compute are ops (see dispatch.c). */
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -197,6 +198,9 @@ void wk__storage_cache_clear(void) {
     }
   g_cached_bytes = 0;
   pthread_mutex_unlock(&g_cache_lock);
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 static atomic_uint_fast64_t g_storage_ids;

@@ -107,22 +107,31 @@ static void key_of(wkey *k, const wk_tensor *w, const dnnl_memory_desc_t *have, 
   k->want = *want;
 }
 
-/* Hashes of recent (weight view, version, layout) uses, so a copy is kept
- * only for a weight used twice at one version (inference, gradient
- * accumulation): a training step's single use per layout gains nothing from
- * a copy, and would hold a second set of weights in memory. */
+/* Hashes of recent (weight view, version, layout, op, grad mode) uses, so a
+ * copy is kept only for a weight used twice at one version by the same kind
+ * of call (inference, gradient accumulation): a training step's single use
+ * per layout gains nothing from a copy, and would hold a second set of
+ * weights in memory. The op and the grad mode are part of the use: with
+ * activation checkpointing a step runs a segment's convolutions once without
+ * grad (the forward), once with grad (the recompute in backward) and then
+ * conv2d_backward's data gradient, often in the forward's layout; counted as
+ * one kind, the second use would copy every weight of the segment (44 MiB
+ * for ResNet-18) for nothing, at the backward's peak of memory. */
 #define ODN_SEEN 512
 static uint64_t g_seen[ODN_SEEN];
 static unsigned g_seen_next;
 
-bool odn_weight_seen(const wk_tensor *w, const dnnl_memory_desc_t *want) {
+static bool seen_as(const wk_tensor *w, const dnnl_memory_desc_t *want, const char *op) {
   if (!w || limit() == 0) return false;
   wkey k;
   dnnl_memory_desc_t have, none;
   memset(&none, 0, sizeof none);
   odn_md_of(&have, w);
   key_of(&k, w, &have, want ? want : &none);
-  uint64_t h = hash_key(&k) | 1; /* 0 marks an empty slot */
+  uint64_t h = hash_key(&k);
+  for (const char *c = op; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+  h = (h ^ (wk_grad_enabled() ? 1u : 2u)) * 1099511628211ull;
+  h |= 1; /* 0 marks an empty slot */
   bool seen = false;
   pthread_mutex_lock(&g_lock);
   for (int i = 0; i < ODN_SEEN && !seen; i++) seen = g_seen[i] == h;
@@ -130,6 +139,8 @@ bool odn_weight_seen(const wk_tensor *w, const dnnl_memory_desc_t *want) {
   pthread_mutex_unlock(&g_lock);
   return seen;
 }
+
+bool odn_weight_seen(const wk_tensor *w, const dnnl_memory_desc_t *want) { return seen_as(w, want, "matmul"); }
 
 wk_status odn_weight_arg(const char *op, const wk_tensor *w, odn_arg *a, bool reused, odn_wentry **pin) {
   *pin = NULL;
@@ -143,7 +154,7 @@ wk_status odn_weight_arg(const char *op, const wk_tensor *w, odn_arg *a, bool re
   odn_wentry *e = find_locked(&k, h);
   if (e) g_hits++;
   pthread_mutex_unlock(&g_lock);
-  if (!e && !reused && !odn_weight_seen(w, a->want)) return WK_OK; /* first use: plain reorder in odn_exec */
+  if (!e && !reused && !seen_as(w, a->want, op)) return WK_OK; /* first use: plain reorder in odn_exec */
   if (!e) {
     pthread_mutex_lock(&g_lock);
     g_misses++; /* a copy made */
