@@ -561,6 +561,28 @@ wk_status wk_module_zero_grad(wk_module *m, bool set_to_none) {
   return s;
 }
 
+wk_status wk_module_requires_grad_(wk_module *m, bool requires_grad) {
+  if (!m) return wk_error(WK_ERR_NULL, "module_requires_grad_: argument 'module' is NULL");
+  int cnt = wk_module_named_parameters(m, NULL, NULL, 0);
+  wk_tensor **ps = wk_calloc((size_t)(cnt ? cnt : 1), sizeof *ps);
+  const char **names = wk_calloc((size_t)(cnt ? cnt : 1), sizeof *names);
+  wk_status s = ps && names ? WK_OK : wk_error(WK_ERR_NO_MEMORY, "module_requires_grad_: out of memory");
+  int n = s ? 0 : wk_module_named_parameters(m, names, ps, cnt);
+  /* every parameter is checked before any changes: a refusal leaves the module as it was */
+  for (int i = 0; i < n && !s; i++)
+    if (requires_grad && !wk_dtype_is_floating(wk_tensor_dtype(ps[i])))
+      s = wk_error(WK_ERR_DTYPE,
+                   "module_requires_grad_: parameter '%s' is %s; only tensors of floating point dtype can require "
+                   "gradients",
+                   names[i], wk_dtype_name(wk_tensor_dtype(ps[i])));
+    else if (!wk_tensor_is_leaf(ps[i]))
+      s = wk_error(WK_ERR_AUTOGRAD, "module_requires_grad_: parameter '%s' is not a leaf", names[i]);
+  for (int i = 0; i < n && !s; i++) s = wk_tensor_set_requires_grad(ps[i], requires_grad);
+  wk_free(ps);
+  wk_free(names);
+  return s;
+}
+
 static wk_status move_one(wk_tensor *t, wk_device dev, wk_dtype dt) {
   if (!t) return WK_OK;
   wk_dtype want = dt && wk_dtype_is_floating(wk_tensor_dtype(t)) ? dt : wk_tensor_dtype(t);

@@ -261,6 +261,41 @@ START_TEST(test_module_set_child_replaces_in_place) {
 }
 END_TEST
 
+/* Freezing a subtree (model.requires_grad_(False)), then unfreezing the head:
+ * only the head trains; a refusal changes nothing. */
+START_TEST(test_module_requires_grad_freezes_subtree) {
+  wk_scope_begin();
+  wk_module *net = simple_net();
+  TU_OK(wk_module_requires_grad_(net, false));
+  ck_assert_int_eq(wk_module_num_parameters(net, true), 0);
+  TU_OK(wk_module_requires_grad_(wk_module_child(net, "fc2"), true));
+  ck_assert_int_eq(wk_module_num_parameters(net, true), 3 * 2 + 2);
+  wk_tensor *y = wk_module_forward(net, wk_randn(WK_SHAPE(5, 4), (wk_options){0}));
+  TU_NOTNULL(y);
+  TU_OK(wk_backward(wk_sum(y)));
+  ck_assert_ptr_null(wk_tensor_grad(wk_module_param(net, "fc1.weight")));
+  ck_assert_ptr_null(wk_tensor_grad(wk_module_param(net, "fc1.bias")));
+  wk_tensor *g = wk_tensor_grad(wk_module_param(net, "fc2.weight"));
+  TU_NOTNULL(g);
+  wk_release(g);
+  /* an integer parameter cannot require grad: refused, naming it, and fc1 stays frozen */
+  wk_module *fc1 = wk_module_child(net, "fc1");
+  TU_OK(wk_module_register_parameter(fc1, "steps", wk_zeros(WK_SHAPE(1), (wk_options){.dtype = WK_I64})));
+  ck_assert_int_eq(wk_module_requires_grad_(net, true), WK_ERR_DTYPE);
+  ck_assert_msg(strstr(wk_last_error_message(), "parameter 'fc1.steps' is i64") != NULL, "%s",
+                wk_last_error_message());
+  ck_assert(!wk_tensor_requires_grad(wk_module_param(net, "fc1.weight")));
+  ck_assert_int_eq(wk_module_num_parameters(net, true), 3 * 2 + 2);
+  wk_clear_error();
+  TU_OK(wk_module_requires_grad_(net, false)); /* turning off needs no floating dtype */
+  ck_assert_int_eq(wk_module_requires_grad_(NULL, true), WK_ERR_NULL);
+  ck_assert_str_eq(wk_last_error_message(), "module_requires_grad_: argument 'module' is NULL");
+  wk_clear_error();
+  wk_module_release(net);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("module");
   TCase *tc = tcase_create("object-model");
@@ -270,6 +305,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_module_to_keeps_parameter_identity);
   tcase_add_test(tc, test_module_buffers_none_shared_and_errors);
   tcase_add_test(tc, test_module_set_child_replaces_in_place);
+  tcase_add_test(tc, test_module_requires_grad_freezes_subtree);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -106,11 +106,11 @@
   X(wk_activation_checkpoint)
 
 /* ABI 1.4: a parallel runtime supplied by a plugin (runtime.h), full backward hooks on modules (module.h),
-   memory formats: channels_last (tensor.h, wk_module_to_memory_format in module.h) */
+   memory formats: channels_last (tensor.h, wk_module_to_memory_format in module.h), wk_module_requires_grad_ */
 #define WK_HOST_API_1_4(X) X(wk_set_parallel_runtime) X(wk_parallel_runtime_name) \
   X(wk_module_register_full_backward_hook) X(wk_module_register_full_backward_pre_hook) \
   X(wk_memory_format_name) X(wk_is_contiguous_format) X(wk_suggest_memory_format) X(wk_format_strides) \
-  X(wk_empty_format) X(wk_contiguous_format) X(wk_module_to_memory_format)
+  X(wk_empty_format) X(wk_contiguous_format) X(wk_module_to_memory_format) X(wk_module_requires_grad_)
 
 typedef struct wk_host_api {
   size_t struct_size;

@@ -80,6 +80,12 @@ WK_API int wk_module_named_buffers(const wk_module *m, const char **names, wk_te
 WK_API int64_t wk_module_num_parameters(const wk_module *m, bool trainable_only);
 /* zero_grad on every parameter. */
 WK_API wk_status wk_module_zero_grad(wk_module *m, bool set_to_none);
+/* (ABI 1.4) model.requires_grad_(flag): sets requires_grad on every parameter
+ * of m and its children, e.g. to freeze a pretrained backbone before
+ * replacing its head (wk_module_set_child). Every parameter is checked first:
+ * WK_ERR_DTYPE for a non-floating parameter when turning it on, WK_ERR_AUTOGRAD
+ * for a parameter that is not a leaf; either way nothing is changed. */
+WK_API wk_status wk_module_requires_grad_(wk_module *m, bool requires_grad);
 
 /* Moves parameters, their gradients and buffers to `dev` and/or converts
  * floating ones to `dtype` (WK_DTYPE_DEFAULT / a zero device keep them).

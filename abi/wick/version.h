@@ -18,7 +18,7 @@
                                activation checkpointing (wk_activation_checkpoint),
                                graphs, tracing and replay (<wick/graph.h>), autograd queue callbacks;
                           1.4: a plugin-supplied parallel runtime (wk_set_parallel_runtime),
-                               full backward (pre) hooks on modules,
+                               full backward (pre) hooks on modules, wk_module_requires_grad_,
                                memory formats (WK_CHANNELS_LAST, wk_contiguous_format) */
 
 /* Returns the library's version string (static, never freed). Compare with
