@@ -6,17 +6,18 @@
 # ConvTranspose2d layers, each imported by `wick run` at batch 1 and 8 from
 # one file with a dynamic batch axis: outputs equal PyTorch's within 1e-4
 # absolute + 1e-4 relative (f32; convolutions sum in different orders).
-# Skips (77) when that python has no torch (CI); the dynamo exporter is
+# Skips (77) when that python has no torch or no onnx (CI); the dynamo exporter is
 # skipped (with a note) when onnxscript is missing.
 top_builddir=${top_builddir:-.}
 top_srcdir=${top_srcdir:-..}
 PY=
 for p in "$WICK_TORCH2_PYTHON" "$top_builddir/venv/bin/python" /work/venv-torch/bin/python; do
   [ -n "$p" ] || continue
-  if "$p" -c 'import torch, numpy, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then PY=$p; break; fi
+  # torch.onnx.export needs the onnx package beside torch (PyTorch 2.9 and later)
+  if "$p" -c 'import torch, numpy, onnx, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' 2>/dev/null; then PY=$p; break; fi
 done
 if [ -z "$PY" ]; then
-  echo "SKIP: no python with PyTorch 2 and numpy (set WICK_TORCH2_PYTHON)"
+  echo "SKIP: no python with PyTorch 2, onnx and numpy (set WICK_TORCH2_PYTHON)"
   exit 77
 fi
 exporters=legacy
