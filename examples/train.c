@@ -9,6 +9,7 @@
  *         [--seed 0] [--workers 0] [--limit N] [--image-size 64] [--device cpu|cuda:N]
  *         [--amp [bf16|f16]]
  *         [--out DIR] [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp] [--phases]
+ *         [--quantize ptq|qat] [--calib-batches 32] [--qat-epochs 1] [--qat-lr X]
  *
  * Into --out (default ./runs/fmnist) it writes last.safetensors every epoch and
  * best.safetensors when the validation accuracy improves (model, optimizer,
@@ -26,7 +27,14 @@
  *
  * --phases adds, after each epoch's line, where its time went per batch
  * (loading, forward, backward, optimizer step, metrics, release and logging)
- * and the time of the evaluation and checkpoint writes after it. */
+ * and the time of the evaluation and checkpoint writes after it.
+ *
+ * --quantize ptq|qat makes the trained model int8 after the last epoch
+ * (train_quant.c: post-training calibration on --calib-batches batches, or
+ * --qat-epochs of quantization-aware fine-tuning) and compares it with the
+ * float32 model: test accuracy, state-dict bytes, inference speed. The
+ * checkpoints stay float32 ones; the int8 state dict goes to
+ * model_int8.safetensors. */
 #include <errno.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -48,6 +56,7 @@
 
 #include "train.h"
 #include "train_data.h"
+#include "train_quant.h"
 #include "train_record.h"
 #include "train_tb.h"
 
@@ -71,9 +80,12 @@ static int usage(void) {
           "             [--momentum X] [--weight-decay X] [--scheduler cosine|step|onecycle|none] [--seed N]\n"
           "             [--workers N] [--limit N] [--image-size N] [--device cpu|cuda:N] [--amp [bf16|f16]] [--out DIR]\n"
           "             [--resume CHECKPOINT] [--stop-after EPOCH] [--ddp] [--export-onnx PATH] [--phases]\n"
-          "             [--channels-last]\n"
+          "             [--channels-last] [--quantize ptq|qat] [--calib-batches N] [--qat-epochs N] [--qat-lr X]\n"
           "defaults: cnn on fashion-mnist (%s), 3 epochs, batch 64, SGD lr 0.05 momentum 0.9,\n"
-          "          cosine schedule, out runs/fmnist\n",
+          "          cosine schedule, out runs/fmnist\n"
+          "--quantize: int8 after training (cnn and mlp, CPU): ptq calibrates on --calib-batches training\n"
+          "          batches (32); qat fine-tunes --qat-epochs (1) at --qat-lr (a tenth of --lr); both report\n"
+          "          float32 against int8 test accuracy, model size and inference speed\n",
           TRAIN_FMNIST_DIR);
   return 2;
 }
@@ -121,6 +133,10 @@ static bool parse(int argc, char **argv, config *c) {
     else if (!strcmp(a, "--out")) c->out = v;
     else if (!strcmp(a, "--resume")) c->resume = v;
     else if (!strcmp(a, "--export-onnx")) c->export_onnx = v;
+    else if (!strcmp(a, "--quantize")) c->quantize = v;
+    else if (!strcmp(a, "--calib-batches")) c->calib_batches = strtoll(v, &end, 10);
+    else if (!strcmp(a, "--qat-epochs")) c->qat_epochs = (int)strtol(v, &end, 10);
+    else if (!strcmp(a, "--qat-lr")) c->qat_lr = strtod(v, &end);
     else if (!strcmp(a, "--epochs")) c->epochs = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--stop-after")) c->stop_after = (int)strtol(v, &end, 10);
     else if (!strcmp(a, "--workers")) c->workers = (int)strtol(v, &end, 10);
@@ -159,6 +175,15 @@ static bool parse(int argc, char **argv, config *c) {
                     "not negative; --image-size in [8, 4096]\n");
     return false;
   }
+  if (c->quantize && strcmp(c->quantize, "ptq") && strcmp(c->quantize, "qat")) {
+    fprintf(stderr, "train: unknown --quantize '%s' (ptq or qat)\n", c->quantize);
+    return false;
+  }
+  if (c->calib_batches < 1 || c->qat_epochs < 1 || c->qat_lr < 0) {
+    fprintf(stderr, "train: --calib-batches and --qat-epochs must be positive, --qat-lr not negative\n");
+    return false;
+  }
+  if (c->qat_lr == 0) c->qat_lr = c->lr / 10;
   if (c->stop_after > c->epochs) c->stop_after = 0;
   return true;
 }
@@ -372,7 +397,7 @@ static int load_checkpoint(const config *c, wk_module *model, wk_optimizer *opt,
 int main(int argc, char **argv) {
   config c = {.model = "cnn", .dataset = "fashion-mnist", .device = "cpu", .out = "runs/fmnist",
               .optimizer = "sgd", .scheduler = "cosine", .epochs = 3, .batch = 64, .lr = 0.05, .momentum = 0.9,
-              .image_size = 64};
+              .image_size = 64, .calib_batches = 32, .qat_epochs = 1};
   if (!parse(argc, argv, &c)) return usage();
 #ifdef __GLIBC__
   /* Every batch frees and allocates again the same activation and gradient
@@ -387,6 +412,7 @@ int main(int argc, char **argv) {
   if (wk_init() != WK_OK) return die("wk_init");
   wk_device dev;
   if (wk_device_parse(c.device, &dev) != WK_OK) return die("--device");
+  if (!train_quant_check(&c, dev.type == WK_DEVICE_CPU)) return 2;
   if (dev.type != WK_DEVICE_CPU && dev.index >= wk_device_count(dev.type)) {
     const char *why = wk_device_type_status(dev.type);
     fprintf(stderr, "train: --device %s: not available (%d %s device%s%s%s)\n", c.device, wk_device_count(dev.type),
@@ -616,6 +642,10 @@ int main(int argc, char **argv) {
   printf("checkpoints, run.json, metrics.csv and TensorBoard events in %s (best val acc %.4f at epoch %d)\n", c.out,
          best_acc, best_epoch);
   if (c.export_onnx && lead && export_onnx(&c, model, &data, dev) != WK_OK) return die("--export-onnx");
+  if (c.quantize && last_epoch < c.epochs)
+    printf("--quantize %s: skipped, the run stopped before its last epoch (--resume it to the end)\n", c.quantize);
+  else if (c.quantize && train_quantize(&c, model, train_dl, test_dl) != WK_OK)
+    return die("--quantize");
   if (csv) fclose(csv);
   tb_close(&tb);
   wk_grad_scaler_free(g_scaler);

@@ -21,6 +21,10 @@ typedef struct train_config {
   const char *export_onnx; /* --export-onnx PATH: the trained model as ONNX (needs the onnx plugin) */
   bool phases; /* --phases: where each epoch's time went (data, forward, backward, step, metrics, logging) */
   bool channels_last; /* --channels-last: 4-D weights and images in NHWC order (torch.channels_last) */
+  const char *quantize; /* --quantize ptq|qat: int8 after training (train_quant.c); NULL: none */
+  int64_t calib_batches; /* --calib-batches N: PTQ calibration batches (32) */
+  int qat_epochs;        /* --qat-epochs N: QAT fine-tuning epochs after the float ones (1) */
+  double qat_lr;         /* --qat-lr X: QAT fine-tuning learning rate (0: a tenth of --lr) */
 } train_config;
 
 #endif
