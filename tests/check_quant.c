@@ -514,6 +514,61 @@ static wk_module *small_cnn(void) {
   return wk_nn_sequential(mods, 13);
 }
 
+/* QuantizedReLU and QuantizedMaxPool2d compute on the stored integers:
+ * ReLU is max(q, zero_point); both equal the float path (dequantize, the
+ * float op, quantize with the input's q-params) integer for integer, also on
+ * channels-last and non-dense inputs (int_repr's copy and its strided loop). */
+START_TEST(test_quant_relu_maxpool_on_integers) {
+  if (!have_quant()) return;
+  wk_scope_begin();
+  wk_module *mods[4] = {wk_quant_stub(), wk_nn_relu(), wk_nn_max_pool2d(3, (wk_pool2d_opts){.stride = 2, .padding = 1}),
+                        wk_quant_dequant_stub()};
+  wk_module *m = wk_nn_sequential(mods, 4);
+  TU_NOTNULL(m);
+  TU_OK(wk_module_train(m, false));
+  wk_qconfig qc;
+  TU_OK(wk_quant_default_qconfig("x86", &qc));
+  TU_OK(wk_quant_prepare(m, &qc));
+  wk_release(wk_module_forward(m, tu_rand(WK_SHAPE(2, 3, 9, 8), WK_F32, -1, 1, 40)));
+  TU_OK(wk_quant_convert(m));
+  wk_module *relu = wk_module_child(m, "1"), *pool = wk_module_child(m, "2");
+  ck_assert_str_eq(wk_module_class_name(relu), "QuantizedReLU");
+  ck_assert_str_eq(wk_module_class_name(pool), "QuantizedMaxPool2d");
+  wk_tensor *q = wk_quantize_per_tensor(tu_rand(WK_SHAPE(2, 3, 9, 8), WK_F32, -1, 1, 41), 0.01, 100, WK_QUINT8);
+  wk_tensor *inputs[3] = {q, wk_contiguous_format(q, WK_CHANNELS_LAST), wk_transpose(q, 2, 3)};
+  for (int i = 0; i < 3; i++) {
+    TU_NOTNULL(inputs[i]);
+    wk_tensor *x = inputs[i], *f = wk_dequantize(x);
+    wk_tensor *r = wk_module_forward(relu, x), *rf = wk_quantize_per_tensor(wk_relu(f), 0.01, 100, WK_QUINT8);
+    wk_tensor *p = wk_module_forward(pool, x);
+    wk_tensor *pf = wk_quantize_per_tensor(wk_module_forward(wk_module_child(pool, "0"), f), 0.01, 100, WK_QUINT8);
+    TU_NOTNULL(r);
+    TU_NOTNULL(p);
+    ck_assert_int_eq(wk_tensor_dtype(r), WK_QUINT8);
+    ck_assert(wk_q_scale(r) == 0.01 && wk_q_zero_point(r) == 100 && wk_q_zero_point(p) == 100);
+    wk_tensor *pairs[2][2] = {{r, rf}, {p, pf}};
+    for (int k = 0; k < 2; k++) {
+      int64_t n = wk_tensor_numel(pairs[k][0]);
+      ck_assert_int_eq(n, wk_tensor_numel(pairs[k][1]));
+      double *a = tu_values(wk_int_repr(pairs[k][0])), *b = tu_values(wk_int_repr(pairs[k][1]));
+      for (int64_t j = 0; j < n; j++)
+        ck_assert_msg(a[j] == b[j], "input %d, %s element %lld: %g, float path %g", i, k ? "max_pool" : "relu",
+                      (long long)j, a[j], b[j]);
+      free(a);
+      free(b);
+    }
+    /* int_repr keeps a dense input's layout and values */
+    double *iv = tu_values(wk_int_repr(x)), *qv = tu_values(wk_to_dtype(wk_dequantize(x), WK_F64));
+    for (int64_t j = 0; j < wk_tensor_numel(x); j++) ck_assert(fabs(qv[j] - (iv[j] - 100) * 0.01) < 1e-6);
+    free(iv);
+    free(qv);
+  }
+  ck_assert_int_eq(wk_suggest_memory_format(wk_int_repr(inputs[1])), WK_CHANNELS_LAST);
+  wk_module_release(m);
+  wk_scope_end();
+}
+END_TEST
+
 START_TEST(test_quant_workflow_small_cnn) {
   if (!have_quant()) return;
   wk_scope_begin();
@@ -989,6 +1044,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tp, test_quant_histogram_observer);
   tcase_add_test(tp, test_quant_observer_errors);
   tcase_add_test(tp, test_quant_workflow_small_cnn);
+  tcase_add_test(tp, test_quant_relu_maxpool_on_integers);
   tcase_add_test(tp, test_quant_resnet18);
   tcase_add_test(tp, test_quant_dynamic_model);
   tcase_add_test(tp, test_quant_state_dict_safetensors);

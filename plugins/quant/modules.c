@@ -215,8 +215,11 @@ wk_module *qt_dynamic_linear(wk_tensor *qw, wk_tensor *bias) {
 }
 
 /* ---- quantized ReLU / MaxPool2d / AdaptiveAvgPool2d ----------------------------------------------- */
-/* The float module runs on (q - zero_point) as float32 (exact integers), its
- * result is rounded half to even (adaptive pooling's nearbyint of the mean),
+/* ReLU and max pooling commute with q -> (q - zero_point) * scale (monotone),
+ * so they run on the stored integers, as PyTorch's quantized kernels do:
+ * ReLU is max(q, zero_point), max pooling the float module on the integers.
+ * Other modules run on (q - zero_point) as float32 (exact integers), their
+ * result rounded half to even (adaptive pooling's nearbyint of the mean),
  * shifted back, saturated and wrapped with the input's q-params. */
 static wk_tensor *pass_forward(wk_module *self, wk_tensor *const *in, int n) {
   if (!qt_one_input(wk_module_class_name(self), in, n)) return NULL;
@@ -231,6 +234,13 @@ static wk_tensor *pass_forward(wk_module *self, wk_tensor *const *in, int n) {
   int64_t zp = wk_q_zero_point(x);
   wk_dtype qdt = wk_tensor_dtype(x);
   wk_scope_begin();
+  const char *cls = wk_module_class_name(self);
+  bool relu = !strcmp(cls, "QuantizedReLU");
+  if (relu || !strcmp(cls, "QuantizedMaxPool2d")) {
+    wk_tensor *r = wk_int_repr(x);
+    wk_tensor *y = !r ? NULL : relu ? wkx_clamp_min(r, WK_VI(zp)) : wk_module_forward(inner, r);
+    return qt_ret(y ? wk_make_per_tensor_quantized(y, sc, zp) : NULL);
+  }
   wk_tensor *f = wk_sub_scalar(wk_to_dtype(wk_int_repr(x), WK_F32), (double)zp);
   wk_tensor *y = wk_round(wk_module_forward(inner, f));
   y = wk_clamp(wk_add_scalar(y, (double)zp), (double)wk_dtype_qmin(qdt), (double)wk_dtype_qmax(qdt));
