@@ -22,22 +22,24 @@ trap 'rm -rf "$dir"' EXIT
 # wick run: the exported resnet18 imported again and run from a .npy input, against Wick's eager output
 "$PY" -c "import numpy as np, sys; np.save(sys.argv[2], np.fromfile(sys.argv[1], dtype='<f4').reshape(3, 3, 64, 64))" \
   "$dir/resnet18_b3_in.bin" "$dir/x.npy" || exit 1
-# (--no-fold: exactly eager's ops; by default batch norm is folded into the convs: rounding differs)
-"$top_builddir/tools/wick" run "$dir/resnet18.onnx" --input "input=$dir/x.npy" --output "$dir/y.npy" --no-fold || exit 1
+# (--no-fold --no-channels-last: exactly eager's ops in eager's layout; by default batch norm is folded into
+# the convs and the input runs channels-last: rounding differs)
+"$top_builddir/tools/wick" run "$dir/resnet18.onnx" --input "input=$dir/x.npy" --output "$dir/y.npy" --no-fold \
+  --no-channels-last || exit 1
 "$top_builddir/tools/wick" run "$dir/resnet18.onnx" --input "input=$dir/x.npy" --output "$dir/yf.npy" || exit 1
 "$PY" - "$dir/y.npy" "$dir/resnet18_b3_out.bin" "$dir/yf.npy" <<'PY' || exit 1
 import sys, numpy as np
 y, want, yf = np.load(sys.argv[1]), np.fromfile(sys.argv[2], dtype="<f4").reshape(3, -1), np.load(sys.argv[3])
 d = float(np.abs(y - want).max())
 df = float(np.abs(yf - want).max())
-print("wick run resnet18.onnx at batch 3: max abs diff to eager %.3g (--no-fold), %.3g (batch norm folded)" % (d, df))
+print("wick run resnet18.onnx at batch 3: max abs diff to eager %.3g (--no-fold --no-channels-last), %.3g (default: batch norm folded, channels-last)" % (d, df))
 sys.exit(0 if y.shape == want.shape and d == 0 and yf.shape == want.shape and 0 < df <= 1e-5 else 1)
 PY
 # external data read back by Wick: resnet18_ext.onnx with its .data file, from another working directory
 "$PY" -c "import numpy as np, sys; np.save(sys.argv[2], np.fromfile(sys.argv[1], dtype='<f4').reshape(3, 3, 64, 64))" \
   "$dir/resnet18_ext_b3_in.bin" "$dir/x.npy" || exit 1
 wick=$(cd "$top_builddir" && pwd)/tools/wick
-(cd / && "$wick" run "$dir/resnet18_ext.onnx" --input "input=$dir/x.npy" --output "$dir/y.npy" --no-fold) ||
+(cd / && "$wick" run "$dir/resnet18_ext.onnx" --input "input=$dir/x.npy" --output "$dir/y.npy" --no-fold --no-channels-last) ||
   exit 1
 "$PY" - "$dir/y.npy" "$dir/resnet18_ext_b3_out.bin" <<'PY' || exit 1
 import sys, numpy as np

@@ -15,7 +15,7 @@
 
 static const char g_help[] =
     "usage: wick run MODEL.onnx [--input NAME=FILE]... [--shape NAME=1x3x224x224]... [--output FILE]\n"
-    "                 [--device cpu|cuda[:N]] [--bench N] [--seed N] [--no-fold]\n"
+    "                 [--device cpu|cuda[:N]] [--bench N] [--seed N] [--no-fold] [--no-channels-last]\n"
     "       wick run MODEL.onnx --info\n"
     "\n"
     "Imports MODEL.onnx (the onnx plugin) and runs it once on the device.\n"
@@ -27,7 +27,10 @@ static const char g_help[] =
     "  --bench N          N timed runs after one warm-up: latency (mean, median, min) and throughput\n"
     "  --info             the inputs, outputs, opset, producer and op counts of the file\n"
     "  --no-fold          keep each BatchNormalization after a Conv as it is (by default it is folded\n"
-    "                     into the Conv's weight and bias: faster, results differ by rounding)\n";
+    "                     into the Conv's weight and bias: faster, results differ by rounding)\n"
+    "  --no-channels-last on the cpu, 4-D float inputs are passed in channels-last order (NHWC in\n"
+    "                     memory, torch.channels_last) so convolutions run without layout reorders;\n"
+    "                     this keeps them row-major (results differ by rounding)\n";
 
 static double now_ms(void) {
   struct timespec ts;
@@ -185,7 +188,7 @@ int wick_run_cmd(int argc, char **argv) {
   const char *model = NULL, *output = NULL, *device = "cpu";
   const char *in_spec[64], *shape_spec[64];
   int nin_spec = 0, nshape = 0, bench = 0;
-  bool info = false, fold = true;
+  bool info = false, fold = true, channels_last = true;
   unsigned long long seed = 0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -199,6 +202,10 @@ int wick_run_cmd(int argc, char **argv) {
     }
     if (!strcmp(a, "--no-fold")) {
       fold = false;
+      continue;
+    }
+    if (!strcmp(a, "--no-channels-last")) {
+      channels_last = false;
       continue;
     }
     if (a[0] == '-' && a[1] == '-') {
@@ -328,6 +335,13 @@ int wick_run_cmd(int argc, char **argv) {
     wk_tensor *m = wk_to_device(ins[i], dev);
     wk_release(ins[i]);
     if (!(ins[i] = m)) goto fail;
+    /* 4-D float inputs on the cpu in channels-last order: the convolutions then run NHWC end to end
+       (oneDNN's nhwc kernels, no reorder of the activations around each one) */
+    if (channels_last && dev.type == WK_DEVICE_CPU && wk_tensor_dim(m) == 4 && wk_dtype_is_floating(wk_tensor_dtype(m))) {
+      wk_tensor *c = wk_contiguous_format(m, WK_CHANNELS_LAST);
+      wk_release(m);
+      if (!(ins[i] = c)) goto fail;
+    }
   }
   double t0 = now_ms();
   if (wk_graph_run(g, ins, nin, dev, outs, nout)) goto fail;
