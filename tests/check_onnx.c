@@ -298,6 +298,10 @@ typedef struct mb {
   Onnx__TensorShapeProto sin, sout;
   Onnx__TensorShapeProto__Dimension din[2], dout[2], *dinp[2], *doutp[2];
   char *ins[4][2], *outs[4][1];
+  Onnx__TensorShapeProto__Dimension dx[6], *dxp[6]; /* mb_weighted's input shape */
+  Onnx__TensorProto w, *wp[1];                       /* and its zero weight 'w' */
+  int64_t wdims[6];
+  float wraw[128];
 } mb;
 
 /* x[2, 3] -> Relu -> y[2, 3] */
@@ -341,6 +345,30 @@ static void mb_init(mb *b) {
   b->vin.name = "x", b->vout.name = "y";
   b->vip[0] = &b->vin, b->vop[0] = &b->vout;
   b->g.n_input = 1, b->g.input = b->vip, b->g.n_output = 1, b->g.output = b->vop;
+}
+
+/* node 0 becomes OP `name` on x (static shape xs) and a zero f32 weight
+ * initializer 'w' of shape ws (at most 128 elements) */
+static void mb_weighted(mb *b, const char *op, const char *name, const int64_t *xs, int xnd, const int64_t *ws,
+                        int wnd) {
+  for (int k = 0; k < xnd; k++) {
+    onnx__tensor_shape_proto__dimension__init(&b->dx[k]);
+    b->dx[k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    b->dx[k].dim_value = xs[k];
+    b->dxp[k] = &b->dx[k];
+  }
+  b->sin.n_dim = (size_t)xnd, b->sin.dim = b->dxp;
+  onnx__tensor_proto__init(&b->w);
+  size_t n = 1;
+  for (int k = 0; k < wnd; k++) n *= (size_t)(b->wdims[k] = ws[k]);
+  ck_assert(n <= sizeof b->wraw / sizeof b->wraw[0]);
+  memset(b->wraw, 0, sizeof b->wraw);
+  b->w.name = "w", b->w.n_dims = (size_t)wnd, b->w.dims = b->wdims, b->w.has_data_type = 1, b->w.data_type = 1;
+  b->w.has_raw_data = 1, b->w.raw_data.data = (uint8_t *)b->wraw, b->w.raw_data.len = n * sizeof(float);
+  b->wp[0] = &b->w;
+  b->g.n_initializer = 1, b->g.initializer = b->wp;
+  b->nodes[0].op_type = (char *)op, b->nodes[0].name = (char *)name;
+  b->nodes[0].n_input = 2, b->ins[0][1] = "w";
 }
 
 /* Packs the model, loads it; expects failure with `code` and every needle in the message. */
@@ -511,23 +539,7 @@ START_TEST(test_onnx_convtranspose) {
   /* the importer's faults: x[1, 2, 5, 5], w[2, 3, 3, 3] */
   mb b;
   mb_init(&b);
-  Onnx__TensorShapeProto__Dimension d4[4], *d4p[4];
-  for (int k = 0; k < 4; k++) {
-    onnx__tensor_shape_proto__dimension__init(&d4[k]);
-    d4[k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    d4[k].dim_value = k == 0 ? 1 : k == 1 ? 2 : 5;
-    d4p[k] = &d4[k];
-  }
-  b.sin.n_dim = 4, b.sin.dim = d4p;
-  Onnx__TensorProto t, *tp[1] = {&t};
-  onnx__tensor_proto__init(&t);
-  int64_t dims[] = {2, 3, 3, 3};
-  float raw[54] = {0};
-  t.name = "w", t.n_dims = 4, t.dims = dims, t.has_data_type = 1, t.data_type = 1;
-  t.has_raw_data = 1, t.raw_data.data = (uint8_t *)raw, t.raw_data.len = sizeof raw;
-  b.g.n_initializer = 1, b.g.initializer = tp;
-  b.nodes[0].op_type = "ConvTranspose", b.nodes[0].name = "up1";
-  b.nodes[0].n_input = 2, b.ins[0][1] = "w";
+  mb_weighted(&b, "ConvTranspose", "up1", (const int64_t[]){1, 2, 5, 5}, 4, (const int64_t[]){2, 3, 3, 3}, 4);
   int64_t two[] = {2, 2}, pads3[] = {1, 1, 1};
   onnx__attribute_proto__init(&b.attrs[0]);
   onnx__attribute_proto__init(&b.attrs[1]);
@@ -550,12 +562,10 @@ START_TEST(test_onnx_convtranspose) {
   b.attrs[1].has_s = 1, b.attrs[1].s.data = (uint8_t *)"SAME_MIDDLE", b.attrs[1].s.len = 11;
   expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'up1' (ConvTranspose)", "auto_pad='SAME_MIDDLE'");
   b.nodes[0].n_attribute = 0;
-  dims[0] = 3;
-  float raw81[81] = {0};
-  t.raw_data.data = (uint8_t *)raw81, t.raw_data.len = sizeof raw81;
+  b.wdims[0] = 3, b.w.raw_data.len = 81 * sizeof(float);
   expect_load_error(&b, WK_ERR_SHAPE, "node 'up1' (ConvTranspose)", "the input has 2 channels, the weight expects 3");
-  dims[0] = 2;
-  t.n_dims = 3, t.raw_data.len = 2 * 3 * 3 * 4; /* a 1-d weight for a 2-d input */
+  b.wdims[0] = 2;
+  b.w.n_dims = 3, b.w.raw_data.len = 2 * 3 * 3 * 4; /* a 1-d weight for a 2-d input */
   expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'up1' (ConvTranspose)", "the weight has 3 dims for an input of 4");
   b.sin.n_dim = 2, b.sin.dim = b.dinp; /* x[2, 3] */
   expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'up1' (ConvTranspose)", "only 1-d and 2-d (NCL, NCHW) inputs");
@@ -721,23 +731,7 @@ START_TEST(test_onnx_conv_pool_3d) {
   /* the importer's faults: x[1, 2, 4, 4, 4], w[2, 2, 3, 3, 3] */
   mb b;
   mb_init(&b);
-  Onnx__TensorShapeProto__Dimension d5[5], *d5p[5];
-  for (int k = 0; k < 5; k++) {
-    onnx__tensor_shape_proto__dimension__init(&d5[k]);
-    d5[k].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    d5[k].dim_value = k == 0 ? 1 : k == 1 ? 2 : 4;
-    d5p[k] = &d5[k];
-  }
-  b.sin.n_dim = 5, b.sin.dim = d5p;
-  Onnx__TensorProto t, *tp[1] = {&t};
-  onnx__tensor_proto__init(&t);
-  int64_t dims[] = {2, 2, 3, 3, 3};
-  float raw[108] = {0};
-  t.name = "w", t.n_dims = 5, t.dims = dims, t.has_data_type = 1, t.data_type = 1;
-  t.has_raw_data = 1, t.raw_data.data = (uint8_t *)raw, t.raw_data.len = sizeof raw;
-  b.g.n_initializer = 1, b.g.initializer = tp;
-  b.nodes[0].op_type = "Conv", b.nodes[0].name = "conv3";
-  b.nodes[0].n_input = 2, b.ins[0][1] = "w";
+  mb_weighted(&b, "Conv", "conv3", (const int64_t[]){1, 2, 4, 4, 4}, 5, (const int64_t[]){2, 2, 3, 3, 3}, 5);
   int64_t pads[] = {1, 1, 1, 1, 1, 0}, k2[] = {3, 3}, k3[] = {3, 3, 2}, dil[] = {1, 2, 1};
   set_ints(&b, 0, "pads", pads, 6);
   expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'conv3' (Conv)",
@@ -750,7 +744,7 @@ START_TEST(test_onnx_conv_pool_3d) {
   expect_load_error(&b, WK_ERR_SHAPE, "node 'conv3' (Conv)",
                     "kernel_shape [3, 3, 2] differs from the weight's [3, 3, 3]");
   b.nodes[0].n_attribute = 0;
-  t.n_dims = 4, t.raw_data.len = 2 * 2 * 3 * 3 * 4; /* a 2-d weight for a 3-d input */
+  b.w.n_dims = 4, b.w.raw_data.len = 2 * 2 * 3 * 3 * 4; /* a 2-d weight for a 3-d input */
   expect_load_error(&b, WK_ERR_INVALID_ARG, "node 'conv3' (Conv)", "the weight has 4 dims for an input of 5");
   b.g.n_initializer = 0;
   b.nodes[0].n_input = 1;
@@ -765,8 +759,8 @@ START_TEST(test_onnx_conv_pool_3d) {
   set_ints(&b, 1, "pads", pads, 6);
   expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'pool3' (MaxPool)",
                     "asymmetric pads [1, 1, 1, 1, 1, 0] are not supported");
-  Onnx__TensorShapeProto__Dimension *d6p[6] = {&d5[0], &d5[1], &d5[2], &d5[3], &d5[4], &d5[4]};
-  b.sin.n_dim = 6, b.sin.dim = d6p; /* no 4-d pooling */
+  mb_weighted(&b, "MaxPool", "pool3", (const int64_t[]){1, 2, 4, 4, 4, 4}, 6, (const int64_t[]){1}, 1);
+  b.g.n_initializer = 0, b.nodes[0].n_input = 1; /* no 4-d pooling */
   expect_load_error(&b, WK_ERR_UNSUPPORTED, "node 'pool3' (MaxPool)",
                     "only 1-d, 2-d and 3-d (NCL, NCHW, NCDHW) inputs are supported, this one has 6 dims");
 }
