@@ -217,8 +217,10 @@ wk_module *qt_dynamic_linear(wk_tensor *qw, wk_tensor *bias) {
 /* ---- quantized ReLU / MaxPool2d / AdaptiveAvgPool2d ----------------------------------------------- */
 /* ReLU and max pooling commute with q -> (q - zero_point) * scale (monotone),
  * so they run on the stored integers, as PyTorch's quantized kernels do:
- * ReLU is max(q, zero_point), max pooling the float module on the integers.
- * Other modules run on (q - zero_point) as float32 (exact integers), their
+ * ReLU is max(q, zero_point), max pooling the float module on the integers
+ * held in float32 (exact; the float kernels are the fast ones: the cpu
+ * plugin pools integers in int64). Other modules run on (q - zero_point) as
+ * float32 (exact integers), their
  * result rounded half to even (adaptive pooling's nearbyint of the mean),
  * shifted back, saturated and wrapped with the input's q-params. */
 static wk_tensor *pass_forward(wk_module *self, wk_tensor *const *in, int n) {
@@ -238,7 +240,9 @@ static wk_tensor *pass_forward(wk_module *self, wk_tensor *const *in, int n) {
   bool relu = !strcmp(cls, "QuantizedReLU");
   if (relu || !strcmp(cls, "QuantizedMaxPool2d")) {
     wk_tensor *r = wk_int_repr(x);
-    wk_tensor *y = !r ? NULL : relu ? wkx_clamp_min(r, WK_VI(zp)) : wk_module_forward(inner, r);
+    wk_tensor *y = !r ? NULL
+                   : relu ? wkx_clamp_min(r, WK_VI(zp))
+                          : wk_to_dtype(wk_module_forward(inner, wk_to_dtype(r, WK_F32)), wk_tensor_dtype(r));
     return qt_ret(y ? wk_make_per_tensor_quantized(y, sc, zp) : NULL);
   }
   wk_tensor *f = wk_sub_scalar(wk_to_dtype(wk_int_repr(x), WK_F32), (double)zp);
