@@ -668,6 +668,39 @@ START_TEST(test_nn_mlp_and_lenet) {
 }
 END_TEST
 
+/* A Sequential releases each intermediate once the next layer has run (as
+ * PyTorch's refcounts do): at the last layer of a no-grad forward through
+ * four layers only the input and the current activation are alive. */
+static int64_t g_live_at_probe;
+static wk_tensor *probe_forward(wk_module *self, wk_tensor *const *in, int n) {
+  (void)self, (void)n;
+  g_live_at_probe = wk_live_tensors();
+  return wk_alias(in[0]);
+}
+static const wk_module_class PROBE = {sizeof(wk_module_class), "Probe", probe_forward, NULL, NULL};
+
+START_TEST(test_nn_sequential_releases_intermediates) {
+  wk_scope_begin();
+  wk_tensor *x = tu_rand(WK_SHAPE(8, 16), WK_F32, -1, 1, 3);
+  wk_module *seq = wk_nn_sequential((wk_module *[]){wk_nn_linear(16, 16, true), wk_nn_relu(), wk_nn_linear(16, 16, true),
+                                                    wk_nn_sigmoid(), wk_module_new(&PROBE, NULL)},
+                                    5);
+  TU_NOTNULL(seq);
+  int64_t before = wk_live_tensors();
+  wk_no_grad_begin();
+  wk_tensor *y = wk_module_forward(seq, x);
+  wk_no_grad_end();
+  TU_NOTNULL(y);
+  ck_assert_msg(g_live_at_probe <= before + 1, "%lld tensors alive at the last layer, %lld before the forward",
+                (long long)g_live_at_probe, (long long)before);
+  /* with autograd the graph keeps what backward needs, and backward still works */
+  TU_OK(wk_backward(wk_sum(wk_module_forward(seq, x))));
+  TU_NOTNULL(wk_tensor_grad(wk_module_param(seq, "0.weight")));
+  wk_module_release(seq);
+  wk_scope_end();
+}
+END_TEST
+
 static Suite *make_suite(void) {
   Suite *s = suite_create("nn");
   TCase *tc = tcase_create("layers");
@@ -677,6 +710,7 @@ static Suite *make_suite(void) {
   tcase_add_test(tc, test_nn_batchnorm_train_eval_vs_torch);
   tcase_add_test(tc, test_nn_dropout_train_eval);
   tcase_add_test(tc, test_nn_repr_and_containers);
+  tcase_add_test(tc, test_nn_sequential_releases_intermediates);
   tcase_add_test(tc, test_nn_errors_name_layer_and_shapes);
   tcase_add_test(tc, test_nn_gradcheck_layers_and_losses);
   suite_add_tcase(s, tc);

@@ -300,8 +300,15 @@ static wk_tensor *seq_forward(wk_module *self, wk_tensor *const *in, int n) {
   if (!nn_check_inputs(wk_module_class_name(self), in, n, 1)) return NULL;
   wk_scope_begin();
   wk_tensor *x = in[0];
-  /* children by name: wk_module_set_child may have replaced one (s->mods[i] is then stale) */
-  for (int i = 0; i < s->n && x; i++) x = wk_module_forward(wk_module_child(self, s->names[i]), x);
+  /* children by name: wk_module_set_child may have replaced one (s->mods[i] is then stale).
+     Each intermediate result is released once the next child has run, as PyTorch's refcounts
+     free it: held to the scope's end, a no-grad forward (evaluation) would keep every layer's
+     activation at once. What autograd saved for backward it holds by its own reference. */
+  for (int i = 0; i < s->n && x; i++) {
+    wk_tensor *y = wk_module_forward(wk_module_child(self, s->names[i]), x);
+    if (x != in[0] && y != x) wk_release(x);
+    x = y;
+  }
   if (s->n == 0) x = wk_alias(x);
   return nn_ret(x);
 }
