@@ -62,6 +62,17 @@ static void warm_up(wk_module *m, const int64_t *shape, int nd) {
   TU_OK(wk_module_train(m, false));
 }
 
+/* g exported to an in-memory ONNX file and imported again with lo (NULL: the defaults); g is kept. */
+static wk_graph *through_onnx(wk_graph *g, const wk_onnx_load_opts *lo) {
+  void *buf = NULL;
+  size_t n = 0;
+  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
+  wk_graph *h = wk_onnx_load_buffer(buf, n, lo);
+  wk_free(buf);
+  TU_NOTNULL(h);
+  return h;
+}
+
 /* Export m's trace with a dynamic batch, import it, replay at batch 1 and 3: equal to eager bit for bit. */
 static void roundtrip(wk_module *m, const int64_t *item, int nd, const char *name) {
   int64_t shape[8] = {2};
@@ -72,13 +83,8 @@ static void roundtrip(wk_module *m, const int64_t *item, int nd, const char *nam
   wk_graph *g = wk_trace_module(m, &x, 1, &o);
   TU_NOTNULL(g);
   wk_release(x);
-  void *buf = NULL;
-  size_t n = 0;
-  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
+  wk_graph *h = through_onnx(g, NULL);
   wk_graph_release(g);
-  wk_graph *h = wk_onnx_load_buffer(buf, n, NULL);
-  TU_NOTNULL(h);
-  wk_free(buf);
   ck_assert_int_eq(wk_graph_num_symbols(h), 1);
   ck_assert_str_eq(wk_graph_symbol_name(h, 0), "batch");
   ck_assert_int_ge(wk_graph_find_param(h, wk_graph_value_name(h, wk_graph_num_inputs(h) ? 1 : 0)), -1);
@@ -176,12 +182,7 @@ START_TEST(test_onnx_export_opsets_and_dynamic_view) {
     wk_graph_release(h);
   }
   /* other batch sizes: the view's size is computed from the input's shape in the graph */
-  void *buf = NULL;
-  size_t n = 0;
-  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
-  wk_graph *h = wk_onnx_load_buffer(buf, n, NULL);
-  TU_NOTNULL(h);
-  wk_free(buf);
+  wk_graph *h = through_onnx(g, NULL);
   int64_t s5[] = {5, 8};
   wk_tensor *x5 = tu_rand(s5, 2, WK_F32, -2, 2, 10), *w5 = NULL, *g5 = NULL;
   TU_OK(run_prog(&p, &x5, 1, &w5, 1, &nout));
@@ -190,6 +191,8 @@ START_TEST(test_onnx_export_opsets_and_dynamic_view) {
   ck_assert(allclose(g5, w5, 1e-5, 1e-6));
   wk_release(x5), wk_release(w5), wk_release(g5), wk_release(want), wk_release(x);
   wk_graph_release(h);
+  void *buf = NULL;
+  size_t n = 0;
   ck_assert_int_eq(wk_onnx_export_graph_buffer(g, &buf, &n, WK_ONNX_EXPORT_OPTS(.opset = 12)), WK_ERR_UNSUPPORTED);
   ck_assert_ptr_null(buf);
   ck_assert_int_eq(wk_onnx_export_graph_buffer(g, &buf, &n, WK_ONNX_EXPORT_OPTS(.opset = WK_ONNX_MAX_OPSET + 1)),
@@ -644,11 +647,8 @@ START_TEST(test_onnx_fold_batch_norm) {
   x = tu_rand((const int64_t[]){2, 3, 6, 6}, 4, WK_F32, -1, 1, 4);
   g = wk_trace(fold_prog, NULL, &x, 1, NULL);
   TU_NOTNULL(g);
-  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
+  fold = through_onnx(g, WK_ONNX_LOAD_OPTS(.fold_batch_norm = true));
   wk_graph_release(g);
-  fold = wk_onnx_load_buffer(buf, n, WK_ONNX_LOAD_OPTS(.fold_batch_norm = true));
-  wk_free(buf);
-  TU_NOTNULL(fold);
   ck_assert_int_eq(count_op(fold, "batch_norm"), 1);
   wk_tensor *y = NULL, *want = NULL;
   int nout = 0;
@@ -704,13 +704,8 @@ START_TEST(test_onnx_conv_pool_3d) {
   wk_graph *g = wk_trace(prog3d, NULL, &x, 1, &o);
   TU_NOTNULL(g);
   wk_release(x);
-  void *buf = NULL;
-  size_t n = 0;
-  TU_OK(wk_onnx_export_graph_buffer(g, &buf, &n, NULL));
+  wk_graph *h = through_onnx(g, NULL);
   wk_graph_release(g);
-  wk_graph *h = wk_onnx_load_buffer(buf, n, NULL);
-  wk_free(buf);
-  TU_NOTNULL(h);
   ck_assert_int_eq(count_op(h, "conv3d"), 1);
   ck_assert_int_eq(count_op(h, "max_pool3d_with_indices"), 1);
   ck_assert_int_eq(count_op(h, "avg_pool3d"), 2);
