@@ -94,7 +94,8 @@ START_TEST(test_api) {
   TU_NOTNULL(e);
   ck_assert(is_cl(e));
   /* ambiguous layouts are row-major: C == 1, or H == W == 1 */
-  wk_tensor *c1in = tu_rand(WK_SHAPE(2, 1, 4, 5), WK_F32, -1, 1, 2), *hw1in = tu_rand(WK_SHAPE(2, 8, 1, 1), WK_F32, -1, 1, 3);
+  wk_tensor *c1in = tu_rand(WK_SHAPE(2, 1, 4, 5), WK_F32, -1, 1, 2);
+  wk_tensor *hw1in = tu_rand(WK_SHAPE(2, 8, 1, 1), WK_F32, -1, 1, 3);
   wk_tensor *c1 = cl(c1in), *hw1 = cl(hw1in);
   ck_assert(wk_is_contiguous_format(c1, WK_CHANNELS_LAST) && wk_tensor_is_contiguous(c1));
   ck_assert_int_eq(wk_suggest_memory_format(c1), WK_CONTIGUOUS_FORMAT);

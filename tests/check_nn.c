@@ -682,9 +682,9 @@ static const wk_module_class PROBE = {sizeof(wk_module_class), "Probe", probe_fo
 START_TEST(test_nn_sequential_releases_intermediates) {
   wk_scope_begin();
   wk_tensor *x = tu_rand(WK_SHAPE(8, 16), WK_F32, -1, 1, 3);
-  wk_module *seq = wk_nn_sequential((wk_module *[]){wk_nn_linear(16, 16, true), wk_nn_relu(), wk_nn_linear(16, 16, true),
-                                                    wk_nn_sigmoid(), wk_module_new(&PROBE, NULL)},
-                                    5);
+  wk_module *layers[5] = {wk_nn_linear(16, 16, true), wk_nn_relu(), wk_nn_linear(16, 16, true), wk_nn_sigmoid(),
+                          wk_module_new(&PROBE, NULL)};
+  wk_module *seq = wk_nn_sequential(layers, 5);
   TU_NOTNULL(seq);
   int64_t before = wk_live_tensors();
   wk_no_grad_begin();

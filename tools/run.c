@@ -337,7 +337,8 @@ int wick_run_cmd(int argc, char **argv) {
     if (!(ins[i] = m)) goto fail;
     /* 4-D float inputs on the cpu in channels-last order: the convolutions then run NHWC end to end
        (oneDNN's nhwc kernels, no reorder of the activations around each one) */
-    if (channels_last && dev.type == WK_DEVICE_CPU && wk_tensor_dim(m) == 4 && wk_dtype_is_floating(wk_tensor_dtype(m))) {
+    bool image = wk_tensor_dim(m) == 4 && wk_dtype_is_floating(wk_tensor_dtype(m));
+    if (channels_last && dev.type == WK_DEVICE_CPU && image) {
       wk_tensor *c = wk_contiguous_format(m, WK_CHANNELS_LAST);
       wk_release(m);
       if (!(ins[i] = c)) goto fail;

@@ -261,7 +261,8 @@ static wk_status k_int_repr(const wk_kernel_ctx *ctx, const wk_value *args, wk_v
   /* dense in its format (row-major or channels-last): the integers are the bytes, copied in that format */
   wk_memory_format fmt = wk_suggest_memory_format(q);
   if (wk_is_contiguous_format(q, fmt)) {
-    wk_tensor *r = wk_empty_format(wk_tensor_sizes(q), wk_tensor_dim(q), (wk_options){.dtype = under, .device = wk_tensor_device(q)}, fmt);
+    wk_options o = {.dtype = under, .device = wk_tensor_device(q)};
+    wk_tensor *r = wk_empty_format(wk_tensor_sizes(q), wk_tensor_dim(q), o, fmt);
     if (r && wk_tensor_numel(q) > 0)
       memcpy(wk_tensor_data(r), wk_tensor_data(q), (size_t)wk_tensor_numel(q) * wk_dtype_size(under));
     return wk_kernel_done(r ? WK_OK : wk_last_error(), r, outs);

@@ -92,7 +92,7 @@ static wk_status run_mm(const wk_kernel_ctx *ctx, const char *op, wk_tensor *a, 
   /* a weight used again at the same version (inference): blocked and cached */
   static int plain = -1; /* WICK_ONEDNN_PLAIN_MATMUL=1: never (for measuring) */
   if (plain < 0) plain = getenv("WICK_ONEDNN_PLAIN_MATMUL") != NULL;
-  k.blocked_b = !plain && odn_weight_seen(b, NULL);
+  k.blocked_b = !plain && odn_weight_seen(op, b, NULL);
   wk_tensor *c = wk_meta_empty(ctx, 0); /* [M, N], a's dtype: the core's meta function */
   if (!c) return wk_last_error();
   odn_entry *e = odn_prim_get(&k, sizeof k, mm_make, &k);

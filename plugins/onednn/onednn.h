@@ -137,9 +137,9 @@ typedef struct odn_wentry odn_wentry;
 wk_status odn_weight_arg(const char *op, const wk_tensor *w, odn_arg *a, bool reused, odn_wentry **pin);
 void odn_weight_unpin(odn_wentry *e);
 /* True when w (this view, this version) was seen before with `want` (NULL:
- * any); records it otherwise. Matmul asks this before choosing a blocked
- * layout for its second operand. */
-bool odn_weight_seen(const wk_tensor *w, const dnnl_memory_desc_t *want);
+ * any) by the same op in the same grad mode; records it otherwise. Matmul
+ * asks this before choosing a blocked layout for its second operand. */
+bool odn_weight_seen(const char *op, const wk_tensor *w, const dnnl_memory_desc_t *want);
 void odn_weight_clear(void);
 void odn_weight_stats(uint64_t *hits, uint64_t *misses, size_t *bytes);
 

@@ -121,7 +121,7 @@ static void key_of(wkey *k, const wk_tensor *w, const dnnl_memory_desc_t *have, 
 static uint64_t g_seen[ODN_SEEN];
 static unsigned g_seen_next;
 
-static bool seen_as(const wk_tensor *w, const dnnl_memory_desc_t *want, const char *op) {
+bool odn_weight_seen(const char *op, const wk_tensor *w, const dnnl_memory_desc_t *want) {
   if (!w || limit() == 0) return false;
   wkey k;
   dnnl_memory_desc_t have, none;
@@ -140,8 +140,6 @@ static bool seen_as(const wk_tensor *w, const dnnl_memory_desc_t *want, const ch
   return seen;
 }
 
-bool odn_weight_seen(const wk_tensor *w, const dnnl_memory_desc_t *want) { return seen_as(w, want, "matmul"); }
-
 wk_status odn_weight_arg(const char *op, const wk_tensor *w, odn_arg *a, bool reused, odn_wentry **pin) {
   *pin = NULL;
   if (!a->want || a->want->ndims == 0 || odn.memory_desc_equal(a->want, a->have)) return WK_OK;
@@ -154,7 +152,7 @@ wk_status odn_weight_arg(const char *op, const wk_tensor *w, odn_arg *a, bool re
   odn_wentry *e = find_locked(&k, h);
   if (e) g_hits++;
   pthread_mutex_unlock(&g_lock);
-  if (!e && !reused && !seen_as(w, a->want, op)) return WK_OK; /* first use: plain reorder in odn_exec */
+  if (!e && !reused && !odn_weight_seen(op, w, a->want)) return WK_OK; /* first use: plain reorder in odn_exec */
   if (!e) {
     pthread_mutex_lock(&g_lock);
     g_misses++; /* a copy made */

@@ -10,6 +10,8 @@
 
 #include "onnx_import.h"
 
+#include <wick/sdk/check.h> /* wk_sizes_str; after the SDK (onnx_import.h): calls route through the host table */
+
 typedef struct ictx {
   ox_im *im;
   const Onnx__NodeProto *n;
@@ -558,14 +560,6 @@ static void widen(int64_t *v, int *n, int64_t fill) {
   else if (*n == 2 && fill == 0)
     v[3] = v[1], v[1] = v[0], v[0] = v[2] = 0, *n = 4;
 }
-/* "[a, b, ...]" into buf, for messages. */
-static const char *ints_str(char *buf, size_t cap, const int64_t *v, int n) {
-  size_t at = (size_t)snprintf(buf, cap, "[");
-  for (int i = 0; i < n && at < cap; i++)
-    at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? ", " : "", (long long)v[i]);
-  if (at < cap) snprintf(buf + at, cap - at, "]");
-  return buf;
-}
 /* wk: the weight's kernel (ns sizes) or NULL. 1-d files (c->one_d, 3-d input) are widened to 2-d. */
 static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, poolnd *o, bool need_kernel) {
   int64_t v[8];
@@ -582,7 +576,7 @@ static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, poolnd *o, bool n
   for (int i = 0; i < ns; i++) o->k[i] = n == ns ? v[i] : wk ? wk[i] : 1;
   if (wk && memcmp(o->k, wk, sizeof *wk * (size_t)ns))
     return im_fail(c->im, WK_ERR_SHAPE, "kernel_shape %s differs from the weight's %s",
-                   ints_str(b1, sizeof b1, o->k, ns), ints_str(b2, sizeof b2, wk, ns));
+                   wk_sizes_str(o->k, ns, b1, sizeof b1), wk_sizes_str(wk, ns, b2, sizeof b2));
   TRY(att_ints(c, "strides", v, &n, 8));
   if (one_d && n == 1) widen(v, &n, 1);
   if (n >= 0 && n != ns) return BAD("strides has %d elements", n);
@@ -601,7 +595,7 @@ static wk_status pool_attrs(ictx *c, int x, const int64_t *wk, poolnd *o, bool n
   if (!strcmp(ap, "NOTSET")) {
     if (n >= 0 && n != 2 * ns) return BAD("pads has %d elements, %d expected", n, 2 * ns);
     for (int i = 0; i < ns && n > 0; i++)
-      if (v[i] != v[ns + i]) return FAIL("asymmetric pads %s are not supported", ints_str(b1, sizeof b1, v, n));
+      if (v[i] != v[ns + i]) return FAIL("asymmetric pads %s are not supported", wk_sizes_str(v, n, b1, sizeof b1));
     for (int i = 0; i < ns && n > 0; i++) {
       if (v[i] < 0) return BAD("negative pads");
       o->p[i] = v[i];

@@ -215,45 +215,73 @@ wk_module *qt_dynamic_linear(wk_tensor *qw, wk_tensor *bias) {
 }
 
 /* ---- quantized ReLU / MaxPool2d / AdaptiveAvgPool2d ----------------------------------------------- */
-/* ReLU and max pooling commute with q -> (q - zero_point) * scale (monotone),
- * so they run on the stored integers, as PyTorch's quantized kernels do:
- * ReLU is max(q, zero_point), max pooling the float module on the integers
- * held in float32 (exact; the float kernels are the fast ones: the cpu
- * plugin pools integers in int64). Other modules run on (q - zero_point) as
- * float32 (exact integers), their
- * result rounded half to even (adaptive pooling's nearbyint of the mean),
- * shifted back, saturated and wrapped with the input's q-params. */
-static wk_tensor *pass_forward(wk_module *self, wk_tensor *const *in, int n) {
-  if (!qt_one_input(wk_module_class_name(self), in, n)) return NULL;
-  wk_module *inner = wk_module_child(self, "0");
+/* The quantized input of a twin: 1 with x, its scale and zero point (per
+ * tensor qint8/quint8), 0 for a float input (the float module runs as it
+ * is, in *y), -1 on an error. */
+static int twin_input(wk_module *self, wk_tensor *const *in, int n, wk_tensor **y, double *sc, int64_t *zp) {
+  *y = NULL;
+  if (!qt_one_input(wk_module_class_name(self), in, n)) return -1;
   wk_tensor *x = in[0];
-  if (!wk_dtype_is_quantized(wk_tensor_dtype(x))) return wk_module_forward(inner, x);
+  if (!wk_dtype_is_quantized(wk_tensor_dtype(x))) {
+    *y = wk_module_forward(wk_module_child(self, "0"), x);
+    return 0;
+  }
   if (wk_tensor_qscheme(x) != WK_PER_TENSOR_AFFINE || wk_tensor_dtype(x) == WK_QINT32) {
     wk_error(WK_ERR_DTYPE, "%s: expected a per-tensor quantized qint8/quint8 input", wk_module_class_name(self));
-    return NULL;
+    return -1;
   }
-  double sc = wk_q_scale(x);
-  int64_t zp = wk_q_zero_point(x);
-  wk_dtype qdt = wk_tensor_dtype(x);
+  *sc = wk_q_scale(x);
+  *zp = wk_q_zero_point(x);
+  return 1;
+}
+
+/* ReLU and max pooling commute with q -> (q - zero_point) * scale (monotone),
+ * so they run on the stored integers, as PyTorch's quantized kernels do:
+ * ReLU is max(q, zero_point); max pooling runs the float module on the
+ * integers held in float32 (exact; the float kernels are the fast ones, the
+ * cpu plugin pools integers by way of int64). */
+static wk_tensor *qrelu_forward(wk_module *self, wk_tensor *const *in, int n) {
+  wk_tensor *y;
+  double sc;
+  int64_t zp;
+  int q = twin_input(self, in, n, &y, &sc, &zp);
+  if (q <= 0) return y;
   wk_scope_begin();
-  const char *cls = wk_module_class_name(self);
-  bool relu = !strcmp(cls, "QuantizedReLU");
-  if (relu || !strcmp(cls, "QuantizedMaxPool2d")) {
-    wk_tensor *r = wk_int_repr(x);
-    wk_tensor *y = !r ? NULL
-                   : relu ? wkx_clamp_min(r, WK_VI(zp))
-                          : wk_to_dtype(wk_module_forward(inner, wk_to_dtype(r, WK_F32)), wk_tensor_dtype(r));
-    return qt_ret(y ? wk_make_per_tensor_quantized(y, sc, zp) : NULL);
-  }
-  wk_tensor *f = wk_sub_scalar(wk_to_dtype(wk_int_repr(x), WK_F32), (double)zp);
-  wk_tensor *y = wk_round(wk_module_forward(inner, f));
+  y = wkx_clamp_min(wk_int_repr(in[0]), WK_VI(zp));
+  return qt_ret(y ? wk_make_per_tensor_quantized(y, sc, zp) : NULL);
+}
+static wk_tensor *qmaxpool_forward(wk_module *self, wk_tensor *const *in, int n) {
+  wk_tensor *y;
+  double sc;
+  int64_t zp;
+  int q = twin_input(self, in, n, &y, &sc, &zp);
+  if (q <= 0) return y;
+  wk_scope_begin();
+  wk_tensor *f = wk_to_dtype(wk_int_repr(in[0]), WK_F32);
+  y = wk_to_dtype(wk_module_forward(wk_module_child(self, "0"), f),
+                  wk_dtype_quantized_underlying(wk_tensor_dtype(in[0])));
+  return qt_ret(y ? wk_make_per_tensor_quantized(y, sc, zp) : NULL);
+}
+/* Other modules (adaptive average pooling) run on (q - zero_point) as float32
+ * (exact integers), their result rounded half to even (nearbyint of the
+ * mean), shifted back, saturated and wrapped with the input's q-params. */
+static wk_tensor *pass_forward(wk_module *self, wk_tensor *const *in, int n) {
+  wk_tensor *y;
+  double sc;
+  int64_t zp;
+  int q = twin_input(self, in, n, &y, &sc, &zp);
+  if (q <= 0) return y;
+  wk_dtype qdt = wk_tensor_dtype(in[0]);
+  wk_scope_begin();
+  wk_tensor *f = wk_sub_scalar(wk_to_dtype(wk_int_repr(in[0]), WK_F32), (double)zp);
+  y = wk_round(wk_module_forward(wk_module_child(self, "0"), f));
   y = wk_clamp(wk_add_scalar(y, (double)zp), (double)wk_dtype_qmin(qdt), (double)wk_dtype_qmax(qdt));
   wk_tensor *r = y ? wk_to_dtype(y, wk_dtype_quantized_underlying(qdt)) : NULL;
-  wk_tensor *q = r ? wk_make_per_tensor_quantized(r, sc, zp) : NULL;
-  return qt_ret(q);
+  return qt_ret(r ? wk_make_per_tensor_quantized(r, sc, zp) : NULL);
 }
-static const wk_module_class C_QRELU = {sizeof(wk_module_class), "QuantizedReLU", pass_forward, NULL, NULL};
-static const wk_module_class C_QMAXPOOL = {sizeof(wk_module_class), "QuantizedMaxPool2d", pass_forward, NULL, NULL};
+static const wk_module_class C_QRELU = {sizeof(wk_module_class), "QuantizedReLU", qrelu_forward, NULL, NULL};
+static const wk_module_class C_QMAXPOOL = {sizeof(wk_module_class), "QuantizedMaxPool2d", qmaxpool_forward, NULL,
+                                           NULL};
 static const wk_module_class C_QAAP = {sizeof(wk_module_class), "QuantizedAdaptiveAvgPool2d", pass_forward, NULL, NULL};
 
 wk_module *qt_quantized_passthrough(wk_module *float_mod) {
